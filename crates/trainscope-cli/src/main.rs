@@ -1,0 +1,44 @@
+//! `trainscope`: the headless front end. Reads files (the only crate that
+//! touches the file system), hands their bytes to `trainscope-core`, and
+//! prints text or JSON. Exit codes: 0 success, 2 usage error, 3 a file failed
+//! to parse, 4 an invalid simulation configuration.
+
+mod inspect;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Simulate distributed deep-learning training from workload files and logs.
+#[derive(Parser, Debug)]
+#[command(name = "trainscope", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Detect each file's format and summarise what it describes.
+    Inspect(inspect::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Inspect(args) => inspect::run(&args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Diagnostics as data: every parse problem, assumption and skipped piece of
+//! input becomes a [`Diagnostic`] with a severity, a message, an optional
+//! source [`Location`] (file, 1-based line and column, the offending line's
+//! text) and an optional hint. Nothing in the core prints or panics; callers
+//! render diagnostics with [`Diagnostic::render`] or serialise them.
+
+use serde::Serialize;
+use std::fmt;
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Input that could not be used (a whole file, or a skipped record).
+    Error,
+    /// An assumption made or content ignored; the result is still usable.
+    Warning,
+}
+
+/// Where in an input file a diagnostic points.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Location {
+    /// File name as the user gave it (no directories are opened by the core).
+    pub file: String,
+    /// 1-based line number.
+    pub line: u32,
+    /// 1-based column, counted in characters.
+    pub column: u32,
+    /// The offending line, without its line terminator, cut to
+    /// [`Location::MAX_TEXT_CHARS`] characters.
+    pub text: String,
+}
+
+impl Location {
+    /// Longest excerpt of a line kept in a location (long lines are cut with `…`).
+    pub const MAX_TEXT_CHARS: usize = 160;
+
+    /// A location at byte offset `byte_col` of `line_text` (line is 1-based).
+    pub fn new(file: &str, line: u32, line_text: &str, byte_col: usize) -> Self {
+        let byte_col = floor_char_boundary(line_text, byte_col.min(line_text.len()));
+        let column = line_text[..byte_col].chars().count() as u32 + 1;
+        Location {
+            file: file.to_string(),
+            line,
+            column,
+            text: excerpt(line_text, Self::MAX_TEXT_CHARS),
+        }
+    }
+}
+
+/// One message about an input.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            message: message.into(),
+            location: None,
+            hint: None,
+        }
+    }
+
+    pub fn warning(message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(message)
+        }
+    }
+
+    #[must_use]
+    pub fn at(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    #[must_use]
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// One line: `file:line:col: warning: message` (no hint, no excerpt).
+    pub fn short(&self) -> String {
+        self.to_string()
+    }
+
+    /// Multi-line rendering in the style of rustc/typst:
+    ///
+    /// ```text
+    /// error: failed to parse SimAI workload (expected 12 fields, found 11)
+    ///   --> a.txt:5:1
+    ///    |
+    ///  5 | attention_norm -1 3422000 ALLREDUCE ...
+    ///    | ^
+    ///    = hint: a SimAI record is: ...
+    /// ```
+    pub fn render(&self) -> String {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        let mut out = format!("{sev}: {}\n", self.message);
+        if let Some(loc) = &self.location {
+            let num = loc.line.to_string();
+            let pad = " ".repeat(num.len());
+            out.push_str(&format!(
+                "{pad}--> {}:{}:{}\n",
+                loc.file, loc.line, loc.column
+            ));
+            out.push_str(&format!("{pad} |\n{num} | {}\n", loc.text));
+            let caret_at = (loc.column as usize).saturating_sub(1);
+            if caret_at <= loc.text.chars().count() {
+                out.push_str(&format!("{pad} | {}^\n", " ".repeat(caret_at)));
+            }
+        }
+        if let Some(hint) = &self.hint {
+            out.push_str(&format!("  = hint: {hint}\n"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        if let Some(loc) = &self.location {
+            write!(f, "{}:{}:{}: ", loc.file, loc.line, loc.column)?;
+        }
+        write!(f, "{sev}: {}", self.message)
+    }
+}
+
+/// `text` cut to `max_chars` characters, with `…` when something was cut.
+pub fn excerpt(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The candidate closest to `word` by edit distance (case-insensitive), if it
+/// is close enough to be a plausible typo (at most a third of its length).
+pub fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let w = word.to_ascii_uppercase();
+    let limit = (w.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&w, &c.to_ascii_uppercase()), *c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars; inputs are short identifiers, and anything
+/// over 64 chars is compared by its first 64 only so the cost stays bounded.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().take(64).collect();
+    let b: Vec<char> = b.chars().take(64).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_counts_chars_not_bytes() {
+        let loc = Location::new("f.txt", 3, "é x", 3);
+        assert_eq!(loc.column, 3);
+    }
+
+    #[test]
+    fn render_points_at_column() {
+        let d = Diagnostic::error("bad number")
+            .at(Location::new("w.txt", 12, "layer -1 abc", 9))
+            .with_hint("write an integer");
+        let r = d.render();
+        assert!(r.contains("--> w.txt:12:10"), "{r}");
+        assert!(r.contains("12 | layer -1 abc"), "{r}");
+        assert!(r.contains("   |          ^"), "{r}");
+        assert!(r.contains("= hint: write an integer"), "{r}");
+        assert_eq!(d.short(), "w.txt:12:10: error: bad number");
+    }
+
+    #[test]
+    fn suggests_near_typos_only() {
+        let c = ["ALLREDUCE", "ALLGATHER", "REDUCESCATTER"];
+        assert_eq!(suggest("ALLREDUSE", &c), Some("ALLREDUCE"));
+        assert_eq!(suggest("allgathr", &c), Some("ALLGATHER"));
+        assert_eq!(suggest("FOO", &c), None);
+    }
+
+    #[test]
+    fn excerpt_cuts_long_lines() {
+        assert_eq!(excerpt("abcdef", 3), "abc…");
+        assert_eq!(excerpt("abc", 3), "abc");
+    }
+}

@@ -1,0 +1,5 @@
+# Pinned tool versions, sourced by the other scripts (see ../shared/TOOLCHAIN.md facts in ARCHITECTURE.md).
+WASM_BINDGEN_VERSION=0.2.130
+TRUNK_VERSION=0.21.14
+WASM_PACK_VERSION=0.15.1
+export WASM_BINDGEN_VERSION TRUNK_VERSION WASM_PACK_VERSION
