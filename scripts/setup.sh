@@ -36,18 +36,20 @@ done
 
 # 2. Cargo tools, built from crates.io (no prebuilt downloads). Release LTO is
 #    turned off for the install only: it halves the cold build time.
-cargo_tool() { # cargo_tool BIN CRATE VERSION
+cargo_tool() { # cargo_tool BIN CRATE VERSION [--locked]
   if have_version "$1" "$3"; then
     echo "setup: $1 $3 present"
   else
     step "cargo install $2@$3" env CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
       CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback \
-      cargo install "$2" --version "=$3" --force
+      cargo install "$2" --version "=$3" --force ${4:-}
   fi
 }
+# wasm-bindgen-cli's lockfile names a crate the registry lacks, so it resolves
+# fresh; trunk and wasm-pack break with fresh dependencies and use their locks.
 cargo_tool wasm-bindgen wasm-bindgen-cli "$WASM_BINDGEN_VERSION"
-cargo_tool trunk trunk "$TRUNK_VERSION"
-cargo_tool wasm-pack wasm-pack "$WASM_PACK_VERSION"
+cargo_tool trunk trunk "$TRUNK_VERSION" --locked
+cargo_tool wasm-pack wasm-pack "$WASM_PACK_VERSION" --locked
 
 # 3. Debian's Chromium and its driver for browser tests.
 if [ "$want_browser" = 1 ]; then

@@ -1,0 +1,77 @@
+// Shared end-to-end harness: serves dist/ on 127.0.0.1 (a random free port),
+// launches Debian's Chromium through playwright-core, collects console errors,
+// and saves screenshots under target/e2e/.
+import { chromium } from 'playwright-core';
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const root = path.resolve(here, '..', '..');
+export const dist = path.join(root, 'dist');
+export const seeds = path.join(root, 'tests', 'fixtures', 'seeds');
+export const shots = path.join(root, 'target', 'e2e');
+
+const types = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.json': 'application/json', '.txt': 'text/plain', '.tsv': 'text/plain',
+  '.log': 'text/plain', '.png': 'image/png', '.svg': 'image/svg+xml',
+};
+
+/** Serve `dir` statically on 127.0.0.1, optionally under a sub-path prefix. */
+export function serve(dir = dist, prefix = '/') {
+  const server = http.createServer((req, res) => {
+    let url = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (!url.startsWith(prefix)) { res.writeHead(404); res.end(); return; }
+    url = '/' + url.slice(prefix.length);
+    let file = path.normalize(path.join(dir, url));
+    if (!file.startsWith(dir)) { res.writeHead(403); res.end(); return; }
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    fs.readFile(file, (err, data) => {
+      if (err) { res.writeHead(404); res.end('not found'); return; }
+      res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
+      res.end(data);
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address();
+    resolve({ server, url: `http://127.0.0.1:${port}${prefix}` });
+  }));
+}
+
+/** Launch headless Chromium with the flags this closed network needs. */
+export async function launch() {
+  const userDataDir = fs.mkdtempSync(path.join(root, 'target', 'chromium-'));
+  const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath,
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A new page that records console errors and page errors into `errors`. */
+export async function newPage(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  return { page, errors };
+}
+
+export async function screenshot(page, name) {
+  fs.mkdirSync(shots, { recursive: true });
+  const file = path.join(shots, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
