@@ -13,8 +13,9 @@ pub struct FileCardProps {
 }
 
 fn field(label: &'static str, testid: &'static str, value: String) -> Html {
+    let wide = value.len() > 14;
     html! {
-        <div class="field">
+        <div class={classes!("field", wide.then_some("wide"))}>
             <dt>{ label }</dt>
             <dd data-testid={testid}>{ value }</dd>
         </div>
