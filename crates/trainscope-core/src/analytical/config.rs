@@ -103,8 +103,10 @@ impl NicType {
 }
 
 /// The four overlap ratios: the fraction of a group's communication hidden
-/// behind compute. Exposed time = trunc(time x (1 - ratio)).
+/// behind compute. Exposed time = trunc(time x (1 - ratio)). Missing fields
+/// deserialise to their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OverlapRatios {
     /// `-dp_o`: weight-gradient collectives (DP and DP_EP), in [0, 1]. Default 0.
     pub dp: f64,

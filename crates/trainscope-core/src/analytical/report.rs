@@ -101,6 +101,8 @@ pub struct Shares {
 /// CLI's `--json` output (with warnings as objects).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AnalyticalReport {
+    /// Version of this JSON shape ([`AnalyticalReport::SCHEMA_VERSION`]).
+    pub schema_version: u32,
     /// Always `"simai"`.
     pub mode: &'static str,
     /// Total = compute + exposed comm (DP, DP_EP, TP, EP) + bubble + exposed PP, ns.
@@ -122,6 +124,12 @@ pub struct AnalyticalReport {
     pub layers: Vec<LayerRow>,
     /// The parser's warnings, then the assumptions of this mode.
     pub warnings: Vec<Diagnostic>,
+}
+
+impl AnalyticalReport {
+    /// Current [`AnalyticalReport::schema_version`]: bump on any change of
+    /// field names or meaning.
+    pub const SCHEMA_VERSION: u32 = 1;
 }
 
 /// Exposed part of a collective: trunc(total_ns x (1 - overlap)), ns.
@@ -408,6 +416,7 @@ pub fn analyse(
 
     let share = |v| share_percent(v, total);
     Ok(AnalyticalReport {
+        schema_version: AnalyticalReport::SCHEMA_VERSION,
         mode: "simai",
         iteration_time_ns: total,
         compute_ns,

@@ -713,3 +713,20 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn config_deserialises_from_partial_json() {
+    let cfg: AnalyticalConfig =
+        serde_json::from_str(r#"{"world_size": 512, "gpu_type": "H800", "overlap": {"dp": 0.3}}"#)
+            .unwrap();
+    assert_eq!(cfg.world_size, Some(512));
+    assert_eq!(cfg.gpu_type.as_deref(), Some("H800"));
+    assert_eq!(
+        cfg.overlap,
+        OverlapRatios {
+            dp: 0.3,
+            ..OverlapRatios::default()
+        }
+    );
+    assert_eq!(cfg.tables, RatioTables::builtin());
+}
