@@ -14,10 +14,15 @@ use serde::{Deserialize, Serialize};
 /// GPU presets that set the NVLink bus bandwidth (FORMATS.md section 2, item 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GpuType {
+    /// NVIDIA H100 (NVLink 370.8 GB/s).
     H100,
+    /// NVIDIA H20 (NVLink 370.8 GB/s).
     H20,
+    /// NVIDIA H800 (NVLink 164.8 GB/s).
     H800,
+    /// NVIDIA A100 (NVLink 240 GB/s).
     A100,
+    /// NVIDIA A800 (NVLink 160 GB/s).
     A800,
 }
 
@@ -66,8 +71,11 @@ impl GpuType {
 /// NIC presets that set the per-NIC bus bandwidth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NicType {
+    /// ConnectX-6 (23.5 GB/s).
     Cx6,
+    /// ConnectX-7 (48.5 GB/s).
     Cx7,
+    /// BlueField-3 (48.5 GB/s).
     Bf3,
 }
 

@@ -29,9 +29,13 @@ pub const SMALL_MESSAGE_LIMIT_BYTES: u64 = 1_048_576;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupKind {
+    /// Tensor parallel.
     Tp,
+    /// Data parallel.
     Dp,
+    /// Expert parallel.
     Ep,
+    /// Data parallel within one expert group (DP / EP ranks).
     DpEp,
 }
 
@@ -120,8 +124,11 @@ pub fn bus_factor(collective: Collective, n: u32) -> f64 {
 /// of the group per node, k NICs per node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
+    /// N: nodes the group spans.
     pub nodes: u64,
+    /// g: the group's GPUs per node.
     pub gpus_per_node: u64,
+    /// k: NICs per node available to the group.
     pub nics_per_node: u64,
 }
 
@@ -330,18 +337,22 @@ pub fn ratio_source(
 pub enum CostPath {
     /// A group of at most one rank: 0 ns.
     SingleRank,
-    /// 1 < S < 1 MiB: SimAI's constant for the group size; `known` is false
-    /// when its table has no entry for n (0 ns, as in SimAI).
-    SmallMessage { known: bool },
+    /// 1 < S < 1 MiB: SimAI's constant for the group size.
+    SmallMessage {
+        /// False when its table has no entry for n (0 ns, as in SimAI).
+        known: bool,
+    },
     /// T = trunc(S / 2^30 / (rho·B) · 1e9 · f).
     Bandwidth {
         /// B, GB/s, before the ratio.
         busbw_gbps: f64,
+        /// Whether the NVLink term was the minimum (see [`Busbw`]).
         is_nvlink: bool,
         /// rho (1 when no table applies).
         ratio: f64,
         /// The table and node-count key used, if any.
         table: Option<TableKind>,
+        /// The node-count key nn looked up (see [`super::tables::column_for_nodes`]).
         table_nodes: Option<u64>,
     },
 }
@@ -359,6 +370,7 @@ pub struct CollectiveCost {
     pub bus_factor: f64,
     /// The group's placement (None for n <= 1).
     pub placement: Option<Placement>,
+    /// How the time was obtained.
     pub path: CostPath,
 }
 

@@ -26,6 +26,7 @@ pub enum AnalyticalError {
     InvalidBandwidth {
         /// "NVLink busbw" or "NIC busbw".
         what: &'static str,
+        /// The value given, GB/s.
         value_gbps: f64,
     },
 
@@ -34,6 +35,7 @@ pub enum AnalyticalError {
     InvalidOverlap {
         /// "DP", "TP", "EP" or "PP".
         name: &'static str,
+        /// The value given.
         value: f64,
         /// The accepted range, as text ("in [0, 1]" or "in (0, 1] (SimAI divides the PP time by it)").
         range: &'static str,
@@ -41,28 +43,47 @@ pub enum AnalyticalError {
 
     /// `--gpu-type` names no known GPU.
     #[error("unknown GPU type `{name}`; known: {known}")]
-    UnknownGpuType { name: String, known: &'static str },
+    UnknownGpuType {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: &'static str,
+    },
 
     /// `--nic-type` names no known NIC.
     #[error("unknown NIC type `{name}`; known: {known}")]
-    UnknownNicType { name: String, known: &'static str },
+    UnknownNicType {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: &'static str,
+    },
 
     /// World size not a multiple of TP x PP, so DP is not an integer.
     #[error("world size {world} is not divisible by TP {tp} x PP {pp} = {product}, so the DP size is not an integer")]
     WorldNotDivisible {
+        /// World size.
         world: u64,
+        /// TP size.
         tp: u64,
+        /// PP size.
         pp: u64,
+        /// TP x PP.
         product: u64,
     },
 
     /// DP not a multiple of EP, so DP/EP is not an integer.
     #[error("DP size {dp} (world {world} / (TP {tp} x PP {pp})) is not divisible by EP {ep}, so the DP_EP size is not an integer")]
     DpNotDivisibleByEp {
+        /// DP size.
         dp: u64,
+        /// EP size.
         ep: u64,
+        /// World size.
         world: u64,
+        /// TP size.
         tp: u64,
+        /// PP size.
         pp: u64,
     },
 
@@ -72,8 +93,11 @@ pub enum AnalyticalError {
         "the {group} group of {group_size} ranks has no valid placement: {placement} ({detail})"
     )]
     InvalidPlacement {
+        /// The group.
         group: GroupKind,
+        /// Its ranks n.
         group_size: u64,
+        /// Its placement (with the zero term).
         placement: Placement,
         /// Which term is zero and the numbers it came from.
         detail: String,
@@ -82,18 +106,30 @@ pub enum AnalyticalError {
     /// A message above the largest row of the ratio table it needs.
     #[error("a {size_bytes}-byte {collective} over the {group} group ({group_size} ranks, placement {placement}) is above the largest row of the {table} ratio table ({max_bytes} bytes)")]
     MessageTooLarge {
+        /// The collective (all-reduce, ...).
         collective: &'static str,
+        /// The group.
         group: GroupKind,
+        /// Its ranks n.
         group_size: u64,
+        /// Its placement.
         placement: Placement,
+        /// The message size, bytes.
         size_bytes: u64,
+        /// The table looked up.
         table: TableKind,
+        /// The table's largest row, bytes.
         max_bytes: u64,
     },
 
     /// A time that does not fit in 64-bit nanoseconds.
     #[error("{what} overflows 64-bit nanoseconds ({detail})")]
-    Overflow { what: &'static str, detail: String },
+    Overflow {
+        /// Which figure.
+        what: &'static str,
+        /// The numbers it came from.
+        detail: String,
+    },
 }
 
 impl AnalyticalError {

@@ -56,14 +56,21 @@ impl PhaseComm {
 /// One record of the workload, costed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LayerRow {
+    /// Layer name as written in the workload.
     pub name: String,
     /// 1-based line in the workload file.
     pub line: u32,
+    /// Forward compute, ns.
     pub fwd_compute_ns: u64,
+    /// Weight-gradient compute, ns.
     pub wg_compute_ns: u64,
+    /// Input-gradient compute, ns.
     pub ig_compute_ns: u64,
+    /// Forward collective.
     pub fwd: PhaseComm,
+    /// Weight-gradient collective.
     pub wg: PhaseComm,
+    /// Input-gradient collective.
     pub ig: PhaseComm,
 }
 
@@ -87,13 +94,21 @@ pub struct ExposedComm {
 /// Each summary figure's share of the total, percent (SimAI's CSV figures).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Shares {
+    /// Exposed DP comm.
     pub dp: f64,
+    /// Exposed DP_EP comm.
     pub dp_ep: f64,
+    /// Exposed TP comm.
     pub tp: f64,
+    /// Exposed EP comm.
     pub ep: f64,
+    /// Exposed PP comm.
     pub pp: f64,
+    /// Bubble.
     pub bubble: f64,
+    /// Compute.
     pub compute: f64,
+    /// Exposed comm total (not PP).
     pub exposed_comm: f64,
 }
 
@@ -117,8 +132,11 @@ pub struct AnalyticalReport {
     pub exposed_comm_total_ns: u64,
     /// Shares of the total, percent.
     pub shares_percent: Shares,
+    /// Group sizes and schedule parameters used.
     pub parallelism: Parallelism,
+    /// The resolved cluster.
     pub cluster: ClusterConfig,
+    /// The overlap ratios used.
     pub overlap: OverlapRatios,
     /// One row per record, in file order.
     pub layers: Vec<LayerRow>,

@@ -276,8 +276,11 @@ pub fn has_column(nn: u64) -> bool {
 /// The three tables a cost model uses.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RatioTables {
+    /// `nvlink_ratio.csv`.
     pub nvlink: RatioTable,
+    /// `nic_ratio.csv`.
     pub nic: RatioTable,
+    /// `ata_ratio.csv`.
     pub ata: RatioTable,
 }
 
