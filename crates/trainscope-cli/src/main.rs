@@ -4,6 +4,7 @@
 //! to parse, 4 an invalid simulation configuration.
 
 mod inspect;
+mod simulate;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,10 +21,13 @@ struct Cli {
 enum Command {
     /// Detect each file's format and summarise what it describes.
     Inspect(inspect::Args),
+    /// Simulate one training iteration of a workload (`--mode simai`: SimAI-Analytical's numbers).
+    Simulate(simulate::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let argv = simulate::rewrite_simai_spellings(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -33,6 +37,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

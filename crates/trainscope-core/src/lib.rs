@@ -1,9 +1,11 @@
 //! trainscope-core: the pure heart of trainscope. Bytes in, values out: input
 //! format detection and parsers ([`formats`]), diagnostics as data
-//! ([`diag`]) and the per-file summary shown by the CLI and the web page
-//! ([`inspect`]). No IO, clocks, threads or DOM; builds for wasm32 and
-//! natively, so the CLI and the browser compute identical numbers.
+//! ([`diag`]), the per-file summary shown by the CLI and the web page
+//! ([`inspect`]) and the SimAI-compatible cost model ([`analytical`]). No IO,
+//! clocks, threads or DOM; builds for wasm32 and natively, so the CLI and the
+//! browser compute identical numbers.
 
+pub mod analytical;
 pub mod diag;
 pub mod formats;
 pub mod inspect;

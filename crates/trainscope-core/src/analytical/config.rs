@@ -1,0 +1,396 @@
+//! Configuration of the SimAI-compatible mode: what the user gives
+//! ([`AnalyticalConfig`], every field optional, like SimAI's flags), the
+//! resolved cluster ([`ClusterConfig`]), the overlap ratios
+//! ([`OverlapRatios`], SimAI's defaults dp_o = tp_o = ep_o = 0, pp_o = 1),
+//! GPU and NIC presets ([`GpuType`], [`NicType`]) and the parallelism derived
+//! from the workload header ([`Parallelism`]).
+
+use super::error::AnalyticalError;
+use super::tables::RatioTables;
+use crate::diag::Diagnostic;
+use crate::formats::simai::SimaiHeader;
+use serde::{Deserialize, Serialize};
+
+/// GPU presets that set the NVLink bus bandwidth (FORMATS.md section 2, item 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GpuType {
+    /// NVIDIA H100 (NVLink 370.8 GB/s).
+    H100,
+    /// NVIDIA H20 (NVLink 370.8 GB/s).
+    H20,
+    /// NVIDIA H800 (NVLink 164.8 GB/s).
+    H800,
+    /// NVIDIA A100 (NVLink 240 GB/s).
+    A100,
+    /// NVIDIA A800 (NVLink 160 GB/s).
+    A800,
+}
+
+impl GpuType {
+    /// Every preset, in a fixed order.
+    pub const ALL: [GpuType; 5] = [
+        GpuType::H100,
+        GpuType::H20,
+        GpuType::H800,
+        GpuType::A100,
+        GpuType::A800,
+    ];
+    /// The names, for messages.
+    pub const NAMES: &'static str = "H100, H20, H800, A100, A800";
+
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuType::H100 => "H100",
+            GpuType::H20 => "H20",
+            GpuType::H800 => "H800",
+            GpuType::A100 => "A100",
+            GpuType::A800 => "A800",
+        }
+    }
+
+    /// Case-insensitive lookup.
+    pub fn from_name(name: &str) -> Option<GpuType> {
+        GpuType::ALL
+            .into_iter()
+            .find(|g| g.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// NVLink bus bandwidth, GB/s (1 GB = 2^30 bytes): H100/H20 370.8,
+    /// H800 164.8, A100 240, A800 160.
+    pub fn nvlink_busbw_gbps(self) -> f64 {
+        match self {
+            GpuType::H100 | GpuType::H20 => 370.8,
+            GpuType::H800 => 164.8,
+            GpuType::A100 => 240.0,
+            GpuType::A800 => 160.0,
+        }
+    }
+}
+
+/// NIC presets that set the per-NIC bus bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NicType {
+    /// ConnectX-6 (23.5 GB/s).
+    Cx6,
+    /// ConnectX-7 (48.5 GB/s).
+    Cx7,
+    /// BlueField-3 (48.5 GB/s).
+    Bf3,
+}
+
+impl NicType {
+    /// Every preset, in a fixed order.
+    pub const ALL: [NicType; 3] = [NicType::Cx6, NicType::Cx7, NicType::Bf3];
+    /// The names, for messages.
+    pub const NAMES: &'static str = "CX6, CX7, BF3";
+
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            NicType::Cx6 => "CX6",
+            NicType::Cx7 => "CX7",
+            NicType::Bf3 => "BF3",
+        }
+    }
+
+    /// Case-insensitive lookup.
+    pub fn from_name(name: &str) -> Option<NicType> {
+        NicType::ALL
+            .into_iter()
+            .find(|n| n.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Per-NIC bus bandwidth, GB/s: CX6 23.5, CX7 48.5, BF3 48.5.
+    pub fn nic_busbw_gbps(self) -> f64 {
+        match self {
+            NicType::Cx6 => 23.5,
+            NicType::Cx7 | NicType::Bf3 => 48.5,
+        }
+    }
+}
+
+/// The four overlap ratios: the fraction of a group's communication hidden
+/// behind compute. Exposed time = trunc(time x (1 - ratio)). Missing fields
+/// deserialise to their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OverlapRatios {
+    /// `-dp_o`: weight-gradient collectives (DP and DP_EP), in [0, 1]. Default 0.
+    pub dp: f64,
+    /// `-tp_o`: forward and input-gradient collectives, in [0, 1]. Default 0.
+    pub tp: f64,
+    /// `-ep_o`: forward/input-gradient collectives of layers whose forward
+    /// collective runs over EP, in [0, 1]. Default 0.
+    pub ep: f64,
+    /// `-pp_o`: pipeline sends, in (0, 1] (SimAI divides by it). Default 1
+    /// (all hidden).
+    pub pp: f64,
+}
+
+impl Default for OverlapRatios {
+    fn default() -> Self {
+        OverlapRatios {
+            dp: 0.0,
+            tp: 0.0,
+            ep: 0.0,
+            pp: 1.0,
+        }
+    }
+}
+
+impl OverlapRatios {
+    /// Check every ratio is in range (NaN is not).
+    pub fn validate(&self) -> Result<(), AnalyticalError> {
+        for (name, value) in [("DP", self.dp), ("TP", self.tp), ("EP", self.ep)] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(AnalyticalError::InvalidOverlap {
+                    name,
+                    value,
+                    range: "in [0, 1]",
+                });
+            }
+        }
+        if !(self.pp > 0.0 && self.pp <= 1.0) {
+            return Err(AnalyticalError::InvalidOverlap {
+                name: "PP",
+                value: self.pp,
+                range: "in (0, 1] (SimAI divides the PP send time by it)",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What the user gives, every cluster field optional as with SimAI's flags.
+/// Precedence for bandwidths: an explicit value, else the GPU/NIC type's
+/// preset, else the default preset (H100, CX7) with a warning.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AnalyticalConfig {
+    /// `-g`: world size (GPUs). Default: the header's `all_gpus`.
+    pub world_size: Option<u32>,
+    /// `-g_p_s`: GPUs per server. Default [`AnalyticalConfig::DEFAULT_GPUS_PER_SERVER`].
+    pub gpus_per_server: Option<u32>,
+    /// `-n_p_s`: NICs per server. Default [`AnalyticalConfig::DEFAULT_NICS_PER_SERVER`].
+    pub nics_per_server: Option<u32>,
+    /// `-nv`: NVLink bus bandwidth, GB/s (1 GB = 2^30 bytes).
+    pub nvlink_busbw_gbps: Option<f64>,
+    /// `-nic`: per-NIC bus bandwidth, GB/s.
+    pub nic_busbw_gbps: Option<f64>,
+    /// GPU preset name (see [`GpuType`]), used when `nvlink_busbw_gbps` is absent.
+    pub gpu_type: Option<String>,
+    /// NIC preset name (see [`NicType`]), used when `nic_busbw_gbps` is absent.
+    pub nic_type: Option<String>,
+    /// Overlap ratios (SimAI's defaults).
+    pub overlap: OverlapRatios,
+    /// Bandwidth-efficiency tables (built-in unless replaced).
+    #[serde(skip)]
+    pub tables: RatioTables,
+}
+
+impl AnalyticalConfig {
+    /// GPUs per server when not given.
+    pub const DEFAULT_GPUS_PER_SERVER: u32 = 8;
+    /// NICs per server when not given.
+    pub const DEFAULT_NICS_PER_SERVER: u32 = 8;
+    /// GPU preset for the NVLink bandwidth when neither it nor a type is given.
+    pub const DEFAULT_GPU: GpuType = GpuType::H100;
+    /// NIC preset for the NIC bandwidth when neither it nor a type is given.
+    pub const DEFAULT_NIC: NicType = NicType::Cx7;
+
+    /// Resolve to concrete numbers against a workload header, with a warning
+    /// for every default taken. Validates counts, bandwidths and overlaps.
+    pub fn resolve(
+        &self,
+        header: &SimaiHeader,
+    ) -> Result<(ClusterConfig, Vec<Diagnostic>), AnalyticalError> {
+        let mut warnings = Vec::new();
+        let world_size = self
+            .world_size
+            .or(header.world)
+            .ok_or(AnalyticalError::MissingWorldSize)?;
+        let gpus_per_server = self.gpus_per_server.unwrap_or_else(|| {
+            warnings.push(Diagnostic::warning(format!(
+                "GPUs per server not given (-g_p_s); assuming {}",
+                Self::DEFAULT_GPUS_PER_SERVER
+            )));
+            Self::DEFAULT_GPUS_PER_SERVER
+        });
+        let nics_per_server = self.nics_per_server.unwrap_or_else(|| {
+            warnings.push(Diagnostic::warning(format!(
+                "NICs per server not given (-n_p_s); assuming {}",
+                Self::DEFAULT_NICS_PER_SERVER
+            )));
+            Self::DEFAULT_NICS_PER_SERVER
+        });
+        let gpu =
+            match &self.gpu_type {
+                Some(name) => Some(GpuType::from_name(name).ok_or_else(|| {
+                    AnalyticalError::UnknownGpuType {
+                        name: name.clone(),
+                        known: GpuType::NAMES,
+                    }
+                })?),
+                None => None,
+            };
+        let nic =
+            match &self.nic_type {
+                Some(name) => Some(NicType::from_name(name).ok_or_else(|| {
+                    AnalyticalError::UnknownNicType {
+                        name: name.clone(),
+                        known: NicType::NAMES,
+                    }
+                })?),
+                None => None,
+            };
+        let nvlink_busbw_gbps = match (self.nvlink_busbw_gbps, gpu) {
+            (Some(v), _) => v,
+            (None, Some(g)) => g.nvlink_busbw_gbps(),
+            (None, None) => {
+                let g = Self::DEFAULT_GPU;
+                warnings.push(Diagnostic::warning(format!(
+                    "NVLink bandwidth not given (-nv or --gpu-type); assuming {}'s {} GB/s",
+                    g.name(),
+                    g.nvlink_busbw_gbps()
+                )));
+                g.nvlink_busbw_gbps()
+            }
+        };
+        let nic_busbw_gbps = match (self.nic_busbw_gbps, nic) {
+            (Some(v), _) => v,
+            (None, Some(n)) => n.nic_busbw_gbps(),
+            (None, None) => {
+                let n = Self::DEFAULT_NIC;
+                warnings.push(Diagnostic::warning(format!(
+                    "NIC bandwidth not given (-nic or --nic-type); assuming {}'s {} GB/s",
+                    n.name(),
+                    n.nic_busbw_gbps()
+                )));
+                n.nic_busbw_gbps()
+            }
+        };
+        let cluster = ClusterConfig {
+            world_size,
+            gpus_per_server,
+            nics_per_server,
+            nvlink_busbw_gbps,
+            nic_busbw_gbps,
+        };
+        cluster.validate()?;
+        self.overlap.validate()?;
+        Ok((cluster, warnings))
+    }
+}
+
+/// The resolved cluster: every number concrete.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClusterConfig {
+    /// World size, GPUs.
+    pub world_size: u32,
+    /// GPUs per server (P).
+    pub gpus_per_server: u32,
+    /// NICs per server (K).
+    pub nics_per_server: u32,
+    /// NVLink bus bandwidth V, GB/s (1 GB = 2^30 bytes).
+    pub nvlink_busbw_gbps: f64,
+    /// Per-NIC bus bandwidth C, GB/s.
+    pub nic_busbw_gbps: f64,
+}
+
+impl ClusterConfig {
+    /// Counts at least 1, bandwidths finite and above 0.
+    pub fn validate(&self) -> Result<(), AnalyticalError> {
+        for (what, v) in [
+            ("world size", self.world_size),
+            ("GPUs per server", self.gpus_per_server),
+            ("NICs per server", self.nics_per_server),
+        ] {
+            if v == 0 {
+                return Err(AnalyticalError::ZeroCount { what });
+            }
+        }
+        for (what, value_gbps) in [
+            ("NVLink busbw", self.nvlink_busbw_gbps),
+            ("NIC busbw", self.nic_busbw_gbps),
+        ] {
+            if !(value_gbps.is_finite() && value_gbps > 0.0) {
+                return Err(AnalyticalError::InvalidBandwidth { what, value_gbps });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Group sizes and schedule parameters of one workload on one world size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parallelism {
+    /// Tensor parallel size (`model_parallel_NPU_group`).
+    pub tp: u32,
+    /// Pipeline stages.
+    pub pp: u32,
+    /// Expert parallel size.
+    pub ep: u32,
+    /// Data parallel size = world / (TP x PP).
+    pub dp: u32,
+    /// DP / EP.
+    pub dp_ep: u32,
+    /// Virtual stages (AICB: layers per stage) in the bubble formula.
+    pub vpp: u32,
+    /// Gradient-accumulation steps (micro-batches).
+    pub ga: u32,
+}
+
+impl Parallelism {
+    /// Derive from a header and a world size. Errors when the world is not a
+    /// multiple of TP x PP or DP not a multiple of EP (or a size is 0).
+    pub fn new(header: &SimaiHeader, world_size: u32) -> Result<Parallelism, AnalyticalError> {
+        for (what, v) in [
+            ("world size", world_size),
+            ("TP (model_parallel_NPU_group)", header.tp),
+            ("PP", header.pp),
+            ("EP", header.ep),
+            ("vpp", header.vpp),
+            ("ga", header.ga),
+        ] {
+            if v == 0 {
+                return Err(AnalyticalError::ZeroCount { what });
+            }
+        }
+        let (world, tp, pp, ep) = (
+            u64::from(world_size),
+            u64::from(header.tp),
+            u64::from(header.pp),
+            u64::from(header.ep),
+        );
+        let product = tp * pp;
+        if world % product != 0 {
+            return Err(AnalyticalError::WorldNotDivisible {
+                world,
+                tp,
+                pp,
+                product,
+            });
+        }
+        let dp = world / product;
+        if dp % ep != 0 {
+            return Err(AnalyticalError::DpNotDivisibleByEp {
+                dp,
+                ep,
+                world,
+                tp,
+                pp,
+            });
+        }
+        // dp <= world and dp / ep <= dp, so both fit in u32.
+        Ok(Parallelism {
+            tp: header.tp,
+            pp: header.pp,
+            ep: header.ep,
+            dp: u32::try_from(dp).unwrap_or(u32::MAX),
+            dp_ep: u32::try_from(dp / ep).unwrap_or(u32::MAX),
+            vpp: header.vpp,
+            ga: header.ga,
+        })
+    }
+}
