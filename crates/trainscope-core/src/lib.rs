@@ -7,6 +7,7 @@
 pub mod diag;
 pub mod formats;
 pub mod inspect;
+pub mod model;
 
 pub use diag::{Diagnostic, Location, Severity};
 pub use formats::Format;

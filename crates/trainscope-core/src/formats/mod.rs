@@ -2,6 +2,10 @@
 //! (FORMATS.md sections 1, 3, 4, 5). Detection looks at the bytes, never at
 //! the file name, and explains what it expected when nothing matches.
 
+pub mod echo;
+pub mod lex;
+pub mod neusight;
+pub mod optimus;
 pub mod simai;
 
 use crate::diag::Diagnostic;
