@@ -961,9 +961,14 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
             )));
         } else {
             diags.push(Diagnostic::warning(format!(
-                "the {n_copies} copies of the micro-batch block are not identical ({}); kept as {} distinct blocks",
+                "the {n_copies} copies of the micro-batch block are not identical ({}); kept as they are: {} distinct blocks with repeats {}",
                 first_difference.unwrap_or_default(),
-                blocks.len()
+                blocks.len(),
+                blocks
+                    .iter()
+                    .map(|b| b.repeat.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         if n_copies != ga as usize {
@@ -1032,7 +1037,13 @@ fn describe_difference(a: &[LayerOp], b: &[LayerOp]) -> String {
         } else {
             "a collective".to_string()
         };
-        return format!("first difference at `{}`{line}: {field}", y.name);
+        let first_line = x
+            .source_line
+            .map_or(String::new(), |l| format!(" (line {l})"));
+        return format!(
+            "first difference at `{}`{first_line} vs the next copy{line}: {field}",
+            y.name
+        );
     }
     "no difference found".to_string()
 }
