@@ -258,11 +258,17 @@ impl DiagSink {
 /// characters only within the first 64 KiB (beyond that, bytes are used).
 pub fn location(file: &str, line_no: u32, line: &str, byte_col: usize) -> Location {
     const CHEAP: usize = 64 * 1024;
-    if byte_col <= CHEAP {
-        return Location::new(file, line_no, line, byte_col);
+    let mut loc = if byte_col <= CHEAP {
+        Location::new(file, line_no, line, byte_col)
+    } else {
+        let mut loc = Location::new(file, line_no, line, 0);
+        loc.column = u32::try_from(byte_col.min(line.len()) + 1).unwrap_or(u32::MAX);
+        loc
+    };
+    // Tabs become single spaces so a rendered caret lines up with the column.
+    if loc.text.contains('\t') {
+        loc.text = loc.text.replace('\t', " ");
     }
-    let mut loc = Location::new(file, line_no, line, 0);
-    loc.column = u32::try_from(byte_col.min(line.len()) + 1).unwrap_or(u32::MAX);
     loc
 }
 
@@ -278,6 +284,21 @@ pub fn suggest_short<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> 
         return None;
     }
     crate::diag::suggest(word, candidates)
+}
+
+/// The candidate within `max_distance` edits of `word` (case-insensitive),
+/// the closest first; stricter than [`suggest_short`] for long identifiers.
+pub fn suggest_within<'a>(word: &str, candidates: &[&'a str], max_distance: usize) -> Option<&'a str> {
+    if word.len() > 64 {
+        return None;
+    }
+    let w = word.to_ascii_uppercase();
+    candidates
+        .iter()
+        .map(|c| (crate::diag::edit_distance(&w, &c.to_ascii_uppercase()), *c))
+        .filter(|(d, _)| *d <= max_distance)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
 }
 
 /// Format nanoseconds as milliseconds with up to 6 decimals (trailing zeros

@@ -471,7 +471,9 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
                     lex::quote(key, 40)
                 ))
                 .at(cx.loc(no, line, kcol));
-                if let Some(s) = lex::suggest_short(key, &HEADER_KEYS) {
+                if key.eq_ignore_ascii_case("expert_parallel_npu_group") {
+                    d = d.with_hint("the expert-parallel size is read from `ep:`");
+                } else if let Some(s) = lex::suggest_within(key, &HEADER_KEYS, 2) {
                     d = d.with_hint(format!("did you mean `{s}`?"));
                 }
                 cx.push(d);
@@ -920,7 +922,7 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
     } else if !middle.is_empty() {
         copies.push(middle);
     }
-    if first_emb.is_none() && h.ga > 1 && copies.len() <= 1 {
+    if first_emb.is_none() && h.ga > 1 && copies.len() == 1 {
         diags.push(Diagnostic::warning(
             "no `embedding_layer` row marks the micro-batch block; all rows before the loss/optimizer rows are treated as one micro-batch",
         ));
