@@ -869,6 +869,23 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
             "TP not in the file name (`tp<N>`); assuming TP = 1",
         ));
     }
+    // Without `wd<N>` in the name: the smallest multiple of TP x PP that
+    // holds every rank seen.
+    let world = world.or_else(|| {
+        let tp_pp = u64::from(tp.unwrap_or(1).max(1)) * u64::from(pp.max(1));
+        let needed = traces
+            .iter()
+            .flat_map(|t| t.ops.iter().map(|o| u64::from(o.rank) + 1))
+            .max()
+            .unwrap_or(1);
+        let w = needed.div_ceil(tp_pp).max(1) * tp_pp;
+        let w = u32::try_from(w).unwrap_or(u32::MAX);
+        diags.push(Diagnostic::warning(format!(
+            "world size not in the file name (`wd<N>`); assuming {w}: the smallest multiple of TP x PP = {tp_pp} that holds rank {}",
+            needed - 1
+        )));
+        Some(w)
+    });
     let (mut parallel, notes) = ParallelConfig::resolve(world, tp.unwrap_or(1), pp, 1, 1);
     diags.extend(notes.into_iter().map(Diagnostic::warning));
     parallel.micro_batch_size = mbs;
