@@ -150,19 +150,22 @@ fn rank_files_form_one_run() {
         .iter()
         .any(|d| d.message.contains("rank 1 appears twice")));
     // Job iteration: rank 0 starts at 5000 ms, rank 1 ends at 5018.5 ms.
-    assert_eq!(s[0].iteration_times_ns.as_deref(), Some(&[18_500_000u64][..]));
+    assert_eq!(
+        s[0].iteration_times_ns.as_deref(),
+        Some(&[18_500_000u64][..])
+    );
 
-    let run = echo::parse_run(&[
-        (names[0], &text(names[0])),
-        (names[1], &text(names[1])),
-    ]);
+    let run = echo::parse_run(&[(names[0], &text(names[0])), (names[1], &text(names[1]))]);
     assert_eq!(run.parallel.micro_batch_size, Some(2));
     assert_eq!(run.parallel.activation_bytes, 16 * 2 * 32 * 2);
     let r1 = run.rank(1).unwrap();
     assert_eq!(r1.stage, Some(1));
     assert_eq!(r1.ops[1].kind, OpKind::Recv);
     assert_eq!(r1.ops[1].phase, Some(Phase::Forward));
-    assert!(run.diagnostics.iter().all(|d| !d.message.contains("missing")));
+    assert!(run
+        .diagnostics
+        .iter()
+        .all(|d| !d.message.contains("missing")));
 }
 
 #[test]

@@ -62,7 +62,9 @@ fn seed_snapshot_with_model_digest() {
             o.forward.compute_ns,
             o.input_grad.compute_ns,
             o.weight_grad.compute_ns,
-            o.weight_grad.comm.map(|c| (c.kind, c.group, c.size_bytes, c.asynchronous))
+            o.weight_grad
+                .comm
+                .map(|c| (c.kind, c.group, c.size_bytes, c.asynchronous))
         ));
     }
     insta::assert_snapshot!(
@@ -99,7 +101,10 @@ fn zero_backward_is_estimated_and_grads_attach() {
         (c.kind, c.group, c.size_bytes, c.asynchronous),
         (CommKind::AllReduce, CommGroup::Dp, 4096, true)
     );
-    assert!(job.diagnostics.iter().any(|d| d.message.contains("2 x forward")));
+    assert!(job
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("2 x forward")));
     // Measured backward is kept as it is.
     let t = neusight::parse("n", &text("parse/neusight/nonzero_backward.tsv")).unwrap();
     let job = neusight::to_model("n", &t, &NeusightOptions::default());
@@ -108,7 +113,10 @@ fn zero_backward_is_estimated_and_grads_attach() {
         (op.input_grad.compute_ns, op.weight_grad.compute_ns),
         (3_000_000, 2_000_000)
     );
-    assert!(!job.diagnostics.iter().any(|d| d.message.contains("2 x forward")));
+    assert!(!job
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("2 x forward")));
 }
 
 #[test]
@@ -146,12 +154,15 @@ fn bad_rows_are_skipped_and_counted() {
     assert_eq!(t.skipped_rows, 4);
     let e = neusight::parse("h", &text("parse/neusight/header_typo.tsv")).unwrap_err();
     let r = e.render();
-    assert!(r.contains("`forward_compute_tme` looks like `forward_compute_time`"), "{r}");
+    assert!(
+        r.contains("`forward_compute_tme` looks like `forward_compute_time`"),
+        "{r}"
+    );
 }
 
 #[test]
 fn ten_megabyte_line_is_bounded() {
-    let mut t = String::from(neusight::COLUMNS.join("\t"));
+    let mut t = neusight::COLUMNS.join("\t");
     t.push_str("\nop");
     while t.len() < 10 << 20 {
         t.push_str("\t1.5");

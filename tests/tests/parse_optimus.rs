@@ -26,7 +26,14 @@ fn steps_digest(log: &optimus::OptimusLog) -> String {
                 .iter()
                 .map(|e| format!("{}:{}x{}", e.layer, e.total_ns, e.ops))
                 .collect();
-            format!("rank {} stage {} step {} line {}: {}\n", s.rank, s.stage, s.step, s.line, e.join(" "))
+            format!(
+                "rank {} stage {} step {} line {}: {}\n",
+                s.rank,
+                s.stage,
+                s.step,
+                s.line,
+                e.join(" ")
+            )
         })
         .collect()
 }
@@ -60,7 +67,10 @@ fn seed_snapshot() {
         .filter(|l| l.contains(" step 1 ") || l.contains(" step 2 ") || l.contains(" step 3 "))
         .map(|l| format!("{l}\n"))
         .collect();
-    insta::assert_snapshot!("optimus_seed", format!("{}\n--- steps ---\n{digest}", report(rel)));
+    insta::assert_snapshot!(
+        "optimus_seed",
+        format!("{}\n--- steps ---\n{digest}", report(rel))
+    );
 }
 
 #[test]
@@ -81,7 +91,10 @@ fn interleaved_entries_go_to_their_stage() {
     let times: Vec<u64> = run.iterations.iter().map(|i| i.duration_ns).collect();
     assert_eq!(times, [101_500_000, 102_500_000, 103_500_000, 99_000_000]);
     assert_eq!(run.iterations[0].iterations_covered, 2);
-    assert_eq!(run.steady_iteration_ns(), Some((102_500_000 + 103_500_000 + 99_000_000) / 3));
+    assert_eq!(
+        run.steady_iteration_ns(),
+        Some((102_500_000 + 103_500_000 + 99_000_000) / 3)
+    );
     assert_eq!(run.parallel.micro_batches, 4);
 }
 
@@ -96,7 +109,9 @@ fn noise_only_is_an_error_and_entries_without_header_are_reported() {
 
 #[test]
 fn ten_megabyte_line_is_bounded() {
-    let mut t = String::from("[rank:0 stage:0] transformer-block(module) forward time (no send/recv) - step 1\n");
+    let mut t = String::from(
+        "[rank:0 stage:0] transformer-block(module) forward time (no send/recv) - step 1\n",
+    );
     while t.len() < 10 << 20 {
         t.push_str("layer[3]: total=1.000ms, ops=2, avg/op=0.500ms layer[x]: total=");
     }

@@ -178,7 +178,10 @@ fn crlf_and_bom_parse_like_plain_text() {
 fn header_variants_are_all_understood() {
     let w = simai::parse("h", &text("parse/simai/header_variants.txt")).unwrap();
     let h = &w.header;
-    assert_eq!((h.tp, h.pp, h.ep, h.ga, h.vpp, h.world), (4, 2, 2, 4, 1, Some(16)));
+    assert_eq!(
+        (h.tp, h.pp, h.ep, h.ga, h.vpp, h.world),
+        (4, 2, 2, 4, 1, Some(16))
+    );
     assert_eq!(h.pp_comm_bytes, 50_331_648);
     assert_eq!(h.checkpoints, [3, 5]);
     assert_eq!(h.checkpoint_initiates, [4]);
@@ -210,7 +213,10 @@ fn checkpoint_lists_cover_every_listed_layer() {
     let w = simai::parse("s", &text("parse/simai/checkpoints_short.txt")).unwrap();
     assert_eq!(w.header.checkpoints, [1, 2]);
     assert_eq!(w.header.checkpoint_initiates, [9]);
-    assert!(w.diagnostics.iter().any(|d| d.message.contains("lists only 2")));
+    assert!(w
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("lists only 2")));
 }
 
 #[test]
@@ -222,7 +228,11 @@ fn comm_type_spellings() {
     assert_eq!(r[1].fwd_comm.comm_type, CommType::Unknown);
     assert_eq!(r[1].wg_comm.comm_type, CommType::SendRecv);
     assert_eq!(r[2].ig_comm.comm_type, CommType::Unknown);
-    let hints: Vec<&str> = w.diagnostics.iter().filter_map(|d| d.hint.as_deref()).collect();
+    let hints: Vec<&str> = w
+        .diagnostics
+        .iter()
+        .filter_map(|d| d.hint.as_deref())
+        .collect();
     assert!(hints.contains(&"did you mean `ALLREDUCE`?"), "{hints:?}");
     assert!(hints.contains(&"did you mean `ALLGATHER_EP`?"), "{hints:?}");
     let w = simai::parse("a", &text("parse/simai/allreduce_async.txt")).unwrap();
@@ -278,14 +288,19 @@ fn one_bad_record_never_loses_the_rest() {
     let first = w.diagnostics[0].render();
     assert!(first.contains("expected 12 fields, found 11"), "{first}");
     assert!(first.contains("--> b:4:"), "{first}");
-    assert!(first.contains("hint: a SimAI record is 12 fields"), "{first}");
+    assert!(
+        first.contains("hint: a SimAI record is 12 fields"),
+        "{first}"
+    );
 }
 
 #[test]
 fn count_mismatch_trusts_the_records() {
     let w = simai::parse("c", &text("parse/simai/count_mismatch.txt")).unwrap();
     assert_eq!((w.declared_records, w.records.len()), (839, 3));
-    assert!(w.diagnostics[0].message.contains("declares 839 records but the file has 3"));
+    assert!(w.diagnostics[0]
+        .message
+        .contains("declares 839 records but the file has 3"));
 }
 
 #[test]
@@ -342,8 +357,7 @@ fn many_bad_records_are_capped_but_counted() {
     let w = simai::parse("many", &t).unwrap();
     assert_eq!(w.skipped_records, 5000);
     assert!(w.diagnostics.len() <= 202);
-    assert!(w
-        .diagnostics
-        .iter()
-        .any(|d| d.message.contains("more error(s) in `many` were not listed")));
+    assert!(w.diagnostics.iter().any(|d| d
+        .message
+        .contains("more error(s) in `many` were not listed")));
 }

@@ -63,10 +63,15 @@ fn main() {
     report("simai seed 001 (parse)", SEED001.len(), min, || {
         black_box(simai::parse("s1", black_box(SEED001)).ok());
     });
-    report("simai seed 001 (parse + to_model)", SEED001.len(), min, || {
-        let w = simai::parse("s1", black_box(SEED001)).ok();
-        black_box(w.map(|w| simai::to_model("s1", &w)));
-    });
+    report(
+        "simai seed 001 (parse + to_model)",
+        SEED001.len(),
+        min,
+        || {
+            let w = simai::parse("s1", black_box(SEED001)).ok();
+            black_box(w.map(|w| simai::to_model("s1", &w)));
+        },
+    );
     let big = generated_workload(1_000_000);
     report("simai generated, 1,000,000 records", big.len(), min, || {
         let w = simai::parse("gen", black_box(&big)).ok();

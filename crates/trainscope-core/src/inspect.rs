@@ -164,7 +164,9 @@ impl FileSummary {
     pub fn render_text(&self) -> String {
         let mut out = format!("{}\n", self.file);
         match (self.format, self.confidence) {
-            (Some(f), Some(c)) => out.push_str(&format!("  format: {} (detected, {c}%)\n", f.name())),
+            (Some(f), Some(c)) => {
+                out.push_str(&format!("  format: {} (detected, {c}%)\n", f.name()))
+            }
             (Some(f), None) => out.push_str(&format!("  format: {} (forced)\n", f.name())),
             (None, _) => out.push_str("  format: unrecognised\n"),
         }
@@ -233,7 +235,11 @@ impl FileSummary {
             out.push_str(&format!("  run files: {}\n", f.join(", ")));
         }
         if let Some(t) = &self.iteration_times_ns {
-            let shown: Vec<String> = t.iter().take(12).map(|ns| lex::ns_to_ms_string(*ns)).collect();
+            let shown: Vec<String> = t
+                .iter()
+                .take(12)
+                .map(|ns| lex::ns_to_ms_string(*ns))
+                .collect();
             out.push_str(&format!(
                 "  measured iteration time(s), ms: {}{}\n",
                 shown.join(", "),
@@ -307,7 +313,9 @@ pub struct LoadedSet {
 /// Detect (unless `forced`) and parse one file, summarising it.
 pub fn inspect(file: &str, bytes: &[u8], forced: Option<Format>) -> FileSummary {
     let mut set = load_set(&[(file, bytes)], forced, &LoadOptions::default());
-    set.summaries.pop().unwrap_or_else(|| FileSummary::new(file))
+    set.summaries
+        .pop()
+        .unwrap_or_else(|| FileSummary::new(file))
 }
 
 /// Inspect several files together (Echo rank files of one job form one run);
@@ -320,11 +328,20 @@ fn described_summary(job: &DescribedJob) -> JobSummary {
     let stored: u64 = job.stages.iter().map(|s| s.stored_op_count() as u64).sum();
     let first = job.stages.first();
     let block = first.and_then(|s| s.blocks.first());
-    let fwd = block.map(|b| b.ops.iter().map(|o| o.forward.compute_ns).fold(0u64, u64::saturating_add));
+    let fwd = block.map(|b| {
+        b.ops
+            .iter()
+            .map(|o| o.forward.compute_ns)
+            .fold(0u64, u64::saturating_add)
+    });
     let bwd = block.map(|b| {
         b.ops
             .iter()
-            .map(|o| o.input_grad.compute_ns.saturating_add(o.weight_grad.compute_ns))
+            .map(|o| {
+                o.input_grad
+                    .compute_ns
+                    .saturating_add(o.weight_grad.compute_ns)
+            })
             .fold(0u64, u64::saturating_add)
     });
     JobSummary {
@@ -364,7 +381,12 @@ fn fill_run(s: &mut FileSummary, run: &MeasuredRun) {
     s.job = Some(measured_summary(run));
     s.ranks = Some(run.ranks.iter().map(|r| r.rank).collect());
     s.iteration_times_ns = Some(run.iterations.iter().map(|i| i.duration_ns).collect());
-    s.iterations_covered = Some(run.iterations.iter().map(|i| i.iterations_covered).collect());
+    s.iterations_covered = Some(
+        run.iterations
+            .iter()
+            .map(|i| i.iterations_covered)
+            .collect(),
+    );
 }
 
 /// Detect (unless `forced`) and parse every file; Echo traces with the same
@@ -521,8 +543,12 @@ pub fn load_set(
             members.iter().map(|k| echo_traces[*k].1.clone()).collect();
         let run = echo::to_run(&traces);
         let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let run_level: Vec<Diagnostic> =
-            run.diagnostics.iter().skip(file_diag_count).cloned().collect();
+        let run_level: Vec<Diagnostic> = run
+            .diagnostics
+            .iter()
+            .skip(file_diag_count)
+            .cloned()
+            .collect();
         let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
         for (pos, k) in members.iter().enumerate() {
             let (idx, trace) = &echo_traces[*k];

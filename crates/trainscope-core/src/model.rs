@@ -317,7 +317,9 @@ impl StageWorkload {
 
     /// Number of distinct layer ops stored (before + blocks + after).
     pub fn stored_op_count(&self) -> usize {
-        self.before.len() + self.after.len() + self.blocks.iter().map(|b| b.ops.len()).sum::<usize>()
+        self.before.len()
+            + self.after.len()
+            + self.blocks.iter().map(|b| b.ops.len()).sum::<usize>()
     }
 
     /// Number of layer ops executed in one iteration (blocks times repeats).
@@ -362,7 +364,10 @@ pub enum OpKind {
     /// Device or host compute (may contain communication sub-operations).
     Compute,
     /// A collective over a group.
-    Collective { collective: CommKind, group: CommGroup },
+    Collective {
+        collective: CommKind,
+        group: CommGroup,
+    },
     /// Point-to-point send to a neighbour stage.
     Send,
     /// Point-to-point receive; measured durations include waiting for the peer.
@@ -604,7 +609,10 @@ mod tests {
 
     #[test]
     fn tensor_bytes_checks_overflow() {
-        assert_eq!(tensor_bytes(&[2048, 2, 5120], "torch.float32"), Some(83_886_080));
+        assert_eq!(
+            tensor_bytes(&[2048, 2, 5120], "torch.float32"),
+            Some(83_886_080)
+        );
         assert_eq!(tensor_bytes(&[u64::MAX, 2], "torch.bool"), None);
         assert_eq!(tensor_bytes(&[3], "torch.weird"), None);
     }
@@ -616,8 +624,14 @@ mod tests {
             scope: StageScope::AllStages,
             before: vec![],
             blocks: vec![
-                MicroBatchBlock { repeat: 1, ops: vec![op("a")] },
-                MicroBatchBlock { repeat: 3, ops: vec![op("b"), op("c")] },
+                MicroBatchBlock {
+                    repeat: 1,
+                    ops: vec![op("a")],
+                },
+                MicroBatchBlock {
+                    repeat: 3,
+                    ops: vec![op("b"), op("c")],
+                },
             ],
             after: vec![],
         };

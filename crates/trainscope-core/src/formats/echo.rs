@@ -237,12 +237,7 @@ fn none_if_none(v: &str) -> Option<&str> {
     (v != "None" && !v.is_empty()).then_some(v)
 }
 
-fn parse_line(
-    file: &str,
-    sink: &mut DiagSink,
-    no: u32,
-    line: &str,
-) -> Result<EchoOp, Diagnostic> {
+fn parse_line(file: &str, sink: &mut DiagSink, no: u32, line: &str) -> Result<EchoOp, Diagnostic> {
     let err = |col: usize, msg: String| -> Diagnostic {
         Diagnostic::error(format!("failed to parse Echo trace ({msg}); line skipped"))
             .at(lex::location(file, no, line, col))
@@ -274,7 +269,10 @@ fn parse_line(
         .count();
     let name_col = lex::offset_in(line, after_colon);
     if name_len == 0 {
-        return Err(err(name_col, "expected an op name after `rank:R:`".to_string()));
+        return Err(err(
+            name_col,
+            "expected an op name after `rank:R:`".to_string(),
+        ));
     }
     let name = &after_colon[..name_len];
     let Some(body_open) = after_colon[name_len..].strip_prefix('(') else {
@@ -294,7 +292,10 @@ fn parse_line(
     // Split on the literal `,key=` delimiters, in order.
     let mut values: [(usize, &str); 10] = [(0, ""); 10];
     let Some(mut pos) = body.strip_prefix("stage_id=").map(|_| "stage_id=".len()) else {
-        return Err(err(body_col, "expected `stage_id=` right after `(`".to_string()));
+        return Err(err(
+            body_col,
+            "expected `stage_id=` right after `(`".to_string(),
+        ));
     };
     for k in 0..OP_KEYS.len() {
         if k + 1 == OP_KEYS.len() {
@@ -343,7 +344,11 @@ fn parse_line(
             Some(v) => lex::parse_decimal_scaled(v, 6).map(Some).map_err(|why| {
                 err(
                     col,
-                    format!("{} `{}` is {why} (milliseconds expected)", OP_KEYS[k], lex::quote(v, 40)),
+                    format!(
+                        "{} `{}` is {why} (milliseconds expected)",
+                        OP_KEYS[k],
+                        lex::quote(v, 40)
+                    ),
                 )
             }),
         }
@@ -370,8 +375,7 @@ fn parse_line(
     };
     let sub_ops = {
         let (col, v) = values[9];
-        parse_sub_ops(file, sink, no, line, col, v)
-            .map_err(|(c, m)| err(c, m))?
+        parse_sub_ops(file, sink, no, line, col, v).map_err(|(c, m)| err(c, m))?
     };
     Ok(EchoOp {
         line: no,
@@ -395,9 +399,7 @@ fn find_delim(s: &str, key: &str) -> Option<usize> {
     let mut from = 0;
     while let Some(p) = s[from..].find(key) {
         let at = from + p;
-        if at > 0
-            && s.as_bytes()[at - 1] == b','
-            && s.as_bytes().get(at + key.len()) == Some(&b'=')
+        if at > 0 && s.as_bytes()[at - 1] == b',' && s.as_bytes().get(at + key.len()) == Some(&b'=')
         {
             return Some(at - 1);
         }
@@ -551,7 +553,10 @@ fn parse_sub_op(
                 sub.shape = none_if_none(v).and_then(|x| {
                     let s = parse_shape(x);
                     if s.is_none() {
-                        problems.push(format!("shape `{}` is not a list of sizes", lex::quote(x, 30)));
+                        problems.push(format!(
+                            "shape `{}` is not a list of sizes",
+                            lex::quote(x, 30)
+                        ));
                     }
                     s
                 })
@@ -841,7 +846,9 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
     let tp = agree(&mut diags, "TP", traces, |i| i.tp);
     let pp_name = agree(&mut diags, "PP", traces, |i| i.pp);
     let world = agree(&mut diags, "the world size", traces, |i| i.world);
-    let mbs = agree(&mut diags, "the micro-batch size", traces, |i| i.micro_batch_size);
+    let mbs = agree(&mut diags, "the micro-batch size", traces, |i| {
+        i.micro_batch_size
+    });
     let max_stage = traces
         .iter()
         .flat_map(|t| t.ops.iter().filter_map(|o| o.stage_id))
@@ -929,7 +936,10 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
             .filter(|o| is_placeholder(o.timestamp_ns, o.duration_ns))
             .count() as u64;
         let stage = ops.iter().find_map(|o| o.stage_id);
-        if ops.iter().any(|o| o.stage_id.is_some() && o.stage_id != stage) {
+        if ops
+            .iter()
+            .any(|o| o.stage_id.is_some() && o.stage_id != stage)
+        {
             diags.push(Diagnostic::warning(format!(
                 "rank {rank} names more than one stage_id (virtual pipeline?); using stage {}",
                 stage.unwrap_or(0)
@@ -962,7 +972,7 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
     // Missing / out-of-range ranks.
     let present: Vec<u32> = by_rank.keys().copied().collect();
     let missing: Vec<u32> = (0..parallel.world)
-        .filter(|r| by_rank.get(r).is_none())
+        .filter(|r| !by_rank.contains_key(r))
         .take(1 << 16)
         .collect();
     if !missing.is_empty() {
@@ -1073,7 +1083,10 @@ fn job_iterations(ranks: &[RankTrace], diags: &mut Vec<Diagnostic>) -> Vec<Measu
     let mut out = Vec::new();
     let mut unsynced = false;
     for k in 0..n {
-        let spans: Vec<Span> = ranks.iter().filter_map(|r| r.iterations.get(k).copied()).collect();
+        let spans: Vec<Span> = ranks
+            .iter()
+            .filter_map(|r| r.iterations.get(k).copied())
+            .collect();
         let (Some(start), Some(end)) = (
             spans.iter().map(|s| s.start_ns).min(),
             spans.iter().map(|s| s.end_ns).max(),
@@ -1123,7 +1136,10 @@ mod tests {
         );
         assert_eq!(dp.shape.as_deref(), Some(&[1_702_466_560u64][..]));
         assert_eq!(t.ops[2].sub_ops.len(), 23);
-        assert_eq!(t.ops[2].sub_ops[0].shape.as_deref(), Some(&[4096u64, 5120][..]));
+        assert_eq!(
+            t.ops[2].sub_ops[0].shape.as_deref(),
+            Some(&[4096u64, 5120][..])
+        );
         assert_eq!(t.file_info.rank, Some(7));
         assert_eq!(t.file_info.tp, Some(2));
     }

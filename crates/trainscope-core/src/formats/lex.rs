@@ -288,7 +288,11 @@ pub fn suggest_short<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> 
 
 /// The candidate within `max_distance` edits of `word` (case-insensitive),
 /// the closest first; stricter than [`suggest_short`] for long identifiers.
-pub fn suggest_within<'a>(word: &str, candidates: &[&'a str], max_distance: usize) -> Option<&'a str> {
+pub fn suggest_within<'a>(
+    word: &str,
+    candidates: &[&'a str],
+    max_distance: usize,
+) -> Option<&'a str> {
     if word.len() > 64 {
         return None;
     }
@@ -325,7 +329,10 @@ mod tests {
     #[test]
     fn decimal_scaling_is_exact() {
         assert_eq!(parse_decimal_scaled("7289.55", 6), Ok(7_289_550_000));
-        assert_eq!(parse_decimal_scaled("4509232423.74", 6), Ok(4_509_232_423_740_000));
+        assert_eq!(
+            parse_decimal_scaled("4509232423.74", 6),
+            Ok(4_509_232_423_740_000)
+        );
         assert_eq!(parse_decimal_scaled("9.9808843806386", 6), Ok(9_980_884));
         assert_eq!(parse_decimal_scaled("4.791370158793459e-09", 6), Ok(0));
         assert_eq!(parse_decimal_scaled("1.5e3", 0), Ok(1500));

@@ -116,7 +116,10 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
     let mut out = Vec::new();
 
     // SimAI: a policy token first, a count on line 2.
-    let first_token = first.split(|c: char| c.is_ascii_whitespace()).next().unwrap_or("");
+    let first_token = first
+        .split(|c: char| c.is_ascii_whitespace())
+        .next()
+        .unwrap_or("");
     if simai::Policy::from_token(first_token).is_some() {
         let count_next = second
             .split(|c: char| c.is_ascii_whitespace())
@@ -139,7 +142,10 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
             out.push(Detection {
                 format: Format::SimaiWorkload,
                 confidence: 45,
-                reason: format!("line 1 starts with `{}`, close to a SimAI policy", lex::quote(first_token, 40)),
+                reason: format!(
+                    "line 1 starts with `{}`, close to a SimAI policy",
+                    lex::quote(first_token, 40)
+                ),
             });
         }
     }
@@ -154,12 +160,20 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
     } else {
         let hits = neusight::COLUMNS
             .iter()
-            .filter(|c| first.split(|ch: char| ch.is_ascii_whitespace()).any(|f| f == **c))
+            .filter(|c| {
+                first
+                    .split(|ch: char| ch.is_ascii_whitespace())
+                    .any(|f| f == **c)
+            })
             .count();
         if hits >= 6 {
             out.push(Detection {
                 format: Format::NeusightTsv,
-                confidence: if hits == neusight::COLUMNS.len() { 90 } else { 60 },
+                confidence: if hits == neusight::COLUMNS.len() {
+                    90
+                } else {
+                    60
+                },
                 reason: format!("line 1 names {hits} of the 11 NeuSight columns"),
             });
         }
@@ -178,7 +192,10 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
         out.push(Detection {
             format: Format::EchoTrace,
             confidence: u8::try_from(50 + share).unwrap_or(100),
-            reason: format!("{echo} of the first {} lines are `rank:R:op(...)` lines", sample.len()),
+            reason: format!(
+                "{echo} of the first {} lines are `rank:R:op(...)` lines",
+                sample.len()
+            ),
         });
     }
 

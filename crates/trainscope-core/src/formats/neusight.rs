@@ -14,8 +14,8 @@ use super::lex::{self, DiagSink};
 use crate::diag::Diagnostic;
 use crate::formats::Format;
 use crate::model::{
-    CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock,
-    ParallelConfig, PhaseOp, StageScope, StageWorkload,
+    CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
+    PhaseOp, StageScope, StageWorkload,
 };
 use serde::Serialize;
 
@@ -453,7 +453,11 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.forward_comm),
         };
         op.input_grad = PhaseOp {
-            compute_ns: if estimate { r.forward_ns } else { r.backward_ns },
+            compute_ns: if estimate {
+                r.forward_ns
+            } else {
+                r.backward_ns
+            },
             comm: model_comm(&r.backward_comm),
         };
         op.weight_grad = PhaseOp {
@@ -484,7 +488,10 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
         ops.iter().filter_map(|o| block_number(&o.name)).collect();
     let repeats = options.block_repeats.max(1);
     let mut expanded = Vec::new();
-    match (blocks_present.len(), ops.iter().position(|o| block_number(&o.name).is_some())) {
+    match (
+        blocks_present.len(),
+        ops.iter().position(|o| block_number(&o.name).is_some()),
+    ) {
         (1, Some(start)) => {
             let end = ops[start..]
                 .iter()

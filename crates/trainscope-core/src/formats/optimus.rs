@@ -538,7 +538,13 @@ fn epoch_at(cx: &mut Ctx<'_>, no: u32, line: &str, p: usize) -> Option<OptimusEp
         i: p + EPOCH_MARK.len(),
     };
     let Some(epoch) = c.uint() else {
-        cx.unreadable(no, line, p, "epoch line without an epoch number; ignored".into(), HINT);
+        cx.unreadable(
+            no,
+            line,
+            p,
+            "epoch line without an epoch number; ignored".into(),
+            HINT,
+        );
         return None;
     };
     c.ws();
@@ -561,7 +567,13 @@ fn epoch_at(cx: &mut Ctx<'_>, no: u32, line: &str, p: usize) -> Option<OptimusEp
             }
         }
     } else {
-        cx.unreadable(no, line, c.i, "epoch line: expected `|` after the epoch; ignored".into(), HINT);
+        cx.unreadable(
+            no,
+            line,
+            c.i,
+            "epoch line: expected `|` after the epoch; ignored".into(),
+            HINT,
+        );
         return None;
     };
     let rest = c.rest();
@@ -587,7 +599,10 @@ fn epoch_at(cx: &mut Ctx<'_>, no: u32, line: &str, p: usize) -> Option<OptimusEp
             no,
             line,
             c2.i,
-            format!("epoch line: `ms/batch {}` is not a number; ignored", lex::quote(v, 20)),
+            format!(
+                "epoch line: `ms/batch {}` is not a number; ignored",
+                lex::quote(v, 20)
+            ),
             HINT,
         );
         return None;
@@ -735,11 +750,10 @@ pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
     let max_rank = log.steps.iter().map(|s| s.rank).max();
     let max_stage = log.steps.iter().map(|s| s.stage).max();
     let world = c.world.or_else(|| max_rank.map(|r| r.saturating_add(1)));
-    let pp = c
-        .pp
-        .or(c.num_stage)
-        .or_else(|| max_stage.map(|s| s.saturating_add(1)))
-        .unwrap_or(1);
+    let pp =
+        c.pp.or(c.num_stage)
+            .or_else(|| max_stage.map(|s| s.saturating_add(1)))
+            .unwrap_or(1);
     let gas = c.gas.unwrap_or(1);
     if c.gas.is_none() {
         diags.push(Diagnostic::warning(

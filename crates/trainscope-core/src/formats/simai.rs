@@ -553,7 +553,10 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
                         break;
                     }
                     i += 1;
-                    match parse_u64_lenient(t).ok().and_then(|v| u32::try_from(v).ok()) {
+                    match parse_u64_lenient(t)
+                        .ok()
+                        .and_then(|v| u32::try_from(v).ok())
+                    {
                         Some(v) => list.push(v),
                         None => {
                             return Err(Diagnostic::error(format!(
@@ -607,8 +610,11 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
         if !seen.contains(&key) {
             h.defaulted.push(key);
             cx.push(
-                Diagnostic::warning(format!("header has no `{key}:`; assuming 1"))
-                    .at(cx.loc(no, line, line.len())),
+                Diagnostic::warning(format!("header has no `{key}:`; assuming 1")).at(cx.loc(
+                    no,
+                    line,
+                    line.len(),
+                )),
             );
         }
     }
@@ -747,10 +753,9 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
                     .at(lex::location(file, no, line, col));
                     match lex::suggest_short(t, &COMM_TYPE_NAMES) {
                         Some(s) => d.with_hint(format!("did you mean `{s}`?")),
-                        None => d.with_hint(format!(
-                            "known comm types: {}",
-                            COMM_TYPE_NAMES.join(", ")
-                        )),
+                        None => {
+                            d.with_hint(format!("known comm types: {}", COMM_TYPE_NAMES.join(", ")))
+                        }
                     }
                 });
                 CommType::Unknown
@@ -909,7 +914,7 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
                 last.push(op);
             }
         }
-    } else if h.ga > 1 && !middle.is_empty() && middle.len() % h.ga as usize == 0 {
+    } else if h.ga > 1 && !middle.is_empty() && middle.len().is_multiple_of(h.ga as usize) {
         let len = middle.len() / h.ga as usize;
         let same_names = middle
             .chunks(len)
@@ -938,9 +943,15 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
                 if first_difference.is_none() {
                     first_difference = Some(describe_difference(&b.ops, &copy));
                 }
-                blocks.push(MicroBatchBlock { repeat: 1, ops: copy });
+                blocks.push(MicroBatchBlock {
+                    repeat: 1,
+                    ops: copy,
+                });
             }
-            None => blocks.push(MicroBatchBlock { repeat: 1, ops: copy }),
+            None => blocks.push(MicroBatchBlock {
+                repeat: 1,
+                ops: copy,
+            }),
         }
     }
     let ga = h.ga;
