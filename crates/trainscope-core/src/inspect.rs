@@ -1,11 +1,19 @@
 //! The per-file summary (`trainscope inspect`, the web page's file list):
-//! detected format, the job description found in the header, record counts,
-//! and every diagnostic. One serialisable value per input file so the CLI's
-//! JSON and the browser show the same data.
+//! detected format and confidence, the job description (parallel
+//! configuration, stages, ops), measured iteration times for traces and
+//! logs, read/skipped counts, and every diagnostic. One serialisable value
+//! per input file so the CLI's JSON and the browser show the same data.
+//!
+//! [`load_set`] parses a SET of files together — Echo rank files of one job
+//! (same file name up to the `rank<N>` token) form one measured run — and
+//! returns the summaries plus the normalised models for the simulators;
+//! [`inspect`] is the one-file shortcut.
 
 use crate::diag::Diagnostic;
-use crate::formats::{self, simai, Format};
-use serde::Serialize;
+use crate::formats::{self, echo, lex, neusight, optimus, simai, Detection, Format};
+use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
 
 /// Header facts of a SimAI workload, flattened for display and JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,76 +31,551 @@ pub struct SimaiSummary {
     pub skipped_records: u32,
 }
 
+/// The normalised job facts of any format (JSON key `job`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JobSummary {
+    /// `described` (workload files) or `measured` (traces, logs).
+    pub kind: &'static str,
+    pub parallel: ParallelConfig,
+    /// Pipeline stages described or measured.
+    pub stages: u32,
+    /// Described jobs: distinct layer ops stored (before + blocks + after);
+    /// measured runs: measured ops over all ranks.
+    pub ops: u64,
+    /// Described jobs: layer ops executed per iteration on one stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_per_iteration: Option<u64>,
+    /// Described jobs: layer ops of one micro-batch (first block).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_per_micro_batch: Option<u64>,
+    /// Described jobs: once-per-iteration rows before / after the micro-batches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_ops: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_ops: Option<u64>,
+    /// Described jobs: distinct micro-batch blocks (1 when every copy is equal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distinct_blocks: Option<u64>,
+    /// Described jobs: forward / input-grad / weight-grad compute of one
+    /// micro-batch on one stage, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forward_ns_per_micro_batch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backward_ns_per_micro_batch: Option<u64>,
+}
+
 /// What `inspect` reports about one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileSummary {
     pub file: String,
     /// Detected (or forced) format; `None` when it could not be recognised.
     pub format: Option<Format>,
+    /// Detection confidence in percent (`None` when the format was forced
+    /// or nothing was recognised).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<u8>,
+    /// Whether the user forced the format.
+    pub forced: bool,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub simai: Option<SimaiSummary>,
+    /// The normalised job, when the file could be parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobSummary>,
+    /// Items read and skipped (records, rows, op lines, log entries).
+    pub read: u64,
+    pub skipped: u64,
+    /// What `read`/`skipped` count.
+    pub unit: &'static str,
+    /// Measured runs: ranks of the run this file belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<Vec<u32>>,
+    /// Measured runs: ranks this file itself contributed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_ranks: Option<Vec<u32>>,
+    /// Measured runs assembled from several files: all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_files: Option<Vec<String>>,
+    /// Measured runs: the job's measured iteration times, ns (serialised as
+    /// `iteration_times_ms`, floats in milliseconds).
+    #[serde(
+        rename = "iteration_times_ms",
+        serialize_with = "ns_as_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub iteration_times_ns: Option<Vec<u64>>,
+    /// Measured runs: how many training iterations each time covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations_covered: Option<Vec<u32>>,
     /// Every diagnostic, warnings and errors, in file order.
     pub diagnostics: Vec<Diagnostic>,
 }
 
+fn ns_as_ms<S: Serializer>(v: &Option<Vec<u64>>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        None => s.serialize_none(),
+        Some(list) => s.collect_seq(list.iter().map(|ns| lex::ns_to_ms_f64(*ns))),
+    }
+}
+
 impl FileSummary {
+    fn new(file: &str) -> Self {
+        FileSummary {
+            file: file.to_string(),
+            format: None,
+            confidence: None,
+            forced: false,
+            simai: None,
+            job: None,
+            read: 0,
+            skipped: 0,
+            unit: "records",
+            ranks: None,
+            file_ranks: None,
+            run_files: None,
+            iteration_times_ns: None,
+            iterations_covered: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
+
+    /// The warnings, one line each (`file:line:col: warning: message`).
+    pub fn warnings(&self) -> Vec<String> {
+        self.diagnostics
+            .iter()
+            .filter(|d| !d.is_error())
+            .map(Diagnostic::short)
+            .collect()
+    }
+
+    /// The errors, one line each (`file:line:col: error: message`).
+    pub fn errors(&self) -> Vec<String> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(Diagnostic::short)
+            .collect()
+    }
+
+    /// The readable multi-line summary printed by `trainscope inspect`.
+    pub fn render_text(&self) -> String {
+        let mut out = format!("{}\n", self.file);
+        match (self.format, self.confidence) {
+            (Some(f), Some(c)) => {
+                out.push_str(&format!("  format: {} (detected, {c}%)\n", f.name()))
+            }
+            (Some(f), None) => out.push_str(&format!("  format: {} (forced)\n", f.name())),
+            (None, _) => out.push_str("  format: unrecognised\n"),
+        }
+        if let Some(h) = &self.simai {
+            out.push_str(&format!("  policy: {}\n", h.policy));
+            out.push_str(&format!(
+                "  header: TP {} · PP {} · EP {} · vpp {} · GA {} · world {}\n",
+                h.tp,
+                h.pp,
+                h.ep,
+                h.vpp,
+                h.ga,
+                h.world.map_or("?".to_string(), |w| w.to_string())
+            ));
+            out.push_str(&format!("  pp_comm: {} bytes\n", h.pp_comm_bytes));
+            out.push_str(&format!("  declared records: {}\n", h.declared_records));
+        }
+        if let Some(j) = &self.job {
+            let p = &j.parallel;
+            out.push_str(&format!(
+                "  job ({}): world {} = TP {} x PP {} x DP {} · EP {} · DP/EP {} · micro-batches {} · virtual stages {}{}{}\n",
+                j.kind,
+                p.world,
+                p.tp,
+                p.pp,
+                p.dp,
+                p.ep,
+                p.dp_ep,
+                p.micro_batches,
+                p.virtual_stages,
+                p.micro_batch_size
+                    .map_or(String::new(), |m| format!(" · micro-batch size {m}")),
+                if p.activation_bytes > 0 {
+                    format!(" · activation {} bytes", p.activation_bytes)
+                } else {
+                    String::new()
+                }
+            ));
+            if j.kind == "described" {
+                out.push_str(&format!(
+                    "  stages: {} · ops stored {} · per micro-batch {} · per iteration {} (before {}, after {}) · distinct blocks {}\n",
+                    j.stages,
+                    j.ops,
+                    j.ops_per_micro_batch.unwrap_or(0),
+                    j.ops_per_iteration.unwrap_or(0),
+                    j.before_ops.unwrap_or(0),
+                    j.after_ops.unwrap_or(0),
+                    j.distinct_blocks.unwrap_or(0)
+                ));
+                out.push_str(&format!(
+                    "  compute per micro-batch: forward {} ms · backward {} ms\n",
+                    lex::ns_to_ms_string(j.forward_ns_per_micro_batch.unwrap_or(0)),
+                    lex::ns_to_ms_string(j.backward_ns_per_micro_batch.unwrap_or(0))
+                ));
+            } else {
+                out.push_str(&format!("  stages: {} · ops: {}\n", j.stages, j.ops));
+            }
+        }
+        if let Some(r) = &self.ranks {
+            out.push_str(&format!("  ranks in run: {}\n", list_u32(r)));
+        }
+        if let Some(r) = &self.file_ranks {
+            out.push_str(&format!("  ranks in this file: {}\n", list_u32(r)));
+        }
+        if let Some(f) = &self.run_files {
+            out.push_str(&format!("  run files: {}\n", f.join(", ")));
+        }
+        if let Some(t) = &self.iteration_times_ns {
+            let shown: Vec<String> = t
+                .iter()
+                .take(12)
+                .map(|ns| lex::ns_to_ms_string(*ns))
+                .collect();
+            out.push_str(&format!(
+                "  measured iteration time(s), ms: {}{}\n",
+                shown.join(", "),
+                if t.len() > 12 {
+                    format!(", … ({} in all)", t.len())
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if self.format.is_some() {
+            out.push_str(&format!(
+                "  {}: {} read, {} skipped\n",
+                self.unit, self.read, self.skipped
+            ));
+        }
+        let warnings = self.diagnostics.iter().filter(|d| !d.is_error()).count();
+        let errors = self.diagnostics.len() - warnings;
+        out.push_str(&format!("  {warnings} warning(s), {errors} error(s)\n"));
+        for d in self.diagnostics.iter().filter(|d| !d.is_error()) {
+            out.push_str(&format!("  {}\n", d.short()));
+        }
+        out
+    }
+}
+
+fn list_u32(v: &[u32]) -> String {
+    let s: Vec<String> = v.iter().take(64).map(u32::to_string).collect();
+    if v.len() > 64 {
+        format!("{} … ({} in all)", s.join(" "), v.len())
+    } else {
+        s.join(" ")
+    }
+}
+
+/// The JSON the CLI prints for `inspect --json`: one object per file with
+/// the summary's fields plus `warnings` and `errors` as arrays of strings.
+pub fn to_json(summaries: &[FileSummary]) -> serde_json::Value {
+    serde_json::Value::Array(
+        summaries
+            .iter()
+            .map(|s| {
+                let mut v = serde_json::to_value(s).unwrap_or(serde_json::Value::Null);
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert("warnings".to_string(), s.warnings().into());
+                    obj.insert("errors".to_string(), s.errors().into());
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
+/// Settings for turning files into models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct LoadOptions {
+    pub neusight: neusight::NeusightOptions,
+}
+
+/// Summaries and models of a set of files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadedSet {
+    /// One summary per input file, in input order.
+    pub summaries: Vec<FileSummary>,
+    /// Described jobs (SimAI, NeuSight), in input order.
+    pub described: Vec<DescribedJob>,
+    /// Measured runs (one per Echo job, one per Optimus-Prime log).
+    pub runs: Vec<MeasuredRun>,
 }
 
 /// Detect (unless `forced`) and parse one file, summarising it.
 pub fn inspect(file: &str, bytes: &[u8], forced: Option<Format>) -> FileSummary {
-    let mut summary = FileSummary {
-        file: file.to_string(),
-        format: None,
-        simai: None,
-        diagnostics: Vec::new(),
-    };
-    let text = match formats::decode_text(file, bytes) {
-        Ok((text, lossy)) => {
-            if lossy {
-                summary.diagnostics.push(Diagnostic::warning(format!(
-                    "`{file}` is not valid UTF-8; invalid bytes were replaced with U+FFFD"
-                )));
-            }
-            text
-        }
-        Err(d) => {
-            summary.diagnostics.push(d);
-            return summary;
-        }
-    };
-    let format = match forced.map_or_else(|| formats::detect(file, &text), Ok) {
-        Ok(f) => f,
-        Err(d) => {
-            summary.diagnostics.push(d);
-            return summary;
-        }
-    };
-    summary.format = Some(format);
-    match format {
-        Format::SimaiWorkload => match simai::parse(file, &text) {
-            Ok(w) => {
-                let h = &w.header;
-                summary.simai = Some(SimaiSummary {
-                    policy: h.policy.as_str(),
-                    tp: h.tp,
-                    pp: h.pp,
-                    ep: h.ep,
-                    vpp: h.vpp,
-                    ga: h.ga,
-                    world: h.world,
-                    pp_comm_bytes: h.pp_comm_bytes,
-                    records: w.records.len() as u64,
-                    declared_records: w.declared_records,
-                    skipped_records: w.skipped_records,
-                });
-                summary.diagnostics.extend(w.diagnostics);
-            }
-            Err(d) => summary.diagnostics.push(d),
-        },
-        Format::NeusightTsv | Format::EchoTrace | Format::OptimusPrimeLog => {}
+    let mut set = load_set(&[(file, bytes)], forced, &LoadOptions::default());
+    set.summaries
+        .pop()
+        .unwrap_or_else(|| FileSummary::new(file))
+}
+
+/// Inspect several files together (Echo rank files of one job form one run);
+/// one summary per file, in input order.
+pub fn inspect_set(files: &[(&str, &[u8])], forced: Option<Format>) -> Vec<FileSummary> {
+    load_set(files, forced, &LoadOptions::default()).summaries
+}
+
+fn described_summary(job: &DescribedJob) -> JobSummary {
+    let stored: u64 = job.stages.iter().map(|s| s.stored_op_count() as u64).sum();
+    let first = job.stages.first();
+    let block = first.and_then(|s| s.blocks.first());
+    let fwd = block.map(|b| {
+        b.ops
+            .iter()
+            .map(|o| o.forward.compute_ns)
+            .fold(0u64, u64::saturating_add)
+    });
+    let bwd = block.map(|b| {
+        b.ops
+            .iter()
+            .map(|o| {
+                o.input_grad
+                    .compute_ns
+                    .saturating_add(o.weight_grad.compute_ns)
+            })
+            .fold(0u64, u64::saturating_add)
+    });
+    JobSummary {
+        kind: "described",
+        parallel: job.parallel.clone(),
+        stages: job.parallel.pp,
+        ops: stored,
+        ops_per_iteration: first.map(|s| s.executed_op_count()),
+        ops_per_micro_batch: block.map(|b| b.ops.len() as u64),
+        before_ops: first.map(|s| s.before.len() as u64),
+        after_ops: first.map(|s| s.after.len() as u64),
+        distinct_blocks: first.map(|s| s.blocks.len() as u64),
+        forward_ns_per_micro_batch: fwd,
+        backward_ns_per_micro_batch: bwd,
     }
-    summary
+}
+
+fn measured_summary(run: &MeasuredRun) -> JobSummary {
+    let stages: std::collections::BTreeSet<u32> =
+        run.ranks.iter().filter_map(|r| r.stage).collect();
+    JobSummary {
+        kind: "measured",
+        parallel: run.parallel.clone(),
+        stages: u32::try_from(stages.len()).unwrap_or(u32::MAX),
+        ops: run.op_count() as u64,
+        ops_per_iteration: None,
+        ops_per_micro_batch: None,
+        before_ops: None,
+        after_ops: None,
+        distinct_blocks: None,
+        forward_ns_per_micro_batch: None,
+        backward_ns_per_micro_batch: None,
+    }
+}
+
+fn fill_run(s: &mut FileSummary, run: &MeasuredRun) {
+    s.job = Some(measured_summary(run));
+    s.ranks = Some(run.ranks.iter().map(|r| r.rank).collect());
+    s.iteration_times_ns = Some(run.iterations.iter().map(|i| i.duration_ns).collect());
+    s.iterations_covered = Some(
+        run.iterations
+            .iter()
+            .map(|i| i.iterations_covered)
+            .collect(),
+    );
+}
+
+/// Detect (unless `forced`) and parse every file; Echo traces with the same
+/// job key ([`echo::job_key`]) are assembled into one measured run, whose
+/// run-level diagnostics (missing or duplicate ranks, ...) are attached to
+/// the first of its files.
+pub fn load_set(
+    files: &[(&str, &[u8])],
+    forced: Option<Format>,
+    options: &LoadOptions,
+) -> LoadedSet {
+    let mut summaries: Vec<FileSummary> = Vec::with_capacity(files.len());
+    let mut described = Vec::new();
+    let mut runs = Vec::new();
+    // Echo traces waiting to be grouped: (summary index, trace).
+    let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
+
+    for (file, bytes) in files {
+        let mut summary = FileSummary::new(file);
+        let text = match formats::decode_text(file, bytes) {
+            Ok((text, lossy)) => {
+                if lossy {
+                    summary.diagnostics.push(Diagnostic::warning(format!(
+                        "`{file}` is not valid UTF-8; invalid bytes were replaced with U+FFFD"
+                    )));
+                }
+                text
+            }
+            Err(d) => {
+                summary.diagnostics.push(d);
+                summaries.push(summary);
+                continue;
+            }
+        };
+        let format = match forced {
+            Some(f) => {
+                summary.forced = true;
+                let best = formats::detect_all(&text).into_iter().next();
+                let fits = formats::detect_all(&text)
+                    .iter()
+                    .any(|d| d.format == f && d.confidence >= Detection::THRESHOLD);
+                if !fits {
+                    let looks = best.map_or("nothing known".to_string(), |d| {
+                        format!("{} ({}%)", d.format.name(), d.confidence)
+                    });
+                    summary.diagnostics.push(Diagnostic::warning(format!(
+                        "format forced to {}, but the content does not look like it (it looks like {looks})",
+                        f.name()
+                    )));
+                }
+                f
+            }
+            None => match formats::detect_with_confidence(file, &text) {
+                Ok(d) => {
+                    summary.confidence = Some(d.confidence);
+                    d.format
+                }
+                Err(d) => {
+                    summary.diagnostics.push(d);
+                    summaries.push(summary);
+                    continue;
+                }
+            },
+        };
+        summary.format = Some(format);
+        match format {
+            Format::SimaiWorkload => {
+                summary.unit = "records";
+                match simai::parse(file, &text) {
+                    Ok(w) => {
+                        let h = &w.header;
+                        summary.simai = Some(SimaiSummary {
+                            policy: h.policy.as_str(),
+                            tp: h.tp,
+                            pp: h.pp,
+                            ep: h.ep,
+                            vpp: h.vpp,
+                            ga: h.ga,
+                            world: h.world,
+                            pp_comm_bytes: h.pp_comm_bytes,
+                            records: w.records.len() as u64,
+                            declared_records: w.declared_records,
+                            skipped_records: w.skipped_records,
+                        });
+                        summary.read = w.records.len() as u64;
+                        summary.skipped = u64::from(w.skipped_records);
+                        let job = simai::to_model(file, &w);
+                        summary.job = Some(described_summary(&job));
+                        summary.diagnostics.extend(job.diagnostics.iter().cloned());
+                        described.push(job);
+                    }
+                    Err(d) => summary.diagnostics.push(d),
+                }
+            }
+            Format::NeusightTsv => {
+                summary.unit = "rows";
+                match neusight::parse(file, &text) {
+                    Ok(t) => {
+                        summary.read = t.rows.len() as u64;
+                        summary.skipped = u64::from(t.skipped_rows);
+                        let job = neusight::to_model(file, &t, &options.neusight);
+                        summary.job = Some(described_summary(&job));
+                        summary.diagnostics.extend(job.diagnostics.iter().cloned());
+                        described.push(job);
+                    }
+                    Err(d) => summary.diagnostics.push(d),
+                }
+            }
+            Format::OptimusPrimeLog => {
+                summary.unit = "forward-time entries";
+                match optimus::parse(file, &text) {
+                    Ok(log) => {
+                        summary.read = log.steps.iter().map(|s| s.entries.len() as u64).sum();
+                        summary.skipped =
+                            u64::from(log.unattributed_entries) + u64::from(log.unreadable);
+                        let run = optimus::to_run(file, &log);
+                        fill_run(&mut summary, &run);
+                        summary.file_ranks.clone_from(&summary.ranks);
+                        summary.diagnostics.extend(run.diagnostics.iter().cloned());
+                        runs.push(run);
+                    }
+                    Err(d) => summary.diagnostics.push(d),
+                }
+            }
+            Format::EchoTrace => {
+                summary.unit = "op lines";
+                match echo::parse(file, &text) {
+                    Ok(t) => {
+                        summary.read = t.ops.len() as u64;
+                        summary.skipped = u64::from(t.skipped_lines);
+                        summary.diagnostics.extend(t.diagnostics.iter().cloned());
+                        echo_traces.push((summaries.len(), t));
+                    }
+                    Err(d) => summary.diagnostics.push(d),
+                }
+            }
+        }
+        summaries.push(summary);
+    }
+
+    // Group Echo traces into runs by job key (first appearance order).
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for (k, (_, t)) in echo_traces.iter().enumerate() {
+        let key = echo::job_key(&t.file);
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(k);
+    }
+    for key in order {
+        let members = groups.remove(&key).unwrap_or_default();
+        let traces: Vec<echo::EchoTrace> =
+            members.iter().map(|k| echo_traces[*k].1.clone()).collect();
+        let run = echo::to_run(&traces);
+        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+        let run_level: Vec<Diagnostic> = run
+            .diagnostics
+            .iter()
+            .skip(file_diag_count)
+            .cloned()
+            .collect();
+        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+        for (pos, k) in members.iter().enumerate() {
+            let (idx, trace) = &echo_traces[*k];
+            let Some(s) = summaries.get_mut(*idx) else {
+                continue;
+            };
+            fill_run(s, &run);
+            s.file_ranks = Some(
+                run.ranks
+                    .iter()
+                    .filter(|r| r.file == trace.file)
+                    .map(|r| r.rank)
+                    .collect(),
+            );
+            if files.len() > 1 {
+                s.run_files = Some(files.clone());
+            }
+            if pos == 0 {
+                s.diagnostics.extend(run_level.iter().cloned());
+            }
+        }
+        runs.push(run);
+    }
+
+    LoadedSet {
+        summaries,
+        described,
+        runs,
+    }
 }

@@ -9,6 +9,7 @@ pub mod analytical;
 pub mod diag;
 pub mod formats;
 pub mod inspect;
+pub mod model;
 
 pub use diag::{Diagnostic, Location, Severity};
 pub use formats::Format;

@@ -2,6 +2,10 @@
 //! (FORMATS.md sections 1, 3, 4, 5). Detection looks at the bytes, never at
 //! the file name, and explains what it expected when nothing matches.
 
+pub mod echo;
+pub mod lex;
+pub mod neusight;
+pub mod optimus;
 pub mod simai;
 
 use crate::diag::Diagnostic;
@@ -76,47 +80,177 @@ pub fn decode_text<'a>(
     }
 }
 
-/// Recognise the format of `text` from its content.
-pub fn detect(file: &str, text: &str) -> Result<Format, Diagnostic> {
-    let head: &str = {
-        let mut end = text.len().min(64 * 1024);
-        while !text.is_char_boundary(end) {
-            end -= 1;
+/// A detection result: the format, how sure the detector is (0-100) and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detection {
+    pub format: Format,
+    /// Confidence in percent: 100 = the format's exact signature was found;
+    /// below [`Detection::THRESHOLD`] the format is not accepted by itself.
+    pub confidence: u8,
+    /// What was seen, in words.
+    pub reason: String,
+}
+
+impl Detection {
+    /// Lowest confidence [`detect`] accepts.
+    pub const THRESHOLD: u8 = 40;
+}
+
+/// The first 64 KiB of `text`, cut at a char boundary.
+fn head_of(text: &str) -> &str {
+    let mut end = text.len().min(64 * 1024);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Score every format against `text`; best first (ties keep [`Format::ALL`]
+/// order). Formats with no evidence at all are left out.
+pub fn detect_all(text: &str) -> Vec<Detection> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let head = head_of(text);
+    let mut non_empty = head.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = non_empty.next().unwrap_or("");
+    let second = non_empty.next().unwrap_or("");
+    let mut out = Vec::new();
+
+    // SimAI: a policy token first, a count on line 2.
+    let first_token = first
+        .split(|c: char| c.is_ascii_whitespace())
+        .next()
+        .unwrap_or("");
+    if simai::Policy::from_token(first_token).is_some() {
+        let count_next = second
+            .split(|c: char| c.is_ascii_whitespace())
+            .next()
+            .is_some_and(|t| simai::parse_u64_lenient(t).is_ok());
+        out.push(Detection {
+            format: Format::SimaiWorkload,
+            confidence: if count_next { 100 } else { 90 },
+            reason: format!("line 1 starts with the policy `{first_token}`"),
+        });
+    } else if first.contains("model_parallel_NPU_group") || first.contains("all_gpus") {
+        out.push(Detection {
+            format: Format::SimaiWorkload,
+            confidence: 60,
+            reason: "line 1 has SimAI header keys but no known policy".to_string(),
+        });
+    } else {
+        let names: Vec<&str> = simai::Policy::ALL.iter().map(|p| p.as_str()).collect();
+        if first_token.len() > 3 && lex::suggest_short(first_token, &names).is_some() {
+            out.push(Detection {
+                format: Format::SimaiWorkload,
+                confidence: 45,
+                reason: format!(
+                    "line 1 starts with `{}`, close to a SimAI policy",
+                    lex::quote(first_token, 40)
+                ),
+            });
         }
-        &text[..end]
-    };
-    let first = head
+    }
+
+    // NeuSight: the header names.
+    if first.starts_with("name\tforward_compute_time") {
+        out.push(Detection {
+            format: Format::NeusightTsv,
+            confidence: 100,
+            reason: "tab-separated NeuSight header on line 1".to_string(),
+        });
+    } else {
+        let hits = neusight::COLUMNS
+            .iter()
+            .filter(|c| {
+                first
+                    .split(|ch: char| ch.is_ascii_whitespace())
+                    .any(|f| f == **c)
+            })
+            .count();
+        if hits >= 6 {
+            out.push(Detection {
+                format: Format::NeusightTsv,
+                confidence: if hits == neusight::COLUMNS.len() {
+                    90
+                } else {
+                    60
+                },
+                reason: format!("line 1 names {hits} of the 11 NeuSight columns"),
+            });
+        }
+    }
+
+    // Echo: share of `rank:R:op(` lines among the first 50.
+    let sample: Vec<&str> = head
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    let first_token = first.split([' ', '\t']).next().unwrap_or("");
-    if simai::Policy::from_token(first_token).is_some() {
-        return Ok(Format::SimaiWorkload);
-    }
-    if first.starts_with("name\tforward_compute_time") {
-        return Ok(Format::NeusightTsv);
-    }
-    if head.lines().take(50).any(is_echo_line) {
-        return Ok(Format::EchoTrace);
-    }
-    if head.contains("> World size:")
-        || head.contains("transformer-block(module) forward time")
-        || head.contains("| epoch ")
-    {
-        return Ok(Format::OptimusPrimeLog);
-    }
-    if text.contains("transformer-block(module) forward time") || text.contains("| epoch ") {
-        return Ok(Format::OptimusPrimeLog);
-    }
-    let expected: Vec<String> = Format::ALL
-        .iter()
-        .map(|f| format!("{} ({})", f.name(), f.signature()))
+        .filter(|l| !l.is_empty())
+        .take(50)
         .collect();
-    Err(
-        Diagnostic::error(format!("unrecognised format in `{file}`"))
-            .with_hint(format!("expected one of: {}", expected.join("; "))),
-    )
+    let echo = sample.iter().filter(|l| is_echo_line(l)).count();
+    if echo > 0 {
+        let share = echo * 50 / sample.len().max(1);
+        out.push(Detection {
+            format: Format::EchoTrace,
+            confidence: u8::try_from(50 + share).unwrap_or(100),
+            reason: format!(
+                "{echo} of the first {} lines are `rank:R:op(...)` lines",
+                sample.len()
+            ),
+        });
+    }
+
+    // Optimus-Prime: distinct markers anywhere in the text.
+    let markers = [
+        "> World size:",
+        "transformer-block(module) forward time",
+        "| epoch ",
+        "ms/batch",
+        "stage2rank",
+        "avg/op=",
+    ];
+    let found = markers.iter().filter(|m| text.contains(**m)).count();
+    if found > 0 {
+        out.push(Detection {
+            format: Format::OptimusPrimeLog,
+            confidence: match found {
+                1 => 50,
+                2 => 75,
+                _ => 95,
+            },
+            reason: format!("{found} Optimus-Prime log marker(s) found"),
+        });
+    }
+    out.sort_by_key(|d| std::cmp::Reverse(d.confidence));
+    out
+}
+
+/// Recognise the format of `text` from its content, with a confidence.
+pub fn detect_with_confidence(file: &str, text: &str) -> Result<Detection, Diagnostic> {
+    match detect_all(text).into_iter().next() {
+        Some(d) if d.confidence >= Detection::THRESHOLD => Ok(d),
+        other => {
+            let expected: Vec<String> = Format::ALL
+                .iter()
+                .map(|f| format!("{} ({})", f.name(), f.signature()))
+                .collect();
+            let mut hint = format!("expected one of: {}", expected.join("; "));
+            if let Some(d) = other {
+                hint = format!(
+                    "closest: {} ({}%, {}); force it with --format {}. {hint}",
+                    d.format.name(),
+                    d.confidence,
+                    d.reason,
+                    d.format.name()
+                );
+            }
+            Err(Diagnostic::error(format!("unrecognised format in `{file}`")).with_hint(hint))
+        }
+    }
+}
+
+/// Recognise the format of `text` from its content.
+pub fn detect(file: &str, text: &str) -> Result<Format, Diagnostic> {
+    detect_with_confidence(file, text).map(|d| d.format)
 }
 
 fn is_echo_line(line: &str) -> bool {
@@ -164,6 +298,17 @@ mod tests {
         let e = detect("junk.bin", "hello\nworld\n").unwrap_err();
         assert_eq!(e.message, "unrecognised format in `junk.bin`");
         assert!(e.hint.unwrap().contains("simai-workload"));
+    }
+
+    #[test]
+    fn confidence_is_high_for_seeds_and_low_for_near_misses() {
+        let d = detect_with_confidence("x", &seed("simai_llama65b_tp8_pp4_vpp8.txt")).unwrap();
+        assert_eq!(d.confidence, 100);
+        let d = detect_with_confidence("x", "HYBRID_TRANSFORMR pp: 2\n3\n").unwrap();
+        assert_eq!(d.format, Format::SimaiWorkload);
+        assert!(d.confidence < 60);
+        let e = detect_with_confidence("x", "ms/batch\n").unwrap();
+        assert_eq!((e.format, e.confidence), (Format::OptimusPrimeLog, 50));
     }
 
     #[test]

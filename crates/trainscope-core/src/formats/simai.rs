@@ -8,7 +8,12 @@
 //! record is skipped with an error diagnostic and the rest of the file is kept;
 //! defaults and oddities are warnings.
 
-use crate::diag::{suggest, Diagnostic, Location};
+use super::lex::{self, DiagSink};
+use crate::diag::{Diagnostic, Location, Severity};
+use crate::model::{
+    CommGroup as ModelGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock,
+    ParallelConfig, PhaseOp, StageScope, StageWorkload,
+};
 use serde::Serialize;
 
 /// The parallelism policy token of line 1.
@@ -256,20 +261,12 @@ pub fn comm_type_from_str(text: &str, column: Column) -> Option<CommType> {
     })
 }
 
-/// Split a line into whitespace-separated tokens with their byte offsets.
-fn tokens(line: &str) -> impl Iterator<Item = (usize, &str)> {
-    let base = line.as_ptr() as usize;
-    line.split([' ', '\t'])
-        .filter(|t| !t.is_empty())
-        .map(move |t| (t.as_ptr() as usize - base, t))
-}
-
 /// Parse an unsigned integer that may be written as a float (`20971520.0`).
 pub fn parse_u64_lenient(text: &str) -> Result<u64, &'static str> {
     if let Ok(v) = text.parse::<u64>() {
         return Ok(v);
     }
-    if text.starts_with('-') && text[1..].bytes().all(|b| b.is_ascii_digit()) && text.len() > 1 {
+    if text.len() > 1 && text.starts_with('-') && text[1..].bytes().all(|b| b.is_ascii_digit()) {
         return Err("a negative number where a count, time or size is expected");
     }
     if !text.bytes().any(|b| b.is_ascii_digit()) {
@@ -288,102 +285,156 @@ pub fn parse_u64_lenient(text: &str) -> Result<u64, &'static str> {
 
 struct Ctx<'a> {
     file: &'a str,
-    diagnostics: Vec<Diagnostic>,
+    sink: DiagSink,
 }
 
 impl Ctx<'_> {
     fn loc(&self, line_no: u32, line: &str, col: usize) -> Location {
-        Location::new(self.file, line_no, line, col)
+        lex::location(self.file, line_no, line, col)
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.sink.push(d);
     }
 }
 
-/// Lines of a text with 1-based numbers, CR stripped, BOM removed.
-fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    text.split('\n')
-        .enumerate()
-        .map(|(i, l)| ((i + 1) as u32, l.strip_suffix('\r').unwrap_or(l)))
-}
+/// The hint shown with header problems.
+const HEADER_HINT: &str = "line 1 is a policy such as HYBRID_TRANSFORMER_FWD_IN_BCKWD followed by `key: value` pairs, e.g. `model_parallel_NPU_group: 8 ep: 1 pp: 4 vpp: 8 ga: 1 all_gpus: 512 pp_comm: 20971520 checkpoints: 0 checkpoint_initiates: 0`";
 
 /// Parse a SimAI/AICB workload. `file` names the input in diagnostics.
 /// Errors only when nothing usable is left (empty file, unreadable header,
-/// missing count line); everything else is a diagnostic on the result.
+/// no records and no count line); everything else is a diagnostic on the
+/// result: a bad record is skipped with an error diagnostic, the others are
+/// kept. At most [`lex::MAX_DIAGNOSTICS_PER_FILE`] diagnostics are listed; the
+/// rest are counted in a final summary diagnostic.
 pub fn parse(file: &str, text: &str) -> Result<SimaiWorkload, Diagnostic> {
     let mut cx = Ctx {
         file,
-        diagnostics: Vec::new(),
+        sink: DiagSink::default(),
     };
-    let mut lines = numbered_lines(text).filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = lex::numbered_lines(text).filter(|(_, l)| !l.trim().is_empty());
     let Some((h_no, h_line)) = lines.next() else {
-        return Err(Diagnostic::error("failed to parse SimAI workload (the file is empty)")
-            .with_hint("line 1 should be a policy such as HYBRID_TRANSFORMER_FWD_IN_BCKWD followed by `key: value` pairs"));
+        return Err(
+            Diagnostic::error("failed to parse SimAI workload (the file is empty)")
+                .with_hint(HEADER_HINT),
+        );
     };
     let header = parse_header(&mut cx, h_no, h_line)?;
-    let Some((c_no, c_line)) = lines.next() else {
-        return Err(Diagnostic::error(
-            "failed to parse SimAI workload (the record count on line 2 is missing)",
-        )
-        .at(cx.loc(h_no, h_line, h_line.len()))
-        .with_hint("line 2 holds the number of layer records that follow"));
-    };
-    let mut count_tokens = tokens(c_line);
-    let declared_records = match count_tokens.next() {
-        Some((col, t)) => parse_u64_lenient(t).map_err(|why| {
-            Diagnostic::error(format!(
-                "failed to parse SimAI workload (record count `{t}` is {why})"
-            ))
-            .at(cx.loc(c_no, c_line, col))
-            .with_hint("line 2 holds the number of layer records that follow, e.g. `33`")
-        })?,
-        None => unreachable!("blank lines are filtered"),
-    };
-    if let Some((col, t)) = count_tokens.next() {
-        cx.diagnostics.push(
-            Diagnostic::warning(format!("ignored extra text `{t}` after the record count"))
-                .at(cx.loc(c_no, c_line, col)),
-        );
-    }
-    let mut records = Vec::with_capacity(declared_records.min(1 << 16) as usize);
-    let mut skipped_records = 0;
-    for (no, line) in lines {
-        match parse_record(&mut cx, no, line) {
-            Ok(r) => records.push(r),
-            Err(d) => {
-                skipped_records += 1;
-                cx.diagnostics.push(d);
+    let mut records = Vec::new();
+    let mut skipped_records: u32 = 0;
+    let declared_records: u64;
+    match lines.next() {
+        None => {
+            return Err(Diagnostic::error(
+                "failed to parse SimAI workload (the record count on line 2 is missing, and no records follow)",
+            )
+            .at(cx.loc(h_no, h_line, h_line.len()))
+            .with_hint("line 2 holds the number of layer records that follow"));
+        }
+        Some((c_no, c_line)) => {
+            let mut count_tokens = lex::tokens(c_line);
+            let (col, t) = count_tokens.next().unwrap_or((0, c_line));
+            match parse_u64_lenient(t) {
+                Ok(n) => {
+                    declared_records = n;
+                    if let Some((col, t)) = count_tokens.next() {
+                        cx.push(
+                            Diagnostic::warning(format!(
+                                "ignored extra text `{}` after the record count",
+                                lex::quote(t, 40)
+                            ))
+                            .at(cx.loc(c_no, c_line, col)),
+                        );
+                    }
+                }
+                Err(_) if lex::tokens(c_line).count() >= 12 => {
+                    // The count line is missing and this is already a record.
+                    cx.push(
+                        Diagnostic::warning(
+                            "line 2 should hold the record count but looks like a record; counting the records present",
+                        )
+                        .at(cx.loc(c_no, c_line, col)),
+                    );
+                    declared_records = u64::MAX;
+                    match parse_record(&mut cx, c_no, c_line) {
+                        Ok(r) => records.push(r),
+                        Err(d) => {
+                            skipped_records += 1;
+                            cx.push(d);
+                        }
+                    }
+                }
+                Err(why) => {
+                    return Err(Diagnostic::error(format!(
+                        "failed to parse SimAI workload (record count `{}` is {why})",
+                        lex::quote(t, 40)
+                    ))
+                    .at(cx.loc(c_no, c_line, col))
+                    .with_hint("line 2 holds the number of layer records that follow, e.g. `33`"));
+                }
+            }
+            let record_lines = lines;
+            for (no, line) in record_lines {
+                match parse_record(&mut cx, no, line) {
+                    Ok(r) => records.push(r),
+                    Err(d) => {
+                        skipped_records = skipped_records.saturating_add(1);
+                        cx.push(d);
+                    }
+                }
+            }
+            let present = records.len() as u64 + u64::from(skipped_records);
+            // u64::MAX marks "no count line": nothing to compare.
+            if declared_records != u64::MAX && present != declared_records {
+                cx.push(
+                    Diagnostic::warning(format!(
+                        "line 2 declares {declared_records} records but the file has {present}; using the {present} present"
+                    ))
+                    .at(cx.loc(c_no, c_line, col)),
+                );
             }
         }
     }
-    let present = records.len() as u64 + u64::from(skipped_records);
-    if present != declared_records {
-        cx.diagnostics.push(
-            Diagnostic::warning(format!(
-                "line 2 declares {declared_records} records but the file has {present}; using the {present} present"
-            ))
-            .at(cx.loc(c_no, c_line, 0)),
-        );
+    let declared_records = if declared_records == u64::MAX {
+        records.len() as u64 + u64::from(skipped_records)
+    } else {
+        declared_records
+    };
+    if skipped_records > 0 {
+        cx.push(Diagnostic::error(format!(
+            "{} record(s) read, {skipped_records} skipped because they could not be parsed",
+            records.len()
+        )));
     }
     Ok(SimaiWorkload {
         header,
         declared_records,
         records,
         skipped_records,
-        diagnostics: cx.diagnostics,
+        diagnostics: cx.sink.finish(file),
     })
 }
 
+/// Where a header value came from: `(byte column, text)`.
+type Tok<'a> = (usize, &'a str);
+
 fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Diagnostic> {
-    let toks: Vec<(usize, &str)> = tokens(line).collect();
-    let (pcol, ptok) = toks[0];
+    let toks: Vec<Tok<'_>> = lex::tokens(line).collect();
+    let Some(&(pcol, ptok)) = toks.first() else {
+        return Err(
+            Diagnostic::error("failed to parse SimAI workload (line 1 is blank)")
+                .with_hint(HEADER_HINT),
+        );
+    };
     let policy = Policy::from_token(ptok).ok_or_else(|| {
         let names: Vec<&str> = Policy::ALL.iter().map(|p| p.as_str()).collect();
-        let hint = match suggest(ptok, &names) {
+        let hint = match lex::suggest_short(ptok, &names) {
             Some(s) => format!("did you mean `{s}`?"),
             None => format!("line 1 starts with one of: {}", names.join(", ")),
         };
         Diagnostic::error(format!(
             "failed to parse SimAI workload (unknown parallelism policy `{}`)",
-            crate::diag::excerpt(ptok, 40)
+            lex::quote(ptok, 40)
         ))
         .at(cx.loc(no, line, pcol))
         .with_hint(hint)
@@ -402,6 +453,7 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
         defaulted: Vec::new(),
     };
     let mut seen: Vec<&'static str> = Vec::new();
+    let mut unknown_keys = 0u32;
     let mut i = 1;
     while i < toks.len() {
         let (kcol, ktok) = toks[i];
@@ -411,24 +463,21 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
             Some((k, v)) => (k, (!v.is_empty()).then_some((kcol + k.len() + 1, v))),
             None => (ktok, None),
         };
-        let known = HEADER_KEYS.iter().find(|k| **k == key).copied();
-        let next_value = |i: &mut usize| -> Option<(usize, &str)> {
-            if let Some(v) = inline_value {
-                return Some(v);
-            }
-            let v = toks.get(*i).copied();
-            if v.is_some() {
-                *i += 1;
-            }
-            v
-        };
-        let Some(key) = known else {
-            let mut d = Diagnostic::warning(format!("ignored unknown header key `{key}`"))
+        let Some(key) = HEADER_KEYS.iter().find(|k| **k == key).copied() else {
+            unknown_keys += 1;
+            if unknown_keys <= 10 {
+                let mut d = Diagnostic::warning(format!(
+                    "ignored unknown header key `{}`",
+                    lex::quote(key, 40)
+                ))
                 .at(cx.loc(no, line, kcol));
-            if let Some(s) = suggest(key, &HEADER_KEYS) {
-                d = d.with_hint(format!("did you mean `{s}`?"));
+                if key.eq_ignore_ascii_case("expert_parallel_npu_group") {
+                    d = d.with_hint("the expert-parallel size is read from `ep:`");
+                } else if let Some(s) = lex::suggest_within(key, &HEADER_KEYS, 2) {
+                    d = d.with_hint(format!("did you mean `{s}`?"));
+                }
+                cx.push(d);
             }
-            cx.diagnostics.push(d);
             // Skip its value if one follows.
             if inline_value.is_none() {
                 if let Some((_, v)) = toks.get(i) {
@@ -439,25 +488,23 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
             }
             continue;
         };
-        let read_num = |cx: &mut Ctx<'_>, v: Option<(usize, &str)>| -> Result<u64, Diagnostic> {
-            match v {
-                None => Err(Diagnostic::error(format!(
-                    "failed to parse SimAI workload (header key `{key}` has no value)"
-                ))
-                .at(cx.loc(no, line, kcol))
-                .with_hint(format!("write `{key}: <integer>`"))),
-                Some((col, t)) => parse_u64_lenient(t).map_err(|why| {
-                    Diagnostic::error(format!(
-                        "failed to parse SimAI workload (value `{}` of `{key}` is {why})",
-                        crate::diag::excerpt(t, 40)
-                    ))
-                    .at(cx.loc(no, line, col))
-                    .with_hint(format!("write `{key}: <integer>`"))
-                }),
+        let value = match inline_value {
+            Some(v) => Some(v),
+            None => {
+                let v = toks.get(i).copied();
+                // A following `key:` is not this key's value.
+                match v {
+                    Some((_, t)) if t.ends_with(':') || is_header_key_token(t) => None,
+                    Some(v) => {
+                        i += 1;
+                        Some(v)
+                    }
+                    None => None,
+                }
             }
         };
         if seen.contains(&key) {
-            cx.diagnostics.push(
+            cx.push(
                 Diagnostic::warning(format!(
                     "header key `{key}` appears twice; the last value wins"
                 ))
@@ -465,39 +512,71 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
             );
         }
         seen.push(key);
-        let v = next_value(&mut i);
-        let n = read_num(cx, v)?;
+        let n = read_header_num(cx, no, line, key, kcol, value)?;
         let as_u32 = |cx: &mut Ctx<'_>, n: u64| -> Result<u32, Diagnostic> {
             u32::try_from(n).map_err(|_| {
                 Diagnostic::error(format!(
                     "failed to parse SimAI workload (`{key}` = {n} is too large)"
                 ))
                 .at(cx.loc(no, line, kcol))
+                .with_hint(format!("`{key}` is a group size or count below 2^32"))
             })
         };
+        let group = |cx: &mut Ctx<'_>, n: u64| -> Result<u32, Diagnostic> {
+            let v = as_u32(cx, n)?;
+            if v == 0 {
+                cx.push(
+                    Diagnostic::warning(format!(
+                        "`{key}` is 0; a group size or count must be at least 1, using 1"
+                    ))
+                    .at(cx.loc(no, line, kcol)),
+                );
+                return Ok(1);
+            }
+            Ok(v)
+        };
         match key {
-            "model_parallel_NPU_group" => h.tp = as_u32(cx, n)?,
-            "ep" => h.ep = as_u32(cx, n)?,
-            "pp" => h.pp = as_u32(cx, n)?,
-            "vpp" => h.vpp = as_u32(cx, n)?,
-            "ga" => h.ga = as_u32(cx, n)?,
-            "all_gpus" => h.world = Some(as_u32(cx, n)?),
+            "model_parallel_NPU_group" => h.tp = group(cx, n)?,
+            "ep" => h.ep = group(cx, n)?,
+            "pp" => h.pp = group(cx, n)?,
+            "vpp" => h.vpp = group(cx, n)?,
+            "ga" => h.ga = group(cx, n)?,
+            "all_gpus" => h.world = Some(group(cx, n)?),
             "pp_comm" => h.pp_comm_bytes = n,
-            "checkpoints" | "checkpoint_initiates" => {
+            _ => {
+                // `checkpoints: N l1..lN` / `checkpoint_initiates: M m1..mM`:
+                // read up to N indices, stopping early at the next key.
                 let mut list = Vec::new();
-                for _ in 0..n.min(toks.len() as u64) {
-                    let v = toks.get(i).copied();
+                while (list.len() as u64) < n {
+                    let Some(&(col, t)) = toks.get(i) else { break };
+                    if t.contains(':') || is_header_key_token(t) {
+                        break;
+                    }
                     i += 1;
-                    let n = read_num(cx, v)?;
-                    list.push(as_u32(cx, n)?);
+                    match parse_u64_lenient(t)
+                        .ok()
+                        .and_then(|v| u32::try_from(v).ok())
+                    {
+                        Some(v) => list.push(v),
+                        None => {
+                            return Err(Diagnostic::error(format!(
+                                "failed to parse SimAI workload (`{}` in the `{key}` list is not a layer index)",
+                                lex::quote(t, 40)
+                            ))
+                            .at(cx.loc(no, line, col))
+                            .with_hint(format!("write `{key}: N` followed by N layer indices")));
+                        }
+                    }
                 }
                 if n > list.len() as u64 {
-                    return Err(Diagnostic::error(format!(
-                        "failed to parse SimAI workload (`{key}: {n}` lists only {} layers)",
-                        list.len()
-                    ))
-                    .at(cx.loc(no, line, kcol))
-                    .with_hint(format!("write `{key}: N` followed by N layer indices")));
+                    cx.push(
+                        Diagnostic::warning(format!(
+                            "`{key}: {n}` lists only {} layer index(es); using those",
+                            list.len()
+                        ))
+                        .at(cx.loc(no, line, kcol))
+                        .with_hint(format!("write `{key}: N` followed by N layer indices")),
+                    );
                 }
                 if key == "checkpoints" {
                     h.checkpoints = list;
@@ -505,23 +584,21 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
                     h.checkpoint_initiates = list;
                 }
             }
-            _ => unreachable!("HEADER_KEYS covers every arm"),
-        }
-        if matches!(
-            key,
-            "model_parallel_NPU_group" | "ep" | "pp" | "vpp" | "ga" | "all_gpus"
-        ) && n == 0
-        {
-            return Err(Diagnostic::error(format!(
-                "failed to parse SimAI workload (`{key}` is 0; a group size or count must be at least 1)"
-            ))
-            .at(cx.loc(no, line, kcol)));
         }
     }
-    for (key, name) in [("vpp", "vpp"), ("ga", "ga"), ("ep", "ep")] {
+    if unknown_keys > 10 {
+        cx.push(
+            Diagnostic::warning(format!(
+                "{} more unknown header keys ignored",
+                unknown_keys - 10
+            ))
+            .at(cx.loc(no, line, 0)),
+        );
+    }
+    for key in ["vpp", "ga", "ep"] {
         if !seen.contains(&key) {
-            h.defaulted.push(name);
-            cx.diagnostics.push(
+            h.defaulted.push(key);
+            cx.push(
                 Diagnostic::warning(format!(
                     "header has no `{key}:`; assuming {key} = 1 (SimAI leaves it unset and prints NaN)"
                 ))
@@ -531,12 +608,8 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
     }
     for key in ["model_parallel_NPU_group", "pp"] {
         if !seen.contains(&key) {
-            h.defaulted.push(if key == "pp" {
-                "pp"
-            } else {
-                "model_parallel_NPU_group"
-            });
-            cx.diagnostics.push(
+            h.defaulted.push(key);
+            cx.push(
                 Diagnostic::warning(format!("header has no `{key}:`; assuming 1")).at(cx.loc(
                     no,
                     line,
@@ -548,71 +621,143 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
     Ok(h)
 }
 
-fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Diagnostic> {
-    let mut f: [(usize, &str); 12] = [(0, ""); 12];
-    let mut n = 0;
+fn is_header_key_token(t: &str) -> bool {
+    HEADER_KEYS.contains(&t)
+}
+
+fn read_header_num(
+    cx: &mut Ctx<'_>,
+    no: u32,
+    line: &str,
+    key: &str,
+    kcol: usize,
+    value: Option<Tok<'_>>,
+) -> Result<u64, Diagnostic> {
+    match value {
+        None => Err(Diagnostic::error(format!(
+            "failed to parse SimAI workload (header key `{key}` has no value)"
+        ))
+        .at(cx.loc(no, line, kcol))
+        .with_hint(format!("write `{key}: <integer>`"))),
+        Some((col, t)) => parse_u64_lenient(t).map_err(|why| {
+            Diagnostic::error(format!(
+                "failed to parse SimAI workload (value `{}` of `{key}` is {why})",
+                lex::quote(t, 40)
+            ))
+            .at(cx.loc(no, line, col))
+            .with_hint(format!("write `{key}: <integer>`"))
+        }),
+    }
+}
+
+/// Split a record line into at most 12 fields (byte ranges) plus the total
+/// field count and the start of the first extra field. Byte-level, no
+/// allocation: this is the hot loop of the parser.
+fn split_fields(line: &str) -> ([(u32, u32); 12], usize, Option<usize>) {
+    let b = line.as_bytes();
+    let mut f = [(0u32, 0u32); 12];
+    let mut n = 0usize;
     let mut extra = None;
-    for tok in tokens(line) {
+    let mut i = 0usize;
+    let len = b.len();
+    while i < len {
+        while i < len && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= len {
+            break;
+        }
+        let start = i;
+        while i < len && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
         if n < 12 {
-            f[n] = tok;
+            // Lines longer than 4 GiB cannot reach here (inputs are capped
+            // far below), but stay safe: clamp.
+            f[n] = (
+                u32::try_from(start).unwrap_or(u32::MAX),
+                u32::try_from(i).unwrap_or(u32::MAX),
+            );
         } else if extra.is_none() {
-            extra = Some(tok);
+            extra = Some(start);
         }
         n += 1;
     }
+    (f, n, extra)
+}
+
+fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Diagnostic> {
+    let (ranges, n, extra) = split_fields(line);
     if n != 12 {
-        let col = extra.map_or(line.len(), |(c, _)| c);
+        let col = extra.unwrap_or(line.len());
+        let what = if n < 12 {
+            "a field is missing or the line is cut short"
+        } else {
+            "extra text follows the 12th field (names must not contain spaces)"
+        };
         return Err(Diagnostic::error(format!(
-            "failed to parse SimAI workload (expected 12 fields, found {n}); record skipped"
+            "failed to parse SimAI workload (expected 12 fields, found {n}: {what}); record skipped"
         ))
         .at(cx.loc(no, line, col))
         .with_hint(RECORD_FIELDS_HINT));
     }
+    let field = |idx: usize| -> (usize, &str) {
+        let (s, e) = ranges[idx];
+        let (s, e) = (s as usize, e as usize);
+        (s, line.get(s..e).unwrap_or(""))
+    };
     let num = |cx: &mut Ctx<'_>, idx: usize, what: &str| -> Result<u64, Diagnostic> {
-        let (col, t) = f[idx];
+        let (col, t) = field(idx);
         parse_u64_lenient(t).map_err(|why| {
             Diagnostic::error(format!(
                 "failed to parse SimAI workload ({what} `{}` in field {} is {why}); record skipped",
-                crate::diag::excerpt(t, 40),
+                lex::quote(t, 40),
                 idx + 1
             ))
             .at(cx.loc(no, line, col))
             .with_hint(RECORD_FIELDS_HINT)
         })
     };
-    let (pcol, ptok) = f[1];
+    let (pcol, ptok) = field(1);
     if ptok != "-1" {
-        cx.diagnostics.push(
+        cx.push(
             Diagnostic::warning(format!(
-                "field 2 is `{ptok}`; SimAI writes -1 there and ignores it"
+                "field 2 is `{}`; SimAI writes -1 there and ignores it",
+                lex::quote(ptok, 40)
             ))
             .at(cx.loc(no, line, pcol)),
         );
     }
     let comm = |cx: &mut Ctx<'_>, idx: usize, column: Column| -> Result<SimaiComm, Diagnostic> {
-        let (col, t) = f[idx];
+        let (col, t) = field(idx);
         let size_bytes = num(cx, idx + 1, "comm size")?;
         let comm_type = match comm_type_from_str(t, column) {
             Some(CommType::Broadcast) => {
-                cx.diagnostics.push(
+                let file = cx.file;
+                cx.sink.push_with(Severity::Warning, || {
                     Diagnostic::warning(
                         "BROADCAST is not modelled (SimAI drops it); kept as no collective",
                     )
-                    .at(cx.loc(no, line, col)),
-                );
+                    .at(lex::location(file, no, line, col))
+                });
                 CommType::Broadcast
             }
             Some(ct) => ct,
             None => {
-                let mut d = Diagnostic::warning(format!(
-                    "unknown comm type `{}`; treated as no collective",
-                    crate::diag::excerpt(t, 40)
-                ))
-                .at(cx.loc(no, line, col));
-                if let Some(s) = suggest(t, &COMM_TYPE_NAMES) {
-                    d = d.with_hint(format!("did you mean `{s}`?"));
-                }
-                cx.diagnostics.push(d);
+                let file = cx.file;
+                cx.sink.push_with(Severity::Warning, || {
+                    let d = Diagnostic::warning(format!(
+                        "unknown comm type `{}`; treated as no collective",
+                        lex::quote(t, 40)
+                    ))
+                    .at(lex::location(file, no, line, col));
+                    match lex::suggest_short(t, &COMM_TYPE_NAMES) {
+                        Some(s) => d.with_hint(format!("did you mean `{s}`?")),
+                        None => {
+                            d.with_hint(format!("known comm types: {}", COMM_TYPE_NAMES.join(", ")))
+                        }
+                    }
+                });
                 CommType::Unknown
             }
         };
@@ -622,7 +767,7 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
         })
     };
     Ok(SimaiRecord {
-        name: f[0].1.to_string(),
+        name: field(0).1.to_string(),
         line: no,
         fwd_compute_ns: num(cx, 2, "forward compute time")?,
         fwd_comm: comm(cx, 3, Column::Forward)?,
@@ -632,6 +777,288 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
         wg_comm: comm(cx, 9, Column::WeightGrad)?,
         update_ns: num(cx, 11, "update time")?,
     })
+}
+
+// ---------------------------------------------------------------------------
+// Conversion to the normalised workload model.
+
+fn model_comm(c: &SimaiComm, column: Column) -> Option<CommOp> {
+    let (kind, group) = c.collective()?;
+    if c.size_bytes <= 1 {
+        // Size 0 or 1 with a type set means "no data" (FORMATS.md §1).
+        return None;
+    }
+    Some(CommOp {
+        kind: match kind {
+            Collective::AllReduce => CommKind::AllReduce,
+            Collective::AllGather => CommKind::AllGather,
+            Collective::ReduceScatter => CommKind::ReduceScatter,
+            Collective::AllToAll => CommKind::AllToAll,
+        },
+        group: match group {
+            CommGroup::Tp => ModelGroup::Tp,
+            CommGroup::Dp => ModelGroup::Dp,
+            CommGroup::Ep => ModelGroup::Ep,
+            CommGroup::DpEp => ModelGroup::DpEp,
+            CommGroup::Unscoped => ModelGroup::Unscoped,
+        },
+        size_bytes: c.size_bytes,
+        asynchronous: column == Column::WeightGrad,
+    })
+}
+
+/// AICB writes `1` for "not measured": the model stores 0 ns.
+fn model_compute(ns: u64) -> u64 {
+    if ns == 1 {
+        0
+    } else {
+        ns
+    }
+}
+
+fn record_role(name: &str, before_first_embedding: bool) -> LayerRole {
+    if name == "embedding_layer" {
+        LayerRole::Embedding
+    } else if name.starts_with("cross_entropy") {
+        LayerRole::Loss
+    } else if name.starts_with("optimizer") {
+        LayerRole::Optimizer
+    } else if before_first_embedding {
+        LayerRole::GradSync
+    } else {
+        LayerRole::Layer
+    }
+}
+
+/// Convert a parsed workload to the normalised model: one
+/// [`StageScope::AllStages`] stage (SimAI describes one SPMD stage). Rows
+/// before the first `embedding_layer` become the once-per-iteration gradient
+/// sync (`before`), the trailing `cross_entropy*`/`optimizer*` rows `after`,
+/// and the rest is split into micro-batch blocks at each `embedding_layer`
+/// (AICB writes the block `ga` times). Identical consecutive copies are
+/// collapsed into one block with a repeat count, and a warning says so; copies
+/// that differ are kept as they are, with a warning naming the first
+/// difference. AICB's placeholder compute value `1` ("not measured") becomes
+/// 0 ns, and collectives of 0 or 1 bytes ("no data") become no collective.
+/// Checkpoint lists mark layers by index into the record list.
+pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
+    let h = &w.header;
+    let mut diags = w.diagnostics.clone();
+    let (mut parallel, notes) = ParallelConfig::resolve(h.world, h.tp, h.pp, h.ep, h.ga);
+    diags.extend(notes.into_iter().map(Diagnostic::warning));
+    parallel.virtual_stages = h.vpp;
+    parallel.activation_bytes = h.pp_comm_bytes;
+
+    let first_emb = w.records.iter().position(|r| r.name == "embedding_layer");
+    let mut ops: Vec<LayerOp> = w
+        .records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| LayerOp {
+            name: r.name.clone(),
+            role: record_role(&r.name, first_emb.is_some_and(|f| i < f)),
+            source_line: Some(r.line),
+            block_index: None,
+            checkpoint: false,
+            initiates_recompute: false,
+            forward: PhaseOp {
+                compute_ns: model_compute(r.fwd_compute_ns),
+                comm: model_comm(&r.fwd_comm, Column::Forward),
+            },
+            input_grad: PhaseOp {
+                compute_ns: model_compute(r.ig_compute_ns),
+                comm: model_comm(&r.ig_comm, Column::InputGrad),
+            },
+            weight_grad: PhaseOp {
+                compute_ns: model_compute(r.wg_compute_ns),
+                comm: model_comm(&r.wg_comm, Column::WeightGrad),
+            },
+            update_ns: r.update_ns,
+        })
+        .collect();
+    for (list, checkpoint, key) in [
+        (&h.checkpoints, true, "checkpoints"),
+        (&h.checkpoint_initiates, false, "checkpoint_initiates"),
+    ] {
+        for &idx in list.iter() {
+            match ops.get_mut(idx as usize) {
+                Some(op) if checkpoint => op.checkpoint = true,
+                Some(op) => op.initiates_recompute = true,
+                None => diags.push(Diagnostic::warning(format!(
+                    "`{key}` names layer {idx} but the file has {} records; ignored",
+                    w.records.len()
+                ))),
+            }
+        }
+    }
+
+    let before_end = first_emb.unwrap_or(0);
+    let after_len = ops[before_end..]
+        .iter()
+        .rev()
+        .take_while(|o| matches!(o.role, LayerRole::Loss | LayerRole::Optimizer))
+        .count();
+    let after_start = ops.len() - after_len;
+    let after = ops.split_off(after_start);
+    let middle = ops.split_off(before_end);
+    let before = ops;
+
+    // Split the middle into micro-batch copies.
+    let mut copies: Vec<Vec<LayerOp>> = Vec::new();
+    if first_emb.is_some() {
+        for op in middle {
+            if op.role == LayerRole::Embedding || copies.is_empty() {
+                copies.push(Vec::new());
+            }
+            if let Some(last) = copies.last_mut() {
+                last.push(op);
+            }
+        }
+    } else if h.ga > 1 && !middle.is_empty() && middle.len().is_multiple_of(h.ga as usize) {
+        let len = middle.len() / h.ga as usize;
+        let same_names = middle
+            .chunks(len)
+            .all(|c| c.iter().zip(&middle[..len]).all(|(a, b)| a.name == b.name));
+        if same_names {
+            copies = middle.chunks(len).map(<[LayerOp]>::to_vec).collect();
+        } else {
+            copies.push(middle);
+        }
+    } else if !middle.is_empty() {
+        copies.push(middle);
+    }
+    if first_emb.is_none() && h.ga > 1 && copies.len() == 1 {
+        diags.push(Diagnostic::warning(
+            "no `embedding_layer` row marks the micro-batch block; all rows before the loss/optimizer rows are treated as one micro-batch",
+        ));
+    }
+
+    let n_copies = copies.len();
+    let mut blocks: Vec<MicroBatchBlock> = Vec::new();
+    let mut first_difference: Option<String> = None;
+    for copy in copies {
+        match blocks.last_mut() {
+            Some(b) if same_block(&b.ops, &copy) => b.repeat = b.repeat.saturating_add(1),
+            Some(b) => {
+                if first_difference.is_none() {
+                    first_difference = Some(describe_difference(&b.ops, &copy));
+                }
+                blocks.push(MicroBatchBlock {
+                    repeat: 1,
+                    ops: copy,
+                });
+            }
+            None => blocks.push(MicroBatchBlock {
+                repeat: 1,
+                ops: copy,
+            }),
+        }
+    }
+    let ga = h.ga;
+    if n_copies == 0 {
+        diags.push(Diagnostic::warning(
+            "the workload has no per-micro-batch layers (only gradient-sync, loss or optimizer rows)",
+        ));
+    } else if n_copies == 1 && ga > 1 {
+        if let Some(b) = blocks.first_mut() {
+            b.repeat = ga;
+        }
+        diags.push(Diagnostic::warning(format!(
+            "the micro-batch block appears once but ga = {ga}; assuming it runs {ga} times"
+        )));
+    } else if n_copies > 1 {
+        let layers = blocks.first().map_or(0, |b| b.ops.len());
+        if blocks.len() == 1 {
+            diags.push(Diagnostic::warning(format!(
+                "AICB unrolls gradient accumulation: recovered one micro-batch block of {layers} layers written {n_copies} times; stored once with repeat {n_copies}"
+            )));
+        } else {
+            diags.push(Diagnostic::warning(format!(
+                "the {n_copies} copies of the micro-batch block are not identical ({}); kept as they are: {} distinct blocks with repeats {}",
+                first_difference.unwrap_or_default(),
+                blocks.len(),
+                blocks
+                    .iter()
+                    .map(|b| b.repeat.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if n_copies != ga as usize {
+            diags.push(Diagnostic::warning(format!(
+                "header says ga = {ga} but the file has {n_copies} copies of the micro-batch block; using {n_copies} micro-batches"
+            )));
+        }
+        parallel.micro_batches = u32::try_from(n_copies).unwrap_or(u32::MAX);
+    }
+
+    DescribedJob {
+        file: file.to_string(),
+        format: crate::formats::Format::SimaiWorkload,
+        parallel,
+        stages: vec![StageWorkload {
+            scope: StageScope::AllStages,
+            before,
+            blocks,
+            after,
+        }],
+        diagnostics: diags,
+    }
+}
+
+fn same_block(a: &[LayerOp], b: &[LayerOp]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_work(y))
+}
+
+fn describe_difference(a: &[LayerOp], b: &[LayerOp]) -> String {
+    if a.len() != b.len() {
+        return format!(
+            "a block of {} layers is followed by one of {} layers{}",
+            a.len(),
+            b.len(),
+            b.first()
+                .and_then(|o| o.source_line)
+                .map_or(String::new(), |l| format!(" at line {l}"))
+        );
+    }
+    for (x, y) in a.iter().zip(b) {
+        if x.same_work(y) {
+            continue;
+        }
+        let line = y
+            .source_line
+            .map_or(String::new(), |l| format!(", line {l}"));
+        let field = if x.name != y.name {
+            format!("name `{}` vs `{}`", x.name, y.name)
+        } else if x.forward.compute_ns != y.forward.compute_ns {
+            format!(
+                "forward compute {} ns vs {} ns",
+                x.forward.compute_ns, y.forward.compute_ns
+            )
+        } else if x.input_grad.compute_ns != y.input_grad.compute_ns {
+            format!(
+                "input-gradient compute {} ns vs {} ns",
+                x.input_grad.compute_ns, y.input_grad.compute_ns
+            )
+        } else if x.weight_grad.compute_ns != y.weight_grad.compute_ns {
+            format!(
+                "weight-gradient compute {} ns vs {} ns",
+                x.weight_grad.compute_ns, y.weight_grad.compute_ns
+            )
+        } else if x.update_ns != y.update_ns {
+            format!("update time {} ns vs {} ns", x.update_ns, y.update_ns)
+        } else {
+            "a collective".to_string()
+        };
+        let first_line = x
+            .source_line
+            .map_or(String::new(), |l| format!(" (line {l})"));
+        return format!(
+            "first difference at `{}`{first_line} vs the next copy{line}: {field}",
+            y.name
+        );
+    }
+    "no difference found".to_string()
 }
 
 #[cfg(test)]

@@ -1,0 +1,183 @@
+//! End-to-end tests of `trainscope inspect` running the built binary: exit
+//! codes (0 ok, 2 usage, 3 parse failure), the JSON keys, errors on stderr
+//! with their location, `--format` forcing, and Echo rank files given
+//! together forming one run.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fixture(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trainscope"))
+        .args(args)
+        .output()
+        .expect("the trainscope binary runs")
+}
+
+fn json(out: &Output) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    v.as_array().expect("a JSON array").clone()
+}
+
+const SEEDS: [&str; 5] = [
+    "seeds/simai_llama65b_tp8_pp4_vpp8.txt",
+    "seeds/simai_405b_tp8_pp16_ga16_sp.txt",
+    "seeds/neusight_gpt2large_dp_workitems.tsv",
+    "seeds/echo_megatron_trace_rank7_tp2_pp4.txt",
+    "seeds/optimus_prime_llama1b_pp8_train.log",
+];
+
+#[test]
+fn seeds_exit_0_with_the_json_keys() {
+    let paths: Vec<String> = SEEDS.iter().map(|s| fixture(s)).collect();
+    let mut args = vec!["inspect", "--json"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = json(&out);
+    assert_eq!(files.len(), 5);
+    for f in &files {
+        for key in ["file", "format", "warnings", "errors"] {
+            assert!(f.get(key).is_some(), "{key} missing in {f}");
+        }
+        assert!(f["warnings"].is_array() && f["errors"].is_array());
+        assert_eq!(f["errors"].as_array().unwrap().len(), 0);
+    }
+    for key in [
+        "policy",
+        "tp",
+        "pp",
+        "ep",
+        "vpp",
+        "ga",
+        "world",
+        "pp_comm_bytes",
+        "records",
+    ] {
+        assert!(files[0].get(key).is_some(), "{key}");
+    }
+    assert_eq!(files[0]["format"], "simai-workload");
+    assert_eq!(files[0]["tp"], 8);
+    assert_eq!(files[0]["vpp"], 8);
+    assert_eq!(files[0]["pp_comm_bytes"], 20_971_520);
+    assert_eq!(files[1]["records"], 557);
+    assert_eq!(files[2]["format"], "neusight-tsv");
+    // Measured runs: ranks and iteration times.
+    assert_eq!(files[3]["format"], "echo-trace");
+    assert_eq!(files[3]["ranks"], serde_json::json!([7]));
+    let echo_ms = files[3]["iteration_times_ms"][0].as_f64().unwrap();
+    assert!((echo_ms - 3851.38).abs() < 1e-6, "{echo_ms}");
+    assert_eq!(files[4]["format"], "optimus-prime-log");
+    assert_eq!(files[4]["ranks"].as_array().unwrap().len(), 8);
+    let op = files[4]["iteration_times_ms"].as_array().unwrap();
+    assert_eq!(op.len(), 20);
+    assert_eq!(op[1].as_f64(), Some(1600.43));
+}
+
+#[test]
+fn text_output_summarises_each_file() {
+    let out = run(&["inspect", &fixture(SEEDS[4])]);
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("format: optimus-prime-log (detected, 95%)"),
+        "{s}"
+    );
+    assert!(
+        s.contains("measured iteration time(s), ms: 7289.55, 1600.43"),
+        "{s}"
+    );
+    assert!(s.contains("micro-batches 32"), "{s}");
+}
+
+#[test]
+fn parse_failure_exits_3_with_located_errors_on_stderr() {
+    let out = run(&[
+        "inspect",
+        "--json",
+        &fixture("parse/simai/bad_records.txt"),
+        &fixture(SEEDS[0]),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let files = json(&out);
+    assert_eq!(files.len(), 2, "the good file is still reported");
+    assert!(!files[0]["errors"].as_array().unwrap().is_empty());
+    assert_eq!(files[1]["errors"].as_array().unwrap().len(), 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("expected 12 fields, found 11"), "{err}");
+    assert!(err.contains("bad_records.txt:4:"), "{err}");
+    assert!(err.contains("= hint:"), "{err}");
+    // Unrecognised content also fails with exit 3.
+    let out = run(&["inspect", &fixture("parse/optimus/noise_only.log")]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unrecognised format"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&["inspect"]).status.code(), Some(2));
+    let out = run(&["inspect", "--format", "simai", &fixture(SEEDS[0])]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("simai-workload"));
+    assert_eq!(
+        run(&["inspect", "/nonexistent/file.txt"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn forced_format_is_used_and_mismatch_warned() {
+    let out = run(&[
+        "inspect",
+        "--json",
+        "--format",
+        "neusight-tsv",
+        &fixture(SEEDS[0]),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let files = json(&out);
+    assert_eq!(files[0]["format"], "neusight-tsv");
+    assert!(files[0]["forced"].as_bool().unwrap());
+    let w = files[0]["warnings"].to_string();
+    assert!(w.contains("does not look like it"), "{w}");
+    let out = run(&[
+        "inspect",
+        "--json",
+        "--format",
+        "simai-workload",
+        &fixture(SEEDS[0]),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn echo_rank_files_given_together_form_one_run() {
+    let out = run(&[
+        "inspect",
+        "--json",
+        &fixture("parse/echo/wd2_tp1_pp2_numl4_bs2_rank0_job.txt"),
+        &fixture("parse/echo/wd2_tp1_pp2_numl4_bs2_rank1_job.txt"),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let files = json(&out);
+    for f in &files {
+        assert_eq!(f["ranks"], serde_json::json!([0, 1]));
+        assert_eq!(f["run_files"].as_array().unwrap().len(), 2);
+        assert_eq!(f["iteration_times_ms"], serde_json::json!([18.5]));
+    }
+    assert_eq!(files[0]["file_ranks"], serde_json::json!([0]));
+    assert_eq!(files[1]["file_ranks"], serde_json::json!([1]));
+}

@@ -1,0 +1,385 @@
+//! Small lexing helpers shared by the parsers: numbered lines (BOM and CR
+//! stripped), exact decimal-to-integer conversion with a unit scale (so
+//! `7289.55` ms becomes 7 289 550 000 ns without float error), and a
+//! diagnostics sink that caps how many messages one file can produce (a
+//! hostile 10-MB line must not turn into millions of warnings) while still
+//! counting and reporting what it did not list.
+
+use crate::diag::{Diagnostic, Location, Severity};
+
+/// Lines of `text` with 1-based numbers, a trailing `\r` stripped from each,
+/// a leading UTF-8 BOM removed. Line numbers saturate at `u32::MAX`.
+pub fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    text.split('\n').enumerate().map(|(i, l)| {
+        (
+            u32::try_from(i + 1).unwrap_or(u32::MAX),
+            l.strip_suffix('\r').unwrap_or(l),
+        )
+    })
+}
+
+/// Whitespace-separated tokens of `line` (any ASCII whitespace) with their
+/// byte offsets.
+pub fn tokens(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    let base = line.as_ptr() as usize;
+    line.split(|c: char| c.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(move |t| (t.as_ptr() as usize - base, t))
+}
+
+/// Byte offset of `part` inside `whole` when `part` is a subslice of it
+/// (0 otherwise).
+pub fn offset_in(whole: &str, part: &str) -> usize {
+    let w = whole.as_ptr() as usize;
+    let p = part.as_ptr() as usize;
+    if p >= w && p <= w + whole.len() {
+        p - w
+    } else {
+        0
+    }
+}
+
+/// Parse a non-negative decimal (`12`, `7289.55`, `4.79e-09`, `+3.`) and
+/// return `value * 10^scale` rounded half-up to an integer. With `scale = 6`
+/// this converts milliseconds to nanoseconds exactly as written (no binary
+/// float rounding). Errors say why, in words usable inside a message.
+pub fn parse_decimal_scaled(text: &str, scale: i32) -> Result<u64, &'static str> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    if b.first() == Some(&b'+') {
+        i = 1;
+    } else if b.first() == Some(&b'-') {
+        let rest = &text[1..];
+        return if rest.bytes().any(|c| c.is_ascii_digit())
+            && parse_decimal_scaled(rest, scale).is_ok_and(|v| v == 0)
+        {
+            Ok(0)
+        } else if rest.bytes().any(|c| c.is_ascii_digit()) {
+            Err("a negative number where a time, count or size is expected")
+        } else {
+            Err("not a number")
+        };
+    }
+    // Mantissa: keep at most 30 significant digits; later digits only shift
+    // the exponent (and decide the rounding of the kept part).
+    const KEEP: u32 = 30;
+    let mut mant: u128 = 0;
+    let mut kept: u32 = 0;
+    let mut exp10: i64 = 0;
+    let mut any_digit = false;
+    let mut round_up_dropped = false;
+    let mut first_dropped = true;
+    let mut seen_dot = false;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            any_digit = true;
+            let d = u128::from(c - b'0');
+            if kept < KEEP {
+                if mant != 0 || d != 0 {
+                    mant = mant * 10 + d;
+                    kept += 1;
+                }
+                if seen_dot {
+                    exp10 -= 1;
+                }
+            } else {
+                if first_dropped {
+                    round_up_dropped = d >= 5;
+                    first_dropped = false;
+                }
+                if !seen_dot {
+                    exp10 += 1;
+                }
+            }
+        } else if c == b'.' && !seen_dot {
+            seen_dot = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if !any_digit {
+        return Err("not a number");
+    }
+    if round_up_dropped {
+        mant += 1;
+    }
+    if i < b.len() {
+        if b[i] != b'e' && b[i] != b'E' {
+            return Err("not a number");
+        }
+        i += 1;
+        let mut neg = false;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            neg = b[i] == b'-';
+            i += 1;
+        }
+        if i >= b.len() {
+            return Err("not a number");
+        }
+        let mut e: i64 = 0;
+        while i < b.len() {
+            let c = b[i];
+            if !c.is_ascii_digit() {
+                return Err("not a number");
+            }
+            e = (e * 10 + i64::from(c - b'0')).min(1_000_000);
+            i += 1;
+        }
+        exp10 += if neg { -e } else { e };
+    }
+    let e = exp10 + i64::from(scale);
+    if mant == 0 {
+        return Ok(0);
+    }
+    if e >= 0 {
+        if e > 20 {
+            return Err("a number too large for 64 bits");
+        }
+        let v = mant
+            .checked_mul(10u128.pow(e as u32))
+            .ok_or("a number too large for 64 bits")?;
+        u64::try_from(v).map_err(|_| "a number too large for 64 bits")
+    } else {
+        let neg_e = -e;
+        if neg_e > 38 {
+            return Ok(0);
+        }
+        let div = 10u128.pow(neg_e as u32);
+        let q = mant / div;
+        let r = mant % div;
+        let q = if r * 2 >= div { q + 1 } else { q };
+        u64::try_from(q).map_err(|_| "a number too large for 64 bits")
+    }
+}
+
+/// An unsigned integer that may be written as a float (`20971520.0`, `1e3`).
+/// Fractions are refused.
+pub fn parse_u64_exact(text: &str) -> Result<u64, &'static str> {
+    if let Ok(v) = text.parse::<u64>() {
+        return Ok(v);
+    }
+    let scaled = parse_decimal_scaled(text, 0)?;
+    // Refuse a fraction: compare against the value scaled by 10^3 rounded.
+    match parse_decimal_scaled(text, 3) {
+        Ok(milli) if milli == scaled.saturating_mul(1000) => Ok(scaled),
+        Ok(_) => Err("a fractional number where an integer is expected"),
+        // Too large with 3 more digits but fine without: an integer.
+        Err(_) => Ok(scaled),
+    }
+}
+
+/// Collects diagnostics for one file, listing at most `limit` of them and
+/// counting the rest; [`DiagSink::finish`] appends one summary line for what
+/// was not listed, so nothing disappears without a trace.
+#[derive(Debug)]
+pub struct DiagSink {
+    items: Vec<Diagnostic>,
+    limit: usize,
+    suppressed_errors: u64,
+    suppressed_warnings: u64,
+}
+
+/// How many diagnostics one file lists before summarising the rest.
+pub const MAX_DIAGNOSTICS_PER_FILE: usize = 200;
+
+impl Default for DiagSink {
+    fn default() -> Self {
+        DiagSink::new(MAX_DIAGNOSTICS_PER_FILE)
+    }
+}
+
+impl DiagSink {
+    /// A sink listing at most `limit` diagnostics.
+    pub fn new(limit: usize) -> Self {
+        DiagSink {
+            items: Vec::new(),
+            limit,
+            suppressed_errors: 0,
+            suppressed_warnings: 0,
+        }
+    }
+
+    /// Record a diagnostic (listed while under the limit, counted after).
+    pub fn push(&mut self, d: Diagnostic) {
+        if self.items.len() < self.limit {
+            self.items.push(d);
+        } else if d.is_error() {
+            self.suppressed_errors += 1;
+        } else {
+            self.suppressed_warnings += 1;
+        }
+    }
+
+    /// Whether another diagnostic would still be listed (lets callers skip
+    /// building expensive locations once the limit is reached).
+    pub fn has_room(&self) -> bool {
+        self.items.len() < self.limit
+    }
+
+    /// Record with a lazily built diagnostic (built only when listed).
+    pub fn push_with(&mut self, severity: Severity, build: impl FnOnce() -> Diagnostic) {
+        if self.has_room() {
+            self.items.push(build());
+        } else if severity == Severity::Error {
+            self.suppressed_errors += 1;
+        } else {
+            self.suppressed_warnings += 1;
+        }
+    }
+
+    /// The listed diagnostics so far.
+    pub fn items(&self) -> &[Diagnostic] {
+        &self.items
+    }
+
+    /// All listed diagnostics plus one summary per severity for those that
+    /// were counted but not listed.
+    pub fn finish(mut self, file: &str) -> Vec<Diagnostic> {
+        if self.suppressed_errors > 0 {
+            self.items.push(Diagnostic::error(format!(
+                "{} more error(s) in `{file}` were not listed (limit {} messages per file)",
+                self.suppressed_errors, self.limit
+            )));
+        }
+        if self.suppressed_warnings > 0 {
+            self.items.push(Diagnostic::warning(format!(
+                "{} more warning(s) in `{file}` were not listed (limit {} messages per file)",
+                self.suppressed_warnings, self.limit
+            )));
+        }
+        self.items
+    }
+}
+
+/// A location that stays cheap on very long lines: the column is counted in
+/// characters only within the first 64 KiB (beyond that, bytes are used).
+pub fn location(file: &str, line_no: u32, line: &str, byte_col: usize) -> Location {
+    const CHEAP: usize = 64 * 1024;
+    let mut loc = if byte_col <= CHEAP {
+        Location::new(file, line_no, line, byte_col)
+    } else {
+        let mut loc = Location::new(file, line_no, line, 0);
+        loc.column = u32::try_from(byte_col.min(line.len()) + 1).unwrap_or(u32::MAX);
+        loc
+    };
+    // Tabs become single spaces so a rendered caret lines up with the column.
+    if loc.text.contains('\t') {
+        loc.text = loc.text.replace('\t', " ");
+    }
+    loc
+}
+
+/// `text` shortened to `max` characters for quoting inside a message.
+pub fn quote(text: &str, max: usize) -> String {
+    crate::diag::excerpt(text, max)
+}
+
+/// A "did you mean" suggestion, only for words short enough for an edit
+/// distance to be meaningful.
+pub fn suggest_short<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    if word.len() > 48 {
+        return None;
+    }
+    crate::diag::suggest(word, candidates)
+}
+
+/// The candidate within `max_distance` edits of `word` (case-insensitive),
+/// the closest first; stricter than [`suggest_short`] for long identifiers.
+pub fn suggest_within<'a>(
+    word: &str,
+    candidates: &[&'a str],
+    max_distance: usize,
+) -> Option<&'a str> {
+    if word.len() > 64 {
+        return None;
+    }
+    let w = word.to_ascii_uppercase();
+    candidates
+        .iter()
+        .map(|c| (crate::diag::edit_distance(&w, &c.to_ascii_uppercase()), *c))
+        .filter(|(d, _)| *d <= max_distance)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Format nanoseconds as milliseconds with up to 6 decimals (trailing zeros
+/// trimmed), e.g. 7 289 550 000 ns -> `7289.55`.
+pub fn ns_to_ms_string(ns: u64) -> String {
+    let whole = ns / 1_000_000;
+    let frac = ns % 1_000_000;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let s = format!("{whole}.{frac:06}");
+    s.trim_end_matches('0').to_string()
+}
+
+/// Nanoseconds as f64 milliseconds (for JSON display only).
+pub fn ns_to_ms_f64(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_scaling_is_exact() {
+        assert_eq!(parse_decimal_scaled("7289.55", 6), Ok(7_289_550_000));
+        assert_eq!(
+            parse_decimal_scaled("4509232423.74", 6),
+            Ok(4_509_232_423_740_000)
+        );
+        assert_eq!(parse_decimal_scaled("9.9808843806386", 6), Ok(9_980_884));
+        assert_eq!(parse_decimal_scaled("4.791370158793459e-09", 6), Ok(0));
+        assert_eq!(parse_decimal_scaled("1.5e3", 0), Ok(1500));
+        assert_eq!(parse_decimal_scaled("0.0", 6), Ok(0));
+        assert_eq!(parse_decimal_scaled("-0.0", 6), Ok(0));
+        assert_eq!(parse_decimal_scaled("0.5", 0), Ok(1));
+        assert_eq!(parse_decimal_scaled("0.49", 0), Ok(0));
+        assert!(parse_decimal_scaled("-1", 0).is_err());
+        assert!(parse_decimal_scaled("1e400", 0).is_err());
+        assert_eq!(parse_decimal_scaled("1e-400", 0), Ok(0));
+        assert!(parse_decimal_scaled("abc", 0).is_err());
+        assert!(parse_decimal_scaled("1.2.3", 0).is_err());
+        assert!(parse_decimal_scaled("nan", 0).is_err());
+        assert!(parse_decimal_scaled("1e", 0).is_err());
+        assert_eq!(
+            parse_decimal_scaled("18446744073709551615", 0),
+            Ok(u64::MAX)
+        );
+        assert!(parse_decimal_scaled("18446744073709551616", 0).is_err());
+        assert_eq!(
+            parse_decimal_scaled("123456789012345678901234567890123e-20", 0),
+            Ok(1_234_567_890_123)
+        );
+    }
+
+    #[test]
+    fn exact_integers() {
+        assert_eq!(parse_u64_exact("20971520.0"), Ok(20_971_520));
+        assert_eq!(parse_u64_exact("1e3"), Ok(1000));
+        assert!(parse_u64_exact("1.5").is_err());
+        assert!(parse_u64_exact("-2").is_err());
+    }
+
+    #[test]
+    fn sink_caps_and_counts() {
+        let mut s = DiagSink::new(2);
+        for i in 0..5 {
+            s.push(Diagnostic::warning(format!("w{i}")));
+        }
+        let v = s.finish("f");
+        assert_eq!(v.len(), 3);
+        assert!(v[2].message.starts_with("3 more warning(s)"));
+    }
+
+    #[test]
+    fn ms_strings() {
+        assert_eq!(ns_to_ms_string(7_289_550_000), "7289.55");
+        assert_eq!(ns_to_ms_string(1_000_000), "1");
+    }
+}
