@@ -520,7 +520,11 @@ impl Builder<'_> {
         }
         let mut pending: Vec<Dep> = Vec::new();
         if let Some((up, idx)) = self.upstream(prog, step) {
-            let Some(up_out) = states[up as usize].outputs[idx].clone() else {
+            let Some(up_out) = states
+                .get(up as usize)
+                .and_then(|s| s.outputs.get(idx))
+                .and_then(|o| o.clone())
+            else {
                 return Ok(false);
             };
             if up != prog && self.activation > 0 {
@@ -914,23 +918,7 @@ pub fn build(
             }
             if states[i].pos == states[i].order.len() {
                 if !states[i].closed {
-                    let mut st = std::mem::replace(
-                        &mut states[i],
-                        ProgState {
-                            order: Vec::new(),
-                            pos: 0,
-                            frontier: Vec::new(),
-                            outputs: Vec::new(),
-                            async_tasks: Vec::new(),
-                            last_bwd_start: Vec::new(),
-                            coll_seq: [0; 5],
-                            closed: true,
-                        },
-                    );
-                    b.close(&mut st, i as u32)?;
-                    st.outputs.clear();
-                    st.outputs.shrink_to_fit();
-                    states[i] = st;
+                    b.close(&mut states[i], i as u32)?;
                     progressed = true;
                 }
             } else {
