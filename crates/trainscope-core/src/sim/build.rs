@@ -738,6 +738,46 @@ impl Builder<'_> {
     }
 }
 
+/// Why no rank can advance: a backward listed before its own forward, or
+/// the blocked ranks and their next steps.
+fn stall_message(b: &Builder<'_>, states: &[ProgState], ranks: &[u32]) -> String {
+    let stage = |i: usize| b.job.programs.get(i).map_or(0, |p| p.stage);
+    for (i, st) in states.iter().enumerate() {
+        if let Some(step) = st.order.get(st.pos) {
+            if step.direction == Direction::Backward {
+                let f = b.out_index(Direction::Forward, step.micro_batch, step.chunk);
+                if st.outputs.get(f).is_some_and(|o| o.is_none()) {
+                    return format!(
+                        "rank {} (stage {}) lists the backward of micro-batch {} (chunk {}) before its forward",
+                        ranks[i],
+                        stage(i),
+                        step.micro_batch,
+                        step.chunk
+                    );
+                }
+            }
+        }
+    }
+    let blocked: Vec<String> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(i, st)| {
+            st.order.get(st.pos).map(|step| {
+                format!(
+                    "rank {} (stage {}) waits to run {:?} of micro-batch {} (chunk {})",
+                    ranks[i],
+                    stage(i),
+                    step.direction,
+                    step.micro_batch,
+                    step.chunk
+                )
+            })
+        })
+        .take(4)
+        .collect();
+    format!("the step orders wait on each other: {}", blocked.join("; "))
+}
+
 /// Build the task graph of `job` under `config`, costing with `cost`.
 pub fn build(
     job: &JobSpec,
@@ -759,7 +799,7 @@ pub fn build(
     } else {
         1
     };
-    if config.schedule == ScheduleKind::Interleaved && m % p != 0 {
+    if config.schedule == ScheduleKind::Interleaved && !m.is_multiple_of(p) {
         return Err(SimError::InterleavedMicroBatches {
             micro_batches: m,
             stages: p,
@@ -929,15 +969,7 @@ pub fn build(
             break;
         }
         if !progressed {
-            let (i, st) = states
-                .iter()
-                .enumerate()
-                .find(|(_, s)| s.pos < s.order.len())
-                .ok_or_else(|| SimError::Stalled("no rank can advance".to_string()))?;
-            return Err(SimError::Stalled(format!(
-                "rank {} (stage {}) cannot run step {:?}: its input never comes",
-                ranks[i], job.programs[i].stage, st.order[st.pos]
-            )));
+            return Err(SimError::Stalled(stall_message(&b, &states, &ranks)));
         }
     }
     for (i, st) in states.iter().enumerate() {

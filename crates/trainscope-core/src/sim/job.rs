@@ -317,7 +317,7 @@ impl JobSpec {
         let dp = match h.world {
             Some(world) => {
                 let world = u64::from(world);
-                if world % tp_pp != 0 || world < tp_pp {
+                if !world.is_multiple_of(tp_pp) || world < tp_pp {
                     warnings.push(format!(
                         "all_gpus {world} is not a multiple of tp x pp = {tp_pp}; using dp = {}",
                         (world / tp_pp).max(1)
@@ -331,7 +331,7 @@ impl JobSpec {
             }
         };
         let mut ep_used = ep;
-        if ep > 1 && dp % ep != 0 {
+        if ep > 1 && !dp.is_multiple_of(ep) {
             warnings.push(format!(
                 "ep {ep} does not divide dp {dp}; EP groups are placed as if ep = 1"
             ));
@@ -480,7 +480,7 @@ impl JobSpec {
         if p.world() > 1 << 24 {
             return Err(SimError::TooLarge(format!("world of {} ranks", p.world())));
         }
-        if p.ep > 1 && p.dp % p.ep != 0 {
+        if p.ep > 1 && !p.dp.is_multiple_of(p.ep) {
             return Err(SimError::InvalidJob(format!(
                 "ep {} must divide dp {}",
                 p.ep, p.dp

@@ -285,7 +285,7 @@ fn time_ns(bytes: f64, gbps: f64) -> f64 {
 }
 
 fn to_ns(x: f64) -> Result<u64, CostError> {
-    if !x.is_finite() || x < 0.0 || x >= 1.8e19 {
+    if !x.is_finite() || !(0.0..1.8e19).contains(&x) {
         return Err(CostError {
             message: format!("a collective time of {x} ns is out of range"),
         });

@@ -127,7 +127,7 @@ pub fn stage_order(
             out.extend((m - warm..m).map(|j| PipeStep::b(j, 0)));
         }
         ScheduleKind::Interleaved => {
-            if m % p != 0 {
+            if !m.is_multiple_of(p) {
                 return Err(SimError::InterleavedMicroBatches {
                     micro_batches: m,
                     stages: p,
