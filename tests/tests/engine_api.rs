@@ -404,3 +404,50 @@ fn phase_ops_default_is_nothing() {
         }
     );
 }
+
+#[test]
+fn calibration_fits_one_compute_scale() {
+    // 2 stages, 4 micro-batches, compute only: time is linear in the scale.
+    let j = JobSpec::spmd(
+        "cal",
+        Parallelism {
+            tp: 1,
+            dp: 1,
+            pp: 2,
+            ep: 1,
+        },
+        4,
+        0,
+        block(1_000_000),
+    );
+    let cost = sim::NetworkModel::new(&SimConfig::default().network, Algorithm::Ring).unwrap();
+    let base = sim::simulate(&j, &SimConfig::default())
+        .unwrap()
+        .summary
+        .iteration_time_ns;
+    assert_eq!(base, 5 * 3_000_000);
+    let target = base * 13 / 10;
+    let c = sim::calibrate_compute_scale(&j, &SimConfig::default(), &cost, target).unwrap();
+    assert!((c.compute_scale - 1.3).abs() < 1e-3, "{}", c.compute_scale);
+    assert!(c.result.summary.iteration_time_ns.abs_diff(target) <= target / 10_000);
+    assert!(c.simulations > 1 && c.simulations <= 60);
+    // Already there: one simulation.
+    let c = sim::calibrate_compute_scale(&j, &SimConfig::default(), &cost, base).unwrap();
+    assert_eq!((c.compute_scale, c.simulations), (1.0, 1));
+}
+
+#[test]
+fn errors_become_diagnostics() {
+    let e = SimError::InterleavedMicroBatches {
+        micro_batches: 6,
+        stages: 4,
+    };
+    let d = e.to_diagnostic();
+    assert!(d.is_error());
+    assert!(
+        d.message.contains("multiple of the stage count (4)"),
+        "{}",
+        d.message
+    );
+    assert!(d.hint.unwrap().contains("1f1b"));
+}

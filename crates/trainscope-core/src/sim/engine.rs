@@ -319,7 +319,8 @@ struct Node {
 pub struct Engine {
     graph: TaskGraph,
     succ_lo: Vec<u32>,
-    succ: Vec<TaskId>,
+    /// Dependents with the lag of their edge, grouped by dependency.
+    succ: Vec<Dep>,
     pending: Vec<u32>,
     times: Vec<TaskTimes>,
     armed_at: Vec<u64>,
@@ -347,12 +348,15 @@ impl Engine {
         }
         let succ_lo = count.clone();
         let mut fill = count;
-        let mut succ = vec![0u32; graph.deps.len()];
+        let mut succ = vec![Dep::on(0); graph.deps.len()];
         let mut pending = Vec::with_capacity(n);
         for (id, t) in graph.tasks.iter().enumerate() {
             for d in &graph.deps[t.dep_lo as usize..t.dep_hi as usize] {
                 let slot = &mut fill[d.task as usize];
-                succ[*slot as usize] = id as u32;
+                succ[*slot as usize] = Dep {
+                    task: id as u32,
+                    lag_ns: d.lag_ns,
+                };
                 *slot += 1;
             }
             pending.push(t.dep_hi - t.dep_lo);
@@ -716,16 +720,10 @@ impl Engine {
         }
         let (lo, hi) = (self.succ_lo[id as usize], self.succ_lo[id as usize + 1]);
         for i in lo..hi {
-            let s = self.succ[i as usize];
-            let lag = {
-                let st = self.graph.tasks[s as usize];
-                self.graph.deps[st.dep_lo as usize..st.dep_hi as usize]
-                    .iter()
-                    .filter(|d| d.task == id)
-                    .map(|d| d.lag_ns)
-                    .max()
-                    .unwrap_or(0)
-            };
+            let Dep {
+                task: s,
+                lag_ns: lag,
+            } = self.succ[i as usize];
             let ready = &mut self.times[s as usize].ready_ns;
             *ready = (*ready).max(now.saturating_add(lag));
             let p = &mut self.pending[s as usize];

@@ -6,7 +6,11 @@
 //! Spans of a lane are sorted by start; a per-lane running maximum of span
 //! ends makes [`Timeline::query`] a binary search plus a walk over the
 //! visible spans, even when spans of a lane overlap (measured traces with
-//! sub-ops). A [`Span`] is 48 bytes; labels are interned ([`LabelId`]).
+//! sub-ops). [`Timeline::buckets`] serves level-of-detail drawing: one
+//! aggregate per pixel column in O(columns x log spans), whatever the number
+//! of spans in view (exact busy time from a per-lane prefix sum of
+//! durations, dominant kind from three samples). A [`Span`] is 40 bytes;
+//! labels are interned ([`LabelId`]).
 //! Measured-run parsers build timelines with [`TimelineBuilder`] too.
 
 use serde::Serialize;
@@ -238,6 +242,27 @@ pub struct SpanRef {
     pub index: u32,
 }
 
+/// One column of a lane at some zoom level ([`Timeline::buckets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bucket {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Spans overlapping the column (an upper bound on lanes whose spans
+    /// nest; exact otherwise).
+    pub spans: u32,
+    /// Index of the first of them (meaningful when `spans > 0`): with one
+    /// span, draw that span itself.
+    pub first: u32,
+    /// Busy time inside the column, ns (exact on lanes without nesting,
+    /// capped at the column width).
+    pub busy_ns: u64,
+    /// The kind covering most of three sampled spans (first, middle, last).
+    pub kind: Option<SpanKind>,
+}
+
+/// Most columns [`Timeline::buckets`] computes in one call.
+pub const MAX_BUCKETS: usize = 1 << 16;
+
 /// A stage-to-stage transfer: the send span and the receive span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Flow {
@@ -253,6 +278,7 @@ pub struct Timeline {
     lanes: Vec<Lane>,
     spans: Vec<Vec<Span>>,
     max_end: Vec<Vec<u64>>,
+    dur_prefix: Vec<Vec<u64>>,
     lane_offset: Vec<u32>,
     labels: Vec<String>,
     flows: Vec<Flow>,
@@ -358,10 +384,67 @@ impl Timeline {
         })
     }
 
+    /// Level of detail: `n` equal columns of [start_ns, end_ns) on `lane`
+    /// (n capped at [`MAX_BUCKETS`]), each with the number of spans in it,
+    /// its busy time and dominant kind. Cost O(n log spans).
+    pub fn buckets(&self, lane: u32, start_ns: u64, end_ns: u64, n: usize) -> Vec<Bucket> {
+        let n = n.min(MAX_BUCKETS);
+        let (Some(spans), Some(prefix)) = (
+            self.spans.get(lane as usize),
+            self.dur_prefix.get(lane as usize),
+        ) else {
+            return Vec::new();
+        };
+        if n == 0 || end_ns <= start_ns {
+            return Vec::new();
+        }
+        let width = u128::from(end_ns - start_ns);
+        let at = |i: usize| start_ns + (width * i as u128 / n as u128) as u64;
+        let overlap =
+            |s: &Span, a: u64, b: u64| s.end_ns().min(b).saturating_sub(s.start_ns.max(a));
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let (a, b) = (at(i), at(i + 1));
+            let r = self.query_range(lane, a, b);
+            let (lo, hi) = (r.start, r.end);
+            let mut bucket = Bucket {
+                start_ns: a,
+                end_ns: b,
+                spans: (hi - lo) as u32,
+                first: lo as u32,
+                busy_ns: 0,
+                kind: None,
+            };
+            if hi > lo {
+                // Spans strictly inside count fully; only the first and the
+                // last can stick out of the column (lanes without nesting).
+                let mut busy = prefix[hi] - prefix[lo];
+                let first = &spans[lo];
+                busy = busy.saturating_sub(first.duration_ns - overlap(first, a, b));
+                if hi - 1 > lo {
+                    let last = &spans[hi - 1];
+                    busy = busy.saturating_sub(last.duration_ns - overlap(last, a, b));
+                }
+                bucket.busy_ns = busy.min(b - a);
+                let mut best: Option<(u64, SpanKind)> = None;
+                for j in [lo, lo + (hi - lo) / 2, hi - 1] {
+                    let s = &spans[j];
+                    let w = overlap(s, a, b).max(u64::from(s.duration_ns == 0));
+                    if best.is_none_or(|(bw, bk)| w > bw || (w == bw && s.kind < bk)) {
+                        best = Some((w, s.kind));
+                    }
+                }
+                bucket.kind = best.map(|(_, k)| k);
+            }
+            out.push(bucket);
+        }
+        out
+    }
+
     /// Approximate memory held, bytes (spans, indexes, flows, dependencies).
     pub fn heap_bytes(&self) -> usize {
         let spans = self.span_count();
-        spans * (std::mem::size_of::<Span>() + 8)
+        spans * (std::mem::size_of::<Span>() + 16)
             + self.flows.len() * std::mem::size_of::<Flow>()
             + self.dep_offset.len() * 4
             + self.deps.len() * std::mem::size_of::<SpanRef>()
@@ -444,6 +527,7 @@ impl TimelineBuilder {
         let mut remap: Vec<Vec<u32>> = Vec::with_capacity(self.spans.len());
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut max_end = Vec::with_capacity(self.spans.len());
+        let mut dur_prefix = Vec::with_capacity(self.spans.len());
         let mut lane_offset = Vec::with_capacity(self.spans.len() + 1);
         let mut end_ns = 0u64;
         let mut total = 0u32;
@@ -467,6 +551,14 @@ impl TimelineBuilder {
                 })
                 .collect();
             end_ns = end_ns.max(run);
+            let mut acc = 0u64;
+            let mut pre = Vec::with_capacity(sorted.len() + 1);
+            pre.push(0);
+            for s in &sorted {
+                acc = acc.saturating_add(s.duration_ns);
+                pre.push(acc);
+            }
+            dur_prefix.push(pre);
             lane_offset.push(total);
             total = total.saturating_add(sorted.len() as u32);
             remap.push(back);
@@ -517,6 +609,7 @@ impl TimelineBuilder {
             lanes: self.lanes,
             spans,
             max_end,
+            dur_prefix,
             lane_offset,
             labels: self.labels,
             flows,
@@ -604,6 +697,68 @@ mod tests {
             &[SpanRef { lane: l0, index: 0 }]
         );
         assert_eq!(b_label_roundtrip(), "x");
+    }
+
+    #[test]
+    fn buckets_match_brute_force() {
+        let mut b = TimelineBuilder::new();
+        let l = b.lane(Lane {
+            group_kind: LaneGroup::Stage,
+            group: 0,
+            stage: 0,
+            stream: Stream::Compute,
+            name: String::new(),
+        });
+        // Deterministic pseudo-random non-overlapping spans.
+        let mut t = 0u64;
+        let mut x = 12345u64;
+        for i in 0..500 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            t += (x >> 33) % 50;
+            let d = (x >> 40) % 80;
+            let mut s = span(t, d);
+            s.kind = if i % 3 == 0 {
+                SpanKind::Forward
+            } else {
+                SpanKind::CollTp
+            };
+            b.push(l, s);
+            t += d;
+        }
+        let tl = b.build();
+        for n in [1usize, 7, 64, 1000] {
+            let (a, e) = (13u64, tl.end_ns() + 5);
+            let bs = tl.buckets(l, a, e, n);
+            assert_eq!(bs.len(), n);
+            assert_eq!(bs[0].start_ns, a);
+            assert_eq!(bs[n - 1].end_ns, e);
+            let mut total = 0;
+            for k in &bs {
+                let hits: Vec<&Span> = tl
+                    .spans(l)
+                    .iter()
+                    .filter(|s| s.start_ns < k.end_ns && s.end_ns() > k.start_ns)
+                    .collect();
+                assert_eq!(k.spans as usize, hits.len(), "{k:?}");
+                let busy: u64 = hits
+                    .iter()
+                    .map(|s| s.end_ns().min(k.end_ns) - s.start_ns.max(k.start_ns))
+                    .sum();
+                assert_eq!(k.busy_ns, busy, "{k:?}");
+                assert_eq!(k.kind.is_some(), !hits.is_empty());
+                total += k.busy_ns;
+            }
+            let all: u64 = tl
+                .spans(l)
+                .iter()
+                .map(|s| s.end_ns().min(e) - s.start_ns.max(a).min(s.end_ns().min(e)))
+                .sum();
+            assert_eq!(total, all);
+        }
+        assert!(tl.buckets(l, 10, 10, 5).is_empty());
+        assert_eq!(tl.buckets(l, 0, 100, usize::MAX).len(), MAX_BUCKETS);
     }
 
     fn b_label_roundtrip() -> String {
