@@ -451,3 +451,45 @@ fn errors_become_diagnostics() {
     );
     assert!(d.hint.unwrap().contains("1f1b"));
 }
+
+#[test]
+fn hostile_simai_numbers_do_not_panic() {
+    use trainscope_core::formats::simai;
+    let text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 4294967295 ep: 1 pp: 3 vpp: 1 ga: 4294967295 all_gpus: 4294967295 pp_comm: 18446744073709551615\n\
+                2\n\
+                embedding_layer -1 18446744073709551615 ALLREDUCE 18446744073709551615 18446744073709551615 ALLGATHER 18446744073709551615 18446744073709551615 REDUCESCATTER 18446744073709551615 18446744073709551615\n\
+                mlp -1 18446744073709551615 ALLTOALL_EP 18446744073709551615 1 NONE 0 1 NONE 0 100\n";
+    let w = simai::parse("hostile.txt", text).unwrap();
+    // Too large a world: an error, not an allocation.
+    let j = JobSpec::from_simai(&w).unwrap();
+    assert!(sim::simulate(&j, &SimConfig::default()).is_err());
+    // A sane world with absurd times and sizes: runs (times saturate) or is
+    // refused, never panics.
+    let mut j = j;
+    j.parallel = Parallelism {
+        tp: 2,
+        dp: 2,
+        pp: 3,
+        ep: 1,
+    };
+    j.micro_batches = 3;
+    match sim::simulate(&j, &SimConfig::default()) {
+        Ok(r) => {
+            assert_eq!(r.summary.iteration_time_ns, u64::MAX);
+            assert!(r.summary.warnings.iter().any(|w| w.contains("64-bit")));
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+    let c = SimConfig {
+        virtual_stages: 256,
+        schedule: ScheduleKind::Interleaved,
+        ..SimConfig::default()
+    };
+    assert!(matches!(
+        sim::simulate(&small(), &c),
+        Err(SimError::InvalidConfig {
+            name: "virtual_stages",
+            ..
+        })
+    ));
+}

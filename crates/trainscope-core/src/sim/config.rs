@@ -197,8 +197,8 @@ impl Default for SimConfig {
 
 /// Most micro-batches accepted.
 pub const MAX_MICRO_BATCHES: u32 = 1 << 20;
-/// Most virtual stages per rank accepted.
-pub const MAX_VIRTUAL_STAGES: u32 = 1024;
+/// Most virtual stages per rank accepted (a span stores its chunk in a byte).
+pub const MAX_VIRTUAL_STAGES: u32 = 255;
 
 impl SimConfig {
     /// Check every field (the job-dependent checks happen in the builder).

@@ -26,6 +26,9 @@ use super::SimError;
 use crate::formats::simai::{self, CommGroup, CommType, SimaiRecord, SimaiWorkload};
 use serde::Serialize;
 
+/// Most ranks a job may have (tp x dp x pp).
+pub const MAX_WORLD: u64 = 1 << 20;
+
 /// Parallel sizes. World = tp x dp x pp; EP splits DP (ep divides dp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Parallelism {
@@ -477,7 +480,7 @@ impl JobSpec {
                 p.tp, p.dp, p.pp, p.ep
             )));
         }
-        if p.world() > 1 << 24 {
+        if p.world() > MAX_WORLD {
             return Err(SimError::TooLarge(format!("world of {} ranks", p.world())));
         }
         if p.ep > 1 && !p.dp.is_multiple_of(p.ep) {

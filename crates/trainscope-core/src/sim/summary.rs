@@ -447,6 +447,15 @@ pub fn summarize(meta: &Meta, engine: &Engine, path: &[TaskId], end_ns: u64) -> 
         events: stats.events,
         tasks: stats.tasks,
         notes: meta.notes.clone(),
-        warnings: meta.warnings.clone(),
+        warnings: {
+            let mut w = meta.warnings.clone();
+            if end_ns == u64::MAX {
+                w.push(
+                    "simulated time reached the 64-bit nanosecond limit (about 584 years): durations or sizes in the input are out of range"
+                        .to_string(),
+                );
+            }
+            w
+        },
     }
 }
