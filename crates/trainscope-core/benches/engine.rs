@@ -48,7 +48,7 @@ fn report(name: &str, med: Duration, min: Duration, r: &SimResult) {
         r.timeline.flows().len()
     );
     println!(
-        "  events/s (median run): {:.2} M",
+        "  events/s over the whole simulate call (median run): {:.2} M",
         r.stats.events as f64 / med.as_secs_f64() / 1e6
     );
     println!(
@@ -72,6 +72,7 @@ fn seed001() {
     let (med, min, r) = time(7, || sim::simulate(&job, &config).expect("simulates"));
     report("seed 001 (405B, tp 8, pp 16, ga 16), 1F1B", med, min, &r);
     println!("  parse + adapt: median {:.1} ms", ms(pmed));
+    phases(&job, &config);
     let (emed, _, out) = time(3, || export::chrome_trace_json(&r.timeline));
     println!(
         "  chrome trace export: median {:.1} ms, {:.1} MB",
@@ -197,9 +198,10 @@ fn phases(job: &JobSpec, config: &SimConfig) {
     let _ = build::finish(&model.meta, &engine, config).expect("finishes");
     let t3 = Instant::now();
     println!(
-        "  phases: build {:.1} ms, engine {:.1} ms, timeline + summary {:.1} ms",
+        "  phases: build {:.1} ms, engine {:.1} ms ({:.2} M events/s), timeline + summary {:.1} ms",
         ms(t1 - t0),
         ms(t2 - t1),
+        engine.stats().events as f64 / (t2 - t1).as_secs_f64() / 1e6,
         ms(t3 - t2)
     );
 }
