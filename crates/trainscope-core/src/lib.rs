@@ -1,15 +1,17 @@
 //! trainscope-core: the pure heart of trainscope. Bytes in, values out: input
-//! format detection and parsers ([`formats`]), diagnostics as data
-//! ([`diag`]), the per-file summary shown by the CLI and the web page
-//! ([`inspect`]) and the SimAI-compatible cost model ([`analytical`]). No IO,
-//! clocks, threads or DOM; builds for wasm32 and natively, so the CLI and the
-//! browser compute identical numbers.
+//! format detection and parsers ([`formats`]) into one workload model
+//! ([`model`]), diagnostics as data ([`diag`]), the per-file summary shown by
+//! the CLI and the web page ([`inspect`]), the SimAI-compatible cost model
+//! ([`analytical`]) and the event-level simulator with its timeline model
+//! ([`sim`]). No IO, clocks, threads or DOM; builds for wasm32 and natively,
+//! so the CLI and the browser compute identical numbers.
 
 pub mod analytical;
 pub mod diag;
 pub mod formats;
 pub mod inspect;
 pub mod model;
+pub mod sim;
 
 pub use diag::{Diagnostic, Location, Severity};
 pub use formats::Format;

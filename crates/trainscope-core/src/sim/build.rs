@@ -1,0 +1,1140 @@
+//! From a job, settings and a cost function to an engine [`TaskGraph`]
+//! (plus what each task means), and from a finished run back to a
+//! [`Timeline`] and a [`Summary`].
+//!
+//! Per simulated rank there are five resources (the lanes of
+//! [`Stream::ALL`]): compute, blocking TP/EP collectives, asynchronous
+//! DP/DP_EP collectives, pipeline send and pipeline receive.
+//!
+//! A rank's program is a chain: every compute task and every blocking
+//! collective depends on the one before it (so compute waits for TP/EP
+//! collectives), weight-gradient collectives are issued on the side
+//! (asynchronous). A step (micro-batch through a chunk) runs the chunk's
+//! layers: forward = compute then collective per layer; backward, in reverse
+//! layer order = input-gradient compute and collective, then
+//! weight-gradient compute and collective. After a collective its layer's
+//! `update_ns` passes before dependents start (an edge lag). A forward step's
+//! first task also waits for the activation from the previous virtual stage
+//! (a transfer holding the sender's send stream and the receiver's receive
+//! stream, costed as point-to-point), a backward for the gradient from the
+//! next one. Zero durations and collectives without data make no task.
+//!
+//! After its last step a rank runs its once-per-iteration rows: compute and
+//! TP/EP collectives in the chain, DP/DP_EP collectives asynchronously (when
+//! `overlap_grad_sync` is on they are issued as the last backward starts).
+//! The closing rows wait for all asynchronous collectives of the rank.
+//!
+//! Tasks are created in a topological order by advancing every rank's step
+//! list round-robin as far as its inputs exist; an explicit order that can
+//! never run is reported as [`SimError::Stalled`].
+
+use super::config::{SimConfig, MAX_MICRO_BATCHES};
+use super::engine::{Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE};
+use super::job::{CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase};
+use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
+use super::schedule::{self, Direction, PipeStep, ScheduleKind};
+use super::summary::{self, Summary};
+use super::timeline::{
+    CollOp, Flow, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline, TimelineBuilder,
+};
+use super::SimError;
+use std::collections::BTreeMap;
+
+/// Most tasks a simulation may create.
+pub const MAX_TASKS: u64 = 40_000_000;
+
+/// What a task is, for the timeline and the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskMeta {
+    /// Program (simulated rank) that runs it; the sender for transfers.
+    pub program: u32,
+    /// Receiving program of a transfer, else NONE.
+    pub peer: u32,
+    pub label: u32,
+    pub layer: u32,
+    pub micro_batch: u32,
+    pub bytes: u64,
+    pub kind: SpanKind,
+    pub stream: Stream,
+    pub coll: CollOp,
+    pub chunk: u8,
+}
+
+impl TaskMeta {
+    /// True for a stage-to-stage transfer.
+    pub fn is_transfer(&self) -> bool {
+        self.peer != NONE
+    }
+}
+
+/// One simulated rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramInfo {
+    pub rank: u32,
+    pub stage: u32,
+}
+
+/// Everything known about the tasks of a built model.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub tasks: Vec<TaskMeta>,
+    pub programs: Vec<ProgramInfo>,
+    pub labels: Vec<String>,
+    pub mode: JobMode,
+    pub job_name: String,
+    pub stages: u32,
+    pub micro_batches: u32,
+    pub virtual_stages: u32,
+    pub schedule: ScheduleKind,
+    pub cost_model: String,
+    pub activation_bytes: u64,
+    /// SimAI's closed-form bubble for this job, ns.
+    pub simai_bubble_ns: u64,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl Meta {
+    /// Describe task `t` for messages.
+    pub fn describe(&self, t: TaskId) -> String {
+        let Some(m) = self.tasks.get(t as usize) else {
+            return format!("task {t}");
+        };
+        let who = self
+            .programs
+            .get(m.program as usize)
+            .map_or(String::new(), |p| {
+                format!("rank {} (stage {})", p.rank, p.stage)
+            });
+        let mb = if m.micro_batch == Span::NONE {
+            String::new()
+        } else {
+            format!(", micro-batch {}", m.micro_batch)
+        };
+        format!(
+            "{} `{}` on {who}{mb}",
+            m.kind.name(),
+            self.labels.get(m.label as usize).map_or("", |s| s.as_str())
+        )
+    }
+
+    /// Turn an engine stall into a message naming the first stuck task.
+    pub fn explain_stall(&self, e: SimError, engine: &Engine) -> SimError {
+        match e {
+            SimError::Stalled(_) => {
+                let stuck = engine
+                    .all_times()
+                    .iter()
+                    .position(|t| t.state != super::engine::TaskState::Done)
+                    .unwrap_or(0) as u32;
+                SimError::Stalled(format!(
+                    "{} never ran (collectives of a group must come in the same order on every simulated member)",
+                    self.describe(stuck)
+                ))
+            }
+            other => other,
+        }
+    }
+}
+
+/// A built model: the graph for the engine and the meaning of its tasks.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub graph: TaskGraph,
+    pub meta: Meta,
+}
+
+struct ProgState {
+    order: Vec<PipeStep>,
+    pos: usize,
+    frontier: Vec<Dep>,
+    outputs: Vec<Option<Vec<Dep>>>,
+    async_tasks: Vec<Dep>,
+    last_bwd_start: Vec<Dep>,
+    coll_seq: [u32; 5],
+    closed: bool,
+}
+
+struct Builder<'a> {
+    job: &'a JobSpec,
+    config: &'a SimConfig,
+    cost: &'a dyn CollectiveCost,
+    placement: Placement,
+    m: u32,
+    v: u32,
+    p: u32,
+    activation: u64,
+    graph: TaskGraph,
+    tasks: Vec<TaskMeta>,
+    labels: Vec<String>,
+    label_ids: BTreeMap<String, u32>,
+    ranks: Vec<u32>,
+    node_of_prog: Vec<NodeId>,
+    weight_of_prog: Vec<u32>,
+    by_rank: BTreeMap<u32, u32>,
+    first_of_stage: Vec<u32>,
+    group_cache: BTreeMap<(u32, GroupKind), (GroupPlacement, u32)>,
+    cost_cache: BTreeMap<CollectiveRequest, (u64, u64)>,
+    gangs: BTreeMap<(GroupKind, u32, u32), GangId>,
+    scratch: Vec<Dep>,
+}
+
+fn merge_deps(out: &mut Vec<Dep>, a: &[Dep], b: &[Dep]) {
+    out.clear();
+    for d in a.iter().chain(b) {
+        match out.iter_mut().find(|x| x.task == d.task) {
+            Some(x) => x.lag_ns = x.lag_ns.max(d.lag_ns),
+            None => out.push(*d),
+        }
+    }
+}
+
+fn scale(ns: u64, factor: f64) -> u64 {
+    if factor == 1.0 {
+        return ns;
+    }
+    let x = (ns as f64 * factor).round();
+    if x >= 1.8e19 {
+        u64::MAX / 4
+    } else {
+        x as u64
+    }
+}
+
+impl Builder<'_> {
+    fn label(&mut self, text: &str) -> u32 {
+        if let Some(id) = self.label_ids.get(text) {
+            return *id;
+        }
+        let id = self.labels.len() as u32;
+        self.labels.push(text.to_string());
+        self.label_ids.insert(text.to_string(), id);
+        id
+    }
+
+    /// Compute of a layer phase after the settings' scale and backward factor.
+    fn compute_ns(&self, layer: &LayerSpec, phase: Phase) -> u64 {
+        let mut ns = layer.phase(phase).compute_ns;
+        if let Some(f) = self.config.backward_factor {
+            if phase != Phase::Forward
+                && layer.input_grad.compute_ns == 0
+                && layer.weight_grad.compute_ns == 0
+            {
+                ns = scale(layer.forward.compute_ns, f / 2.0);
+            }
+        }
+        scale(ns, self.config.compute_scale)
+    }
+
+    fn group_placement(&mut self, prog: u32, group: GroupKind) -> (GroupPlacement, u32) {
+        if let Some(x) = self.group_cache.get(&(prog, group)) {
+            return *x;
+        }
+        let rank = self.ranks[prog as usize];
+        let members = self.placement.group_members(rank, group);
+        let gp = self.placement.placement_of(&members);
+        let id = members.first().copied().unwrap_or(rank);
+        self.group_cache.insert((prog, group), (gp, id));
+        (gp, id)
+    }
+
+    fn cost(&mut self, req: CollectiveRequest) -> Result<(u64, u64), SimError> {
+        if let Some(c) = self.cost_cache.get(&req) {
+            return Ok(*c);
+        }
+        let total = self.cost.cost_ns(&req).map_err(|e| SimError::Cost {
+            model: self.cost.name().to_string(),
+            message: e.message,
+        })?;
+        let nic = self.cost.nic_part_ns(&req, total).min(total);
+        self.cost_cache.insert(req, (total, nic));
+        Ok((total, nic))
+    }
+
+    fn task(&mut self, def: TaskDef, deps: &[Dep], meta: TaskMeta) -> Result<TaskId, SimError> {
+        let id = self.graph.add_task(def, deps)?;
+        self.tasks.push(meta);
+        Ok(id)
+    }
+
+    fn res(prog: u32, stream: Stream) -> u32 {
+        prog * 5 + stream.index()
+    }
+
+    /// A chain compute task (skipped when zero).
+    fn compute(
+        &mut self,
+        st: &mut ProgState,
+        pending: &mut Vec<Dep>,
+        prog: u32,
+        ns: u64,
+        meta: TaskMeta,
+    ) -> Result<(), SimError> {
+        if ns == 0 {
+            return Ok(());
+        }
+        let mut deps = std::mem::take(&mut self.scratch);
+        merge_deps(&mut deps, &st.frontier, pending);
+        let id = self.task(
+            TaskDef::on(Self::res(prog, Stream::Compute), ns),
+            &deps,
+            meta,
+        )?;
+        self.scratch = deps;
+        pending.clear();
+        st.frontier.clear();
+        st.frontier.push(Dep::on(id));
+        Ok(())
+    }
+
+    /// A collective; `blocking` puts it in the chain. `issue_after`
+    /// overrides the dependencies of an asynchronous one.
+    #[allow(clippy::too_many_arguments)]
+    fn collective(
+        &mut self,
+        st: &mut ProgState,
+        pending: &mut Vec<Dep>,
+        prog: u32,
+        comm: CommSpec,
+        phase: Phase,
+        blocking: bool,
+        issue_after: Option<&[Dep]>,
+        update_ns: u64,
+        meta: TaskMeta,
+    ) -> Result<(), SimError> {
+        let group_size = self.job.parallel.group_size(comm.group);
+        if group_size <= 1 || comm.size_bytes == 0 {
+            return Ok(());
+        }
+        let (placement, group_id) = self.group_placement(prog, comm.group);
+        let req = CollectiveRequest {
+            collective: comm.collective,
+            group: comm.group,
+            group_size,
+            size_bytes: comm.size_bytes,
+            phase,
+            placement,
+        };
+        let (total, nic) = self.cost(req)?;
+        if total == 0 {
+            return Ok(());
+        }
+        let stream = match comm.group {
+            GroupKind::Dp | GroupKind::DpEp => Stream::GradSync,
+            _ => Stream::Collective,
+        };
+        let gang = if self.job.mode == JobMode::PerRank && self.config.sync_collectives {
+            let gi = comm.group.index();
+            let seq = st.coll_seq[gi];
+            st.coll_seq[gi] += 1;
+            let key = (comm.group, group_id, seq);
+            Some(match self.gangs.get(&key) {
+                Some(g) => *g,
+                None => {
+                    let g = self.graph.add_gang();
+                    self.gangs.insert(key, g);
+                    g
+                }
+            })
+        } else {
+            None
+        };
+        let flow = (nic > 0).then(|| FlowDef {
+            nic_ns: nic,
+            nodes: [
+                (
+                    self.node_of_prog[prog as usize],
+                    self.weight_of_prog[prog as usize],
+                ),
+                (NONE, 0),
+            ],
+        });
+        let def = TaskDef {
+            resources: [Self::res(prog, stream), NONE],
+            duration_ns: total,
+            flow,
+            gang,
+        };
+        let mut deps = std::mem::take(&mut self.scratch);
+        match issue_after {
+            Some(d) => merge_deps(&mut deps, d, &[]),
+            None => merge_deps(&mut deps, &st.frontier, pending),
+        }
+        let meta = TaskMeta {
+            bytes: comm.size_bytes,
+            stream,
+            kind: match comm.group {
+                GroupKind::Tp => SpanKind::CollTp,
+                GroupKind::Ep => SpanKind::CollEp,
+                GroupKind::Dp => SpanKind::CollDp,
+                GroupKind::DpEp => SpanKind::CollDpEp,
+                GroupKind::Pp => SpanKind::CollOther,
+            },
+            coll: match comm.collective {
+                CollectiveKind::AllReduce => CollOp::AllReduce,
+                CollectiveKind::AllGather => CollOp::AllGather,
+                CollectiveKind::ReduceScatter => CollOp::ReduceScatter,
+                CollectiveKind::AllToAll => CollOp::AllToAll,
+                CollectiveKind::SendRecv => CollOp::SendRecv,
+            },
+            ..meta
+        };
+        let id = self.task(def, &deps, meta)?;
+        self.scratch = deps;
+        let dep = Dep {
+            task: id,
+            lag_ns: update_ns,
+        };
+        if blocking {
+            pending.clear();
+            st.frontier.clear();
+            st.frontier.push(dep);
+        } else {
+            st.async_tasks.push(dep);
+        }
+        Ok(())
+    }
+
+    /// Run `rows` (once-per-iteration) on `prog`. `grad_sync`: DP/DP_EP
+    /// collectives are asynchronous (issued after `issue_after` if given).
+    fn rows(
+        &mut self,
+        st: &mut ProgState,
+        prog: u32,
+        rows: &[LayerSpec],
+        grad_sync: bool,
+        pending: &mut Vec<Dep>,
+        issue_after: Option<&[Dep]>,
+    ) -> Result<(), SimError> {
+        for (ri, row) in rows.iter().enumerate() {
+            let label = self.label(&row.name);
+            for (phase, kind) in [
+                (Phase::Forward, SpanKind::Forward),
+                (Phase::InputGrad, SpanKind::InputGrad),
+                (Phase::WeightGrad, SpanKind::WeightGrad),
+            ] {
+                let meta = TaskMeta {
+                    program: prog,
+                    peer: NONE,
+                    label,
+                    layer: ri as u32,
+                    micro_batch: Span::NONE,
+                    bytes: 0,
+                    kind,
+                    stream: Stream::Compute,
+                    coll: CollOp::None,
+                    chunk: 0,
+                };
+                let ns = self.compute_ns(row, phase);
+                self.compute(st, pending, prog, ns, meta)?;
+                if let Some(comm) = row.phase(phase).comm {
+                    let is_dp = matches!(comm.group, GroupKind::Dp | GroupKind::DpEp);
+                    let (blocking, after) = if grad_sync {
+                        (!is_dp, if is_dp { issue_after } else { None })
+                    } else {
+                        (phase != Phase::WeightGrad, None)
+                    };
+                    self.collective(
+                        st,
+                        pending,
+                        prog,
+                        comm,
+                        phase,
+                        blocking,
+                        after,
+                        row.update_ns,
+                        meta,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn out_index(&self, dir: Direction, mb: u32, chunk: u32) -> usize {
+        let d = usize::from(dir == Direction::Backward);
+        (d * self.m as usize + mb as usize) * self.v as usize + chunk as usize
+    }
+
+    /// The program on `stage` that exchanges with `prog`: same TP/DP
+    /// coordinates if simulated, else the stage's first simulated rank.
+    fn peer(&self, prog: u32, stage: u32) -> u32 {
+        if self.job.mode == JobMode::Spmd {
+            return self.first_of_stage[stage as usize];
+        }
+        let c = self.placement.coords_of(self.ranks[prog as usize]);
+        let r = self.placement.rank_of(Coords { pp: stage, ..c });
+        self.by_rank
+            .get(&r)
+            .copied()
+            .unwrap_or(self.first_of_stage[stage as usize])
+    }
+
+    /// The program and output index a step needs from a neighbour, if any.
+    fn upstream(&self, prog: u32, step: PipeStep) -> Option<(u32, usize)> {
+        let s = self.job.programs[prog as usize].stage;
+        let k = step.chunk * self.p + s;
+        let last = self.v * self.p - 1;
+        match step.direction {
+            Direction::Forward if k > 0 => {
+                let (st, ch) = ((k - 1) % self.p, (k - 1) / self.p);
+                Some((
+                    self.peer(prog, st),
+                    self.out_index(Direction::Forward, step.micro_batch, ch),
+                ))
+            }
+            Direction::Backward if k < last => {
+                let (st, ch) = ((k + 1) % self.p, (k + 1) / self.p);
+                Some((
+                    self.peer(prog, st),
+                    self.out_index(Direction::Backward, step.micro_batch, ch),
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    fn step(&mut self, states: &mut [ProgState], prog: u32) -> Result<bool, SimError> {
+        let pi = prog as usize;
+        let Some(&step) = states[pi].order.get(states[pi].pos) else {
+            return Ok(false);
+        };
+        if step.micro_batch >= self.m || step.chunk >= self.v {
+            return Err(SimError::InvalidJob(format!(
+                "rank {} has step {:?} outside {} micro-batches x {} chunks",
+                self.ranks[pi], step, self.m, self.v
+            )));
+        }
+        let own = self.out_index(step.direction, step.micro_batch, step.chunk);
+        if states[pi].outputs[own].is_some() {
+            return Err(SimError::InvalidJob(format!(
+                "rank {} runs step {:?} twice",
+                self.ranks[pi], step
+            )));
+        }
+        if step.direction == Direction::Backward {
+            let f = self.out_index(Direction::Forward, step.micro_batch, step.chunk);
+            if states[pi].outputs[f].is_none() {
+                return Ok(false);
+            }
+        }
+        let mut pending: Vec<Dep> = Vec::new();
+        if let Some((up, idx)) = self.upstream(prog, step) {
+            let Some(up_out) = states
+                .get(up as usize)
+                .and_then(|s| s.outputs.get(idx))
+                .and_then(|o| o.clone())
+            else {
+                return Ok(false);
+            };
+            if up != prog && self.activation > 0 {
+                pending.push(Dep::on(self.transfer(up, prog, step, &up_out)?));
+            } else {
+                pending = up_out;
+            }
+        }
+        let is_last = states[pi].pos + 1 == states[pi].order.len();
+        if is_last {
+            let mut d = Vec::new();
+            merge_deps(&mut d, &states[pi].frontier, &pending);
+            states[pi].last_bwd_start = d;
+        }
+        let job: &JobSpec = self.job;
+        let program = &job.programs[pi];
+        let Some(block) = program.block_of(step.micro_batch) else {
+            return Err(SimError::InvalidJob(format!(
+                "rank {} has no block",
+                self.ranks[pi]
+            )));
+        };
+        let n = block.layers.len();
+        let v = self.v as usize;
+        let (lo, hi) = (
+            step.chunk as usize * n / v,
+            (step.chunk as usize + 1) * n / v,
+        );
+        let layers: Vec<usize> = match step.direction {
+            Direction::Forward => (lo..hi).collect(),
+            Direction::Backward => (lo..hi).rev().collect(),
+        };
+        let st = &mut states[pi];
+        for li in layers {
+            let layer = &block.layers[li];
+            let label = self.label(&layer.name);
+            let meta = TaskMeta {
+                program: prog,
+                peer: NONE,
+                label,
+                layer: li as u32,
+                micro_batch: step.micro_batch,
+                bytes: 0,
+                kind: SpanKind::Forward,
+                stream: Stream::Compute,
+                coll: CollOp::None,
+                chunk: step.chunk.min(255) as u8,
+            };
+            let phases: &[(Phase, SpanKind, bool)] = match step.direction {
+                Direction::Forward => &[(Phase::Forward, SpanKind::Forward, true)],
+                Direction::Backward => &[
+                    (Phase::InputGrad, SpanKind::InputGrad, true),
+                    (Phase::WeightGrad, SpanKind::WeightGrad, false),
+                ],
+            };
+            for &(phase, kind, blocking) in phases {
+                let meta = TaskMeta { kind, ..meta };
+                let ns = self.compute_ns(layer, phase);
+                self.compute(st, &mut pending, prog, ns, meta)?;
+                if let Some(comm) = layer.phase(phase).comm {
+                    self.collective(
+                        st,
+                        &mut pending,
+                        prog,
+                        comm,
+                        phase,
+                        blocking,
+                        None,
+                        layer.update_ns,
+                        meta,
+                    )?;
+                }
+            }
+        }
+        if !pending.is_empty() {
+            let f = std::mem::take(&mut st.frontier);
+            merge_deps(&mut st.frontier, &f, &pending);
+        }
+        st.outputs[own] = Some(st.frontier.clone());
+        st.pos += 1;
+        Ok(true)
+    }
+
+    fn transfer(
+        &mut self,
+        from: u32,
+        to: u32,
+        step: PipeStep,
+        deps: &[Dep],
+    ) -> Result<TaskId, SimError> {
+        let (ra, rb) = (self.ranks[from as usize], self.ranks[to as usize]);
+        let members = if ra < rb { [ra, rb] } else { [rb, ra] };
+        let placement = self.placement.placement_of(&members);
+        let phase = match step.direction {
+            Direction::Forward => Phase::Forward,
+            Direction::Backward => Phase::InputGrad,
+        };
+        let req = CollectiveRequest {
+            collective: CollectiveKind::SendRecv,
+            group: GroupKind::Pp,
+            group_size: 2,
+            size_bytes: self.activation,
+            phase,
+            placement,
+        };
+        let (total, nic) = self.cost(req)?;
+        let (na, nb) = (
+            self.node_of_prog[from as usize],
+            self.node_of_prog[to as usize],
+        );
+        let flow = (nic > 0).then(|| FlowDef {
+            nic_ns: nic,
+            nodes: [
+                (na, self.weight_of_prog[from as usize]),
+                if nb == na {
+                    (NONE, 0)
+                } else {
+                    (nb, self.weight_of_prog[to as usize])
+                },
+            ],
+        });
+        let label = self.label(match step.direction {
+            Direction::Forward => "activation",
+            Direction::Backward => "gradient",
+        });
+        let def = TaskDef {
+            resources: [Self::res(from, Stream::Send), Self::res(to, Stream::Recv)],
+            duration_ns: total,
+            flow,
+            gang: None,
+        };
+        let meta = TaskMeta {
+            program: from,
+            peer: to,
+            label,
+            layer: Span::NONE,
+            micro_batch: step.micro_batch,
+            bytes: self.activation,
+            kind: SpanKind::Send,
+            stream: Stream::Send,
+            coll: CollOp::SendRecv,
+            chunk: step.chunk.min(255) as u8,
+        };
+        self.task(def, deps, meta)
+    }
+
+    fn close(&mut self, st: &mut ProgState, prog: u32) -> Result<(), SimError> {
+        let job: &JobSpec = self.job;
+        let program = &job.programs[prog as usize];
+        let mut pending = Vec::new();
+        let after = if self.config.overlap_grad_sync {
+            Some(std::mem::take(&mut st.last_bwd_start))
+        } else {
+            None
+        };
+        self.rows(
+            st,
+            prog,
+            &program.pre_rows,
+            true,
+            &mut pending,
+            after.as_deref(),
+        )?;
+        let mut pending = std::mem::take(&mut st.async_tasks);
+        self.rows(st, prog, &program.post_rows, false, &mut pending, None)?;
+        st.closed = true;
+        Ok(())
+    }
+
+    /// SimAI's closed form: per-layer (fwd comm + ig comm + fwd + ig + wg
+    /// compute) summed over every row the file holds except
+    /// `embedding_layer`, times (p - 1) / (m * vpp), ns, truncated.
+    fn simai_bubble(&mut self, vpp: u32) -> Result<u64, SimError> {
+        let job: &JobSpec = self.job;
+        let Some(program) = job.programs.first() else {
+            return Ok(0);
+        };
+        let mut rows: Vec<&LayerSpec> = program.pre_rows.iter().collect();
+        for mb in 0..self.m {
+            if let Some(b) = program.block_of(mb) {
+                rows.extend(b.layers.iter());
+            }
+        }
+        rows.extend(program.post_rows.iter());
+        let mut sum: u128 = 0;
+        for row in rows.into_iter().filter(|r| r.name != "embedding_layer") {
+            for phase in [Phase::Forward, Phase::InputGrad, Phase::WeightGrad] {
+                sum += u128::from(self.compute_ns(row, phase));
+            }
+            for phase in [Phase::Forward, Phase::InputGrad] {
+                if let Some(c) = row.phase(phase).comm {
+                    let group_size = self.job.parallel.group_size(c.group);
+                    if group_size > 1 {
+                        let (placement, _) = self.group_placement(0, c.group);
+                        let req = CollectiveRequest {
+                            collective: c.collective,
+                            group: c.group,
+                            group_size,
+                            size_bytes: c.size_bytes,
+                            phase,
+                            placement,
+                        };
+                        sum += u128::from(self.cost(req)?.0);
+                    }
+                }
+            }
+        }
+        let num = sum * u128::from(self.p - 1);
+        let den = u128::from(self.m) * u128::from(vpp.max(1));
+        Ok(u64::try_from(num / den).unwrap_or(u64::MAX))
+    }
+}
+
+/// Why no rank can advance: a backward listed before its own forward, or
+/// the blocked ranks and their next steps.
+fn stall_message(b: &Builder<'_>, states: &[ProgState], ranks: &[u32]) -> String {
+    let stage = |i: usize| b.job.programs.get(i).map_or(0, |p| p.stage);
+    for (i, st) in states.iter().enumerate() {
+        if let Some(step) = st.order.get(st.pos) {
+            if step.direction == Direction::Backward {
+                let f = b.out_index(Direction::Forward, step.micro_batch, step.chunk);
+                if st.outputs.get(f).is_some_and(|o| o.is_none()) {
+                    return format!(
+                        "rank {} (stage {}) lists the backward of micro-batch {} (chunk {}) before its forward",
+                        ranks[i],
+                        stage(i),
+                        step.micro_batch,
+                        step.chunk
+                    );
+                }
+            }
+        }
+    }
+    let blocked: Vec<String> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(i, st)| {
+            st.order.get(st.pos).map(|step| {
+                format!(
+                    "rank {} (stage {}) waits to run {:?} of micro-batch {} (chunk {})",
+                    ranks[i],
+                    stage(i),
+                    step.direction,
+                    step.micro_batch,
+                    step.chunk
+                )
+            })
+        })
+        .take(4)
+        .collect();
+    format!("the step orders wait on each other: {}", blocked.join("; "))
+}
+
+/// Build the task graph of `job` under `config`, costing with `cost`.
+pub fn build(
+    job: &JobSpec,
+    config: &SimConfig,
+    cost: &dyn CollectiveCost,
+) -> Result<Model, SimError> {
+    config.validate()?;
+    job.validate()?;
+    let p = job.parallel.pp;
+    let m = config.micro_batches.unwrap_or(job.micro_batches);
+    if !(1..=MAX_MICRO_BATCHES).contains(&m) {
+        return Err(SimError::InvalidConfig {
+            name: "micro_batches",
+            reason: format!("{m} is not between 1 and {MAX_MICRO_BATCHES}"),
+        });
+    }
+    let v = if config.schedule == ScheduleKind::Interleaved {
+        config.virtual_stages
+    } else {
+        1
+    };
+    if config.schedule == ScheduleKind::Interleaved && !m.is_multiple_of(p) {
+        return Err(SimError::InterleavedMicroBatches {
+            micro_batches: m,
+            stages: p,
+        });
+    }
+    let mut warnings = job.warnings.clone();
+    let mut notes = Vec::new();
+    let placement = Placement::new(
+        job.parallel,
+        config.network.placement,
+        config.network.gpus_per_node,
+    );
+    // Size limit before allocating anything proportional to the work.
+    let mut estimate: u64 = 0;
+    for prog in &job.programs {
+        let per_layer = 10u64;
+        let biggest = prog
+            .blocks
+            .iter()
+            .map(|b| b.layers.len() as u64)
+            .max()
+            .unwrap_or(0);
+        estimate = estimate.saturating_add(
+            u64::from(m)
+                .saturating_mul(biggest.saturating_mul(per_layer) + 4)
+                .saturating_add((prog.pre_rows.len() + prog.post_rows.len()) as u64 * 6),
+        );
+        for b in &prog.blocks {
+            if (b.layers.len() as u64) < u64::from(v) {
+                return Err(SimError::TooFewLayers {
+                    layers: b.layers.len(),
+                    virtual_stages: v,
+                });
+            }
+        }
+        if let Some(order) = &prog.order {
+            if order.len() as u64 > 2 * u64::from(m) * u64::from(v) {
+                return Err(SimError::InvalidJob(format!(
+                    "rank {} lists {} steps; at most {} exist",
+                    prog.rank,
+                    order.len(),
+                    2 * m * v
+                )));
+            }
+        }
+    }
+    if estimate > MAX_TASKS {
+        return Err(SimError::TooLarge(format!(
+            "about {estimate} tasks (limit {MAX_TASKS})"
+        )));
+    }
+    let ranks: Vec<u32> = job
+        .programs
+        .iter()
+        .map(|prog| match job.mode {
+            JobMode::Spmd => placement.rank_of(Coords {
+                tp: 0,
+                dp: 0,
+                pp: prog.stage,
+            }),
+            JobMode::PerRank => prog.rank,
+        })
+        .collect();
+    if job.mode == JobMode::PerRank {
+        for (prog, &r) in job.programs.iter().zip(&ranks) {
+            let c = placement.coords_of(r);
+            if c.pp != prog.stage {
+                return Err(SimError::InvalidJob(format!(
+                    "rank {r} is on stage {} in the placement, not {}",
+                    c.pp, prog.stage
+                )));
+            }
+        }
+    }
+    let mut graph = TaskGraph::new();
+    for _ in 0..job.programs.len() * 5 {
+        graph.add_resource();
+    }
+    let mut node_ids: BTreeMap<u32, NodeId> = BTreeMap::new();
+    let mut node_of_prog = Vec::new();
+    let mut weight_of_prog = Vec::new();
+    let g = config.network.gpus_per_node;
+    for (prog, &r) in job.programs.iter().zip(&ranks) {
+        let node = placement.node_of(r);
+        let id = *node_ids.entry(node).or_insert_with(|| graph.add_node(g));
+        node_of_prog.push(id);
+        let weight = match job.mode {
+            JobMode::PerRank => 1,
+            JobMode::Spmd => {
+                let lo = u64::from(node) * u64::from(g);
+                let hi = (lo + u64::from(g)).min(job.parallel.world());
+                (lo..hi)
+                    .filter(|x| placement.coords_of(*x as u32).pp == prog.stage)
+                    .count()
+                    .max(1) as u32
+            }
+        };
+        weight_of_prog.push(weight);
+    }
+    let mut first_of_stage = vec![NONE; p as usize];
+    let mut by_rank = BTreeMap::new();
+    for (i, (prog, &r)) in job.programs.iter().zip(&ranks).enumerate() {
+        by_rank.insert(r, i as u32);
+        let f = &mut first_of_stage[prog.stage as usize];
+        if *f == NONE || ranks[*f as usize] > r {
+            *f = i as u32;
+        }
+    }
+    let activation = config.activation_bytes.unwrap_or(job.activation_bytes);
+    let mut b = Builder {
+        job,
+        config,
+        cost,
+        placement,
+        m,
+        v,
+        p,
+        activation,
+        graph,
+        tasks: Vec::new(),
+        labels: Vec::new(),
+        label_ids: BTreeMap::new(),
+        ranks: ranks.clone(),
+        node_of_prog,
+        weight_of_prog,
+        by_rank,
+        first_of_stage,
+        group_cache: BTreeMap::new(),
+        cost_cache: BTreeMap::new(),
+        gangs: BTreeMap::new(),
+        scratch: Vec::new(),
+    };
+    let mut states = Vec::with_capacity(job.programs.len());
+    for prog in &job.programs {
+        let order = match &prog.order {
+            Some(o) => o.clone(),
+            None => schedule::stage_order(config.schedule, p, m, v, prog.stage)?,
+        };
+        states.push(ProgState {
+            order,
+            pos: 0,
+            frontier: Vec::new(),
+            outputs: vec![None; 2 * m as usize * v as usize],
+            async_tasks: Vec::new(),
+            last_bwd_start: Vec::new(),
+            coll_seq: [0; 5],
+            closed: false,
+        });
+    }
+    loop {
+        let mut progressed = false;
+        let mut open = false;
+        for i in 0..states.len() {
+            while b.step(&mut states, i as u32)? {
+                progressed = true;
+            }
+            if states[i].pos == states[i].order.len() {
+                if !states[i].closed {
+                    b.close(&mut states[i], i as u32)?;
+                    progressed = true;
+                }
+            } else {
+                open = true;
+            }
+        }
+        if !open {
+            break;
+        }
+        if !progressed {
+            return Err(SimError::Stalled(stall_message(&b, &states, &ranks)));
+        }
+    }
+    for (i, st) in states.iter().enumerate() {
+        if st.order.len() as u64 != 2 * u64::from(m) * u64::from(v) {
+            warnings.push(format!(
+                "rank {} runs {} of {} steps",
+                ranks[i],
+                st.order.len(),
+                2 * m * v
+            ));
+        }
+    }
+    let vpp = job.header_vpp.unwrap_or(v);
+    let simai_bubble_ns = b.simai_bubble(vpp)?;
+    match job.mode {
+        JobMode::Spmd => notes.push(format!(
+            "SPMD job: one representative rank per stage is simulated (ranks {}); the {} ranks of each stage are assumed identical",
+            ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "),
+            u64::from(job.parallel.tp) * u64::from(job.parallel.dp)
+        )),
+        JobMode::PerRank => notes.push(format!(
+            "per-rank job: {} of {} ranks simulated",
+            ranks.len(),
+            job.parallel.world()
+        )),
+    }
+    if let Some(h) = job.header_vpp {
+        if h > 1 {
+            notes.push(format!(
+                "the header's vpp = {h} (AICB: layers per stage) is used only for SimAI's closed-form bubble; the schedule uses {v} virtual stage(s)"
+            ));
+        }
+    }
+    if m != job.micro_batches {
+        warnings.push(format!(
+            "micro-batches set to {m} (the job has {}); micro-batches past the job's blocks repeat its last block",
+            job.micro_batches
+        ));
+    }
+    if p > 1 && activation == 0 {
+        warnings.push(
+            "stage-to-stage sends carry 0 bytes: pipeline transfers are not simulated".to_string(),
+        );
+    }
+    let Builder {
+        graph,
+        tasks,
+        labels,
+        ..
+    } = b;
+    let meta = Meta {
+        tasks,
+        programs: job
+            .programs
+            .iter()
+            .zip(&ranks)
+            .map(|(prog, &rank)| ProgramInfo {
+                rank,
+                stage: prog.stage,
+            })
+            .collect(),
+        labels,
+        mode: job.mode,
+        job_name: job.name.clone(),
+        stages: p,
+        micro_batches: m,
+        virtual_stages: v,
+        schedule: config.schedule,
+        cost_model: cost.name().to_string(),
+        activation_bytes: activation,
+        simai_bubble_ns,
+        warnings,
+        notes,
+    };
+    Ok(Model { graph, meta })
+}
+
+/// Turn a finished run into its timeline and summary.
+pub fn finish(
+    meta: &Meta,
+    engine: &Engine,
+    config: &SimConfig,
+) -> Result<(Timeline, Summary), SimError> {
+    let times = engine.all_times();
+    let mut tb = TimelineBuilder::new();
+    for l in &meta.labels {
+        tb.label(l);
+    }
+    for prog in &meta.programs {
+        for stream in Stream::ALL {
+            let (group_kind, group, name) = match meta.mode {
+                JobMode::Spmd => (
+                    LaneGroup::Stage,
+                    prog.stage,
+                    format!("stage {} / {}", prog.stage, stream.name()),
+                ),
+                JobMode::PerRank => (
+                    LaneGroup::Rank,
+                    prog.rank,
+                    format!(
+                        "rank {} (stage {}) / {}",
+                        prog.rank,
+                        prog.stage,
+                        stream.name()
+                    ),
+                ),
+            };
+            tb.lane(Lane {
+                group_kind,
+                group,
+                stage: prog.stage,
+                stream,
+                name,
+            });
+        }
+    }
+    let lane = |prog: u32, stream: Stream| prog * 5 + stream.index();
+    let mut primary = Vec::with_capacity(meta.tasks.len());
+    let mut recv_of: BTreeMap<u32, SpanRef> = BTreeMap::new();
+    for (id, (m, t)) in meta.tasks.iter().zip(times).enumerate() {
+        let span = Span {
+            start_ns: t.start_ns,
+            duration_ns: t.end_ns - t.start_ns,
+            bytes: m.bytes,
+            label: super::timeline::LabelId(m.label),
+            layer: m.layer,
+            micro_batch: m.micro_batch,
+            kind: m.kind,
+            coll: m.coll,
+            chunk: m.chunk,
+        };
+        let r = tb.push(lane(m.program, m.stream), span);
+        primary.push(r);
+        if m.is_transfer() {
+            let rr = tb.push(
+                lane(m.peer, Stream::Recv),
+                Span {
+                    kind: SpanKind::Recv,
+                    ..span
+                },
+            );
+            recv_of.insert(id as u32, rr);
+            tb.flow(Flow {
+                from: r,
+                to: rr,
+                bytes: m.bytes,
+                micro_batch: m.micro_batch,
+            });
+        }
+    }
+    if config.record_dependencies {
+        for (id, m) in meta.tasks.iter().enumerate() {
+            for d in engine.graph().deps_of(id as u32) {
+                let dm = &meta.tasks[d.task as usize];
+                let from = match recv_of.get(&d.task) {
+                    Some(rr) if dm.peer == m.program => *rr,
+                    _ => primary[d.task as usize],
+                };
+                tb.dependency(from, primary[id]);
+            }
+        }
+    }
+    let path = summary::critical_path_tasks(times);
+    tb.critical_path(path.iter().map(|t| primary[*t as usize]).collect());
+    let timeline = tb.build();
+    let summary = summary::summarize(meta, engine, &path, timeline.end_ns());
+    Ok((timeline, summary))
+}

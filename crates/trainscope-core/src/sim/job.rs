@@ -1,0 +1,626 @@
+//! The engine's input: a schedule-ready job ([`JobSpec`]). A job is a
+//! parallel configuration plus one [`RankProgram`] per simulated rank: the
+//! per-micro-batch op blocks it runs (forward, input-gradient and
+//! weight-gradient compute and collectives per layer), the once-per-iteration
+//! rows before (gradient sync) and after (loss, optimizer), and optionally an
+//! explicit step order.
+//!
+//! Two shapes:
+//! - [`JobMode::Spmd`] (described jobs: SimAI/AICB, NeuSight): every rank of a
+//!   stage does the same work, so one representative rank per stage is
+//!   simulated (the stage's first rank in placement order).
+//! - [`JobMode::PerRank`] (measured runs): one program per simulated rank with
+//!   its own measured durations, per micro-batch if wanted
+//!   ([`RankProgram::micro_batch_blocks`]), and its own step order
+//!   ([`RankProgram::order`]).
+//!
+//! [`JobSpec::from_simai`] adapts a parsed SimAI/AICB workload: AICB unrolls
+//! gradient accumulation, writing the per-micro-batch block (from
+//! `embedding_layer` to the row before the next `embedding_layer`) `ga`
+//! times after the gradient-sync rows, then `cross_entropy*` / `optimizer*`
+//! rows. The adapter splits the file back into those parts, keeps each
+//! distinct block once and maps every micro-batch to its block.
+
+use super::schedule::PipeStep;
+use super::SimError;
+use crate::formats::simai::{self, CommGroup, CommType, SimaiRecord, SimaiWorkload};
+use serde::Serialize;
+
+/// Most ranks a job may have (tp x dp x pp).
+pub const MAX_WORLD: u64 = 1 << 20;
+
+/// Parallel sizes. World = tp x dp x pp; EP splits DP (ep divides dp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Parallelism {
+    pub tp: u32,
+    pub dp: u32,
+    pub pp: u32,
+    pub ep: u32,
+}
+
+impl Parallelism {
+    /// tp x dp x pp.
+    pub fn world(&self) -> u64 {
+        u64::from(self.tp) * u64::from(self.dp) * u64::from(self.pp)
+    }
+
+    /// Members of one group of this kind.
+    pub fn group_size(&self, group: GroupKind) -> u32 {
+        match group {
+            GroupKind::Tp => self.tp,
+            GroupKind::Dp => self.dp,
+            GroupKind::Ep => self.ep,
+            GroupKind::DpEp => (self.dp / self.ep.max(1)).max(1),
+            GroupKind::Pp => 2,
+        }
+    }
+}
+
+/// A collective operation (or a point-to-point transfer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveKind {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    /// A point-to-point send (pipeline transfer).
+    SendRecv,
+}
+
+impl CollectiveKind {
+    /// Short name for labels (`AR`, `AG`, `RS`, `A2A`, `P2P`).
+    pub fn short(self) -> &'static str {
+        match self {
+            CollectiveKind::AllReduce => "AR",
+            CollectiveKind::AllGather => "AG",
+            CollectiveKind::ReduceScatter => "RS",
+            CollectiveKind::AllToAll => "A2A",
+            CollectiveKind::SendRecv => "P2P",
+        }
+    }
+}
+
+/// The process group a collective runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum GroupKind {
+    #[serde(rename = "TP")]
+    Tp,
+    #[serde(rename = "EP")]
+    Ep,
+    #[serde(rename = "DP")]
+    Dp,
+    #[serde(rename = "DP_EP")]
+    DpEp,
+    /// Pipeline neighbours (stage-to-stage transfers).
+    #[serde(rename = "PP")]
+    Pp,
+}
+
+impl GroupKind {
+    /// All kinds, in report order.
+    pub const ALL: [GroupKind; 5] = [
+        GroupKind::Tp,
+        GroupKind::Ep,
+        GroupKind::Dp,
+        GroupKind::DpEp,
+        GroupKind::Pp,
+    ];
+
+    /// `TP`, `EP`, `DP`, `DP_EP`, `PP`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKind::Tp => "TP",
+            GroupKind::Ep => "EP",
+            GroupKind::Dp => "DP",
+            GroupKind::DpEp => "DP_EP",
+            GroupKind::Pp => "PP",
+        }
+    }
+
+    /// Index in [`GroupKind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which part of a layer an op belongs to (the SimAI column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Forward,
+    InputGrad,
+    WeightGrad,
+}
+
+/// One collective of a layer phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct CommSpec {
+    pub collective: CollectiveKind,
+    pub group: GroupKind,
+    /// Full (gathered) tensor size, bytes.
+    pub size_bytes: u64,
+}
+
+/// Compute then (optionally) a collective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+pub struct PhaseOps {
+    pub compute_ns: u64,
+    pub comm: Option<CommSpec>,
+}
+
+impl PhaseOps {
+    /// Compute only.
+    pub fn compute(compute_ns: u64) -> PhaseOps {
+        PhaseOps {
+            compute_ns,
+            comm: None,
+        }
+    }
+}
+
+/// One layer (row): forward, input-gradient and weight-gradient phases.
+/// Forward and input-gradient collectives block the compute stream; the
+/// weight-gradient collective is asynchronous. After each collective the
+/// rank waits `update_ns` before its dependents start.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct LayerSpec {
+    pub name: String,
+    pub forward: PhaseOps,
+    pub input_grad: PhaseOps,
+    pub weight_grad: PhaseOps,
+    pub update_ns: u64,
+}
+
+impl LayerSpec {
+    /// A layer with compute only.
+    pub fn compute(name: &str, fwd_ns: u64, ig_ns: u64, wg_ns: u64) -> LayerSpec {
+        LayerSpec {
+            name: name.to_string(),
+            forward: PhaseOps::compute(fwd_ns),
+            input_grad: PhaseOps::compute(ig_ns),
+            weight_grad: PhaseOps::compute(wg_ns),
+            update_ns: 0,
+        }
+    }
+
+    /// The phase ops of `phase`.
+    pub fn phase(&self, phase: Phase) -> &PhaseOps {
+        match phase {
+            Phase::Forward => &self.forward,
+            Phase::InputGrad => &self.input_grad,
+            Phase::WeightGrad => &self.weight_grad,
+        }
+    }
+}
+
+/// The per-micro-batch work of one rank: layers in forward order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Default)]
+pub struct Block {
+    pub layers: Vec<LayerSpec>,
+}
+
+/// How the programs of a job relate to the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobMode {
+    /// One program per stage stands for every rank of that stage.
+    Spmd,
+    /// One program per simulated rank.
+    PerRank,
+}
+
+/// What one simulated rank runs in an iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankProgram {
+    /// Global rank (per-rank jobs). In SPMD jobs the builder uses the stage's
+    /// first rank in placement order instead.
+    pub rank: u32,
+    /// Pipeline stage, 0-based.
+    pub stage: u32,
+    /// Distinct per-micro-batch blocks.
+    pub blocks: Vec<Block>,
+    /// Block index per micro-batch; micro-batches past the end use the last
+    /// entry; empty = block 0 for all.
+    pub micro_batch_blocks: Vec<u32>,
+    /// Once-per-iteration rows run after the last backward (gradient sync).
+    pub pre_rows: Vec<LayerSpec>,
+    /// Rows that close the iteration (loss, optimizer), after the gradient
+    /// sync completed.
+    pub post_rows: Vec<LayerSpec>,
+    /// Explicit compute-step order (measured runs); `None` = the schedule's.
+    pub order: Option<Vec<PipeStep>>,
+}
+
+impl RankProgram {
+    /// The block micro-batch `mb` runs (None only when there are no blocks).
+    pub fn block_of(&self, mb: u32) -> Option<&Block> {
+        let idx = if self.micro_batch_blocks.is_empty() {
+            0
+        } else {
+            let i = (mb as usize).min(self.micro_batch_blocks.len() - 1);
+            self.micro_batch_blocks[i] as usize
+        };
+        self.blocks.get(idx)
+    }
+}
+
+/// A schedule-ready job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobSpec {
+    /// For reports.
+    pub name: String,
+    pub parallel: Parallelism,
+    /// Micro-batches per iteration (m).
+    pub micro_batches: u32,
+    /// Bytes of one stage-to-stage send (activation forward, gradient
+    /// backward).
+    pub activation_bytes: u64,
+    pub mode: JobMode,
+    /// SPMD: one per stage, in stage order. Per-rank: any simulated ranks,
+    /// at least one per stage.
+    pub programs: Vec<RankProgram>,
+    /// The AICB header's `vpp` (used only for SimAI's closed-form bubble).
+    pub header_vpp: Option<u32>,
+    /// Assumptions made while building the job.
+    pub warnings: Vec<String>,
+}
+
+impl JobSpec {
+    /// An SPMD job in which every stage runs `block` for every micro-batch.
+    pub fn spmd(
+        name: &str,
+        parallel: Parallelism,
+        micro_batches: u32,
+        activation_bytes: u64,
+        block: Block,
+    ) -> JobSpec {
+        let programs = (0..parallel.pp)
+            .map(|stage| RankProgram {
+                rank: 0,
+                stage,
+                blocks: vec![block.clone()],
+                micro_batch_blocks: Vec::new(),
+                pre_rows: Vec::new(),
+                post_rows: Vec::new(),
+                order: None,
+            })
+            .collect();
+        JobSpec {
+            name: name.to_string(),
+            parallel,
+            micro_batches,
+            activation_bytes,
+            mode: JobMode::Spmd,
+            programs,
+            header_vpp: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Adapt a parsed SimAI/AICB workload (FORMATS.md section 1) into an
+    /// SPMD job: one block per distinct unrolled micro-batch block, the rows
+    /// before the first `embedding_layer` as gradient-sync rows, the
+    /// `cross_entropy*` / `optimizer*` rows after the last block as closing
+    /// rows. Compute value 1 (AICB's "not measured") and collective sizes 0
+    /// or 1 ("no data") become nothing. `pp_comm` gives the activation
+    /// bytes; when it is absent it is estimated (with a warning) as the
+    /// largest forward TP collective / tp, the sequence-parallel shard
+    /// Megatron sends between stages.
+    pub fn from_simai(w: &SimaiWorkload) -> Result<JobSpec, SimError> {
+        let h = &w.header;
+        let mut warnings = Vec::new();
+        if w.records.is_empty() {
+            return Err(SimError::InvalidJob(
+                "the workload has no layer records".to_string(),
+            ));
+        }
+        let (tp, pp, ep) = (h.tp.max(1), h.pp.max(1), h.ep.max(1));
+        let tp_pp = u64::from(tp) * u64::from(pp);
+        let dp = match h.world {
+            Some(world) => {
+                let world = u64::from(world);
+                if !world.is_multiple_of(tp_pp) || world < tp_pp {
+                    warnings.push(format!(
+                        "all_gpus {world} is not a multiple of tp x pp = {tp_pp}; using dp = {}",
+                        (world / tp_pp).max(1)
+                    ));
+                }
+                u32::try_from((world / tp_pp).max(1)).unwrap_or(u32::MAX)
+            }
+            None => {
+                warnings.push("no all_gpus in the header; assuming dp = 1".to_string());
+                1
+            }
+        };
+        let mut ep_used = ep;
+        if ep > 1 && !dp.is_multiple_of(ep) {
+            warnings.push(format!(
+                "ep {ep} does not divide dp {dp}; EP groups are placed as if ep = 1"
+            ));
+            ep_used = 1;
+        }
+        let parallel = Parallelism {
+            tp,
+            dp,
+            pp,
+            ep: ep_used,
+        };
+        let rows: Vec<LayerSpec> = w
+            .records
+            .iter()
+            .map(|r| layer_from_record(r, &mut warnings))
+            .collect();
+        let is_tail =
+            |name: &str| name.starts_with("cross_entropy") || name.starts_with("optimizer");
+        let starts: Vec<usize> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.name == "embedding_layer")
+            .map(|(i, _)| i)
+            .collect();
+        let ga = h.ga.max(1);
+        let (pre, block_rows, post): (Vec<LayerSpec>, Vec<Vec<LayerSpec>>, Vec<LayerSpec>) =
+            if let Some(&first) = starts.first() {
+                let pre = rows[..first].to_vec();
+                let mut blocks = Vec::new();
+                for (k, &s) in starts.iter().enumerate() {
+                    let end = starts.get(k + 1).copied().unwrap_or(rows.len());
+                    blocks.push(rows[s..end].to_vec());
+                }
+                // The last block ends where the closing rows start.
+                let mut post = Vec::new();
+                if let Some(last) = blocks.last_mut() {
+                    if let Some(cut) = last.iter().position(|r| is_tail(&r.name)) {
+                        post = last.split_off(cut);
+                    }
+                }
+                (pre, blocks, post)
+            } else {
+                warnings.push(
+                    "no `embedding_layer` row: every row except cross_entropy*/optimizer* is taken as the per-micro-batch block"
+                        .to_string(),
+                );
+                let cut = rows
+                    .iter()
+                    .position(|r| is_tail(&r.name))
+                    .unwrap_or(rows.len());
+                (Vec::new(), vec![rows[..cut].to_vec()], rows[cut..].to_vec())
+            };
+        let found = block_rows.len() as u32;
+        let micro_batches = if found == ga {
+            ga
+        } else if found == 1 {
+            warnings.push(format!(
+                "the file holds one micro-batch block and ga = {ga}; the block is repeated {ga} times"
+            ));
+            ga
+        } else {
+            warnings.push(format!(
+                "the file holds {found} micro-batch blocks but ga = {ga}; simulating {found} micro-batches"
+            ));
+            found
+        };
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut micro_batch_blocks = Vec::new();
+        for layers in block_rows {
+            let b = Block { layers };
+            let idx = match blocks.iter().position(|x| *x == b) {
+                Some(i) => i,
+                None => {
+                    blocks.push(b);
+                    blocks.len() - 1
+                }
+            };
+            micro_batch_blocks.push(idx as u32);
+        }
+        if blocks.len() > 1 {
+            warnings.push(format!(
+                "the {found} unrolled micro-batch blocks are not identical ({} distinct); each micro-batch runs its own block",
+                blocks.len()
+            ));
+        }
+        if !h.checkpoints.is_empty() || !h.checkpoint_initiates.is_empty() {
+            warnings.push(
+                "activation-recompute checkpoints in the header are not simulated".to_string(),
+            );
+        }
+        let activation_bytes = if h.pp_comm_bytes > 0 {
+            h.pp_comm_bytes
+        } else if pp > 1 {
+            let largest = blocks
+                .iter()
+                .flat_map(|b| b.layers.iter())
+                .filter_map(|l| l.forward.comm)
+                .filter(|c| c.group == GroupKind::Tp)
+                .map(|c| c.size_bytes)
+                .max()
+                .unwrap_or(0);
+            let est = largest / u64::from(tp);
+            warnings.push(format!(
+                "no pp_comm in the header; stage-to-stage sends estimated at {est} bytes (largest forward TP collective {largest} B / tp {tp}); set the activation bytes to override"
+            ));
+            est
+        } else {
+            0
+        };
+        let programs = (0..pp)
+            .map(|stage| RankProgram {
+                rank: 0,
+                stage,
+                blocks: blocks.clone(),
+                micro_batch_blocks: if blocks.len() > 1 {
+                    micro_batch_blocks.clone()
+                } else {
+                    Vec::new()
+                },
+                pre_rows: pre.clone(),
+                post_rows: post.clone(),
+                order: None,
+            })
+            .collect();
+        Ok(JobSpec {
+            name: "simai".to_string(),
+            parallel,
+            micro_batches,
+            activation_bytes,
+            mode: JobMode::Spmd,
+            programs,
+            header_vpp: Some(h.vpp.max(1)),
+            warnings,
+        })
+    }
+
+    /// Structural checks (sizes, stages, block references).
+    pub fn validate(&self) -> Result<(), SimError> {
+        let p = self.parallel;
+        if p.tp == 0 || p.dp == 0 || p.pp == 0 || p.ep == 0 {
+            return Err(SimError::InvalidJob(format!(
+                "parallel sizes must be at least 1 (tp {}, dp {}, pp {}, ep {})",
+                p.tp, p.dp, p.pp, p.ep
+            )));
+        }
+        if p.world() > MAX_WORLD {
+            return Err(SimError::TooLarge(format!("world of {} ranks", p.world())));
+        }
+        if p.ep > 1 && !p.dp.is_multiple_of(p.ep) {
+            return Err(SimError::InvalidJob(format!(
+                "ep {} must divide dp {}",
+                p.ep, p.dp
+            )));
+        }
+        if self.micro_batches == 0 {
+            return Err(SimError::InvalidJob("no micro-batches".to_string()));
+        }
+        if self.programs.is_empty() {
+            return Err(SimError::InvalidJob("no rank programs".to_string()));
+        }
+        let mut stage_seen = vec![false; p.pp as usize];
+        for (i, prog) in self.programs.iter().enumerate() {
+            let Some(seen) = stage_seen.get_mut(prog.stage as usize) else {
+                return Err(SimError::InvalidJob(format!(
+                    "program {i} is on stage {} but pp is {}",
+                    prog.stage, p.pp
+                )));
+            };
+            if *seen && self.mode == JobMode::Spmd {
+                return Err(SimError::InvalidJob(format!(
+                    "SPMD job has two programs for stage {}",
+                    prog.stage
+                )));
+            }
+            *seen = true;
+            if prog.blocks.is_empty() {
+                return Err(SimError::InvalidJob(format!(
+                    "program {i} (stage {}) has no block",
+                    prog.stage
+                )));
+            }
+            if let Some(bad) = prog
+                .micro_batch_blocks
+                .iter()
+                .find(|b| **b as usize >= prog.blocks.len())
+            {
+                return Err(SimError::InvalidJob(format!(
+                    "program {i} maps a micro-batch to block {bad} but has {} blocks",
+                    prog.blocks.len()
+                )));
+            }
+            if self.mode == JobMode::PerRank {
+                if u64::from(prog.rank) >= p.world() {
+                    return Err(SimError::InvalidJob(format!(
+                        "program {i} is rank {} but the world has {} ranks",
+                        prog.rank,
+                        p.world()
+                    )));
+                }
+                if self.programs[..i].iter().any(|q| q.rank == prog.rank) {
+                    return Err(SimError::InvalidJob(format!(
+                        "rank {} has two programs",
+                        prog.rank
+                    )));
+                }
+            }
+        }
+        if let Some(missing) = stage_seen.iter().position(|s| !s) {
+            return Err(SimError::InvalidJob(format!(
+                "no simulated rank on stage {missing}; every stage needs at least one"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// AICB writes 1 for "not measured".
+fn compute_value(ns: u64) -> u64 {
+    if ns <= 1 {
+        0
+    } else {
+        ns
+    }
+}
+
+fn comm_from(
+    c: &simai::SimaiComm,
+    phase: Phase,
+    warnings: &mut Vec<String>,
+    name: &str,
+) -> Option<CommSpec> {
+    let CommType::Collective(coll, group) = c.comm_type else {
+        return None;
+    };
+    if c.size_bytes <= 1 {
+        return None;
+    }
+    let collective = match coll {
+        simai::Collective::AllReduce => CollectiveKind::AllReduce,
+        simai::Collective::AllGather => CollectiveKind::AllGather,
+        simai::Collective::ReduceScatter => CollectiveKind::ReduceScatter,
+        simai::Collective::AllToAll => CollectiveKind::AllToAll,
+    };
+    let group = match group {
+        CommGroup::Tp => GroupKind::Tp,
+        CommGroup::Dp => GroupKind::Dp,
+        CommGroup::Ep => GroupKind::Ep,
+        CommGroup::DpEp => GroupKind::DpEp,
+        CommGroup::Unscoped => {
+            let g = if phase == Phase::WeightGrad {
+                GroupKind::Dp
+            } else {
+                GroupKind::Tp
+            };
+            let msg = format!(
+                "all-reduce without a group in `{name}` is run over {} (the column's plain group)",
+                g.name()
+            );
+            if !warnings.contains(&msg) {
+                warnings.push(msg);
+            }
+            g
+        }
+    };
+    Some(CommSpec {
+        collective,
+        group,
+        size_bytes: c.size_bytes,
+    })
+}
+
+fn layer_from_record(r: &SimaiRecord, warnings: &mut Vec<String>) -> LayerSpec {
+    LayerSpec {
+        name: r.name.clone(),
+        forward: PhaseOps {
+            compute_ns: compute_value(r.fwd_compute_ns),
+            comm: comm_from(&r.fwd_comm, Phase::Forward, warnings, &r.name),
+        },
+        input_grad: PhaseOps {
+            compute_ns: compute_value(r.ig_compute_ns),
+            comm: comm_from(&r.ig_comm, Phase::InputGrad, warnings, &r.name),
+        },
+        weight_grad: PhaseOps {
+            compute_ns: compute_value(r.wg_compute_ns),
+            comm: comm_from(&r.wg_comm, Phase::WeightGrad, warnings, &r.name),
+        },
+        update_ns: r.update_ns,
+    }
+}

@@ -1,0 +1,461 @@
+//! The summary of a run: iteration time, and for every simulated rank where
+//! its compute stream's time went, plus the critical path and SimAI's
+//! closed-form bubble for comparison.
+//!
+//! Decomposition of one rank's [0, iteration end]: compute busy time plus
+//! every idle gap of its compute stream, attributed by walking back the
+//! chain of tasks that made the next compute start (each task's "binding":
+//! the dependency, or resource occupant, that ended last). Walking back from
+//! the end of the gap, each task on the chain owns the part of the gap from
+//! its start to where the previous piece began:
+//! - a TP / EP / DP / DP_EP collective of this rank: exposed communication
+//!   of that group (including the update wait after it);
+//! - a stage-to-stage transfer into or out of this rank: exposed PP;
+//! - anything beyond a transfer or on another rank: bubble (waiting for the
+//!   pipeline);
+//! - whatever is left (nothing on the chain): other.
+//!
+//! The time after the rank's last task until the iteration ends is bubble
+//! too (waiting for the other stages). So for every rank
+//! compute + bubble + exposed (all groups) + other = iteration time.
+//! The top-level numbers are those of the rank on which the critical path
+//! ends (the last to finish; ties: the lowest program index).
+
+use super::build::{Meta, TaskMeta};
+use super::engine::{Engine, TaskId, TaskTimes, NONE};
+use super::job::{GroupKind, JobMode};
+use super::timeline::{Span, SpanKind, Stream};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Version of the summary JSON layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Exposed communication per group, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ExposedComm {
+    #[serde(rename = "TP")]
+    pub tp: u64,
+    #[serde(rename = "EP")]
+    pub ep: u64,
+    #[serde(rename = "DP")]
+    pub dp: u64,
+    #[serde(rename = "DP_EP")]
+    pub dp_ep: u64,
+    #[serde(rename = "PP")]
+    pub pp: u64,
+}
+
+impl ExposedComm {
+    /// Sum over groups.
+    pub fn total(&self) -> u64 {
+        self.tp + self.ep + self.dp + self.dp_ep + self.pp
+    }
+
+    fn add(&mut self, g: GroupKind, ns: u64) {
+        match g {
+            GroupKind::Tp => self.tp += ns,
+            GroupKind::Ep => self.ep += ns,
+            GroupKind::Dp => self.dp += ns,
+            GroupKind::DpEp => self.dp_ep += ns,
+            GroupKind::Pp => self.pp += ns,
+        }
+    }
+
+    /// The value for `g`.
+    pub fn get(&self, g: GroupKind) -> u64 {
+        match g {
+            GroupKind::Tp => self.tp,
+            GroupKind::Ep => self.ep,
+            GroupKind::Dp => self.dp,
+            GroupKind::DpEp => self.dp_ep,
+            GroupKind::Pp => self.pp,
+        }
+    }
+}
+
+/// Where one simulated rank's time went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageSummary {
+    pub stage: u32,
+    pub rank: u32,
+    /// Compute stream busy, ns.
+    pub compute_ns: u64,
+    /// compute / iteration time.
+    pub busy_share: f64,
+    /// 1 - busy_share.
+    pub idle_share: f64,
+    pub bubble_ns: u64,
+    pub exposed_comm_ns: ExposedComm,
+    pub other_idle_ns: u64,
+    /// Busy time of the other streams, ns.
+    pub collective_busy_ns: u64,
+    pub grad_sync_busy_ns: u64,
+    pub send_busy_ns: u64,
+    pub recv_busy_ns: u64,
+    /// When this rank's last task ended, ns.
+    pub end_ns: u64,
+}
+
+/// Consecutive critical-path spans of one step on one rank.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CriticalSegment {
+    pub stage: u32,
+    pub rank: u32,
+    /// `forward`, `backward`, `iteration` (once-per-iteration rows) or
+    /// `transfer`.
+    pub what: &'static str,
+    /// Micro-batch, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub micro_batch: Option<u32>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub spans: u32,
+}
+
+/// The critical path in short.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CriticalPathSummary {
+    pub spans: u64,
+    /// Span time on the path by span kind, ns.
+    pub by_kind_ns: BTreeMap<&'static str, u64>,
+    /// Path time not covered by spans (update waits, start offset), ns.
+    pub wait_ns: u64,
+    pub segments: Vec<CriticalSegment>,
+}
+
+/// Result summary (serialised as the summary JSON export).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    /// Always `event`.
+    pub mode: &'static str,
+    pub job: String,
+    pub schedule: &'static str,
+    pub algorithm: String,
+    pub pipeline_stages: u32,
+    pub micro_batches: u32,
+    pub virtual_stages: u32,
+    pub simulated_ranks: u32,
+    /// True when each simulated rank stands for a whole stage (SPMD).
+    pub representative_ranks: bool,
+    pub activation_bytes: u64,
+    pub iteration_time_ns: u64,
+    /// Compute busy of the reference rank, ns.
+    pub compute_ns: u64,
+    pub bubble_ns: u64,
+    pub exposed_comm_ns: ExposedComm,
+    pub other_idle_ns: u64,
+    /// The rank whose decomposition is reported at the top level.
+    pub reference_stage: u32,
+    pub reference_rank: u32,
+    /// SimAI's closed-form bubble for the same job (FORMATS.md section 2),
+    /// with collectives costed by this run's cost model, ns.
+    pub simai_bubble_ns: u64,
+    pub stages: Vec<StageSummary>,
+    pub critical_path: CriticalPathSummary,
+    pub events: u64,
+    pub tasks: u64,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The chain of tasks that determines the end, first to last.
+pub fn critical_path_tasks(times: &[TaskTimes]) -> Vec<TaskId> {
+    let mut last = NONE;
+    let mut end = 0;
+    for (i, t) in times.iter().enumerate() {
+        if last == NONE || t.end_ns > end {
+            last = i as u32;
+            end = t.end_ns;
+        }
+    }
+    let mut path = Vec::new();
+    let mut x = last;
+    while x != NONE && path.len() < times.len() {
+        path.push(x);
+        x = times[x as usize].binding;
+    }
+    path.reverse();
+    path
+}
+
+#[derive(Default)]
+struct Breakdown {
+    compute: u64,
+    bubble: u64,
+    exposed: ExposedComm,
+    other: u64,
+}
+
+fn group_of(kind: SpanKind) -> Option<GroupKind> {
+    match kind {
+        SpanKind::CollTp => Some(GroupKind::Tp),
+        SpanKind::CollEp => Some(GroupKind::Ep),
+        SpanKind::CollDp => Some(GroupKind::Dp),
+        SpanKind::CollDpEp => Some(GroupKind::DpEp),
+        SpanKind::Send | SpanKind::Recv => Some(GroupKind::Pp),
+        _ => None,
+    }
+}
+
+/// Attribute [lo, hi) of program `prog`, walking back from `x`.
+fn attribute(
+    b: &mut Breakdown,
+    tasks: &[TaskMeta],
+    times: &[TaskTimes],
+    prog: u32,
+    lo: u64,
+    mut hi: u64,
+    mut x: TaskId,
+) {
+    let mut local = true;
+    let mut guard = 0usize;
+    while x != NONE && hi > lo && guard <= times.len() {
+        guard += 1;
+        let m = &tasks[x as usize];
+        let t = &times[x as usize];
+        let seg_lo = t.start_ns.max(lo);
+        let transfer = m.is_transfer();
+        let mine = m.program == prog || (transfer && m.peer == prog);
+        if !mine {
+            local = false;
+        }
+        if seg_lo < hi {
+            let ns = hi - seg_lo;
+            if !local {
+                b.bubble += ns;
+            } else if let Some(g) = group_of(m.kind) {
+                b.exposed.add(g, ns);
+            } else {
+                b.other += ns;
+            }
+            hi = seg_lo;
+        }
+        if transfer {
+            local = false;
+        }
+        x = t.binding;
+    }
+    if hi > lo {
+        if local {
+            b.other += hi - lo;
+        } else {
+            b.bubble += hi - lo;
+        }
+    }
+}
+
+fn step_class(m: &TaskMeta) -> &'static str {
+    if m.is_transfer() {
+        return "transfer";
+    }
+    if m.micro_batch == Span::NONE {
+        return "iteration";
+    }
+    match m.kind {
+        SpanKind::Forward => "forward",
+        SpanKind::InputGrad | SpanKind::WeightGrad => "backward",
+        _ => "",
+    }
+}
+
+/// Build the summary of a finished run.
+pub fn summarize(meta: &Meta, engine: &Engine, path: &[TaskId], end_ns: u64) -> Summary {
+    let times = engine.all_times();
+    let tasks = &meta.tasks;
+    let n = meta.programs.len();
+    let mut per_prog: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+    let mut last_of: Vec<TaskId> = vec![NONE; n];
+    let mut busy = vec![[0u64; 5]; n];
+    for (i, m) in tasks.iter().enumerate() {
+        let t = &times[i];
+        let p = m.program as usize;
+        let dur = t.end_ns - t.start_ns;
+        busy[p][m.stream.index() as usize] += dur;
+        if m.is_transfer() {
+            busy[m.peer as usize][Stream::Recv.index() as usize] += dur;
+        }
+        if m.stream == Stream::Compute {
+            per_prog[p].push(i as u32);
+        }
+        let l = last_of[p];
+        if l == NONE || t.end_ns > times[l as usize].end_ns {
+            last_of[p] = i as u32;
+        }
+    }
+    let mut stages = Vec::with_capacity(n);
+    for (p, compute) in per_prog.iter_mut().enumerate() {
+        compute.sort_by_key(|&t| (times[t as usize].start_ns, t));
+        let mut b = Breakdown::default();
+        let mut prev_end = 0u64;
+        for &c in compute.iter() {
+            let t = &times[c as usize];
+            if t.start_ns > prev_end {
+                attribute(
+                    &mut b, tasks, times, p as u32, prev_end, t.start_ns, t.binding,
+                );
+            }
+            b.compute += t.end_ns - t.start_ns;
+            prev_end = prev_end.max(t.end_ns);
+        }
+        let rank_end = match last_of[p] {
+            NONE => 0,
+            l => times[l as usize].end_ns,
+        };
+        if rank_end > prev_end {
+            attribute(
+                &mut b, tasks, times, p as u32, prev_end, rank_end, last_of[p],
+            );
+        }
+        b.bubble += end_ns.saturating_sub(rank_end.max(prev_end));
+        let share = if end_ns == 0 {
+            0.0
+        } else {
+            b.compute as f64 / end_ns as f64
+        };
+        let info = &meta.programs[p];
+        stages.push((
+            b,
+            StageSummary {
+                stage: info.stage,
+                rank: info.rank,
+                compute_ns: 0,
+                busy_share: share,
+                idle_share: 1.0 - share,
+                bubble_ns: 0,
+                exposed_comm_ns: ExposedComm::default(),
+                other_idle_ns: 0,
+                collective_busy_ns: busy[p][Stream::Collective.index() as usize],
+                grad_sync_busy_ns: busy[p][Stream::GradSync.index() as usize],
+                send_busy_ns: busy[p][Stream::Send.index() as usize],
+                recv_busy_ns: busy[p][Stream::Recv.index() as usize],
+                end_ns: rank_end,
+            },
+        ));
+    }
+    let stages: Vec<StageSummary> = stages
+        .into_iter()
+        .map(|(b, s)| StageSummary {
+            compute_ns: b.compute,
+            bubble_ns: b.bubble,
+            exposed_comm_ns: b.exposed,
+            other_idle_ns: b.other,
+            ..s
+        })
+        .collect();
+    let reference = path
+        .last()
+        .map(|t| {
+            let m = &tasks[*t as usize];
+            if m.is_transfer() {
+                m.peer
+            } else {
+                m.program
+            }
+        })
+        .unwrap_or(0) as usize;
+    let fallback = StageSummary {
+        stage: 0,
+        rank: 0,
+        compute_ns: 0,
+        busy_share: 0.0,
+        idle_share: 1.0,
+        bubble_ns: 0,
+        exposed_comm_ns: ExposedComm::default(),
+        other_idle_ns: 0,
+        collective_busy_ns: 0,
+        grad_sync_busy_ns: 0,
+        send_busy_ns: 0,
+        recv_busy_ns: 0,
+        end_ns: 0,
+    };
+    let r = stages.get(reference).cloned().unwrap_or(fallback);
+    // Critical path summary.
+    let mut by_kind: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut covered = 0u64;
+    let mut segments: Vec<CriticalSegment> = Vec::new();
+    for &t in path {
+        let m = &tasks[t as usize];
+        let tt = &times[t as usize];
+        let d = tt.end_ns - tt.start_ns;
+        *by_kind.entry(m.kind.name()).or_insert(0) += d;
+        covered += d;
+        let info = &meta.programs[m.program as usize];
+        let what = step_class(m);
+        let mb = (m.micro_batch != Span::NONE).then_some(m.micro_batch);
+        let same = segments.last().is_some_and(|s| {
+            s.rank == info.rank
+                && s.micro_batch == mb
+                && (s.what == what || what.is_empty() || s.what.is_empty())
+                && what != "transfer"
+                && s.what != "transfer"
+        });
+        if same {
+            if let Some(s) = segments.last_mut() {
+                s.end_ns = tt.end_ns;
+                s.spans += 1;
+                if s.what.is_empty() {
+                    s.what = what;
+                }
+            }
+        } else {
+            segments.push(CriticalSegment {
+                stage: info.stage,
+                rank: info.rank,
+                what,
+                micro_batch: mb,
+                start_ns: tt.start_ns,
+                end_ns: tt.end_ns,
+                spans: 1,
+            });
+        }
+    }
+    for s in &mut segments {
+        if s.what.is_empty() {
+            s.what = "iteration";
+        }
+    }
+    let stats = engine.stats();
+    Summary {
+        schema_version: SCHEMA_VERSION,
+        mode: "event",
+        job: meta.job_name.clone(),
+        schedule: meta.schedule.name(),
+        algorithm: meta.cost_model.clone(),
+        pipeline_stages: meta.stages,
+        micro_batches: meta.micro_batches,
+        virtual_stages: meta.virtual_stages,
+        simulated_ranks: n as u32,
+        representative_ranks: meta.mode == JobMode::Spmd,
+        activation_bytes: meta.activation_bytes,
+        iteration_time_ns: end_ns,
+        compute_ns: r.compute_ns,
+        bubble_ns: r.bubble_ns,
+        exposed_comm_ns: r.exposed_comm_ns,
+        other_idle_ns: r.other_idle_ns,
+        reference_stage: r.stage,
+        reference_rank: r.rank,
+        simai_bubble_ns: meta.simai_bubble_ns,
+        stages,
+        critical_path: CriticalPathSummary {
+            spans: path.len() as u64,
+            by_kind_ns: by_kind,
+            wait_ns: end_ns.saturating_sub(covered),
+            segments,
+        },
+        events: stats.events,
+        tasks: stats.tasks,
+        notes: meta.notes.clone(),
+        warnings: {
+            let mut w = meta.warnings.clone();
+            if end_ns == u64::MAX {
+                w.push(
+                    "simulated time reached the 64-bit nanosecond limit (about 584 years): durations or sizes in the input are out of range"
+                        .to_string(),
+                );
+            }
+            w
+        },
+    }
+}

@@ -1,0 +1,325 @@
+//! Property tests over random small jobs (SPMD and per-rank, every schedule,
+//! random layers, collectives, transfers, once-per-iteration rows, cluster
+//! shapes): no two spans overlap on one lane, every dependency ends before
+//! its dependent starts, every micro-batch's forward precedes its backward
+//! on every stage, bytes sent equal bytes received, the summary adds up, and
+//! the same input gives the same output.
+
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use trainscope_core::sim::job::{
+    Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
+    RankProgram,
+};
+use trainscope_core::sim::network::{Placement, PlacementOrder};
+use trainscope_core::sim::timeline::{SpanKind, SpanRef, Stream};
+use trainscope_core::sim::{self, export, Algorithm, ScheduleKind, SimConfig, SimResult};
+
+fn comm_strategy() -> impl Strategy<Value = Option<CommSpec>> {
+    prop_oneof![
+        3 => Just(None),
+        1 => (0usize..4, 0usize..4, 1u64..(64 << 20)).prop_map(|(c, g, bytes)| {
+            let collective = [
+                CollectiveKind::AllReduce,
+                CollectiveKind::AllGather,
+                CollectiveKind::ReduceScatter,
+                CollectiveKind::AllToAll,
+            ][c];
+            let group = [GroupKind::Tp, GroupKind::Dp, GroupKind::Ep, GroupKind::DpEp][g];
+            Some(CommSpec { collective, group, size_bytes: bytes })
+        }),
+    ]
+}
+
+fn phase_strategy() -> impl Strategy<Value = PhaseOps> {
+    (
+        prop_oneof![1 => Just(0u64), 4 => 1u64..5_000_000],
+        comm_strategy(),
+    )
+        .prop_map(|(compute_ns, comm)| PhaseOps { compute_ns, comm })
+}
+
+fn layer_strategy() -> impl Strategy<Value = LayerSpec> {
+    (
+        phase_strategy(),
+        phase_strategy(),
+        phase_strategy(),
+        0u64..2_000,
+    )
+        .prop_map(|(forward, input_grad, weight_grad, update_ns)| LayerSpec {
+            name: "layer".into(),
+            forward,
+            input_grad,
+            weight_grad,
+            update_ns,
+        })
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    job: JobSpec,
+    config: SimConfig,
+}
+
+fn case_strategy() -> impl Strategy<Value = Case> {
+    (
+        (1u32..4, 1u32..3, 1u32..3, 1u32..3, 1u32..4),
+        (
+            0usize..3,
+            1u32..4,
+            prop::collection::vec(layer_strategy(), 1..5),
+        ),
+        (
+            prop::collection::vec(layer_strategy(), 0..3),
+            prop::collection::vec(layer_strategy(), 0..2),
+        ),
+        (
+            prop_oneof![Just(0u64), 1u64..(32 << 20)],
+            0usize..4,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        ),
+        (
+            any::<bool>(),
+            0u64..1000,
+            prop::collection::vec(0u64..3_000_000, 8),
+        ),
+    )
+        .prop_map(|(sizes, sched, rows, net, per_rank)| {
+            let (pp, tp, dp_half, ep, k) = sizes;
+            let (sched_i, v_raw, layers) = sched;
+            let (pre_rows, post_rows) = rows;
+            let (act, gpn_i, overlap, tree, ring_latency) = net;
+            let (per_rank_mode, seed, jitter) = per_rank;
+            let ep = if ep == 2 { 2 } else { 1 };
+            let dp = dp_half * ep;
+            let schedule = [
+                ScheduleKind::GPipe,
+                ScheduleKind::OneFOneB,
+                ScheduleKind::Interleaved,
+            ][sched_i];
+            let v = if schedule == ScheduleKind::Interleaved {
+                v_raw.min(layers.len() as u32)
+            } else {
+                1
+            };
+            let m = if schedule == ScheduleKind::Interleaved {
+                pp * k
+            } else {
+                k + seed as u32 % 3
+            };
+            let parallel = Parallelism { tp, dp, pp, ep };
+            let block = Block { layers };
+            let mut job = JobSpec::spmd("prop", parallel, m, act, block.clone());
+            for p in &mut job.programs {
+                p.pre_rows = pre_rows.clone();
+                p.post_rows = post_rows.clone();
+            }
+            let mut config = SimConfig {
+                schedule,
+                virtual_stages: v,
+                overlap_grad_sync: overlap,
+                algorithm: if tree {
+                    Algorithm::Tree
+                } else {
+                    Algorithm::Ring
+                },
+                ..SimConfig::default()
+            };
+            config.network.gpus_per_node = [1, 2, 4, 8][gpn_i];
+            config.network.nics_per_node = [1, 1, 2, 4][gpn_i];
+            if ring_latency {
+                config.network.nic_latency_ns = 0;
+            }
+            if per_rank_mode {
+                // Every rank simulated, each with its own jittered durations
+                // per micro-batch (as a measured run would give).
+                let placement = Placement::new(
+                    parallel,
+                    PlacementOrder::default(),
+                    config.network.gpus_per_node,
+                );
+                let mut programs = Vec::new();
+                for rank in 0..(parallel.world() as u32) {
+                    let stage = placement.coords_of(rank).pp;
+                    let blocks: Vec<Block> = (0..m)
+                        .map(|mb| {
+                            let mut b = block.clone();
+                            for (i, l) in b.layers.iter_mut().enumerate() {
+                                let j = jitter[(rank as usize + mb as usize + i) % jitter.len()];
+                                if l.forward.compute_ns > 0 {
+                                    l.forward.compute_ns += j;
+                                }
+                            }
+                            b
+                        })
+                        .collect();
+                    programs.push(RankProgram {
+                        rank,
+                        stage,
+                        blocks,
+                        micro_batch_blocks: (0..m).collect(),
+                        pre_rows: pre_rows.clone(),
+                        post_rows: post_rows.clone(),
+                        order: None,
+                    });
+                }
+                job.mode = JobMode::PerRank;
+                job.programs = programs;
+            }
+            Case { job, config }
+        })
+}
+
+fn check(case: &Case, r: &SimResult) -> Result<(), TestCaseError> {
+    let t = &r.timeline;
+    let job = &case.job;
+    // 1. No overlap on a lane.
+    for (li, _) in t.lanes().iter().enumerate() {
+        let spans = t.spans(li as u32);
+        for w in spans.windows(2) {
+            prop_assert!(
+                w[0].end_ns() <= w[1].start_ns,
+                "overlap on lane {}: {:?} / {:?}",
+                li,
+                w[0],
+                w[1]
+            );
+        }
+    }
+    // 2. Dependencies end before dependents start.
+    let mut edges = 0usize;
+    for (li, _) in t.lanes().iter().enumerate() {
+        for i in 0..t.spans(li as u32).len() {
+            let r = SpanRef {
+                lane: li as u32,
+                index: i as u32,
+            };
+            let s = t.span(r).unwrap();
+            for d in t.dependencies(r) {
+                edges += 1;
+                let ds = t.span(*d).unwrap();
+                prop_assert!(
+                    ds.end_ns() <= s.start_ns,
+                    "dependency {:?} ends after {:?} starts",
+                    ds,
+                    s
+                );
+            }
+        }
+    }
+    let compute_spans: usize = t
+        .lanes()
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.stream == Stream::Compute)
+        .map(|(i, _)| t.spans(i as u32).len())
+        .sum();
+    if compute_spans > 1 {
+        prop_assert!(edges > 0, "no dependency recorded");
+    }
+    // 3. Forward before backward, per (compute lane, micro-batch, chunk).
+    for (li, lane) in t.lanes().iter().enumerate() {
+        if lane.stream != Stream::Compute {
+            continue;
+        }
+        let mut fwd_end: BTreeMap<(u32, u8), u64> = BTreeMap::new();
+        let mut bwd_start: BTreeMap<(u32, u8), u64> = BTreeMap::new();
+        for s in t.spans(li as u32) {
+            let Some(mb) = s.micro_batch() else { continue };
+            let key = (mb, s.chunk);
+            match s.kind {
+                SpanKind::Forward => {
+                    let e = fwd_end.entry(key).or_insert(0);
+                    *e = (*e).max(s.end_ns());
+                }
+                SpanKind::InputGrad | SpanKind::WeightGrad => {
+                    let e = bwd_start.entry(key).or_insert(u64::MAX);
+                    *e = (*e).min(s.start_ns);
+                }
+                _ => {}
+            }
+        }
+        for (key, b) in &bwd_start {
+            if let Some(f) = fwd_end.get(key) {
+                prop_assert!(
+                    f <= b,
+                    "lane {} mb/chunk {:?}: forward ends {} after backward starts {}",
+                    li,
+                    key,
+                    f,
+                    b
+                );
+            }
+        }
+    }
+    // 4. Bytes sent == bytes received, flow by flow and in total.
+    let mut sent = 0u64;
+    let mut received = 0u64;
+    for (li, lane) in t.lanes().iter().enumerate() {
+        let b: u64 = t.spans(li as u32).iter().map(|s| s.bytes).sum();
+        match lane.stream {
+            Stream::Send => sent += b,
+            Stream::Recv => received += b,
+            _ => {}
+        }
+    }
+    prop_assert_eq!(sent, received);
+    for f in t.flows() {
+        let (a, b) = (t.span(f.from).unwrap(), t.span(f.to).unwrap());
+        prop_assert_eq!(a.bytes, f.bytes);
+        prop_assert_eq!(b.bytes, f.bytes);
+        prop_assert_eq!((a.start_ns, a.duration_ns), (b.start_ns, b.duration_ns));
+        prop_assert!(t.lanes()[f.from.lane as usize].stage != t.lanes()[f.to.lane as usize].stage);
+    }
+    // The number of transfers: every virtual-stage boundary, both ways, per
+    // micro-batch and per receiving rank.
+    let (p, m, v) = (
+        job.parallel.pp,
+        r.summary.micro_batches,
+        r.summary.virtual_stages,
+    );
+    let receivers_per_stage = (job.programs.len() as u32) / p;
+    let want = if p > 1 && job.activation_bytes > 0 {
+        2 * m * (v * p - 1) * receivers_per_stage
+    } else {
+        0
+    };
+    prop_assert_eq!(t.flows().len() as u32, want);
+    prop_assert_eq!(sent, u64::from(want) * job.activation_bytes);
+    // 5. The decomposition adds up on every rank.
+    let it = r.summary.iteration_time_ns;
+    prop_assert_eq!(it, t.end_ns());
+    for s in &r.summary.stages {
+        let sum = s.compute_ns + s.bubble_ns + s.exposed_comm_ns.total() + s.other_idle_ns;
+        prop_assert_eq!(sum, it, "stage {} rank {}", s.stage, s.rank);
+    }
+    // 6. The critical path is a chain that ends at the end.
+    let path = t.critical_path();
+    if let Some(last) = path.last() {
+        prop_assert_eq!(t.span(*last).unwrap().end_ns(), it);
+        for w in path.windows(2) {
+            let (a, b) = (t.span(w[0]).unwrap(), t.span(w[1]).unwrap());
+            prop_assert!(a.end_ns() <= b.start_ns);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(160))]
+    #[test]
+    fn random_jobs_keep_the_invariants(case in case_strategy()) {
+        let r = sim::simulate(&case.job, &case.config);
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => return Err(TestCaseError::fail(format!("simulation failed: {e}"))),
+        };
+        check(&case, &r)?;
+        // Determinism: a second run gives identical exports.
+        let again = sim::simulate(&case.job, &case.config).unwrap();
+        prop_assert_eq!(export::chrome_trace_json(&r.timeline), export::chrome_trace_json(&again.timeline));
+        prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
+    }
+}

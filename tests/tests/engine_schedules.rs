@@ -1,0 +1,136 @@
+//! Exactness of the simulated pipeline schedules: with no communication and
+//! identical stages, GPipe and 1F1B take (m + p - 1)(t_f + t_b) and
+//! interleaved 1F1B takes m(t_f + t_b) + (p - 1)(t_f + t_b)/v, where t_f and
+//! t_b are one micro-batch's forward and backward compute on one stage.
+
+use proptest::prelude::*;
+use trainscope_core::sim::job::{Block, JobSpec, LayerSpec, Parallelism};
+use trainscope_core::sim::{self, ScheduleKind, SimConfig, SimError};
+
+/// A job of `p` identical stages whose block has `layers` layers of
+/// (f, ig, wg) compute, no communication.
+fn job(p: u32, m: u32, layers: u32, f: u64, ig: u64, wg: u64) -> JobSpec {
+    let block = Block {
+        layers: (0..layers)
+            .map(|i| LayerSpec::compute(&format!("l{i}"), f, ig, wg))
+            .collect(),
+    };
+    JobSpec::spmd(
+        "exact",
+        Parallelism {
+            tp: 1,
+            dp: 1,
+            pp: p,
+            ep: 1,
+        },
+        m,
+        0,
+        block,
+    )
+}
+
+fn run(job: &JobSpec, schedule: ScheduleKind, v: u32) -> Result<u64, SimError> {
+    let config = SimConfig {
+        schedule,
+        virtual_stages: v,
+        ..SimConfig::default()
+    };
+    Ok(sim::simulate(job, &config)?.summary.iteration_time_ns)
+}
+
+#[test]
+fn gpipe_and_1f1b_match_the_formula() {
+    for p in 1..=6u32 {
+        for m in 1..=9u32 {
+            let j = job(p, m, 3, 7, 5, 4);
+            let (tf, tb) = (3 * 7u64, 3 * (5 + 4u64));
+            let want = u64::from(m + p - 1) * (tf + tb);
+            assert_eq!(
+                run(&j, ScheduleKind::GPipe, 1).unwrap(),
+                want,
+                "gpipe p={p} m={m}"
+            );
+            assert_eq!(
+                run(&j, ScheduleKind::OneFOneB, 1).unwrap(),
+                want,
+                "1f1b p={p} m={m}"
+            );
+        }
+    }
+}
+
+#[test]
+fn interleaved_matches_the_formula() {
+    for p in 1..=5u32 {
+        for v in 1..=4u32 {
+            for k in 1..=3u32 {
+                let m = p * k;
+                // v chunks of 2 layers each: t_f + t_b divisible by v.
+                let j = job(p, m, 2 * v, 6, 4, 3);
+                let per = 2 * v as u64 * (6 + 4 + 3);
+                let want = u64::from(m) * per + u64::from(p - 1) * per / u64::from(v);
+                assert_eq!(
+                    run(&j, ScheduleKind::Interleaved, v).unwrap(),
+                    want,
+                    "interleaved p={p} v={v} m={m}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn interleaved_needs_m_multiple_of_p() {
+    let j = job(4, 6, 4, 1, 1, 1);
+    let err = run(&j, ScheduleKind::Interleaved, 2).unwrap_err();
+    assert_eq!(
+        err,
+        SimError::InterleavedMicroBatches {
+            micro_batches: 6,
+            stages: 4
+        }
+    );
+    assert!(err.hint().is_some());
+    let err = run(&job(2, 2, 3, 1, 1, 1), ScheduleKind::Interleaved, 4).unwrap_err();
+    assert!(matches!(
+        err,
+        SimError::TooFewLayers {
+            layers: 3,
+            virtual_stages: 4
+        }
+    ));
+}
+
+#[test]
+fn bubble_is_the_pipeline_fill_and_drain() {
+    // 1F1B, p = 4, m = 8: every stage idles (p - 1)(t_f + t_b) in total.
+    let j = job(4, 8, 2, 10, 10, 10);
+    let r = sim::simulate(&j, &SimConfig::default()).unwrap();
+    let (tf, tb) = (20u64, 40u64);
+    for s in &r.summary.stages {
+        assert_eq!(s.compute_ns, 8 * (tf + tb), "stage {}", s.stage);
+        assert_eq!(s.bubble_ns, 3 * (tf + tb), "stage {}", s.stage);
+        assert_eq!(s.exposed_comm_ns.total(), 0);
+        assert_eq!(s.other_idle_ns, 0);
+    }
+    assert_eq!(r.summary.bubble_ns, 3 * (tf + tb));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn formulas_hold_for_random_times(
+        p in 1u32..6, k in 1u32..4, v in 1u32..4,
+        f in 1u64..50, ig in 0u64..50, wg in 0u64..50,
+    ) {
+        let m = p * k;
+        let tf = 2 * u64::from(v) * f;
+        let tb = 2 * u64::from(v) * (ig + wg);
+        let j = job(p, m, 2 * v, f, ig, wg);
+        let flat = u64::from(m + p - 1) * (tf + tb);
+        prop_assert_eq!(run(&j, ScheduleKind::GPipe, 1).unwrap(), flat);
+        prop_assert_eq!(run(&j, ScheduleKind::OneFOneB, 1).unwrap(), flat);
+        let inter = u64::from(m) * (tf + tb) + u64::from(p - 1) * (tf + tb) / u64::from(v);
+        prop_assert_eq!(run(&j, ScheduleKind::Interleaved, v).unwrap(), inter);
+    }
+}
