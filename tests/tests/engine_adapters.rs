@@ -550,6 +550,19 @@ fn run_files_is_deterministic() {
             export::chrome_trace_json(&a.result.timeline),
             export::chrome_trace_json(&b.result.timeline)
         );
+        // The output is serialisable with its timelines, and they come back.
+        let v = serde_json::to_value(&a).unwrap();
+        let t: sim::Timeline = serde_json::from_value(v["result"]["timeline"].clone()).unwrap();
+        assert_eq!(t, a.result.timeline, "{name}");
+        if let Some(m) = &a.measured {
+            let t: sim::Timeline =
+                serde_json::from_value(v["measured"]["timeline"].clone()).unwrap();
+            assert_eq!(t, m.timeline);
+        }
+        assert_eq!(
+            v["result"]["summary"]["iteration_time_ns"],
+            a.report_json()["iteration_time_ns"]
+        );
     }
 }
 

@@ -39,8 +39,7 @@ use std::collections::BTreeMap;
 /// A measured run's timeline and iteration time.
 #[derive(Debug, Clone, Serialize)]
 pub struct MeasuredTimeline {
-    /// The spans (not serialised; export it with [`super::export`]).
-    #[serde(skip)]
+    /// The spans.
     pub timeline: Timeline,
     /// Clock value, ns, at timeline time 0 (the earliest measured start).
     pub origin_ns: u64,

@@ -6,6 +6,13 @@
 //! [`summary::Summary`] (bubble, exposed communication per group, critical
 //! path) and exports ([`export`]: Chrome trace, summary JSON, spans CSV).
 //!
+//! Adapters: [`JobSpec::from_simai`] and [`JobSpec::from_described`]
+//! ([`described`]) for workloads, [`measured`] for the timelines of measured
+//! runs, [`replay`] to rebuild measured runs as jobs, [`simai_cost`] for the
+//! SimAI-compatible collective cost (`Algorithm::Simai`). [`run::run_files`]
+//! is the one entry the CLI and the web page call: files in, everything to
+//! show out.
+//!
 //! Everything here is pure: integer-nanosecond time, no threads, clocks or
 //! IO, and the same input gives byte-identical output on every platform.
 //!
@@ -111,8 +118,9 @@ impl SimError {
     }
 }
 
-/// Everything a simulation produces.
-#[derive(Debug, Clone)]
+/// Everything a simulation produces (serialisable: the timeline with its
+/// spans, the summary, the counters).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct SimResult {
     /// Spans per (rank or stage, stream), flows and dependencies.
     pub timeline: Timeline,

@@ -71,7 +71,9 @@ const RECV: usize = 9;
 /// Time per op kind ([`KINDS`]), ns, and which kinds were measured at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ByKind {
+    /// Time per kind, ns, indexed like [`KINDS`].
     pub ns: [u64; KINDS.len()],
+    /// Whether anything of the kind was seen (measured inputs lack some).
     pub seen: [bool; KINDS.len()],
 }
 
@@ -139,16 +141,20 @@ fn kind_of_group(g: GroupKind) -> usize {
 /// A rank simulated as a copy of a measured one (nearest present stage).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AssumedRank {
+    /// The simulated rank without measurement.
     pub rank: u32,
+    /// Its stage.
     pub stage: u32,
     /// The measured rank it copies.
     pub like_rank: u32,
+    /// The stage of that rank (the nearest present one).
     pub like_stage: u32,
 }
 
 /// A measured run rebuilt for the engine.
 #[derive(Debug, Clone)]
 pub struct ReplayJob {
+    /// The per-rank job to simulate.
     pub job: JobSpec,
     /// Ranks with measured data that are simulated, ascending.
     pub present_ranks: Vec<u32>,

@@ -28,7 +28,10 @@
 //! scale (a what-if when they differ from the logged ones).
 //!
 //! Everything is deterministic: same bytes, settings and options give the
-//! same output, natively and in wasm.
+//! same output, natively and in wasm. The inputs ([`SimConfig`],
+//! [`RunOptions`]) serialise and deserialise; the output ([`RunOutput`])
+//! serialises whole, timelines included (a [`super::Timeline`] deserialises
+//! back to an equal value), for a web worker to post it.
 
 use super::described::DescribedOptions;
 use super::job::Parallelism;
@@ -44,7 +47,7 @@ use crate::diag::Diagnostic;
 use crate::formats::{neusight, Format};
 use crate::inspect::{load_set, LoadOptions, LoadedSet};
 use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// Version of [`RunOutput`]'s JSON layout ([`RunOutput::report_json`]).
@@ -124,7 +127,9 @@ pub struct KindComparison {
 /// Measured vs simulated.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The run's measured iteration time (steady iterations), ns.
     pub measured_iteration_time_ns: u64,
+    /// The simulated iteration time, ns.
     pub simulated_iteration_time_ns: u64,
     /// simulated - measured, ns.
     pub difference_ns: i64,
@@ -160,11 +165,13 @@ pub struct CalibrationReport {
 /// Everything one event-mode run produces (see the module documentation).
 #[derive(Debug, Clone, Serialize)]
 pub struct RunOutput {
+    /// [`RUN_SCHEMA_VERSION`].
     pub schema_version: u32,
     /// Always `event`.
     pub mode: &'static str,
     /// `described` or `measured`.
     pub kind: &'static str,
+    /// The input's format.
     pub format: Format,
     /// The input files the simulation used.
     pub files: Vec<String>,
@@ -173,8 +180,7 @@ pub struct RunOutput {
     /// The settings of the reported simulation (after calibration, with the
     /// fitted compute scale).
     pub config: SimConfig,
-    /// The simulation (serialised as its summary).
-    #[serde(rename = "summary", serialize_with = "result_summary")]
+    /// The simulation: timeline, summary, engine counters.
     pub result: SimResult,
     /// Measured runs: the measured timeline and iteration times.
     pub measured: Option<MeasuredTimeline>,
@@ -188,10 +194,6 @@ pub struct RunOutput {
     pub warnings: Vec<String>,
     /// Notes on what was simulated.
     pub notes: Vec<String>,
-}
-
-fn result_summary<S: Serializer>(r: &SimResult, s: S) -> Result<S::Ok, S::Error> {
-    r.summary.serialize(s)
 }
 
 fn exposed_json(e: &ExposedComm) -> Value {
@@ -285,9 +287,13 @@ impl RunOutput {
 /// A measured run's timeline ([`convert_files`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct ConvertOutput {
+    /// The run's format.
     pub format: Format,
+    /// Its files.
     pub files: Vec<String>,
+    /// The measured timeline and iteration times.
     pub measured: MeasuredTimeline,
+    /// Warnings (files, timeline), one line each.
     pub warnings: Vec<String>,
 }
 
