@@ -136,14 +136,22 @@ fn bad_jobs_are_errors_not_panics() {
 }
 
 #[test]
-fn simai_algorithm_needs_the_external_cost() {
+fn simai_algorithm_runs_through_simulate() {
     let c = SimConfig {
         algorithm: Algorithm::Simai,
         ..SimConfig::default()
     };
-    let e = sim::simulate(&small(), &c).unwrap_err();
+    let r = sim::simulate(&small(), &c).unwrap();
+    assert_eq!(r.summary.algorithm, "simai");
+    assert!(r
+        .summary
+        .notes
+        .iter()
+        .any(|n| n.contains("SimAI-compatible")));
+    // The built-in model alone still refuses it, pointing at SimaiCost.
+    let e = sim::NetworkModel::new(&c.network, Algorithm::Simai).unwrap_err();
     assert_eq!(e, SimError::CostModelUnavailable("simai"));
-    assert!(e.hint().unwrap().contains("simulate_with"));
+    assert!(e.hint().unwrap().contains("SimaiCost"));
 }
 
 /// A stand-in for the SimAI-compatible function: a fixed time per byte.

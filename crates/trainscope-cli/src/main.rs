@@ -3,6 +3,7 @@
 //! prints text or JSON. Exit codes: 0 success, 2 usage error, 3 a file failed
 //! to parse, 4 an invalid simulation configuration.
 
+mod event;
 mod inspect;
 mod simulate;
 
@@ -21,8 +22,12 @@ struct Cli {
 enum Command {
     /// Detect each file's format and summarise what it describes.
     Inspect(inspect::Args),
-    /// Simulate one training iteration of a workload (`--mode simai`: SimAI-Analytical's numbers).
-    Simulate(simulate::Args),
+    /// Simulate one training iteration of a workload or replay a measured
+    /// run (`--mode simai`: SimAI-Analytical's numbers).
+    Simulate(Box<simulate::Args>),
+    /// Write a measured run's timeline (Echo traces, Optimus-Prime log) as a
+    /// Chrome trace or spans CSV, without simulating.
+    Convert(event::ConvertArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Convert(args) => event::convert(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -45,5 +51,18 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Clap's own consistency checks (duplicate flags, aliases) on every
+    /// subcommand.
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -1,17 +1,20 @@
-//! `trainscope simulate --mode simai FILE [flags]`: the SimAI-compatible mode
-//! on a SimAI/AICB workload, printed as a readable table, as JSON (`--json`)
-//! or written as SimAI's EndToEnd CSV (`--csv PATH`). SimAI's own flag
-//! spellings (`-w FILE -g N -g_p_s N -n_p_s N -nv X -nic X -dp_o R ...`) are
-//! rewritten to the long flags before clap sees them
-//! ([`rewrite_simai_spellings`]).
-//!
-//! `--mode event` (the default) is a placeholder until the event engine is
-//! wired in: it exits with code 2.
+//! `trainscope simulate FILE... [flags]`: the arguments of both modes and
+//! the SimAI-compatible mode itself. `--mode event` (the default) runs the
+//! event-level engine ([`crate::event`]); `--mode simai FILE` runs the
+//! SimAI-compatible mode on a SimAI/AICB workload, printed as a readable
+//! table, as JSON (`--json`) or written as SimAI's EndToEnd CSV (`--csv
+//! PATH`). SimAI's own flag spellings (`-w FILE -g N -g_p_s N -n_p_s N -nv X
+//! -nic X -dp_o R ...`) are rewritten to the long flags before clap sees them
+//! ([`rewrite_simai_spellings`]). Flags that mean the same in both modes are
+//! shared: `--world`, `--gpus-per-node` (= `--gpus-per-server`),
+//! `--nics-per-node` (= `--nics-per-server`), `--nvlink-gbps`, `--nic-gbps`,
+//! `--gpu-type`, `--nic-type`, `--ratio-table-dir`, `--json`.
 
 use anyhow::{Context, Result};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use trainscope_core::analytical::csv::{end_to_end_csv, us_rounded};
+use trainscope_core::analytical::RatioTables;
 use trainscope_core::analytical::{
     analyse, parse_workload, AnalyticalConfig, AnalyticalError, AnalyticalReport, OverlapRatios,
     PhaseComm, RatioTable, SimulateError, TableKind,
@@ -19,16 +22,17 @@ use trainscope_core::analytical::{
 use trainscope_core::Diagnostic;
 
 /// Exit code: usage error.
-const EXIT_USAGE: u8 = 2;
+pub const EXIT_USAGE: u8 = 2;
 /// Exit code: an input failed to parse.
-const EXIT_PARSE: u8 = 3;
+pub const EXIT_PARSE: u8 = 3;
 /// Exit code: invalid simulation configuration.
-const EXIT_CONFIG: u8 = 4;
+pub const EXIT_CONFIG: u8 = 4;
 
 /// Which simulator runs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// The event-driven engine (not built into this binary yet).
+    /// The event-level engine: pipeline schedules, network model, replay of
+    /// measured runs.
     Event,
     /// SimAI-Analytical's closed-form cost model, reproducing its numbers.
     Simai,
@@ -36,8 +40,11 @@ pub enum Mode {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Workload file (SimAI/AICB text; SimAI's `-w FILE` also works).
-    pub file: PathBuf,
+    /// Input files: a SimAI/AICB workload, a NeuSight TSV, the rank traces
+    /// of one Echo job, or an Optimus-Prime log (`--mode simai`: one SimAI
+    /// workload; SimAI's `-w FILE` also works).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Simulator: `event` (default) or `simai` (SimAI-compatible).
     #[arg(long, value_enum, default_value_t = Mode::Event)]
     pub mode: Mode,
@@ -50,32 +57,56 @@ pub struct Args {
     pub csv: Option<PathBuf>,
     #[command(flatten)]
     pub simai: SimaiFlags,
+    #[command(flatten)]
+    pub event: crate::event::EventFlags,
 }
 
-/// Flags of the SimAI-compatible mode (SimAI's spelling in brackets).
+/// Cluster flags of both modes and the SimAI-compatible mode's own flags
+/// (SimAI's spelling in brackets).
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "SimAI mode")]
 pub struct SimaiFlags {
-    /// World size, GPUs [-g] (default: the header's `all_gpus`).
-    #[arg(long, value_name = "N")]
+    /// World size, GPUs [-g] (default: the header's `all_gpus`; NeuSight
+    /// inputs: the data-parallel size, default 1).
+    #[arg(long, value_name = "N", help_heading = "Cluster (both modes)")]
     pub world: Option<u32>,
-    /// GPUs per server [-g_p_s] (default 8).
-    #[arg(long, value_name = "N")]
+    /// GPUs per server (node) [-g_p_s] (default 8).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "gpus-per-node",
+        help_heading = "Cluster (both modes)"
+    )]
     pub gpus_per_server: Option<u32>,
-    /// NICs per server [-n_p_s] (default 8).
-    #[arg(long, value_name = "N")]
+    /// NICs per server (node) [-n_p_s] (default 8).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "nics-per-node",
+        help_heading = "Cluster (both modes)"
+    )]
     pub nics_per_server: Option<u32>,
     /// NVLink bus bandwidth, GB/s [-nv] (default: from --gpu-type, else H100).
-    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "X",
+        allow_negative_numbers = true,
+        help_heading = "Cluster (both modes)"
+    )]
     pub nvlink_gbps: Option<f64>,
     /// Per-NIC bus bandwidth, GB/s [-nic] (default: from --nic-type, else CX7).
-    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "X",
+        allow_negative_numbers = true,
+        help_heading = "Cluster (both modes)"
+    )]
     pub nic_gbps: Option<f64>,
     /// GPU preset for the NVLink bandwidth: H100, H20, H800, A100, A800.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
     pub gpu_type: Option<String>,
     /// NIC preset for the NIC bandwidth: CX6, CX7, BF3.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
     pub nic_type: Option<String>,
     /// DP overlap ratio in [0, 1] [-dp_o] (default 0).
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
@@ -91,8 +122,8 @@ pub struct SimaiFlags {
     pub pp_overlap: Option<f64>,
     /// Directory with nvlink_ratio.csv / nic_ratio.csv / ata_ratio.csv
     /// replacing the built-in bandwidth-efficiency tables (each file found
-    /// replaces its table).
-    #[arg(long, value_name = "DIR")]
+    /// replaces its table; event mode: for `--algorithm simai`).
+    #[arg(long, value_name = "DIR", help_heading = "Cluster (both modes)")]
     pub ratio_table_dir: Option<PathBuf>,
 }
 
@@ -162,21 +193,24 @@ pub fn rewrite_simai_spellings(args: Vec<OsString>) -> Vec<OsString> {
 /// Run the subcommand; returns the exit code.
 pub fn run(args: &Args) -> Result<u8> {
     match args.mode {
-        Mode::Event => {
-            eprintln!(
-                "error: event mode is not built into this binary yet; use `--mode simai` \
-                 for the SimAI-compatible mode"
-            );
-            Ok(EXIT_USAGE)
-        }
+        Mode::Event => crate::event::run(args),
         Mode::Simai => run_simai(args),
     }
 }
 
 fn run_simai(args: &Args) -> Result<u8> {
-    let name = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let [file] = args.files.as_slice() else {
+        eprintln!(
+            "error: `--mode simai` reads one SimAI/AICB workload; got {} files",
+            args.files.len()
+        );
+        return Ok(EXIT_USAGE);
+    };
+    for name in args.event.given() {
+        eprintln!("warning: {name} is an event-mode flag; ignored with --mode simai");
+    }
+    let name = file.display().to_string();
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut config = AnalyticalConfig::default();
     let f = &args.simai;
     config.world_size = f.world;
@@ -195,7 +229,7 @@ fn run_simai(args: &Args) -> Result<u8> {
     };
     let mut extra_warnings = Vec::new();
     if let Some(dir) = &f.ratio_table_dir {
-        match load_tables(dir, &mut config, &mut extra_warnings)? {
+        match load_tables(dir, &mut config.tables, &mut extra_warnings)? {
             Ok(()) => {}
             Err(code) => return Ok(code),
         }
@@ -244,7 +278,7 @@ fn run_simai(args: &Args) -> Result<u8> {
 
 /// Print an invalid configuration and pick its exit code (an unknown preset
 /// name is a usage error, everything else an invalid configuration).
-fn config_error(e: &AnalyticalError) -> u8 {
+pub fn config_error(e: &AnalyticalError) -> u8 {
     eprint!("{}", e.to_diagnostic().render());
     match e {
         AnalyticalError::UnknownGpuType { .. } | AnalyticalError::UnknownNicType { .. } => {
@@ -256,9 +290,9 @@ fn config_error(e: &AnalyticalError) -> u8 {
 
 /// Replace the built-in tables by the files found in `dir`. The outer
 /// error is IO (usage); the inner `Err(code)` a parse failure already printed.
-fn load_tables(
+pub fn load_tables(
     dir: &Path,
-    config: &mut AnalyticalConfig,
+    tables: &mut RatioTables,
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<std::result::Result<(), u8>> {
     if !dir.is_dir() {
@@ -278,7 +312,7 @@ fn load_tables(
             std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         match RatioTable::parse_csv(&path.display().to_string(), &bytes) {
             Ok(t) => {
-                config.tables.set(kind, t);
+                tables.set(kind, t);
                 found += 1;
             }
             Err(d) => {

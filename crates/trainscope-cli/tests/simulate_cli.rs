@@ -1,7 +1,7 @@
 //! End-to-end tests of `trainscope simulate`: the JSON keys, SimAI's flag
 //! spellings, `--csv` against SimAI's own file, user ratio tables and the
-//! exit codes (2 usage / event placeholder, 3 parse failure, 4 invalid
-//! configuration).
+//! exit codes (2 usage, 3 parse failure, 4 invalid configuration). The
+//! event mode has its own tests (`event_cli.rs`).
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -227,10 +227,12 @@ fn invalid_configuration_exits_4_naming_group_and_numbers() {
 
 #[test]
 fn usage_and_parse_exit_codes() {
-    // Event mode is the default and a placeholder for now.
-    let out = trainscope(&["simulate", &fixture(SEED000)]);
+    // Event mode is the default.
+    let v = json(&trainscope(&["simulate", &fixture(SEED000), "--json"]));
+    assert_eq!(v["mode"], "event");
+    // The SimAI mode reads exactly one workload.
+    let out = simai(SEED000, &[&fixture(SEED001)]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("event mode is not built into this binary yet"));
     let out = simai(SEED000, &["--bogus"]);
     assert_eq!(out.status.code(), Some(2));
     let out = simai(SEED000, &["--gpu-type", "B200"]);

@@ -1,7 +1,10 @@
 //! Benchmark of the event engine (prints figures; no assertions on time):
 //! seed 001 (SimAI 405B, 16 stages x 16 micro-batches) simulated in full,
-//! engine events per second, and a synthetic 1024-rank per-rank simulation.
-//! Run with `cargo bench -p trainscope-core --bench engine`.
+//! engine events per second, a synthetic 1024-rank per-rank simulation, and
+//! the whole `sim::run_files` entry (what the CLI and the web page call) on
+//! the seeds, including the Echo replay and the Optimus-Prime calibration.
+//! Run with `cargo bench -p trainscope-core --bench engine [FILTER]`
+//! (filters: `seed001`, `per_rank`, `run_files`).
 
 use std::time::{Duration, Instant};
 use trainscope_core::formats::simai;
@@ -13,6 +16,13 @@ use trainscope_core::sim::network::{Placement, PlacementOrder};
 use trainscope_core::sim::{self, export, SimConfig, SimResult};
 
 const SEED001: &str = include_str!("../../../tests/fixtures/seeds/simai_405b_tp8_pp16_ga16_sp.txt");
+const SEED000: &str = include_str!("../../../tests/fixtures/seeds/simai_llama65b_tp8_pp4_vpp8.txt");
+const NEUSIGHT: &str =
+    include_str!("../../../tests/fixtures/seeds/neusight_gpt2large_dp_workitems.tsv");
+const ECHO: &str =
+    include_str!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
+const OPTIMUS: &str =
+    include_str!("../../../tests/fixtures/seeds/optimus_prime_llama1b_pp8_train.log");
 
 /// Run `f` `n` times; (median, min) wall time and the last result.
 fn time<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
@@ -206,6 +216,54 @@ fn phases(job: &JobSpec, config: &SimConfig) {
     );
 }
 
+/// The whole entry (load, adapt, simulate, compare) on every seed.
+fn run_files_seeds() {
+    use trainscope_core::sim::{run_files, RunOptions};
+    println!("sim::run_files (parse + adapt + simulate + compare), default settings");
+    // File names matter for Echo traces (TP, PP, world come from them).
+    let cases: [(&str, &str, &str, bool); 6] = [
+        ("seed 000 (SimAI 65B, pp 4)", "seed000.txt", SEED000, false),
+        (
+            "seed 001 (SimAI 405B, 16 x 16)",
+            "seed001.txt",
+            SEED001,
+            false,
+        ),
+        ("NeuSight GPT-2-large (36 blocks)", "n.tsv", NEUSIGHT, false),
+        (
+            "Echo rank 7 replay",
+            "echo_megatron_trace_rank7_tp2_pp4.txt",
+            ECHO,
+            false,
+        ),
+        ("Optimus-Prime log", "op.log", OPTIMUS, false),
+        ("Optimus-Prime log --calibrate", "op.log", OPTIMUS, true),
+    ];
+    for (name, file, text, calibrate) in cases {
+        let files = [(file, text.as_bytes())];
+        let options = RunOptions {
+            calibrate,
+            ..RunOptions::default()
+        };
+        let n = if text.len() > 50_000 || calibrate {
+            5
+        } else {
+            9
+        };
+        let (med, min, out) = time(n, || {
+            run_files(&files, &SimConfig::default(), &options).expect("runs")
+        });
+        println!(
+            "  {name:<34} median {:>7.2} ms, best {:>7.2} ms; {} events, {} spans, iteration {:.3} ms",
+            ms(med),
+            ms(min),
+            out.result.stats.events,
+            out.result.timeline.span_count(),
+            out.summary().iteration_time_ns as f64 / 1e6
+        );
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; anything else is a filter.
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -215,5 +273,8 @@ fn main() {
     }
     if want("per_rank") {
         per_rank_1024();
+    }
+    if want("run_files") {
+        run_files_seeds();
     }
 }

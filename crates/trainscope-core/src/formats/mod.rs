@@ -9,10 +9,10 @@ pub mod optimus;
 pub mod simai;
 
 use crate::diag::Diagnostic;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The input formats trainscope reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Format {
     /// SimAI / AICB text workload.
     #[serde(rename = "simai-workload")]

@@ -9,10 +9,10 @@
 use super::network::PlacementOrder;
 use super::schedule::ScheduleKind;
 use super::SimError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How collectives are costed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
     /// Ring all-reduce / all-gather / reduce-scatter over the group.
@@ -22,8 +22,9 @@ pub enum Algorithm {
     /// tree all-reduce of each shard, intra-node all-gather. Other
     /// collectives as with `Ring`.
     Tree,
-    /// The SimAI-compatible per-collective function (an external
-    /// [`super::CollectiveCost`], see [`super::simulate_with`]).
+    /// The SimAI-compatible per-collective function
+    /// ([`super::simai_cost::SimaiCost`]; [`super::simulate`] uses it with
+    /// SimAI's built-in tables).
     Simai,
 }
 
@@ -47,7 +48,8 @@ impl Algorithm {
 
 /// The cluster: nodes of `gpus_per_node` GPUs joined by NVLink, each node
 /// with `nics_per_node` NICs of `nic_gbps` into a fabric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NetworkConfig {
     /// GPUs per node (g), at least 1.
     pub gpus_per_node: u32,
@@ -143,7 +145,8 @@ impl NetworkConfig {
 }
 
 /// Settings of one event-level simulation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SimConfig {
     /// Pipeline schedule. Default 1F1B.
     pub schedule: ScheduleKind,

@@ -6,6 +6,13 @@
 //! [`summary::Summary`] (bubble, exposed communication per group, critical
 //! path) and exports ([`export`]: Chrome trace, summary JSON, spans CSV).
 //!
+//! Adapters: [`JobSpec::from_simai`] and [`JobSpec::from_described`]
+//! ([`described`]) for workloads, [`measured`] for the timelines of measured
+//! runs, [`replay`] to rebuild measured runs as jobs, [`simai_cost`] for the
+//! SimAI-compatible collective cost (`Algorithm::Simai`). [`run::run_files`]
+//! is the one entry the CLI and the web page call: files in, everything to
+//! show out.
+//!
 //! Everything here is pure: integer-nanosecond time, no threads, clocks or
 //! IO, and the same input gives byte-identical output on every platform.
 //!
@@ -23,18 +30,25 @@
 
 pub mod build;
 pub mod config;
+pub mod described;
 pub mod engine;
 pub mod export;
 pub mod job;
+pub mod measured;
 pub mod network;
+pub mod replay;
+pub mod run;
 pub mod schedule;
+pub mod simai_cost;
 pub mod summary;
 pub mod timeline;
 
 pub use config::{Algorithm, NetworkConfig, SimConfig};
 pub use job::JobSpec;
 pub use network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};
+pub use run::{run_files, RunError, RunOptions, RunOutput};
 pub use schedule::ScheduleKind;
+pub use simai_cost::SimaiCost;
 pub use summary::Summary;
 pub use timeline::{Flow, Lane, Span, SpanKind, SpanRef, Stream, Timeline};
 
@@ -63,7 +77,9 @@ pub enum SimError {
     /// The collective cost function refused a collective.
     #[error("cost model `{model}`: {message}")]
     Cost { model: String, message: String },
-    /// The requested cost model is not available from this entry point.
+    /// The requested cost model is not available from this entry point
+    /// ([`NetworkModel::new`] with `Algorithm::Simai`: the SimAI-compatible
+    /// function is [`simai_cost::SimaiCost`]).
     #[error("the `{0}` collective algorithm needs an external cost function")]
     CostModelUnavailable(&'static str),
     /// The job would need more simulated work than the limits allow.
@@ -84,7 +100,7 @@ impl SimError {
             }
             SimError::TooFewLayers { .. } => "use fewer virtual stages",
             SimError::CostModelUnavailable(_) => {
-                "use the ring or tree algorithm, or call `simulate_with` with the SimAI-compatible cost function"
+                "use `sim::simulate`, or `SimaiCost` with `simulate_with`, for the SimAI-compatible cost function"
             }
             SimError::TooLarge(_) => "reduce the micro-batch count or the number of simulated ranks",
             _ => return None,
@@ -102,8 +118,9 @@ impl SimError {
     }
 }
 
-/// Everything a simulation produces.
-#[derive(Debug, Clone)]
+/// Everything a simulation produces (serialisable: the timeline with its
+/// spans, the summary, the counters).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct SimResult {
     /// Spans per (rank or stage, stream), flows and dependencies.
     pub timeline: Timeline,
@@ -113,16 +130,20 @@ pub struct SimResult {
     pub stats: engine::EngineStats,
 }
 
-/// Simulate one iteration of `job` with the built-in network model
-/// ([`NetworkModel`], ring or tree algorithm per `config.algorithm`).
-/// `Algorithm::Simai` needs the SimAI-compatible cost function: use
-/// [`simulate_with`].
+/// Simulate one iteration of `job` with the cost function `config.algorithm`
+/// names: the built-in network model ([`NetworkModel`], ring or tree) or the
+/// SimAI-compatible function ([`simai_cost::SimaiCost`] with SimAI's
+/// built-in bandwidth-efficiency tables; use [`simulate_with`] for others).
 pub fn simulate(job: &JobSpec, config: &SimConfig) -> Result<SimResult, SimError> {
+    let cost = simai_cost::cost_for(job.parallel, config, None)?;
+    let mut result = simulate_with(job, config, cost.as_ref())?;
     if config.algorithm == Algorithm::Simai {
-        return Err(SimError::CostModelUnavailable("simai"));
+        result
+            .summary
+            .notes
+            .push(simai_cost::SIMAI_P2P_NOTE.to_string());
     }
-    let model = NetworkModel::new(&config.network, config.algorithm)?;
-    simulate_with(job, config, &model)
+    Ok(result)
 }
 
 /// A fitted compute scale ([`calibrate_compute_scale`]).

@@ -13,11 +13,11 @@
 //! labels are interned ([`LabelId`]).
 //! Measured-run parsers build timelines with [`TimelineBuilder`] too.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A stream of a rank.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stream {
     /// Compute kernels.
@@ -72,7 +72,7 @@ impl Stream {
 }
 
 /// What a lane group stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneGroup {
     /// A representative rank of a pipeline stage (SPMD jobs).
@@ -82,7 +82,7 @@ pub enum LaneGroup {
 }
 
 /// One horizontal lane.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lane {
     pub group_kind: LaneGroup,
     /// Stage index (`Stage`) or global rank (`Rank`).
@@ -95,11 +95,11 @@ pub struct Lane {
 }
 
 /// An interned label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct LabelId(pub u32);
 
 /// What a span is (colours, legends, summary categories).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum SpanKind {
@@ -165,7 +165,7 @@ impl SpanKind {
 }
 
 /// Which collective a span runs (0 = none), see [`CollOp::name`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum CollOp {
@@ -192,7 +192,7 @@ impl CollOp {
 }
 
 /// One span: 48 bytes. Optional numbers use [`Span::NONE`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Span {
     pub start_ns: u64,
     pub duration_ns: u64,
@@ -236,14 +236,14 @@ impl Span {
 }
 
 /// A span's address: lane and position in that lane's sorted spans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SpanRef {
     pub lane: u32,
     pub index: u32,
 }
 
 /// One column of a lane at some zoom level ([`Timeline::buckets`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bucket {
     pub start_ns: u64,
     pub end_ns: u64,
@@ -264,7 +264,7 @@ pub struct Bucket {
 pub const MAX_BUCKETS: usize = 1 << 16;
 
 /// A stage-to-stage transfer: the send span and the receive span.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flow {
     pub from: SpanRef,
     pub to: SpanRef,
@@ -272,7 +272,10 @@ pub struct Flow {
     pub micro_batch: u32,
 }
 
-/// The timeline of one run.
+/// The timeline of one run. Serialises as lanes, labels, spans per lane,
+/// flows, dependencies (`[to, from]` pairs) and the critical path;
+/// deserialising rebuilds the indexes (a round trip gives an equal
+/// timeline; references out of range are dropped, never a panic).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Timeline {
     lanes: Vec<Lane>,
@@ -621,6 +624,82 @@ impl TimelineBuilder {
     }
 }
 
+/// The serialised form of a [`Timeline`].
+#[derive(Serialize)]
+struct TimelineView<'a> {
+    lanes: &'a [Lane],
+    labels: &'a [String],
+    spans: &'a [Vec<Span>],
+    flows: &'a [Flow],
+    dependencies: Vec<[SpanRef; 2]>,
+    critical_path: &'a [SpanRef],
+}
+
+/// What [`Timeline`] deserialises from.
+#[derive(Deserialize)]
+struct TimelineData {
+    lanes: Vec<Lane>,
+    labels: Vec<String>,
+    spans: Vec<Vec<Span>>,
+    #[serde(default)]
+    flows: Vec<Flow>,
+    #[serde(default)]
+    dependencies: Vec<[SpanRef; 2]>,
+    #[serde(default)]
+    critical_path: Vec<SpanRef>,
+}
+
+impl Serialize for Timeline {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut dependencies = Vec::with_capacity(self.deps.len());
+        for (li, lane) in self.spans.iter().enumerate() {
+            for i in 0..lane.len() {
+                let to = SpanRef {
+                    lane: li as u32,
+                    index: i as u32,
+                };
+                for from in self.dependencies(to) {
+                    dependencies.push([to, *from]);
+                }
+            }
+        }
+        TimelineView {
+            lanes: &self.lanes,
+            labels: &self.labels,
+            spans: &self.spans,
+            flows: &self.flows,
+            dependencies,
+            critical_path: &self.critical_path,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeline {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Timeline, D::Error> {
+        let data = TimelineData::deserialize(d)?;
+        let mut tb = TimelineBuilder::new();
+        for lane in data.lanes {
+            tb.lane(lane);
+        }
+        // Labels keep their ids (no re-interning).
+        tb.labels = data.labels;
+        for (li, spans) in data.spans.into_iter().enumerate() {
+            for span in spans {
+                tb.push(li as u32, span);
+            }
+        }
+        for f in data.flows {
+            tb.flow(f);
+        }
+        for [to, from] in data.dependencies {
+            tb.dependency(from, to);
+        }
+        tb.critical_path(data.critical_path);
+        Ok(tb.build())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -759,6 +838,60 @@ mod tests {
         }
         assert!(tl.buckets(l, 10, 10, 5).is_empty());
         assert_eq!(tl.buckets(l, 0, 100, usize::MAX).len(), MAX_BUCKETS);
+    }
+
+    #[test]
+    fn serde_round_trip_is_identity() {
+        let mut b = TimelineBuilder::new();
+        let l0 = b.lane(Lane {
+            group_kind: LaneGroup::Stage,
+            group: 0,
+            stage: 0,
+            stream: Stream::Send,
+            name: "s0".into(),
+        });
+        let l1 = b.lane(Lane {
+            group_kind: LaneGroup::Stage,
+            group: 1,
+            stage: 1,
+            stream: Stream::Recv,
+            name: "s1".into(),
+        });
+        let x = b.label("x");
+        let y = b.label("y");
+        let a = b.push(
+            l0,
+            Span {
+                label: y,
+                ..span(10, 5)
+            },
+        );
+        let c = b.push(l0, span(10, 5));
+        let r = b.push(
+            l1,
+            Span {
+                label: x,
+                ..span(15, 2)
+            },
+        );
+        b.flow(Flow {
+            from: a,
+            to: r,
+            bytes: 8,
+            micro_batch: 0,
+        });
+        b.dependency(c, r);
+        b.dependency(a, r);
+        b.critical_path(vec![c, r]);
+        let t = b.build();
+        let json = serde_json::to_string(&t).unwrap();
+        let back: Timeline = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(serde_json::to_string(&back).unwrap(), json);
+        // Out-of-range references are dropped, not a panic.
+        let bad = r#"{"lanes":[],"labels":[],"spans":[[]],"flows":[{"from":{"lane":9,"index":0},"to":{"lane":0,"index":0},"bytes":0,"micro_batch":0}],"dependencies":[],"critical_path":[{"lane":3,"index":3}]}"#;
+        let t: Timeline = serde_json::from_str(bad).unwrap();
+        assert!(t.flows().is_empty() && t.critical_path().is_empty());
     }
 
     fn b_label_roundtrip() -> String {

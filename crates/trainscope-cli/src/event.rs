@@ -1,0 +1,597 @@
+//! `trainscope simulate FILE... [--mode event]` (the default mode) and
+//! `trainscope convert FILE... --to chrome-trace -o PATH`.
+//!
+//! The event mode reads the files, turns the flags into the core's settings
+//! ([`SimConfig`], [`RunOptions`]) and calls the one entry the web page also
+//! calls ([`trainscope_core::sim::run_files`]), so both print the same
+//! numbers. Output: a readable report (stdout; warnings on stderr) or the
+//! JSON object of [`trainscope_core::sim::RunOutput::report_json`]
+//! (`--json`); optionally the simulated timeline as a Chrome trace
+//! (`--chrome-trace PATH`) and its spans as CSV (`--spans-csv PATH`).
+//! Without flags the settings are exactly `SimConfig::default()` and
+//! `RunOptions::default()`.
+//!
+//! `convert` writes a measured run's timeline (Echo traces, Optimus-Prime
+//! logs) without simulating; a described workload is a usage error that
+//! points at `simulate --chrome-trace`.
+//!
+//! Exit codes: 0 success, 2 usage error, 3 a file failed to parse, 4 an
+//! invalid simulation configuration.
+
+use crate::simulate::{self, Args, EXIT_CONFIG, EXIT_USAGE};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use trainscope_core::analytical::{GpuType, NicType, RatioTables};
+use trainscope_core::sim::export;
+use trainscope_core::sim::run::{convert_files, RunOutput};
+use trainscope_core::sim::timeline::Timeline;
+use trainscope_core::sim::{run_files, Algorithm, RunError, RunOptions, ScheduleKind, SimConfig};
+use trainscope_core::Format;
+
+/// Pipeline schedules (`--schedule`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// All forwards, then all backwards.
+    Gpipe,
+    /// One forward, one backward after a warm-up (Megatron's default).
+    #[value(name = "1f1b")]
+    OneFOneB,
+    /// Interleaved 1F1B with --virtual-stages model chunks per rank.
+    Interleaved,
+}
+
+impl From<Schedule> for ScheduleKind {
+    fn from(s: Schedule) -> ScheduleKind {
+        match s {
+            Schedule::Gpipe => ScheduleKind::GPipe,
+            Schedule::OneFOneB => ScheduleKind::OneFOneB,
+            Schedule::Interleaved => ScheduleKind::Interleaved,
+        }
+    }
+}
+
+/// Collective algorithms (`--algorithm`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlgorithmArg {
+    /// Ring all-reduce / all-gather / reduce-scatter.
+    Ring,
+    /// Hierarchical all-reduce (intra-node ring, inter-node tree).
+    Tree,
+    /// SimAI-Analytical's per-collective cost.
+    Simai,
+}
+
+impl From<AlgorithmArg> for Algorithm {
+    fn from(a: AlgorithmArg) -> Algorithm {
+        match a {
+            AlgorithmArg::Ring => Algorithm::Ring,
+            AlgorithmArg::Tree => Algorithm::Tree,
+            AlgorithmArg::Simai => Algorithm::Simai,
+        }
+    }
+}
+
+/// Flags of the event mode.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Event mode")]
+pub struct EventFlags {
+    /// Pipeline schedule (default 1f1b; --virtual-stages > 1 implies
+    /// interleaved).
+    #[arg(long, value_enum)]
+    pub schedule: Option<Schedule>,
+    /// Model chunks per rank for the interleaved schedule (default 1).
+    #[arg(long, value_name = "V")]
+    pub virtual_stages: Option<u32>,
+    /// Micro-batches per iteration (default: the file's `ga` / GAS).
+    #[arg(long, value_name = "M")]
+    pub micro_batches: Option<u32>,
+    /// Per-step latency across nodes, microseconds (NVLink: a fifth of it;
+    /// default 5 / 1).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub latency_us: Option<f64>,
+    /// Collective cost: ring (default), tree or simai (SimAI-compatible).
+    #[arg(long, value_enum)]
+    pub algorithm: Option<AlgorithmArg>,
+    /// Backward = X x forward where backward is not given (NeuSight
+    /// forward-only files, Optimus-Prime logs: default 2; SimAI layers with
+    /// no backward compute: off unless given).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub backward_factor: Option<f64>,
+    /// Measured runs: fit one compute-scale factor so the prediction meets
+    /// the measured iteration time, report it, then simulate the given
+    /// settings with it (what-if).
+    #[arg(long)]
+    pub calibrate: bool,
+    /// Bytes of one stage-to-stage send (default: the file's `pp_comm` or
+    /// the traced activation shape).
+    #[arg(long, value_name = "N")]
+    pub activation_bytes: Option<u64>,
+    /// Issue the gradient-sync collectives when the last backward starts
+    /// (overlapping it) instead of after it.
+    #[arg(long)]
+    pub overlap_grad_sync: bool,
+    /// NeuSight inputs: how many times the model repeats the described
+    /// transformer block (default 36, GPT-2-large).
+    #[arg(long, value_name = "N")]
+    pub block_repeats: Option<u32>,
+    /// Force the input format instead of detecting it: simai-workload,
+    /// neusight-tsv, echo-trace, optimus-prime-log.
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+    /// Write the simulated timeline as Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing; times in microseconds).
+    #[arg(long, value_name = "PATH")]
+    pub chrome_trace: Option<PathBuf>,
+    /// Write the simulated timeline's spans as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub spans_csv: Option<PathBuf>,
+}
+
+impl EventFlags {
+    /// The event-only flags that were given (for the SimAI mode's warning).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut add = |set: bool, name: &'static str| {
+            if set {
+                out.push(name);
+            }
+        };
+        add(self.schedule.is_some(), "--schedule");
+        add(self.virtual_stages.is_some(), "--virtual-stages");
+        add(self.micro_batches.is_some(), "--micro-batches");
+        add(self.latency_us.is_some(), "--latency-us");
+        add(self.algorithm.is_some(), "--algorithm");
+        add(self.backward_factor.is_some(), "--backward-factor");
+        add(self.calibrate, "--calibrate");
+        add(self.activation_bytes.is_some(), "--activation-bytes");
+        add(self.overlap_grad_sync, "--overlap-grad-sync");
+        add(self.block_repeats.is_some(), "--block-repeats");
+        add(self.format.is_some(), "--format");
+        add(self.chrome_trace.is_some(), "--chrome-trace");
+        add(self.spans_csv.is_some(), "--spans-csv");
+        out
+    }
+}
+
+fn parse_format(name: &str) -> std::result::Result<Format, u8> {
+    Format::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        eprintln!(
+            "error: unknown format `{name}`; expected one of: {}",
+            names.join(", ")
+        );
+        EXIT_USAGE
+    })
+}
+
+/// The settings the flags give (`Err(code)`: already reported).
+fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), u8>> {
+    let f = &args.simai;
+    let e = &args.event;
+    let mut config = SimConfig::default();
+    let net = &mut config.network;
+    if let Some(g) = f.gpus_per_server {
+        net.gpus_per_node = g;
+    }
+    if let Some(k) = f.nics_per_server {
+        net.nics_per_node = k;
+    }
+    match (f.nvlink_gbps, &f.gpu_type) {
+        (Some(v), _) => net.nvlink_gbps = v,
+        (None, Some(name)) => match GpuType::from_name(name) {
+            Some(g) => net.nvlink_gbps = g.nvlink_busbw_gbps(),
+            None => {
+                eprintln!(
+                    "error: unknown GPU type `{name}`; expected one of: {}",
+                    GpuType::NAMES
+                );
+                return Ok(Err(EXIT_USAGE));
+            }
+        },
+        (None, None) => {}
+    }
+    match (f.nic_gbps, &f.nic_type) {
+        (Some(v), _) => net.nic_gbps = v,
+        (None, Some(name)) => match NicType::from_name(name) {
+            Some(n) => net.nic_gbps = n.nic_busbw_gbps(),
+            None => {
+                eprintln!(
+                    "error: unknown NIC type `{name}`; expected one of: {}",
+                    NicType::NAMES
+                );
+                return Ok(Err(EXIT_USAGE));
+            }
+        },
+        (None, None) => {}
+    }
+    if let Some(us) = e.latency_us {
+        if let Err(err) = net.set_latency_us(us) {
+            eprint!("{}", err.to_diagnostic().render());
+            return Ok(Err(EXIT_CONFIG));
+        }
+    }
+    if let Some(v) = e.virtual_stages {
+        config.virtual_stages = v;
+        if v > 1 && e.schedule.is_none() {
+            config.schedule = ScheduleKind::Interleaved;
+        }
+    }
+    if let Some(s) = e.schedule {
+        config.schedule = s.into();
+    }
+    config.micro_batches = e.micro_batches;
+    if let Some(a) = e.algorithm {
+        config.algorithm = a.into();
+    }
+    config.backward_factor = e.backward_factor;
+    config.activation_bytes = e.activation_bytes;
+    config.overlap_grad_sync = e.overlap_grad_sync;
+    let mut options = RunOptions {
+        block_repeats: e.block_repeats,
+        world: f.world,
+        calibrate: e.calibrate,
+        ..RunOptions::default()
+    };
+    if let Some(name) = &e.format {
+        match parse_format(name) {
+            Ok(fm) => options.format = Some(fm),
+            Err(code) => return Ok(Err(code)),
+        }
+    }
+    if let Some(dir) = &f.ratio_table_dir {
+        let mut tables = RatioTables::builtin();
+        let mut warnings = Vec::new();
+        if let Err(code) = simulate::load_tables(dir, &mut tables, &mut warnings)? {
+            return Ok(Err(code));
+        }
+        for w in &warnings {
+            eprintln!("{}", w.short());
+        }
+        options.ratio_tables = Some(tables);
+    }
+    Ok(Ok((config, options)))
+}
+
+fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
+    paths
+        .iter()
+        .map(|p| {
+            let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+            Ok((p.display().to_string(), bytes))
+        })
+        .collect()
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+fn print_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("cannot write to stdout"),
+    }
+}
+
+fn report_error(e: &RunError) -> u8 {
+    for d in e.diagnostics() {
+        eprint!("{}", d.render());
+    }
+    e.exit_code()
+}
+
+fn write_file(path: &Path, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<()> {
+    let mut out = Vec::new();
+    write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn write_timeline(t: &Timeline, chrome: Option<&Path>, csv: Option<&Path>) -> Result<()> {
+    if let Some(p) = chrome {
+        write_file(p, |w| export::write_chrome_trace(t, w))?;
+    }
+    if let Some(p) = csv {
+        write_file(p, |w| export::write_spans_csv(t, w))?;
+    }
+    Ok(())
+}
+
+/// Run the event mode; returns the exit code.
+pub fn run(args: &Args) -> Result<u8> {
+    let f = &args.simai;
+    for (set, name) in [
+        (args.csv.is_some(), "--csv"),
+        (f.dp_overlap.is_some(), "--dp-overlap"),
+        (f.tp_overlap.is_some(), "--tp-overlap"),
+        (f.ep_overlap.is_some(), "--ep-overlap"),
+        (f.pp_overlap.is_some(), "--pp-overlap"),
+    ] {
+        if set {
+            eprintln!("warning: {name} belongs to the SimAI-compatible mode (--mode simai); ignored in event mode");
+        }
+    }
+    let (config, options) = match settings(args)? {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
+    };
+    let files = read_files(&args.files)?;
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let out = match run_files(&refs, &config, &options) {
+        Ok(o) => o,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    let e = &args.event;
+    write_timeline(
+        &out.result.timeline,
+        e.chrome_trace.as_deref(),
+        e.spans_csv.as_deref(),
+    )?;
+    if args.json {
+        print_stdout(&(serde_json::to_string_pretty(&out.report_json())? + "\n"))?;
+    } else {
+        print_stdout(&render_text(&out))?;
+        for w in &out.warnings {
+            eprintln!("{w}");
+        }
+    }
+    Ok(0)
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+fn share(ns: u64, total: u64) -> String {
+    if total == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}%", ns as f64 / total as f64 * 100.0)
+    }
+}
+
+/// The readable report.
+pub fn render_text(o: &RunOutput) -> String {
+    let s = o.summary();
+    let p = &o.parallel;
+    let c = &o.config;
+    let n = &c.network;
+    let mut out = format!(
+        "{}: event mode ({} input, {})\n",
+        o.files.join(", "),
+        o.kind,
+        o.format.name()
+    );
+    out.push_str(&format!(
+        "  parallelism: TP {} · DP {} · PP {} · EP {} · world {}\n",
+        p.tp,
+        p.dp,
+        p.pp,
+        p.ep,
+        p.world()
+    ));
+    out.push_str(&format!(
+        "  schedule: {} · {} micro-batches · {} virtual stage(s) · algorithm {} · activation {} bytes{}\n",
+        s.schedule,
+        s.micro_batches,
+        s.virtual_stages,
+        s.algorithm,
+        s.activation_bytes,
+        if c.compute_scale == 1.0 {
+            String::new()
+        } else {
+            format!(" · compute x {:.4}", c.compute_scale)
+        }
+    ));
+    out.push_str(&format!(
+        "  cluster: {} GPUs and {} NICs per node · NVLink {} GB/s · NIC {} GB/s · latency {} / {} us (NVLink / NIC)\n",
+        n.gpus_per_node,
+        n.nics_per_node,
+        n.nvlink_gbps,
+        n.nic_gbps,
+        n.nvlink_latency_ns as f64 / 1000.0,
+        n.nic_latency_ns as f64 / 1000.0
+    ));
+    out.push_str(&format!(
+        "  simulated: {} rank(s){}\n\n",
+        s.simulated_ranks,
+        if s.representative_ranks {
+            " (one representative rank per stage)"
+        } else {
+            ""
+        }
+    ));
+    let t = s.iteration_time_ns;
+    let e = &s.exposed_comm_ns;
+    out.push_str(&format!(
+        "  reference: stage {} (rank {})\n  {:<22}{:>14}{:>9}\n",
+        s.reference_stage, s.reference_rank, "", "time (us)", "share"
+    ));
+    for (what, ns) in [
+        ("compute", s.compute_ns),
+        ("bubble", s.bubble_ns),
+        ("exposed TP comm", e.tp),
+        ("exposed EP comm", e.ep),
+        ("exposed DP comm", e.dp),
+        ("exposed DP_EP comm", e.dp_ep),
+        ("exposed PP comm", e.pp),
+        ("other idle", s.other_idle_ns),
+    ] {
+        out.push_str(&format!("  {what:<22}{:>14}{:>9}\n", us(ns), share(ns, t)));
+    }
+    out.push_str(&format!(
+        "  {:<22}{:>14}  ({} ms)\n",
+        "iteration time",
+        us(t),
+        ms(t)
+    ));
+    out.push_str(&format!(
+        "  {:<22}{:>14}  (SimAI's closed form, for comparison)\n\n",
+        "SimAI bubble",
+        us(s.simai_bubble_ns)
+    ));
+    out.push_str(&format!(
+        "  per {}:\n  {:>5} {:>6} {:>12} {:>7} {:>12} {:>14} {:>12}\n",
+        if s.representative_ranks {
+            "stage"
+        } else {
+            "simulated rank"
+        },
+        "stage",
+        "rank",
+        "compute us",
+        "busy",
+        "bubble us",
+        "exp. comm us",
+        "end us"
+    ));
+    for st in &s.stages {
+        out.push_str(&format!(
+            "  {:>5} {:>6} {:>12} {:>6.1}% {:>12} {:>14} {:>12}\n",
+            st.stage,
+            st.rank,
+            us(st.compute_ns),
+            st.busy_share * 100.0,
+            us(st.bubble_ns),
+            us(st.exposed_comm_ns.total()),
+            us(st.end_ns)
+        ));
+    }
+    let cp = &s.critical_path;
+    let kinds: Vec<String> = cp
+        .by_kind_ns
+        .iter()
+        .map(|(k, v)| format!("{k} {} us", us(*v)))
+        .collect();
+    out.push_str(&format!(
+        "\n  critical path: {} spans in {} segments; {}\n",
+        cp.spans,
+        cp.segments.len(),
+        kinds.join(", ")
+    ));
+    if let Some(cmp) = &o.comparison {
+        out.push_str(&format!(
+            "\n  measured iteration {} ms · simulated {} ms · error {:+.2}%\n",
+            ms(cmp.measured_iteration_time_ns),
+            ms(cmp.simulated_iteration_time_ns),
+            cmp.error_percent
+        ));
+        out.push_str(&format!(
+            "  per op kind over measured rank(s) {:?}, us:\n  {:<18}{:>14}{:>14}{:>14}\n",
+            cmp.ranks, "kind", "measured", "simulated", "difference"
+        ));
+        for k in &cmp.by_kind {
+            if k.measured_ns.is_none() && k.simulated_ns == 0 {
+                continue;
+            }
+            out.push_str(&format!(
+                "  {:<18}{:>14}{:>14}{:>14}\n",
+                k.kind,
+                k.measured_ns.map_or("-".to_string(), us),
+                us(k.simulated_ns),
+                k.difference_ns
+                    .map_or("-".to_string(), |d| format!("{:+.1}", d as f64 / 1000.0))
+            ));
+        }
+    } else if let Some(m) = o.measured_iteration_time_ns() {
+        out.push_str(&format!("\n  measured iteration {} ms\n", ms(m)));
+    }
+    if let Some(cal) = &o.calibration {
+        out.push_str(&format!(
+            "\n  calibration: compute scale {:.4} ({} simulations, {} schedule): {} ms vs measured {} ms, error {:+.3}%{}\n",
+            cal.compute_scale,
+            cal.simulations,
+            cal.schedule,
+            ms(cal.calibrated_iteration_time_ns),
+            ms(cal.measured_iteration_time_ns),
+            cal.error_percent,
+            if cal.what_if {
+                "; the report above is the what-if with the given settings"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !o.notes.is_empty() {
+        out.push('\n');
+        for n in &o.notes {
+            out.push_str(&format!("  note: {n}\n"));
+        }
+    }
+    let trimmed: Vec<&str> = out.lines().map(str::trim_end).collect();
+    trimmed.join("\n") + "\n"
+}
+
+/// What `convert` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvertTo {
+    /// Chrome Trace Event JSON (times in microseconds).
+    ChromeTrace,
+    /// One CSV row per span.
+    SpansCsv,
+}
+
+/// `trainscope convert FILE... --to chrome-trace -o PATH`.
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// A measured run: the rank traces of one Echo job, or an Optimus-Prime log.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ConvertTo::ChromeTrace)]
+    pub to: ConvertTo,
+    /// Output file.
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: PathBuf,
+    /// Force the input format instead of detecting it.
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+}
+
+/// Run `convert`; returns the exit code.
+pub fn convert(args: &ConvertArgs) -> Result<u8> {
+    let mut options = RunOptions::default();
+    if let Some(name) = &args.format {
+        match parse_format(name) {
+            Ok(f) => options.format = Some(f),
+            Err(code) => return Ok(code),
+        }
+    }
+    let files = read_files(&args.files)?;
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let out = match convert_files(&refs, &options) {
+        Ok(o) => o,
+        Err(e) => return Ok(report_error(&e)),
+    };
+    let t = &out.measured.timeline;
+    match args.to {
+        ConvertTo::ChromeTrace => write_timeline(t, Some(&args.output), None)?,
+        ConvertTo::SpansCsv => write_timeline(t, None, Some(&args.output))?,
+    }
+    for w in &out.warnings {
+        eprintln!("{w}");
+    }
+    print_stdout(&format!(
+        "{}: {} spans of {} rank(s) ({}){} written to {}\n",
+        out.files.join(", "),
+        t.span_count(),
+        out.measured.ranks.len(),
+        out.format.name(),
+        out.measured
+            .iteration_time_ns
+            .map_or(String::new(), |ns| format!(
+                ", measured iteration {} ms",
+                ms(ns)
+            )),
+        args.output.display()
+    ))?;
+    Ok(0)
+}

@@ -1,0 +1,438 @@
+//! Described jobs from the normalised model: [`JobSpec::from_described`]
+//! turns a [`DescribedJob`] (SimAI/AICB workload, NeuSight TSV) into an SPMD
+//! [`JobSpec`], one program per pipeline stage.
+//!
+//! Mapping:
+//! - parallel sizes from the job's [`crate::model::ParallelConfig`]; an EP
+//!   that does not divide DP is placed as EP 1 (warned);
+//! - per stage: the once-per-iteration rows before the micro-batches become
+//!   gradient-sync rows ([`super::job::RankProgram::pre_rows`]), the rows
+//!   after them the closing rows; the micro-batch blocks (run-length
+//!   encoded, `repeat` micro-batches each) become distinct blocks with a
+//!   block index per micro-batch; the micro-batch count is the sum of the
+//!   repeats;
+//! - layer ops keep their three phases, compute, collectives and update
+//!   wait; collectives over TP, EP, DP, DP_EP keep their group, a collective
+//!   without a group runs over its column's plain group (TP in the forward
+//!   and input-gradient columns, DP in the weight-gradient column, warned),
+//!   broadcasts and point-to-point rows are not collectives here (warned:
+//!   pipeline transfers come from the schedule);
+//! - the activation bytes are the job's; a pipelined job without them gets
+//!   the largest forward TP collective / tp (warned), as
+//!   [`JobSpec::from_simai`] does;
+//! - SimAI workloads keep the header's `vpp` for SimAI's closed-form bubble
+//!   only ([`JobSpec::header_vpp`]).
+//!
+//! NeuSight semantics (FORMATS.md section 3) follow from this and the
+//! engine: one stage, one micro-batch per block; forward runs the ops in
+//! order, backward walks them in reverse, and a `_grad` row's all-reduce
+//! (attached by the parser to its op's weight-gradient column) starts
+//! asynchronously when the backward reaches that op; all DP collectives of a
+//! rank queue on its one asynchronous stream (they serialise), and the
+//! iteration ends when the last of them or the backward compute ends. The
+//! parser estimates the backward of forward-only files as 2 x forward (input
+//! gradient = weight gradient = forward); [`DescribedOptions::backward_factor`]
+//! changes that factor.
+
+use super::config::MAX_MICRO_BATCHES;
+use super::job::{
+    Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, Phase,
+    PhaseOps, RankProgram,
+};
+use super::SimError;
+use crate::formats::Format;
+use crate::model::{CommGroup, CommKind, CommOp, DescribedJob, LayerOp, PhaseOp, StageWorkload};
+use serde::{Deserialize, Serialize};
+
+/// Settings of [`JobSpec::from_described`].
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct DescribedOptions {
+    /// For jobs whose backward the parser estimated (NeuSight files traced
+    /// for inference: input gradient = weight gradient = forward, i.e.
+    /// backward = 2 x forward): backward = `factor` x forward instead, split
+    /// equally. `None` keeps the parser's estimate.
+    pub backward_factor: Option<f64>,
+}
+
+/// True when every op of `job` has input-gradient = weight-gradient =
+/// forward compute and some forward is non-zero: the signature of the
+/// NeuSight parser's backward estimate for forward-only files.
+pub fn backward_was_estimated(job: &DescribedJob) -> bool {
+    if job.format != Format::NeusightTsv {
+        return false;
+    }
+    let ops = || {
+        job.stages.iter().flat_map(|s| {
+            s.before
+                .iter()
+                .chain(s.blocks.iter().flat_map(|b| b.ops.iter()))
+                .chain(s.after.iter())
+        })
+    };
+    ops().any(|o| o.forward.compute_ns > 0)
+        && ops().all(|o| {
+            o.input_grad.compute_ns == o.forward.compute_ns
+                && o.weight_grad.compute_ns == o.forward.compute_ns
+        })
+}
+
+fn push_once(warnings: &mut Vec<String>, msg: String) {
+    if !warnings.contains(&msg) {
+        warnings.push(msg);
+    }
+}
+
+fn comm_spec(c: &CommOp, phase: Phase, name: &str, warnings: &mut Vec<String>) -> Option<CommSpec> {
+    let collective = match c.kind {
+        CommKind::AllReduce => CollectiveKind::AllReduce,
+        CommKind::AllGather => CollectiveKind::AllGather,
+        CommKind::ReduceScatter => CollectiveKind::ReduceScatter,
+        CommKind::AllToAll => CollectiveKind::AllToAll,
+        CommKind::Broadcast => {
+            push_once(
+                warnings,
+                "broadcast rows are not simulated (kept as no-ops, as SimAI does)".to_string(),
+            );
+            return None;
+        }
+        CommKind::Send | CommKind::Recv => {
+            push_once(
+                warnings,
+                "point-to-point (SENDRECV) rows are not simulated as collectives: stage-to-stage transfers come from the pipeline schedule"
+                    .to_string(),
+            );
+            return None;
+        }
+    };
+    let group = match c.group {
+        CommGroup::Tp => GroupKind::Tp,
+        CommGroup::Dp => GroupKind::Dp,
+        CommGroup::Ep => GroupKind::Ep,
+        CommGroup::DpEp => GroupKind::DpEp,
+        CommGroup::Unscoped => {
+            let g = if phase == Phase::WeightGrad {
+                GroupKind::Dp
+            } else {
+                GroupKind::Tp
+            };
+            push_once(
+                warnings,
+                format!(
+                    "all-reduce without a group in `{name}` is run over {} (the column's plain group)",
+                    g.name()
+                ),
+            );
+            g
+        }
+        CommGroup::Pp | CommGroup::Embedding | CommGroup::PositionEmbedding => {
+            push_once(
+                warnings,
+                format!(
+                    "a collective over the {:?} group in `{name}` is not simulated (no such group in a described job)",
+                    c.group
+                ),
+            );
+            return None;
+        }
+    };
+    if c.size_bytes == 0 {
+        return None;
+    }
+    Some(CommSpec {
+        collective,
+        group,
+        size_bytes: c.size_bytes,
+    })
+}
+
+fn phase_ops(p: &PhaseOp, phase: Phase, name: &str, warnings: &mut Vec<String>) -> PhaseOps {
+    PhaseOps {
+        compute_ns: p.compute_ns,
+        comm: p
+            .comm
+            .as_ref()
+            .and_then(|c| comm_spec(c, phase, name, warnings)),
+    }
+}
+
+/// One layer op as an engine layer.
+fn layer(op: &LayerOp, factor: Option<f64>, warnings: &mut Vec<String>) -> LayerSpec {
+    let mut l = LayerSpec {
+        name: op.name.clone(),
+        forward: phase_ops(&op.forward, Phase::Forward, &op.name, warnings),
+        input_grad: phase_ops(&op.input_grad, Phase::InputGrad, &op.name, warnings),
+        weight_grad: phase_ops(&op.weight_grad, Phase::WeightGrad, &op.name, warnings),
+        update_ns: op.update_ns,
+    };
+    if let Some(f) = factor {
+        let half = scale(op.forward.compute_ns, f / 2.0);
+        l.input_grad.compute_ns = half;
+        l.weight_grad.compute_ns = half;
+    }
+    l
+}
+
+/// `ns * factor`, rounded, saturating.
+pub(crate) fn scale(ns: u64, factor: f64) -> u64 {
+    if factor == 1.0 {
+        return ns;
+    }
+    let x = (ns as f64 * factor).round();
+    if !x.is_finite() || x <= 0.0 {
+        0
+    } else if x >= 1.8e19 {
+        u64::MAX / 4
+    } else {
+        x as u64
+    }
+}
+
+struct StageParts {
+    blocks: Vec<Block>,
+    micro_batch_blocks: Vec<u32>,
+    micro_batches: u64,
+    pre: Vec<LayerSpec>,
+    post: Vec<LayerSpec>,
+}
+
+fn stage_parts(
+    s: &StageWorkload,
+    stage: u32,
+    factor: Option<f64>,
+    warnings: &mut Vec<String>,
+) -> Result<StageParts, SimError> {
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut micro_batch_blocks: Vec<u32> = Vec::new();
+    let mut micro_batches: u64 = 0;
+    let n = s.blocks.len();
+    for (i, mb) in s.blocks.iter().enumerate() {
+        if mb.repeat == 0 {
+            continue;
+        }
+        let b = Block {
+            layers: mb.ops.iter().map(|o| layer(o, factor, warnings)).collect(),
+        };
+        let idx = match blocks.iter().position(|x| *x == b) {
+            Some(i) => i,
+            None => {
+                blocks.push(b);
+                blocks.len() - 1
+            }
+        } as u32;
+        // Micro-batches past the end of the map use its last entry, so the
+        // last block needs one entry whatever its repeat.
+        let entries = if i + 1 == n { 1 } else { u64::from(mb.repeat) };
+        if micro_batch_blocks.len() as u64 + entries > u64::from(MAX_MICRO_BATCHES) {
+            return Err(SimError::TooLarge(format!(
+                "stage {stage} describes more than {MAX_MICRO_BATCHES} micro-batches"
+            )));
+        }
+        micro_batch_blocks.extend(std::iter::repeat_n(idx, entries as usize));
+        micro_batches = micro_batches.saturating_add(u64::from(mb.repeat));
+    }
+    if blocks.is_empty() || blocks.iter().all(|b| b.layers.is_empty()) {
+        return Err(SimError::InvalidJob(format!(
+            "stage {stage} has no per-micro-batch layers to schedule"
+        )));
+    }
+    if blocks.len() == 1 {
+        micro_batch_blocks.clear();
+    }
+    Ok(StageParts {
+        blocks,
+        micro_batch_blocks,
+        micro_batches,
+        pre: s
+            .before
+            .iter()
+            .map(|o| layer(o, factor, warnings))
+            .collect(),
+        post: s.after.iter().map(|o| layer(o, factor, warnings)).collect(),
+    })
+}
+
+impl JobSpec {
+    /// Adapt a described job (see the module documentation for the
+    /// mapping). Errors when a stage has no workload or no per-micro-batch
+    /// layers, or when the job describes more micro-batches than the engine
+    /// accepts.
+    pub fn from_described(
+        job: &DescribedJob,
+        options: &DescribedOptions,
+    ) -> Result<JobSpec, SimError> {
+        let mut warnings = Vec::new();
+        let p = &job.parallel;
+        let (tp, dp, pp) = (p.tp.max(1), p.dp.max(1), p.pp.max(1));
+        let mut ep = p.ep.max(1);
+        if ep > 1 && !dp.is_multiple_of(ep) {
+            warnings.push(format!(
+                "ep {ep} does not divide dp {dp}; EP groups are placed as if ep = 1"
+            ));
+            ep = 1;
+        }
+        let parallel = Parallelism { tp, dp, pp, ep };
+        let factor = match options.backward_factor {
+            Some(f) if backward_was_estimated(job) => {
+                if !f.is_finite() || !(0.0..=1000.0).contains(&f) {
+                    return Err(SimError::InvalidConfig {
+                        name: "backward_factor",
+                        reason: format!("{f} is not between 0 and 1000"),
+                    });
+                }
+                warnings.push(format!(
+                    "backward estimated as {f} x forward (input gradient = weight gradient = {} x forward)",
+                    f / 2.0
+                ));
+                Some(f)
+            }
+            _ => None,
+        };
+        let mut programs = Vec::with_capacity(pp as usize);
+        let mut micro_batches: Option<u64> = None;
+        for stage in 0..pp {
+            let Some(s) = job.stage(stage) else {
+                return Err(SimError::InvalidJob(format!(
+                    "the job describes no workload for pipeline stage {stage} of {pp}"
+                )));
+            };
+            let parts = stage_parts(s, stage, factor, &mut warnings)?;
+            match micro_batches {
+                None => micro_batches = Some(parts.micro_batches),
+                Some(m) if m != parts.micro_batches => warnings.push(format!(
+                    "stage {stage} describes {} micro-batches, stage 0 {m}; every stage runs {m}",
+                    parts.micro_batches
+                )),
+                Some(_) => {}
+            }
+            programs.push(RankProgram {
+                rank: 0,
+                stage,
+                blocks: parts.blocks,
+                micro_batch_blocks: parts.micro_batch_blocks,
+                pre_rows: parts.pre,
+                post_rows: parts.post,
+                order: None,
+            });
+        }
+        let micro_batches = u32::try_from(micro_batches.unwrap_or(1).max(1)).unwrap_or(u32::MAX);
+        let checkpoints = job.stages.iter().any(|s| {
+            s.blocks
+                .iter()
+                .flat_map(|b| b.ops.iter())
+                .chain(s.before.iter())
+                .chain(s.after.iter())
+                .any(|o| o.checkpoint || o.initiates_recompute)
+        });
+        if checkpoints {
+            warnings.push(
+                "activation-recompute checkpoints in the header are not simulated".to_string(),
+            );
+        }
+        let activation_bytes = if p.activation_bytes > 0 {
+            p.activation_bytes
+        } else if pp > 1 {
+            let largest = programs
+                .iter()
+                .flat_map(|prog| prog.blocks.iter())
+                .flat_map(|b| b.layers.iter())
+                .filter_map(|l| l.forward.comm)
+                .filter(|c| c.group == GroupKind::Tp)
+                .map(|c| c.size_bytes)
+                .max()
+                .unwrap_or(0);
+            let est = largest / u64::from(tp);
+            warnings.push(format!(
+                "no pp_comm in the header; stage-to-stage sends estimated at {est} bytes (largest forward TP collective {largest} B / tp {tp}); set the activation bytes to override"
+            ));
+            est
+        } else {
+            0
+        };
+        let name = job
+            .file
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&job.file)
+            .to_string();
+        Ok(JobSpec {
+            name,
+            parallel,
+            micro_batches,
+            activation_bytes,
+            mode: JobMode::Spmd,
+            programs,
+            header_vpp: (job.format == Format::SimaiWorkload).then(|| p.virtual_stages.max(1)),
+            warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::{neusight, simai};
+
+    const SEED000: &str =
+        include_str!("../../../../tests/fixtures/seeds/simai_llama65b_tp8_pp4_vpp8.txt");
+
+    #[test]
+    fn simai_through_the_model_equals_the_direct_adapter() {
+        let w = simai::parse("s.txt", SEED000).unwrap();
+        let direct = JobSpec::from_simai(&w).unwrap();
+        let via =
+            JobSpec::from_described(&simai::to_model("s.txt", &w), &Default::default()).unwrap();
+        assert_eq!(via.parallel, direct.parallel);
+        assert_eq!(via.micro_batches, direct.micro_batches);
+        assert_eq!(via.activation_bytes, direct.activation_bytes);
+        assert_eq!(via.header_vpp, direct.header_vpp);
+        assert_eq!(via.programs, direct.programs);
+    }
+
+    #[test]
+    fn repeats_become_a_block_map() {
+        let text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: 1 vpp: 1 ga: 3 all_gpus: 1 pp_comm: 0\n\
+            6\n\
+            embedding_layer -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
+            a -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
+            embedding_layer -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
+            a -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
+            embedding_layer -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
+            a -1 2000 NONE 0 1000 NONE 0 1000 NONE 0 100\n";
+        let w = simai::parse("r.txt", text).unwrap();
+        let j =
+            JobSpec::from_described(&simai::to_model("r.txt", &w), &Default::default()).unwrap();
+        assert_eq!(j.micro_batches, 3);
+        let p = &j.programs[0];
+        assert_eq!(p.blocks.len(), 2);
+        assert_eq!(p.micro_batch_blocks, vec![0, 0, 1]);
+        assert_eq!(p.block_of(2).unwrap().layers[1].forward.compute_ns, 2000);
+    }
+
+    #[test]
+    fn neusight_backward_factor_rescales_the_estimate() {
+        let tsv = "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\tbackward_compute_time\tbackward_comm_type\tbackward_comm_size\tweight_grad_compute_time\tweight_grad_comm_type\tweight_grad_comm_size\tprocess_time\n\
+            a\t1.0\tNone\t0\t0\tNone\t0\t0\tNone\t0\t0\n";
+        let t = neusight::parse("n.tsv", tsv).unwrap();
+        let job = neusight::to_model("n.tsv", &t, &Default::default());
+        assert!(backward_was_estimated(&job));
+        let keep = JobSpec::from_described(&job, &Default::default()).unwrap();
+        let l = &keep.programs[0].blocks[0].layers[0];
+        assert_eq!(
+            (l.input_grad.compute_ns, l.weight_grad.compute_ns),
+            (1_000_000, 1_000_000)
+        );
+        let three = JobSpec::from_described(
+            &job,
+            &DescribedOptions {
+                backward_factor: Some(3.0),
+            },
+        )
+        .unwrap();
+        let l = &three.programs[0].blocks[0].layers[0];
+        assert_eq!(
+            (l.input_grad.compute_ns, l.weight_grad.compute_ns),
+            (1_500_000, 1_500_000)
+        );
+        assert!(three.warnings.iter().any(|w| w.contains("3 x forward")));
+    }
+}

@@ -1,0 +1,282 @@
+//! The measured timeline of a [`MeasuredRun`] (Echo traces, Optimus-Prime
+//! logs), straight from the input without simulating: every op and every
+//! sub-op becomes a span on its rank's lane of the right stream, built with
+//! [`TimelineBuilder`] so the web page draws measured and simulated runs
+//! alike.
+//!
+//! - Lanes: per rank (ascending), the five streams of [`Stream::ALL`]
+//!   (lane = rank position x 5 + stream), grouped by rank.
+//! - Streams and kinds: compute ops on the compute stream (forward phase:
+//!   [`SpanKind::Forward`]; backward: [`SpanKind::InputGrad`], a measured
+//!   backward step covers both gradients; other: [`SpanKind::Compute`]);
+//!   collectives over TP / EP on the collective stream, over DP / DP_EP and
+//!   the embedding groups on the gradient-sync stream (kinds `coll_tp`,
+//!   `coll_ep`, `coll_dp`, `coll_dp_ep`, `coll_other` for embedding, pipeline
+//!   and unscoped groups; broadcasts are `coll_other`); sends and receives
+//!   on the send / receive streams (a measured receive includes waiting for
+//!   the peer); waits on the compute stream. Sub-ops go to the stream of
+//!   their own kind (compute sub-ops nest inside their parent).
+//! - Time: the clock of the traces (one host clock shared by the ranks,
+//!   FORMATS.md section 4) shifted so the earliest measured start is 0.
+//!   Ops without a measured start (profiling placeholders, aggregated log
+//!   entries such as Optimus-Prime's per-step forward totals) are laid end
+//!   to end after the rank's previous op, and a warning says how many.
+//! - Flows: a `send_forward` / `send_backward` of micro-batch j is joined to
+//!   the `recv_forward` / `recv_backward` of micro-batch j on the
+//!   neighbouring stage's rank with the same TP and DP position, when both
+//!   are in the run.
+//! - The measured iteration time is the run's steady value
+//!   ([`MeasuredRun::steady_iteration_ns`]).
+
+use super::timeline::{
+    CollOp, Flow, LabelId, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline,
+    TimelineBuilder,
+};
+use crate::model::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A measured run's timeline and iteration time.
+#[derive(Debug, Clone, Serialize)]
+pub struct MeasuredTimeline {
+    /// The spans.
+    pub timeline: Timeline,
+    /// Clock value, ns, at timeline time 0 (the earliest measured start).
+    pub origin_ns: u64,
+    /// The run's measured iteration time, ns (steady iterations), if any.
+    pub iteration_time_ns: Option<u64>,
+    /// Every measured iteration time of the job, ns, in order.
+    pub iteration_times_ns: Vec<u64>,
+    /// How many training iterations each of them covers.
+    pub iterations_covered: Vec<u32>,
+    /// Ranks with lanes, ascending.
+    pub ranks: Vec<u32>,
+    /// Spans placed without a measured start.
+    pub untimed_spans: u64,
+    /// Assumptions made.
+    pub warnings: Vec<String>,
+}
+
+/// Stream and span kind of a measured op (see the module documentation).
+pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
+    match op.kind {
+        OpKind::Compute => (
+            Stream::Compute,
+            match op.phase {
+                Some(Phase::Forward) => SpanKind::Forward,
+                Some(Phase::Backward) => SpanKind::InputGrad,
+                _ => SpanKind::Compute,
+            },
+            CollOp::None,
+        ),
+        OpKind::Collective { collective, group } => {
+            let coll = match collective {
+                CommKind::AllReduce => CollOp::AllReduce,
+                CommKind::AllGather => CollOp::AllGather,
+                CommKind::ReduceScatter => CollOp::ReduceScatter,
+                CommKind::AllToAll => CollOp::AllToAll,
+                CommKind::Send | CommKind::Recv => CollOp::SendRecv,
+                CommKind::Broadcast => CollOp::None,
+            };
+            let (stream, kind) = match group {
+                CommGroup::Tp => (Stream::Collective, SpanKind::CollTp),
+                CommGroup::Ep => (Stream::Collective, SpanKind::CollEp),
+                CommGroup::Dp => (Stream::GradSync, SpanKind::CollDp),
+                CommGroup::DpEp => (Stream::GradSync, SpanKind::CollDpEp),
+                CommGroup::Embedding | CommGroup::PositionEmbedding => {
+                    (Stream::GradSync, SpanKind::CollOther)
+                }
+                CommGroup::Pp | CommGroup::Unscoped => (Stream::Collective, SpanKind::CollOther),
+            };
+            let kind = if collective == CommKind::Broadcast {
+                SpanKind::CollOther
+            } else {
+                kind
+            };
+            (stream, kind, coll)
+        }
+        OpKind::Send => (Stream::Send, SpanKind::Send, CollOp::SendRecv),
+        OpKind::Recv => (Stream::Recv, SpanKind::Recv, CollOp::SendRecv),
+        OpKind::Wait => (Stream::Compute, SpanKind::Wait, CollOp::None),
+    }
+}
+
+/// A transfer's identity: (forward?, sending stage, TP index, DP index,
+/// micro-batch).
+type TransferKey = (bool, u32, u32, u32, u32);
+
+fn earliest_start(run: &MeasuredRun) -> Option<u64> {
+    run.ranks
+        .iter()
+        .flat_map(|r| r.ops.iter())
+        .flat_map(|o| std::iter::once(o).chain(o.sub_ops.iter()))
+        .filter_map(|o| o.start_ns)
+        .min()
+}
+
+/// Build the measured timeline of `run`.
+pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
+    let origin = earliest_start(run).unwrap_or(0);
+    let mut tb = TimelineBuilder::new();
+    let mut untimed = 0u64;
+    let mut warnings = Vec::new();
+    let mut ranks = Vec::with_capacity(run.ranks.len());
+    let mut sends: BTreeMap<TransferKey, SpanRef> = BTreeMap::new();
+    let mut recvs: Vec<(TransferKey, SpanRef, u64)> = Vec::new();
+    let par = &run.parallel;
+    for (ri, rt) in run.ranks.iter().enumerate() {
+        ranks.push(rt.rank);
+        let stage = rt.stage.unwrap_or_else(|| par.stage_of_rank(rt.rank));
+        let base = ri as u32 * 5;
+        for stream in Stream::ALL {
+            tb.lane(Lane {
+                group_kind: LaneGroup::Rank,
+                group: rt.rank,
+                stage,
+                stream,
+                name: format!("rank {} (stage {stage}) / {}", rt.rank, stream.name()),
+            });
+        }
+        let mut cursor = 0u64;
+        for op in &rt.ops {
+            let rel = |t: u64| t.saturating_sub(origin);
+            let dur = op.duration_ns.unwrap_or(0);
+            let start = match op.start_ns {
+                Some(s) => rel(s),
+                None => {
+                    untimed += 1;
+                    cursor
+                }
+            };
+            let placed = push_op(&mut tb, base, op, start, dur);
+            cursor = cursor.max(start.saturating_add(dur));
+            let mut sub_cursor = start;
+            for so in &op.sub_ops {
+                let d = so.duration_ns.unwrap_or(0);
+                let s = match so.start_ns {
+                    Some(s) => rel(s),
+                    None => {
+                        untimed += 1;
+                        sub_cursor
+                    }
+                };
+                push_op(&mut tb, base, so, s, d);
+                sub_cursor = sub_cursor.max(s.saturating_add(d));
+            }
+            if let (Some(mb), OpKind::Send | OpKind::Recv) = (op.micro_batch, op.kind) {
+                let forward = match (op.kind, op.phase) {
+                    (_, Some(Phase::Forward)) => true,
+                    (_, Some(Phase::Backward)) => false,
+                    _ => continue,
+                };
+                let (tp, dp) = (par.tp_rank(rt.rank), par.dp_rank(rt.rank));
+                if op.kind == OpKind::Send {
+                    sends.insert((forward, stage, tp, dp, mb), placed);
+                } else {
+                    // A forward receive on stage s comes from s - 1, a
+                    // backward one from s + 1.
+                    let from = if forward {
+                        stage.checked_sub(1)
+                    } else {
+                        stage.checked_add(1)
+                    };
+                    if let Some(from) = from {
+                        recvs.push((
+                            (forward, from, tp, dp, mb),
+                            placed,
+                            op.message_bytes.unwrap_or(0),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for (key, to, bytes) in recvs {
+        if let Some(from) = sends.get(&key) {
+            tb.flow(Flow {
+                from: *from,
+                to,
+                bytes,
+                micro_batch: key.4,
+            });
+        }
+    }
+    if untimed > 0 {
+        warnings.push(format!(
+            "{untimed} measured op(s) have no start time (aggregated log entries or profiling placeholders); they are laid end to end after their rank's previous op, so their positions are not measured"
+        ));
+    }
+    let steady = run.steady_iteration_ns();
+    MeasuredTimeline {
+        timeline: tb.build(),
+        origin_ns: origin,
+        iteration_time_ns: steady,
+        iteration_times_ns: run.iterations.iter().map(|i| i.duration_ns).collect(),
+        iterations_covered: run
+            .iterations
+            .iter()
+            .map(|i| i.iterations_covered)
+            .collect(),
+        ranks,
+        untimed_spans: untimed,
+        warnings,
+    }
+}
+
+fn push_op(tb: &mut TimelineBuilder, base: u32, op: &MeasuredOp, start: u64, dur: u64) -> SpanRef {
+    let (stream, kind, coll) = stream_and_kind(op);
+    let label: LabelId = tb.label(&op.name);
+    let lane = base + stream.index();
+    tb.push(
+        lane,
+        Span {
+            start_ns: start,
+            duration_ns: dur,
+            bytes: op.message_bytes.unwrap_or(0),
+            label,
+            layer: Span::NONE,
+            micro_batch: op.micro_batch.unwrap_or(Span::NONE),
+            kind,
+            coll,
+            chunk: 0,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::echo;
+
+    const SEED: &str =
+        include_str!("../../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
+
+    #[test]
+    fn every_op_and_sub_op_is_a_span() {
+        let run = echo::parse_run(&[("echo_megatron_trace_rank7_tp2_pp4.txt", SEED)]);
+        let m = measured_timeline(&run);
+        let t = &m.timeline;
+        let ops = run.ranks[0].ops.len();
+        let subs: usize = run.ranks[0].ops.iter().map(|o| o.sub_ops.len()).sum();
+        assert_eq!(t.span_count(), ops + subs);
+        assert_eq!(t.lanes().len(), 5);
+        assert_eq!(m.untimed_spans, 0);
+        // The first op starts at 0; the timeline ends at the iteration end.
+        assert_eq!(m.iteration_time_ns, Some(t.end_ns()));
+        // The TP all-reduce sub-ops of forward_step are on the collective lane.
+        let coll = t.spans(Stream::Collective.index());
+        assert!(coll.iter().any(|s| s.kind == SpanKind::CollTp));
+        // dp_allreduce on the gradient-sync lane with its bytes.
+        let dp = t.spans(Stream::GradSync.index());
+        assert!(dp
+            .iter()
+            .any(|s| s.kind == SpanKind::CollDp && s.bytes == 1_702_466_560 * 4));
+        let fwd = t
+            .spans(Stream::Compute.index())
+            .iter()
+            .find(|s| t.label(s.label) == "forward_step")
+            .unwrap();
+        assert_eq!(fwd.duration_ns, 604_580_000);
+        assert_eq!(fwd.kind, SpanKind::Forward);
+    }
+}

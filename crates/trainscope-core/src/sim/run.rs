@@ -1,0 +1,640 @@
+//! The one high-level entry of the event mode, shared by the CLI and the web
+//! page so both give identical numbers: [`run_files`] takes the input files'
+//! names and bytes, the simulation settings ([`SimConfig`]) and the run
+//! options ([`RunOptions`]) and returns everything to show ([`RunOutput`]):
+//! the simulation result (timeline and summary), for measured runs the
+//! measured timeline, the measured-vs-simulated comparison and the
+//! calibration, and every warning. [`convert_files`] returns a measured
+//! run's timeline without simulating. [`RunOutput::report_json`] is the JSON
+//! object `trainscope simulate --json` prints.
+//!
+//! What runs (exactly one input per call; Echo rank files of one job are one
+//! input):
+//! - a described job (SimAI/AICB workload, NeuSight TSV): adapted with
+//!   [`JobSpec::from_described`] and simulated with the configured schedule;
+//! - an Echo trace: replayed ([`replay::echo_job`]: measured compute, the
+//!   measured step order, collectives and transfers from the network model),
+//!   compared with the measured iteration;
+//! - an Optimus-Prime log: rebuilt ([`replay::optimus_job`]: per-stage
+//!   forward per micro-batch, backward = `backward_factor` x forward, default
+//!   2) and simulated with the configured schedule (1F1B, the logged one, by
+//!   default), compared with the measured ms/batch.
+//!
+//! Calibration ([`RunOptions::calibrate`], measured runs): the compute scale
+//! is fitted ([`super::calibrate_compute_scale`]) with the settings as
+//! logged (for Optimus-Prime: 1F1B, one chunk, the logged micro-batch
+//! count; the cluster settings as given) so the prediction meets the
+//! measured iteration time; then the given settings are simulated with that
+//! scale (a what-if when they differ from the logged ones).
+//!
+//! Everything is deterministic: same bytes, settings and options give the
+//! same output, natively and in wasm. The inputs ([`SimConfig`],
+//! [`RunOptions`]) serialise and deserialise; the output ([`RunOutput`])
+//! serialises whole, timelines included (a [`super::Timeline`] deserialises
+//! back to an equal value), for a web worker to post it.
+
+use super::described::DescribedOptions;
+use super::job::Parallelism;
+use super::measured::{measured_timeline, MeasuredTimeline};
+use super::replay::{self, AssumedRank, ByKind, KINDS};
+use super::schedule::ScheduleKind;
+use super::simai_cost::{cost_for, SIMAI_P2P_NOTE};
+use super::summary::{ExposedComm, StageSummary};
+use super::{calibrate_compute_scale, simulate_with, Algorithm, JobSpec, SimConfig, SimError};
+use super::{SimResult, Summary};
+use crate::analytical::RatioTables;
+use crate::diag::Diagnostic;
+use crate::formats::{neusight, Format};
+use crate::inspect::{load_set, LoadOptions, LoadedSet};
+use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Version of [`RunOutput`]'s JSON layout ([`RunOutput::report_json`]).
+pub const RUN_SCHEMA_VERSION: u32 = 1;
+
+/// Options of [`run_files`] besides the simulation settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunOptions {
+    /// Parse every file as this format instead of detecting it.
+    pub format: Option<Format>,
+    /// NeuSight TSVs: how many times the model repeats the described block
+    /// (default [`neusight::DEFAULT_BLOCK_REPEATS`], GPT-2-large).
+    pub block_repeats: Option<u32>,
+    /// Described jobs: the world size (GPUs). SimAI workloads: replaces
+    /// the header's `all_gpus`; NeuSight TSVs (data parallel): the number of
+    /// replicas. Ignored (warned) for measured runs.
+    pub world: Option<u32>,
+    /// Measured runs: fit the compute scale to the measurement first.
+    pub calibrate: bool,
+    /// Bandwidth-efficiency tables for `Algorithm::Simai` (SimAI's built-in
+    /// ones when `None`).
+    #[serde(skip)]
+    pub ratio_tables: Option<RatioTables>,
+}
+
+/// Why [`run_files`] produced no output.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The inputs do not make one simulation (none, several, or the wrong
+    /// kind for the request).
+    #[error("{0}")]
+    Usage(String),
+    /// A file could not be read: its error diagnostics.
+    #[error("{}", .0.first().map(|d| d.message.as_str()).unwrap_or("an input failed to parse"))]
+    Parse(Vec<Diagnostic>),
+    /// The settings or the job cannot be simulated.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
+
+impl RunError {
+    /// The CLI's exit code: 2 usage, 3 parse failure, 4 invalid
+    /// configuration.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Usage(_) => 2,
+            RunError::Parse(_) => 3,
+            RunError::Sim(_) => 4,
+        }
+    }
+
+    /// What to show: the parse diagnostics, or one error with a hint.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            RunError::Usage(m) => vec![Diagnostic::error(m.clone())],
+            RunError::Parse(d) => d.clone(),
+            RunError::Sim(e) => vec![e.to_diagnostic()],
+        }
+    }
+}
+
+/// One op kind of a measured-vs-simulated comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KindComparison {
+    /// One of [`replay::KINDS`].
+    pub kind: &'static str,
+    /// Measured time of this kind over the compared ranks, ns (`None`: the
+    /// input does not measure it).
+    pub measured_ns: Option<u64>,
+    /// Simulated time of this kind over the same ranks, ns.
+    pub simulated_ns: u64,
+    /// simulated - measured, ns.
+    pub difference_ns: Option<i64>,
+}
+
+/// Measured vs simulated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The run's measured iteration time (steady iterations), ns.
+    pub measured_iteration_time_ns: u64,
+    /// The simulated iteration time, ns.
+    pub simulated_iteration_time_ns: u64,
+    /// simulated - measured, ns.
+    pub difference_ns: i64,
+    /// 100 x (simulated - measured) / measured.
+    pub error_percent: f64,
+    /// The measured ranks the per-kind figures cover.
+    pub ranks: Vec<u32>,
+    /// Per op kind, in [`replay::KINDS`] order.
+    pub by_kind: Vec<KindComparison>,
+}
+
+/// A fitted compute scale.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationReport {
+    /// Every compute duration is multiplied by this.
+    pub compute_scale: f64,
+    /// The measured iteration time it was fitted to, ns.
+    pub measured_iteration_time_ns: u64,
+    /// The simulated iteration time with the scale under the logged
+    /// settings, ns.
+    pub calibrated_iteration_time_ns: u64,
+    /// 100 x (calibrated - measured) / measured.
+    pub error_percent: f64,
+    /// Simulations the fit ran.
+    pub simulations: u32,
+    /// True when the reported simulation uses settings other than the ones
+    /// calibrated on (a what-if).
+    pub what_if: bool,
+    /// The schedule the calibration ran.
+    pub schedule: &'static str,
+}
+
+/// Everything one event-mode run produces (see the module documentation).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutput {
+    /// [`RUN_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `event`.
+    pub mode: &'static str,
+    /// `described` or `measured`.
+    pub kind: &'static str,
+    /// The input's format.
+    pub format: Format,
+    /// The input files the simulation used.
+    pub files: Vec<String>,
+    /// Parallel sizes of the simulated job.
+    pub parallel: Parallelism,
+    /// The settings of the reported simulation (after calibration, with the
+    /// fitted compute scale).
+    pub config: SimConfig,
+    /// The simulation: timeline, summary, engine counters.
+    pub result: SimResult,
+    /// Measured runs: the measured timeline and iteration times.
+    pub measured: Option<MeasuredTimeline>,
+    /// Measured runs: measured vs simulated.
+    pub comparison: Option<Comparison>,
+    /// Measured runs with [`RunOptions::calibrate`].
+    pub calibration: Option<CalibrationReport>,
+    /// Ranks simulated as copies of the nearest measured stage.
+    pub assumed_ranks: Vec<AssumedRank>,
+    /// Every warning (files, adapters, simulation), one line each, in order.
+    pub warnings: Vec<String>,
+    /// Notes on what was simulated.
+    pub notes: Vec<String>,
+}
+
+fn exposed_json(e: &ExposedComm) -> Value {
+    json!({ "dp": e.dp, "dp_ep": e.dp_ep, "tp": e.tp, "ep": e.ep, "pp": e.pp })
+}
+
+fn stage_json(s: &StageSummary) -> Value {
+    json!({
+        "stage": s.stage,
+        "rank": s.rank,
+        "compute_ns": s.compute_ns,
+        "busy_share": s.busy_share,
+        "idle_share": s.idle_share,
+        "bubble_ns": s.bubble_ns,
+        "exposed_comm_ns": exposed_json(&s.exposed_comm_ns),
+        "other_idle_ns": s.other_idle_ns,
+        "collective_busy_ns": s.collective_busy_ns,
+        "grad_sync_busy_ns": s.grad_sync_busy_ns,
+        "send_busy_ns": s.send_busy_ns,
+        "recv_busy_ns": s.recv_busy_ns,
+        "end_ns": s.end_ns,
+    })
+}
+
+impl RunOutput {
+    /// The summary of the reported simulation.
+    pub fn summary(&self) -> &Summary {
+        &self.result.summary
+    }
+
+    /// The measured iteration time, ns (measured runs with one).
+    pub fn measured_iteration_time_ns(&self) -> Option<u64> {
+        self.measured.as_ref().and_then(|m| m.iteration_time_ns)
+    }
+
+    /// The JSON object of `trainscope simulate --json` (same keys as the
+    /// SimAI-compatible mode where they mean the same: `mode`,
+    /// `iteration_time_ns`, `compute_ns`, `bubble_ns`, `exposed_comm_ns`
+    /// with `dp`, `dp_ep`, `tp`, `ep`, `pp`, `exposed_comm_total_ns`,
+    /// `warnings`; plus `stages`, `critical_path`, and for measured runs
+    /// `measured_iteration_time_ns`, `comparison`, `calibration`).
+    pub fn report_json(&self) -> Value {
+        let s = self.summary();
+        let mut v = json!({
+            "schema_version": RUN_SCHEMA_VERSION,
+            "mode": self.mode,
+            "kind": self.kind,
+            "format": self.format.name(),
+            "files": self.files,
+            "job": s.job,
+            "parallel": self.parallel,
+            "schedule": s.schedule,
+            "algorithm": s.algorithm,
+            "pipeline_stages": s.pipeline_stages,
+            "micro_batches": s.micro_batches,
+            "virtual_stages": s.virtual_stages,
+            "simulated_ranks": s.simulated_ranks,
+            "representative_ranks": s.representative_ranks,
+            "activation_bytes": s.activation_bytes,
+            "compute_scale": self.config.compute_scale,
+            "iteration_time_ns": s.iteration_time_ns,
+            "compute_ns": s.compute_ns,
+            "bubble_ns": s.bubble_ns,
+            "exposed_comm_ns": exposed_json(&s.exposed_comm_ns),
+            "exposed_comm_total_ns": s.exposed_comm_ns.total(),
+            "other_idle_ns": s.other_idle_ns,
+            "reference_stage": s.reference_stage,
+            "reference_rank": s.reference_rank,
+            "simai_bubble_ns": s.simai_bubble_ns,
+            "stages": s.stages.iter().map(stage_json).collect::<Vec<_>>(),
+            "critical_path": s.critical_path,
+            "events": s.events,
+            "tasks": s.tasks,
+        });
+        if self.kind == "measured" {
+            v["measured_iteration_time_ns"] = json!(self.measured_iteration_time_ns());
+            if let Some(m) = &self.measured {
+                v["measured_iteration_times_ns"] = json!(m.iteration_times_ns);
+                v["measured_iterations_covered"] = json!(m.iterations_covered);
+            }
+            v["comparison"] = json!(self.comparison);
+            v["calibration"] = json!(self.calibration);
+            v["assumed_ranks"] = json!(self.assumed_ranks);
+        }
+        v["warnings"] = json!(self.warnings);
+        v["notes"] = json!(self.notes);
+        v
+    }
+}
+
+/// A measured run's timeline ([`convert_files`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConvertOutput {
+    /// The run's format.
+    pub format: Format,
+    /// Its files.
+    pub files: Vec<String>,
+    /// The measured timeline and iteration times.
+    pub measured: MeasuredTimeline,
+    /// Warnings (files, timeline), one line each.
+    pub warnings: Vec<String>,
+}
+
+enum Input {
+    Described(DescribedJob),
+    Measured(MeasuredRun),
+}
+
+fn push_unique(out: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+    for s in items {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+}
+
+/// Warnings as one-line diagnostics (`warning: ...`), as the files' are
+/// (`file:line:col: warning: ...`); duplicates dropped.
+fn as_warning_lines(file_warnings: Vec<String>, others: Vec<String>) -> Vec<String> {
+    let mut out = file_warnings;
+    push_unique(
+        &mut out,
+        others.into_iter().map(|m| Diagnostic::warning(m).short()),
+    );
+    out
+}
+
+/// Parse `files` and pick the one input (see the module documentation).
+fn load(
+    files: &[(&str, &[u8])],
+    options: &RunOptions,
+) -> Result<(Input, Vec<String>, Vec<String>), RunError> {
+    if files.is_empty() {
+        return Err(RunError::Usage("no input file".to_string()));
+    }
+    let neusight = neusight::NeusightOptions {
+        block_repeats: options
+            .block_repeats
+            .unwrap_or(neusight::DEFAULT_BLOCK_REPEATS),
+        data_parallel: options.world,
+    };
+    let LoadedSet {
+        summaries,
+        described,
+        runs,
+    } = load_set(files, options.format, &LoadOptions { neusight });
+    let errors: Vec<Diagnostic> = summaries
+        .iter()
+        .flat_map(|s| s.diagnostics.iter().filter(|d| d.is_error()).cloned())
+        .collect();
+    if !errors.is_empty() {
+        return Err(RunError::Parse(errors));
+    }
+    let mut warnings = Vec::new();
+    push_unique(&mut warnings, summaries.iter().flat_map(|s| s.warnings()));
+    let inputs = described.len() + runs.len();
+    if inputs != 1 {
+        let names: Vec<String> = summaries
+            .iter()
+            .map(|s| {
+                format!(
+                    "`{}` ({})",
+                    s.file,
+                    s.format.map_or("unrecognised", Format::name)
+                )
+            })
+            .collect();
+        return Err(RunError::Usage(format!(
+            "one simulation takes one workload or one measured run (the rank files of one Echo job count as one); got {inputs}: {}",
+            names.join(", ")
+        )));
+    }
+    let (input, used) = match (described.into_iter().next(), runs.into_iter().next()) {
+        (Some(d), _) => {
+            let f = vec![d.file.clone()];
+            (Input::Described(d), f)
+        }
+        (None, Some(r)) => {
+            let f = r.files.clone();
+            (Input::Measured(r), f)
+        }
+        (None, None) => return Err(RunError::Usage("no input".to_string())),
+    };
+    Ok((input, used, warnings))
+}
+
+fn error_percent(simulated: u64, measured: u64) -> f64 {
+    if measured == 0 {
+        return 0.0;
+    }
+    (simulated as f64 - measured as f64) / measured as f64 * 100.0
+}
+
+fn diff(a: u64, b: u64) -> i64 {
+    let d = i128::from(a) - i128::from(b);
+    i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+}
+
+fn comparison(
+    measured_ns: u64,
+    result: &SimResult,
+    measured: &ByKind,
+    ranks: &[u32],
+) -> Comparison {
+    let sim = ByKind::of_timeline(&result.timeline, ranks);
+    let t = result.summary.iteration_time_ns;
+    Comparison {
+        measured_iteration_time_ns: measured_ns,
+        simulated_iteration_time_ns: t,
+        difference_ns: diff(t, measured_ns),
+        error_percent: error_percent(t, measured_ns),
+        ranks: ranks.to_vec(),
+        by_kind: KINDS
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                let m = measured.seen[k].then_some(measured.ns[k]);
+                KindComparison {
+                    kind: name,
+                    measured_ns: m,
+                    simulated_ns: sim.ns[k],
+                    difference_ns: m.map(|m| diff(sim.ns[k], m)),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Apply a world-size override to a described job.
+fn apply_world(job: &mut DescribedJob, world: u32, warnings: &mut Vec<String>) {
+    if job.format != Format::SimaiWorkload {
+        return; // NeuSight: applied by the parser options.
+    }
+    let p = &job.parallel;
+    let (mut parallel, notes) =
+        ParallelConfig::resolve(Some(world), p.tp, p.pp, p.ep, p.micro_batches);
+    parallel.virtual_stages = p.virtual_stages;
+    parallel.micro_batch_size = p.micro_batch_size;
+    parallel.activation_bytes = p.activation_bytes;
+    warnings.extend(notes);
+    job.parallel = parallel;
+}
+
+/// Simulate the one input in `files` (see the module documentation).
+pub fn run_files(
+    files: &[(&str, &[u8])],
+    config: &SimConfig,
+    options: &RunOptions,
+) -> Result<RunOutput, RunError> {
+    config.validate()?;
+    let (input, used, file_warnings) = load(files, options)?;
+    let mut warnings = Vec::new();
+    let tables = options.ratio_tables.as_ref();
+    let mut notes = Vec::new();
+    if config.algorithm == Algorithm::Simai {
+        notes.push(SIMAI_P2P_NOTE.to_string());
+    }
+    match input {
+        Input::Described(mut d) => {
+            if let Some(w) = options.world {
+                apply_world(&mut d, w, &mut warnings);
+            }
+            if options.calibrate {
+                warnings.push(
+                    "calibration needs a measured run (Echo trace, Optimus-Prime log); ignored for a described workload"
+                        .to_string(),
+                );
+            }
+            let job = JobSpec::from_described(
+                &d,
+                &DescribedOptions {
+                    backward_factor: config.backward_factor,
+                },
+            )?;
+            let cost = cost_for(job.parallel, config, tables)?;
+            let result = simulate_with(&job, config, cost.as_ref())?;
+            push_unique(&mut warnings, result.summary.warnings.iter().cloned());
+            push_unique(&mut notes, result.summary.notes.iter().cloned());
+            Ok(RunOutput {
+                schema_version: RUN_SCHEMA_VERSION,
+                mode: "event",
+                kind: "described",
+                format: d.format,
+                files: used,
+                parallel: job.parallel,
+                config: config.clone(),
+                result,
+                measured: None,
+                comparison: None,
+                calibration: None,
+                assumed_ranks: Vec::new(),
+                warnings: as_warning_lines(file_warnings, warnings),
+                notes,
+            })
+        }
+        Input::Measured(run) => {
+            if options.world.is_some() {
+                warnings.push(
+                    "the world size of a measured run comes from its files; the world setting is ignored"
+                        .to_string(),
+                );
+            }
+            let measured = measured_timeline(&run);
+            push_unique(&mut warnings, measured.warnings.iter().cloned());
+            let mut c = config.clone();
+            // Backward estimates of measured runs are made here, not by the builder.
+            c.backward_factor = None;
+            let (rj, replay_warnings, logged) = match run.format {
+                Format::OptimusPrimeLog => {
+                    let f = config.backward_factor.unwrap_or(2.0);
+                    let (rj, w) = replay::optimus_job(&run, f)?;
+                    (rj, w, Some(ScheduleKind::OneFOneB))
+                }
+                _ => {
+                    let (rj, w) = replay::echo_job(&run)?;
+                    (rj, w, None)
+                }
+            };
+            push_unique(&mut warnings, replay_warnings);
+            if rj.explicit_order {
+                if c.micro_batches.is_some() || c.virtual_stages > 1 {
+                    warnings.push(
+                        "the replay follows the measured step order: the micro-batch and virtual-stage settings are ignored"
+                            .to_string(),
+                    );
+                }
+                c.micro_batches = None;
+                c.virtual_stages = 1;
+                if c.schedule == ScheduleKind::Interleaved {
+                    c.schedule = ScheduleKind::OneFOneB;
+                }
+            }
+            if let Some(l) = logged {
+                if c.schedule != l
+                    || c.virtual_stages != 1
+                    || c.micro_batches.is_some_and(|m| m != rj.job.micro_batches)
+                {
+                    notes.push(format!(
+                        "what-if: the log ran {} with {} micro-batches; simulating {} with {} micro-batches and {} virtual stage(s)",
+                        l.name(),
+                        rj.job.micro_batches,
+                        c.schedule.name(),
+                        c.micro_batches.unwrap_or(rj.job.micro_batches),
+                        c.virtual_stages
+                    ));
+                }
+            }
+            let cost = cost_for(rj.job.parallel, &c, tables)?;
+            let target = measured.iteration_time_ns;
+            let mut calibration = None;
+            let result = match (options.calibrate, target) {
+                (true, Some(target)) if target > 0 => {
+                    let mut base = c.clone();
+                    if let Some(l) = logged {
+                        base.schedule = l;
+                        base.virtual_stages = 1;
+                        base.micro_batches = None;
+                    }
+                    base.compute_scale = 1.0;
+                    let cal = calibrate_compute_scale(&rj.job, &base, cost.as_ref(), target)?;
+                    let mut fin = c.clone();
+                    fin.compute_scale = cal.compute_scale;
+                    let what_if = SimConfig {
+                        compute_scale: 1.0,
+                        ..c.clone()
+                    } != base;
+                    let t = cal.result.summary.iteration_time_ns;
+                    calibration = Some(CalibrationReport {
+                        compute_scale: cal.compute_scale,
+                        measured_iteration_time_ns: target,
+                        calibrated_iteration_time_ns: t,
+                        error_percent: error_percent(t, target),
+                        simulations: cal.simulations,
+                        what_if,
+                        schedule: base.schedule.name(),
+                    });
+                    let r = if what_if {
+                        simulate_with(&rj.job, &fin, cost.as_ref())?
+                    } else {
+                        cal.result
+                    };
+                    c = fin;
+                    r
+                }
+                (true, _) => {
+                    warnings.push(
+                        "the run has no measured iteration time: nothing to calibrate against"
+                            .to_string(),
+                    );
+                    simulate_with(&rj.job, &c, cost.as_ref())?
+                }
+                _ => simulate_with(&rj.job, &c, cost.as_ref())?,
+            };
+            push_unique(&mut warnings, result.summary.warnings.iter().cloned());
+            push_unique(&mut notes, result.summary.notes.iter().cloned());
+            let comparison =
+                target.map(|t| comparison(t, &result, &rj.measured, &rj.present_ranks));
+            Ok(RunOutput {
+                schema_version: RUN_SCHEMA_VERSION,
+                mode: "event",
+                kind: "measured",
+                format: run.format,
+                files: used,
+                parallel: rj.job.parallel,
+                config: c,
+                result,
+                measured: Some(measured),
+                comparison,
+                calibration,
+                assumed_ranks: rj.assumed,
+                warnings: as_warning_lines(file_warnings, warnings),
+                notes,
+            })
+        }
+    }
+}
+
+/// The measured timeline of the one measured run in `files`, without
+/// simulating. A described workload is a usage error (it has no measured
+/// timeline: simulate it and export the simulated one).
+pub fn convert_files(
+    files: &[(&str, &[u8])],
+    options: &RunOptions,
+) -> Result<ConvertOutput, RunError> {
+    let (input, used, file_warnings) = load(files, options)?;
+    match input {
+        Input::Described(d) => Err(RunError::Usage(format!(
+            "`{}` is a described workload ({}), not a measured run: it has no measured timeline; use `trainscope simulate {} --chrome-trace PATH` for its simulated timeline",
+            d.file,
+            d.format.name(),
+            d.file
+        ))),
+        Input::Measured(run) => {
+            let measured = measured_timeline(&run);
+            let warnings = as_warning_lines(file_warnings, measured.warnings.clone());
+            Ok(ConvertOutput {
+                format: run.format,
+                files: used,
+                measured,
+                warnings,
+            })
+        }
+    }
+}
