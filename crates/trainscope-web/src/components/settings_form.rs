@@ -36,8 +36,8 @@ fn control(field: Field) -> Control {
     }
     match field {
         Field::Mode => Control::Select(vec![
-            (mode_name(Mode::Event), "Event-level (pipeline schedule)"),
-            (mode_name(Mode::Simai), "SimAI-compatible (analytical)"),
+            (mode_name(Mode::Event), "Event-level"),
+            (mode_name(Mode::Simai), "SimAI-compatible"),
         ]),
         Field::Gpu => {
             let mut o = opts(&GpuPreset::ALL, gpu_name);
