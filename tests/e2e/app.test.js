@@ -154,6 +154,15 @@ test('an invalid setting is explained next to its field and blocks Simulate', as
   await page.getByTestId('setting-dp_overlap').fill('1.5');
   await page.locator('[data-testid="field-error"][data-field="dp_overlap"]').waitFor();
   await screenshot(page, 'app-settings-invalid');
+  // Keyboard: Tab reaches the mode select and the Simulate button.
+  await page.locator('body').focus();
+  const reached = new Set();
+  for (let i = 0; i < 80 && reached.size < 2; i++) {
+    await page.keyboard.press('Tab');
+    const id = await page.evaluate(() => document.activeElement?.dataset?.testid);
+    if (id === 'mode' || id === 'file-input') reached.add(id);
+  }
+  assert.deepEqual([...reached].sort(), ['file-input', 'mode']);
   await world.fill('512');
   await page.getByTestId('setting-dp_overlap').fill('0.3');
   await page.locator('[data-testid="field-error"]').first().waitFor({ state: 'detached' });

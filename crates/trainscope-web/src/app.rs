@@ -266,6 +266,11 @@ pub fn App() -> Html {
                             <ul class="diags run-diags">{ for o.diagnostics.iter().map(diagnostic) }</ul>
                         }
                     }
+                    if let Some(p) = &state.compare {
+                        <Compare pinned={(**p).clone()}
+                                 current={(!pinned_is_current).then(|| output.as_ref().and_then(|o| o.result.clone().map(|r| (r, o.settings.clone(), o.files.iter().map(|f| f.name.clone()).collect())))).flatten()}
+                                 {on_unpin} />
+                    }
                     if let Some(r) = &result {
                         <Results result={r.clone()} stale={running} on_pin={on_pin}
                                  pinned={pinned_is_current} on_error={on_error} />
@@ -277,11 +282,6 @@ pub fn App() -> Html {
                         <section class="results empty" aria-label="Results">
                             <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example) to see its results here."}</p>
                         </section>
-                    }
-                    if let Some(p) = &state.compare {
-                        <Compare pinned={(**p).clone()}
-                                 current={(!pinned_is_current).then(|| output.as_ref().and_then(|o| o.result.clone().map(|r| (r, o.settings.clone(), o.files.iter().map(|f| f.name.clone()).collect())))).flatten()}
-                                 {on_unpin} />
                     }
                     if !state.files.is_empty() {
                         <section class="files" aria-label="Loaded files">

@@ -1,13 +1,18 @@
 //! A sortable table of typed cells: click (or Enter on) a column header to
 //! sort by it, again to reverse. Numbers sort by value, text
-//! lexicographically; ties keep the original order (stable sort). Long
-//! tables render their first [`MAX_ROWS`] rows (the CSV export has all).
+//! lexicographically; ties keep the original order (stable sort). The
+//! first [`FIRST_ROWS`] rows render at once (a result appears fast), "Show
+//! more" adds rows up to the rows the result carries (at most
+//! [`MAX_ROWS`]; the CSV export has all).
 
 use crate::views::{Cell, TableView};
 use yew::prelude::*;
 
 /// Rows rendered at most (the DOM stays light for 100k-row traces).
 pub const MAX_ROWS: usize = crate::views::TableView::MAX_ROWS_SENT;
+
+/// Rows rendered before "Show more".
+pub const FIRST_ROWS: usize = 50;
 
 #[derive(Properties, PartialEq)]
 pub struct SortableTableProps {
@@ -44,9 +49,15 @@ pub fn sorted_order(rows: &[Vec<Cell>], column: usize, dir: Direction) -> Vec<us
 #[component]
 pub fn SortableTable(props: &SortableTableProps) -> Html {
     let sort = use_state(|| None::<(usize, Direction)>);
+    let limit = use_state(|| FIRST_ROWS);
     let t = &props.table;
     let total = t.total_rows.max(t.rows.len() as u64);
-    let shown = t.rows.len().min(MAX_ROWS) as u64;
+    let shown = t.rows.len().min(MAX_ROWS).min(*limit) as u64;
+    let more = (shown as usize) < t.rows.len().min(MAX_ROWS);
+    let on_more = {
+        let limit = limit.clone();
+        Callback::from(move |_| limit.set((*limit).saturating_mul(10).min(MAX_ROWS)))
+    };
     let order: Vec<usize> = match *sort {
         Some((col, dir)) => sorted_order(&t.rows, col, dir),
         None => (0..t.rows.len()).collect(),
@@ -92,7 +103,7 @@ pub fn SortableTable(props: &SortableTableProps) -> Html {
                     </tr>
                 </thead>
                 <tbody>
-                    { for order.iter().take(MAX_ROWS).map(|&r| html! {
+                    { for order.iter().take(shown as usize).map(|&r| html! {
                         <tr>
                             { for t.rows[r].iter().map(|c| html! {
                                 <td class={classes!(c.is_numeric().then_some("num"))}>{ c.text() }</td>
@@ -102,7 +113,14 @@ pub fn SortableTable(props: &SortableTableProps) -> Html {
                 </tbody>
             </table>
             if shown < total {
-                <p class="note" data-testid="table-note">{ format!("Showing {shown} of {total} rows (sorting applies to these); the CSV download has them all.") }</p>
+                <p class="note" data-testid="table-note">
+                    { format!("Showing {shown} of {total} rows") }
+                    { if total > t.rows.len() as u64 { format!(" (sorting applies to the first {})", t.rows.len()) } else { String::new() } }
+                    {"; the CSV download has them all. "}
+                    if more {
+                        <button type="button" class="secondary small" data-testid="table-more" onclick={on_more}>{"Show more"}</button>
+                    }
+                </p>
             }
         </div>
     }
