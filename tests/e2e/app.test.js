@@ -258,3 +258,19 @@ test('the worker runs from a sub-path of a static host', async () => {
     assert.deepEqual(errors, []);
   } finally { sub.server.close(); }
 });
+
+test('figure: page load to first result for seed 001 (a link with the example)', async () => {
+  const times = [];
+  for (let i = 0; i < 3; i++) {
+    const { page, errors } = await open(`${site.url}#example=${SEED001}`);
+    const ms = await page.waitForFunction(
+      () => document.querySelector('[data-testid="results"]') && performance.now(),
+      undefined, { polling: 'raf' });
+    times.push(Math.round(await ms.jsonValue()));
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+  times.sort((a, b) => a - b);
+  console.log(`# figure: navigation start to first result, seed 001: median ${times[1]} ms (runs: ${times.join(', ')})`);
+  assert.equal(times.length, 3);
+});

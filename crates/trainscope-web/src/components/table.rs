@@ -71,9 +71,10 @@ pub fn SortableTable(props: &SortableTableProps) -> Html {
         })
         .collect();
     html! {
+        <div class="table-block">
         <div class="table-wrap">
             <table class="sortable" data-testid="table">
-                <caption>{ &t.title }{ format!(" ({} rows)", t.total_rows.max(t.rows.len() as u64)) }</caption>
+                <caption>{ &t.title }{ format!(" ({} rows)", crate::format::count(total)) }</caption>
                 <thead>
                     <tr>
                         { for t.columns.iter().enumerate().map(|(i, name)| {
@@ -112,10 +113,11 @@ pub fn SortableTable(props: &SortableTableProps) -> Html {
                     }) }
                 </tbody>
             </table>
+        </div>
             if shown < total {
                 <p class="note" data-testid="table-note">
-                    { format!("Showing {shown} of {total} rows") }
-                    { if total > t.rows.len() as u64 { format!(" (sorting applies to the first {})", t.rows.len()) } else { String::new() } }
+                    { format!("Showing {shown} of {} rows", crate::format::count(total)) }
+                    { if total > t.rows.len() as u64 { format!(" (sorting applies to the first {})", crate::format::count(t.rows.len() as u64)) } else { String::new() } }
                     {"; the CSV download has them all. "}
                     if more {
                         <button type="button" class="secondary small" data-testid="table-more" onclick={on_more}>{"Show more"}</button>
