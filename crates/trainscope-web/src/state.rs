@@ -73,6 +73,9 @@ pub struct AppState {
     /// Fields the user typed or a link set: the files' values do not
     /// override them.
     pub pinned_fields: BTreeSet<Field>,
+    /// Pinned fields that a link set (not typed): unpinned again when the
+    /// files the link loaded are removed, so a new file pre-fills them.
+    pub link_fields: BTreeSet<Field>,
     /// Raw text of fields being edited (so typing `1.` is not reformatted).
     pub texts: BTreeMap<Field, String>,
     /// Fields whose text does not parse, with the message.
@@ -163,6 +166,13 @@ impl AppState {
         self.output.as_ref().and_then(|o| o.result.as_ref())
     }
 
+    /// Forget the pins a link made (its files are gone).
+    fn drop_link_pins(&mut self) {
+        for f in std::mem::take(&mut self.link_fields) {
+            self.pinned_fields.remove(&f);
+        }
+    }
+
     fn files_changed(&mut self) {
         self.files_rev += 1;
         if self.files.is_empty() {
@@ -205,6 +215,7 @@ impl Reducible for AppState {
             }
             Action::Remove(name) => {
                 next.files.retain(|f| f.name != name);
+                next.drop_link_pins();
                 if next.example.as_deref() == Some(name.as_str()) || next.files.is_empty() {
                     next.example = None;
                 }
@@ -212,6 +223,7 @@ impl Reducible for AppState {
             }
             Action::Clear => {
                 next.files.clear();
+                next.drop_link_pins();
                 next.example = None;
                 next.notices.clear();
                 next.files_changed();
@@ -231,10 +243,12 @@ impl Reducible for AppState {
                     .retain(|f, _| *f == field || before.get(*f) == next.settings.get(*f));
                 next.texts.insert(field, text);
                 next.pinned_fields.insert(field);
+                next.link_fields.remove(&field);
                 next.edit_rev += 1;
             }
             Action::Restore(url) => {
                 next.settings = url.settings;
+                next.link_fields = url.given.clone();
                 next.pinned_fields = url.given;
                 next.texts.clear();
                 next.parse_errors.clear();

@@ -535,6 +535,57 @@ fn example_is_kept_only_for_a_single_gallery_file_and_pin_copies_the_result() {
     assert!(s.compare.is_none());
 }
 
+#[wasm_bindgen_test]
+fn link_pins_hold_until_its_files_are_removed() {
+    let (url, _) = from_fragment("world=64&tp=2");
+    let s = reduce(Rc::new(AppState::default()), Action::Restore(url));
+    let s = reduce(s, Action::Edit(Field::Tp, "4".into()));
+    let s = reduce(
+        s,
+        Action::Loaded {
+            files: vec![("a.txt".into(), SEED000.to_vec())],
+            example: None,
+        },
+    );
+    let s = reduce(s, Action::RunStarted(1));
+    let out = compute_output(&run_request(1, &[("a.txt", SEED000)]));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 1,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!(
+        (s.settings.world_size, s.settings.tp),
+        (64, 4),
+        "the link and the user win"
+    );
+    let s = reduce(s, Action::Remove("a.txt".into()));
+    let pinned: Vec<Field> = s.pinned_fields.iter().copied().collect();
+    assert_eq!(pinned, vec![Field::Tp], "typed pins stay, link pins go");
+    let s = reduce(
+        s,
+        Action::Loaded {
+            files: vec![("b.txt".into(), SEED001.to_vec())],
+            example: None,
+        },
+    );
+    let s = reduce(s, Action::RunStarted(2));
+    let out = compute_output(&RunRequest {
+        pinned: s.pinned_fields.clone(),
+        ..run_request(2, &[("b.txt", SEED001)])
+    });
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 2,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!((s.settings.world_size, s.settings.tp), (1024, 4));
+}
+
 // ---------------------------------------------------------------- formatting, diff, sort
 
 #[wasm_bindgen_test]
