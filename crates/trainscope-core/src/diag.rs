@@ -4,11 +4,11 @@
 //! text) and an optional hint. Nothing in the core prints or panics; callers
 //! render diagnostics with [`Diagnostic::render`] or serialise them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Input that could not be used (a whole file, or a skipped record).
@@ -18,7 +18,7 @@ pub enum Severity {
 }
 
 /// Where in an input file a diagnostic points.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Location {
     /// File name as the user gave it (no directories are opened by the core).
     pub file: String,
@@ -49,7 +49,7 @@ impl Location {
 }
 
 /// One message about an input.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub message: String,

@@ -1,10 +1,25 @@
-//! The root component: page layout, drag-and-drop anywhere on the page, and
-//! the glue that reads files (gloo, async) and dispatches them to the reducer.
+//! The root component: page layout, drag-and-drop anywhere on the page,
+//! reading files (gloo, async), the worker host, when runs start (at once
+//! for new files, [`DEBOUNCE_MS`] after the last settings edit, or on the
+//! Simulate button), and the URL fragment (restored on load and on
+//! `hashchange`, rewritten when the example or settings change).
 
-use crate::components::file_card::FileCard;
-use crate::components::ingest::Ingest;
+use crate::components::compare::Compare;
+use crate::components::file_card::{diagnostic, FileCard};
+use crate::components::ingest::{load_example, Ingest};
+use crate::components::results::Results;
+use crate::components::run_bar::RunBar;
+use crate::components::settings_form::SettingsForm;
+use crate::examples::EXAMPLES;
+use crate::protocol::{InputFile, Request, RunRequest};
 use crate::state::{Action, AppState};
+use crate::url;
+use crate::worker_host::{HostEvent, WorkerHost, WORKER_URL};
+use gloo::timers::callback::Timeout;
 use yew::prelude::*;
+
+/// Pause after the last settings edit before re-running.
+pub const DEBOUNCE_MS: u32 = 300;
 
 /// Read browser files to bytes, then hand them to the reducer all at once
 /// (files dropped together belong together, e.g. the ranks of one run).
@@ -23,7 +38,10 @@ pub fn read_files(files: Vec<web_sys::File>, dispatch: UseReducerDispatcher<AppS
                 Err(e) => dispatch.dispatch(Action::ReadFailed(name, e.to_string())),
             }
         }
-        dispatch.dispatch(Action::Loaded(loaded));
+        dispatch.dispatch(Action::Loaded {
+            files: loaded,
+            example: None,
+        });
     });
 }
 
@@ -35,10 +53,123 @@ fn dropped_files(event: &DragEvent) -> Vec<web_sys::File> {
     (0..list.length()).filter_map(|i| list.get(i)).collect()
 }
 
+/// Apply the page's URL fragment: settings, then the example (if any).
+fn restore_from_fragment(dispatch: &UseReducerDispatcher<AppState>) {
+    let fragment = url::current_fragment();
+    if fragment.is_empty() {
+        return;
+    }
+    let (state, notes) = url::from_fragment(&fragment);
+    for n in notes {
+        dispatch.dispatch(Action::Notice(n));
+    }
+    let example = state.example.clone();
+    dispatch.dispatch(Action::Restore(state));
+    if let Some(name) = example {
+        if let Some(ex) = EXAMPLES.iter().find(|e| e.file_name == name) {
+            load_example(ex.file_name, dispatch.clone());
+        }
+    }
+}
+
 #[component]
 pub fn App() -> Html {
     let state = use_reducer(AppState::default);
     let dragging = use_state(|| false);
+    let host = use_mut_ref(|| None::<WorkerHost>);
+    let next_id = use_mut_ref(|| 0u64);
+    let debounce = use_mut_ref(|| None::<Timeout>);
+
+    // Mount: start the worker, restore a shared link, follow later edits of
+    // the fragment by hand.
+    {
+        let dispatch = state.dispatcher();
+        let host = host.clone();
+        use_effect_with((), move |_| {
+            let d = dispatch.clone();
+            let sink = Callback::from(move |ev: HostEvent| match ev {
+                HostEvent::Response(r) => d.dispatch(Action::Worker(r)),
+                HostEvent::Crashed { id, message } => d.dispatch(Action::Crashed(id, message)),
+            });
+            *host.borrow_mut() = Some(WorkerHost::new(WORKER_URL, sink));
+            restore_from_fragment(&dispatch);
+            let d = dispatch.clone();
+            let listener =
+                gloo::events::EventListener::new(&gloo::utils::window(), "hashchange", move |_| {
+                    d.dispatch(Action::Clear);
+                    restore_from_fragment(&d);
+                });
+            move || drop(listener)
+        });
+    }
+
+    let start_run = {
+        let state = state.clone();
+        let host = host.clone();
+        let next_id = next_id.clone();
+        let debounce = debounce.clone();
+        Callback::from(move |_: ()| {
+            debounce.borrow_mut().take();
+            if !state.can_run() {
+                return;
+            }
+            let id = {
+                let mut n = next_id.borrow_mut();
+                *n += 1;
+                *n
+            };
+            state.dispatch(Action::RunStarted(id));
+            let req = Request::Run(RunRequest {
+                id,
+                settings: state.settings.clone(),
+                pinned: state.pinned_fields.clone(),
+                files: state
+                    .files
+                    .iter()
+                    .map(|f| InputFile {
+                        name: f.name.clone(),
+                        bytes: f.bytes.as_ref().clone(),
+                    })
+                    .collect(),
+            });
+            if let Some(h) = host.borrow().as_ref() {
+                h.run(&req);
+            }
+        })
+    };
+
+    // New files: run at once.
+    {
+        let start_run = start_run.clone();
+        use_effect_with(state.files_rev, move |rev| {
+            if *rev > 0 {
+                start_run.emit(());
+            }
+        });
+    }
+    // Settings edits: run after a pause.
+    {
+        let start_run = start_run.clone();
+        let debounce = debounce.clone();
+        use_effect_with(state.edit_rev, move |rev| {
+            if *rev > 0 {
+                let timer = Timeout::new(DEBOUNCE_MS, move || start_run.emit(()));
+                *debounce.borrow_mut() = Some(timer);
+            }
+        });
+    }
+    // Keep the fragment in step with the view.
+    {
+        let touched = !state.files.is_empty() || !state.pinned_fields.is_empty();
+        use_effect_with(
+            (state.example.clone(), state.settings.clone(), touched),
+            move |(example, settings, touched)| {
+                if *touched {
+                    url::replace_fragment(&url::to_fragment(example.as_deref(), settings));
+                }
+            },
+        );
+    }
 
     let ondragover = {
         let dragging = dragging.clone();
@@ -71,6 +202,40 @@ pub fn App() -> Html {
         let dispatch = state.dispatcher();
         Callback::from(move |_| dispatch.dispatch(Action::Clear))
     };
+    let on_cancel = {
+        let dispatch = state.dispatcher();
+        let host = host.clone();
+        Callback::from(move |_| {
+            if let Some(h) = host.borrow().as_ref() {
+                h.cancel();
+            }
+            dispatch.dispatch(Action::Cancel);
+        })
+    };
+    let on_pin = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |_| dispatch.dispatch(Action::Pin))
+    };
+    let on_unpin = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |_| dispatch.dispatch(Action::Unpin))
+    };
+    let on_error = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |m: String| dispatch.dispatch(Action::Notice(m)))
+    };
+    let on_dismiss = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |_| dispatch.dispatch(Action::DismissNotices))
+    };
+
+    let output = state.output.clone();
+    let result = state.result().cloned();
+    let running = state.run.is_running();
+    let pinned_is_current = match (&state.compare, &result) {
+        (Some(p), Some(r)) => p.result == *r,
+        _ => false,
+    };
 
     html! {
         <div class={classes!("page", dragging.then_some("dragging"))}
@@ -81,24 +246,57 @@ pub fn App() -> Html {
             </header>
             <Ingest dispatch={state.dispatcher()} loading={state.loading} />
             if !state.notices.is_empty() {
-                <ul class="notices">
-                    { for state.notices.iter().map(|n| html! {
-                        <li class="diag error" data-testid="error">{ n }</li>
-                    }) }
-                </ul>
+                <div class="notices-wrap">
+                    <ul class="notices">
+                        { for state.notices.iter().map(|n| html! {
+                            <li class="diag error" data-testid="error">{ n }</li>
+                        }) }
+                    </ul>
+                    <button type="button" class="secondary small" onclick={on_dismiss}>{"Dismiss"}</button>
+                </div>
             }
-            if !state.files.is_empty() {
-                <section class="files" aria-label="Loaded files">
-                    <div class="files-head">
-                        <h2>{ format!("Files ({})", state.files.len()) }</h2>
-                        <button class="secondary" onclick={on_clear}>{"Clear all"}</button>
-                    </div>
-                    { for state.files.iter().map(|f| html! {
-                        <FileCard key={f.name.clone()} summary={f.summary.clone()}
-                                  dispatch={state.dispatcher()} />
-                    }) }
-                </section>
-            }
+            <div class="workspace">
+                <aside class="config">
+                    <SettingsForm state={state.clone()} on_simulate={start_run.clone()} />
+                </aside>
+                <div class="main-col">
+                    <RunBar status={state.run.clone()} {on_cancel} />
+                    if let Some(o) = &output {
+                        if !o.diagnostics.is_empty() {
+                            <ul class="diags run-diags">{ for o.diagnostics.iter().map(diagnostic) }</ul>
+                        }
+                    }
+                    if let Some(p) = &state.compare {
+                        <Compare pinned={(**p).clone()}
+                                 current={(!pinned_is_current).then(|| output.as_ref().and_then(|o| o.result.clone().map(|r| (r, o.settings.clone(), o.files.iter().map(|f| f.name.clone()).collect())))).flatten()}
+                                 {on_unpin} />
+                    }
+                    if let Some(r) = &result {
+                        <Results result={r.clone()} stale={running} on_pin={on_pin}
+                                 pinned={pinned_is_current} on_error={on_error} />
+                    } else if !state.files.is_empty() && output.is_some() {
+                        <section class="results empty" aria-label="Results">
+                            <p class="note">{"No result for these files yet: this build summarises SimAI workloads; simulation of the other formats arrives with the simulators."}</p>
+                        </section>
+                    } else if state.files.is_empty() {
+                        <section class="results empty" aria-label="Results">
+                            <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example) to see its results here."}</p>
+                        </section>
+                    }
+                    if !state.files.is_empty() {
+                        <section class="files" aria-label="Loaded files">
+                            <div class="files-head">
+                                <h2>{ format!("Files ({})", state.files.len()) }</h2>
+                                <button class="secondary" onclick={on_clear}>{"Clear all"}</button>
+                            </div>
+                            { for state.files.iter().map(|f| html! {
+                                <FileCard key={f.name.clone()} file={f.clone()}
+                                          dispatch={state.dispatcher()} />
+                            }) }
+                        </section>
+                    }
+                </div>
+            </div>
             if *dragging {
                 <div class="drop-overlay" aria-hidden="true">{"Drop files to load them"}</div>
             }

@@ -1,9 +1,24 @@
-//! trainscope-web: the Yew front end. The only crate that knows the DOM. It
-//! reads dropped or picked files with gloo, hands their bytes to
-//! `trainscope-core`, and renders the results. State lives in one reducer
-//! ([`state`]); components under [`components`] are thin views over it.
+//! trainscope-web: the Yew front end. The only crate that knows the DOM.
+//!
+//! Two wasm binaries share this library: the page (`main.rs`: [`app`],
+//! [`components`], [`state`]) and a Web Worker (`bin/worker.rs`:
+//! [`compute`]) that parses and simulates so the page never freezes. They
+//! speak [`protocol`] (a run request with an id; progress, then a result
+//! of display data from [`views`]). [`settings`] is the one settings value
+//! (validated, pre-filled from the files, encoded in the URL fragment by
+//! [`url`]). [`format`], [`palette`] and [`download`] are small helpers;
+//! [`worker_host`] is the page's handle on the worker.
 
 pub mod app;
 pub mod components;
+pub mod compute;
+pub mod download;
 pub mod examples;
+pub mod format;
+pub mod palette;
+pub mod protocol;
+pub mod settings;
 pub mod state;
+pub mod url;
+pub mod views;
+pub mod worker_host;

@@ -1,9 +1,15 @@
-//! The app's state and its reducer. Pure Rust (no DOM), so it is tested in
-//! the browser test suite without mounting anything. Loaded files keep their
-//! bytes so later simulations need no re-read.
+//! The app's state and its reducer. Pure Rust (no DOM), so the browser test
+//! suite drives it without mounting anything. Loaded files keep their bytes
+//! (every run re-sends them to the worker). The reducer owns the run
+//! bookkeeping: the current run id, progress, and which worker responses
+//! are stale (an id other than the current run's is ignored).
 
+use crate::protocol::{Progress, Response, RunOutput};
+use crate::settings::{Field, FieldError, Settings};
+use crate::url::UrlState;
+use crate::views::{FileView, ResultView};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
-use trainscope_core::inspect::{inspect, FileSummary};
 use yew::Reducible;
 
 /// One file the user dropped, picked or loaded from the gallery.
@@ -11,7 +17,44 @@ use yew::Reducible;
 pub struct LoadedFile {
     pub name: String,
     pub bytes: Rc<Vec<u8>>,
-    pub summary: FileSummary,
+    /// What the worker made of it (`None` until a run has parsed it).
+    pub view: Option<FileView>,
+}
+
+/// Where the current run is.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum RunStatus {
+    /// Nothing started yet (or the inputs were cleared).
+    #[default]
+    Idle,
+    Running {
+        id: u64,
+        progress: Option<Progress>,
+    },
+    Done {
+        id: u64,
+    },
+    Cancelled {
+        id: u64,
+    },
+    Failed {
+        id: u64,
+        message: String,
+    },
+}
+
+impl RunStatus {
+    pub fn is_running(&self) -> bool {
+        matches!(self, RunStatus::Running { .. })
+    }
+}
+
+/// A result pinned as "A" for Compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinnedResult {
+    pub result: ResultView,
+    pub settings: Settings,
+    pub files: Vec<String>,
 }
 
 /// Everything the page shows.
@@ -19,10 +62,35 @@ pub struct LoadedFile {
 pub struct AppState {
     pub files: Vec<LoadedFile>,
     /// Problems outside any file (a file that could not be read, a failed
-    /// example download).
+    /// example download, a bad link).
     pub notices: Vec<String>,
-    /// True while files are being read.
+    /// Files being read.
     pub loading: usize,
+    /// The bundled example shown, when the loaded files are exactly it (a
+    /// link can then reproduce the view).
+    pub example: Option<String>,
+    pub settings: Settings,
+    /// Fields the user typed or a link set: the files' values do not
+    /// override them.
+    pub pinned_fields: BTreeSet<Field>,
+    /// Pinned fields that a link set (not typed): unpinned again when the
+    /// files the link loaded are removed, so a new file pre-fills them.
+    pub link_fields: BTreeSet<Field>,
+    /// Raw text of fields being edited (so typing `1.` is not reformatted).
+    pub texts: BTreeMap<Field, String>,
+    /// Fields whose text does not parse, with the message.
+    pub parse_errors: BTreeMap<Field, String>,
+    /// The id of the newest run started.
+    pub current_run: u64,
+    pub run: RunStatus,
+    /// The newest finished run's output.
+    pub output: Option<Rc<RunOutput>>,
+    /// The result pinned as "A".
+    pub compare: Option<Rc<PinnedResult>>,
+    /// Bumped when the file set changes (the page runs at once).
+    pub files_rev: u64,
+    /// Bumped when the user edits a setting (the page runs after a pause).
+    pub edit_rev: u64,
 }
 
 /// What can happen to the state.
@@ -30,12 +98,88 @@ pub struct AppState {
 pub enum Action {
     /// Files are being read; show progress.
     Reading(usize),
-    /// Files read: inspect each; a file with the same name replaces the old one.
-    Loaded(Vec<(String, Vec<u8>)>),
+    /// Files read (a file with the same name replaces the old one);
+    /// `example` names the gallery entry they came from.
+    Loaded {
+        files: Vec<(String, Vec<u8>)>,
+        example: Option<String>,
+    },
     /// Reading failed (name, reason).
     ReadFailed(String, String),
     Remove(String),
+    /// Remove every file and the result (settings stay).
     Clear,
+    /// The user set a field to this text.
+    Edit(Field, String),
+    /// A link's settings (from the URL fragment).
+    Restore(UrlState),
+    /// A message to show (link problems and the like).
+    Notice(String),
+    DismissNotices,
+    /// The page posted run `id` to the worker.
+    RunStarted(u64),
+    /// A message from the worker.
+    Worker(Response),
+    /// The worker died during run `id` (or at start).
+    Crashed(Option<u64>, String),
+    /// The user cancelled the current run.
+    Cancel,
+    /// Pin the current result as "A".
+    Pin,
+    Unpin,
+}
+
+impl AppState {
+    /// Text to show in a field's input.
+    pub fn field_text(&self, field: Field) -> String {
+        self.texts
+            .get(&field)
+            .cloned()
+            .unwrap_or_else(|| self.settings.get(field))
+    }
+
+    /// Every message to show next to a field: parse errors first, then the
+    /// settings' validation (for fields that parsed).
+    pub fn field_errors(&self) -> Vec<FieldError> {
+        let mut out: Vec<FieldError> = self
+            .parse_errors
+            .iter()
+            .map(|(f, m)| FieldError::new(*f, m.clone()))
+            .collect();
+        out.extend(
+            self.settings
+                .validate()
+                .into_iter()
+                .filter(|e| !self.parse_errors.contains_key(&e.field)),
+        );
+        out.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
+        out
+    }
+
+    /// Whether a run can start now.
+    pub fn can_run(&self) -> bool {
+        !self.files.is_empty() && self.loading == 0 && self.field_errors().is_empty()
+    }
+
+    /// The result the Read panel shows (the newest finished run's).
+    pub fn result(&self) -> Option<&ResultView> {
+        self.output.as_ref().and_then(|o| o.result.as_ref())
+    }
+
+    /// Forget the pins a link made (its files are gone).
+    fn drop_link_pins(&mut self) {
+        for f in std::mem::take(&mut self.link_fields) {
+            self.pinned_fields.remove(&f);
+        }
+    }
+
+    fn files_changed(&mut self) {
+        self.files_rev += 1;
+        if self.files.is_empty() {
+            self.output = None;
+            self.run = RunStatus::Idle;
+        }
+    }
 }
 
 impl Reducible for AppState {
@@ -45,28 +189,132 @@ impl Reducible for AppState {
         let mut next = (*self).clone();
         match action {
             Action::Reading(n) => next.loading += n,
-            Action::Loaded(files) => {
+            Action::Loaded { files, example } => {
                 next.loading = next.loading.saturating_sub(files.len());
                 for (name, bytes) in files {
-                    let summary = inspect(&name, &bytes, None);
                     let file = LoadedFile {
                         name,
                         bytes: Rc::new(bytes),
-                        summary,
+                        view: None,
                     };
                     match next.files.iter_mut().find(|f| f.name == file.name) {
                         Some(slot) => *slot = file,
                         None => next.files.push(file),
                     }
                 }
+                next.example = match (example, next.files.as_slice()) {
+                    (Some(ex), [only]) if only.name == ex => Some(ex),
+                    _ => None,
+                };
+                next.files_changed();
             }
             Action::ReadFailed(name, reason) => {
                 next.loading = next.loading.saturating_sub(1);
                 next.notices
                     .push(format!("could not read {name}: {reason}"));
             }
-            Action::Remove(name) => next.files.retain(|f| f.name != name),
-            Action::Clear => next = AppState::default(),
+            Action::Remove(name) => {
+                next.files.retain(|f| f.name != name);
+                next.drop_link_pins();
+                if next.example.as_deref() == Some(name.as_str()) || next.files.is_empty() {
+                    next.example = None;
+                }
+                next.files_changed();
+            }
+            Action::Clear => {
+                next.files.clear();
+                next.drop_link_pins();
+                next.example = None;
+                next.notices.clear();
+                next.files_changed();
+            }
+            Action::Edit(field, text) => {
+                let before = next.settings.clone();
+                match next.settings.set(field, &text) {
+                    Ok(()) => {
+                        next.parse_errors.remove(&field);
+                    }
+                    Err(m) => {
+                        next.parse_errors.insert(field, m);
+                    }
+                }
+                // A preset that changed another field's value: show the new value.
+                next.texts
+                    .retain(|f, _| *f == field || before.get(*f) == next.settings.get(*f));
+                next.texts.insert(field, text);
+                next.pinned_fields.insert(field);
+                next.link_fields.remove(&field);
+                next.edit_rev += 1;
+            }
+            Action::Restore(url) => {
+                next.settings = url.settings;
+                next.link_fields = url.given.clone();
+                next.pinned_fields = url.given;
+                next.texts.clear();
+                next.parse_errors.clear();
+                next.edit_rev += 1;
+            }
+            Action::Notice(m) => next.notices.push(m),
+            Action::DismissNotices => next.notices.clear(),
+            Action::RunStarted(id) => {
+                next.current_run = id;
+                next.run = RunStatus::Running { id, progress: None };
+            }
+            Action::Worker(response) => {
+                let current = next.current_run;
+                let running = next.run.is_running();
+                match response {
+                    Response::Ready => return self,
+                    Response::Progress(p) if running && p.id == current => {
+                        next.run = RunStatus::Running {
+                            id: current,
+                            progress: Some(p),
+                        };
+                    }
+                    Response::Done { id, output } if running && id == current => {
+                        for view in &output.files {
+                            if let Some(f) = next.files.iter_mut().find(|f| f.name == view.name) {
+                                f.view = Some(view.clone());
+                            }
+                        }
+                        next.settings =
+                            next.settings.with_hints(&output.hints, &next.pinned_fields);
+                        next.output = Some(Rc::new(*output));
+                        next.run = RunStatus::Done { id };
+                    }
+                    Response::Failed { id, message } if running && id == current => {
+                        next.run = RunStatus::Failed { id, message };
+                    }
+                    // A response of an older run (or after a cancel): stale.
+                    _ => return self,
+                }
+            }
+            Action::Crashed(id, message) => match id {
+                Some(id) if next.run.is_running() && id == next.current_run => {
+                    next.run = RunStatus::Failed { id, message };
+                }
+                None => next.notices.push(message),
+                _ => return self,
+            },
+            Action::Cancel => {
+                if let RunStatus::Running { id, .. } = next.run {
+                    next.run = RunStatus::Cancelled { id };
+                }
+            }
+            Action::Pin => {
+                let Some(output) = &next.output else {
+                    return self;
+                };
+                let Some(result) = &output.result else {
+                    return self;
+                };
+                next.compare = Some(Rc::new(PinnedResult {
+                    result: result.clone(),
+                    settings: output.settings.clone(),
+                    files: output.files.iter().map(|f| f.name.clone()).collect(),
+                }));
+            }
+            Action::Unpin => next.compare = None,
         }
         Rc::new(next)
     }

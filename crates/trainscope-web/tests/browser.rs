@@ -1,11 +1,24 @@
-//! Browser tests (`wasm-pack test --headless --chrome`): the reducer's
-//! behaviour on real seed bytes, and the mounted app's ingest controls.
+//! Browser tests (`wasm-pack test --headless --chrome`): settings parsing
+//! and validation, the URL fragment round trip, the worker protocol's
+//! encoding, the worker's computation on real seed bytes, the reducer (run
+//! ids, stale responses, cancel, pre-filling, pinning), number formatting
+//! and Compare differences, table sorting, and mounted components (the app,
+//! the settings form's messages, the results panel and its chart).
 
 #![cfg(target_arch = "wasm32")]
 
+use std::collections::BTreeSet;
 use std::rc::Rc;
-use trainscope_core::Format;
-use trainscope_web::state::{Action, AppState};
+use trainscope_web::compute;
+use trainscope_web::protocol::{
+    decode_request, decode_response, encode_request, encode_response, InputFile, Progress, Request,
+    Response, RunOutput, RunRequest,
+};
+use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
+use trainscope_web::state::{Action, AppState, RunStatus};
+use trainscope_web::url::{from_fragment, to_fragment};
+use trainscope_web::views::{diff_figures, Cell, Figure, Quantity};
+use trainscope_web::{format, views};
 use wasm_bindgen_test::*;
 use yew::Reducible;
 
@@ -13,62 +26,780 @@ wasm_bindgen_test_configure!(run_in_browser);
 
 const SEED000: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/simai_llama65b_tp8_pp4_vpp8.txt");
+const SEED001: &[u8] =
+    include_bytes!("../../../tests/fixtures/seeds/simai_405b_tp8_pp16_ga16_sp.txt");
+const ECHO: &[u8] =
+    include_bytes!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
 
 fn reduce(state: Rc<AppState>, action: Action) -> Rc<AppState> {
     state.reduce(action)
 }
 
+fn run_request(id: u64, files: &[(&str, &[u8])]) -> RunRequest {
+    RunRequest {
+        id,
+        settings: Settings::default(),
+        pinned: BTreeSet::new(),
+        files: files
+            .iter()
+            .map(|(n, b)| InputFile {
+                name: n.to_string(),
+                bytes: b.to_vec(),
+            })
+            .collect(),
+    }
+}
+
+fn compute_output(req: &RunRequest) -> RunOutput {
+    compute::run(req, &mut |_| {})
+}
+
+// ---------------------------------------------------------------- settings
+
 #[wasm_bindgen_test]
-fn loading_a_seed_inspects_it() {
-    let s = reduce(Rc::new(AppState::default()), Action::Reading(1));
-    assert_eq!(s.loading, 1);
-    let s = reduce(s, Action::Loaded(vec![("w.txt".into(), SEED000.to_vec())]));
-    assert_eq!(s.loading, 0);
-    assert_eq!(s.files.len(), 1);
-    let summary = &s.files[0].summary;
-    assert_eq!(summary.format, Some(Format::SimaiWorkload));
-    let h = summary.simai.as_ref().expect("SimAI header");
-    assert_eq!((h.tp, h.pp, h.world), (8, 4, Some(512)));
+fn default_settings_are_simai_reference_flags_and_valid() {
+    let s = Settings::default();
+    assert_eq!(s.nvlink_bw_gbps, 360.0);
+    assert_eq!(s.nic_bw_gbps, 48.5);
+    assert_eq!((s.gpus_per_node, s.nics_per_node), (8, 8));
+    assert_eq!(
+        (s.dp_overlap, s.tp_overlap, s.ep_overlap, s.pp_overlap),
+        (0.0, 0.0, 0.0, 1.0)
+    );
+    assert_eq!(s.validate(), vec![]);
 }
 
 #[wasm_bindgen_test]
-fn same_name_replaces_and_remove_and_clear_work() {
+fn world_not_divisible_by_tp_pp_is_reported_on_world() {
+    let mut s = Settings::default();
+    s.set(Field::Tp, "8").unwrap();
+    s.set(Field::Pp, "4").unwrap();
+    s.set(Field::World, "500").unwrap();
+    let errs = s.validate();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].field, Field::World);
+    assert!(errs[0]
+        .message
+        .contains("not divisible by TP × PP = 8 × 4 = 32"));
+    s.set(Field::World, "512").unwrap();
+    assert_eq!(s.validate(), vec![]);
+    assert_eq!(s.dp(), 16);
+    s.set(Field::Ep, "3").unwrap();
+    assert_eq!(s.validate()[0].field, Field::Ep);
+}
+
+#[wasm_bindgen_test]
+fn bandwidth_overlap_and_counts_are_checked_per_mode() {
+    let mut s = Settings {
+        nvlink_bw_gbps: 0.0,
+        nic_bw_gbps: -1.0,
+        dp_overlap: 1.5,
+        pp_overlap: 0.0,
+        micro_batches: 0,
+        backward_factor: 0.0,
+        ..Settings::default()
+    };
+    // Event mode: overlap ratios are not used, so not reported.
+    let fields: Vec<Field> = s.validate().iter().map(|e| e.field).collect();
+    assert_eq!(
+        fields,
+        vec![
+            Field::NvlinkBw,
+            Field::NicBw,
+            Field::MicroBatches,
+            Field::BackwardFactor
+        ]
+    );
+    s.mode = Mode::Simai;
+    let errs = s.validate();
+    let fields: Vec<Field> = errs.iter().map(|e| e.field).collect();
+    assert_eq!(
+        fields,
+        vec![
+            Field::NvlinkBw,
+            Field::NicBw,
+            Field::MicroBatches,
+            Field::DpOverlap,
+            Field::PpOverlap
+        ]
+    );
+    assert!(errs[3].message.contains("between 0 and 1"));
+    assert!(errs[4].message.contains("divides by it"));
+}
+
+#[wasm_bindgen_test]
+fn interleaved_needs_virtual_stages_and_pp() {
+    let mut s = Settings::default();
+    s.set(Field::Schedule, "interleaved").unwrap();
+    let fields: Vec<Field> = s.validate().iter().map(|e| e.field).collect();
+    assert_eq!(fields, vec![Field::Schedule, Field::VirtualStages]);
+    s.set(Field::Pp, "4").unwrap();
+    s.set(Field::World, "8").unwrap();
+    s.set(Field::VirtualStages, "2").unwrap();
+    assert_eq!(s.validate(), vec![]);
+    assert_eq!(s.schedule, Schedule::Interleaved);
+}
+
+#[wasm_bindgen_test]
+fn presets_set_bandwidths_and_typing_a_bandwidth_goes_custom() {
+    let mut s = Settings::default();
+    s.set(Field::Gpu, "H800").unwrap();
+    assert_eq!((s.gpu, s.nvlink_bw_gbps), (GpuPreset::H800, 164.8));
+    s.set(Field::NvlinkBw, "200").unwrap();
+    assert_eq!(s.gpu, GpuPreset::Custom);
+    s.set(Field::Nic, "CX6").unwrap();
+    assert_eq!((s.nic, s.nic_bw_gbps), (NicPreset::Cx6, 23.5));
+    assert!(s
+        .set(Field::Gpu, "V100")
+        .unwrap_err()
+        .contains("not one of"));
+    assert!(s.set(Field::World, "-3").is_err());
+    assert!(s
+        .set(Field::NicBw, "fast")
+        .unwrap_err()
+        .contains("not a number"));
+    assert!(s
+        .set(Field::Latency, "")
+        .unwrap_err()
+        .contains("enter a number"));
+    assert_eq!(s.nic_bw_gbps, 23.5, "a failed set leaves the value");
+    s.set(Field::Latency, "1.5").unwrap();
+    assert_eq!(s.latency_ns(), 1500);
+}
+
+#[wasm_bindgen_test]
+fn hints_fill_unpinned_fields_only() {
+    let out = compute_output(&run_request(1, &[("a.txt", SEED000)]));
+    let h = &out.hints;
+    assert_eq!(
+        (h.world_size, h.tp, h.pp, h.micro_batches, h.virtual_stages),
+        (Some(512), Some(8), Some(4), Some(1), Some(8))
+    );
+    let pinned: BTreeSet<Field> = [Field::Tp].into_iter().collect();
+    let base = Settings {
+        tp: 2,
+        ..Settings::default()
+    };
+    let s = base.with_hints(h, &pinned);
+    assert_eq!((s.world_size, s.tp, s.pp, s.virtual_stages), (512, 2, 4, 8));
+    assert_eq!(out.settings.world_size, 512, "the worker applies them too");
+}
+
+// ---------------------------------------------------------------- URL
+
+#[wasm_bindgen_test]
+fn fragment_round_trips_every_field_and_the_example() {
+    let mut s = Settings::default();
+    for (f, v) in [
+        (Field::Mode, "simai"),
+        (Field::Gpu, "H100"),
+        (Field::NicBw, "30.25"),
+        (Field::World, "1024"),
+        (Field::Tp, "8"),
+        (Field::Pp, "16"),
+        (Field::Schedule, "interleaved"),
+        (Field::VirtualStages, "3"),
+        (Field::Algorithm, "tree"),
+        (Field::DpOverlap, "0.3"),
+        (Field::GradSyncOverlap, "0"),
+        (Field::BackwardFactor, "2.5"),
+        (Field::Latency, "0.75"),
+    ] {
+        s.set(f, v).unwrap();
+    }
+    let frag = to_fragment(Some("simai_405b_tp8_pp16_ga16_sp.txt"), &s);
+    assert!(frag.starts_with("example=simai_405b_tp8_pp16_ga16_sp.txt&mode=simai&gpu=H100&"));
+    let (back, notes) = from_fragment(&format!("#{frag}"));
+    assert_eq!(notes, Vec::<String>::new());
+    assert_eq!(back.settings, s);
+    assert_eq!(
+        back.example.as_deref(),
+        Some("simai_405b_tp8_pp16_ga16_sp.txt")
+    );
+    assert_eq!(back.given.len(), Field::ALL.len());
+}
+
+#[wasm_bindgen_test]
+fn fragment_order_unknown_keys_and_bad_values() {
+    // Bandwidth before its preset: the link's bandwidth still wins.
+    let (st, notes) = from_fragment("nvlink_gbps=200&gpu=A100&bogus=1&world=x&example=..%2Fsecret");
+    assert_eq!(st.settings.nvlink_bw_gbps, 200.0);
+    assert_eq!(st.settings.gpu, GpuPreset::Custom);
+    assert_eq!(st.example, None);
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("unknown setting `bogus`")));
+    assert!(notes.iter().any(|n| n.contains("`world`")));
+    assert!(notes
+        .iter()
+        .any(|n| n.contains("unknown example `../secret`")));
+    let given: Vec<Field> = st.given.into_iter().collect();
+    assert_eq!(given, vec![Field::Gpu, Field::NvlinkBw]);
+    let (empty, notes) = from_fragment("");
+    assert_eq!((empty.settings, notes.len()), (Settings::default(), 0));
+}
+
+// ---------------------------------------------------------------- protocol
+
+#[wasm_bindgen_test]
+fn request_encoding_round_trips_and_rejects_damage() {
+    let mut req = run_request(
+        42,
+        &[
+            ("a.txt", SEED000),
+            ("empty", b""),
+            ("é b.bin", &[0, 255, 7]),
+        ],
+    );
+    req.pinned = [Field::World, Field::Mode].into_iter().collect();
+    req.settings.mode = Mode::Simai;
+    let buf = encode_request(&Request::Run(req.clone()));
+    assert_eq!(&buf[..4], b"TSR1");
+    assert_eq!(decode_request(&buf), Ok(Request::Run(req)));
+    assert!(decode_request(&buf[..buf.len() - 1])
+        .unwrap_err()
+        .contains("truncated"));
+    let mut longer = buf.clone();
+    longer.push(0);
+    assert!(decode_request(&longer).unwrap_err().contains("trailing"));
+    assert!(decode_request(b"junk").unwrap_err().contains("magic"));
+    let mut bad_len = buf.clone();
+    bad_len[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(decode_request(&bad_len).is_err());
+}
+
+#[wasm_bindgen_test]
+fn responses_round_trip_as_json() {
+    let out = compute_output(&run_request(7, &[("a.txt", SEED000)]));
+    for r in [
+        Response::Ready,
+        Response::Progress(Progress {
+            id: 7,
+            done: 1,
+            total: 2,
+            label: "Parsing a.txt".into(),
+        }),
+        Response::Done {
+            id: 7,
+            output: Box::new(out),
+        },
+        Response::Failed {
+            id: 7,
+            message: "boom \"quoted\"".into(),
+        },
+    ] {
+        let text = encode_response(&r);
+        assert_eq!(decode_response(&text).as_ref(), Ok(&r));
+    }
+    assert!(decode_response("{\"type\":\"Nope\"}").is_err());
+}
+
+// ---------------------------------------------------------------- worker computation
+
+#[wasm_bindgen_test]
+fn worker_run_summarises_seed000_with_progress() {
+    let mut steps = Vec::new();
+    let req = run_request(
+        3,
+        &[("seed000.txt", SEED000), ("junk.bin", b"not a workload\n")],
+    );
+    let out = compute::run(&req, &mut |p| steps.push((p.id, p.done, p.total, p.label)));
+    assert_eq!(
+        steps,
+        vec![
+            (3, 0, 3, "Parsing seed000.txt".to_string()),
+            (3, 1, 3, "Parsing junk.bin".to_string()),
+            (3, 2, 3, "Summarising".to_string()),
+        ]
+    );
+    assert_eq!(out.files.len(), 2);
+    assert_eq!(out.files[0].format.as_deref(), Some("simai-workload"));
+    assert_eq!(out.files[1].format, None);
+    assert!(out.files[1].has_errors());
+    let world = out.files[0]
+        .fields
+        .iter()
+        .find(|f| f.testid == "world")
+        .unwrap();
+    assert_eq!(world.value, "512");
+    let r = out.result.expect("a SimAI workload gives a result");
+    assert_eq!(r.kind, views::ResultKind::Declared);
+    assert_eq!(
+        r.iteration_time_ns, None,
+        "no simulation, no iteration time"
+    );
+    // Recompute the forward sum independently from the text.
+    let text = std::str::from_utf8(SEED000).unwrap();
+    let fwd: u64 = text
+        .lines()
+        .skip(2)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 12).then(|| f[2].parse::<u64>().unwrap())
+        })
+        .map(|v| if v == 1 { 0 } else { v })
+        .sum();
+    let fig = |k: &str| r.figures.iter().find(|f| f.key == k).map(|f| f.value);
+    assert_eq!(fig("compute.fwd"), Some(Quantity::DurationNs(fwd)));
+    assert_eq!(fig("records"), Some(Quantity::Count(33)));
+    assert_eq!(
+        r.breakdown.iter().map(|s| s.value_ns).sum::<u64>(),
+        match fig("compute") {
+            Some(Quantity::DurationNs(v)) => v,
+            other => panic!("{other:?}"),
+        }
+    );
+    let share: f64 = r.bars.iter().map(|b| b.fraction).sum();
+    assert!(
+        (share - 1.0).abs() < 1e-9,
+        "layer shares add up to 1: {share}"
+    );
+    assert_eq!(r.tables[0].rows.len(), 33);
+    let csv = &r
+        .exports
+        .iter()
+        .find(|e| e.testid == "export-csv")
+        .unwrap()
+        .content;
+    assert_eq!(csv.lines().count(), 34);
+    let json = &r
+        .exports
+        .iter()
+        .find(|e| e.testid == "export-summary-json")
+        .unwrap()
+        .content;
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["compute_ns"]["forward"], fwd);
+}
+
+#[wasm_bindgen_test]
+fn conflicting_headers_warn_and_non_simai_files_give_no_result() {
+    let out = compute_output(&run_request(1, &[("a.txt", SEED000), ("b.txt", SEED001)]));
+    let msgs: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert!(
+        msgs.iter().any(|m| m
+            .contains("`b.txt` states World size (GPUs) = 1024 but an earlier file states 512")),
+        "{msgs:?}"
+    );
+    assert!(msgs
+        .iter()
+        .any(|m| m.contains("2 SimAI workloads are loaded")));
+    assert_eq!(out.settings.world_size, 512, "the first file wins");
+    let echo = compute_output(&run_request(2, &[("rank7.txt", ECHO)]));
+    assert_eq!(echo.files[0].format.as_deref(), Some("echo-trace"));
+    assert_eq!(echo.result, None);
+}
+
+// ---------------------------------------------------------------- reducer
+
+#[wasm_bindgen_test]
+fn run_ids_make_older_responses_stale() {
     let s = reduce(
         Rc::new(AppState::default()),
-        Action::Loaded(vec![
-            ("a".into(), b"junk".to_vec()),
-            ("b".into(), SEED000.to_vec()),
-        ]),
+        Action::Loaded {
+            files: vec![("a.txt".into(), SEED000.to_vec())],
+            example: Some("a.txt".into()),
+        },
     );
-    assert_eq!(s.files.len(), 2);
-    assert_eq!(s.files[0].summary.format, None);
-    assert!(s.files[0].summary.has_errors());
-    let s = reduce(s, Action::Loaded(vec![("a".into(), SEED000.to_vec())]));
-    assert_eq!(s.files.len(), 2, "same name replaces");
-    assert_eq!(s.files[0].summary.format, Some(Format::SimaiWorkload));
-    let s = reduce(s, Action::Remove("a".into()));
-    assert_eq!(s.files.len(), 1);
-    let s = reduce(s, Action::ReadFailed("c".into(), "denied".into()));
-    assert_eq!(s.notices, vec!["could not read c: denied".to_string()]);
-    let s = reduce(s, Action::Clear);
-    assert_eq!(*s, AppState::default());
+    assert_eq!((s.files_rev, s.example.as_deref()), (1, Some("a.txt")));
+    assert!(s.can_run());
+    let s = reduce(s, Action::RunStarted(1));
+    let s = reduce(s, Action::RunStarted(2));
+    let old = compute_output(&run_request(1, &[("a.txt", SEED001)]));
+    let s2 = reduce(
+        s.clone(),
+        Action::Worker(Response::Done {
+            id: 1,
+            output: Box::new(old),
+        }),
+    );
+    assert!(Rc::ptr_eq(&s, &s2), "run 1's result is stale");
+    let s = reduce(
+        s,
+        Action::Worker(Response::Progress(Progress {
+            id: 2,
+            done: 0,
+            total: 2,
+            label: "Parsing a.txt".into(),
+        })),
+    );
+    assert!(matches!(&s.run, RunStatus::Running { id: 2, progress: Some(p) } if p.done == 0));
+    let out = compute_output(&run_request(2, &[("a.txt", SEED000)]));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 2,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!(s.run, RunStatus::Done { id: 2 });
+    assert!(s.files[0].view.is_some());
+    assert_eq!(s.settings.world_size, 512, "pre-filled from the header");
+    assert!(s.result().is_some());
 }
 
 #[wasm_bindgen_test]
-async fn app_mounts_with_file_input_and_gallery() {
+fn cancel_and_crash_and_failed() {
+    let s = reduce(Rc::new(AppState::default()), Action::RunStarted(5));
+    let s = reduce(s, Action::Cancel);
+    assert_eq!(s.run, RunStatus::Cancelled { id: 5 });
+    let s2 = reduce(
+        s.clone(),
+        Action::Worker(Response::Failed {
+            id: 5,
+            message: "late".into(),
+        }),
+    );
+    assert!(Rc::ptr_eq(&s, &s2), "nothing after a cancel counts");
+    let s = reduce(s, Action::RunStarted(6));
+    let s = reduce(s, Action::Crashed(Some(6), "trap".into()));
+    assert_eq!(
+        s.run,
+        RunStatus::Failed {
+            id: 6,
+            message: "trap".into()
+        }
+    );
+    let s = reduce(s, Action::Crashed(None, "cannot start".into()));
+    assert_eq!(s.notices, vec!["cannot start".to_string()]);
+}
+
+#[wasm_bindgen_test]
+fn edits_pin_fields_keep_text_and_report_parse_errors() {
+    let s = Rc::new(AppState::default());
+    let s = reduce(s, Action::Edit(Field::World, "1".into()));
+    let s = reduce(s, Action::Edit(Field::World, "1x".into()));
+    assert_eq!(s.field_text(Field::World), "1x");
+    assert_eq!(s.settings.world_size, 1, "the last good value stays");
+    let errs = s.field_errors();
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].message.contains("not a whole number"));
+    assert!(s.pinned_fields.contains(&Field::World));
+    assert_eq!(s.edit_rev, 2);
+    // A preset changes the bandwidth text shown.
+    let s = reduce(s, Action::Edit(Field::NvlinkBw, "300".into()));
+    let s = reduce(s, Action::Edit(Field::Gpu, "A100".into()));
+    assert_eq!(s.field_text(Field::NvlinkBw), "240");
+    // Hints do not override the pinned world.
+    let out = compute_output(&run_request(1, &[("a.txt", SEED000)]));
+    let s = reduce(s, Action::Edit(Field::World, "64".into()));
+    let s = reduce(s, Action::RunStarted(1));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 1,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!((s.settings.world_size, s.settings.tp), (64, 8));
+}
+
+#[wasm_bindgen_test]
+fn example_is_kept_only_for_a_single_gallery_file_and_pin_copies_the_result() {
+    let s = reduce(
+        Rc::new(AppState::default()),
+        Action::Loaded {
+            files: vec![("a.txt".into(), SEED000.to_vec())],
+            example: Some("a.txt".into()),
+        },
+    );
+    let s2 = reduce(
+        s.clone(),
+        Action::Loaded {
+            files: vec![("b.txt".into(), SEED001.to_vec())],
+            example: None,
+        },
+    );
+    assert_eq!(s2.example, None);
+    let s3 = reduce(s2, Action::Remove("a.txt".into()));
+    assert_eq!((s3.files.len(), s3.example.clone()), (1, None));
+    let s = reduce(s, Action::Pin);
+    assert!(s.compare.is_none(), "nothing to pin before a result");
+    let s = reduce(s, Action::RunStarted(1));
+    let out = compute_output(&run_request(1, &[("a.txt", SEED000)]));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 1,
+            output: Box::new(out),
+        }),
+    );
+    let s = reduce(s, Action::Pin);
+    assert_eq!(
+        s.compare.as_ref().map(|p| p.files.clone()),
+        Some(vec!["a.txt".to_string()])
+    );
+    let s = reduce(s, Action::Clear);
+    assert!(s.files.is_empty() && s.output.is_none());
+    assert!(s.compare.is_some(), "the pin survives a clear");
+    let s = reduce(s, Action::Unpin);
+    assert!(s.compare.is_none());
+}
+
+#[wasm_bindgen_test]
+fn link_pins_hold_until_its_files_are_removed() {
+    let (url, _) = from_fragment("world=64&tp=2");
+    let s = reduce(Rc::new(AppState::default()), Action::Restore(url));
+    let s = reduce(s, Action::Edit(Field::Tp, "4".into()));
+    let s = reduce(
+        s,
+        Action::Loaded {
+            files: vec![("a.txt".into(), SEED000.to_vec())],
+            example: None,
+        },
+    );
+    let s = reduce(s, Action::RunStarted(1));
+    let out = compute_output(&run_request(1, &[("a.txt", SEED000)]));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 1,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!(
+        (s.settings.world_size, s.settings.tp),
+        (64, 4),
+        "the link and the user win"
+    );
+    let s = reduce(s, Action::Remove("a.txt".into()));
+    let pinned: Vec<Field> = s.pinned_fields.iter().copied().collect();
+    assert_eq!(pinned, vec![Field::Tp], "typed pins stay, link pins go");
+    let s = reduce(
+        s,
+        Action::Loaded {
+            files: vec![("b.txt".into(), SEED001.to_vec())],
+            example: None,
+        },
+    );
+    let s = reduce(s, Action::RunStarted(2));
+    let out = compute_output(&RunRequest {
+        pinned: s.pinned_fields.clone(),
+        ..run_request(2, &[("b.txt", SEED001)])
+    });
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 2,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!((s.settings.world_size, s.settings.tp), (1024, 4));
+}
+
+// ---------------------------------------------------------------- formatting, diff, sort
+
+#[wasm_bindgen_test]
+fn human_numbers() {
+    assert_eq!(format::duration_ns(0), "0 ns");
+    assert_eq!(format::duration_ns(999), "999 ns");
+    assert_eq!(format::duration_ns(534_975_000), "534.975 ms");
+    assert_eq!(format::duration_ns(7_213_000_000), "7.213 s");
+    assert_eq!(format::signed_duration_ns(-1_500_000), "−1.500 ms");
+    assert_eq!(format::bytes(20_971_520), "20.000 MiB");
+    assert_eq!(format::bytes(1023), "1023 B");
+    assert_eq!(format::count(1_234_567), "1\u{2009}234\u{2009}567");
+    assert_eq!(format::relative_change(200.0, 250.0), "+25.0 %");
+    assert_eq!(format::relative_change(200.0, 150.0), "−25.0 %");
+    assert_eq!(format::relative_change(0.0, 1.0), "—");
+}
+
+#[wasm_bindgen_test]
+fn compare_rows_pair_by_key() {
+    let a = vec![
+        Figure::new(
+            "iteration_time",
+            "Iteration",
+            Quantity::DurationNs(1_000_000),
+        ),
+        Figure::new("comm.TP", "TP", Quantity::DurationNs(400)),
+        Figure::new("util", "Utilisation", Quantity::Fraction(0.5)),
+    ];
+    let b = vec![
+        Figure::new(
+            "iteration_time",
+            "Iteration",
+            Quantity::DurationNs(1_250_000),
+        ),
+        Figure::new("util", "Utilisation", Quantity::Fraction(0.625)),
+        Figure::new("bubble", "Bubble", Quantity::DurationNs(5)),
+    ];
+    let rows = diff_figures(&a, &b);
+    let keys: Vec<&str> = rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(keys, vec!["iteration_time", "comm.TP", "util", "bubble"]);
+    assert_eq!(
+        rows[0].delta,
+        Some(("+250.000 µs".into(), "+25.0 %".into()))
+    );
+    assert_eq!(rows[1].delta, None);
+    assert_eq!(rows[2].delta, Some(("+12.5 pts".into(), "+25.0 %".into())));
+    assert_eq!((rows[3].a, rows[3].delta.clone()), (None, None));
+}
+
+#[wasm_bindgen_test]
+fn table_sorts_numbers_by_value_and_is_stable() {
+    use trainscope_web::components::table::{sorted_order, Direction};
+    let rows = vec![
+        vec![Cell::Text("b".into()), Cell::DurationNs(10)],
+        vec![Cell::Text("a".into()), Cell::DurationNs(9)],
+        vec![Cell::Text("c".into()), Cell::DurationNs(100)],
+        vec![Cell::Text("a".into()), Cell::DurationNs(10)],
+    ];
+    assert_eq!(
+        sorted_order(&rows, 1, Direction::Ascending),
+        vec![1, 0, 3, 2]
+    );
+    assert_eq!(
+        sorted_order(&rows, 1, Direction::Descending),
+        vec![2, 0, 3, 1]
+    );
+    assert_eq!(
+        sorted_order(&rows, 0, Direction::Ascending),
+        vec![1, 3, 0, 2]
+    );
+}
+
+// ---------------------------------------------------------------- mounted components
+
+async fn mount<C: yew::BaseComponent>(props: C::Properties) -> web_sys::Element {
     let document = gloo::utils::document();
     let host = document.create_element("div").unwrap();
     document.body().unwrap().append_child(&host).unwrap();
-    yew::Renderer::<trainscope_web::app::App>::with_root(host.clone()).render();
-    // Let the scheduler render.
-    gloo::timers::future::TimeoutFuture::new(10).await;
+    yew::Renderer::<C>::with_root_and_props(host.clone(), props).render();
+    gloo::timers::future::TimeoutFuture::new(20).await;
+    host
+}
+
+#[wasm_bindgen_test]
+async fn app_mounts_with_controls_labels_and_gallery() {
+    let host = mount::<trainscope_web::app::App>(()).await;
     let input = host
         .query_selector("[data-testid=file-input]")
         .unwrap()
         .expect("file input rendered");
     assert_eq!(input.get_attribute("type").as_deref(), Some("file"));
     assert!(input.has_attribute("multiple"));
-    let examples = host.query_selector_all("[data-testid=example]").unwrap();
-    assert_eq!(examples.length(), 5);
+    assert_eq!(
+        host.query_selector_all("[data-testid=example]")
+            .unwrap()
+            .length(),
+        5
+    );
+    let mode = host
+        .query_selector("select[data-testid=mode]")
+        .unwrap()
+        .expect("mode select");
+    let values: Vec<String> = (0..2)
+        .map(|i| {
+            mode.query_selector_all("option")
+                .unwrap()
+                .get(i)
+                .unwrap()
+                .unchecked_into::<web_sys::Element>()
+                .get_attribute("value")
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(values, vec!["event", "simai"]);
+    let simulate = host
+        .query_selector("[data-testid=simulate]")
+        .unwrap()
+        .expect("simulate");
+    assert!(simulate.has_attribute("disabled"), "nothing loaded yet");
+    // Every settings control has a label pointing at it.
+    let controls = host
+        .query_selector_all(".settings input, .settings select")
+        .unwrap();
+    assert!(controls.length() >= 10);
+    for i in 0..controls.length() {
+        let el: web_sys::Element = controls.get(i).unwrap().unchecked_into();
+        let id = el.id();
+        let label = host.query_selector(&format!("label[for='{id}']")).unwrap();
+        assert!(label.is_some(), "label for #{id}");
+    }
+    host.remove();
+}
+
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen_test]
+async fn results_panel_shows_iteration_time_figures_and_draws() {
+    use trainscope_web::components::results::{Results, ResultsProps};
+    use trainscope_web::views::{Bar, ResultKind, ResultView, Segment};
+    let mut r = ResultView::new(ResultKind::Simulated, "Event-level simulation", "test");
+    r.iteration_time_ns = Some(534_975_000);
+    r.figures = vec![Figure::new("bubble", "Bubble", Quantity::DurationNs(1_000))];
+    r.measured = vec![Figure::new(
+        "iteration_time",
+        "Iteration time",
+        Quantity::DurationNs(500_000_000),
+    )];
+    r.breakdown = vec![
+        Segment {
+            key: "compute".into(),
+            label: "Compute".into(),
+            value_ns: 300,
+        },
+        Segment {
+            key: "comm.TP".into(),
+            label: "TP".into(),
+            value_ns: 100,
+        },
+        Segment {
+            key: "bubble".into(),
+            label: "Bubble".into(),
+            value_ns: 100,
+        },
+    ];
+    r.bars = vec![Bar {
+        label: "stage 0".into(),
+        fraction: 0.75,
+    }];
+    r.exports = vec![views::ExportFile {
+        label: "Chrome trace".into(),
+        testid: "export-chrome-trace".into(),
+        file_name: "t.json".into(),
+        mime: "application/json".into(),
+        content: "{}".into(),
+    }];
+    let host = mount::<Results>(ResultsProps {
+        result: r,
+        stale: false,
+        on_pin: yew::Callback::noop(),
+        pinned: false,
+        on_error: yew::Callback::noop(),
+    })
+    .await;
+    let it = host
+        .query_selector("[data-testid=iteration-time]")
+        .unwrap()
+        .unwrap();
+    assert_eq!(it.get_attribute("data-ns").as_deref(), Some("534975000"));
+    assert_eq!(it.text_content().unwrap().trim(), "534.975 ms");
+    assert!(host
+        .query_selector("[data-testid=export-chrome-trace]")
+        .unwrap()
+        .is_some());
+    assert!(host
+        .query_selector("[data-testid=compare-pin]")
+        .unwrap()
+        .is_some());
+    let row = host
+        .query_selector("[data-testid=compare-row][data-key=iteration_time]")
+        .unwrap()
+        .unwrap();
+    assert!(
+        row.text_content().unwrap().contains("+34.975 ms"),
+        "measured vs simulated"
+    );
+    let canvas: web_sys::HtmlCanvasElement = host
+        .query_selector("canvas")
+        .unwrap()
+        .unwrap()
+        .unchecked_into();
+    let ctx: web_sys::CanvasRenderingContext2d =
+        canvas.get_context("2d").unwrap().unwrap().unchecked_into();
+    // The first segment (compute, Okabe-Ito blue #0072b2) is drawn at the left of the bar.
+    let px = ctx.get_image_data(20.0, 50.0, 1.0, 1.0).unwrap().data();
+    assert_eq!((px[0], px[1], px[2]), (0, 114, 178));
     host.remove();
 }

@@ -1,28 +1,20 @@
-//! One loaded file: detected format, the job description from its header,
-//! record counts, and every warning/error with its line and quoted text.
+//! One loaded file: detected format, the fields the worker extracted (job
+//! description, record counts, declared totals), and every warning/error
+//! with its line and quoted text (`data-testid="warning"` / `"error"`, one
+//! element per message).
 
-use crate::state::{Action, AppState};
-use trainscope_core::inspect::FileSummary;
+use crate::state::{Action, AppState, LoadedFile};
 use trainscope_core::{Diagnostic, Severity};
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct FileCardProps {
-    pub summary: FileSummary,
+    pub file: LoadedFile,
     pub dispatch: UseReducerDispatcher<AppState>,
 }
 
-fn field(label: &'static str, testid: &'static str, value: String) -> Html {
-    let wide = value.len() > 14;
-    html! {
-        <div class={classes!("field", wide.then_some("wide"))}>
-            <dt>{ label }</dt>
-            <dd data-testid={testid}>{ value }</dd>
-        </div>
-    }
-}
-
-fn diagnostic(d: &Diagnostic) -> Html {
+/// One diagnostic as a list item (also used for run-level diagnostics).
+pub fn diagnostic(d: &Diagnostic) -> Html {
     let (class, testid) = match d.severity {
         Severity::Error => ("diag error", "error"),
         Severity::Warning => ("diag warning", "warning"),
@@ -30,7 +22,7 @@ fn diagnostic(d: &Diagnostic) -> Html {
     html! {
         <li class={class} data-testid={testid}>
             if let Some(loc) = &d.location {
-                <span class="diag-loc">{ format!("line {}:{}", loc.line, loc.column) }</span>
+                <span class="diag-loc">{ format!("{} line {}:{}", loc.file, loc.line, loc.column) }</span>
             }
             <span class="diag-msg">{ &d.message }</span>
             if let Some(loc) = &d.location {
@@ -45,36 +37,45 @@ fn diagnostic(d: &Diagnostic) -> Html {
 
 #[component]
 pub fn FileCard(props: &FileCardProps) -> Html {
-    let s = &props.summary;
+    let f = &props.file;
     let on_remove = {
         let dispatch = props.dispatch.clone();
-        let name = s.file.clone();
+        let name = f.name.clone();
         Callback::from(move |_| dispatch.dispatch(Action::Remove(name.clone())))
     };
-    let format = s.format.map_or("unrecognised", |f| f.name());
+    let (badge, bad) = match &f.view {
+        None => ("parsing…".to_string(), false),
+        Some(v) => match &v.format {
+            Some(name) => (name.clone(), false),
+            None => ("unrecognised".to_string(), true),
+        },
+    };
     html! {
-        <article class="file-card" data-testid="file-card" data-file={s.file.clone()}>
+        <article class="file-card" data-testid="file-card" data-file={f.name.clone()}>
             <header>
-                <h3>{ &s.file }</h3>
-                <span class={classes!("badge", s.format.is_none().then_some("bad"))}
-                      data-testid="format">{ format }</span>
-                <button class="icon" aria-label={format!("Remove {}", s.file)} onclick={on_remove}>{"×"}</button>
+                <h3>{ &f.name }</h3>
+                <span class="size">{ crate::format::bytes(f.bytes.len() as u64) }</span>
+                <span class={classes!("badge", bad.then_some("bad"))}
+                      data-testid={ if f.view.is_some() { "format" } else { "format-pending" } }>{ badge }</span>
+                <button class="icon" aria-label={format!("Remove {}", f.name)} onclick={on_remove}>{"×"}</button>
             </header>
-            if let Some(h) = &s.simai {
-                <dl class="fields">
-                    { field("Policy", "policy", h.policy.to_string()) }
-                    { field("TP", "tp", h.tp.to_string()) }
-                    { field("PP", "pp", h.pp.to_string()) }
-                    { field("EP", "ep", h.ep.to_string()) }
-                    { field("vpp", "vpp", h.vpp.to_string()) }
-                    { field("GA", "ga", h.ga.to_string()) }
-                    { field("World", "world", h.world.map_or("—".into(), |w| w.to_string())) }
-                    { field("pp_comm", "pp-comm", format!("{} B", h.pp_comm_bytes)) }
-                    { field("Records", "records", format!("{} read, {} skipped", h.records, h.skipped_records)) }
-                </dl>
-            }
-            if !s.diagnostics.is_empty() {
-                <ul class="diags">{ for s.diagnostics.iter().map(diagnostic) }</ul>
+            if let Some(v) = &f.view {
+                if !v.fields.is_empty() {
+                    <dl class="fields">
+                        { for v.fields.iter().map(|fv| {
+                            let wide = fv.value.chars().count() > 14;
+                            html! {
+                                <div class={classes!("field", wide.then_some("wide"))}>
+                                    <dt>{ &fv.label }</dt>
+                                    <dd data-testid={fv.testid.clone()}>{ &fv.value }</dd>
+                                </div>
+                            }
+                        }) }
+                    </dl>
+                }
+                if !v.diagnostics.is_empty() {
+                    <ul class="diags">{ for v.diagnostics.iter().map(diagnostic) }</ul>
+                }
             }
         </article>
     }

@@ -15,7 +15,7 @@ pub struct IngestProps {
 }
 
 /// Fetch a bundled example and load it like a dropped file.
-fn load_example(file_name: &'static str, dispatch: UseReducerDispatcher<AppState>) {
+pub fn load_example(file_name: &'static str, dispatch: UseReducerDispatcher<AppState>) {
     dispatch.dispatch(Action::Reading(1));
     yew::platform::spawn_local(async move {
         let result = async {
@@ -30,7 +30,10 @@ fn load_example(file_name: &'static str, dispatch: UseReducerDispatcher<AppState
         }
         .await;
         match result {
-            Ok(bytes) => dispatch.dispatch(Action::Loaded(vec![(file_name.to_string(), bytes)])),
+            Ok(bytes) => dispatch.dispatch(Action::Loaded {
+                files: vec![(file_name.to_string(), bytes)],
+                example: Some(file_name.to_string()),
+            }),
             Err(e) => dispatch.dispatch(Action::ReadFailed(file_name.to_string(), e)),
         }
     });

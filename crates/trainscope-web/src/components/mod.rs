@@ -1,5 +1,12 @@
-//! View components. Each takes plain props (and the reducer's dispatcher
-//! where it changes state); none holds state of its own beyond UI toggles.
+//! View components. Each takes plain props (display data from
+//! [`crate::views`], the reducer's handle or dispatcher where it changes
+//! state); none holds state of its own beyond UI toggles (table sort).
 
+pub mod charts;
+pub mod compare;
 pub mod file_card;
 pub mod ingest;
+pub mod results;
+pub mod run_bar;
+pub mod settings_form;
+pub mod table;

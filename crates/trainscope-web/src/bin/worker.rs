@@ -1,0 +1,64 @@
+//! The Web Worker entry point (Trunk `data-type="worker"`, started by the
+//! page as `worker_loader.js`). It announces `Ready`, then for every request
+//! decodes it, runs [`trainscope_web::compute::run`] synchronously while
+//! posting progress, and posts `Done` (or `Failed`, including for a panic,
+//! whose message is sent before the worker traps).
+
+use std::cell::Cell;
+use trainscope_web::protocol::{decode_request, encode_response, Request, Response};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+thread_local! {
+    /// The run being computed, for the panic report.
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn send(r: &Response) {
+    let _ = scope().post_message(&JsValue::from_str(&encode_response(r)));
+}
+
+fn on_message(e: MessageEvent) {
+    let data = e.data();
+    let bytes = if let Some(arr) = data.dyn_ref::<js_sys::Uint8Array>() {
+        arr.to_vec()
+    } else if let Some(buf) = data.dyn_ref::<js_sys::ArrayBuffer>() {
+        js_sys::Uint8Array::new(buf).to_vec()
+    } else {
+        send(&Response::Failed {
+            id: 0,
+            message: "unexpected message to the worker".into(),
+        });
+        return;
+    };
+    match decode_request(&bytes) {
+        Ok(Request::Run(run)) => {
+            CURRENT.with(|c| c.set(run.id));
+            let output = trainscope_web::compute::run(&run, &mut |p| send(&Response::Progress(p)));
+            send(&Response::Done {
+                id: run.id,
+                output: Box::new(output),
+            });
+        }
+        Err(message) => send(&Response::Failed { id: 0, message }),
+    }
+}
+
+fn main() {
+    std::panic::set_hook(Box::new(|info| {
+        let id = CURRENT.with(Cell::get);
+        send(&Response::Failed {
+            id,
+            message: format!("the worker panicked: {info}"),
+        });
+    }));
+    let handler = Closure::<dyn FnMut(MessageEvent)>::new(on_message);
+    scope().set_onmessage(Some(handler.as_ref().unchecked_ref()));
+    handler.forget();
+    send(&Response::Ready);
+}

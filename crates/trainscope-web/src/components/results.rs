@@ -1,0 +1,132 @@
+//! The Read panel for one [`ResultView`]: the headline iteration time
+//! (`data-testid="iteration-time"`, `data-ns` = integer ns), the figure
+//! tiles (compute, bubble, exposed communication per group, ...), measured
+//! vs simulated side by side when the input had measurements, the charts
+//! canvas, tables, the result's own warnings/errors, the downloads
+//! (`data-testid` from each export, e.g. `export-chrome-trace`, plus
+//! `export-png` for the charts) and the Compare pin (`compare-pin`).
+
+use crate::components::charts::Charts;
+use crate::components::compare::DiffTable;
+use crate::components::file_card::diagnostic;
+use crate::components::table::SortableTable;
+use crate::download::{download_canvas_png, download_text};
+use crate::format;
+use crate::views::{diff_figures, Quantity, ResultKind, ResultView};
+use web_sys::HtmlCanvasElement;
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct ResultsProps {
+    pub result: ResultView,
+    /// Whether the run shown is being recomputed (the panel dims).
+    #[prop_or_default]
+    pub stale: bool,
+    pub on_pin: Callback<()>,
+    /// Whether this result is the pinned "A".
+    #[prop_or_default]
+    pub pinned: bool,
+    /// Download failures are reported here.
+    pub on_error: Callback<String>,
+}
+
+fn raw_value(q: &Quantity) -> String {
+    match q {
+        Quantity::DurationNs(v) | Quantity::Bytes(v) | Quantity::Count(v) => v.to_string(),
+        Quantity::Fraction(f) => f.to_string(),
+    }
+}
+
+#[component]
+pub fn Results(props: &ResultsProps) -> Html {
+    let r = &props.result;
+    let canvas = use_node_ref();
+    let on_png = {
+        let canvas = canvas.clone();
+        let on_error = props.on_error.clone();
+        Callback::from(move |_| {
+            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
+                if let Err(e) = download_canvas_png(&c, "trainscope-charts.png") {
+                    on_error.emit(format!("PNG download failed: {e}"));
+                }
+            }
+        })
+    };
+    let on_pin = {
+        let cb = props.on_pin.clone();
+        Callback::from(move |_| cb.emit(()))
+    };
+    let kind = match r.kind {
+        ResultKind::Declared => "declared",
+        ResultKind::Simulated => "simulated",
+    };
+    html! {
+        <section class={classes!("results", props.stale.then_some("stale"))} aria-label="Results"
+                 data-testid="results" data-kind={kind} aria-busy={props.stale.then_some("true")}>
+            <header class="results-head">
+                <div>
+                    <h2>{ &r.title }</h2>
+                    <p class="subtitle">{ &r.subtitle }</p>
+                </div>
+                <button type="button" class="secondary" data-testid="compare-pin" onclick={on_pin}
+                        aria-pressed={props.pinned.to_string()}>
+                    { if props.pinned { "Pinned as A" } else { "Pin as A (compare)" } }
+                </button>
+            </header>
+            if let Some(ns) = r.iteration_time_ns {
+                <div class="headline">
+                    <span class="headline-label">{"Iteration time"}</span>
+                    <span class="headline-value" data-testid="iteration-time" data-ns={ns.to_string()}>
+                        { format::duration_ns(ns) }
+                    </span>
+                </div>
+            }
+            <dl class="figures">
+                { for r.figures.iter().map(|f| html! {
+                    <div class="figure" data-testid="figure" data-key={f.key.clone()}
+                         data-value={raw_value(&f.value)}>
+                        <dt>{ &f.label }</dt>
+                        <dd>{ f.value.text() }</dd>
+                    </div>
+                }) }
+            </dl>
+            if !r.measured.is_empty() {
+                <div class="measured">
+                    <h3>{"Measured vs simulated"}</h3>
+                    <DiffTable a_label="Measured" b_label="Simulated"
+                               rows={diff_figures(&r.measured, &r.all_figures())} />
+                </div>
+            }
+            if !r.breakdown.is_empty() || !r.bars.is_empty() {
+                <Charts canvas={canvas.clone()} breakdown_title={r.breakdown_title.clone()}
+                        breakdown={r.breakdown.clone()} bars_title={r.bars_title.clone()}
+                        bars={r.bars.clone()} />
+            }
+            if !r.diagnostics.is_empty() {
+                <ul class="diags">{ for r.diagnostics.iter().map(diagnostic) }</ul>
+            }
+            <div class="exports" role="group" aria-label="Downloads">
+                <span class="exports-label">{"Download:"}</span>
+                { for r.exports.iter().map(|x| {
+                    let x2 = x.clone();
+                    let on_error = props.on_error.clone();
+                    let onclick = Callback::from(move |_| {
+                        if let Err(e) = download_text(&x2.file_name, &x2.mime, &x2.content) {
+                            on_error.emit(format!("download of {} failed: {e}", x2.file_name));
+                        }
+                    });
+                    html! {
+                        <button type="button" class="secondary" data-testid={x.testid.clone()}
+                                title={x.file_name.clone()} {onclick}>{ &x.label }</button>
+                    }
+                }) }
+                if !r.breakdown.is_empty() || !r.bars.is_empty() {
+                    <button type="button" class="secondary" data-testid="export-png" onclick={on_png}>
+                        {"Charts (PNG)"}
+                    </button>
+                }
+            </div>
+            { for r.tables.iter().map(|t| html! { <SortableTable table={t.clone()} /> }) }
+        </section>
+    }
+}

@@ -1,0 +1,272 @@
+//! The Configure panel: one labelled control per setting of the current mode
+//! (mode select `data-testid="mode"`, presets, numbers, schedule, overlap
+//! ratios), grouped in fieldsets; a message next to each invalid field
+//! (`data-testid="field-error"`, `data-field=<key>`, linked by
+//! `aria-describedby`); a "from file" note on values the loaded files set;
+//! and the Simulate button (`data-testid="simulate"`). Every edit goes to
+//! the reducer as text; the page re-runs after a short pause.
+
+use crate::settings::{
+    algorithm_name, gpu_name, mode_name, nic_name, schedule_name, Algorithm, Field, GpuPreset,
+    Mode, NicPreset, Schedule,
+};
+use crate::state::{Action, AppState};
+use web_sys::{HtmlInputElement, HtmlSelectElement};
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct SettingsFormProps {
+    pub state: UseReducerHandle<AppState>,
+    pub on_simulate: Callback<()>,
+}
+
+/// How a field is edited.
+enum Control {
+    Number {
+        step: &'static str,
+        min: &'static str,
+    },
+    Select(Vec<(&'static str, &'static str)>),
+    Check,
+}
+
+fn control(field: Field) -> Control {
+    fn opts<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<(&'static str, &'static str)> {
+        all.iter().map(|v| (name(*v), name(*v))).collect()
+    }
+    match field {
+        Field::Mode => Control::Select(vec![
+            (mode_name(Mode::Event), "Event-level"),
+            (mode_name(Mode::Simai), "SimAI-compatible"),
+        ]),
+        Field::Gpu => {
+            let mut o = opts(&GpuPreset::ALL, gpu_name);
+            o[0].1 = "custom bandwidth";
+            Control::Select(o)
+        }
+        Field::Nic => {
+            let mut o = opts(&NicPreset::ALL, nic_name);
+            o[0].1 = "custom bandwidth";
+            Control::Select(o)
+        }
+        Field::Schedule => Control::Select(vec![
+            (
+                schedule_name(Schedule::Gpipe),
+                "GPipe (all forward, then all backward)",
+            ),
+            (schedule_name(Schedule::OneFOneB), "1F1B"),
+            (schedule_name(Schedule::Interleaved), "Interleaved 1F1B"),
+        ]),
+        Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
+        Field::GradSyncOverlap => Control::Check,
+        Field::NvlinkBw | Field::NicBw | Field::BackwardFactor => Control::Number {
+            step: "any",
+            min: "0",
+        },
+        Field::Latency => Control::Number {
+            step: "any",
+            min: "0",
+        },
+        Field::DpOverlap | Field::TpOverlap | Field::EpOverlap | Field::PpOverlap => {
+            Control::Number {
+                step: "0.05",
+                min: "0",
+            }
+        }
+        _ => Control::Number {
+            step: "1",
+            min: "1",
+        },
+    }
+}
+
+/// The groups of the form, in order.
+const GROUPS: [(&str, &[Field]); 4] = [
+    (
+        "Cluster",
+        &[
+            Field::Gpu,
+            Field::NvlinkBw,
+            Field::GpusPerNode,
+            Field::NicsPerNode,
+            Field::Nic,
+            Field::NicBw,
+            Field::Latency,
+        ],
+    ),
+    (
+        "Parallelism",
+        &[Field::World, Field::Tp, Field::Pp, Field::Ep],
+    ),
+    (
+        "Batch and schedule",
+        &[
+            Field::MicroBatches,
+            Field::Schedule,
+            Field::VirtualStages,
+            Field::Algorithm,
+            Field::BackwardFactor,
+            Field::Blocks,
+        ],
+    ),
+    (
+        "Overlap",
+        &[
+            Field::DpOverlap,
+            Field::TpOverlap,
+            Field::EpOverlap,
+            Field::PpOverlap,
+            Field::GradSyncOverlap,
+        ],
+    ),
+];
+
+fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<String>) -> Html {
+    let id = format!("s-{}", field.key());
+    let err_id = format!("{id}-err");
+    let text = state.field_text(field);
+    let dispatch = state.dispatcher();
+    let from_file = !state.pinned_fields.contains(&field)
+        && state
+            .output
+            .as_ref()
+            .and_then(|o| o.hints.get(field))
+            .is_some_and(|v| v == state.settings.get(field));
+    let source = state.output.as_ref().and_then(|o| {
+        o.hints
+            .sources
+            .iter()
+            .find(|s| s.contains(&format!("{} = ", short_name(field))))
+            .cloned()
+    });
+    let invalid = error.is_some();
+    let described = invalid.then(|| err_id.clone());
+    let input = match control(field) {
+        Control::Number { step, min } => {
+            let oninput = Callback::from(move |e: InputEvent| {
+                let input: HtmlInputElement = e.target_unchecked_into();
+                dispatch.dispatch(Action::Edit(field, input.value()));
+            });
+            html! {
+                <input id={id.clone()} name={field.key()} type="number" {step} {min}
+                       inputmode="decimal" value={text}
+                       aria-invalid={invalid.then_some("true")}
+                       aria-describedby={described}
+                       data-testid={format!("setting-{}", field.key())} {oninput} />
+            }
+        }
+        Control::Select(options) => {
+            let onchange = Callback::from(move |e: Event| {
+                let select: HtmlSelectElement = e.target_unchecked_into();
+                dispatch.dispatch(Action::Edit(field, select.value()));
+            });
+            let testid = if field == Field::Mode {
+                "mode".to_string()
+            } else {
+                format!("setting-{}", field.key())
+            };
+            html! {
+                <select id={id.clone()} name={field.key()} data-testid={testid}
+                        aria-invalid={invalid.then_some("true")}
+                        aria-describedby={described} {onchange}>
+                    { for options.iter().map(|(value, label)| html! {
+                        <option value={*value} selected={*value == text}>{ *label }</option>
+                    }) }
+                </select>
+            }
+        }
+        Control::Check => {
+            let onchange = Callback::from(move |e: Event| {
+                let input: HtmlInputElement = e.target_unchecked_into();
+                let v = if input.checked() { "1" } else { "0" };
+                dispatch.dispatch(Action::Edit(field, v.into()));
+            });
+            html! {
+                <input id={id.clone()} name={field.key()} type="checkbox" checked={text == "1"}
+                       data-testid={format!("setting-{}", field.key())} {onchange} />
+            }
+        }
+    };
+    let check = matches!(control(field), Control::Check);
+    html! {
+        <div class={classes!("setting", check.then_some("check"), invalid.then_some("invalid"))}
+             data-field={field.key()}>
+            <label for={id.clone()}>{ field.label() }</label>
+            { input }
+            if from_file {
+                <span class="from-file" title={source.unwrap_or_default()}>{"from file"}</span>
+            }
+            if let Some(message) = error {
+                <p class="field-error" id={err_id} data-testid="field-error"
+                   data-field={field.key()} role="alert">{ message }</p>
+            }
+        </div>
+    }
+}
+
+/// The short name a hint source uses for a field (`TP = 8 from …`).
+fn short_name(field: Field) -> &'static str {
+    match field {
+        Field::World => "world",
+        Field::Tp => "TP",
+        Field::Pp => "PP",
+        Field::Ep => "EP",
+        Field::MicroBatches => "micro-batches",
+        Field::VirtualStages => "virtual stages",
+        _ => field.key(),
+    }
+}
+
+#[component]
+pub fn SettingsForm(props: &SettingsFormProps) -> Html {
+    let state = &props.state;
+    let errors = state.field_errors();
+    let mode = state.settings.mode;
+    let error_for = |f: Field| {
+        errors
+            .iter()
+            .find(|e| e.field == f)
+            .map(|e| e.message.clone())
+    };
+    let onsubmit = {
+        let on_simulate = props.on_simulate.clone();
+        Callback::from(move |e: SubmitEvent| {
+            e.prevent_default();
+            on_simulate.emit(());
+        })
+    };
+    let dp = state.settings.dp();
+    html! {
+        <form class="settings" aria-label="Simulation settings" {onsubmit} novalidate=true>
+            <h2>{"Configure"}</h2>
+            { field_row(state, Field::Mode, error_for(Field::Mode)) }
+            { for GROUPS.iter().map(|(title, fields)| {
+                let shown: Vec<Field> = fields.iter().copied().filter(|f| f.used_in(mode)).collect();
+                if shown.is_empty() {
+                    return html! {};
+                }
+                html! {
+                    <fieldset>
+                        <legend>{ *title }</legend>
+                        { for shown.iter().map(|f| field_row(state, *f, error_for(*f))) }
+                        if *title == "Parallelism" && errors.iter().all(|e| e.field != Field::World) {
+                            <p class="derived" data-testid="dp">{ format!("DP = world / (TP × PP) = {dp}") }</p>
+                        }
+                    </fieldset>
+                }
+            }) }
+            <div class="actions">
+                <button type="submit" data-testid="simulate" disabled={!state.can_run()}>
+                    { if mode == Mode::Simai { "Simulate (SimAI)" } else { "Simulate" } }
+                </button>
+                if !errors.is_empty() {
+                    <span class="invalid-note" role="status">
+                        { format!("{} setting(s) to fix", errors.len()) }
+                    </span>
+                } else if state.files.is_empty() {
+                    <span class="invalid-note">{"Load a file to simulate"}</span>
+                }
+            </div>
+        </form>
+    }
+}

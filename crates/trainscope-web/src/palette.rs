@@ -1,0 +1,42 @@
+//! The colour-blind-safe palette (Okabe & Ito, 2008) and the fixed colour of
+//! each breakdown component, so a colour means the same thing in every chart
+//! and run: compute blues/green, communication groups orange/purple/yellow/
+//! vermillion, bubble grey.
+
+/// Okabe-Ito: black, orange, sky blue, bluish green, yellow, blue,
+/// vermillion, reddish purple.
+pub const OKABE_ITO: [(u8, u8, u8); 8] = [
+    (0, 0, 0),
+    (230, 159, 0),
+    (86, 180, 233),
+    (0, 158, 115),
+    (240, 228, 66),
+    (0, 114, 178),
+    (213, 94, 0),
+    (204, 121, 167),
+];
+
+/// Neutral grey for idle time (bubble) and "other".
+pub const GREY: (u8, u8, u8) = (153, 153, 153);
+
+/// Colour of a breakdown key (see [`crate::views::Segment`]); unknown keys
+/// take palette colours by position, skipping black.
+pub fn colour_for(key: &str, index: usize) -> (u8, u8, u8) {
+    match key {
+        "compute" | "compute.fwd" => OKABE_ITO[5],
+        "compute.ig" => OKABE_ITO[2],
+        "compute.wg" => OKABE_ITO[3],
+        "comm.TP" => OKABE_ITO[1],
+        "comm.DP" => OKABE_ITO[7],
+        "comm.EP" => OKABE_ITO[3],
+        "comm.DP_EP" => OKABE_ITO[4],
+        "comm.PP" => OKABE_ITO[6],
+        "bubble" | "other" => GREY,
+        _ => OKABE_ITO[1 + index % 7],
+    }
+}
+
+/// `#rrggbb` for CSS.
+pub fn css(rgb: (u8, u8, u8)) -> String {
+    format!("#{:02x}{:02x}{:02x}", rgb.0, rgb.1, rgb.2)
+}

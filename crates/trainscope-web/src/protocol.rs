@@ -1,0 +1,206 @@
+//! The page ↔ worker protocol. The page sends a [`Request`] (a run: id,
+//! settings, files); the worker answers with [`Response`]s: `Ready` once
+//! when it has started, then for each run any number of `Progress` and one
+//! `Done` or `Failed`, all carrying the run id. The page ignores responses
+//! whose id is not its current run (stale), and cancels by terminating the
+//! worker and starting a new one (a synchronous computation cannot be
+//! interrupted any other way).
+//!
+//! Encoding: a request is one binary buffer (transferred, not copied):
+//! the magic `TSR1`, a little-endian u32 header length, the header as JSON
+//! (id, settings, pinned fields, file names and sizes) and then every
+//! file's bytes back to back. A response is a JSON string (results are
+//! display data, small next to the inputs).
+
+use crate::settings::{Field, Settings, SettingsHints};
+use crate::views::{FileView, ResultView};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use trainscope_core::Diagnostic;
+
+/// First bytes of an encoded request (format version 1).
+pub const MAGIC: &[u8; 4] = b"TSR1";
+
+/// One input file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// One run: parse every file, then simulate with the settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// Increases with every run the page starts.
+    pub id: u64,
+    pub settings: Settings,
+    /// Fields the user or a link set: the files' hints do not override them.
+    pub pinned: BTreeSet<Field>,
+    pub files: Vec<InputFile>,
+}
+
+/// What the page asks of the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Run(RunRequest),
+}
+
+#[derive(Serialize, Deserialize)]
+struct FileEntry {
+    name: String,
+    size_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    kind: String,
+    id: u64,
+    settings: Settings,
+    pinned: Vec<Field>,
+    files: Vec<FileEntry>,
+}
+
+/// Encode a request into one buffer (see the module docs for the layout).
+pub fn encode_request(req: &Request) -> Vec<u8> {
+    let Request::Run(run) = req;
+    let header = Header {
+        kind: "run".into(),
+        id: run.id,
+        settings: run.settings.clone(),
+        pinned: run.pinned.iter().copied().collect(),
+        files: run
+            .files
+            .iter()
+            .map(|f| FileEntry {
+                name: f.name.clone(),
+                size_bytes: f.bytes.len() as u64,
+            })
+            .collect(),
+    };
+    // Serialising these plain structs cannot fail.
+    let json = serde_json::to_vec(&header).unwrap_or_default();
+    let body: usize = run.files.iter().map(|f| f.bytes.len()).sum();
+    let mut out = Vec::with_capacity(8 + json.len() + body);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    for f in &run.files {
+        out.extend_from_slice(&f.bytes);
+    }
+    out
+}
+
+/// Decode a buffer made by [`encode_request`]. Never panics: a truncated or
+/// foreign buffer is an error message.
+pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
+    if buf.len() < 8 || &buf[..4] != MAGIC {
+        return Err("not a trainscope run request (bad magic)".into());
+    }
+    let mut len = [0u8; 4];
+    len.copy_from_slice(&buf[4..8]);
+    let json_len = u32::from_le_bytes(len) as usize;
+    let json_end = 8usize
+        .checked_add(json_len)
+        .filter(|end| *end <= buf.len())
+        .ok_or("run request truncated in its header")?;
+    let header: Header = serde_json::from_slice(&buf[8..json_end])
+        .map_err(|e| format!("run request header: {e}"))?;
+    if header.kind != "run" {
+        return Err(format!("unknown request kind `{}`", header.kind));
+    }
+    let mut at = json_end;
+    let mut files = Vec::with_capacity(header.files.len().min(4096));
+    for entry in header.files {
+        let end = usize::try_from(entry.size_bytes)
+            .ok()
+            .and_then(|n| at.checked_add(n))
+            .filter(|end| *end <= buf.len())
+            .ok_or_else(|| format!("run request truncated in file `{}`", entry.name))?;
+        files.push(InputFile {
+            name: entry.name,
+            bytes: buf[at..end].to_vec(),
+        });
+        at = end;
+    }
+    if at != buf.len() {
+        return Err(format!("run request has {} trailing bytes", buf.len() - at));
+    }
+    Ok(Request::Run(RunRequest {
+        id: header.id,
+        settings: header.settings,
+        pinned: header.pinned.into_iter().collect(),
+        files,
+    }))
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub id: u64,
+    /// Steps finished and the total (files to parse + simulation).
+    pub done: u32,
+    pub total: u32,
+    /// What is being done now (`Parsing a.txt`, `Simulating`).
+    pub label: String,
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutput {
+    /// The settings the run used: the request's with the files' hints
+    /// applied to unpinned fields (the page adopts them).
+    pub settings: Settings,
+    /// What the files said about the settings (for "from the file" notes).
+    pub hints: SettingsHints,
+    /// One per input file, in input order.
+    pub files: Vec<FileView>,
+    /// The Read panel's content, when the files allow one.
+    pub result: Option<ResultView>,
+    /// Run-level problems (settings the files contradict, nothing to
+    /// simulate, ...). One `warning`/`error` element each on the page.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What the worker says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Response {
+    /// The worker has loaded and listens (sent once, first).
+    Ready,
+    Progress(Progress),
+    Done {
+        id: u64,
+        output: Box<RunOutput>,
+    },
+    /// The run could not complete (bad request, a panic in the worker).
+    Failed {
+        id: u64,
+        message: String,
+    },
+}
+
+impl Response {
+    /// The run this response belongs to (`None` for `Ready`).
+    pub fn run_id(&self) -> Option<u64> {
+        match self {
+            Response::Ready => None,
+            Response::Progress(p) => Some(p.id),
+            Response::Done { id, .. } | Response::Failed { id, .. } => Some(*id),
+        }
+    }
+}
+
+pub fn encode_response(r: &Response) -> String {
+    serde_json::to_string(r).unwrap_or_else(|e| {
+        let failed = Response::Failed {
+            id: r.run_id().unwrap_or(0),
+            message: format!("could not encode the result: {e}"),
+        };
+        // Two plain fields: cannot fail.
+        serde_json::to_string(&failed).unwrap_or_default()
+    })
+}
+
+pub fn decode_response(s: &str) -> Result<Response, String> {
+    serde_json::from_str(s).map_err(|e| format!("bad message from the worker: {e}"))
+}

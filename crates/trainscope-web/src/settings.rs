@@ -1,0 +1,815 @@
+//! The simulation settings: one [`Settings`] value holding everything the
+//! Configure panel edits (mode, cluster, parallelism and batch), its
+//! per-field validation ([`Settings::validate`]), pre-filling from the loaded
+//! files' headers ([`SettingsHints`], [`Settings::with_hints`]) and the
+//! text form of each field used by the form and the URL fragment
+//! ([`Settings::get`] / [`Settings::set`]). Pure Rust, no DOM: the worker
+//! and the page share it.
+//!
+//! Units are in the names: bandwidths in GB/s (`*_bw_gbps`, 1 GB = 2^30 bytes
+//! as in SimAI), latency in microseconds (`latency_us`, converted to integer
+//! nanoseconds by [`Settings::latency_ns`]).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// Which simulator a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The event-level engine (`trainscope_core::sim`).
+    #[default]
+    Event,
+    /// The SimAI-compatible analytical mode (`trainscope_core::analytical`).
+    Simai,
+}
+
+/// GPU type presets: each sets a default NVLink bus bandwidth (FORMATS.md §2.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub enum GpuPreset {
+    /// Bandwidth typed in by the user.
+    #[default]
+    Custom,
+    A100,
+    A800,
+    H100,
+    H800,
+    H20,
+}
+
+impl GpuPreset {
+    pub const ALL: [GpuPreset; 6] = [
+        GpuPreset::Custom,
+        GpuPreset::A100,
+        GpuPreset::A800,
+        GpuPreset::H100,
+        GpuPreset::H800,
+        GpuPreset::H20,
+    ];
+
+    /// NVLink bus bandwidth of the preset in GB/s (SimAI's defaults).
+    pub fn nvlink_bw_gbps(self) -> Option<f64> {
+        match self {
+            GpuPreset::Custom => None,
+            GpuPreset::H100 | GpuPreset::H20 => Some(370.8),
+            GpuPreset::H800 => Some(164.8),
+            GpuPreset::A100 => Some(240.0),
+            GpuPreset::A800 => Some(160.0),
+        }
+    }
+}
+
+/// NIC type presets: each sets a default per-NIC bus bandwidth (FORMATS.md §2.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub enum NicPreset {
+    #[default]
+    Custom,
+    Cx6,
+    Cx7,
+    Bf3,
+}
+
+impl NicPreset {
+    pub const ALL: [NicPreset; 4] = [
+        NicPreset::Custom,
+        NicPreset::Cx6,
+        NicPreset::Cx7,
+        NicPreset::Bf3,
+    ];
+
+    /// Per-NIC bus bandwidth of the preset in GB/s (SimAI's defaults).
+    pub fn nic_bw_gbps(self) -> Option<f64> {
+        match self {
+            NicPreset::Custom => None,
+            NicPreset::Cx6 => Some(23.5),
+            NicPreset::Cx7 | NicPreset::Bf3 => Some(48.5),
+        }
+    }
+}
+
+/// Pipeline schedule of the event-level engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    Gpipe,
+    #[default]
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    Interleaved,
+}
+
+impl Schedule {
+    pub const ALL: [Schedule; 3] = [Schedule::Gpipe, Schedule::OneFOneB, Schedule::Interleaved];
+}
+
+/// Collective algorithm of the event-level engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    #[default]
+    Ring,
+    Tree,
+    /// SimAI's busbw cost model inside the event engine.
+    Simai,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 3] = [Algorithm::Ring, Algorithm::Tree, Algorithm::Simai];
+}
+
+/// Every setting; the form, the validation messages and the URL fragment all
+/// name a setting by its [`Field`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Field {
+    Mode,
+    Gpu,
+    NvlinkBw,
+    GpusPerNode,
+    NicsPerNode,
+    Nic,
+    NicBw,
+    Latency,
+    World,
+    Tp,
+    Pp,
+    Ep,
+    MicroBatches,
+    Schedule,
+    VirtualStages,
+    Algorithm,
+    DpOverlap,
+    TpOverlap,
+    EpOverlap,
+    PpOverlap,
+    GradSyncOverlap,
+    BackwardFactor,
+    Blocks,
+}
+
+impl Field {
+    /// All fields, in form and URL order.
+    pub const ALL: [Field; 23] = [
+        Field::Mode,
+        Field::Gpu,
+        Field::NvlinkBw,
+        Field::GpusPerNode,
+        Field::NicsPerNode,
+        Field::Nic,
+        Field::NicBw,
+        Field::Latency,
+        Field::World,
+        Field::Tp,
+        Field::Pp,
+        Field::Ep,
+        Field::MicroBatches,
+        Field::Schedule,
+        Field::VirtualStages,
+        Field::Algorithm,
+        Field::DpOverlap,
+        Field::TpOverlap,
+        Field::EpOverlap,
+        Field::PpOverlap,
+        Field::GradSyncOverlap,
+        Field::BackwardFactor,
+        Field::Blocks,
+    ];
+
+    /// Stable key: URL fragment key, DOM id suffix and `data-field` value.
+    pub fn key(self) -> &'static str {
+        match self {
+            Field::Mode => "mode",
+            Field::Gpu => "gpu",
+            Field::NvlinkBw => "nvlink_gbps",
+            Field::GpusPerNode => "gpus_per_node",
+            Field::NicsPerNode => "nics_per_node",
+            Field::Nic => "nic",
+            Field::NicBw => "nic_gbps",
+            Field::Latency => "latency_us",
+            Field::World => "world",
+            Field::Tp => "tp",
+            Field::Pp => "pp",
+            Field::Ep => "ep",
+            Field::MicroBatches => "micro_batches",
+            Field::Schedule => "schedule",
+            Field::VirtualStages => "virtual_stages",
+            Field::Algorithm => "algorithm",
+            Field::DpOverlap => "dp_overlap",
+            Field::TpOverlap => "tp_overlap",
+            Field::EpOverlap => "ep_overlap",
+            Field::PpOverlap => "pp_overlap",
+            Field::GradSyncOverlap => "grad_sync_overlap",
+            Field::BackwardFactor => "backward_factor",
+            Field::Blocks => "blocks",
+        }
+    }
+
+    pub fn from_key(key: &str) -> Option<Field> {
+        Field::ALL.into_iter().find(|f| f.key() == key)
+    }
+
+    /// Label shown next to the input.
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::Mode => "Mode",
+            Field::Gpu => "GPU type",
+            Field::NvlinkBw => "NVLink bandwidth (GB/s)",
+            Field::GpusPerNode => "GPUs per node",
+            Field::NicsPerNode => "NICs per node",
+            Field::Nic => "NIC type",
+            Field::NicBw => "NIC bandwidth (GB/s)",
+            Field::Latency => "Link latency (µs)",
+            Field::World => "World size (GPUs)",
+            Field::Tp => "Tensor parallel (TP)",
+            Field::Pp => "Pipeline parallel (PP)",
+            Field::Ep => "Expert parallel (EP)",
+            Field::MicroBatches => "Micro-batches per iteration",
+            Field::Schedule => "Pipeline schedule",
+            Field::VirtualStages => "Virtual stages per GPU",
+            Field::Algorithm => "Collective algorithm",
+            Field::DpOverlap => "DP overlap ratio",
+            Field::TpOverlap => "TP overlap ratio",
+            Field::EpOverlap => "EP overlap ratio",
+            Field::PpOverlap => "PP overlap ratio",
+            Field::GradSyncOverlap => "Overlap gradient sync with backward",
+            Field::BackwardFactor => "Backward / forward time (forward-only inputs)",
+            Field::Blocks => "Blocks (repeat a single-block input)",
+        }
+    }
+
+    /// Whether the field matters in `mode` (the form greys out the others).
+    pub fn used_in(self, mode: Mode) -> bool {
+        match self {
+            Field::Latency
+            | Field::Schedule
+            | Field::Algorithm
+            | Field::GradSyncOverlap
+            | Field::BackwardFactor
+            | Field::Blocks => mode == Mode::Event,
+            Field::DpOverlap | Field::TpOverlap | Field::EpOverlap | Field::PpOverlap => {
+                mode == Mode::Simai
+            }
+            _ => true,
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// Upper bounds that keep a run's size bounded whatever is typed in.
+pub const MAX_WORLD: u32 = 1 << 20;
+pub const MAX_MICRO_BATCHES: u32 = 1 << 16;
+pub const MAX_VIRTUAL_STAGES: u32 = 1024;
+pub const MAX_PER_NODE: u32 = 1024;
+pub const MAX_BLOCKS: u32 = 100_000;
+
+/// Every knob of a run. Defaults are SimAI-Analytical's reference flags
+/// (`-nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8`, overlaps 0/0/0/1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub mode: Mode,
+    // Cluster.
+    pub gpu: GpuPreset,
+    /// NVLink bus bandwidth per GPU, GB/s.
+    pub nvlink_bw_gbps: f64,
+    pub gpus_per_node: u32,
+    pub nics_per_node: u32,
+    pub nic: NicPreset,
+    /// Bus bandwidth per NIC, GB/s.
+    pub nic_bw_gbps: f64,
+    /// Per-message link latency, microseconds (event mode).
+    pub latency_us: f64,
+    // Parallelism and batch.
+    pub world_size: u32,
+    pub tp: u32,
+    pub pp: u32,
+    pub ep: u32,
+    pub micro_batches: u32,
+    pub schedule: Schedule,
+    /// Model chunks per GPU (interleaved schedule; SimAI's `vpp`).
+    pub virtual_stages: u32,
+    pub algorithm: Algorithm,
+    /// SimAI overlap ratios in [0, 1] (`-dp_o -tp_o -ep_o -pp_o`).
+    pub dp_overlap: f64,
+    pub tp_overlap: f64,
+    pub ep_overlap: f64,
+    pub pp_overlap: f64,
+    /// Event mode: data-parallel gradient sync overlaps the backward pass.
+    pub grad_sync_overlap: bool,
+    /// Backward time = factor x forward time, for inputs that only measured
+    /// the forward pass (NeuSight, Optimus-Prime).
+    pub backward_factor: f64,
+    /// How many times a single-block input repeats (NeuSight: 36 for GPT-2-large).
+    pub blocks: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            mode: Mode::Event,
+            gpu: GpuPreset::Custom,
+            nvlink_bw_gbps: 360.0,
+            gpus_per_node: 8,
+            nics_per_node: 8,
+            nic: NicPreset::Cx7,
+            nic_bw_gbps: 48.5,
+            latency_us: 0.0,
+            world_size: 8,
+            tp: 1,
+            pp: 1,
+            ep: 1,
+            micro_batches: 1,
+            schedule: Schedule::OneFOneB,
+            virtual_stages: 1,
+            algorithm: Algorithm::Ring,
+            dp_overlap: 0.0,
+            tp_overlap: 0.0,
+            ep_overlap: 0.0,
+            pp_overlap: 1.0,
+            grad_sync_overlap: true,
+            backward_factor: 2.0,
+            blocks: 1,
+        }
+    }
+}
+
+/// A validation message attached to one field.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FieldError {
+    pub field: Field,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: Field, message: impl Into<String>) -> Self {
+        FieldError {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// Values the loaded files state (or imply) for settings they fix. `None`
+/// leaves the setting to the user. Filled by the worker from each file's
+/// header; the first file that states a value wins.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SettingsHints {
+    pub world_size: Option<u32>,
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub ep: Option<u32>,
+    pub micro_batches: Option<u32>,
+    pub virtual_stages: Option<u32>,
+    pub schedule: Option<Schedule>,
+    pub blocks: Option<u32>,
+    /// Where each value came from, e.g. `world = 512 from all_gpus in a.txt`.
+    pub sources: Vec<String>,
+}
+
+impl SettingsHints {
+    /// Fields this hint set would change.
+    pub fn fields(&self) -> Vec<Field> {
+        let mut out = Vec::new();
+        let pairs = [
+            (self.world_size.is_some(), Field::World),
+            (self.tp.is_some(), Field::Tp),
+            (self.pp.is_some(), Field::Pp),
+            (self.ep.is_some(), Field::Ep),
+            (self.micro_batches.is_some(), Field::MicroBatches),
+            (self.virtual_stages.is_some(), Field::VirtualStages),
+            (self.schedule.is_some(), Field::Schedule),
+            (self.blocks.is_some(), Field::Blocks),
+        ];
+        for (set, field) in pairs {
+            if set {
+                out.push(field);
+            }
+        }
+        out
+    }
+
+    /// The hinted value of a field as text, if any.
+    pub fn get(&self, field: Field) -> Option<String> {
+        let n = |v: Option<u32>| v.map(|v| v.to_string());
+        match field {
+            Field::World => n(self.world_size),
+            Field::Tp => n(self.tp),
+            Field::Pp => n(self.pp),
+            Field::Ep => n(self.ep),
+            Field::MicroBatches => n(self.micro_batches),
+            Field::VirtualStages => n(self.virtual_stages),
+            Field::Schedule => self.schedule.map(|s| schedule_name(s).to_string()),
+            Field::Blocks => n(self.blocks),
+            _ => None,
+        }
+    }
+
+    /// Merge `other` under `self` (values already set here win); returns the
+    /// fields where both had a value and they differ.
+    pub fn merge(&mut self, other: &SettingsHints) -> Vec<Field> {
+        fn take<T: Copy + PartialEq>(
+            mine: &mut Option<T>,
+            theirs: Option<T>,
+            field: Field,
+            out: &mut Vec<Field>,
+        ) {
+            match (*mine, theirs) {
+                (None, Some(v)) => *mine = Some(v),
+                (Some(a), Some(b)) if a != b => out.push(field),
+                _ => {}
+            }
+        }
+        let mut conflicts = Vec::new();
+        take(
+            &mut self.world_size,
+            other.world_size,
+            Field::World,
+            &mut conflicts,
+        );
+        take(&mut self.tp, other.tp, Field::Tp, &mut conflicts);
+        take(&mut self.pp, other.pp, Field::Pp, &mut conflicts);
+        take(&mut self.ep, other.ep, Field::Ep, &mut conflicts);
+        take(
+            &mut self.micro_batches,
+            other.micro_batches,
+            Field::MicroBatches,
+            &mut conflicts,
+        );
+        take(
+            &mut self.virtual_stages,
+            other.virtual_stages,
+            Field::VirtualStages,
+            &mut conflicts,
+        );
+        take(
+            &mut self.schedule,
+            other.schedule,
+            Field::Schedule,
+            &mut conflicts,
+        );
+        take(
+            &mut self.blocks,
+            other.blocks,
+            Field::Blocks,
+            &mut conflicts,
+        );
+        self.sources.extend(other.sources.iter().cloned());
+        conflicts
+    }
+}
+
+fn fmt_f64(v: f64) -> String {
+    // Shortest text that reads back to the same value (`360`, `48.5`, `0.3`).
+    let s = format!("{v}");
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+fn parse_u32(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("enter a whole number".into());
+    }
+    t.parse::<u32>()
+        .map_err(|_| format!("`{t}` is not a whole number ≥ 0"))
+}
+
+fn parse_f64(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("enter a number".into());
+    }
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("`{t}` is not a number")),
+    }
+}
+
+fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        t => Err(format!("`{t}` is not on/off")),
+    }
+}
+
+fn choice<T: Copy>(all: &[T], name: fn(T) -> &'static str, text: &str) -> Result<T, String> {
+    let t = text.trim();
+    all.iter().copied().find(|v| name(*v) == t).ok_or_else(|| {
+        let names: Vec<_> = all.iter().map(|v| name(*v)).collect();
+        format!("`{t}` is not one of {}", names.join(", "))
+    })
+}
+
+/// Stable text of each enum value (form `<option value>` and URL).
+pub fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Event => "event",
+        Mode::Simai => "simai",
+    }
+}
+pub fn gpu_name(g: GpuPreset) -> &'static str {
+    match g {
+        GpuPreset::Custom => "custom",
+        GpuPreset::A100 => "A100",
+        GpuPreset::A800 => "A800",
+        GpuPreset::H100 => "H100",
+        GpuPreset::H800 => "H800",
+        GpuPreset::H20 => "H20",
+    }
+}
+pub fn nic_name(n: NicPreset) -> &'static str {
+    match n {
+        NicPreset::Custom => "custom",
+        NicPreset::Cx6 => "CX6",
+        NicPreset::Cx7 => "CX7",
+        NicPreset::Bf3 => "BF3",
+    }
+}
+pub fn schedule_name(s: Schedule) -> &'static str {
+    match s {
+        Schedule::Gpipe => "gpipe",
+        Schedule::OneFOneB => "1f1b",
+        Schedule::Interleaved => "interleaved",
+    }
+}
+pub fn algorithm_name(a: Algorithm) -> &'static str {
+    match a {
+        Algorithm::Ring => "ring",
+        Algorithm::Tree => "tree",
+        Algorithm::Simai => "simai",
+    }
+}
+
+impl Settings {
+    /// A field's value as text (the form's input value, the URL value).
+    pub fn get(&self, field: Field) -> String {
+        match field {
+            Field::Mode => mode_name(self.mode).into(),
+            Field::Gpu => gpu_name(self.gpu).into(),
+            Field::NvlinkBw => fmt_f64(self.nvlink_bw_gbps),
+            Field::GpusPerNode => self.gpus_per_node.to_string(),
+            Field::NicsPerNode => self.nics_per_node.to_string(),
+            Field::Nic => nic_name(self.nic).into(),
+            Field::NicBw => fmt_f64(self.nic_bw_gbps),
+            Field::Latency => fmt_f64(self.latency_us),
+            Field::World => self.world_size.to_string(),
+            Field::Tp => self.tp.to_string(),
+            Field::Pp => self.pp.to_string(),
+            Field::Ep => self.ep.to_string(),
+            Field::MicroBatches => self.micro_batches.to_string(),
+            Field::Schedule => schedule_name(self.schedule).into(),
+            Field::VirtualStages => self.virtual_stages.to_string(),
+            Field::Algorithm => algorithm_name(self.algorithm).into(),
+            Field::DpOverlap => fmt_f64(self.dp_overlap),
+            Field::TpOverlap => fmt_f64(self.tp_overlap),
+            Field::EpOverlap => fmt_f64(self.ep_overlap),
+            Field::PpOverlap => fmt_f64(self.pp_overlap),
+            Field::GradSyncOverlap => if self.grad_sync_overlap { "1" } else { "0" }.into(),
+            Field::BackwardFactor => fmt_f64(self.backward_factor),
+            Field::Blocks => self.blocks.to_string(),
+        }
+    }
+
+    /// Set a field from text. A parse failure leaves the value unchanged and
+    /// returns the message to show next to the field. Choosing a GPU or NIC
+    /// preset also sets its bandwidth; typing a bandwidth switches the preset
+    /// to custom (unless it equals the preset's).
+    pub fn set(&mut self, field: Field, text: &str) -> Result<(), String> {
+        match field {
+            Field::Mode => self.mode = choice(&[Mode::Event, Mode::Simai], mode_name, text)?,
+            Field::Gpu => {
+                self.gpu = choice(&GpuPreset::ALL, gpu_name, text)?;
+                if let Some(bw) = self.gpu.nvlink_bw_gbps() {
+                    self.nvlink_bw_gbps = bw;
+                }
+            }
+            Field::NvlinkBw => {
+                self.nvlink_bw_gbps = parse_f64(text)?;
+                if self.gpu.nvlink_bw_gbps() != Some(self.nvlink_bw_gbps) {
+                    self.gpu = GpuPreset::Custom;
+                }
+            }
+            Field::GpusPerNode => self.gpus_per_node = parse_u32(text)?,
+            Field::NicsPerNode => self.nics_per_node = parse_u32(text)?,
+            Field::Nic => {
+                self.nic = choice(&NicPreset::ALL, nic_name, text)?;
+                if let Some(bw) = self.nic.nic_bw_gbps() {
+                    self.nic_bw_gbps = bw;
+                }
+            }
+            Field::NicBw => {
+                self.nic_bw_gbps = parse_f64(text)?;
+                if self.nic.nic_bw_gbps() != Some(self.nic_bw_gbps) {
+                    self.nic = NicPreset::Custom;
+                }
+            }
+            Field::Latency => self.latency_us = parse_f64(text)?,
+            Field::World => self.world_size = parse_u32(text)?,
+            Field::Tp => self.tp = parse_u32(text)?,
+            Field::Pp => self.pp = parse_u32(text)?,
+            Field::Ep => self.ep = parse_u32(text)?,
+            Field::MicroBatches => self.micro_batches = parse_u32(text)?,
+            Field::Schedule => self.schedule = choice(&Schedule::ALL, schedule_name, text)?,
+            Field::VirtualStages => self.virtual_stages = parse_u32(text)?,
+            Field::Algorithm => self.algorithm = choice(&Algorithm::ALL, algorithm_name, text)?,
+            Field::DpOverlap => self.dp_overlap = parse_f64(text)?,
+            Field::TpOverlap => self.tp_overlap = parse_f64(text)?,
+            Field::EpOverlap => self.ep_overlap = parse_f64(text)?,
+            Field::PpOverlap => self.pp_overlap = parse_f64(text)?,
+            Field::GradSyncOverlap => self.grad_sync_overlap = parse_bool(text)?,
+            Field::BackwardFactor => self.backward_factor = parse_f64(text)?,
+            Field::Blocks => self.blocks = parse_u32(text)?,
+        }
+        Ok(())
+    }
+
+    /// Data-parallel size: world / (TP x PP) (integer division; validation
+    /// reports a remainder).
+    pub fn dp(&self) -> u32 {
+        let mp = self.tp.saturating_mul(self.pp).max(1);
+        self.world_size / mp
+    }
+
+    /// Latency as integer nanoseconds (rounded to nearest).
+    pub fn latency_ns(&self) -> u64 {
+        if self.latency_us.is_finite() && self.latency_us > 0.0 {
+            (self.latency_us * 1000.0).round() as u64
+        } else {
+            0
+        }
+    }
+
+    /// Every problem, one message per field (the first found for it), in
+    /// [`Field::ALL`] order. Fields unused in the current mode are not
+    /// checked. Empty means the settings can run.
+    pub fn validate(&self) -> Vec<FieldError> {
+        let mut errs: Vec<FieldError> = Vec::new();
+        let mut err = |f: Field, m: String| {
+            if f.used_in(self.mode) && !errs.iter().any(|e| e.field == f) {
+                errs.push(FieldError::new(f, m));
+            }
+        };
+        let count = |f: Field, v: u32, max: u32, err: &mut dyn FnMut(Field, String)| {
+            if v == 0 {
+                err(f, "must be at least 1".into());
+            } else if v > max {
+                err(f, format!("must be at most {max}"));
+            }
+        };
+        for (f, bw) in [
+            (Field::NvlinkBw, self.nvlink_bw_gbps),
+            (Field::NicBw, self.nic_bw_gbps),
+        ] {
+            if !(bw.is_finite() && bw > 0.0) {
+                err(
+                    f,
+                    format!("bandwidth must be positive (got {})", fmt_f64(bw)),
+                );
+            }
+        }
+        count(
+            Field::GpusPerNode,
+            self.gpus_per_node,
+            MAX_PER_NODE,
+            &mut err,
+        );
+        count(
+            Field::NicsPerNode,
+            self.nics_per_node,
+            MAX_PER_NODE,
+            &mut err,
+        );
+        if !(self.latency_us.is_finite() && self.latency_us >= 0.0) {
+            err(Field::Latency, "latency cannot be negative".into());
+        }
+        count(Field::Tp, self.tp, MAX_WORLD, &mut err);
+        count(Field::Pp, self.pp, MAX_WORLD, &mut err);
+        count(Field::Ep, self.ep, MAX_WORLD, &mut err);
+        count(Field::World, self.world_size, MAX_WORLD, &mut err);
+        let mp = u64::from(self.tp) * u64::from(self.pp);
+        if self.world_size > 0 && mp > 0 {
+            if u64::from(self.world_size) % mp != 0 {
+                err(
+                    Field::World,
+                    format!(
+                        "world size {} is not divisible by TP × PP = {} × {} = {mp}",
+                        self.world_size, self.tp, self.pp
+                    ),
+                );
+            } else {
+                let dp = self.dp();
+                if self.ep > 1 && !dp.is_multiple_of(self.ep) {
+                    err(
+                        Field::Ep,
+                        format!(
+                            "EP {} does not divide DP = world / (TP × PP) = {dp}",
+                            self.ep
+                        ),
+                    );
+                }
+            }
+        }
+        count(
+            Field::MicroBatches,
+            self.micro_batches,
+            MAX_MICRO_BATCHES,
+            &mut err,
+        );
+        count(
+            Field::VirtualStages,
+            self.virtual_stages,
+            MAX_VIRTUAL_STAGES,
+            &mut err,
+        );
+        if self.mode == Mode::Event && self.schedule == Schedule::Interleaved {
+            if self.virtual_stages < 2 {
+                err(
+                    Field::VirtualStages,
+                    "the interleaved schedule needs at least 2 virtual stages".into(),
+                );
+            }
+            if self.pp < 2 {
+                err(
+                    Field::Schedule,
+                    "the interleaved schedule needs PP ≥ 2".into(),
+                );
+            }
+        }
+        for (f, v) in [
+            (Field::DpOverlap, self.dp_overlap),
+            (Field::TpOverlap, self.tp_overlap),
+            (Field::EpOverlap, self.ep_overlap),
+            (Field::PpOverlap, self.pp_overlap),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                err(
+                    f,
+                    format!("overlap ratio must be between 0 and 1 (got {})", fmt_f64(v)),
+                );
+            }
+        }
+        if self.pp_overlap == 0.0 {
+            err(
+                Field::PpOverlap,
+                "PP overlap must be above 0: SimAI's exposed-PP formula divides by it".into(),
+            );
+        }
+        if !(self.backward_factor.is_finite() && self.backward_factor > 0.0) {
+            err(Field::BackwardFactor, "must be positive".into());
+        } else if self.backward_factor > 100.0 {
+            err(Field::BackwardFactor, "must be at most 100".into());
+        }
+        count(Field::Blocks, self.blocks, MAX_BLOCKS, &mut err);
+        errs.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
+        errs
+    }
+
+    /// These settings with the files' hints applied to every field not in
+    /// `pinned` (fields the user typed or a link set). The worker runs with
+    /// the result and the page adopts it, so both agree.
+    pub fn with_hints(&self, hints: &SettingsHints, pinned: &BTreeSet<Field>) -> Settings {
+        let mut s = self.clone();
+        let free = |f: Field| !pinned.contains(&f);
+        if let (Some(v), true) = (hints.world_size, free(Field::World)) {
+            s.world_size = v;
+        }
+        if let (Some(v), true) = (hints.tp, free(Field::Tp)) {
+            s.tp = v;
+        }
+        if let (Some(v), true) = (hints.pp, free(Field::Pp)) {
+            s.pp = v;
+        }
+        if let (Some(v), true) = (hints.ep, free(Field::Ep)) {
+            s.ep = v;
+        }
+        if let (Some(v), true) = (hints.micro_batches, free(Field::MicroBatches)) {
+            s.micro_batches = v;
+        }
+        if let (Some(v), true) = (hints.virtual_stages, free(Field::VirtualStages)) {
+            s.virtual_stages = v;
+        }
+        if let (Some(v), true) = (hints.schedule, free(Field::Schedule)) {
+            s.schedule = v;
+        }
+        if let (Some(v), true) = (hints.blocks, free(Field::Blocks)) {
+            s.blocks = v;
+        }
+        s
+    }
+
+    /// Fields whose values differ between two settings (for Compare).
+    pub fn diff(&self, other: &Settings) -> Vec<Field> {
+        Field::ALL
+            .into_iter()
+            .filter(|f| self.get(*f) != other.get(*f))
+            .collect()
+    }
+}

@@ -1,0 +1,341 @@
+//! Plain display data ("view models") the worker sends to the page: what a
+//! file card shows ([`FileView`]) and what the Read panel shows
+//! ([`ResultView`]: headline figures, breakdown segments, bars, tables,
+//! downloadable exports). The components render only these types, never a
+//! parser's or simulator's, so the page's wasm does not link the simulators
+//! and a new simulator output only needs a conversion into a `ResultView`
+//! (written in [`crate::compute`], which runs in the worker).
+
+use crate::format;
+use serde::{Deserialize, Serialize};
+use trainscope_core::Diagnostic;
+
+/// One labelled value of a file card (`data-testid` = `testid`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldView {
+    pub label: String,
+    pub testid: String,
+    pub value: String,
+}
+
+impl FieldView {
+    pub fn new(label: &str, testid: &str, value: impl Into<String>) -> Self {
+        FieldView {
+            label: label.into(),
+            testid: testid.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// What the page shows about one input file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileView {
+    pub name: String,
+    /// Stable format name (`simai-workload`, ...) or `None` if unrecognised.
+    pub format: Option<String>,
+    pub fields: Vec<FieldView>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl FileView {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// A number with its unit, so formatting and differences are right.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "unit", content = "value", rename_all = "snake_case")]
+pub enum Quantity {
+    DurationNs(u64),
+    Bytes(u64),
+    Count(u64),
+    /// A fraction in [0, 1] (utilisation), shown as a percentage.
+    Fraction(f64),
+}
+
+impl Quantity {
+    pub fn text(&self) -> String {
+        match *self {
+            Quantity::DurationNs(ns) => format::duration_ns(ns),
+            Quantity::Bytes(b) => format::bytes(b),
+            Quantity::Count(n) => format::count(n),
+            Quantity::Fraction(f) => format::percent(f),
+        }
+    }
+
+    /// The value as f64 (for percentages and sorting).
+    pub fn as_f64(&self) -> f64 {
+        match *self {
+            Quantity::DurationNs(v) | Quantity::Bytes(v) | Quantity::Count(v) => v as f64,
+            Quantity::Fraction(f) => f,
+        }
+    }
+
+    /// `other - self` as text, with the relative change in percent; `None`
+    /// when the units differ.
+    pub fn diff(&self, other: &Quantity) -> Option<(String, String)> {
+        let abs = match (*self, *other) {
+            (Quantity::DurationNs(a), Quantity::DurationNs(b)) => {
+                format::signed_duration_ns(i128::from(b) - i128::from(a))
+            }
+            (Quantity::Bytes(a), Quantity::Bytes(b)) => {
+                format::signed_bytes(i128::from(b) - i128::from(a))
+            }
+            (Quantity::Count(a), Quantity::Count(b)) => {
+                let d = i128::from(b) - i128::from(a);
+                let sign = if d > 0 {
+                    "+"
+                } else if d < 0 {
+                    "−"
+                } else {
+                    ""
+                };
+                let mag = u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX);
+                format!("{sign}{}", format::count(mag))
+            }
+            (Quantity::Fraction(a), Quantity::Fraction(b)) => {
+                let pts = (b - a) * 100.0;
+                if pts.abs() < 0.05 {
+                    "0.0 pts".into()
+                } else if pts > 0.0 {
+                    format!("+{pts:.1} pts")
+                } else {
+                    format!("−{:.1} pts", -pts)
+                }
+            }
+            _ => return None,
+        };
+        Some((abs, format::relative_change(self.as_f64(), other.as_f64())))
+    }
+}
+
+/// One headline figure. `key` identifies it across results (Compare pairs
+/// figures by key); `group` names the communication group for exposed-comm
+/// figures (`TP`, `DP`, `EP`, `DP_EP`, `PP`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    pub key: String,
+    pub label: String,
+    pub value: Quantity,
+}
+
+impl Figure {
+    pub fn new(key: &str, label: &str, value: Quantity) -> Self {
+        Figure {
+            key: key.into(),
+            label: label.into(),
+            value,
+        }
+    }
+}
+
+/// One segment of the stacked breakdown bar. `key` picks the colour (see
+/// [`crate::palette::colour_for`]): `compute*`, `comm.<GROUP>`, `bubble`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub key: String,
+    pub label: String,
+    pub value_ns: u64,
+}
+
+/// One bar of a bar chart (per-stage utilisation): a fraction in [0, 1].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bar {
+    pub label: String,
+    pub fraction: f64,
+}
+
+/// A table cell: typed so that sorting is numeric for numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "t", content = "v", rename_all = "snake_case")]
+pub enum Cell {
+    Text(String),
+    Int(i64),
+    DurationNs(u64),
+    Bytes(u64),
+    Float(f64),
+}
+
+impl Cell {
+    pub fn text(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Int(i) => i.to_string(),
+            Cell::DurationNs(ns) => format::duration_ns(*ns),
+            Cell::Bytes(b) => format::bytes(*b),
+            Cell::Float(f) => format!("{f:.3}"),
+        }
+    }
+
+    /// Sort order: numbers by value (before text), text lexicographically.
+    pub fn cmp_key(&self, other: &Cell) -> std::cmp::Ordering {
+        fn num(c: &Cell) -> Option<f64> {
+            match c {
+                Cell::Text(_) => None,
+                Cell::Int(i) => Some(*i as f64),
+                Cell::DurationNs(v) | Cell::Bytes(v) => Some(*v as f64),
+                Cell::Float(f) => Some(*f),
+            }
+        }
+        match (num(self), num(other), self, other) {
+            (Some(a), Some(b), _, _) => a.total_cmp(&b),
+            (Some(_), None, _, _) => std::cmp::Ordering::Less,
+            (None, Some(_), _, _) => std::cmp::Ordering::Greater,
+            (None, None, Cell::Text(a), Cell::Text(b)) => a.cmp(b),
+            _ => std::cmp::Ordering::Equal,
+        }
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        !matches!(self, Cell::Text(_))
+    }
+}
+
+/// A sortable table (the SimAI per-layer rows, a workload's records).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableView {
+    pub title: String,
+    pub columns: Vec<String>,
+    /// The rows sent to the page (at most [`TableView::MAX_ROWS_SENT`]).
+    pub rows: Vec<Vec<Cell>>,
+    /// How many rows the full table has (the CSV export has them all).
+    pub total_rows: u64,
+}
+
+impl TableView {
+    /// Rows a result carries to the page: enough to read and sort, small
+    /// enough that decoding the result never stalls the page.
+    pub const MAX_ROWS_SENT: usize = 1000;
+
+    /// Keep the first [`TableView::MAX_ROWS_SENT`] rows, remembering the total.
+    pub fn truncated(mut self) -> Self {
+        self.total_rows = self.total_rows.max(self.rows.len() as u64);
+        self.rows.truncate(Self::MAX_ROWS_SENT);
+        self
+    }
+}
+
+/// A text file the user can download (Chrome trace, summary JSON, CSV).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportFile {
+    /// Button text.
+    pub label: String,
+    /// `data-testid` of the button (`export-chrome-trace`, ...).
+    pub testid: String,
+    pub file_name: String,
+    pub mime: String,
+    pub content: String,
+}
+
+/// What kind of numbers a result holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    /// Read straight from the input (no simulation).
+    Declared,
+    /// Produced by a simulator.
+    Simulated,
+}
+
+/// Everything the Read panel shows for one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultView {
+    pub kind: ResultKind,
+    /// Panel heading, e.g. `Event-level simulation` or `Workload as declared`.
+    pub title: String,
+    /// One line saying what was computed from what.
+    pub subtitle: String,
+    /// The headline number (`data-testid="iteration-time"`), simulations only.
+    pub iteration_time_ns: Option<u64>,
+    /// Headline figures (compute, bubble, exposed comm per group, ...).
+    pub figures: Vec<Figure>,
+    /// Measured counterparts of some figures (same keys), shown side by side.
+    pub measured: Vec<Figure>,
+    /// Stacked breakdown bar.
+    pub breakdown_title: String,
+    pub breakdown: Vec<Segment>,
+    /// Bar chart (per-stage utilisation).
+    pub bars_title: String,
+    pub bars: Vec<Bar>,
+    pub tables: Vec<TableView>,
+    pub exports: Vec<ExportFile>,
+    /// Warnings and errors of the simulation itself.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ResultView {
+    /// An empty result with a title, to fill field by field.
+    pub fn new(kind: ResultKind, title: &str, subtitle: &str) -> Self {
+        ResultView {
+            kind,
+            title: title.into(),
+            subtitle: subtitle.into(),
+            iteration_time_ns: None,
+            figures: Vec::new(),
+            measured: Vec::new(),
+            breakdown_title: String::new(),
+            breakdown: Vec::new(),
+            bars_title: String::new(),
+            bars: Vec::new(),
+            tables: Vec::new(),
+            exports: Vec::new(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Figures with the iteration time first (as Compare lists them).
+    pub fn all_figures(&self) -> Vec<Figure> {
+        let mut out = Vec::with_capacity(self.figures.len() + 1);
+        if let Some(ns) = self.iteration_time_ns {
+            out.push(Figure::new(
+                "iteration_time",
+                "Iteration time",
+                Quantity::DurationNs(ns),
+            ));
+        }
+        out.extend(self.figures.iter().cloned());
+        out
+    }
+}
+
+/// One row of a two-result comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffRow {
+    pub key: String,
+    pub label: String,
+    pub a: Option<Quantity>,
+    pub b: Option<Quantity>,
+    /// Absolute and relative difference (b − a), when both exist.
+    pub delta: Option<(String, String)>,
+}
+
+/// Pair two figure lists by key (A's order, then B-only figures).
+pub fn diff_figures(a: &[Figure], b: &[Figure]) -> Vec<DiffRow> {
+    let mut rows: Vec<DiffRow> = a
+        .iter()
+        .map(|fa| {
+            let fb = b.iter().find(|f| f.key == fa.key);
+            DiffRow {
+                key: fa.key.clone(),
+                label: fa.label.clone(),
+                a: Some(fa.value),
+                b: fb.map(|f| f.value),
+                delta: fb.and_then(|f| fa.value.diff(&f.value)),
+            }
+        })
+        .collect();
+    for fb in b {
+        if !a.iter().any(|f| f.key == fb.key) {
+            rows.push(DiffRow {
+                key: fb.key.clone(),
+                label: fb.label.clone(),
+                a: None,
+                b: Some(fb.value),
+                delta: None,
+            });
+        }
+    }
+    rows
+}

@@ -1,0 +1,202 @@
+//! The page's side of the Web Worker: spawns `worker_loader.js` (relative
+//! URL, so any sub-path works), waits for its `Ready`, posts run requests
+//! (the encoded buffer is transferred, not copied), forwards every response
+//! to a callback, and cancels by terminating the worker and spawning a
+//! fresh one. A worker crash (a trap, a failed load) is reported as a
+//! [`HostEvent::Crashed`] for the run in flight and the worker is replaced.
+
+use crate::protocol::{decode_response, encode_request, Request, Response};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
+use yew::Callback;
+
+/// Relative URL of the worker script Trunk writes (`data-loader-shim`).
+pub const WORKER_URL: &str = "./worker_loader.js";
+
+/// What the host reports to the page.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostEvent {
+    Response(Response),
+    /// The worker died or could not start; `id` is the run in flight.
+    Crashed {
+        id: Option<u64>,
+        message: String,
+    },
+}
+
+type MessageClosure = Closure<dyn FnMut(MessageEvent)>;
+type ErrorClosure = Closure<dyn FnMut(ErrorEvent)>;
+
+struct Inner {
+    url: String,
+    sink: Callback<HostEvent>,
+    worker: Option<Worker>,
+    ready: bool,
+    /// The newest request posted before the worker was ready.
+    queued: Option<(u64, js_sys::Uint8Array)>,
+    /// The run posted and not yet answered with Done/Failed.
+    in_flight: Option<u64>,
+    closures: Option<(MessageClosure, ErrorClosure)>,
+}
+
+/// A handle to the worker (cheap to clone; all clones share it).
+#[derive(Clone)]
+pub struct WorkerHost(Rc<RefCell<Inner>>);
+
+impl PartialEq for WorkerHost {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl WorkerHost {
+    /// Start a worker from `url`; every response goes to `sink`.
+    pub fn new(url: &str, sink: Callback<HostEvent>) -> Self {
+        let host = WorkerHost(Rc::new(RefCell::new(Inner {
+            url: url.to_string(),
+            sink,
+            worker: None,
+            ready: false,
+            queued: None,
+            in_flight: None,
+            closures: None,
+        })));
+        host.spawn();
+        host
+    }
+
+    fn spawn(&self) {
+        let weak = Rc::downgrade(&self.0);
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
+            let Some(inner) = weak.upgrade() else { return };
+            let response = match e.data().as_string().map(|s| decode_response(&s)) {
+                Some(Ok(r)) => r,
+                Some(Err(m)) => Response::Failed {
+                    id: inner.borrow().in_flight.unwrap_or(0),
+                    message: m,
+                },
+                None => return,
+            };
+            let sink = {
+                let mut me = inner.borrow_mut();
+                match &response {
+                    Response::Ready => {
+                        me.ready = true;
+                        if let (Some((id, buf)), Some(w)) = (me.queued.take(), me.worker.clone()) {
+                            post(&w, &buf);
+                            me.in_flight = Some(id);
+                        }
+                    }
+                    Response::Done { id, .. } | Response::Failed { id, .. } => {
+                        if me.in_flight == Some(*id) {
+                            me.in_flight = None;
+                        }
+                    }
+                    Response::Progress(_) => {}
+                }
+                me.sink.clone()
+            };
+            sink.emit(HostEvent::Response(response));
+        });
+        let weak = Rc::downgrade(&self.0);
+        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
+            // Handled here: keep it out of the console as an uncaught error.
+            e.prevent_default();
+            let Some(inner) = weak.upgrade() else { return };
+            let (sink, id) = {
+                let me = inner.borrow();
+                (
+                    me.sink.clone(),
+                    me.in_flight.or(me.queued.as_ref().map(|q| q.0)),
+                )
+            };
+            let message = if e.message().is_empty() {
+                "the worker could not be started or stopped unexpectedly".to_string()
+            } else {
+                e.message()
+            };
+            WorkerHost(inner).restart();
+            sink.emit(HostEvent::Crashed { id, message });
+        });
+        let mut me = self.0.borrow_mut();
+        match Worker::new(&me.url) {
+            Ok(worker) => {
+                worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+                worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+                me.worker = Some(worker);
+            }
+            Err(e) => {
+                let sink = me.sink.clone();
+                drop(me);
+                sink.emit(HostEvent::Crashed {
+                    id: None,
+                    message: format!("cannot start the worker: {e:?}"),
+                });
+                return;
+            }
+        }
+        me.ready = false;
+        me.closures = Some((on_message, on_error));
+    }
+
+    /// Terminate the worker (dropping whatever it was doing) and start a
+    /// fresh one.
+    fn restart(&self) {
+        {
+            let mut me = self.0.borrow_mut();
+            if let Some(w) = me.worker.take() {
+                w.set_onmessage(None);
+                w.set_onerror(None);
+                w.terminate();
+            }
+            me.ready = false;
+            me.queued = None;
+            me.in_flight = None;
+            // The old closures may be running (a crash report): drop them later.
+            if let Some(old) = me.closures.take() {
+                gloo::timers::callback::Timeout::new(0, move || drop(old)).forget();
+            }
+        }
+        self.spawn();
+    }
+
+    /// Whether a run is posted and unanswered.
+    pub fn busy(&self) -> bool {
+        self.0.borrow().in_flight.is_some()
+    }
+
+    /// Post a run. A run still in progress is abandoned (the worker is
+    /// replaced) so the newest settings are computed at once.
+    pub fn run(&self, req: &Request) {
+        let Request::Run(run) = req;
+        if self.busy() {
+            self.restart();
+        }
+        let bytes = encode_request(req);
+        let buf = js_sys::Uint8Array::from(bytes.as_slice());
+        let mut me = self.0.borrow_mut();
+        match (&me.worker, me.ready) {
+            (Some(w), true) => {
+                post(w, &buf);
+                me.in_flight = Some(run.id);
+            }
+            _ => me.queued = Some((run.id, buf)),
+        }
+    }
+
+    /// Abandon the run in progress.
+    pub fn cancel(&self) {
+        self.restart();
+    }
+}
+
+fn post(worker: &Worker, buf: &js_sys::Uint8Array) {
+    let transfer = js_sys::Array::of1(&buf.buffer());
+    if worker.post_message_with_transfer(buf, &transfer).is_err() {
+        // A detached buffer cannot be sent twice; fall back to a copy.
+        let _ = worker.post_message(buf);
+    }
+}
