@@ -12,29 +12,27 @@
 //! event-level simulators add a `match settings.mode` there, each with a
 //! `fn …_view(report) -> ResultView` conversion next to [`declared_view`].
 
-use crate::protocol::{Progress, RunOutput, RunRequest};
+use crate::protocol::{NamedTimeline, Progress, RunOutput, RunRequest};
+use crate::settings::{Field, Mode, Schedule};
 use crate::settings::{Settings, SettingsHints};
 use crate::views::{
     Bar, Cell, ExportFile, FieldView, Figure, FileView, Quantity, ResultKind, ResultView, Segment,
     TableView,
 };
-use std::collections::BTreeMap;
-use trainscope_core::formats::simai::{self, CommGroup, CommType, SimaiComm, SimaiWorkload};
-use trainscope_core::formats::{decode_text, Format};
-use trainscope_core::inspect::{inspect, FileSummary};
+use std::collections::{BTreeMap, BTreeSet};
+use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
+use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
+use trainscope_core::formats::{decode_text, echo, Format};
+use trainscope_core::inspect::{inspect_set, FileSummary};
+use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput as SimRunOutput};
+use trainscope_core::sim::{self as coresim, ScheduleKind, SimConfig};
 use trainscope_core::Diagnostic;
 
-/// Everything parsed from a run's files that simulation needs.
-#[derive(Debug, Default)]
-pub struct Parsed {
-    /// SimAI workloads, with their file names, in input order.
-    pub simai: Vec<(String, SimaiWorkload)>,
-}
-
-/// Run one request: parse, pre-fill settings, summarise (and later
-/// simulate). `progress` is called before each step.
+/// Run one request: parse every file (Echo rank files of one job form one
+/// run), pre-fill settings from the headers, then simulate in the chosen
+/// mode. `progress` is called before each step.
 pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
-    let total = req.files.len() as u32 + 1;
+    let total = 3;
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,
@@ -43,14 +41,18 @@ pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
             label,
         })
     };
-    let mut files = Vec::with_capacity(req.files.len());
+    step(0, format!("Parsing {} file(s)", req.files.len()));
+    let pairs: Vec<(&str, &[u8])> = req
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .collect();
+    let summaries = inspect_set(&pairs, None);
     let mut hints = SettingsHints::default();
     let mut diagnostics = Vec::new();
-    let mut parsed = Parsed::default();
-    for (i, f) in req.files.iter().enumerate() {
-        step(i as u32, format!("Parsing {}", f.name));
-        let summary = inspect(&f.name, &f.bytes, None);
-        let file_hints = hints_from_summary(&summary);
+    let mut files = Vec::with_capacity(summaries.len());
+    for (summary, f) in summaries.iter().zip(&req.files) {
+        let file_hints = hints_from_summary(summary);
         for field in hints.merge(&file_hints) {
             diagnostics.push(Diagnostic::warning(format!(
                 "`{}` states {} = {} but an earlier file states {}; the first value is used",
@@ -67,38 +69,209 @@ pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
         } else {
             None
         };
-        files.push(file_view(&summary, workload.as_ref()));
-        if let Some(w) = workload {
-            parsed.simai.push((f.name.clone(), w));
-        }
+        files.push(file_view(summary, workload.as_ref()));
     }
     let settings = req.settings.with_hints(&hints, &req.pinned);
-    step(total - 1, "Summarising".into());
-    let result = simulate(&parsed, &settings, &mut diagnostics);
+    step(1, "Simulating".into());
+    let (result, timelines) =
+        simulate(&pairs, &summaries, &settings, &req.pinned, &mut diagnostics);
+    step(2, "Preparing results".into());
     RunOutput {
         settings,
         hints,
         files,
         result,
+        timelines,
         diagnostics,
     }
 }
 
-/// The Read panel's content for the parsed inputs and effective settings.
-/// The seam for the simulators (see the module docs).
-pub fn simulate(
-    parsed: &Parsed,
-    _settings: &Settings,
+/// The files one simulation takes: the last loaded usable input (with every
+/// rank file of its Echo job). Files that failed to parse are left out; a
+/// warning names what else is loaded but not simulated.
+pub fn pick_input<'a>(
+    pairs: &[(&'a str, &'a [u8])],
+    summaries: &[FileSummary],
     diagnostics: &mut Vec<Diagnostic>,
-) -> Option<ResultView> {
-    let (name, workload) = parsed.simai.first()?;
-    if parsed.simai.len() > 1 {
+) -> Vec<(&'a str, &'a [u8])> {
+    let usable: Vec<usize> = (0..pairs.len().min(summaries.len()))
+        .filter(|&i| summaries[i].format.is_some() && !summaries[i].has_errors())
+        .collect();
+    let Some(&last) = usable.last() else {
+        return Vec::new();
+    };
+    let chosen: Vec<usize> = if summaries[last].format == Some(Format::EchoTrace) {
+        let job = echo::job_key(pairs[last].0);
+        usable
+            .iter()
+            .copied()
+            .filter(|&i| {
+                summaries[i].format == Some(Format::EchoTrace) && echo::job_key(pairs[i].0) == job
+            })
+            .collect()
+    } else {
+        vec![last]
+    };
+    let left_out: Vec<&str> = usable
+        .iter()
+        .filter(|i| !chosen.contains(i))
+        .map(|&i| pairs[i].0)
+        .collect();
+    if !left_out.is_empty() {
         diagnostics.push(Diagnostic::warning(format!(
-            "{} SimAI workloads are loaded; the results show the first, `{name}`",
-            parsed.simai.len()
+            "one simulation takes one input: simulating `{}`, the last loaded; also loaded: {}",
+            pairs[last].0,
+            left_out.join(", ")
         )));
     }
-    Some(declared_view(name, workload))
+    chosen.into_iter().map(|i| pairs[i]).collect()
+}
+
+/// The SimAI-compatible mode's configuration from the page's settings.
+pub fn analytical_config(settings: &Settings) -> AnalyticalConfig {
+    AnalyticalConfig {
+        world_size: Some(settings.world_size),
+        gpus_per_server: Some(settings.gpus_per_node),
+        nics_per_server: Some(settings.nics_per_node),
+        nvlink_busbw_gbps: Some(settings.nvlink_bw_gbps),
+        nic_busbw_gbps: Some(settings.nic_bw_gbps),
+        overlap: OverlapRatios {
+            dp: settings.dp_overlap,
+            tp: settings.tp_overlap,
+            ep: settings.ep_overlap,
+            pp: settings.pp_overlap,
+        },
+        ..AnalyticalConfig::default()
+    }
+}
+
+/// The event mode's configuration from the page's settings. Values the
+/// files state (micro-batches, world, backward factor, block repeats) are
+/// passed only when the user set them, so an untouched page gives exactly
+/// `trainscope simulate FILE` with the same cluster flags.
+pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig, RunOptions) {
+    let set = |f: Field| pinned.contains(&f);
+    let mut config = SimConfig::default();
+    config.network.gpus_per_node = settings.gpus_per_node;
+    config.network.nics_per_node = settings.nics_per_node;
+    config.network.nvlink_gbps = settings.nvlink_bw_gbps;
+    config.network.nic_gbps = settings.nic_bw_gbps;
+    // Validated by the settings form; an out-of-range value keeps the default.
+    let _ = config.network.set_latency_us(settings.latency_us);
+    config.schedule = match settings.schedule {
+        Schedule::Gpipe => ScheduleKind::GPipe,
+        Schedule::OneFOneB => ScheduleKind::OneFOneB,
+        Schedule::Interleaved => ScheduleKind::Interleaved,
+    };
+    if settings.schedule == Schedule::Interleaved {
+        config.virtual_stages = settings.virtual_stages;
+    }
+    config.algorithm = match settings.algorithm {
+        crate::settings::Algorithm::Ring => coresim::Algorithm::Ring,
+        crate::settings::Algorithm::Tree => coresim::Algorithm::Tree,
+        crate::settings::Algorithm::Simai => coresim::Algorithm::Simai,
+    };
+    config.overlap_grad_sync = settings.grad_sync_overlap;
+    config.micro_batches = set(Field::MicroBatches).then_some(settings.micro_batches);
+    config.backward_factor = set(Field::BackwardFactor).then_some(settings.backward_factor);
+    let options = RunOptions {
+        world: set(Field::World).then_some(settings.world_size),
+        block_repeats: set(Field::Blocks).then_some(settings.blocks),
+        ..RunOptions::default()
+    };
+    (config, options)
+}
+
+/// Simulate the picked input in the chosen mode: the Read panel's content
+/// and the timelines to draw (simulated first, then measured if any).
+pub fn simulate(
+    pairs: &[(&str, &[u8])],
+    summaries: &[FileSummary],
+    settings: &Settings,
+    pinned: &BTreeSet<Field>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Option<ResultView>, Vec<NamedTimeline>) {
+    let input = pick_input(pairs, summaries, diagnostics);
+    let Some(&(name, bytes)) = input.first() else {
+        return (None, Vec::new());
+    };
+    match settings.mode {
+        Mode::Simai => {
+            let format = summaries
+                .iter()
+                .find(|s| s.file == name)
+                .and_then(|s| s.format);
+            if format != Some(Format::SimaiWorkload) {
+                diagnostics.push(
+                    Diagnostic::error(format!(
+                        "the SimAI-compatible mode needs a SimAI/AICB workload; `{name}` is {}",
+                        format.map_or("unrecognised", Format::name)
+                    ))
+                    .with_hint("switch the mode to event-level to simulate this input"),
+                );
+                return (None, Vec::new());
+            }
+            match simai_report(name, bytes, settings, pinned) {
+                Ok(report) => (Some(simai_view(name, &report)), Vec::new()),
+                Err(mut ds) => {
+                    diagnostics.append(&mut ds);
+                    (None, Vec::new())
+                }
+            }
+        }
+        Mode::Event => {
+            let (config, options) = event_config(settings, pinned);
+            match run_files(&input, &config, &options) {
+                Ok(out) => {
+                    let mut timelines = vec![NamedTimeline {
+                        label: "simulated".into(),
+                        timeline: out.result.timeline.clone(),
+                    }];
+                    if let Some(m) = &out.measured {
+                        timelines.push(NamedTimeline {
+                            label: "measured".into(),
+                            timeline: m.timeline.clone(),
+                        });
+                    }
+                    (Some(event_view(&out)), timelines)
+                }
+                Err(e) => {
+                    diagnostics.extend(run_error_diagnostics(&e));
+                    (None, Vec::new())
+                }
+            }
+        }
+    }
+}
+
+fn run_error_diagnostics(e: &RunError) -> Vec<Diagnostic> {
+    match e {
+        RunError::Usage(m) => vec![Diagnostic::error(m.clone())],
+        RunError::Parse(ds) => ds.clone(),
+        RunError::Sim(err) => vec![err.to_diagnostic()],
+    }
+}
+
+/// SimAI mode: the workload with the user's micro-batch (`ga`) and virtual
+/// stage (`vpp`) overrides, analysed with SimAI-Analytical's cost model.
+fn simai_report(
+    name: &str,
+    bytes: &[u8],
+    settings: &Settings,
+    pinned: &BTreeSet<Field>,
+) -> Result<AnalyticalReport, Vec<Diagnostic>> {
+    let mut workload = analytical::parse_workload(name, bytes).map_err(|e| match e {
+        analytical::SimulateError::Parse(ds) => ds,
+        analytical::SimulateError::Config(c) => vec![c.to_diagnostic()],
+    })?;
+    if pinned.contains(&Field::MicroBatches) {
+        workload.header.ga = settings.micro_batches;
+    }
+    if pinned.contains(&Field::VirtualStages) {
+        workload.header.vpp = settings.virtual_stages;
+    }
+    analytical::analyse(&workload, &analytical_config(settings))
+        .map_err(|e| vec![e.to_diagnostic()])
 }
 
 /// Settings a file's header states.
@@ -169,16 +342,6 @@ fn group_name(g: CommGroup) -> &'static str {
     }
 }
 
-fn comm_text(c: &SimaiComm) -> String {
-    match c.comm_type {
-        CommType::None => "—".into(),
-        CommType::Broadcast => "BROADCAST (no-op)".into(),
-        CommType::SendRecv => "SENDRECV (no-op)".into(),
-        CommType::Unknown => "unknown (no-op)".into(),
-        CommType::Collective(coll, group) => format!("{coll:?} {}", group_name(group)),
-    }
-}
-
 /// Add up a workload's compute times and collective sizes.
 pub fn declared_totals(w: &SimaiWorkload) -> DeclaredTotals {
     let mut t = DeclaredTotals::default();
@@ -229,6 +392,65 @@ pub fn file_view(s: &FileSummary, workload: Option<&SimaiWorkload>) -> FileView 
             "Records",
             "records",
             format!("{} read, {} skipped", h.records, h.skipped_records),
+        ));
+    }
+    if let Some(job) = &s.job {
+        if s.simai.is_none() {
+            let p = &job.parallel;
+            fields.push(FieldView::new("Kind", "kind", job.kind));
+            fields.push(FieldView::new("TP", "tp", p.tp.to_string()));
+            fields.push(FieldView::new("PP", "pp", p.pp.to_string()));
+            fields.push(FieldView::new("DP", "dp", p.dp.to_string()));
+            fields.push(FieldView::new("World", "world", p.world.to_string()));
+            fields.push(FieldView::new(
+                "Micro-batches",
+                "micro-batches",
+                p.micro_batches.to_string(),
+            ));
+        }
+        fields.push(FieldView::new("Stages", "stages", job.stages.to_string()));
+        fields.push(FieldView::new("Ops", "ops", crate::format::count(job.ops)));
+        if let (Some(f), Some(b)) = (
+            job.forward_ns_per_micro_batch,
+            job.backward_ns_per_micro_batch,
+        ) {
+            fields.push(FieldView::new(
+                "Fwd / bwd per micro-batch",
+                "fwd-bwd",
+                format!(
+                    "{} / {}",
+                    crate::format::duration_ns(f),
+                    crate::format::duration_ns(b)
+                ),
+            ));
+        }
+    }
+    if let Some(ranks) = &s.ranks {
+        let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+        fields.push(FieldView::new("Ranks", "ranks", list.join(", ")));
+    }
+    if let Some(times) = &s.iteration_times_ns {
+        let list: Vec<String> = times
+            .iter()
+            .take(4)
+            .map(|t| crate::format::duration_ns(*t))
+            .collect();
+        let more = if times.len() > 4 {
+            format!(" (+{} more)", times.len() - 4)
+        } else {
+            String::new()
+        };
+        fields.push(FieldView::new(
+            "Measured iterations",
+            "iteration-times",
+            format!("{}{more}", list.join(", ")),
+        ));
+    }
+    if s.simai.is_none() && s.format.is_some() {
+        fields.push(FieldView::new(
+            "Read",
+            "read",
+            format!("{} {}, {} skipped", s.read, s.unit, s.skipped),
         ));
     }
     if let Some(w) = workload {
@@ -294,173 +516,334 @@ fn file_stem(name: &str) -> &str {
     name.rsplit_once('.').map_or(name, |(stem, _)| stem)
 }
 
-/// The Read panel for a SimAI workload without simulation: what the file
-/// declares, summed over one pass of its records.
-pub fn declared_view(name: &str, w: &SimaiWorkload) -> ResultView {
-    let t = declared_totals(w);
-    let mut v = ResultView::new(
-        ResultKind::Declared,
-        "Workload as declared",
-        &format!(
-            "{name}: compute times and collective sizes written in the file, summed over its {} \
-             records (one pass of one pipeline stage; AICB's placeholder 1 ns counts as 0). \
-             Not a simulation.",
-            w.records.len()
-        ),
-    );
-    v.figures = vec![
-        Figure::new(
-            "compute",
-            "Compute (declared)",
-            Quantity::DurationNs(t.compute_ns()),
-        ),
-        Figure::new(
-            "compute.fwd",
-            "Forward compute",
-            Quantity::DurationNs(t.fwd_ns),
-        ),
-        Figure::new(
-            "compute.ig",
-            "Input-grad compute",
-            Quantity::DurationNs(t.ig_ns),
-        ),
-        Figure::new(
-            "compute.wg",
-            "Weight-grad compute",
-            Quantity::DurationNs(t.wg_ns),
-        ),
-    ];
-    for (group, bytes) in &t.comm_bytes {
-        v.figures.push(Figure::new(
-            &format!("comm_bytes.{group}"),
-            &format!("{group} collective volume"),
-            Quantity::Bytes(*bytes),
-        ));
+/// Exposed communication per group as `(key, label, ns)`, in display order.
+fn exposed_groups(
+    tp: u64,
+    ep: u64,
+    dp: u64,
+    dp_ep: u64,
+    pp: u64,
+) -> [(&'static str, &'static str, u64); 5] {
+    [
+        ("comm.TP", "Exposed TP comm", tp),
+        ("comm.EP", "Exposed EP comm", ep),
+        ("comm.DP", "Exposed DP comm", dp),
+        ("comm.DP_EP", "Exposed DP_EP comm", dp_ep),
+        ("comm.PP", "Exposed PP comm", pp),
+    ]
+}
+
+/// Headline figures and breakdown segments shared by both modes.
+fn fill_breakdown(
+    v: &mut ResultView,
+    compute_ns: u64,
+    bubble_ns: u64,
+    groups: [(&'static str, &'static str, u64); 5],
+) {
+    v.figures.push(Figure::new(
+        "compute",
+        "Compute",
+        Quantity::DurationNs(compute_ns),
+    ));
+    v.figures.push(Figure::new(
+        "bubble",
+        "Bubble",
+        Quantity::DurationNs(bubble_ns),
+    ));
+    let exposed: u64 = groups.iter().map(|g| g.2).fold(0, u64::saturating_add);
+    v.figures.push(Figure::new(
+        "comm",
+        "Exposed comm (total)",
+        Quantity::DurationNs(exposed),
+    ));
+    for (key, label, ns) in groups {
+        v.figures
+            .push(Figure::new(key, label, Quantity::DurationNs(ns)));
     }
-    v.figures.push(Figure::new(
-        "collectives",
-        "Collectives",
-        Quantity::Count(t.collectives),
-    ));
-    v.figures.push(Figure::new(
-        "records",
-        "Layer records",
-        Quantity::Count(w.records.len() as u64),
-    ));
-    v.breakdown_title = "Declared compute by phase".into();
-    v.breakdown = vec![
-        Segment {
-            key: "compute.fwd".into(),
-            label: "Forward".into(),
-            value_ns: t.fwd_ns,
-        },
-        Segment {
-            key: "compute.ig".into(),
-            label: "Input-grad".into(),
-            value_ns: t.ig_ns,
-        },
-        Segment {
-            key: "compute.wg".into(),
-            label: "Weight-grad".into(),
-            value_ns: t.wg_ns,
-        },
-    ];
-    let total = t.compute_ns();
-    if total > 0 {
-        let mut layers: Vec<(&String, &u64)> =
-            t.by_layer.iter().filter(|(_, ns)| **ns > 0).collect();
-        // Largest first; names break ties (deterministic).
-        layers.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        const SHOWN: usize = 8;
-        let rest: u64 = layers.iter().skip(SHOWN).map(|(_, ns)| **ns).sum();
-        v.bars_title = "Share of declared compute by layer".into();
-        v.bars = layers
-            .iter()
-            .take(SHOWN)
-            .map(|(name, ns)| Bar {
-                label: (*name).clone(),
-                fraction: **ns as f64 / total as f64,
-            })
-            .collect();
-        if rest > 0 {
-            v.bars.push(Bar {
-                label: format!("{} other layers", layers.len() - SHOWN),
-                fraction: rest as f64 / total as f64,
+    v.breakdown_title = "Where the iteration goes".into();
+    v.breakdown.push(Segment {
+        key: "compute".into(),
+        label: "Compute".into(),
+        value_ns: compute_ns,
+    });
+    for (key, label, ns) in groups {
+        if ns > 0 {
+            v.breakdown.push(Segment {
+                key: key.into(),
+                label: label.trim_start_matches("Exposed ").into(),
+                value_ns: ns,
             });
         }
     }
+    v.breakdown.push(Segment {
+        key: "bubble".into(),
+        label: "Bubble".into(),
+        value_ns: bubble_ns,
+    });
+}
+
+/// The SimAI-compatible mode's report as the Read panel.
+pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
+    let p = &r.parallelism;
+    let mut v = ResultView::new(
+        ResultKind::Simai,
+        "SimAI-compatible mode",
+        &format!(
+            "{name}: SimAI-Analytical's cost model, one stage's pass scaled by the closed-form \
+             bubble; TP {} · PP {} · EP {} · DP {} · vpp {} · GA {}",
+            p.tp, p.pp, p.ep, p.dp, p.vpp, p.ga
+        ),
+    );
+    v.iteration_time_ns = Some(r.iteration_time_ns);
+    let e = &r.exposed_comm_ns;
+    fill_breakdown(
+        &mut v,
+        r.compute_ns,
+        r.bubble_ns,
+        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp),
+    );
+    let comm_cell = |c: &analytical::PhaseComm| match (c.collective, c.group) {
+        (Some(coll), Some(g)) => Cell::Text(format!("{coll:?} {g:?}×{}", c.group_size)),
+        _ => Cell::Text("—".into()),
+    };
+    let bw = |x: Option<f64>| Cell::Float(x.unwrap_or(0.0));
     let table = TableView {
-        title: "Layer records".into(),
+        title: "Per layer (SimAI EndToEnd rows)".into(),
         columns: [
-            "#",
             "line",
             "layer",
             "fwd compute",
-            "fwd comm",
-            "fwd bytes",
             "ig compute",
-            "ig comm",
-            "ig bytes",
             "wg compute",
+            "fwd comm",
+            "fwd total",
+            "fwd exposed",
+            "fwd busbw GB/s",
+            "ig comm",
+            "ig total",
+            "ig exposed",
+            "ig busbw GB/s",
             "wg comm",
-            "wg bytes",
+            "wg total",
+            "wg exposed",
+            "wg busbw GB/s",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect(),
-        rows: w
-            .records
+        rows: r
+            .layers
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
+            .map(|l| {
                 vec![
-                    Cell::Int(i as i64 + 1),
-                    Cell::Int(i64::from(r.line)),
-                    Cell::Text(r.name.clone()),
-                    Cell::DurationNs(r.fwd_compute_ns),
-                    Cell::Text(comm_text(&r.fwd_comm)),
-                    Cell::Bytes(r.fwd_comm.size_bytes),
-                    Cell::DurationNs(r.ig_compute_ns),
-                    Cell::Text(comm_text(&r.ig_comm)),
-                    Cell::Bytes(r.ig_comm.size_bytes),
-                    Cell::DurationNs(r.wg_compute_ns),
-                    Cell::Text(comm_text(&r.wg_comm)),
-                    Cell::Bytes(r.wg_comm.size_bytes),
+                    Cell::Int(i64::from(l.line)),
+                    Cell::Text(l.name.clone()),
+                    Cell::DurationNs(l.fwd_compute_ns),
+                    Cell::DurationNs(l.ig_compute_ns),
+                    Cell::DurationNs(l.wg_compute_ns),
+                    comm_cell(&l.fwd),
+                    Cell::DurationNs(l.fwd.total_ns),
+                    Cell::DurationNs(l.fwd.exposed_ns),
+                    bw(l.fwd.busbw_gbps),
+                    comm_cell(&l.ig),
+                    Cell::DurationNs(l.ig.total_ns),
+                    Cell::DurationNs(l.ig.exposed_ns),
+                    bw(l.ig.busbw_gbps),
+                    comm_cell(&l.wg),
+                    Cell::DurationNs(l.wg.total_ns),
+                    Cell::DurationNs(l.wg.exposed_ns),
+                    bw(l.wg.busbw_gbps),
                 ]
             })
             .collect(),
-        total_rows: w.records.len() as u64,
+        total_rows: r.layers.len() as u64,
     };
+    v.tables.push(table.truncated());
     let stem = file_stem(name);
-    let summary = serde_json::json!({
-        "schema": "trainscope.workload-summary/1",
-        "file": name,
-        "header": &w.header,
-        "records": w.records.len(),
-        "declared_records": w.declared_records,
-        "skipped_records": w.skipped_records,
-        "compute_ns": { "forward": t.fwd_ns, "input_grad": t.ig_ns, "weight_grad": t.wg_ns,
-                        "total": t.compute_ns() },
-        "collective_bytes": &t.comm_bytes,
-        "collectives": t.collectives,
-        "diagnostics": &w.diagnostics,
-    });
     v.exports = vec![
+        ExportFile {
+            label: "SimAI EndToEnd CSV".into(),
+            testid: "export-csv".into(),
+            file_name: format!("{stem}-EndToEnd.csv"),
+            mime: "text/csv".into(),
+            content: analytical::end_to_end_csv(r, &format!("{stem}-")),
+        },
+        ExportFile {
+            label: "Summary (JSON)".into(),
+            testid: "export-summary-json".into(),
+            file_name: format!("{stem}.simai.json"),
+            mime: "application/json".into(),
+            content: serde_json::to_string_pretty(r).unwrap_or_default(),
+        },
+    ];
+    v.diagnostics = r.warnings.clone();
+    v
+}
+
+/// The event-level simulation (and, for measured runs, the measurement) as
+/// the Read panel.
+pub fn event_view(out: &SimRunOutput) -> ResultView {
+    let s = out.summary();
+    let stem = file_stem(out.files.first().map_or("run", String::as_str)).to_string();
+    let mut v = ResultView::new(
+        ResultKind::Event,
+        "Event-level simulation",
+        &format!(
+            "{}: {} schedule, {} stage(s) × {} micro-batch(es), {} collectives, {} simulated rank(s){}",
+            out.files.join(", "),
+            s.schedule,
+            s.pipeline_stages,
+            s.micro_batches,
+            s.algorithm,
+            s.simulated_ranks,
+            if s.representative_ranks {
+                " (one representative rank per stage)"
+            } else {
+                ""
+            }
+        ),
+    );
+    v.iteration_time_ns = Some(s.iteration_time_ns);
+    let e = &s.exposed_comm_ns;
+    fill_breakdown(
+        &mut v,
+        s.compute_ns,
+        s.bubble_ns,
+        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp),
+    );
+    if s.other_idle_ns > 0 {
+        v.figures.push(Figure::new(
+            "other",
+            "Other idle",
+            Quantity::DurationNs(s.other_idle_ns),
+        ));
+        v.breakdown.push(Segment {
+            key: "other".into(),
+            label: "Other idle".into(),
+            value_ns: s.other_idle_ns,
+        });
+    }
+    v.figures.push(Figure::new(
+        "simai_bubble",
+        "SimAI closed-form bubble",
+        Quantity::DurationNs(s.simai_bubble_ns),
+    ));
+    v.bars_title = "Per-stage utilisation (compute busy share)".into();
+    v.bars = s
+        .stages
+        .iter()
+        .map(|st| Bar {
+            label: format!("stage {}", st.stage),
+            fraction: st.busy_share,
+        })
+        .collect();
+    if let Some(c) = &out.comparison {
+        v.measured.push(Figure::new(
+            "iteration_time",
+            "Iteration time",
+            Quantity::DurationNs(c.measured_iteration_time_ns),
+        ));
+        v.tables.push(TableView {
+            title: format!(
+                "Measured vs simulated by op kind (iteration: {:+.1}%)",
+                c.error_percent
+            ),
+            columns: ["kind", "measured", "simulated", "difference"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows: c
+                .by_kind
+                .iter()
+                .map(|k| {
+                    vec![
+                        Cell::Text(k.kind.to_string()),
+                        k.measured_ns
+                            .map_or(Cell::Text("—".into()), Cell::DurationNs),
+                        Cell::DurationNs(k.simulated_ns),
+                        k.difference_ns
+                            .map_or(Cell::Text("—".into()), |d| Cell::Int(d)),
+                    ]
+                })
+                .collect(),
+            total_rows: c.by_kind.len() as u64,
+        });
+    }
+    if let Some(cal) = &out.calibration {
+        v.figures.push(Figure::new(
+            "compute_scale",
+            "Calibrated compute scale",
+            Quantity::Fraction(cal.compute_scale),
+        ));
+    }
+    v.tables.push(TableView {
+        title: "Per stage".into(),
+        columns: [
+            "stage",
+            "rank",
+            "compute",
+            "bubble",
+            "exposed TP",
+            "exposed EP",
+            "exposed DP",
+            "exposed DP_EP",
+            "exposed PP",
+            "other idle",
+            "busy share",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: s
+            .stages
+            .iter()
+            .map(|st| {
+                let x = &st.exposed_comm_ns;
+                vec![
+                    Cell::Int(i64::from(st.stage)),
+                    Cell::Int(i64::from(st.rank)),
+                    Cell::DurationNs(st.compute_ns),
+                    Cell::DurationNs(st.bubble_ns),
+                    Cell::DurationNs(x.tp),
+                    Cell::DurationNs(x.ep),
+                    Cell::DurationNs(x.dp),
+                    Cell::DurationNs(x.dp_ep),
+                    Cell::DurationNs(x.pp),
+                    Cell::DurationNs(st.other_idle_ns),
+                    Cell::Float(st.busy_share),
+                ]
+            })
+            .collect(),
+        total_rows: s.stages.len() as u64,
+    });
+    let t = &out.result.timeline;
+    v.exports = vec![
+        ExportFile {
+            label: "Chrome trace (JSON)".into(),
+            testid: "export-chrome-trace".into(),
+            file_name: format!("{stem}.trace.json"),
+            mime: "application/json".into(),
+            content: coresim::export::chrome_trace_json(t),
+        },
         ExportFile {
             label: "Summary (JSON)".into(),
             testid: "export-summary-json".into(),
             file_name: format!("{stem}.summary.json"),
             mime: "application/json".into(),
-            content: serde_json::to_string_pretty(&summary).unwrap_or_default(),
+            content: serde_json::to_string_pretty(&out.report_json()).unwrap_or_default(),
         },
         ExportFile {
-            label: "Layer table (CSV)".into(),
+            label: "Spans (CSV)".into(),
             testid: "export-csv".into(),
-            file_name: format!("{stem}.layers.csv"),
+            file_name: format!("{stem}.spans.csv"),
             mime: "text/csv".into(),
-            content: table_csv(&table),
+            content: coresim::export::spans_csv(t),
         },
     ];
-    v.tables.push(table.truncated());
+    v.diagnostics = out
+        .warnings
+        .iter()
+        .map(|w| Diagnostic::warning(w.clone()))
+        .collect();
     v
 }

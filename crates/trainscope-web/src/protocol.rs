@@ -156,9 +156,19 @@ pub struct RunOutput {
     pub files: Vec<FileView>,
     /// The Read panel's content, when the files allow one.
     pub result: Option<ResultView>,
+    /// Timelines to draw: the simulated one first, then the measured one of
+    /// a measured run (drawn aligned on one time axis).
+    pub timelines: Vec<NamedTimeline>,
     /// Run-level problems (settings the files contradict, nothing to
     /// simulate, ...). One `warning`/`error` element each on the page.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A timeline with what it shows (`simulated`, `measured`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedTimeline {
+    pub label: String,
+    pub timeline: trainscope_core::sim::Timeline,
 }
 
 /// What the worker says.

@@ -317,7 +317,7 @@ impl Default for Settings {
             nics_per_node: 8,
             nic: NicPreset::Cx7,
             nic_bw_gbps: 48.5,
-            latency_us: 0.0,
+            latency_us: 5.0,
             world_size: 8,
             tp: 1,
             pp: 1,
@@ -330,7 +330,7 @@ impl Default for Settings {
             tp_overlap: 0.0,
             ep_overlap: 0.0,
             pp_overlap: 1.0,
-            grad_sync_overlap: true,
+            grad_sync_overlap: false,
             backward_factor: 2.0,
             blocks: 1,
         }

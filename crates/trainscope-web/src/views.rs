@@ -229,25 +229,35 @@ pub struct ExportFile {
     pub content: String,
 }
 
-/// What kind of numbers a result holds.
+/// Which simulator produced a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultKind {
-    /// Read straight from the input (no simulation).
-    Declared,
-    /// Produced by a simulator.
-    Simulated,
+    /// The event-level engine (pipeline schedule simulated event by event).
+    Event,
+    /// The SimAI-compatible analytical mode.
+    Simai,
+}
+
+impl ResultKind {
+    /// The page's `data-kind` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultKind::Event => "event",
+            ResultKind::Simai => "simai",
+        }
+    }
 }
 
 /// Everything the Read panel shows for one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultView {
     pub kind: ResultKind,
-    /// Panel heading, e.g. `Event-level simulation` or `Workload as declared`.
+    /// Panel heading, e.g. `Event-level simulation` or `SimAI-compatible mode`.
     pub title: String,
     /// One line saying what was computed from what.
     pub subtitle: String,
-    /// The headline number (`data-testid="iteration-time"`), simulations only.
+    /// The headline number (`data-testid="iteration-time"`).
     pub iteration_time_ns: Option<u64>,
     /// Headline figures (compute, bubble, exposed comm per group, ...).
     pub figures: Vec<Figure>,

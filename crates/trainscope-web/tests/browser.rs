@@ -296,62 +296,49 @@ fn responses_round_trip_as_json() {
 // ---------------------------------------------------------------- worker computation
 
 #[wasm_bindgen_test]
-fn worker_run_summarises_seed000_with_progress() {
+fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
     let mut steps = Vec::new();
-    let req = run_request(
+    let mut req = run_request(
         3,
-        &[("seed000.txt", SEED000), ("junk.bin", b"not a workload\n")],
+        &[("junk.bin", b"not a workload\n"), ("seed000.txt", SEED000)],
     );
+    req.settings.mode = Mode::Simai;
     let out = compute::run(&req, &mut |p| steps.push((p.id, p.done, p.total, p.label)));
     assert_eq!(
         steps,
         vec![
-            (3, 0, 3, "Parsing seed000.txt".to_string()),
-            (3, 1, 3, "Parsing junk.bin".to_string()),
-            (3, 2, 3, "Summarising".to_string()),
+            (3, 0, 3, "Parsing 2 file(s)".to_string()),
+            (3, 1, 3, "Simulating".to_string()),
+            (3, 2, 3, "Preparing results".to_string()),
         ]
     );
     assert_eq!(out.files.len(), 2);
-    assert_eq!(out.files[0].format.as_deref(), Some("simai-workload"));
-    assert_eq!(out.files[1].format, None);
-    assert!(out.files[1].has_errors());
-    let world = out.files[0]
+    assert_eq!(out.files[0].format, None);
+    assert!(out.files[0].has_errors());
+    assert_eq!(out.files[1].format.as_deref(), Some("simai-workload"));
+    let world = out.files[1]
         .fields
         .iter()
         .find(|f| f.testid == "world")
         .unwrap();
     assert_eq!(world.value, "512");
+    // The page's default settings are SimAI's reference flags (r000).
     let r = out.result.expect("a SimAI workload gives a result");
-    assert_eq!(r.kind, views::ResultKind::Declared);
-    assert_eq!(
-        r.iteration_time_ns, None,
-        "no simulation, no iteration time"
-    );
-    // Recompute the forward sum independently from the text.
-    let text = std::str::from_utf8(SEED000).unwrap();
-    let fwd: u64 = text
-        .lines()
-        .skip(2)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 12).then(|| f[2].parse::<u64>().unwrap())
-        })
-        .map(|v| if v == 1 { 0 } else { v })
-        .sum();
+    assert_eq!(r.kind, views::ResultKind::Simai);
+    assert_eq!(r.iteration_time_ns.map(|ns| ns / 1000), Some(534_975));
     let fig = |k: &str| r.figures.iter().find(|f| f.key == k).map(|f| f.value);
-    assert_eq!(fig("compute.fwd"), Some(Quantity::DurationNs(fwd)));
-    assert_eq!(fig("records"), Some(Quantity::Count(33)));
+    assert_eq!(
+        fig("compute").map(|q| q.as_f64() as u64 / 1000),
+        Some(280_084)
+    );
+    assert_eq!(
+        fig("comm.DP").map(|q| q.as_f64() as u64 / 1000),
+        Some(112_271)
+    );
     assert_eq!(
         r.breakdown.iter().map(|s| s.value_ns).sum::<u64>(),
-        match fig("compute") {
-            Some(Quantity::DurationNs(v)) => v,
-            other => panic!("{other:?}"),
-        }
-    );
-    let share: f64 = r.bars.iter().map(|b| b.fraction).sum();
-    assert!(
-        (share - 1.0).abs() < 1e-9,
-        "layer shares add up to 1: {share}"
+        r.iteration_time_ns.unwrap(),
+        "the breakdown adds up to the iteration time"
     );
     assert_eq!(r.tables[0].rows.len(), 33);
     let csv = &r
@@ -360,19 +347,45 @@ fn worker_run_summarises_seed000_with_progress() {
         .find(|e| e.testid == "export-csv")
         .unwrap()
         .content;
-    assert_eq!(csv.lines().count(), 34);
-    let json = &r
-        .exports
-        .iter()
-        .find(|e| e.testid == "export-summary-json")
-        .unwrap()
-        .content;
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
-    assert_eq!(v["compute_ns"]["forward"], fwd);
+    let reference = include_str!("../../../tests/fixtures/simai/expected/r000-EndToEnd.csv");
+    assert_eq!(
+        csv.lines().nth(1).unwrap().split_once(',').unwrap().1,
+        reference.lines().nth(1).unwrap().split_once(',').unwrap().1,
+        "the summary line equals SimAI's (after the file-name field)"
+    );
+    assert!(
+        out.timelines.is_empty(),
+        "the analytical mode has no timeline"
+    );
 }
 
 #[wasm_bindgen_test]
-fn conflicting_headers_warn_and_non_simai_files_give_no_result() {
+fn worker_run_in_event_mode_equals_the_cli_and_returns_timelines() {
+    let mut req = run_request(1, &[("simai_llama65b_tp8_pp4_vpp8.txt", SEED000)]);
+    // The CLI's defaults (cross fixture: `trainscope simulate FILE --json`).
+    req.settings.nvlink_bw_gbps = 370.8;
+    let out = compute_output(&req);
+    let r = out.result.expect("simulated");
+    assert_eq!(r.kind, views::ResultKind::Event);
+    let cross: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../tests/fixtures/cross/event_seed000.json"
+    ))
+    .unwrap();
+    assert_eq!(
+        r.iteration_time_ns,
+        cross["figures"]["iteration_time_ns"].as_u64()
+    );
+    assert_eq!(out.timelines.len(), 1);
+    assert_eq!(out.timelines[0].label, "simulated");
+    assert!(out.timelines[0].timeline.lanes().len() >= 4);
+    for id in ["export-chrome-trace", "export-summary-json", "export-csv"] {
+        assert!(r.exports.iter().any(|e| e.testid == id), "{id}");
+    }
+    assert_eq!(r.bars.len(), 4, "one utilisation bar per stage");
+}
+
+#[wasm_bindgen_test]
+fn several_inputs_simulate_the_last_and_say_so_and_measured_runs_compare() {
     let out = compute_output(&run_request(1, &[("a.txt", SEED000), ("b.txt", SEED001)]));
     let msgs: Vec<&str> = out.diagnostics.iter().map(|d| d.message.as_str()).collect();
     assert!(
@@ -380,13 +393,34 @@ fn conflicting_headers_warn_and_non_simai_files_give_no_result() {
             .contains("`b.txt` states World size (GPUs) = 1024 but an earlier file states 512")),
         "{msgs:?}"
     );
-    assert!(msgs
-        .iter()
-        .any(|m| m.contains("2 SimAI workloads are loaded")));
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("simulating `b.txt`, the last loaded")),
+        "{msgs:?}"
+    );
     assert_eq!(out.settings.world_size, 512, "the first file wins");
-    let echo = compute_output(&run_request(2, &[("rank7.txt", ECHO)]));
+    let echo = compute_output(&run_request(
+        2,
+        &[("wd8_tp2_pp4_numl4_bs2_rank7_x.txt", ECHO)],
+    ));
     assert_eq!(echo.files[0].format.as_deref(), Some("echo-trace"));
-    assert_eq!(echo.result, None);
+    let r = echo.result.expect("a measured run replays");
+    assert_eq!(
+        r.measured.len(),
+        1,
+        "measured iteration time beside the simulated one"
+    );
+    let labels: Vec<&str> = echo.timelines.iter().map(|t| t.label.as_str()).collect();
+    assert_eq!(labels, ["simulated", "measured"]);
+    // SimAI mode refuses a measured run with a hint to switch.
+    let mut req = run_request(3, &[("rank7.txt", ECHO)]);
+    req.settings.mode = Mode::Simai;
+    let simai = compute_output(&req);
+    assert_eq!(simai.result, None);
+    assert!(simai
+        .diagnostics
+        .iter()
+        .any(|d| d.is_error() && d.message.contains("needs a SimAI/AICB workload")));
 }
 
 // ---------------------------------------------------------------- reducer
@@ -725,7 +759,7 @@ use wasm_bindgen::JsCast;
 async fn results_panel_shows_iteration_time_figures_and_draws() {
     use trainscope_web::components::results::{Results, ResultsProps};
     use trainscope_web::views::{Bar, ResultKind, ResultView, Segment};
-    let mut r = ResultView::new(ResultKind::Simulated, "Event-level simulation", "test");
+    let mut r = ResultView::new(ResultKind::Event, "Event-level simulation", "test");
     r.iteration_time_ns = Some(534_975_000);
     r.figures = vec![Figure::new("bubble", "Bubble", Quantity::DurationNs(1_000))];
     r.measured = vec![Figure::new(

@@ -12,7 +12,7 @@ use crate::components::file_card::diagnostic;
 use crate::components::table::SortableTable;
 use crate::download::{download_canvas_png, download_text};
 use crate::format;
-use crate::views::{diff_figures, Quantity, ResultKind, ResultView};
+use crate::views::{diff_figures, Quantity, ResultView};
 use web_sys::HtmlCanvasElement;
 use yew::prelude::*;
 
@@ -56,10 +56,7 @@ pub fn Results(props: &ResultsProps) -> Html {
         let cb = props.on_pin.clone();
         Callback::from(move |_| cb.emit(()))
     };
-    let kind = match r.kind {
-        ResultKind::Declared => "declared",
-        ResultKind::Simulated => "simulated",
-    };
+    let kind = r.kind.name();
     html! {
         <section class={classes!("results", props.stale.then_some("stale"))} aria-label="Results"
                  data-testid="results" data-kind={kind} aria-busy={props.stale.then_some("true")}>
