@@ -762,7 +762,7 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
                             .map_or(Cell::Text("—".into()), Cell::DurationNs),
                         Cell::DurationNs(k.simulated_ns),
                         k.difference_ns
-                            .map_or(Cell::Text("—".into()), |d| Cell::Int(d)),
+                            .map_or(Cell::Text("—".into()), Cell::Int),
                     ]
                 })
                 .collect(),
