@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { serve, launch, newPage, screenshot, seeds, root } from './harness.js';
 
 let site; let browser;
@@ -26,6 +27,18 @@ async function open(url = site.url) {
   });
   await page.goto(url);
   return { page, errors, foreign };
+}
+
+/** `trainscope simulate --json` (the debug binary `cargo test` built). */
+function cli(args) {
+  const bin = path.join(root, 'target', 'debug', 'trainscope');
+  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
+  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
+}
+
+/** The page's iteration time in ns (the `data-ns` attribute). */
+async function iterationNs(page) {
+  return Number(await page.getByTestId('iteration-time').getAttribute('data-ns'));
 }
 
 async function loadExample(page, name) {
@@ -54,7 +67,7 @@ function bigWorkload(records) {
   return file;
 }
 
-test('an example runs in the worker: summary, chart, table, file card; first-result time', async () => {
+test('an example simulates in the worker (event mode) and equals the CLI; chart, table, file card', async () => {
   const { page, errors, foreign } = await open();
   const t0 = Date.now();
   await page.getByTestId('example').filter({ hasText: SEED001 }).click();
@@ -62,15 +75,13 @@ test('an example runs in the worker: summary, chart, table, file card; first-res
   console.log(`# figure: seed 001, click to first result: ${Date.now() - t0} ms`);
   await waitDone(page);
   const results = page.getByTestId('results');
-  assert.equal(await results.getAttribute('data-kind'), 'declared');
-  // 16 x (attention_column+row, mlp_column+row) x 8 ... : a real sum, checked against the file.
-  const text = fs.readFileSync(path.join(seeds, SEED001), 'utf8').split('\n').slice(2);
-  let fwd = 0;
-  for (const l of text) {
-    const f = l.trim().split(/\s+/);
-    if (f.length === 12) { const v = Number(f[2]); fwd += v === 1 ? 0 : v; }
-  }
-  assert.equal(await figure(page, 'compute.fwd'), String(fwd));
+  assert.equal(await results.getAttribute('data-kind'), 'event');
+  // The page's defaults are the CLI's but for NVLink (SimAI's reference 360 GB/s).
+  const want = cli([path.join(seeds, SEED001), '--nvlink-gbps', '360']);
+  assert.equal(await iterationNs(page), want.iteration_time_ns);
+  assert.equal(await figure(page, 'compute'), String(want.compute_ns));
+  assert.equal(await figure(page, 'bubble'), String(want.bubble_ns));
+  assert.match(await page.getByTestId('iteration-time').textContent(), /\d/);
   const card = page.locator(`[data-testid="file-card"][data-file="${SEED001}"]`);
   assert.equal(await card.getByTestId('format').textContent(), 'simai-workload');
   assert.equal(await card.getByTestId('world').textContent(), '1024');
@@ -85,15 +96,13 @@ test('an example runs in the worker: summary, chart, table, file card; first-res
     let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] < 200) n++; return n;
   });
   assert.ok(inked > 1000, `chart drawn (${inked} dark pixels)`);
-  // The table sorts by a clicked header (descending on the second click).
-  const table = page.getByTestId('table');
-  const fwdHeader = table.getByTestId('sort').filter({ hasText: 'fwd compute' });
-  await fwdHeader.click();
-  await fwdHeader.click();
+  // The per-stage table sorts by a clicked header (descending on the second click).
+  const table = page.getByTestId('table').last();
+  const header = table.getByTestId('sort').filter({ hasText: /^compute/ });
+  await header.click();
+  await header.click();
   assert.equal(await table.locator('th[aria-sort="descending"]').count(), 1);
-  const firstRowFwd = await table.locator('tbody tr').first().locator('td').nth(3).textContent();
-  const secondRowFwd = await table.locator('tbody tr').nth(1).locator('td').nth(3).textContent();
-  assert.ok(firstRowFwd.length > 0 && secondRowFwd.length > 0);
+  assert.equal(await table.locator('tbody tr').count(), 16);
   await page.setViewportSize({ width: 1280, height: 720 });
   await screenshot(page, 'app-seed001-1280x720');
   await page.setViewportSize({ width: 1280, height: 800 });
@@ -101,9 +110,55 @@ test('an example runs in the worker: summary, chart, table, file card; first-res
   assert.deepEqual(foreign, []);
 });
 
+test('seed 000: SimAI mode shows the reference total; event mode equals the CLI', async () => {
+  const { page, errors } = await open();
+  await loadExample(page, SEED000);
+  const want = cli([path.join(seeds, SEED000), '--nvlink-gbps', '360']);
+  assert.equal(await iterationNs(page), want.iteration_time_ns);
+  // The page's defaults are SimAI's reference flags for r000 (-g 512 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8).
+  await page.getByTestId('mode').selectOption('simai');
+  await page.locator('[data-testid="results"][data-kind="simai"]').waitFor();
+  await waitDone(page);
+  assert.equal(Math.floor(await iterationNs(page) / 1000), 534975);
+  assert.match(await page.getByTestId('iteration-time').textContent(), /534\.9/);
+  await screenshot(page, 'app-seed000-simai');
+  assert.deepEqual(errors, []);
+});
+
+test('every bundled example simulates', async () => {
+  const { page, errors } = await open();
+  const names = await page.getByTestId('example').locator('.example-name').allTextContents();
+  assert.equal(names.length, 5);
+  for (const name of names) {
+    await loadExample(page, name);
+    const ns = await iterationNs(page);
+    assert.ok(ns > 0, `${name}: iteration time ${ns}`);
+    await screenshot(page, `app-example-${name.replace(/\.[a-z]+$/, '')}`);
+    await page.getByRole('button', { name: `Remove ${name}` }).click();
+  }
+  assert.deepEqual(errors, []);
+});
+
+test('a malformed file shows an error naming its line', async () => {
+  const { page, errors } = await open();
+  const bad = path.join(root, 'target', 'e2e-bad-record.txt');
+  const lines = fs.readFileSync(path.join(seeds, SEED000), 'utf8').split('\n');
+  lines[4] = 'attention_norm -1 3422000 ALLREDUCE 33554432 3000000 NONE';
+  fs.writeFileSync(bad, lines.join('\n'));
+  await page.getByTestId('file-input').setInputFiles(bad);
+  const err = page.locator('[data-testid="file-card"][data-file="e2e-bad-record.txt"] [data-testid="error"]');
+  await err.first().waitFor();
+  const text = await err.first().textContent();
+  assert.match(text, /line 5/);
+  assert.match(text, /expected 12 fields, found 7/);
+  await screenshot(page, 'app-malformed');
+  assert.deepEqual(errors, []);
+});
+
 test('the page keeps drawing frames while the worker parses a big file; cancel works', async () => {
   const big = bigWorkload(300000);
   const { page, errors } = await open();
+  await page.getByTestId('mode').selectOption('simai');
   // Count animation frames while a run is in progress, and the longest gap.
   await page.evaluate(() => {
     window.__frames = { running: 0, maxGapMs: 0, last: 0 };
@@ -178,12 +233,16 @@ test('the URL fragment restores example and settings after a reload', async () =
   await page.getByTestId('setting-gpus_per_node').fill('4');
   // Wait for the debounced run of the last edit, then read the fragment.
   await page.waitForFunction(() => location.hash.includes('gpus_per_node=4'));
+  await page.locator('[data-testid="results"][data-kind="simai"]').waitFor();
+  // The debounced run of the last edit has started and finished.
+  await page.waitForFunction(() => !document.querySelector('.results.stale'));
   await waitDone(page);
   const hash = await page.evaluate(() => location.hash);
   assert.match(hash, new RegExp(`example=${SEED000.replace(/\./g, '\\.')}`));
   assert.match(hash, /mode=simai/);
   assert.match(hash, /dp_overlap=0\.3/);
   const before = await figure(page, 'compute');
+  const beforeNs = await iterationNs(page);
   await page.reload();
   await page.locator(`[data-testid="file-card"][data-file="${SEED000}"] [data-testid="format"]`).waitFor();
   await waitDone(page);
@@ -192,6 +251,7 @@ test('the URL fragment restores example and settings after a reload', async () =
   assert.equal(await page.getByTestId('setting-gpus_per_node').inputValue(), '4');
   assert.equal(await page.getByTestId('setting-world').inputValue(), '512');
   assert.equal(await figure(page, 'compute'), before);
+  assert.equal(await iterationNs(page), beforeNs);
   assert.equal(await page.evaluate(() => location.hash), hash);
   // A fresh tab with the link shows the same.
   const other = await open(site.url + hash);
@@ -227,23 +287,38 @@ test('Compare: pin A, change the files, see B with differences', async () => {
   assert.deepEqual(errors, []);
 });
 
-test('downloads: summary JSON, CSV and the charts PNG', async () => {
+test('downloads: Chrome trace, summary JSON, spans CSV and the charts PNG', async () => {
   const { page, errors } = await open();
   await loadExample(page, SEED000);
+  const ns = await iterationNs(page);
+  const [trace] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-chrome-trace').click()]);
+  assert.equal(trace.suggestedFilename(), 'simai_llama65b_tp8_pp4_vpp8.trace.json');
+  const events = JSON.parse(fs.readFileSync(await trace.path(), 'utf8')).traceEvents;
+  const spans = events.filter((e) => e.ph === 'X');
+  assert.ok(spans.length > 100);
+  // ts and dur are microseconds: the last span ends at the iteration time.
+  const end = Math.max(...spans.map((e) => e.ts + e.dur));
+  assert.ok(Math.abs(end - ns / 1000) < 1, `trace ends at ${end} us, iteration ${ns / 1000} us`);
   const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-summary-json').click()]);
-  assert.equal(json.suggestedFilename(), 'simai_llama65b_tp8_pp4_vpp8.summary.json');
   const summary = JSON.parse(fs.readFileSync(await json.path(), 'utf8'));
-  assert.equal(summary.schema, 'trainscope.workload-summary/1');
-  assert.equal(summary.records, 33);
-  assert.equal(String(summary.compute_ns.total), await figure(page, 'compute'));
+  assert.equal(summary.iteration_time_ns, ns);
+  assert.equal(String(summary.compute_ns), await figure(page, 'compute'));
   const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-csv').click()]);
   const lines = fs.readFileSync(await csv.path(), 'utf8').trim().split('\n');
-  assert.equal(lines.length, 34);
-  assert.match(lines[0], /^#,line,layer,fwd compute/);
+  assert.equal(lines.length, spans.length + 1);
   const [png] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-png').click()]);
   assert.equal(png.suggestedFilename(), 'trainscope-charts.png');
   const bytes = fs.readFileSync(await png.path());
   assert.deepEqual([...bytes.subarray(1, 4)], [0x50, 0x4e, 0x47]); // "PNG"
+  // SimAI mode: the CSV is SimAI's EndToEnd layout.
+  await page.getByTestId('mode').selectOption('simai');
+  await page.locator('[data-testid="results"][data-kind="simai"]').waitFor();
+  await waitDone(page);
+  const [simai] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-csv').click()]);
+  const got = fs.readFileSync(await simai.path(), 'utf8').split('\n');
+  const ref = fs.readFileSync(path.join(root, 'tests/fixtures/simai/expected/r000-EndToEnd.csv'), 'utf8').split('\n');
+  assert.equal(got[1].split(',').slice(1).join(','), ref[1].split(',').slice(1).join(','));
+  assert.deepEqual(got.slice(2, 10), ref.slice(2, 10));
   assert.deepEqual(errors, []);
 });
 
@@ -254,7 +329,7 @@ test('the worker runs from a sub-path of a static host', async () => {
     await page.goto(sub.url);
     await page.getByTestId('example').filter({ hasText: SEED000 }).click();
     await waitDone(page);
-    assert.equal(await page.getByTestId('results').getAttribute('data-kind'), 'declared');
+    assert.equal(await page.getByTestId('results').getAttribute('data-kind'), 'event');
     assert.deepEqual(errors, []);
   } finally { sub.server.close(); }
 });

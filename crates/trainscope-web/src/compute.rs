@@ -761,8 +761,7 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
                         k.measured_ns
                             .map_or(Cell::Text("—".into()), Cell::DurationNs),
                         Cell::DurationNs(k.simulated_ns),
-                        k.difference_ns
-                            .map_or(Cell::Text("—".into()), Cell::Int),
+                        k.difference_ns.map_or(Cell::Text("—".into()), Cell::Int),
                     ]
                 })
                 .collect(),
