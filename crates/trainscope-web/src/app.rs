@@ -11,11 +11,13 @@ use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
 use crate::components::settings_form::SettingsForm;
 use crate::examples::EXAMPLES;
-use crate::protocol::{InputFile, Request, RunRequest};
-use crate::state::{Action, AppState};
+use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
+use crate::state::{Action, AppState, RunStatus};
 use crate::url;
+use crate::views::ExportFile;
 use crate::worker_host::{HostEvent, WorkerHost, WORKER_URL};
 use gloo::timers::callback::Timeout;
+use std::cell::RefCell;
 use yew::prelude::*;
 
 /// Pause after the last settings edit before re-running.
@@ -53,6 +55,32 @@ fn dropped_files(event: &DragEvent) -> Vec<web_sys::File> {
     (0..list.length()).filter_map(|i| list.get(i)).collect()
 }
 
+/// A download asked of the worker and not yet answered (run id, file).
+type PendingExport = Option<(u64, ExportFile)>;
+
+/// Save a download the worker made, if it is the one asked for last.
+fn save_export(
+    dispatch: &UseReducerDispatcher<AppState>,
+    pending: &RefCell<PendingExport>,
+    id: u64,
+    testid: &str,
+    content: &str,
+) {
+    let file = match pending.borrow_mut().take() {
+        Some((run, file)) if run == id && file.testid == testid => file,
+        other => {
+            *pending.borrow_mut() = other;
+            return;
+        }
+    };
+    if let Err(e) = crate::download::download_text(&file.file_name, &file.mime, content) {
+        dispatch.dispatch(Action::Notice(format!(
+            "download of {} failed: {e}",
+            file.file_name
+        )));
+    }
+}
+
 /// Apply the page's URL fragment: settings, then the example (if any).
 fn restore_from_fragment(dispatch: &UseReducerDispatcher<AppState>) {
     let fragment = url::current_fragment();
@@ -79,15 +107,22 @@ pub fn App() -> Html {
     let host = use_mut_ref(|| None::<WorkerHost>);
     let next_id = use_mut_ref(|| 0u64);
     let debounce = use_mut_ref(|| None::<Timeout>);
+    let pending = use_mut_ref(|| None::<(u64, ExportFile)>);
 
     // Mount: start the worker, restore a shared link, follow later edits of
     // the fragment by hand.
     {
         let dispatch = state.dispatcher();
         let host = host.clone();
+        let pending_sink = pending.clone();
         use_effect_with((), move |_| {
             let d = dispatch.clone();
             let sink = Callback::from(move |ev: HostEvent| match ev {
+                HostEvent::Response(Response::Export {
+                    id,
+                    testid,
+                    content,
+                }) => save_export(&d, &pending_sink, id, &testid, &content),
                 HostEvent::Response(r) => d.dispatch(Action::Worker(r)),
                 HostEvent::Crashed { id, message } => d.dispatch(Action::Crashed(id, message)),
             });
@@ -229,6 +264,19 @@ pub fn App() -> Html {
         Callback::from(move |_| dispatch.dispatch(Action::DismissNotices))
     };
 
+    let on_export = {
+        let host = host.clone();
+        let state = state.clone();
+        let pending = pending.clone();
+        Callback::from(move |file: ExportFile| {
+            if let (Some(h), RunStatus::Done { id }) = (host.borrow().as_ref(), &state.run) {
+                let testid = file.testid.clone();
+                *pending.borrow_mut() = Some((*id, file));
+                h.export(&Request::Export(ExportRequest { id: *id, testid }));
+            }
+        })
+    };
+
     let output = state.output.clone();
     let result = state.result().cloned();
     let running = state.run.is_running();
@@ -273,10 +321,10 @@ pub fn App() -> Html {
                     }
                     if let Some(r) = &result {
                         <Results result={r.clone()} stale={running} on_pin={on_pin}
-                                 pinned={pinned_is_current} on_error={on_error} />
+                                 pinned={pinned_is_current} on_error={on_error} {on_export} />
                     } else if !state.files.is_empty() && output.is_some() {
                         <section class="results empty" aria-label="Results">
-                            <p class="note">{"No result for these files yet: this build summarises SimAI workloads; simulation of the other formats arrives with the simulators."}</p>
+                            <p class="note">{"No result for these files: the messages above say what is wrong with the input or the settings."}</p>
                         </section>
                     } else if state.files.is_empty() {
                         <section class="results empty" aria-label="Results">

@@ -32,6 +32,14 @@ use trainscope_core::Diagnostic;
 /// run), pre-fill settings from the headers, then simulate in the chosen
 /// mode. `progress` is called before each step.
 pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
+    run_with_source(req, progress).0
+}
+
+/// [`run`], also returning what the run's downloads are made from.
+pub fn run_with_source(
+    req: &RunRequest,
+    progress: &mut dyn FnMut(Progress),
+) -> (RunOutput, Option<ExportSource>) {
     let total = 3;
     let mut step = |done: u32, label: String| {
         progress(Progress {
@@ -73,17 +81,17 @@ pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
     }
     let settings = req.settings.with_hints(&hints, &req.pinned);
     step(1, "Simulating".into());
-    let (result, timelines) =
-        simulate(&pairs, &summaries, &settings, &req.pinned, &mut diagnostics);
+    let sim = simulate(&pairs, &summaries, &settings, &req.pinned, &mut diagnostics);
     step(2, "Preparing results".into());
-    RunOutput {
+    let output = RunOutput {
         settings,
         hints,
         files,
-        result,
-        timelines,
+        result: sim.view,
+        timelines: sim.timelines,
         diagnostics,
-    }
+    };
+    (output, sim.source)
 }
 
 /// The files one simulation takes: the last loaded usable input (with every
@@ -182,18 +190,60 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
     (config, options)
 }
 
-/// Simulate the picked input in the chosen mode: the Read panel's content
-/// and the timelines to draw (simulated first, then measured if any).
+/// What a simulation gives: the Read panel, the timelines to draw
+/// (simulated first, then measured if any) and what exports are made from.
+#[derive(Default)]
+pub struct Simulated {
+    pub view: Option<ResultView>,
+    pub timelines: Vec<NamedTimeline>,
+    pub source: Option<ExportSource>,
+}
+
+/// The data a run's downloads are made from, kept by the worker until the
+/// next run.
+pub enum ExportSource {
+    Event(Box<SimRunOutput>),
+    Simai {
+        name: String,
+        report: Box<AnalyticalReport>,
+    },
+}
+
+/// The text of one download (`testid` as in the result's [`ExportFile`]s),
+/// or `None` when this run has no such export.
+pub fn export(source: &ExportSource, testid: &str) -> Option<String> {
+    match (source, testid) {
+        (ExportSource::Event(out), "export-chrome-trace") => {
+            Some(coresim::export::chrome_trace_json(&out.result.timeline))
+        }
+        (ExportSource::Event(out), "export-summary-json") => {
+            Some(serde_json::to_string_pretty(&out.report_json()).unwrap_or_default())
+        }
+        (ExportSource::Event(out), "export-csv") => {
+            Some(coresim::export::spans_csv(&out.result.timeline))
+        }
+        (ExportSource::Simai { name, report }, "export-csv") => Some(analytical::end_to_end_csv(
+            report,
+            &format!("{}-", file_stem(name)),
+        )),
+        (ExportSource::Simai { report, .. }, "export-summary-json") => {
+            Some(serde_json::to_string_pretty(report).unwrap_or_default())
+        }
+        _ => None,
+    }
+}
+
+/// Simulate the picked input in the chosen mode.
 pub fn simulate(
     pairs: &[(&str, &[u8])],
     summaries: &[FileSummary],
     settings: &Settings,
     pinned: &BTreeSet<Field>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> (Option<ResultView>, Vec<NamedTimeline>) {
+) -> Simulated {
     let input = pick_input(pairs, summaries, diagnostics);
     let Some(&(name, bytes)) = input.first() else {
-        return (None, Vec::new());
+        return Simulated::default();
     };
     match settings.mode {
         Mode::Simai => {
@@ -209,13 +259,20 @@ pub fn simulate(
                     ))
                     .with_hint("switch the mode to event-level to simulate this input"),
                 );
-                return (None, Vec::new());
+                return Simulated::default();
             }
             match simai_report(name, bytes, settings, pinned) {
-                Ok(report) => (Some(simai_view(name, &report)), Vec::new()),
+                Ok(report) => Simulated {
+                    view: Some(simai_view(name, &report)),
+                    timelines: Vec::new(),
+                    source: Some(ExportSource::Simai {
+                        name: name.to_string(),
+                        report: Box::new(report),
+                    }),
+                },
                 Err(mut ds) => {
                     diagnostics.append(&mut ds);
-                    (None, Vec::new())
+                    Simulated::default()
                 }
             }
         }
@@ -233,11 +290,15 @@ pub fn simulate(
                             timeline: m.timeline.clone(),
                         });
                     }
-                    (Some(event_view(&out)), timelines)
+                    Simulated {
+                        view: Some(event_view(&out)),
+                        timelines,
+                        source: Some(ExportSource::Event(Box::new(out))),
+                    }
                 }
                 Err(e) => {
                     diagnostics.extend(run_error_diagnostics(&e));
-                    (None, Vec::new())
+                    Simulated::default()
                 }
             }
         }
@@ -666,14 +727,12 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
             testid: "export-csv".into(),
             file_name: format!("{stem}-EndToEnd.csv"),
             mime: "text/csv".into(),
-            content: analytical::end_to_end_csv(r, &format!("{stem}-")),
         },
         ExportFile {
             label: "Summary (JSON)".into(),
             testid: "export-summary-json".into(),
             file_name: format!("{stem}.simai.json"),
             mime: "application/json".into(),
-            content: serde_json::to_string_pretty(r).unwrap_or_default(),
         },
     ];
     v.diagnostics = r.warnings.clone();
@@ -815,28 +874,24 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
             .collect(),
         total_rows: s.stages.len() as u64,
     });
-    let t = &out.result.timeline;
     v.exports = vec![
         ExportFile {
             label: "Chrome trace (JSON)".into(),
             testid: "export-chrome-trace".into(),
             file_name: format!("{stem}.trace.json"),
             mime: "application/json".into(),
-            content: coresim::export::chrome_trace_json(t),
         },
         ExportFile {
             label: "Summary (JSON)".into(),
             testid: "export-summary-json".into(),
             file_name: format!("{stem}.summary.json"),
             mime: "application/json".into(),
-            content: serde_json::to_string_pretty(&out.report_json()).unwrap_or_default(),
         },
         ExportFile {
             label: "Spans (CSV)".into(),
             testid: "export-csv".into(),
             file_name: format!("{stem}.spans.csv"),
             mime: "text/csv".into(),
-            content: coresim::export::spans_csv(t),
         },
     ];
     v.diagnostics = out

@@ -1,7 +1,10 @@
 //! The page ↔ worker protocol. The page sends a [`Request`] (a run: id,
-//! settings, files); the worker answers with [`Response`]s: `Ready` once
-//! when it has started, then for each run any number of `Progress` and one
-//! `Done` or `Failed`, all carrying the run id. The page ignores responses
+//! settings, files; or an export of the last run's data); the worker answers
+//! with [`Response`]s: `Ready` once when it has started, then for each run
+//! any number of `Progress` and one `Done` or `Failed`, all carrying the run
+//! id, and one `Export` (the file's text) per export request. Exports are
+//! produced on demand, so a result stays small however large its Chrome
+//! trace would be. The page ignores responses
 //! whose id is not its current run (stale), and cancels by terminating the
 //! worker and starting a new one (a synchronous computation cannot be
 //! interrupted any other way).
@@ -39,10 +42,20 @@ pub struct RunRequest {
     pub files: Vec<InputFile>,
 }
 
+/// A download of the last run's data (`testid` names which: see
+/// [`crate::views::ExportFile`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportRequest {
+    /// The run whose data is wanted (must be the worker's last run).
+    pub id: u64,
+    pub testid: String,
+}
+
 /// What the page asks of the worker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     Run(RunRequest),
+    Export(ExportRequest),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -55,14 +68,37 @@ struct FileEntry {
 struct Header {
     kind: String,
     id: u64,
+    #[serde(default)]
     settings: Settings,
+    #[serde(default)]
     pinned: Vec<Field>,
+    #[serde(default)]
     files: Vec<FileEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    testid: Option<String>,
 }
 
 /// Encode a request into one buffer (see the module docs for the layout).
 pub fn encode_request(req: &Request) -> Vec<u8> {
-    let Request::Run(run) = req;
+    let run = match req {
+        Request::Run(run) => run,
+        Request::Export(x) => {
+            let header = Header {
+                kind: "export".into(),
+                id: x.id,
+                settings: Settings::default(),
+                pinned: Vec::new(),
+                files: Vec::new(),
+                testid: Some(x.testid.clone()),
+            };
+            let json = serde_json::to_vec(&header).unwrap_or_default();
+            let mut out = Vec::with_capacity(8 + json.len());
+            out.extend_from_slice(MAGIC);
+            out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            out.extend_from_slice(&json);
+            return out;
+        }
+    };
     let header = Header {
         kind: "run".into(),
         id: run.id,
@@ -76,6 +112,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 size_bytes: f.bytes.len() as u64,
             })
             .collect(),
+        testid: None,
     };
     // Serialising these plain structs cannot fail.
     let json = serde_json::to_vec(&header).unwrap_or_default();
@@ -105,8 +142,18 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
         .ok_or("run request truncated in its header")?;
     let header: Header = serde_json::from_slice(&buf[8..json_end])
         .map_err(|e| format!("run request header: {e}"))?;
-    if header.kind != "run" {
-        return Err(format!("unknown request kind `{}`", header.kind));
+    match header.kind.as_str() {
+        "run" => {}
+        "export" => {
+            if json_end != buf.len() {
+                return Err("export request has trailing bytes".into());
+            }
+            return Ok(Request::Export(ExportRequest {
+                id: header.id,
+                testid: header.testid.unwrap_or_default(),
+            }));
+        }
+        other => return Err(format!("unknown request kind `{other}`")),
     }
     let mut at = json_end;
     let mut files = Vec::with_capacity(header.files.len().min(4096));
@@ -157,7 +204,8 @@ pub struct RunOutput {
     /// The Read panel's content, when the files allow one.
     pub result: Option<ResultView>,
     /// Timelines to draw: the simulated one first, then the measured one of
-    /// a measured run (drawn aligned on one time axis).
+    /// a measured run (drawn aligned on one time axis). The worker sends
+    /// them in a `Timelines` response after `Done`, which carries none.
     pub timelines: Vec<NamedTimeline>,
     /// Run-level problems (settings the files contradict, nothing to
     /// simulate, ...). One `warning`/`error` element each on the page.
@@ -187,6 +235,18 @@ pub enum Response {
         id: u64,
         message: String,
     },
+    /// The timelines of run `id`, sent right after its `Done` (large: the
+    /// results show first, the timeline follows).
+    Timelines {
+        id: u64,
+        timelines: Vec<NamedTimeline>,
+    },
+    /// The text of download `testid` of run `id`.
+    Export {
+        id: u64,
+        testid: String,
+        content: String,
+    },
 }
 
 impl Response {
@@ -195,7 +255,10 @@ impl Response {
         match self {
             Response::Ready => None,
             Response::Progress(p) => Some(p.id),
-            Response::Done { id, .. } | Response::Failed { id, .. } => Some(*id),
+            Response::Done { id, .. }
+            | Response::Failed { id, .. }
+            | Response::Timelines { id, .. }
+            | Response::Export { id, .. } => Some(*id),
         }
     }
 }

@@ -285,6 +285,12 @@ impl Reducible for AppState {
                     Response::Failed { id, message } if running && id == current => {
                         next.run = RunStatus::Failed { id, message };
                     }
+                    Response::Timelines { id, timelines } if id == current => {
+                        match next.output.as_mut() {
+                            Some(out) => Rc::make_mut(out).timelines = timelines,
+                            None => return self,
+                        }
+                    }
                     // A response of an older run (or after a cancel): stale.
                     _ => return self,
                 }

@@ -217,7 +217,8 @@ impl TableView {
     }
 }
 
-/// A text file the user can download (Chrome trace, summary JSON, CSV).
+/// A text file the user can download (Chrome trace, summary JSON, CSV). The
+/// worker makes its content on request ([`crate::protocol::ExportRequest`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportFile {
     /// Button text.
@@ -226,7 +227,6 @@ pub struct ExportFile {
     pub testid: String,
     pub file_name: String,
     pub mime: String,
-    pub content: String,
 }
 
 /// Which simulator produced a result.

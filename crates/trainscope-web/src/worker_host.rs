@@ -95,7 +95,9 @@ impl WorkerHost {
                             me.in_flight = None;
                         }
                     }
-                    Response::Progress(_) => {}
+                    Response::Progress(_)
+                    | Response::Timelines { .. }
+                    | Response::Export { .. } => {}
                 }
                 me.sink.clone()
             };
@@ -171,7 +173,10 @@ impl WorkerHost {
     /// Post a run. A run still in progress is abandoned (the worker is
     /// replaced) so the newest settings are computed at once.
     pub fn run(&self, req: &Request) {
-        let Request::Run(run) = req;
+        let Request::Run(run) = req else {
+            self.export(req);
+            return;
+        };
         if self.busy() {
             self.restart();
         }
@@ -184,6 +189,17 @@ impl WorkerHost {
                 me.in_flight = Some(run.id);
             }
             _ => me.queued = Some((run.id, buf)),
+        }
+    }
+
+    /// Ask the worker for a download of its last run (answered by a
+    /// `Response::Export`, or `Failed` when that run is gone). Not queued:
+    /// a worker that is not ready has no run to export.
+    pub fn export(&self, req: &Request) {
+        let me = self.0.borrow();
+        if let (Some(w), true) = (&me.worker, me.ready) {
+            let bytes = encode_request(req);
+            post(w, &js_sys::Uint8Array::from(bytes.as_slice()));
         }
     }
 

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_web::compute;
 use trainscope_web::protocol::{
-    decode_request, decode_response, encode_request, encode_response, InputFile, Progress, Request,
-    Response, RunOutput, RunRequest,
+    decode_request, decode_response, encode_request, encode_response, ExportRequest, InputFile,
+    Progress, Request, Response, RunOutput, RunRequest,
 };
 use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
 use trainscope_web::state::{Action, AppState, RunStatus};
@@ -262,6 +262,11 @@ fn request_encoding_round_trips_and_rejects_damage() {
     longer.push(0);
     assert!(decode_request(&longer).unwrap_err().contains("trailing"));
     assert!(decode_request(b"junk").unwrap_err().contains("magic"));
+    let export = Request::Export(ExportRequest {
+        id: 9,
+        testid: "export-chrome-trace".into(),
+    });
+    assert_eq!(decode_request(&encode_request(&export)), Ok(export));
     let mut bad_len = buf.clone();
     bad_len[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(decode_request(&bad_len).is_err());
@@ -341,12 +346,9 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
         "the breakdown adds up to the iteration time"
     );
     assert_eq!(r.tables[0].rows.len(), 33);
-    let csv = &r
-        .exports
-        .iter()
-        .find(|e| e.testid == "export-csv")
-        .unwrap()
-        .content;
+    assert!(r.exports.iter().any(|e| e.testid == "export-csv"));
+    let (_, source) = compute::run_with_source(&req, &mut |_| {});
+    let csv = compute::export(&source.expect("exports"), "export-csv").expect("the CSV");
     let reference = include_str!("../../../tests/fixtures/simai/expected/r000-EndToEnd.csv");
     assert_eq!(
         csv.lines().nth(1).unwrap().split_once(',').unwrap().1,
@@ -457,7 +459,10 @@ fn run_ids_make_older_responses_stale() {
         })),
     );
     assert!(matches!(&s.run, RunStatus::Running { id: 2, progress: Some(p) } if p.done == 0));
-    let out = compute_output(&run_request(2, &[("a.txt", SEED000)]));
+    let mut out = compute_output(&run_request(2, &[("a.txt", SEED000)]));
+    // The worker sends the timelines after `Done`.
+    let timelines = std::mem::take(&mut out.timelines);
+    assert_eq!(timelines.len(), 1);
     let s = reduce(
         s,
         Action::Worker(Response::Done {
@@ -469,6 +474,16 @@ fn run_ids_make_older_responses_stale() {
     assert!(s.files[0].view.is_some());
     assert_eq!(s.settings.world_size, 512, "pre-filled from the header");
     assert!(s.result().is_some());
+    let stale = reduce(
+        s.clone(),
+        Action::Worker(Response::Timelines {
+            id: 1,
+            timelines: timelines.clone(),
+        }),
+    );
+    assert!(Rc::ptr_eq(&s, &stale), "run 1's timelines are stale");
+    let s = reduce(s, Action::Worker(Response::Timelines { id: 2, timelines }));
+    assert_eq!(s.output.as_ref().unwrap().timelines.len(), 1);
 }
 
 #[wasm_bindgen_test]
@@ -793,7 +808,6 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
         testid: "export-chrome-trace".into(),
         file_name: "t.json".into(),
         mime: "application/json".into(),
-        content: "{}".into(),
     }];
     let host = mount::<Results>(ResultsProps {
         result: r,
@@ -801,6 +815,7 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
         on_pin: yew::Callback::noop(),
         pinned: false,
         on_error: yew::Callback::noop(),
+        on_export: yew::Callback::noop(),
     })
     .await;
     let it = host

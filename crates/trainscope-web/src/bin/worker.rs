@@ -1,10 +1,12 @@
 //! The Web Worker entry point (Trunk `data-type="worker"`, started by the
 //! page as `worker_loader.js`). It announces `Ready`, then for every request
-//! decodes it, runs [`trainscope_web::compute::run`] synchronously while
-//! posting progress, and posts `Done` (or `Failed`, including for a panic,
-//! whose message is sent before the worker traps).
+//! decodes it, runs [`trainscope_web::compute::run_with_source`]
+//! synchronously while posting progress, and posts `Done` (or `Failed`,
+//! including for a panic, whose message is sent before the worker traps).
+//! It keeps the last run's data so export requests are answered on demand.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use trainscope_web::compute::{self, ExportSource};
 use trainscope_web::protocol::{decode_request, encode_response, Request, Response};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
@@ -13,6 +15,8 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 thread_local! {
     /// The run being computed, for the panic report.
     static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// The last finished run's id and what its downloads are made from.
+    static LAST: RefCell<Option<(u64, ExportSource)>> = const { RefCell::new(None) };
 }
 
 fn scope() -> DedicatedWorkerGlobalScope {
@@ -39,11 +43,38 @@ fn on_message(e: MessageEvent) {
     match decode_request(&bytes) {
         Ok(Request::Run(run)) => {
             CURRENT.with(|c| c.set(run.id));
-            let output = trainscope_web::compute::run(&run, &mut |p| send(&Response::Progress(p)));
+            LAST.with(|l| l.borrow_mut().take());
+            let (mut output, source) =
+                compute::run_with_source(&run, &mut |p| send(&Response::Progress(p)));
+            let timelines = std::mem::take(&mut output.timelines);
             send(&Response::Done {
                 id: run.id,
                 output: Box::new(output),
             });
+            if !timelines.is_empty() {
+                send(&Response::Timelines {
+                    id: run.id,
+                    timelines,
+                });
+            }
+            LAST.with(|l| *l.borrow_mut() = source.map(|s| (run.id, s)));
+        }
+        Ok(Request::Export(x)) => {
+            let content = LAST.with(|l| match l.borrow().as_ref() {
+                Some((id, source)) if *id == x.id => compute::export(source, &x.testid),
+                _ => None,
+            });
+            match content {
+                Some(content) => send(&Response::Export {
+                    id: x.id,
+                    testid: x.testid,
+                    content,
+                }),
+                None => send(&Response::Failed {
+                    id: x.id,
+                    message: format!("no `{}` download for run {}", x.testid, x.id),
+                }),
+            }
         }
         Err(message) => send(&Response::Failed { id: 0, message }),
     }

@@ -10,9 +10,9 @@ use crate::components::charts::Charts;
 use crate::components::compare::DiffTable;
 use crate::components::file_card::diagnostic;
 use crate::components::table::SortableTable;
-use crate::download::{download_canvas_png, download_text};
+use crate::download::download_canvas_png;
 use crate::format;
-use crate::views::{diff_figures, Quantity, ResultView};
+use crate::views::{diff_figures, ExportFile, Quantity, ResultView};
 use web_sys::HtmlCanvasElement;
 use yew::prelude::*;
 
@@ -28,6 +28,8 @@ pub struct ResultsProps {
     pub pinned: bool,
     /// Download failures are reported here.
     pub on_error: Callback<String>,
+    /// A download button was pressed; the worker makes the file.
+    pub on_export: Callback<ExportFile>,
 }
 
 fn raw_value(q: &Quantity) -> String {
@@ -105,13 +107,9 @@ pub fn Results(props: &ResultsProps) -> Html {
             <div class="exports" role="group" aria-label="Downloads">
                 <span class="exports-label">{"Download:"}</span>
                 { for r.exports.iter().map(|x| {
-                    let x2 = x.clone();
-                    let on_error = props.on_error.clone();
-                    let onclick = Callback::from(move |_| {
-                        if let Err(e) = download_text(&x2.file_name, &x2.mime, &x2.content) {
-                            on_error.emit(format!("download of {} failed: {e}", x2.file_name));
-                        }
-                    });
+                    let on_export = props.on_export.clone();
+                    let file = x.clone();
+                    let onclick = Callback::from(move |_| on_export.emit(file.clone()));
                     html! {
                         <button type="button" class="secondary" data-testid={x.testid.clone()}
                                 title={x.file_name.clone()} {onclick}>{ &x.label }</button>
