@@ -349,3 +349,24 @@ test('figure: page load to first result for seed 001 (a link with the example)',
   console.log(`# figure: navigation start to first result, seed 001: median ${times[1]} ms (runs: ${times.join(', ')})`);
   assert.equal(times.length, 3);
 });
+
+test('figure: SimAI-mode computation of seed 001 in the browser (settings change to result)', async () => {
+  const { page, errors } = await open(`${site.url}#example=${SEED001}&mode=simai`);
+  await page.locator('[data-testid="results"][data-kind="simai"]').waitFor();
+  await waitDone(page);
+  const times = [];
+  for (const dp of ['0.1', '0.2', '0.3', '0.4', '0.5']) {
+    await page.getByTestId('setting-dp_overlap').fill(dp);
+    // The Simulate button runs at once (no debounce): time it to the new result.
+    const t0 = await page.evaluate(() => performance.now());
+    await page.getByTestId('simulate').click();
+    await page.waitForFunction((want) => {
+      const s = document.querySelector('[data-testid="run-status"]');
+      return s && s.dataset.state === 'done' && location.hash.includes(`dp_overlap=${want}`);
+    }, dp, { polling: 'raf' });
+    times.push(Math.round(await page.evaluate(() => performance.now()) - t0));
+  }
+  times.sort((a, b) => a - b);
+  console.log(`# figure: SimAI mode, seed 001, Simulate click to result in the browser: median ${times[2]} ms (runs: ${times.join(', ')})`);
+  assert.deepEqual(errors, []);
+});
