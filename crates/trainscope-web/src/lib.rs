@@ -7,3 +7,4 @@ pub mod app;
 pub mod components;
 pub mod examples;
 pub mod state;
+pub mod timeline;
