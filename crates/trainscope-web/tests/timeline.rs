@@ -614,3 +614,50 @@ async fn component_shows_a_measured_run_and_compare_mode() {
     assert!(text.contains("measured"), "{text}");
     host.remove();
 }
+
+#[wasm_bindgen_test]
+async fn component_survives_empty_and_extreme_timelines() {
+    // No lanes at all.
+    let host = mount(props(Rc::new(TimelineBuilder::new().build())));
+    settle().await;
+    let c = canvas(&host);
+    let el: &Element = c.as_ref();
+    let (cx, cy) = client(&c, 100.0, 10.0);
+    wheel(el, cx, cy, -500.0);
+    mouse(el, "mousemove", cx, cy);
+    settle().await;
+    let (a, b) = view_range(&host);
+    assert!(b > a);
+    host.remove();
+    // Spans near the end of time, zero-length spans, an unknown label.
+    let mut bld = TimelineBuilder::new();
+    let l = bld.lane(Lane {
+        group_kind: LaneGroup::Rank,
+        group: u32::MAX,
+        stage: u32::MAX,
+        stream: Stream::Recv,
+        name: String::new(),
+    });
+    bld.push(l, span(u64::MAX - 10, 5, SpanKind::Recv));
+    bld.push(l, span(0, 0, SpanKind::Wait));
+    let mut s = span(1 << 62, u64::MAX, SpanKind::CollEp);
+    s.label = LabelId(999);
+    bld.push(l, s);
+    let host = mount(props(Rc::new(bld.build())));
+    settle().await;
+    let c = canvas(&host);
+    let el: &Element = c.as_ref();
+    let (cx, cy) = client(&c, 300.0, LANE_H / 2.0);
+    for dy in [-800.0, -800.0, 400.0, -2000.0] {
+        wheel(el, cx, cy, dy);
+    }
+    mouse(el, "mousemove", cx, cy);
+    mouse(el, "mousedown", cx, cy);
+    mouse(el, "mouseup", cx, cy);
+    settle().await;
+    let (a, b) = view_range(&host);
+    assert!(b > a);
+    let (colours, _) = plot_pixels(&c);
+    assert!(colours >= 1, "the huge span is drawn");
+    host.remove();
+}

@@ -20,7 +20,7 @@ use trainscope_core::sim::timeline::{LaneGroup, SpanKind, SpanRef, Timeline as M
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    CanvasRenderingContext2d, Element, HtmlCanvasElement, HtmlElement, KeyboardEvent, MouseEvent,
+    CanvasRenderingContext2d, Element, HtmlCanvasElement, KeyboardEvent, MouseEvent,
     ResizeObserver, WheelEvent,
 };
 use yew::prelude::*;
@@ -855,9 +855,8 @@ impl Component for Timeline {
                 self.hover = None;
             }
             Msg::Down { x, y } => {
-                if let Some(el) = self.root.cast::<HtmlElement>() {
-                    let _ = el.focus();
-                }
+                // The root (tabindex 0) takes the focus from the press
+                // itself, so W/S/A/D work after a click.
                 let drag = Drag::Plot {
                     x0: x,
                     y0: y,
