@@ -10,11 +10,12 @@ use crate::components::ingest::{load_example, Ingest};
 use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
 use crate::components::settings_form::SettingsForm;
+use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
 use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
 use crate::state::{Action, AppState, RunStatus};
 use crate::url;
-use crate::views::ExportFile;
+use crate::views::{ExportFile, ResultKind};
 use crate::worker_host::{HostEvent, WorkerHost, WORKER_URL};
 use gloo::timers::callback::Timeout;
 use std::cell::RefCell;
@@ -330,6 +331,12 @@ pub fn App() -> Html {
                         <section class="results empty" aria-label="Results">
                             <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example) to see its results here."}</p>
                         </section>
+                    }
+                    if output.is_some() && !state.files.is_empty() {
+                        <TimelinePanel timelines={state.timelines.clone()}
+                                       pinned={state.compare_timeline.clone()}
+                                       stale={state.timelines_stale()}
+                                       simai_mode={result.as_ref().is_some_and(|r| r.kind == ResultKind::Simai)} />
                     }
                     if !state.files.is_empty() {
                         <section class="files" aria-label="Loaded files">

@@ -19,6 +19,7 @@ pub mod palette;
 pub mod protocol;
 pub mod settings;
 pub mod state;
+pub mod timeline;
 pub mod url;
 pub mod views;
 pub mod worker_host;

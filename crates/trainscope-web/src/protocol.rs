@@ -236,7 +236,8 @@ pub enum Response {
         message: String,
     },
     /// The timelines of run `id`, sent right after its `Done` (large: the
-    /// results show first, the timeline follows).
+    /// results show first, the timeline follows); always sent, empty when
+    /// the run has no timeline (SimAI mode, an input that failed).
     Timelines {
         id: u64,
         timelines: Vec<NamedTimeline>,

@@ -10,6 +10,7 @@ use crate::url::UrlState;
 use crate::views::{FileView, ResultView};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use trainscope_core::sim::Timeline;
 use yew::Reducible;
 
 /// One file the user dropped, picked or loaded from the gallery.
@@ -55,6 +56,24 @@ pub struct PinnedResult {
     pub result: ResultView,
     pub settings: Settings,
     pub files: Vec<String>,
+    /// The run it came from (its timeline may arrive after the pin).
+    pub run: u64,
+}
+
+/// A timeline the page draws (`simulated`, `measured`, `A`): converted
+/// into an `Rc` once when the worker sends it, then shared by every render
+/// and compared by identity (a deep comparison of a million spans per
+/// render would be wasteful).
+#[derive(Debug, Clone)]
+pub struct SharedTimeline {
+    pub label: String,
+    pub timeline: Rc<Timeline>,
+}
+
+impl PartialEq for SharedTimeline {
+    fn eq(&self, other: &Self) -> bool {
+        self.label == other.label && Rc::ptr_eq(&self.timeline, &other.timeline)
+    }
 }
 
 /// Everything the page shows.
@@ -83,10 +102,20 @@ pub struct AppState {
     /// The id of the newest run started.
     pub current_run: u64,
     pub run: RunStatus,
-    /// The newest finished run's output.
+    /// The newest finished run's output (its `timelines` are empty: they
+    /// live in [`AppState::timelines`]).
     pub output: Option<Rc<RunOutput>>,
+    /// The run `output` came from.
+    pub output_run: u64,
+    /// The timelines of run `timelines_run`: the simulated one first, then
+    /// the measured one of a measured run. They arrive after the run's
+    /// result; until then the previous run's are shown (dimmed).
+    pub timelines: Vec<SharedTimeline>,
+    pub timelines_run: u64,
     /// The result pinned as "A".
     pub compare: Option<Rc<PinnedResult>>,
+    /// The pinned A's simulated timeline, when it has one.
+    pub compare_timeline: Option<SharedTimeline>,
     /// Bumped when the file set changes (the page runs at once).
     pub files_rev: u64,
     /// Bumped when the user edits a setting (the page runs after a pause).
@@ -166,6 +195,22 @@ impl AppState {
         self.output.as_ref().and_then(|o| o.result.as_ref())
     }
 
+    /// Whether the timelines shown are older than the result shown.
+    pub fn timelines_stale(&self) -> bool {
+        self.timelines_run != self.output_run || self.run.is_running()
+    }
+
+    /// The current simulated timeline, labelled as the pinned A.
+    fn pinned_timeline(&self) -> Option<SharedTimeline> {
+        self.timelines
+            .iter()
+            .find(|t| t.label == "simulated")
+            .map(|t| SharedTimeline {
+                label: "A".into(),
+                timeline: t.timeline.clone(),
+            })
+    }
+
     /// Forget the pins a link made (its files are gone).
     fn drop_link_pins(&mut self) {
         for f in std::mem::take(&mut self.link_fields) {
@@ -177,6 +222,7 @@ impl AppState {
         self.files_rev += 1;
         if self.files.is_empty() {
             self.output = None;
+            self.timelines.clear();
             self.run = RunStatus::Idle;
         }
     }
@@ -280,15 +326,25 @@ impl Reducible for AppState {
                         next.settings =
                             next.settings.with_hints(&output.hints, &next.pinned_fields);
                         next.output = Some(Rc::new(*output));
+                        next.output_run = id;
                         next.run = RunStatus::Done { id };
                     }
                     Response::Failed { id, message } if running && id == current => {
                         next.run = RunStatus::Failed { id, message };
                     }
-                    Response::Timelines { id, timelines } if id == current => {
-                        match next.output.as_mut() {
-                            Some(out) => Rc::make_mut(out).timelines = timelines,
-                            None => return self,
+                    Response::Timelines { id, timelines }
+                        if id == current && next.output_run == id =>
+                    {
+                        next.timelines = timelines
+                            .into_iter()
+                            .map(|t| SharedTimeline {
+                                label: t.label,
+                                timeline: Rc::new(t.timeline),
+                            })
+                            .collect();
+                        next.timelines_run = id;
+                        if next.compare.as_ref().is_some_and(|p| p.run == id) {
+                            next.compare_timeline = next.pinned_timeline();
                         }
                     }
                     // A response of an older run (or after a cancel): stale.
@@ -318,9 +374,18 @@ impl Reducible for AppState {
                     result: result.clone(),
                     settings: output.settings.clone(),
                     files: output.files.iter().map(|f| f.name.clone()).collect(),
+                    run: next.output_run,
                 }));
+                next.compare_timeline = if next.timelines_run == next.output_run {
+                    next.pinned_timeline()
+                } else {
+                    None
+                };
             }
-            Action::Unpin => next.compare = None,
+            Action::Unpin => {
+                next.compare = None;
+                next.compare_timeline = None;
+            }
         }
         Rc::new(next)
     }

@@ -482,8 +482,96 @@ fn run_ids_make_older_responses_stale() {
         }),
     );
     assert!(Rc::ptr_eq(&s, &stale), "run 1's timelines are stale");
+    assert!(s.timelines_stale(), "run 2's timelines have not come yet");
     let s = reduce(s, Action::Worker(Response::Timelines { id: 2, timelines }));
-    assert_eq!(s.output.as_ref().unwrap().timelines.len(), 1);
+    assert_eq!(s.timelines.len(), 1);
+    assert_eq!((s.timelines_run, s.timelines_stale()), (2, false));
+}
+
+/// Timelines become `Rc`s once; a pin keeps A's (also when the pin comes
+/// before the timeline); the panel offers A vs B, then measured vs
+/// simulated, and draws the right pair.
+#[wasm_bindgen_test]
+fn timelines_are_shared_pinned_and_offered_as_views() {
+    use trainscope_web::components::timeline_panel::{available_views, pick, TimelineView};
+    let finish = |s: Rc<AppState>, id: u64, files: &[(&str, &[u8])], pin_early: bool| {
+        let s = reduce(s, Action::RunStarted(id));
+        let mut out = compute_output(&run_request(id, files));
+        let timelines = std::mem::take(&mut out.timelines);
+        let s = reduce(
+            s,
+            Action::Worker(Response::Done {
+                id,
+                output: Box::new(out),
+            }),
+        );
+        let s = if pin_early { reduce(s, Action::Pin) } else { s };
+        reduce(s, Action::Worker(Response::Timelines { id, timelines }))
+    };
+    let s = finish(Rc::new(AppState::default()), 1, &[("a.txt", SEED000)], true);
+    let a = s
+        .compare_timeline
+        .clone()
+        .expect("A's timeline attached when it arrives");
+    assert_eq!(a.label, "A");
+    assert!(
+        Rc::ptr_eq(&a.timeline, &s.timelines[0].timeline),
+        "shared, not copied"
+    );
+    // Re-rendering the same state compares by identity.
+    assert_eq!(s.timelines.clone(), s.timelines);
+    assert_eq!(
+        available_views(&s.timelines, s.compare_timeline.as_ref()),
+        [TimelineView::Simulated],
+        "A is this run: nothing to compare"
+    );
+    let s = finish(s, 2, &[("a.txt", SEED001)], false);
+    let views = available_views(&s.timelines, s.compare_timeline.as_ref());
+    assert_eq!(
+        views,
+        [TimelineView::PinnedVsCurrent, TimelineView::Simulated]
+    );
+    let (top, bottom) = pick(views[0], &s.timelines, s.compare_timeline.as_ref()).unwrap();
+    assert!(Rc::ptr_eq(&top.timeline, &a.timeline));
+    assert!(Rc::ptr_eq(
+        &bottom.unwrap().timeline,
+        &s.timelines[0].timeline
+    ));
+    // A measured run: measured vs simulated, either alone.
+    let s = reduce(s, Action::Unpin);
+    assert!(s.compare_timeline.is_none());
+    let s = finish(s, 3, &[("wd8_tp2_pp4_numl4_bs2_rank7_x.txt", ECHO)], false);
+    let views = available_views(&s.timelines, None);
+    assert_eq!(
+        views,
+        [
+            TimelineView::MeasuredVsSimulated,
+            TimelineView::Simulated,
+            TimelineView::Measured
+        ]
+    );
+    let (top, bottom) = pick(views[0], &s.timelines, None).unwrap();
+    assert_eq!(
+        (top.label.as_str(), bottom.unwrap().label.as_str()),
+        ("measured", "simulated")
+    );
+    // SimAI mode: an empty list replaces the old timelines.
+    let s = reduce(s, Action::RunStarted(4));
+    let mut req = run_request(4, &[("a.txt", SEED000)]);
+    req.settings.mode = Mode::Simai;
+    let mut out = compute_output(&req);
+    let timelines = std::mem::take(&mut out.timelines);
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 4,
+            output: Box::new(out),
+        }),
+    );
+    let s = reduce(s, Action::Worker(Response::Timelines { id: 4, timelines }));
+    assert!(s.timelines.is_empty() && available_views(&s.timelines, None).is_empty());
+    let s = reduce(s, Action::Clear);
+    assert!(s.timelines.is_empty());
 }
 
 #[wasm_bindgen_test]

@@ -587,27 +587,35 @@ impl TimelineBuilder {
                 })
             })
             .collect();
-        let global = |r: SpanRef| lane_offset[r.lane as usize] as usize + r.index as usize;
-        let mut edges: Vec<(usize, SpanRef)> = self
-            .deps
-            .iter()
-            .filter_map(|(from, to)| Some((global(fix(*to)?), fix(*from)?)))
-            .collect();
-        edges.sort_unstable();
+        let critical_path = self.critical_path.iter().filter_map(|r| fix(*r)).collect();
+        // Dependencies: remapped in place (no second edge list, which keeps
+        // the peak memory of a million-span build down), sorted by the
+        // waiting span (the order of (lane, index) is the global order).
+        let mut edges = self.deps;
+        edges.retain_mut(|(from, to)| match (fix(*from), fix(*to)) {
+            (Some(f), Some(t)) => {
+                *from = f;
+                *to = t;
+                true
+            }
+            _ => false,
+        });
+        drop(remap);
+        edges.sort_unstable_by_key(|&(from, to)| (to, from));
         edges.dedup();
         let mut dep_offset = Vec::new();
         let mut deps = Vec::new();
         if !edges.is_empty() {
             dep_offset = vec![0u32; total as usize + 1];
-            for (g, _) in &edges {
+            for (_, to) in &edges {
+                let g = lane_offset[to.lane as usize] as usize + to.index as usize;
                 dep_offset[g + 1] += 1;
             }
             for i in 0..total as usize {
                 dep_offset[i + 1] += dep_offset[i];
             }
-            deps = edges.into_iter().map(|(_, r)| r).collect();
+            deps = edges.iter().map(|&(from, _)| from).collect();
         }
-        let critical_path = self.critical_path.iter().filter_map(|r| fix(*r)).collect();
         Timeline {
             lanes: self.lanes,
             spans,

@@ -51,12 +51,11 @@ fn on_message(e: MessageEvent) {
                 id: run.id,
                 output: Box::new(output),
             });
-            if !timelines.is_empty() {
-                send(&Response::Timelines {
-                    id: run.id,
-                    timelines,
-                });
-            }
+            // Always (an empty list says "no timeline for this run").
+            send(&Response::Timelines {
+                id: run.id,
+                timelines,
+            });
             LAST.with(|l| *l.borrow_mut() = source.map(|s| (run.id, s)));
         }
         Ok(Request::Export(x)) => {

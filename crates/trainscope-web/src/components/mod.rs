@@ -10,3 +10,4 @@ pub mod results;
 pub mod run_bar;
 pub mod settings_form;
 pub mod table;
+pub mod timeline_panel;

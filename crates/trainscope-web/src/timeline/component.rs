@@ -1,0 +1,1082 @@
+//! The [`Timeline`] Yew component: a canvas timeline of one run, or of two
+//! aligned runs sharing one time axis (compare mode: measured vs simulated,
+//! A vs B). It owns the interaction state (viewport, vertical scroll,
+//! collapsed groups, hover, selection, critical-path toggle) and redraws at
+//! most once per animation frame: every event only updates state and asks
+//! for a frame. The DOM around the canvas (toolbar, `view-range`, tooltip,
+//! details panel, legend) is ordinary Yew markup.
+
+use super::draw::{self, FrameStats, Scratch, Section, Selection, LABEL_W, OVERVIEW_H, RULER_H};
+use super::format;
+use super::hit::{self, Hit};
+use super::layout::{self, Layout, RowKind};
+use super::palette;
+use super::viewport::Viewport;
+use gloo::events::{EventListener, EventListenerOptions};
+use gloo::render::{request_animation_frame, AnimationFrame};
+use std::cell::RefCell;
+use std::rc::Rc;
+use trainscope_core::sim::timeline::{LaneGroup, SpanKind, SpanRef, Timeline as Model};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{
+    CanvasRenderingContext2d, Element, HtmlCanvasElement, KeyboardEvent, MouseEvent,
+    ResizeObserver, WheelEvent,
+};
+use yew::prelude::*;
+
+/// Properties of [`Timeline`].
+#[derive(Properties, Clone)]
+pub struct TimelineProps {
+    /// The run to show.
+    pub timeline: Rc<Model>,
+    /// Its name in compare mode (default `A`).
+    #[prop_or_default]
+    pub label: AttrValue,
+    /// A second run drawn below the first on the same time axis.
+    #[prop_or_default]
+    pub compare: Option<Rc<Model>>,
+    /// The second run's name (default `B`).
+    #[prop_or_default]
+    pub compare_label: AttrValue,
+    /// Highlight the critical path (initial state of the toggle; a change of
+    /// this prop sets the toggle).
+    #[prop_or_default]
+    pub critical_path: bool,
+    /// Tallest the lane canvas gets, CSS px (more rows scroll).
+    #[prop_or(560.0)]
+    pub max_height_px: f64,
+    /// Called after every frame with what it drew (benchmarks).
+    #[prop_or_default]
+    pub on_frame: Option<Callback<FrameStats>>,
+}
+
+impl PartialEq for TimelineProps {
+    /// Timelines compare by identity (a deep comparison of a million spans
+    /// per parent render would be wasteful).
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.timeline, &other.timeline)
+            && match (&self.compare, &other.compare) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+                _ => false,
+            }
+            && self.label == other.label
+            && self.compare_label == other.compare_label
+            && self.critical_path == other.critical_path
+            && self.max_height_px == other.max_height_px
+            && self.on_frame == other.on_frame
+    }
+}
+
+/// Messages of [`Timeline`] (positions in CSS px relative to the element
+/// named).
+#[doc(hidden)]
+pub enum Msg {
+    /// Wheel over the lane canvas: position and deltas in px.
+    Wheel {
+        x: f64,
+        y: f64,
+        dx: f64,
+        dy: f64,
+        shift: bool,
+        ctrl: bool,
+    },
+    /// Button pressed on the lane canvas.
+    Down {
+        x: f64,
+        y: f64,
+    },
+    /// Button pressed on the overview.
+    OverviewDown {
+        x: f64,
+    },
+    /// Pointer moved during a drag (client coordinates).
+    DragMove {
+        cx: f64,
+        cy: f64,
+    },
+    /// Button released (client coordinates).
+    DragEnd {
+        cx: f64,
+        cy: f64,
+    },
+    /// Pointer moved over the lane canvas without a button.
+    Hover {
+        x: f64,
+        y: f64,
+    },
+    Leave,
+    Key(KeyboardEvent),
+    ZoomIn,
+    ZoomOut,
+    Fit,
+    ToggleCritical,
+    ToggleAll,
+    Select(Option<Hit>),
+    ZoomToSelection,
+    Frame,
+    Resized,
+}
+
+enum Drag {
+    Plot {
+        x0: f64,
+        y0: f64,
+        vp0: Viewport,
+        scroll0: f64,
+        moved: bool,
+    },
+    Overview,
+}
+
+struct HoverInfo {
+    hit: Hit,
+    x: f64,
+    y: f64,
+}
+
+/// The timeline component (see the module docs).
+pub struct Timeline {
+    canvas: NodeRef,
+    overview: NodeRef,
+    root: NodeRef,
+    sections: Vec<Section>,
+    layout: Layout,
+    collapsed: Vec<bool>,
+    vp: Viewport,
+    scroll_y: f64,
+    hover: Option<HoverInfo>,
+    selection: Selection,
+    critical: bool,
+    drag: Option<Drag>,
+    pointer_x: Option<f64>,
+    raf: Option<AnimationFrame>,
+    listeners: Vec<EventListener>,
+    /// Window listeners of the drag in progress, attached synchronously by
+    /// the mousedown listeners (so a release that follows at once is seen).
+    drag_listeners: Rc<RefCell<Vec<EventListener>>>,
+    resize: Option<(ResizeObserver, Closure<dyn FnMut()>)>,
+    ctx2d: Option<CanvasRenderingContext2d>,
+    overview_ctx: Option<CanvasRenderingContext2d>,
+    overview_cache: Option<(HtmlCanvasElement, f64, f64)>,
+    scratch: Scratch,
+    legend: Vec<SpanKind>,
+}
+
+/// Zoom factor of one W/S key press or button click.
+const KEY_ZOOM: f64 = 1.5;
+/// Fraction of the plot width one A/D key press pans.
+const KEY_PAN: f64 = 0.2;
+/// Pixels of pointer motion before a press becomes a drag.
+const DRAG_SLOP: f64 = 3.0;
+
+fn sections_of(props: &TimelineProps) -> Vec<Section> {
+    let mut v = Vec::new();
+    let compare = props.compare.is_some();
+    let name = |a: &AttrValue, d: &str| {
+        if a.is_empty() {
+            d.to_string()
+        } else {
+            a.to_string()
+        }
+    };
+    v.push(Section {
+        tl: props.timeline.clone(),
+        label: if compare {
+            name(&props.label, "A")
+        } else {
+            props.label.to_string()
+        },
+    });
+    if let Some(c) = &props.compare {
+        v.push(Section {
+            tl: c.clone(),
+            label: name(&props.compare_label, "B"),
+        });
+    }
+    v
+}
+
+/// Kinds present in the timelines, in legend order.
+fn kinds_present(sections: &[Section]) -> Vec<SpanKind> {
+    let mut seen = [false; 12];
+    for sec in sections {
+        for l in 0..sec.tl.lanes().len() as u32 {
+            for s in sec.tl.spans(l) {
+                if let Some(x) = seen.get_mut(s.kind as usize) {
+                    *x = true;
+                }
+            }
+        }
+    }
+    SpanKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| seen.get(*k as usize).copied().unwrap_or(false))
+        .collect()
+}
+
+/// Extent of the time axis: the latest end plus 2 % room.
+fn extent_of(sections: &[Section]) -> u64 {
+    let end = sections.iter().map(|s| s.tl.end_ns()).max().unwrap_or(0);
+    end.saturating_add(end / 50).max(1)
+}
+
+/// Position of a client point relative to `el`'s top-left corner.
+fn relative(el: &Element, cx: f64, cy: f64) -> (f64, f64) {
+    let r = el.get_bounding_client_rect();
+    (cx - r.left(), cy - r.top())
+}
+
+/// `stage 3` / `rank 17 · stage 2` for a lane.
+fn group_name(tl: &Model, lane: u32) -> String {
+    match tl.lanes().get(lane as usize) {
+        Some(l) => match l.group_kind {
+            LaneGroup::Stage => format!("stage {}", l.group),
+            LaneGroup::Rank => format!("rank {} · stage {}", l.group, l.stage),
+        },
+        None => String::new(),
+    }
+}
+
+impl Timeline {
+    fn rows_height(&self, props: &TimelineProps) -> f64 {
+        let max_rows = (props.max_height_px - RULER_H).max(2.0 * layout::LANE_H);
+        self.layout.height.min(max_rows)
+    }
+
+    fn relayout(&mut self) {
+        let groups = self.layout.groups.clone();
+        self.layout = Layout::build(
+            groups,
+            self.sections.len(),
+            &self.collapsed,
+            self.sections.len() > 1,
+        );
+    }
+
+    fn reset(&mut self, props: &TimelineProps) {
+        self.sections = sections_of(props);
+        let refs: Vec<&Model> = self.sections.iter().map(|s| s.tl.as_ref()).collect();
+        let groups = layout::groups(&refs);
+        let rows: usize = groups.iter().map(|g| g.lanes.len()).sum();
+        // Large runs start collapsed (one row per stage or rank).
+        self.collapsed = vec![rows > 80; groups.len()];
+        self.layout = Layout::build(groups, self.sections.len(), &self.collapsed, false);
+        self.relayout();
+        self.vp = Viewport::new(extent_of(&self.sections), self.vp.width_px());
+        self.scroll_y = 0.0;
+        self.hover = None;
+        self.selection = Selection::default();
+        self.overview_cache = None;
+        self.legend = kinds_present(&self.sections);
+    }
+
+    fn request_frame(&mut self, ctx: &Context<Self>) {
+        if self.raf.is_none() {
+            let link = ctx.link().clone();
+            self.raf = Some(request_animation_frame(move |_| {
+                link.send_message(Msg::Frame)
+            }));
+        }
+    }
+
+    fn hit_at(&self, x: f64, y: f64) -> Option<Hit> {
+        if x < LABEL_W || y < RULER_H {
+            return None;
+        }
+        let ri = self.layout.row_at(y - RULER_H + self.scroll_y)?;
+        let row = self.layout.rows.get(ri)?;
+        let RowKind::Lane { section, lane, .. } = row.kind else {
+            return None;
+        };
+        let tl = &self.sections.get(section)?.tl;
+        let index = hit::span_at(tl, lane, &self.vp, x - LABEL_W, 2.0)?;
+        Some(Hit {
+            section,
+            lane,
+            index,
+        })
+    }
+
+    fn select(&mut self, h: Option<Hit>) {
+        let mut sel = Selection {
+            hit: h,
+            ..Selection::default()
+        };
+        if let Some(h) = h {
+            if let Some(sec) = self.sections.get(h.section) {
+                let r = h.span_ref();
+                sel.deps = sec.tl.dependencies(r).to_vec();
+                let mut want: Vec<SpanRef> = sel.deps.clone();
+                want.push(r);
+                sel.flows = sec
+                    .tl
+                    .flows()
+                    .iter()
+                    .filter(|f| want.contains(&f.from) || want.contains(&f.to))
+                    .take(64)
+                    .map(|f| (f.from, f.to))
+                    .collect();
+            }
+        }
+        self.selection = sel;
+    }
+
+    fn toggle_group_at(&mut self, y: f64) -> bool {
+        let Some(ri) = self.layout.row_at(y - RULER_H + self.scroll_y) else {
+            return false;
+        };
+        let Some(RowKind::Lane { group, .. }) = self.layout.rows.get(ri).map(|r| r.kind) else {
+            return false;
+        };
+        if let Some(c) = self.collapsed.get_mut(group) {
+            *c = !*c;
+            self.relayout();
+            return true;
+        }
+        false
+    }
+
+    fn zoom_center(&self) -> f64 {
+        match self.pointer_x {
+            Some(x) if x >= 0.0 && x <= self.vp.width_px() => x,
+            _ => self.vp.width_px() / 2.0,
+        }
+    }
+
+    fn clamp_scroll(&mut self, props: &TimelineProps) {
+        let max = (self.layout.height - self.rows_height(props)).max(0.0);
+        self.scroll_y = self.scroll_y.clamp(0.0, max);
+    }
+
+    fn attach_listeners(&mut self, ctx: &Context<Self>) {
+        let (Some(canvas), Some(overview)) = (
+            self.canvas.cast::<HtmlCanvasElement>(),
+            self.overview.cast::<HtmlCanvasElement>(),
+        ) else {
+            return;
+        };
+        let link = ctx.link().clone();
+        let el: Element = canvas.clone().into();
+        let opts = EventListenerOptions::enable_prevent_default();
+        let e2 = el.clone();
+        self.listeners.push(EventListener::new_with_options(
+            &canvas,
+            "wheel",
+            opts,
+            move |e| {
+                let Some(e) = e.dyn_ref::<WheelEvent>() else {
+                    return;
+                };
+                e.prevent_default();
+                let (x, y) = relative(&e2, f64::from(e.client_x()), f64::from(e.client_y()));
+                let unit = match e.delta_mode() {
+                    1 => 16.0,
+                    2 => 400.0,
+                    _ => 1.0,
+                };
+                link.send_message(Msg::Wheel {
+                    x,
+                    y,
+                    dx: e.delta_x() * unit,
+                    dy: e.delta_y() * unit,
+                    shift: e.shift_key(),
+                    ctrl: e.ctrl_key() || e.meta_key(),
+                });
+            },
+        ));
+        let link = ctx.link().clone();
+        let e2 = el.clone();
+        let slot = self.drag_listeners.clone();
+        self.listeners
+            .push(EventListener::new(&canvas, "mousedown", move |e| {
+                let Some(e) = e.dyn_ref::<MouseEvent>() else {
+                    return;
+                };
+                if e.button() != 0 {
+                    return;
+                }
+                let (x, y) = relative(&e2, f64::from(e.client_x()), f64::from(e.client_y()));
+                watch_drag(&link, &slot);
+                link.send_message(Msg::Down { x, y });
+            }));
+        let link = ctx.link().clone();
+        let e2 = el.clone();
+        self.listeners
+            .push(EventListener::new(&canvas, "mousemove", move |e| {
+                let Some(e) = e.dyn_ref::<MouseEvent>() else {
+                    return;
+                };
+                let (x, y) = relative(&e2, f64::from(e.client_x()), f64::from(e.client_y()));
+                link.send_message(Msg::Hover { x, y });
+            }));
+        let link = ctx.link().clone();
+        self.listeners
+            .push(EventListener::new(&canvas, "mouseleave", move |_| {
+                link.send_message(Msg::Leave)
+            }));
+        let link = ctx.link().clone();
+        let ov: Element = overview.clone().into();
+        let slot = self.drag_listeners.clone();
+        self.listeners.push(EventListener::new_with_options(
+            &overview,
+            "mousedown",
+            EventListenerOptions::enable_prevent_default(),
+            move |e| {
+                let Some(e) = e.dyn_ref::<MouseEvent>() else {
+                    return;
+                };
+                if e.button() != 0 {
+                    return;
+                }
+                e.prevent_default();
+                let (x, _) = relative(&ov, f64::from(e.client_x()), f64::from(e.client_y()));
+                watch_drag(&link, &slot);
+                link.send_message(Msg::OverviewDown { x });
+            },
+        ));
+        // Redraw when the canvas changes size (window, layout, a tab shown).
+        let link = ctx.link().clone();
+        let cb = Closure::<dyn FnMut()>::new(move || link.send_message(Msg::Resized));
+        if let Ok(obs) = ResizeObserver::new(cb.as_ref().unchecked_ref()) {
+            obs.observe(&el);
+            self.resize = Some((obs, cb));
+        }
+    }
+
+    fn start_drag(&mut self, drag: Drag) {
+        self.drag = Some(drag);
+    }
+
+    fn overview_x_to_ns(&self, x: f64) -> u64 {
+        let full = Viewport::new(self.vp.extent_ns(), self.vp.width_px());
+        full.px_to_ns(x - LABEL_W)
+    }
+
+    fn frame(&mut self, ctx: &Context<Self>) {
+        self.raf = None;
+        let Some(canvas) = self.canvas.cast::<HtmlCanvasElement>() else {
+            return;
+        };
+        let css_w = f64::from(canvas.client_width());
+        let css_h = f64::from(canvas.client_height());
+        if css_w < 1.0 || css_h < 1.0 {
+            return; // not laid out (hidden): the resize observer calls back
+        }
+        let window = gloo::utils::window();
+        let perf = window.performance();
+        let t0 = perf.as_ref().map_or(0.0, |p| p.now());
+        let dpr = window.device_pixel_ratio().clamp(0.5, 4.0);
+        let (bw, bh) = ((css_w * dpr).round() as u32, (css_h * dpr).round() as u32);
+        if canvas.width() != bw || canvas.height() != bh {
+            canvas.set_width(bw);
+            canvas.set_height(bh);
+        }
+        if self.ctx2d.is_none() {
+            self.ctx2d = context_2d(&canvas);
+        }
+        let plot_w = draw::plot_width(css_w);
+        if (self.vp.width_px() - plot_w).abs() > 1e-9 {
+            self.vp.set_width(plot_w);
+            self.overview_cache = None;
+        }
+        self.clamp_scroll(ctx.props());
+        let Some(c2) = self.ctx2d.clone() else {
+            return;
+        };
+        let _ = c2.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+        self.scroll_y = (self.scroll_y * dpr).round() / dpr;
+        let scene = draw::Scene {
+            dpr,
+            sections: &self.sections,
+            layout: &self.layout,
+            vp: &self.vp,
+            scroll_y: self.scroll_y,
+            width: css_w,
+            height: css_h,
+            selection: &self.selection,
+            hover: self.hover.as_ref().map(|h| h.hit),
+            critical: self.critical,
+        };
+        let mut stats = draw::draw(&c2, &scene, &mut self.scratch);
+        self.draw_overview(css_w, dpr);
+        stats.draw_ms = perf.as_ref().map_or(0.0, |p| p.now()) - t0;
+        if let Some(cb) = &ctx.props().on_frame {
+            cb.emit(stats);
+        }
+    }
+
+    fn draw_overview(&mut self, css_w: f64, dpr: f64) {
+        let Some(ov) = self.overview.cast::<HtmlCanvasElement>() else {
+            return;
+        };
+        let (bw, bh) = (
+            (css_w * dpr).round() as u32,
+            (OVERVIEW_H * dpr).round() as u32,
+        );
+        if ov.width() != bw || ov.height() != bh {
+            ov.set_width(bw);
+            ov.set_height(bh);
+        }
+        if self.overview_ctx.is_none() {
+            self.overview_ctx = context_2d(&ov);
+        }
+        let Some(octx) = self.overview_ctx.clone() else {
+            return;
+        };
+        let full = Viewport::new(self.vp.extent_ns(), self.vp.width_px());
+        let stale = match &self.overview_cache {
+            Some((_, w, d)) => (*w - css_w).abs() > 1e-9 || (*d - dpr).abs() > 1e-9,
+            None => true,
+        };
+        if stale {
+            let Ok(el) = gloo::utils::document().create_element("canvas") else {
+                return;
+            };
+            let Ok(cache) = el.dyn_into::<HtmlCanvasElement>() else {
+                return;
+            };
+            cache.set_width(bw);
+            cache.set_height(bh);
+            if let Some(cctx) = context_2d(&cache) {
+                let _ = cctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+                draw::draw_overview_content(
+                    &cctx,
+                    &self.sections,
+                    &self.layout,
+                    &full,
+                    css_w,
+                    OVERVIEW_H,
+                );
+            }
+            self.overview_cache = Some((cache, css_w, dpr));
+        }
+        if let Some((cache, _, _)) = &self.overview_cache {
+            let _ = octx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
+            draw::draw_overview(&octx, cache, &self.vp, &full, css_w, OVERVIEW_H);
+        }
+    }
+
+    fn view_tooltip(&self) -> Html {
+        let Some(h) = &self.hover else {
+            return html! {};
+        };
+        let Some(sec) = self.sections.get(h.hit.section) else {
+            return html! {};
+        };
+        let Some(s) = sec.tl.span(h.hit.span_ref()) else {
+            return html! {};
+        };
+        let width = self
+            .canvas
+            .cast::<HtmlCanvasElement>()
+            .map_or(1000.0, |c| f64::from(c.client_width()));
+        let top = OVERVIEW_H + 4.0 + h.y + 16.0;
+        let style = if h.x > width - 300.0 {
+            format!(
+                "position:absolute;pointer-events:none;right:{:.0}px;top:{top:.0}px",
+                (width - h.x + 12.0).max(0.0)
+            )
+        } else {
+            format!(
+                "position:absolute;pointer-events:none;left:{:.0}px;top:{top:.0}px",
+                h.x + 14.0
+            )
+        };
+        html! {
+            <div class="ts-tl-tooltip" data-testid="tooltip" role="tooltip" style={style}>
+                { span_fields(sec, h.hit, s, false) }
+            </div>
+        }
+    }
+
+    fn view_details(&self, ctx: &Context<Self>) -> Html {
+        let body = match self.selection.hit.and_then(|h| {
+            let sec = self.sections.get(h.section)?;
+            Some((h, sec, sec.tl.span(h.span_ref())?))
+        }) {
+            None => html! {
+                <p class="ts-tl-empty">{ "Click a span to see its details, what it waited for and its transfers." }</p>
+            },
+            Some((h, sec, s)) => {
+                let link = ctx.link();
+                let on_crit = sec.tl.critical_path().contains(&h.span_ref());
+                let deps: Html = self
+                    .selection
+                    .deps
+                    .iter()
+                    .take(32)
+                    .filter_map(|d| {
+                        let ds = sec.tl.span(*d)?;
+                        let target = Hit {
+                            section: h.section,
+                            lane: d.lane,
+                            index: d.index,
+                        };
+                        let name = span_name(&sec.tl, ds);
+                        let onclick = link.callback(move |_| Msg::Select(Some(target)));
+                        Some(html! {
+                            <li><button class="ts-tl-link" {onclick}>
+                                <span class="ts-tl-swatch" style={format!("background:{}", palette::kind_color(ds.kind))}></span>
+                                { format!("{name} · {} · ends {}", group_name(&sec.tl, d.lane), format::duration(ds.end_ns())) }
+                            </button></li>
+                        })
+                    })
+                    .collect();
+                let flows: Html = self
+                    .selection
+                    .flows
+                    .iter()
+                    .map(|(f, t)| {
+                        html! { <li>{ format!("{} → {}", group_name(&sec.tl, f.lane), group_name(&sec.tl, t.lane)) }</li> }
+                    })
+                    .collect();
+                html! {
+                    <>
+                        { span_fields(sec, h, s, true) }
+                        if on_crit { <p class="ts-tl-crit">{ "On the critical path" }</p> }
+                        <button class="secondary ts-tl-btn" onclick={link.callback(|_| Msg::ZoomToSelection)}>{ "Zoom to span" }</button>
+                        <h4>{ format!("Waited for ({})", self.selection.deps.len()) }</h4>
+                        if self.selection.deps.is_empty() {
+                            <p class="ts-tl-empty">{ "No recorded dependencies." }</p>
+                        } else {
+                            <ul class="ts-tl-deps">{ deps }</ul>
+                        }
+                        if !self.selection.flows.is_empty() {
+                            <h4>{ "Pipeline transfers" }</h4>
+                            <ul class="ts-tl-deps">{ flows }</ul>
+                        }
+                    </>
+                }
+            }
+        };
+        html! {
+            <aside class="ts-tl-details" data-testid="timeline-details" aria-live="polite">
+                <h3>{ "Selected span" }</h3>
+                { body }
+            </aside>
+        }
+    }
+}
+
+/// Attach window mousemove / mouseup listeners for a drag (once).
+fn watch_drag(link: &yew::html::Scope<Timeline>, slot: &Rc<RefCell<Vec<EventListener>>>) {
+    let Ok(mut slot) = slot.try_borrow_mut() else {
+        return;
+    };
+    if !slot.is_empty() {
+        return;
+    }
+    let window = gloo::utils::window();
+    let l = link.clone();
+    slot.push(EventListener::new(&window, "mousemove", move |e| {
+        if let Some(e) = e.dyn_ref::<MouseEvent>() {
+            l.send_message(Msg::DragMove {
+                cx: f64::from(e.client_x()),
+                cy: f64::from(e.client_y()),
+            });
+        }
+    }));
+    let l = link.clone();
+    slot.push(EventListener::new(&window, "mouseup", move |e| {
+        if let Some(e) = e.dyn_ref::<MouseEvent>() {
+            l.send_message(Msg::DragEnd {
+                cx: f64::from(e.client_x()),
+                cy: f64::from(e.client_y()),
+            });
+        }
+    }));
+}
+
+fn context_2d(c: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    c.get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|o| o.dyn_into::<CanvasRenderingContext2d>().ok())
+}
+
+/// A span's name: its label, or its kind's name when it has none.
+fn span_name(tl: &Model, s: &trainscope_core::sim::timeline::Span) -> String {
+    let l = tl.label(s.label);
+    if l.is_empty() {
+        palette::kind_label(s.kind).to_string()
+    } else {
+        l.to_string()
+    }
+}
+
+/// The fields shown in the tooltip and the details panel.
+fn span_fields(
+    sec: &Section,
+    h: Hit,
+    s: &trainscope_core::sim::timeline::Span,
+    long: bool,
+) -> Html {
+    let tl = &sec.tl;
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    rows.push(("kind", palette::kind_label(s.kind).to_string()));
+    let mut place = group_name(tl, h.lane);
+    if let Some(l) = tl.lanes().get(h.lane as usize) {
+        place = format!("{place} · {}", draw::stream_label(l.stream));
+    }
+    rows.push(("lane", place));
+    if !sec.label.is_empty() {
+        rows.push(("run", sec.label.clone()));
+    }
+    let none = || "—".to_string();
+    rows.push(("layer", s.layer().map_or_else(none, |l| l.to_string())));
+    rows.push((
+        "micro-batch",
+        s.micro_batch().map_or_else(none, |m| m.to_string()),
+    ));
+    if s.chunk > 0 || long {
+        rows.push(("chunk", s.chunk.to_string()));
+    }
+    rows.push(("start", format::instant(s.start_ns, 1_000)));
+    if long {
+        rows.push(("end", format::instant(s.end_ns(), 1_000)));
+    }
+    rows.push(("duration", format::duration(s.duration_ns)));
+    rows.push((
+        "bytes",
+        if s.bytes > 0 {
+            format::bytes(s.bytes)
+        } else {
+            none()
+        },
+    ));
+    rows.push((
+        "bandwidth",
+        s.achieved_gbps().map_or_else(none, format::gbps),
+    ));
+    if !s.coll.name().is_empty() {
+        rows.push(("operation", s.coll.name().to_string()));
+    }
+    html! {
+        <>
+            <div class="ts-tl-name">
+                <span class="ts-tl-swatch" style={format!("background:{}", palette::kind_color(s.kind))}></span>
+                { span_name(tl, s) }
+            </div>
+            <dl class="ts-tl-fields">
+                { for rows.into_iter().map(|(k, v)| html! { <><dt>{ k }</dt><dd>{ v }</dd></> }) }
+            </dl>
+        </>
+    }
+}
+
+impl Component for Timeline {
+    type Message = Msg;
+    type Properties = TimelineProps;
+
+    fn create(ctx: &Context<Self>) -> Self {
+        let mut t = Timeline {
+            canvas: NodeRef::default(),
+            overview: NodeRef::default(),
+            root: NodeRef::default(),
+            sections: Vec::new(),
+            layout: Layout::default(),
+            collapsed: Vec::new(),
+            vp: Viewport::new(1, 800.0),
+            scroll_y: 0.0,
+            hover: None,
+            selection: Selection::default(),
+            critical: ctx.props().critical_path,
+            drag: None,
+            pointer_x: None,
+            raf: None,
+            listeners: Vec::new(),
+            drag_listeners: Rc::default(),
+            resize: None,
+            ctx2d: None,
+            overview_ctx: None,
+            overview_cache: None,
+            scratch: Scratch::default(),
+            legend: Vec::new(),
+        };
+        t.reset(ctx.props());
+        t
+    }
+
+    fn changed(&mut self, ctx: &Context<Self>, old: &Self::Properties) -> bool {
+        let p = ctx.props();
+        let same_data = Rc::ptr_eq(&p.timeline, &old.timeline)
+            && match (&p.compare, &old.compare) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+                _ => false,
+            };
+        if !same_data || p.label != old.label || p.compare_label != old.compare_label {
+            self.reset(p);
+        }
+        if p.critical_path != old.critical_path {
+            self.critical = p.critical_path;
+        }
+        self.request_frame(ctx);
+        true
+    }
+
+    fn update(&mut self, ctx: &Context<Self>, msg: Self::Message) -> bool {
+        let props = ctx.props();
+        match msg {
+            Msg::Frame => {
+                self.frame(ctx);
+                return false;
+            }
+            Msg::Resized => {
+                self.request_frame(ctx);
+                return false;
+            }
+            Msg::Wheel {
+                x,
+                y,
+                dx,
+                dy,
+                shift,
+                ctrl,
+            } => {
+                let px = x - LABEL_W;
+                self.pointer_x = Some(px);
+                if shift {
+                    self.scroll_y += dy;
+                    self.clamp_scroll(props);
+                } else {
+                    if dy != 0.0 {
+                        let k = if ctrl { 0.01 } else { 0.0025 };
+                        self.vp.zoom_around(px.max(0.0), (-dy * k).exp());
+                    }
+                    if dx != 0.0 {
+                        self.vp.pan(dx);
+                    }
+                }
+                let _ = y;
+                self.hover = None;
+            }
+            Msg::Down { x, y } => {
+                // The root (tabindex 0) takes the focus from the press
+                // itself, so W/S/A/D work after a click.
+                let drag = Drag::Plot {
+                    x0: x,
+                    y0: y,
+                    vp0: self.vp,
+                    scroll0: self.scroll_y,
+                    moved: false,
+                };
+                self.start_drag(drag);
+                return false;
+            }
+            Msg::OverviewDown { x } => {
+                let t = self.overview_x_to_ns(x);
+                self.vp.center_on(t);
+                self.start_drag(Drag::Overview);
+            }
+            Msg::DragMove { cx, cy } => match &mut self.drag {
+                Some(Drag::Plot {
+                    x0,
+                    y0,
+                    vp0,
+                    scroll0,
+                    moved,
+                }) => {
+                    let Some(canvas) = self.canvas.cast::<Element>() else {
+                        return false;
+                    };
+                    let (x, y) = relative(&canvas, cx, cy);
+                    if !*moved && (x - *x0).abs() + (y - *y0).abs() < DRAG_SLOP {
+                        return false;
+                    }
+                    *moved = true;
+                    let mut vp = *vp0;
+                    vp.set_width(self.vp.width_px());
+                    vp.pan(*x0 - x);
+                    self.vp = vp;
+                    self.scroll_y = *scroll0 + (*y0 - y);
+                    self.clamp_scroll(props);
+                    self.hover = None;
+                }
+                Some(Drag::Overview) => {
+                    let Some(ov) = self.overview.cast::<Element>() else {
+                        return false;
+                    };
+                    let (x, _) = relative(&ov, cx, cy);
+                    let t = self.overview_x_to_ns(x);
+                    self.vp.center_on(t);
+                }
+                None => return false,
+            },
+            Msg::DragEnd { cx, cy } => {
+                self.drag_listeners.borrow_mut().clear();
+                let drag = self.drag.take();
+                if let Some(Drag::Plot { moved: false, .. }) = drag {
+                    let Some(canvas) = self.canvas.cast::<Element>() else {
+                        return false;
+                    };
+                    let (x, y) = relative(&canvas, cx, cy);
+                    if x < LABEL_W {
+                        if !self.toggle_group_at(y) {
+                            return false;
+                        }
+                        self.clamp_scroll(props);
+                    } else {
+                        let h = self.hit_at(x, y);
+                        self.select(h);
+                    }
+                }
+            }
+            Msg::Hover { x, y } => {
+                self.pointer_x = Some(x - LABEL_W);
+                if self.drag.is_some() {
+                    return false;
+                }
+                let h = self.hit_at(x, y);
+                let old = self.hover.as_ref().map(|h| h.hit);
+                self.hover = h.map(|hit| HoverInfo { hit, x, y });
+                if old != h {
+                    self.request_frame(ctx);
+                }
+                return old.is_some() || h.is_some();
+            }
+            Msg::Leave => {
+                self.pointer_x = None;
+                if self.hover.take().is_none() {
+                    return false;
+                }
+            }
+            Msg::Key(e) => {
+                if e.ctrl_key() || e.meta_key() || e.alt_key() {
+                    return false;
+                }
+                let w = self.vp.width_px();
+                match e.key().as_str() {
+                    "w" | "W" | "+" | "=" => self.vp.zoom_around(self.zoom_center(), KEY_ZOOM),
+                    "s" | "S" | "-" | "_" => {
+                        self.vp.zoom_around(self.zoom_center(), 1.0 / KEY_ZOOM)
+                    }
+                    "a" | "A" | "ArrowLeft" => self.vp.pan(-KEY_PAN * w),
+                    "d" | "D" | "ArrowRight" => self.vp.pan(KEY_PAN * w),
+                    "ArrowUp" => {
+                        self.scroll_y -= layout::LANE_H * 3.0;
+                        self.clamp_scroll(props);
+                    }
+                    "ArrowDown" => {
+                        self.scroll_y += layout::LANE_H * 3.0;
+                        self.clamp_scroll(props);
+                    }
+                    "f" | "F" | "0" => self.vp.fit(),
+                    "Escape" => self.select(None),
+                    _ => return false,
+                }
+                e.prevent_default();
+                self.hover = None;
+            }
+            Msg::ZoomIn => self.vp.zoom_around(self.vp.width_px() / 2.0, KEY_ZOOM),
+            Msg::ZoomOut => self
+                .vp
+                .zoom_around(self.vp.width_px() / 2.0, 1.0 / KEY_ZOOM),
+            Msg::Fit => self.vp.fit(),
+            Msg::ToggleCritical => self.critical = !self.critical,
+            Msg::ToggleAll => {
+                let any_open = self.collapsed.iter().any(|c| !c);
+                self.collapsed.iter_mut().for_each(|c| *c = any_open);
+                self.relayout();
+                self.clamp_scroll(props);
+            }
+            Msg::Select(h) => self.select(h),
+            Msg::ZoomToSelection => {
+                if let Some(s) = self
+                    .selection
+                    .hit
+                    .and_then(|h| self.sections.get(h.section)?.tl.span(h.span_ref()).copied())
+                {
+                    let pad = (s.duration_ns / 4).max(Viewport::MIN_RANGE_NS);
+                    self.vp.set_range(
+                        s.start_ns.saturating_sub(pad),
+                        s.end_ns().saturating_add(pad),
+                    );
+                }
+            }
+        }
+        self.request_frame(ctx);
+        true
+    }
+
+    fn view(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let props = ctx.props();
+        let canvas_h = RULER_H + self.rows_height(props);
+        let onkeydown = link.callback(Msg::Key);
+        let all_collapsed = self.collapsed.iter().all(|c| *c);
+        let legend: Html = self
+            .legend
+            .iter()
+            .map(|k| {
+                html! {
+                    <li><span class="ts-tl-swatch" style={format!("background:{}", palette::kind_color(*k))}></span>{ palette::kind_label(*k) }</li>
+                }
+            })
+            .collect();
+        let res = self.vp.range_ns() / 100;
+        let range_text = format!(
+            "{} – {} ({} shown)",
+            format::instant(self.vp.start_ns(), res),
+            format::instant(self.vp.end_ns(), res),
+            format::duration(self.vp.range_ns())
+        );
+        html! {
+            <div class="ts-timeline" ref={self.root.clone()} tabindex="0" {onkeydown}
+                aria-label="Timeline. Keys: W and S zoom, A and D pan, F fits, Escape clears the selection.">
+                <div class="ts-tl-toolbar">
+                    <div class="ts-tl-group" role="group" aria-label="Zoom">
+                        <button class="secondary ts-tl-btn" data-testid="timeline-zoom-out" title="Zoom out (S)" aria-label="Zoom out"
+                            onclick={link.callback(|_| Msg::ZoomOut)}>{ "−" }</button>
+                        <button class="secondary ts-tl-btn" data-testid="timeline-zoom-in" title="Zoom in (W)" aria-label="Zoom in"
+                            onclick={link.callback(|_| Msg::ZoomIn)}>{ "+" }</button>
+                        <button class="secondary ts-tl-btn" data-testid="timeline-fit" title="Show the whole iteration (F)"
+                            onclick={link.callback(|_| Msg::Fit)}>{ "Fit" }</button>
+                    </div>
+                    <button class={classes!("secondary", "ts-tl-btn", self.critical.then_some("on"))} data-testid="timeline-critical"
+                        aria-pressed={self.critical.to_string()} title="Highlight the chain of spans that sets the iteration time"
+                        onclick={link.callback(|_| Msg::ToggleCritical)}>{ "Critical path" }</button>
+                    <button class="secondary ts-tl-btn" data-testid="timeline-collapse"
+                        onclick={link.callback(|_| Msg::ToggleAll)}>{ if all_collapsed { "Expand all" } else { "Collapse all" } }</button>
+                    <span class="ts-tl-range" data-testid="view-range"
+                        data-start-ns={self.vp.start_ns().to_string()} data-end-ns={self.vp.end_ns().to_string()}>{ range_text }</span>
+                    <span class="ts-tl-hint">{ "wheel / W S: zoom · drag / A D: pan · click: details" }</span>
+                </div>
+                <div class="ts-tl-main">
+                    <div class="ts-tl-canvases" style="position:relative">
+                        <canvas ref={self.overview.clone()} class="ts-tl-overview" data-testid="timeline-overview"
+                            style={format!("display:block;width:100%;height:{OVERVIEW_H}px")} aria-label="Overview of the whole iteration; click or drag to move the view" />
+                        <canvas ref={self.canvas.clone()} class="ts-tl-canvas" data-testid="timeline"
+                            data-plot-left={LABEL_W.to_string()} data-ruler-height={RULER_H.to_string()}
+                            data-runs={self.sections.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(",")}
+                            data-lanes={self.sections.iter().map(|s| s.tl.lanes().len()).sum::<usize>().to_string()}
+                            style={format!("display:block;width:100%;height:{canvas_h}px")} role="img"
+                            aria-label="Timeline of the run's lanes; hover a span for its details" />
+                        { self.view_tooltip() }
+                    </div>
+                    { self.view_details(ctx) }
+                </div>
+                <ul class="ts-tl-legend" data-testid="timeline-legend" aria-label="Span kinds">{ legend }</ul>
+            </div>
+        }
+    }
+
+    fn rendered(&mut self, ctx: &Context<Self>, first_render: bool) {
+        if first_render {
+            self.attach_listeners(ctx);
+            self.request_frame(ctx);
+        }
+    }
+
+    fn destroy(&mut self, _ctx: &Context<Self>) {
+        if let Some((obs, _)) = self.resize.take() {
+            obs.disconnect();
+        }
+        self.listeners.clear();
+        self.drag_listeners.borrow_mut().clear();
+        self.raf = None;
+    }
+}

@@ -1,0 +1,830 @@
+//! Canvas 2D drawing of the timeline: the ruler, the label column, the lanes
+//! (level-of-detail primitives from [`super::lod`], batched by colour so a
+//! frame issues one fill per kind), micro-batch numbers on wide spans, the
+//! critical-path overlay, the selection with its dependencies and flow
+//! arrows, and the overview strip. Everything is in CSS pixels; the caller
+//! scales the context by the device pixel ratio. Work per frame is bounded
+//! by the visible rows x plot width, never by the span count.
+
+use super::format;
+use super::hit::Hit;
+use super::layout::{Layout, RowKind};
+use super::lod::{self, Prim, LEVELS};
+use super::palette;
+use super::viewport::Viewport;
+use std::rc::Rc;
+use trainscope_core::sim::timeline::{Span, SpanKind, SpanRef, Stream, Timeline as Model};
+use web_sys::{CanvasRenderingContext2d as Ctx, HtmlCanvasElement};
+
+/// Width of the label column, CSS px (the plot starts there).
+pub const LABEL_W: f64 = 180.0;
+/// Height of the time ruler, CSS px.
+pub const RULER_H: f64 = 24.0;
+/// Height of the overview strip, CSS px.
+pub const OVERVIEW_H: f64 = 44.0;
+/// Minimum spacing of labelled ruler ticks, CSS px.
+pub const TICK_MIN_PX: f64 = 90.0;
+/// Width of the vertical scroll indicator, CSS px.
+pub const SCROLLBAR_W: f64 = 6.0;
+/// Plot width for a canvas `css_w` CSS px wide: what is left of the label
+/// column and the scroll indicator (at least 1 px).
+pub fn plot_width(css_w: f64) -> f64 {
+    (css_w - LABEL_W - SCROLLBAR_W - 2.0).max(1.0)
+}
+
+/// Vertical padding of a span inside its lane, CSS px.
+const PAD_Y: f64 = 2.0;
+/// Average width of a character of the 11 px label font, CSS px (a
+/// conservative estimate: texts are fitted without measuring).
+const CHAR_W: f64 = 6.6;
+/// Fonts.
+const FONT: &str = "11px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
+const FONT_BOLD: &str = "600 11px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
+const FONT_SMALL: &str = "10px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
+
+/// One timeline shown by the component.
+#[derive(Debug, Clone)]
+pub struct Section {
+    pub tl: Rc<Model>,
+    /// `measured`, `simulated`, `A`, `B` (empty: no header).
+    pub label: String,
+}
+
+/// The selected span and what to highlight with it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Selection {
+    pub hit: Option<Hit>,
+    /// Spans the selected one waited for.
+    pub deps: Vec<SpanRef>,
+    /// Pipeline transfers (send span, receive span) touching the selected
+    /// span or one of its dependencies.
+    pub flows: Vec<(SpanRef, SpanRef)>,
+}
+
+/// Everything a frame depends on.
+pub struct Scene<'a> {
+    /// Device pixels per CSS pixel (rectangles snap to device pixels).
+    pub dpr: f64,
+    pub sections: &'a [Section],
+    pub layout: &'a Layout,
+    pub vp: &'a Viewport,
+    /// Vertical scroll of the rows, CSS px.
+    pub scroll_y: f64,
+    /// Canvas size, CSS px.
+    pub width: f64,
+    pub height: f64,
+    pub selection: &'a Selection,
+    pub hover: Option<Hit>,
+    pub critical: bool,
+}
+
+/// What a frame drew.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FrameStats {
+    /// Time spent in the draw call, ms (filled in by the component).
+    pub draw_ms: f64,
+    /// Rectangles filled for lanes (spans and aggregate bars).
+    pub rects: u32,
+    /// Texts drawn on spans.
+    pub texts: u32,
+    /// Lanes drawn.
+    pub lanes: u32,
+    /// Most primitives of one lane.
+    pub max_lane_prims: u32,
+}
+
+/// Reusable buffers (no allocation per frame once warm).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    prims: Vec<Prim>,
+    rects: Vec<Vec<[f64; 4]>>,
+    texts: Vec<(f64, f64, String, bool)>,
+}
+
+fn kind_index(k: SpanKind) -> usize {
+    k as usize
+}
+
+/// Short lane name for the label column.
+pub fn stream_label(s: Stream) -> &'static str {
+    match s {
+        Stream::Compute => "compute",
+        Stream::Collective => "TP/EP coll.",
+        Stream::GradSync => "DP coll.",
+        Stream::Send => "PP send",
+        Stream::Recv => "PP recv",
+    }
+}
+
+/// `x` rounded to the nearest device pixel (crisp, cheaper to rasterise
+/// than anti-aliased edges).
+fn snap(x: f64, dpr: f64) -> f64 {
+    (x * dpr).round() / dpr
+}
+
+/// y of the top of the rows area on the canvas for layout y `y`.
+fn screen_y(scene: &Scene, y: f64) -> f64 {
+    RULER_H + y - scene.scroll_y
+}
+
+/// Fit `text` into `max_px` (with an ellipsis), or None when not even two
+/// characters fit.
+fn fit_text(text: &str, max_px: f64) -> Option<String> {
+    let fits = (max_px / CHAR_W).floor();
+    if fits < 1.0 {
+        return None;
+    }
+    let fits = fits as usize;
+    let n = text.chars().count();
+    if n <= fits {
+        return Some(text.to_string());
+    }
+    if fits < 3 {
+        return None;
+    }
+    let mut s: String = text.chars().take(fits - 1).collect();
+    s.push('…');
+    Some(s)
+}
+
+/// Text to draw on a span `w` px wide: `label · mb 3` when it fits, else
+/// the micro-batch number, else nothing.
+fn span_text(tl: &Model, s: &Span, w: f64) -> Option<String> {
+    let mb = s.micro_batch();
+    let label = tl.label(s.label);
+    if w >= 90.0 && !label.is_empty() {
+        let full = match mb {
+            Some(m) => format!("{label} · mb {m}"),
+            None => label.to_string(),
+        };
+        return fit_text(&full, w - 6.0);
+    }
+    let m = mb?;
+    let t = m.to_string();
+    (w >= t.len() as f64 * CHAR_W + 4.0).then_some(t)
+}
+
+/// Draw a frame of the main canvas.
+pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
+    let mut stats = FrameStats::default();
+    let (w, h) = (scene.width, scene.height);
+    let plot_w = scene.vp.width_px();
+    ctx.set_fill_style_str(palette::BACKGROUND);
+    ctx.fill_rect(0.0, 0.0, w, h);
+    let rows_h = (h - RULER_H).max(0.0);
+    let visible = scene
+        .layout
+        .rows_between(scene.scroll_y, scene.scroll_y + rows_h);
+
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(0.0, RULER_H, w, rows_h);
+    ctx.clip();
+
+    // Group bands and section headers (full width).
+    ctx.set_fill_style_str(palette::BAND);
+    for row in &scene.layout.rows[visible.clone()] {
+        if let RowKind::Lane { group, .. } = row.kind {
+            if group % 2 == 1 {
+                ctx.fill_rect(0.0, screen_y(scene, row.y), w, row.h);
+            }
+        }
+    }
+
+    // Grid lines at the major ticks.
+    let step = format::tick_step_ns(scene.vp.ns_per_px(), TICK_MIN_PX);
+    ctx.begin_path();
+    for t in ticks(scene.vp, step) {
+        let x = (LABEL_W + scene.vp.ns_to_px(t)).round() + 0.5;
+        ctx.move_to(x, RULER_H);
+        ctx.line_to(x, h);
+    }
+    ctx.set_stroke_style_str(palette::GRID);
+    ctx.set_line_width(1.0);
+    ctx.stroke();
+
+    // Lanes, clipped to the plot.
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(LABEL_W, RULER_H, plot_w, rows_h);
+    ctx.clip();
+    draw_lanes(ctx, scene, scratch, visible.clone(), &mut stats);
+    if scene.critical {
+        draw_critical(ctx, scene);
+    }
+    draw_selection(ctx, scene);
+    ctx.restore();
+
+    // Group separators, section headers, labels.
+    draw_labels(ctx, scene, visible);
+    ctx.restore();
+
+    draw_ruler(ctx, scene, step);
+    draw_scrollbar(ctx, scene);
+    stats
+}
+
+/// Major tick times in the window.
+fn ticks(vp: &Viewport, step: u64) -> impl Iterator<Item = u64> {
+    let step = step.max(1);
+    let first = vp.start_ns().div_ceil(step).saturating_mul(step);
+    let end = vp.end_ns();
+    (0..)
+        .map(move |k: u64| first.saturating_add(k.saturating_mul(step)))
+        .take_while(move |t| *t <= end)
+        .take(10_000)
+}
+
+fn draw_lanes(
+    ctx: &Ctx,
+    scene: &Scene,
+    scratch: &mut Scratch,
+    visible: std::ops::Range<usize>,
+    stats: &mut FrameStats,
+) {
+    let vp = scene.vp;
+    let plot_w = vp.width_px();
+    let dpr = scene.dpr.max(0.5);
+    if scratch.rects.len() != SpanKind::ALL.len() {
+        scratch.rects = vec![Vec::new(); SpanKind::ALL.len()];
+    }
+    for r in &mut scratch.rects {
+        r.clear();
+    }
+    scratch.texts.clear();
+    for row in &scene.layout.rows[visible] {
+        let RowKind::Lane { section, lane, .. } = row.kind else {
+            continue;
+        };
+        let Some(sec) = scene.sections.get(section) else {
+            continue;
+        };
+        let tl = &sec.tl;
+        let n = lod::lane_prims(tl, lane, vp, &mut scratch.prims);
+        stats.lanes += 1;
+        stats.max_lane_prims = stats.max_lane_prims.max(n as u32);
+        let y = screen_y(scene, row.y) + PAD_Y;
+        let full_h = row.h - 2.0 * PAD_Y;
+        let spans = tl.spans(lane);
+        for p in &scratch.prims {
+            match *p {
+                Prim::Span { index, x0, x1 } => {
+                    let Some(s) = spans.get(index as usize) else {
+                        continue;
+                    };
+                    let a = snap(x0.max(-2.0), dpr);
+                    let b = snap(x1.min(plot_w + 2.0), dpr);
+                    let mut wpx = (b - a).max(1.0);
+                    // A 1 px gap between consecutive wide spans.
+                    if wpx >= 5.0 {
+                        wpx -= 1.0;
+                    }
+                    scratch.rects[kind_index(s.kind)].push([LABEL_W + a, y, wpx, full_h]);
+                    if wpx >= 12.0 {
+                        if let Some(t) = span_text(tl, s, wpx) {
+                            let cx = LABEL_W + a.max(0.0) + (b.min(plot_w) - a.max(0.0)) / 2.0;
+                            let dark = palette::text_on(s.kind) == "#000000";
+                            scratch.texts.push((cx, y + full_h / 2.0, t, dark));
+                        }
+                    }
+                }
+                Prim::Agg {
+                    x0,
+                    x1,
+                    kind,
+                    level,
+                } => {
+                    let bh = (full_h * f64::from(level) / f64::from(LEVELS)).max(2.0);
+                    let (a, b) = (snap(x0, dpr), snap(x1, dpr));
+                    scratch.rects[kind_index(kind)].push([
+                        LABEL_W + a,
+                        y + (full_h - bh) / 2.0,
+                        (b - a).max(1.0),
+                        bh,
+                    ]);
+                }
+            }
+        }
+    }
+    for (k, rects) in scratch.rects.iter().enumerate() {
+        if rects.is_empty() {
+            continue;
+        }
+        let Some(kind) = SpanKind::ALL.get(k) else {
+            continue;
+        };
+        ctx.set_fill_style_str(palette::kind_color(*kind));
+        ctx.begin_path();
+        for r in rects {
+            ctx.rect(r[0], r[1], r[2], r[3]);
+        }
+        ctx.fill();
+        stats.rects += rects.len() as u32;
+    }
+    if !scratch.texts.is_empty() {
+        ctx.set_font(FONT);
+        ctx.set_text_align("center");
+        ctx.set_text_baseline("middle");
+        for dark in [true, false] {
+            ctx.set_fill_style_str(if dark { "#000000" } else { "#FFFFFF" });
+            for (x, y, t, d) in &scratch.texts {
+                if *d == dark {
+                    let _ = ctx.fill_text(t, *x, *y + 0.5);
+                }
+            }
+        }
+        stats.texts = scratch.texts.len() as u32;
+    }
+}
+
+/// Screen rectangle (x, y, w, h) of span `r` of `section`, when its row
+/// is laid out (it may be off screen).
+fn span_rect(scene: &Scene, section: usize, r: SpanRef) -> Option<(f64, f64, f64, f64)> {
+    let sec = scene.sections.get(section)?;
+    let s = sec.tl.span(r)?;
+    let row = scene.layout.row_of_lane(section, r.lane)?;
+    let x0 = LABEL_W + scene.vp.ns_to_px(s.start_ns);
+    let x1 = LABEL_W + scene.vp.ns_to_px(s.end_ns());
+    let y = screen_y(scene, row.y) + PAD_Y;
+    Some((x0, y, (x1 - x0).max(1.0), row.h - 2.0 * PAD_Y))
+}
+
+/// Clamp a rectangle horizontally to a little beyond the plot (huge
+/// coordinates at deep zoom upset the rasteriser).
+fn clamp_rect(scene: &Scene, (x, y, w, h): (f64, f64, f64, f64)) -> (f64, f64, f64, f64) {
+    let lo = LABEL_W - 10.0;
+    let hi = LABEL_W + scene.vp.width_px() + 10.0;
+    let a = x.clamp(lo, hi);
+    let b = (x + w).clamp(lo, hi);
+    (a, y, (b - a).max(1.0), h)
+}
+
+fn draw_critical(ctx: &Ctx, scene: &Scene) {
+    let vp = scene.vp;
+    let rows_h = (scene.height - RULER_H).max(0.0);
+    // Dim everything, then redraw the path on top.
+    ctx.set_fill_style_str("rgba(255,255,255,0.62)");
+    ctx.fill_rect(LABEL_W, RULER_H, vp.width_px(), rows_h);
+    for (si, sec) in scene.sections.iter().enumerate() {
+        let tl = &sec.tl;
+        let path = tl.critical_path();
+        let end_of = |r: &SpanRef| tl.span(*r).map_or(0, |s| s.end_ns());
+        // The path is chronological: skip what ends before the window.
+        let first = path.partition_point(|r| end_of(r) < vp.start_ns());
+        // Bounded by pixels, not path length: per row, fills merge while
+        // they touch (sub-pixel spans join whatever precedes them),
+        // outlines merge across gaps under 3 px, and row-change links are
+        // drawn at most every 4 px.
+        let mut fills = Runs::default();
+        let mut outlines = Runs::default();
+        let mut links: Vec<(f64, f64, f64, f64)> = Vec::new();
+        let mut last_link = f64::NEG_INFINITY;
+        let mut prev: Option<(f64, f64, f64)> = None; // (x_end, y_mid, row y)
+        for r in path.iter().skip(first).take(1 << 20) {
+            let Some(s) = tl.span(*r) else { continue };
+            if s.start_ns > vp.end_ns() {
+                break;
+            }
+            let Some(rect) = span_rect(scene, si, *r) else {
+                continue;
+            };
+            let (x, y, w, h) = clamp_rect(scene, rect);
+            let ymid = y + h / 2.0;
+            if let Some((px, py, prow)) = prev {
+                if (prow - y).abs() > 0.5 && (x - last_link).abs() >= 4.0 {
+                    links.push((px, py, x, ymid));
+                    last_link = x;
+                }
+            }
+            prev = Some((x + w, ymid, y));
+            let sub_pixel = w <= 1.0;
+            fills.add(x, y, w, h, s.kind, |o| {
+                x <= o.x1 + 0.5 && (o.kind == s.kind || sub_pixel)
+            });
+            outlines.add(x, y, w, h, s.kind, |o| x <= o.x1 + 3.0);
+        }
+        for o in fills.finish() {
+            ctx.set_fill_style_str(palette::kind_color(o.kind));
+            ctx.fill_rect(o.x0, o.y, o.x1 - o.x0, o.h);
+        }
+        ctx.set_stroke_style_str(palette::CRITICAL);
+        ctx.set_line_width(1.5);
+        ctx.begin_path();
+        for o in outlines.finish() {
+            ctx.rect(o.x0 - 0.75, o.y - 0.75, o.x1 - o.x0 + 1.5, o.h + 1.5);
+        }
+        for (x0, y0, x1, y1) in &links {
+            ctx.move_to(*x0, *y0);
+            ctx.line_to(*x1, *y1);
+        }
+        ctx.stroke();
+    }
+}
+
+/// A horizontal run of merged rectangles on one row.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    x0: f64,
+    x1: f64,
+    y: f64,
+    h: f64,
+    kind: SpanKind,
+}
+
+/// Open runs per row (a handful) and the finished ones.
+#[derive(Debug, Default)]
+struct Runs {
+    open: Vec<Run>,
+    done: Vec<Run>,
+}
+
+impl Runs {
+    /// Extend the open run of row `y` when `merge` accepts it, else start
+    /// a new one.
+    fn add(
+        &mut self,
+        x: f64,
+        y: f64,
+        w: f64,
+        h: f64,
+        kind: SpanKind,
+        merge: impl Fn(&Run) -> bool,
+    ) {
+        if let Some(i) = self.open.iter().position(|o| (o.y - y).abs() < 0.5) {
+            let o = &mut self.open[i];
+            if merge(o) {
+                o.x1 = o.x1.max(x + w);
+                return;
+            }
+            let old = self.open.swap_remove(i);
+            self.done.push(old);
+        }
+        if self.open.len() >= 16 {
+            self.done.append(&mut self.open);
+        }
+        self.open.push(Run {
+            x0: x,
+            x1: x + w,
+            y,
+            h,
+            kind,
+        });
+    }
+
+    fn finish(mut self) -> Vec<Run> {
+        self.done.append(&mut self.open);
+        self.done
+    }
+}
+
+/// An arrow from (x0, y0) to (x1, y1): a cubic curve with a head.
+fn arrow(ctx: &Ctx, x0: f64, y0: f64, x1: f64, y1: f64) {
+    let dx = ((x1 - x0).abs() / 2.0).max(16.0);
+    let (c1x, c1y, c2x, c2y) = if (y1 - y0).abs() < 1.0 {
+        // Same row: arc over the top.
+        (x0 + dx / 2.0, y0 - 14.0, x1 - dx / 2.0, y1 - 14.0)
+    } else {
+        (x0 + dx, y0, x1 - dx, y1)
+    };
+    ctx.begin_path();
+    ctx.move_to(x0, y0);
+    ctx.bezier_curve_to(c1x, c1y, c2x, c2y, x1, y1);
+    ctx.stroke();
+    let ang = (y1 - c2y).atan2(x1 - c2x);
+    let l = 7.0;
+    ctx.begin_path();
+    ctx.move_to(x1, y1);
+    ctx.line_to(x1 - l * (ang - 0.45).cos(), y1 - l * (ang - 0.45).sin());
+    ctx.line_to(x1 - l * (ang + 0.45).cos(), y1 - l * (ang + 0.45).sin());
+    ctx.close_path();
+    ctx.fill();
+}
+
+fn draw_selection(ctx: &Ctx, scene: &Scene) {
+    let sel = scene.selection;
+    ctx.set_stroke_style_str(palette::SELECT);
+    ctx.set_fill_style_str(palette::SELECT);
+    if let Some(hit) = sel.hit {
+        let target = span_rect(scene, hit.section, hit.span_ref());
+        // Dependencies: dashed outlines and arrows into the selected span.
+        ctx.set_line_width(1.5);
+        let dash = js_sys::Array::of2(&4.0.into(), &3.0.into());
+        for d in &sel.deps {
+            let Some(r) = span_rect(scene, hit.section, *d) else {
+                continue;
+            };
+            let (x, y, w, h) = clamp_rect(scene, r);
+            let _ = ctx.set_line_dash(&dash);
+            ctx.stroke_rect(x, y, w, h);
+            let _ = ctx.set_line_dash(&js_sys::Array::new());
+            if let Some(t) = target {
+                let (tx, ty, _, th) = clamp_rect(scene, t);
+                arrow(ctx, (x + w).min(tx), y + h / 2.0, tx, ty + th / 2.0);
+            }
+        }
+        // Pipeline transfers: send -> receive, between lanes.
+        ctx.set_stroke_style_str(palette::CRITICAL);
+        ctx.set_fill_style_str(palette::CRITICAL);
+        ctx.set_line_width(1.5);
+        for (from, to) in &sel.flows {
+            let (Some(a), Some(b)) = (
+                span_rect(scene, hit.section, *from),
+                span_rect(scene, hit.section, *to),
+            ) else {
+                continue;
+            };
+            let (ax, ay, aw, ah) = clamp_rect(scene, a);
+            let (bx, by, bw, bh) = clamp_rect(scene, b);
+            let (x0, x1) = (ax + aw / 2.0, bx + bw / 2.0);
+            let (y0, y1) = if by > ay {
+                (ay + ah, by)
+            } else {
+                (ay, by + bh)
+            };
+            arrow(ctx, x0, y0, x1, y1);
+        }
+        if let Some(t) = target {
+            let (x, y, w, h) = clamp_rect(scene, t);
+            ctx.set_line_width(3.0);
+            ctx.set_stroke_style_str("#FFFFFF");
+            ctx.stroke_rect(x - 1.5, y - 1.5, w + 3.0, h + 3.0);
+            ctx.set_line_width(2.0);
+            ctx.set_stroke_style_str(palette::SELECT);
+            ctx.stroke_rect(x - 1.0, y - 1.0, w + 2.0, h + 2.0);
+        }
+    }
+    if let Some(hv) = scene.hover {
+        if let Some(r) = span_rect(scene, hv.section, hv.span_ref()) {
+            let (x, y, w, h) = clamp_rect(scene, r);
+            ctx.set_line_width(1.0);
+            ctx.set_stroke_style_str(palette::INK);
+            ctx.stroke_rect(x - 0.5, y - 0.5, w + 1.0, h + 1.0);
+        }
+    }
+}
+
+fn draw_labels(ctx: &Ctx, scene: &Scene, visible: std::ops::Range<usize>) {
+    let w = scene.width;
+    // Label column background (bands continue under it).
+    ctx.set_text_baseline("middle");
+    for row in &scene.layout.rows[visible.clone()] {
+        let y = screen_y(scene, row.y);
+        match row.kind {
+            RowKind::Section(s) => {
+                ctx.set_fill_style_str("#E4ECF3");
+                ctx.fill_rect(0.0, y, w, row.h);
+                let Some(sec) = scene.sections.get(s) else {
+                    continue;
+                };
+                ctx.set_fill_style_str(palette::INK);
+                ctx.set_font(FONT_BOLD);
+                ctx.set_text_align("left");
+                let text = format!(
+                    "{} — iteration {}",
+                    sec.label,
+                    format::duration(sec.tl.end_ns())
+                );
+                let _ = ctx.fill_text(&text, 8.0, y + row.h / 2.0);
+            }
+            RowKind::Lane {
+                section,
+                group,
+                lane,
+                first,
+                collapsed,
+            } => {
+                let Some(g) = scene.layout.groups.get(group) else {
+                    continue;
+                };
+                let mid = y + row.h / 2.0;
+                if first {
+                    ctx.set_fill_style_str(palette::INK);
+                    ctx.set_font(FONT_BOLD);
+                    ctx.set_text_align("left");
+                    let tri = if collapsed { "▸" } else { "▾" };
+                    let _ = ctx.fill_text(tri, 6.0, mid);
+                    let _ = ctx.fill_text_with_max_width(&g.name, 18.0, mid, LABEL_W - 100.0);
+                }
+                ctx.set_fill_style_str(palette::MUTED);
+                ctx.set_font(FONT_SMALL);
+                ctx.set_text_align("right");
+                let name = if collapsed {
+                    format!("{} lanes", g.lanes.len())
+                } else {
+                    scene
+                        .sections
+                        .get(section)
+                        .and_then(|s| s.tl.lanes().get(lane as usize))
+                        .map_or(String::new(), |l| stream_label(l.stream).to_string())
+                };
+                let _ = ctx.fill_text(&name, LABEL_W - 8.0, mid);
+            }
+        }
+    }
+    // Separators: above each group, and the label column's edge.
+    ctx.begin_path();
+    for row in &scene.layout.rows[visible.clone()] {
+        if let RowKind::Lane { first: true, .. } = row.kind {
+            let y = screen_y(scene, row.y).round() + 0.5;
+            ctx.move_to(0.0, y);
+            ctx.line_to(w, y);
+        }
+    }
+    let x = LABEL_W.round() - 0.5;
+    for row in &scene.layout.rows[visible] {
+        if let RowKind::Lane { .. } = row.kind {
+            let y = screen_y(scene, row.y);
+            ctx.move_to(x, y.max(RULER_H));
+            ctx.line_to(x, y + row.h);
+        }
+    }
+    ctx.set_stroke_style_str("#C9CFD6");
+    ctx.set_line_width(1.0);
+    ctx.stroke();
+}
+
+fn draw_ruler(ctx: &Ctx, scene: &Scene, step: u64) {
+    let vp = scene.vp;
+    let w = scene.width;
+    ctx.set_fill_style_str("#F7F8FA");
+    ctx.fill_rect(0.0, 0.0, w, RULER_H);
+    ctx.begin_path();
+    ctx.move_to(0.0, RULER_H - 0.5);
+    ctx.line_to(w, RULER_H - 0.5);
+    // Minor ticks.
+    let lead = step / 10u64.pow(step.checked_ilog10().unwrap_or(0));
+    let minor = step / if lead == 2 { 4 } else { 5 };
+    if minor >= 1 && minor as f64 / vp.ns_per_px() >= 6.0 {
+        for t in ticks(vp, minor) {
+            let x = (LABEL_W + vp.ns_to_px(t)).round() + 0.5;
+            ctx.move_to(x, RULER_H - 4.0);
+            ctx.line_to(x, RULER_H);
+        }
+    }
+    for t in ticks(vp, step) {
+        let x = (LABEL_W + vp.ns_to_px(t)).round() + 0.5;
+        ctx.move_to(x, RULER_H - 9.0);
+        ctx.line_to(x, RULER_H);
+    }
+    ctx.set_stroke_style_str(palette::MUTED);
+    ctx.set_line_width(1.0);
+    ctx.stroke();
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(LABEL_W, 0.0, vp.width_px(), RULER_H);
+    ctx.clip();
+    ctx.set_fill_style_str(palette::INK);
+    ctx.set_font(FONT);
+    ctx.set_text_align("left");
+    ctx.set_text_baseline("middle");
+    let right = LABEL_W + vp.width_px();
+    for t in ticks(vp, step) {
+        let x = (LABEL_W + vp.ns_to_px(t)).round() + 3.0;
+        let label = format::tick_label(t, step);
+        // Skip a label that would be cut by the plot's right edge.
+        if x + label.chars().count() as f64 * CHAR_W * 0.95 > right {
+            continue;
+        }
+        let _ = ctx.fill_text(&label, x, 8.5);
+    }
+    ctx.restore();
+    ctx.set_fill_style_str(palette::MUTED);
+    ctx.set_font(FONT_SMALL);
+    ctx.set_text_align("left");
+    let _ = ctx.fill_text(
+        &format!("{} visible", format::duration(vp.range_ns())),
+        8.0,
+        RULER_H / 2.0,
+    );
+}
+
+fn draw_scrollbar(ctx: &Ctx, scene: &Scene) {
+    let rows_h = (scene.height - RULER_H).max(0.0);
+    let total = scene.layout.height;
+    if total <= rows_h + 0.5 || rows_h <= 0.0 {
+        return;
+    }
+    let thumb = (rows_h * rows_h / total).max(16.0);
+    let y = RULER_H + (rows_h - thumb) * (scene.scroll_y / (total - rows_h)).clamp(0.0, 1.0);
+    ctx.set_fill_style_str("rgba(27,31,36,0.30)");
+    ctx.fill_rect(scene.width - SCROLLBAR_W - 1.0, y, SCROLLBAR_W, thumb);
+}
+
+/// Render the overview of every section (one thin row per group, sampled
+/// when there are more groups than pixel rows) into `ctx`, `width` x
+/// `height` CSS px, over the full extent `full`.
+pub fn draw_overview_content(
+    ctx: &Ctx,
+    sections: &[Section],
+    layout: &Layout,
+    full: &Viewport,
+    width: f64,
+    height: f64,
+) {
+    ctx.set_fill_style_str("#F7F8FA");
+    ctx.fill_rect(0.0, 0.0, width, height);
+    ctx.set_fill_style_str(palette::MUTED);
+    ctx.set_font(FONT_SMALL);
+    ctx.set_text_align("left");
+    ctx.set_text_baseline("middle");
+    let _ = ctx.fill_text("overview", 8.0, height / 2.0 - 6.0);
+    let _ = ctx.fill_text("click or drag to move", 8.0, height / 2.0 + 7.0);
+    let n_sec = sections.len().max(1);
+    let top = 3.0;
+    let sec_h = (height - 2.0 * top) / n_sec as f64;
+    let mut prims = Vec::new();
+    let mut rects: Vec<Vec<[f64; 4]>> = vec![Vec::new(); SpanKind::ALL.len()];
+    for (si, sec) in sections.iter().enumerate() {
+        let groups: Vec<u32> = layout
+            .groups
+            .iter()
+            .filter(|g| g.section == si)
+            .map(|g| g.primary)
+            .collect();
+        if groups.is_empty() {
+            continue;
+        }
+        let max_rows = (sec_h / 1.5).floor().max(1.0) as usize;
+        let shown = groups.len().min(max_rows);
+        let row_h = sec_h / shown as f64;
+        for k in 0..shown {
+            let Some(&lane) = groups.get(k * groups.len() / shown) else {
+                continue;
+            };
+            lod::lane_prims(&sec.tl, lane, full, &mut prims);
+            let y = top + si as f64 * sec_h + k as f64 * row_h;
+            let hh = if row_h >= 3.0 { row_h - 0.5 } else { row_h };
+            for p in &prims {
+                let (x0, x1, kind, frac) = match *p {
+                    Prim::Span { index, x0, x1 } => {
+                        let Some(s) = sec.tl.spans(lane).get(index as usize) else {
+                            continue;
+                        };
+                        (x0, x1, s.kind, 1.0)
+                    }
+                    Prim::Agg {
+                        x0,
+                        x1,
+                        kind,
+                        level,
+                    } => (x0, x1, kind, f64::from(level) / f64::from(LEVELS)),
+                };
+                let bh = (hh * frac).max(1.0);
+                rects[kind_index(kind)].push([
+                    LABEL_W + x0.max(0.0),
+                    y + (hh - bh),
+                    (x1.min(full.width_px()) - x0.max(0.0)).max(1.0),
+                    bh,
+                ]);
+            }
+        }
+    }
+    for (k, rs) in rects.iter().enumerate() {
+        let Some(kind) = SpanKind::ALL.get(k) else {
+            continue;
+        };
+        if rs.is_empty() {
+            continue;
+        }
+        ctx.set_fill_style_str(palette::kind_color(*kind));
+        ctx.begin_path();
+        for r in rs {
+            ctx.rect(r[0], r[1], r[2], r[3]);
+        }
+        ctx.fill();
+    }
+}
+
+/// Draw the overview strip: the cached content, a veil outside the visible
+/// window and the window's frame.
+pub fn draw_overview(
+    ctx: &Ctx,
+    cache: &HtmlCanvasElement,
+    vp: &Viewport,
+    full: &Viewport,
+    width: f64,
+    height: f64,
+) {
+    ctx.set_fill_style_str(palette::BACKGROUND);
+    ctx.fill_rect(0.0, 0.0, width, height);
+    let _ = ctx.draw_image_with_html_canvas_element_and_dw_and_dh(cache, 0.0, 0.0, width, height);
+    let x0 = LABEL_W + full.ns_to_px(vp.start_ns());
+    let mut x1 = LABEL_W + full.ns_to_px(vp.end_ns());
+    if x1 - x0 < 3.0 {
+        x1 = x0 + 3.0;
+    }
+    ctx.set_fill_style_str("rgba(60,70,85,0.22)");
+    ctx.fill_rect(LABEL_W, 0.0, (x0 - LABEL_W).max(0.0), height);
+    ctx.fill_rect(x1, 0.0, (LABEL_W + full.width_px() - x1).max(0.0), height);
+    ctx.set_stroke_style_str(palette::kind_color(SpanKind::Forward));
+    ctx.set_line_width(2.0);
+    ctx.stroke_rect(x0, 1.0, x1 - x0, height - 2.0);
+    ctx.begin_path();
+    ctx.move_to(0.0, height - 0.5);
+    ctx.line_to(width, height - 0.5);
+    ctx.move_to(LABEL_W - 0.5, 0.0);
+    ctx.line_to(LABEL_W - 0.5, height);
+    ctx.set_stroke_style_str("#C9CFD6");
+    ctx.set_line_width(1.0);
+    ctx.stroke();
+}

@@ -1,0 +1,224 @@
+// The timeline canvas end to end (issue 7), on the real app page (dist/):
+// load the seed-000 example, simulate, and the `timeline` canvas appears;
+// its pixels are not blank, a wheel event narrows `view-range`, hovering a
+// drawn span shows the tooltip with a name, a drag pans. Screenshots go to
+// target/e2e/timeline-*.png.
+//
+// To exercise the same checks on the benchmark page instead
+// (target/bench-dist, seed 000 simulated in the page), run with
+// TIMELINE_E2E_PAGE=bench.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { serve, launch, newPage, screenshot, dist, root } from './harness.js';
+
+const onBench = process.env.TIMELINE_E2E_PAGE === 'bench';
+const siteDir = onBench ? path.join(root, 'target', 'bench-dist') : dist;
+const SEED = 'simai_llama65b_tp8_pp4_vpp8.txt';
+
+const skip = fs.existsSync(path.join(siteDir, 'index.html')) ? false : `${path.relative(root, siteDir)}/ is not built`;
+
+let site; let browser;
+before(async () => { if (!skip) { site = await serve(siteDir); browser = await launch(); } });
+after(async () => { if (!skip) { await browser.close(); site.server.close(); } });
+
+/** Open the page and get a drawn timeline (example + simulate on the app). */
+async function openTimeline(page) {
+  if (onBench) {
+    await page.goto(`${site.url}?seed=000`);
+  } else {
+    await page.goto(site.url);
+    await page.getByTestId('example').filter({ hasText: SEED }).first().click();
+    await page.getByTestId('simulate').click();
+  }
+  const canvas = page.getByTestId('timeline');
+  await canvas.waitFor({ state: 'visible', timeout: 30000 });
+  await canvas.scrollIntoViewIfNeeded();
+  return canvas;
+}
+
+/** Coloured (non-grey) pixels of the canvas's plot area, and one of them
+ * (CSS px relative to the canvas) in the middle of a horizontal run. */
+function samplePixels(canvas) {
+  return canvas.evaluate((c) => {
+    const ctx = c.getContext('2d');
+    const dpr = c.width / c.clientWidth;
+    const left = Number(c.dataset.plotLeft || 180);
+    const top = Number(c.dataset.rulerHeight || 24);
+    const x0 = Math.ceil(left * dpr); const y0 = Math.ceil(top * dpr);
+    const w = c.width - x0 - Math.ceil(12 * dpr); const h = c.height - y0;
+    const d = ctx.getImageData(x0, y0, w, h).data;
+    const coloured = (i) => {
+      const r = d[i]; const g = d[i + 1]; const b = d[i + 2];
+      return Math.max(r, g, b) - Math.min(r, g, b) > 40;
+    };
+    let count = 0; let best = null; let bestRun = 0;
+    for (let y = 0; y < h; y += 1) {
+      let run = 0;
+      for (let x = 0; x < w; x += 1) {
+        if (coloured((y * w + x) * 4)) {
+          count += 1; run += 1;
+          if (run > bestRun) { bestRun = run; best = { x: (x0 + x - run / 2) / dpr, y: (y0 + y) / dpr }; }
+        } else run = 0;
+      }
+    }
+    return { count, area: w * h, point: best, run: bestRun / dpr };
+  });
+}
+
+const viewRange = (page) => page.getByTestId('view-range')
+  .evaluate((e) => [Number(e.dataset.startNs), Number(e.dataset.endNs)]);
+
+test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pans by dragging',
+  { skip }, async () => {
+    const { page, errors } = await newPage(browser.context);
+    const canvas = await openTimeline(page);
+    // Not blank: wait for a frame with coloured spans.
+    await page.waitForFunction(() => {
+      const c = document.querySelector('[data-testid=timeline]');
+      if (!c || !c.width) return false;
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
+      }
+      return n > 2000;
+    }, null, { timeout: 10000 });
+    const px = await samplePixels(canvas);
+    assert.ok(px.count > px.area / 50, `coloured pixels ${px.count} of ${px.area}`);
+    await screenshot(page, 'timeline-fit');
+
+    const box = await canvas.boundingBox();
+    const plotLeft = box.x + 180;
+    const plotW = box.width - 190;
+    const [s0, e0] = await viewRange(page);
+    assert.equal(s0, 0);
+    assert.ok(e0 > 0);
+
+    // Wheel up at the middle of the plot: the range narrows around it.
+    await page.mouse.move(plotLeft + plotW / 2, box.y + 40);
+    await page.mouse.wheel(0, -400);
+    await page.waitForFunction(([a, b]) => {
+      const e = document.querySelector('[data-testid=view-range]');
+      return Number(e.dataset.endNs) - Number(e.dataset.startNs) < b - a;
+    }, [s0, e0]);
+    const [s1, e1] = await viewRange(page);
+    assert.ok(e1 - s1 < (e0 - s0) / 2, `${s1}..${e1}`);
+    assert.ok(s1 > s0 && e1 < e0);
+
+    // Hover a drawn span: the tooltip names it.
+    const px2 = await samplePixels(canvas);
+    assert.ok(px2.point, 'a coloured pixel to hover');
+    await page.mouse.move(box.x + px2.point.x, box.y + px2.point.y);
+    const tip = page.getByTestId('tooltip');
+    await tip.waitFor({ state: 'visible', timeout: 5000 });
+    const name = (await tip.locator('.ts-tl-name').textContent()).trim();
+    assert.ok(name.length > 0, 'the tooltip has a name');
+    const text = await tip.textContent();
+    for (const field of ['kind', 'lane', 'layer', 'micro-batch', 'start', 'duration', 'bytes', 'bandwidth']) {
+      assert.ok(text.includes(field), `tooltip lacks ${field}: ${text}`);
+    }
+    await screenshot(page, 'timeline-hover');
+
+    // Drag left by 200 px: later times, same width.
+    const x0 = plotLeft + plotW / 2; const y0 = box.y + 60;
+    await page.mouse.move(x0, y0);
+    await page.mouse.down();
+    for (let i = 1; i <= 10; i += 1) await page.mouse.move(x0 - 20 * i, y0);
+    await page.mouse.up();
+    await page.waitForFunction((a) => Number(document.querySelector('[data-testid=view-range]').dataset.startNs) !== a, s1);
+    const [s2, e2] = await viewRange(page);
+    assert.ok(s2 > s1, `drag moved ${s1} -> ${s2}`);
+    assert.ok(Math.abs((e2 - s2) - (e1 - s1)) <= 2, 'the width is kept');
+    const expected = 200 * (e1 - s1) / plotW;
+    assert.ok(Math.abs((s2 - s1) - expected) / expected < 0.05, `moved ${s2 - s1} ns, expected about ${expected}`);
+    await screenshot(page, 'timeline-panned');
+    assert.deepEqual(errors, []);
+  });
+
+/** Wait until the app's timeline canvas shows run labels `runs` and has
+ * drawn coloured spans. */
+async function waitDrawn(page, runs) {
+  await page.waitForFunction((want) => {
+    const c = document.querySelector('[data-testid=timeline]');
+    if (!c || !c.width || c.dataset.runs !== want) return false;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
+    }
+    return n > 2000;
+  }, runs, { timeout: 20000 });
+}
+
+const waitDone = (page) => page.locator('[data-testid="run-status"][data-state="done"]').waitFor();
+
+test('a measured Echo run shows measured and simulated timelines on one axis; Optimus-Prime and NeuSight draw',
+  { skip: skip || onBench }, async () => {
+    const { page, errors } = await newPage(browser.context);
+    await page.goto(site.url);
+    await page.getByTestId('example').filter({ hasText: 'echo_megatron_trace' }).click();
+    await waitDone(page);
+    const select = page.getByTestId('timeline-view');
+    assert.equal(await select.inputValue(), 'measured-vs-simulated');
+    await waitDrawn(page, 'measured,simulated');
+    await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+    await screenshot(page, 'timeline-measured-vs-simulated');
+    await select.selectOption('measured');
+    await waitDrawn(page, 'measured');
+    await select.selectOption('simulated');
+    await waitDrawn(page, 'simulated');
+    for (const example of ['optimus_prime', 'neusight']) {
+      await page.getByRole('button', { name: 'Clear all' }).click();
+      await page.getByTestId('example').filter({ hasText: example }).click();
+      await waitDone(page);
+      const runs = await page.getByTestId('timeline').getAttribute('data-runs', { timeout: 20000 });
+      assert.ok(runs === 'simulated' || runs === 'measured,simulated', `${example}: ${runs}`);
+      await waitDrawn(page, runs);
+      await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+      await screenshot(page, `timeline-${example}`);
+    }
+    assert.deepEqual(errors, []);
+  });
+
+test('compare mode: the pinned run A and this run B share one time axis; keys zoom, pan and fit',
+  { skip: skip || onBench }, async () => {
+    const { page, errors } = await newPage(browser.context);
+    await page.goto(site.url);
+    await page.getByTestId('example').filter({ hasText: SEED }).click();
+    await waitDone(page);
+    await waitDrawn(page, 'simulated');
+    assert.equal(await page.getByTestId('timeline-view').count(), 0, 'one run: nothing to choose');
+    await page.getByTestId('compare-pin').click();
+    const field = page.getByTestId('setting-micro_batches');
+    await field.fill('4');
+    await page.getByTestId('compare-row').first().waitFor();
+    await waitDone(page);
+    assert.equal(await page.getByTestId('timeline-view').inputValue(), 'a-vs-b');
+    await waitDrawn(page, 'A (pinned),B (this run)');
+    // The shared axis spans the longer run: B (4 micro-batches) is longer than A.
+    const bNs = Number(await page.getByTestId('iteration-time').getAttribute('data-ns'));
+    const [s0, e0] = await viewRange(page);
+    assert.equal(s0, 0);
+    assert.ok(e0 >= bNs, `the axis ${e0} covers B's ${bNs} ns`);
+    await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+    await screenshot(page, 'timeline-a-vs-b');
+
+    // Keyboard: W zooms in, D pans right, F fits again.
+    await page.locator('.ts-timeline').focus();
+    await page.keyboard.press('w');
+    await page.waitForFunction((w) => {
+      const e = document.querySelector('[data-testid=view-range]');
+      return Number(e.dataset.endNs) - Number(e.dataset.startNs) < w;
+    }, e0 - s0);
+    const [s1, e1] = await viewRange(page);
+    await page.keyboard.press('d');
+    await page.waitForFunction((a) => Number(document.querySelector('[data-testid=view-range]').dataset.startNs) > a, s1);
+    const [s2, e2] = await viewRange(page);
+    assert.ok(Math.abs((e2 - s2) - (e1 - s1)) <= 2, 'panning keeps the width');
+    await page.keyboard.press('f');
+    await page.waitForFunction((e) => Number(document.querySelector('[data-testid=view-range]').dataset.endNs) === e, e0);
+    assert.deepEqual(await viewRange(page), [s0, e0]);
+    assert.deepEqual(errors, []);
+  });
