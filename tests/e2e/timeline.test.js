@@ -222,3 +222,33 @@ test('compare mode: the pinned run A and this run B share one time axis; keys zo
     assert.deepEqual(await viewRange(page), [s0, e0]);
     assert.deepEqual(errors, []);
   });
+
+test('eight Echo rank files form one measured run: eight rank groups, measured and simulated',
+  { skip: skip || onBench }, async () => {
+    // The seed is rank 7 (stage 3) of a TP 2 x PP 4 job; ranks 0-6 are made
+    // from it (rank r runs stage r / 2 in Megatron order).
+    const seed = fs.readFileSync(path.join(root, 'tests', 'fixtures', 'seeds', 'echo_megatron_trace_rank7_tp2_pp4.txt'), 'utf8');
+    const files = [...Array(8).keys()].map((r) => ({
+      name: `wd8_tp2_pp4_numl4_bs2_rank${r}_job.txt`,
+      mimeType: 'text/plain',
+      buffer: Buffer.from(seed.replace(/^rank:7:/gm, `rank:${r}:`).replace(/stage_id=3/g, `stage_id=${r >> 1}`)),
+    }));
+    const { page, errors } = await newPage(browser.context);
+    await page.goto(site.url);
+    await page.getByTestId('file-input').setInputFiles(files);
+    await waitDone(page);
+    await waitDrawn(page, 'measured,simulated');
+    const groups = (await page.getByTestId('timeline').getAttribute('data-groups')).split('|');
+    const measured = groups.filter((g) => g.startsWith('0:')).map((g) => g.slice(2));
+    const simulated = groups.filter((g) => g.startsWith('1:')).map((g) => g.slice(2));
+    assert.equal(measured.length, 8, `measured groups: ${measured}`);
+    assert.equal(simulated.length, 8, `simulated groups: ${simulated}`);
+    for (let r = 0; r < 8; r += 1) {
+      assert.ok(measured.some((g) => g.startsWith(`rank ${r} `)), `rank ${r} in ${measured}`);
+    }
+    const warnings = await page.getByTestId('warning').allTextContents();
+    assert.ok(!warnings.some((w) => /missing/.test(w)), `no rank is missing: ${warnings}`);
+    await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+    await screenshot(page, 'timeline-echo-8-ranks');
+    assert.deepEqual(errors, []);
+  });

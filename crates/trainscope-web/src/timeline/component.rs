@@ -1053,6 +1053,7 @@ impl Component for Timeline {
                             data-plot-left={LABEL_W.to_string()} data-ruler-height={RULER_H.to_string()}
                             data-runs={self.sections.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(",")}
                             data-lanes={self.sections.iter().map(|s| s.tl.lanes().len()).sum::<usize>().to_string()}
+                            data-groups={self.layout.groups.iter().map(|g| format!("{}:{}", g.section, g.name)).collect::<Vec<_>>().join("|")}
                             style={format!("display:block;width:100%;height:{canvas_h}px")} role="img"
                             aria-label="Timeline of the run's lanes; hover a span for its details" />
                         { self.view_tooltip() }
