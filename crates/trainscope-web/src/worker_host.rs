@@ -1,11 +1,12 @@
 //! The page's side of the Web Worker: spawns `worker_loader.js` (relative
-//! URL, so any sub-path works), waits for its `Ready`, posts run requests
+//! URL, so any sub-path works; the first one is started early by
+//! `index.html` and adopted), waits for its `Ready`, posts run requests
 //! (the encoded buffer is transferred, not copied), forwards every response
 //! to a callback, and cancels by terminating the worker and spawning a
 //! fresh one. A worker crash (a trap, a failed load) is reported as a
 //! [`HostEvent::Crashed`] for the run in flight and the worker is replaced.
 
-use crate::protocol::{decode_response, encode_request, Request, Response};
+use crate::protocol::{decode_response, decode_timelines, encode_request, Request, Response};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::closure::Closure;
@@ -72,7 +73,19 @@ impl WorkerHost {
         let weak = Rc::downgrade(&self.0);
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
             let Some(inner) = weak.upgrade() else { return };
-            let response = match e.data().as_string().map(|s| decode_response(&s)) {
+            let data = e.data();
+            if let Some(buf) = data.dyn_ref::<js_sys::ArrayBuffer>() {
+                // Timelines, as bytes. A damaged one is shown as a notice
+                // (the run's result stands).
+                let event = match decode_timelines(&js_sys::Uint8Array::new(buf).to_vec()) {
+                    Ok(r) => HostEvent::Response(r),
+                    Err(message) => HostEvent::Crashed { id: None, message },
+                };
+                let sink = inner.borrow().sink.clone();
+                sink.emit(event);
+                return;
+            }
+            let response = match data.as_string().map(|s| decode_response(&s)) {
                 Some(Ok(r)) => r,
                 Some(Err(m)) => Response::Failed {
                     id: inner.borrow().in_flight.unwrap_or(0),
@@ -124,7 +137,11 @@ impl WorkerHost {
             sink.emit(HostEvent::Crashed { id, message });
         });
         let mut me = self.0.borrow_mut();
-        match Worker::new(&me.url) {
+        let (started, early_events) = match take_early_worker(&me.url) {
+            Some((worker, events)) => (Ok(worker), events),
+            None => (Worker::new(&me.url), Vec::new()),
+        };
+        match started {
             Ok(worker) => {
                 worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
                 worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -141,7 +158,22 @@ impl WorkerHost {
             }
         }
         me.ready = false;
+        // What an early worker said before the page listened (`Ready`, or
+        // an error), in order, once `me` is released.
+        let handlers: (js_sys::Function, js_sys::Function) = (
+            on_message.as_ref().clone().unchecked_into(),
+            on_error.as_ref().clone().unchecked_into(),
+        );
         me.closures = Some((on_message, on_error));
+        drop(me);
+        for event in early_events {
+            let handler = if event.type_() == "error" {
+                &handlers.1
+            } else {
+                &handlers.0
+            };
+            let _ = handler.call1(&wasm_bindgen::JsValue::NULL, &event);
+        }
     }
 
     /// Terminate the worker (dropping whatever it was doing) and start a
@@ -207,6 +239,31 @@ impl WorkerHost {
     pub fn cancel(&self) {
         self.restart();
     }
+}
+
+/// The worker `index.html` started before the page's wasm loaded
+/// (`window.__trainscopeEarlyWorker = { url, worker, events }`: it starts in
+/// parallel with the page instead of after it, which brings the first
+/// result about 150 ms sooner), with the events it fired meanwhile. Taken
+/// once, and only when it was started from `url`.
+fn take_early_worker(url: &str) -> Option<(Worker, Vec<web_sys::Event>)> {
+    use js_sys::Reflect;
+    use wasm_bindgen::JsValue;
+    let window = web_sys::window()?;
+    let key = JsValue::from_str("__trainscopeEarlyWorker");
+    let early = Reflect::get(&window, &key).ok().filter(|v| v.is_object())?;
+    let _ = Reflect::delete_property(&window, &key);
+    let field = |name: &str| Reflect::get(&early, &JsValue::from_str(name)).ok();
+    let worker: Worker = field("worker")?.dyn_into().ok()?;
+    if field("url")?.as_string().as_deref() != Some(url) {
+        worker.terminate();
+        return None;
+    }
+    let events = field("events")
+        .and_then(|v| v.dyn_into::<js_sys::Array>().ok())
+        .map(|a| a.iter().filter_map(|e| e.dyn_into().ok()).collect())
+        .unwrap_or_default();
+    Some((worker, events))
 }
 
 fn post(worker: &Worker, buf: &js_sys::Uint8Array) {

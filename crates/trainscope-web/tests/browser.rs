@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_web::compute;
 use trainscope_web::protocol::{
-    decode_request, decode_response, encode_request, encode_response, ExportRequest, InputFile,
-    Progress, Request, Response, RunOutput, RunRequest,
+    decode_request, decode_response, decode_timelines, encode_request, encode_response,
+    encode_timelines, ExportRequest, InputFile, Progress, Request, Response, RunOutput, RunRequest,
 };
 use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
 use trainscope_web::state::{Action, AppState, RunStatus};
@@ -296,6 +296,53 @@ fn responses_round_trip_as_json() {
         assert_eq!(decode_response(&text).as_ref(), Ok(&r));
     }
     assert!(decode_response("{\"type\":\"Nope\"}").is_err());
+}
+
+/// Timelines travel as bytes: they round-trip exactly (measured and
+/// simulated), an empty list too, and damage is an error, never a panic.
+#[wasm_bindgen_test]
+fn timelines_round_trip_as_bytes_and_reject_damage() {
+    let echo = compute_output(&run_request(
+        3,
+        &[("wd8_tp2_pp4_numl4_bs2_rank7_x.txt", ECHO)],
+    ));
+    assert_eq!(echo.timelines.len(), 2);
+    for list in [echo.timelines.clone(), Vec::new()] {
+        let bytes = encode_timelines(3, &list);
+        let back = decode_timelines(&bytes).expect("round trip");
+        assert_eq!(
+            back,
+            Response::Timelines {
+                id: 3,
+                timelines: list
+            }
+        );
+    }
+    let bytes = encode_timelines(3, &echo.timelines);
+    assert!(
+        decode_timelines(&bytes[..bytes.len() / 2]).is_err(),
+        "truncated"
+    );
+    assert!(
+        decode_timelines(b"TSR1 not timelines").is_err(),
+        "foreign magic"
+    );
+    let mut huge = bytes[..12].to_vec();
+    huge.extend_from_slice(&u64::MAX.to_le_bytes());
+    assert!(
+        decode_timelines(&huge).is_err(),
+        "an absurd length is refused"
+    );
+    let json = encode_response(&Response::Timelines {
+        id: 3,
+        timelines: echo.timelines.clone(),
+    });
+    assert!(
+        bytes.len() * 2 < json.len(),
+        "bytes {} vs JSON {}",
+        bytes.len(),
+        json.len()
+    );
 }
 
 // ---------------------------------------------------------------- worker computation

@@ -1,13 +1,16 @@
 //! The Web Worker entry point (Trunk `data-type="worker"`, started by the
 //! page as `worker_loader.js`). It announces `Ready`, then for every request
 //! decodes it, runs [`trainscope_web::compute::run_with_source`]
-//! synchronously while posting progress, and posts `Done` (or `Failed`,
+//! synchronously while posting progress, and posts `Done` then the run's
+//! timelines as bytes (or `Failed`,
 //! including for a panic, whose message is sent before the worker traps).
 //! It keeps the last run's data so export requests are answered on demand.
 
 use std::cell::{Cell, RefCell};
 use trainscope_web::compute::{self, ExportSource};
-use trainscope_web::protocol::{decode_request, encode_response, Request, Response};
+use trainscope_web::protocol::{
+    decode_request, encode_response, encode_timelines, Request, Response,
+};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
@@ -25,6 +28,13 @@ fn scope() -> DedicatedWorkerGlobalScope {
 
 fn send(r: &Response) {
     let _ = scope().post_message(&JsValue::from_str(&encode_response(r)));
+}
+
+/// Post a binary message, transferring its buffer.
+fn send_bytes(bytes: &[u8]) {
+    let arr = js_sys::Uint8Array::from(bytes);
+    let buf = arr.buffer();
+    let _ = scope().post_message_with_transfer(&buf, &js_sys::Array::of1(&buf));
 }
 
 fn on_message(e: MessageEvent) {
@@ -51,11 +61,9 @@ fn on_message(e: MessageEvent) {
                 id: run.id,
                 output: Box::new(output),
             });
-            // Always (an empty list says "no timeline for this run").
-            send(&Response::Timelines {
-                id: run.id,
-                timelines,
-            });
+            // Always (an empty list says "no timeline for this run"), as
+            // bytes, transferred.
+            send_bytes(&encode_timelines(run.id, &timelines));
             LAST.with(|l| *l.borrow_mut() = source.map(|s| (run.id, s)));
         }
         Ok(Request::Export(x)) => {
