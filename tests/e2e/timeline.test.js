@@ -67,6 +67,21 @@ function samplePixels(canvas) {
   });
 }
 
+/** Wait until the timeline canvas has drawn coloured spans (and, given
+ * `runs`, shows those run labels). */
+async function waitDrawn(page, runs = null) {
+  await page.waitForFunction((want) => {
+    const c = document.querySelector('[data-testid=timeline]');
+    if (!c || !c.width || (want !== null && c.dataset.runs !== want)) return false;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
+    }
+    return n > 2000;
+  }, runs, { timeout: 20000 });
+}
+
 const viewRange = (page) => page.getByTestId('view-range')
   .evaluate((e) => [Number(e.dataset.startNs), Number(e.dataset.endNs)]);
 
@@ -75,16 +90,7 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
     const { page, errors } = await newPage(browser.context);
     const canvas = await openTimeline(page);
     // Not blank: wait for a frame with coloured spans.
-    await page.waitForFunction(() => {
-      const c = document.querySelector('[data-testid=timeline]');
-      if (!c || !c.width) return false;
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) {
-        if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
-      }
-      return n > 2000;
-    }, null, { timeout: 10000 });
+    await waitDrawn(page);
     const px = await samplePixels(canvas);
     assert.ok(px.count > px.area / 50, `coloured pixels ${px.count} of ${px.area}`);
     await screenshot(page, 'timeline-fit');
@@ -136,21 +142,6 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
     await screenshot(page, 'timeline-panned');
     assert.deepEqual(errors, []);
   });
-
-/** Wait until the app's timeline canvas shows run labels `runs` and has
- * drawn coloured spans. */
-async function waitDrawn(page, runs) {
-  await page.waitForFunction((want) => {
-    const c = document.querySelector('[data-testid=timeline]');
-    if (!c || !c.width || c.dataset.runs !== want) return false;
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) {
-      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
-    }
-    return n > 2000;
-  }, runs, { timeout: 20000 });
-}
 
 const waitDone = (page) => page.locator('[data-testid="run-status"][data-state="done"]').waitFor();
 

@@ -116,11 +116,17 @@ fn decimals_for(unit: Unit, resolution_ns: u64) -> usize {
 /// for the tick at 0) and the decimals are just enough to tell ticks apart:
 /// `0 ms`, `250 µs`, `1.5 ms`, `1.5745 s`.
 pub fn tick_label(t_ns: u64, step_ns: u64) -> String {
-    let u = unit_for(t_ns.max(step_ns));
+    in_unit_of(t_ns, t_ns.max(step_ns), step_ns)
+}
+
+/// `t_ns` in the unit of `magnitude_ns`, with the decimals that resolve
+/// `resolution_ns`.
+fn in_unit_of(t_ns: u64, magnitude_ns: u64, resolution_ns: u64) -> String {
+    let u = unit_for(magnitude_ns);
     if u.ns == 1 {
         return format!("{t_ns} ns");
     }
-    let decimals = decimals_for(u, step_ns);
+    let decimals = decimals_for(u, resolution_ns);
     let v = t_ns as f64 / u.ns as f64;
     format!("{v:.decimals$} {}", u.symbol)
 }
@@ -133,11 +139,5 @@ pub fn instant(t_ns: u64, resolution_ns: u64) -> String {
     while res.saturating_mul(10) <= resolution_ns {
         res *= 10;
     }
-    let u = unit_for(t_ns.max(res));
-    if u.ns == 1 {
-        return format!("{t_ns} ns");
-    }
-    let decimals = decimals_for(u, res);
-    let v = t_ns as f64 / u.ns as f64;
-    format!("{v:.decimals$} {}", u.symbol)
+    in_unit_of(t_ns, t_ns.max(res), res)
 }

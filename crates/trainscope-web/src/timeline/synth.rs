@@ -148,16 +148,16 @@ pub fn pipeline(spec: SynthSpec) -> Model {
                         sp.label = labels[k];
                         sp.layer = layer;
                         sp.micro_batch = m;
-                        let r = b.push(lane(s, Stream::Compute), sp);
-                        if spec.dependencies {
-                            if let Some(p) = last_compute[si] {
-                                b.dependency(p, r);
-                            }
-                        }
-                        last_compute[si] = Some(r);
-                        if critical {
-                            refs.push(r);
-                        }
+                        let on = lane(s, Stream::Compute);
+                        let keep = critical.then_some(&mut refs);
+                        chain(
+                            &mut b,
+                            on,
+                            sp,
+                            spec.dependencies,
+                            &mut last_compute[si],
+                            keep,
+                        );
                         t += d;
                     }
                     let d = rng.range(15_000, 45_000);
@@ -167,16 +167,16 @@ pub fn pipeline(spec: SynthSpec) -> Model {
                     sp.micro_batch = m;
                     sp.coll = CollOp::AllReduce;
                     sp.bytes = 16 << 20;
-                    let r = b.push(lane(s, Stream::Collective), sp);
-                    if spec.dependencies {
-                        if let Some(p) = last_compute[si] {
-                            b.dependency(p, r);
-                        }
-                    }
-                    last_compute[si] = Some(r);
-                    if critical {
-                        refs.push(r);
-                    }
+                    let on = lane(s, Stream::Collective);
+                    let keep = critical.then_some(&mut refs);
+                    chain(
+                        &mut b,
+                        on,
+                        sp,
+                        spec.dependencies,
+                        &mut last_compute[si],
+                        keep,
+                    );
                     t += d;
                 }
                 free[si] = t;
@@ -256,4 +256,27 @@ pub fn pipeline(spec: SynthSpec) -> Model {
     }
     b.critical_path(path);
     b.build()
+}
+
+/// Push `sp` on `lane` as the next link of a stage's chain: it depends on
+/// the previous link (when `deps`), becomes `last`, and its reference is
+/// kept in `refs` (blocks on the critical path).
+fn chain(
+    b: &mut TimelineBuilder,
+    lane: u32,
+    sp: Span,
+    deps: bool,
+    last: &mut Option<SpanRef>,
+    refs: Option<&mut Vec<SpanRef>>,
+) {
+    let r = b.push(lane, sp);
+    if deps {
+        if let Some(p) = *last {
+            b.dependency(p, r);
+        }
+    }
+    *last = Some(r);
+    if let Some(refs) = refs {
+        refs.push(r);
+    }
 }
