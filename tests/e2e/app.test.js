@@ -263,6 +263,40 @@ test('the URL fragment restores example and settings after a reload', async () =
   assert.deepEqual(other.errors, []);
 });
 
+test('every example: a second example replaces the first, and its link gives the same result; measured inputs pre-fill the form', async () => {
+  const { page, errors } = await open();
+  const names = (await page.locator('[data-testid="example"] .example-name').allTextContents()).map((t) => t.trim());
+  assert.equal(names.length, 5, `examples: ${names}`);
+  for (const name of names) {
+    await loadExample(page, name);
+    await page.locator('[data-testid="results"] .subtitle', { hasText: name }).waitFor();
+    await waitDone(page);
+    // Only this example is loaded (it replaced the previous one).
+    assert.deepEqual(await page.locator('[data-testid="file-card"]').evaluateAll((cs) => cs.map((c) => c.dataset.file)), [name]);
+    await page.waitForFunction((n) => location.hash.includes(`example=${encodeURIComponent(n)}`), name);
+    const ns = await iterationNs(page);
+    const link = await page.evaluate(() => location.href);
+    const other = await open(link);
+    await other.page.locator('[data-testid="results"] .subtitle', { hasText: name }).waitFor();
+    await waitDone(other.page);
+    assert.equal(await iterationNs(other.page), ns, `${name}: the link reproduces the result`);
+    assert.deepEqual(other.errors, []);
+    await other.page.close();
+    if (name.startsWith('echo_')) {
+      // TP 2, PP 4, world 8 from the trace, shown as such.
+      for (const [key, value] of [['tp', '2'], ['pp', '4'], ['world', '8']]) {
+        assert.equal(await page.getByTestId(`setting-${key}`).inputValue(), value, key);
+        await page.locator(`.setting[data-field="${key}"] .from-file`).waitFor();
+      }
+    }
+    if (name.startsWith('optimus_')) {
+      assert.equal(await page.getByTestId('setting-pp').inputValue(), '8');
+      assert.equal(await page.getByTestId('setting-micro_batches').inputValue(), '32');
+    }
+  }
+  assert.deepEqual(errors, []);
+});
+
 test('Compare: pin A, change the files, see B with differences', async () => {
   const { page, errors } = await open();
   await loadExample(page, SEED000);

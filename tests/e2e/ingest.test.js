@@ -37,7 +37,7 @@ test('a SimAI seed picked through the file input shows its format and header', a
   assert.deepEqual(errors, []);
 });
 
-test('every bundled example loads from the gallery with its detected format', async () => {
+test('every bundled example loads from the gallery with its detected format, replacing the previous one', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
   const examples = page.getByTestId('example');
@@ -50,13 +50,15 @@ test('every bundled example loads from the gallery with its detected format', as
     'echo_megatron_trace_rank7_tp2_pp4.txt': 'echo-trace',
     'optimus_prime_llama1b_pp8_train.log': 'optimus-prime-log',
   };
-  for (let i = 0; i < n; i++) await examples.nth(i).click();
+  // One at a time: an example replaces what was loaded.
   for (const [file, format] of Object.entries(want)) {
+    await examples.filter({ hasText: file }).click();
     const card = page.locator(`[data-testid="file-card"][data-file="${file}"]`);
     await card.waitFor();
     assert.equal(await card.getByTestId('format').textContent(), format, file);
+    assert.equal(await page.locator('[data-testid="file-card"]').count(), 1, file);
+    await screenshot(page, `gallery-${format}`);
   }
-  await screenshot(page, 'gallery-all');
   assert.deepEqual(errors, []);
 });
 

@@ -198,10 +198,15 @@ pub fn App() -> Html {
     {
         let touched = !state.files.is_empty() || !state.pinned_fields.is_empty();
         use_effect_with(
-            (state.example.clone(), state.settings.clone(), touched),
-            move |(example, settings, touched)| {
+            (
+                state.example.clone(),
+                state.settings.clone(),
+                state.pinned_fields.clone(),
+                touched,
+            ),
+            move |(example, settings, pinned, touched)| {
                 if *touched {
-                    url::replace_fragment(&url::to_fragment(example.as_deref(), settings));
+                    url::replace_fragment(&url::to_fragment(example.as_deref(), settings, pinned));
                 }
             },
         );

@@ -359,6 +359,29 @@ pub fn hints_from_summary(s: &FileSummary) -> SettingsHints {
             .into_iter()
             .map(|m| format!("{}: {m}", s.file))
             .collect();
+    } else if let (Some(job), Some(format)) = (&s.job, s.format) {
+        // The other formats: what their parser established (measured runs
+        // state the whole layout; a NeuSight table states no world size).
+        let p = &job.parallel;
+        let measured = job.kind == "measured";
+        h.tp = Some(p.tp);
+        h.pp = Some(p.pp);
+        h.ep = Some(p.ep);
+        h.micro_batches = Some(p.micro_batches);
+        let mut src = vec![
+            format!("TP = {}", p.tp),
+            format!("PP = {}", p.pp),
+            format!("EP = {}", p.ep),
+            format!("micro-batches = {}", p.micro_batches),
+        ];
+        if measured {
+            h.world_size = Some(p.world);
+            src.insert(0, format!("world = {}", p.world));
+        }
+        h.sources = src
+            .into_iter()
+            .map(|m| format!("{}: {m} from the {} input", s.file, format.name()))
+            .collect();
     }
     h
 }
@@ -469,7 +492,17 @@ pub fn file_view(s: &FileSummary, workload: Option<&SimaiWorkload>) -> FileView 
                 p.micro_batches.to_string(),
             ));
         }
-        fields.push(FieldView::new("Stages", "stages", job.stages.to_string()));
+        // A rank file measures its own stage(s), not the job's PP.
+        let stages_label = if job.kind == "measured" {
+            "Stages measured"
+        } else {
+            "Stages"
+        };
+        fields.push(FieldView::new(
+            stages_label,
+            "stages",
+            job.stages.to_string(),
+        ));
         fields.push(FieldView::new("Ops", "ops", crate::format::count(job.ops)));
         if let (Some(f), Some(b)) = (
             job.forward_ns_per_micro_batch,
@@ -562,7 +595,7 @@ pub fn table_csv(t: &TableView) -> String {
             .iter()
             .map(|c| match c {
                 Cell::Text(s) => csv_field(s),
-                Cell::Int(i) => i.to_string(),
+                Cell::Int(i) | Cell::DeltaNs(i) => i.to_string(),
                 Cell::DurationNs(v) | Cell::Bytes(v) => v.to_string(),
                 Cell::Float(f) => f.to_string(),
             })
@@ -667,7 +700,19 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
         (Some(coll), Some(g)) => Cell::Text(format!("{coll:?} {g:?}×{}", c.group_size)),
         _ => Cell::Text("—".into()),
     };
-    let bw = |x: Option<f64>| Cell::Float(x.unwrap_or(0.0));
+    // No bandwidth for a row without communication: "—", not 0.
+    let bw = |x: Option<f64>| match x {
+        Some(v) if v > 0.0 => Cell::Float(v),
+        _ => Cell::Text("—".into()),
+    };
+    // AICB writes compute `1` for "not measured".
+    let compute = |ns: u64| {
+        if ns == 1 {
+            Cell::Text("—".into())
+        } else {
+            Cell::DurationNs(ns)
+        }
+    };
     let table = TableView {
         title: "Per layer (SimAI EndToEnd rows)".into(),
         columns: [
@@ -699,9 +744,9 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
                 vec![
                     Cell::Int(i64::from(l.line)),
                     Cell::Text(l.name.clone()),
-                    Cell::DurationNs(l.fwd_compute_ns),
-                    Cell::DurationNs(l.ig_compute_ns),
-                    Cell::DurationNs(l.wg_compute_ns),
+                    compute(l.fwd_compute_ns),
+                    compute(l.ig_compute_ns),
+                    compute(l.wg_compute_ns),
                     comm_cell(&l.fwd),
                     Cell::DurationNs(l.fwd.total_ns),
                     Cell::DurationNs(l.fwd.exposed_ns),
@@ -820,7 +865,8 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
                         k.measured_ns
                             .map_or(Cell::Text("—".into()), Cell::DurationNs),
                         Cell::DurationNs(k.simulated_ns),
-                        k.difference_ns.map_or(Cell::Text("—".into()), Cell::Int),
+                        k.difference_ns
+                            .map_or(Cell::Text("—".into()), Cell::DeltaNs),
                     ]
                 })
                 .collect(),

@@ -128,7 +128,8 @@ pub enum Action {
     /// Files are being read; show progress.
     Reading(usize),
     /// Files read (a file with the same name replaces the old one);
-    /// `example` names the gallery entry they came from.
+    /// `example` names the gallery entry they came from (an example
+    /// replaces every loaded file).
     Loaded {
         files: Vec<(String, Vec<u8>)>,
         example: Option<String>,
@@ -237,6 +238,12 @@ impl Reducible for AppState {
             Action::Reading(n) => next.loading += n,
             Action::Loaded { files, example } => {
                 next.loading = next.loading.saturating_sub(files.len());
+                // An example is a whole run: it replaces what was loaded
+                // (and the pins a link made for those files).
+                if example.is_some() && !next.files.is_empty() {
+                    next.files.clear();
+                    next.drop_link_pins();
+                }
                 for (name, bytes) in files {
                     let file = LoadedFile {
                         name,

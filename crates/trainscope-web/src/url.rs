@@ -1,7 +1,10 @@
 //! The shareable view in the URL fragment:
 //! `#example=simai_llama65b_tp8_pp4_vpp8.txt&mode=simai&world=512&…`.
-//! Every setting is written (a link reproduces the run exactly, whatever the
-//! defaults become); reading accepts any subset, ignores unknown keys with a
+//! The mode and the settings the user set (typed, or from a link) are
+//! written; the others are left to the files and the defaults, exactly as
+//! on the page, so a link reproduces the run (writing a value the page took
+//! from a file would pin it, and pinned, a default like the backward factor
+//! would override what the file says). Reading accepts any subset, ignores unknown keys with a
 //! note, and rejects bad values with a note naming the key. The fragment
 //! never reaches a server. Pure text functions plus two small DOM helpers.
 
@@ -52,13 +55,17 @@ fn decode_component(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The fragment (without `#`) for a view.
-pub fn to_fragment(example: Option<&str>, settings: &Settings) -> String {
+/// The fragment (without `#`) for a view: the example, the mode and the
+/// `set` fields' values, in form order.
+pub fn to_fragment(example: Option<&str>, settings: &Settings, set: &BTreeSet<Field>) -> String {
     let mut parts = Vec::with_capacity(Field::ALL.len() + 1);
     if let Some(ex) = example {
         parts.push(format!("example={}", encode_component(ex)));
     }
-    for f in Field::ALL {
+    for f in Field::ALL
+        .into_iter()
+        .filter(|f| *f == Field::Mode || set.contains(f))
+    {
         parts.push(format!(
             "{}={}",
             f.key(),

@@ -154,6 +154,8 @@ pub enum Cell {
     Text(String),
     Int(i64),
     DurationNs(u64),
+    /// A difference of durations (`+1.234 ms`, `−5 µs`).
+    DeltaNs(i64),
     Bytes(u64),
     Float(f64),
 }
@@ -164,6 +166,7 @@ impl Cell {
             Cell::Text(s) => s.clone(),
             Cell::Int(i) => i.to_string(),
             Cell::DurationNs(ns) => format::duration_ns(*ns),
+            Cell::DeltaNs(d) => format::signed_duration_ns(i128::from(*d)),
             Cell::Bytes(b) => format::bytes(*b),
             Cell::Float(f) => format!("{f:.3}"),
         }
@@ -174,7 +177,7 @@ impl Cell {
         fn num(c: &Cell) -> Option<f64> {
             match c {
                 Cell::Text(_) => None,
-                Cell::Int(i) => Some(*i as f64),
+                Cell::Int(i) | Cell::DeltaNs(i) => Some(*i as f64),
                 Cell::DurationNs(v) | Cell::Bytes(v) => Some(*v as f64),
                 Cell::Float(f) => Some(*f),
             }

@@ -207,7 +207,8 @@ fn fragment_round_trips_every_field_and_the_example() {
     ] {
         s.set(f, v).unwrap();
     }
-    let frag = to_fragment(Some("simai_405b_tp8_pp16_ga16_sp.txt"), &s);
+    let all: BTreeSet<Field> = Field::ALL.into_iter().collect();
+    let frag = to_fragment(Some("simai_405b_tp8_pp16_ga16_sp.txt"), &s, &all);
     assert!(frag.starts_with("example=simai_405b_tp8_pp16_ga16_sp.txt&mode=simai&gpu=H100&"));
     let (back, notes) = from_fragment(&format!("#{frag}"));
     assert_eq!(notes, Vec::<String>::new());
@@ -216,7 +217,22 @@ fn fragment_round_trips_every_field_and_the_example() {
         back.example.as_deref(),
         Some("simai_405b_tp8_pp16_ga16_sp.txt")
     );
-    assert_eq!(back.given.len(), Field::ALL.len());
+    assert_eq!(back.given, all);
+    // Only the mode and the fields the user set: the rest stays the files'.
+    let set: BTreeSet<Field> = [Field::World, Field::Gpu].into_iter().collect();
+    let frag = to_fragment(None, &s, &set);
+    assert_eq!(frag, "mode=simai&gpu=H100&world=1024");
+    let (back, _) = from_fragment(&frag);
+    let given: Vec<Field> = back.given.into_iter().collect();
+    assert_eq!(given, [Field::Mode, Field::Gpu, Field::World]);
+    assert_eq!(
+        back.settings.nvlink_bw_gbps, s.nvlink_bw_gbps,
+        "the preset's bandwidth"
+    );
+    assert_eq!(
+        back.settings.backward_factor,
+        Settings::default().backward_factor
+    );
 }
 
 #[wasm_bindgen_test]
@@ -694,6 +710,19 @@ fn example_is_kept_only_for_a_single_gallery_file_and_pin_copies_the_result() {
         },
     );
     assert_eq!(s2.example, None);
+    // Another example replaces both files.
+    let s4 = reduce(
+        s2.clone(),
+        Action::Loaded {
+            files: vec![("c.txt".into(), SEED000.to_vec())],
+            example: Some("c.txt".into()),
+        },
+    );
+    let names: Vec<&str> = s4.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        (names, s4.example.as_deref()),
+        (vec!["c.txt"], Some("c.txt"))
+    );
     let s3 = reduce(s2, Action::Remove("a.txt".into()));
     assert_eq!((s3.files.len(), s3.example.clone()), (1, None));
     let s = reduce(s, Action::Pin);

@@ -70,6 +70,7 @@ pub fn Ingest(props: &IngestProps) -> Html {
             </div>
             <div class="gallery" aria-label="Bundled examples">
                 <h2>{"Examples"}</h2>
+                <p class="note small">{"One click loads an example in place of the loaded files."}</p>
                 <ul>
                     { for EXAMPLES.iter().map(|ex| {
                         let dispatch = props.dispatch.clone();

@@ -147,9 +147,15 @@ fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<Str
                 let input: HtmlInputElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::Edit(field, input.value()));
             });
+            // TP, PP and EP describe the job: the input's per-rank ops are
+            // sized for them, so they are shown, not set.
+            let stated = matches!(field, Field::Tp | Field::Pp | Field::Ep);
+            let title = stated.then_some(
+                "Stated by the input: its per-rank operations are sized for this layout",
+            );
             html! {
                 <input id={id.clone()} name={field.key()} type="number" {step} {min}
-                       inputmode="decimal" value={text}
+                       inputmode="decimal" value={text} readonly={stated} {title}
                        aria-invalid={invalid.then_some("true")}
                        aria-describedby={described}
                        data-testid={format!("setting-{}", field.key())} {oninput} />

@@ -213,6 +213,7 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
         draw_critical(ctx, scene);
     }
     draw_selection(ctx, scene);
+    draw_texts(ctx, scratch, &mut stats);
     ctx.restore();
 
     // Group separators, section headers, labels.
@@ -321,6 +322,11 @@ fn draw_lanes(
         ctx.fill();
         stats.rects += rects.len() as u32;
     }
+}
+
+/// The span labels [`draw_lanes`] collected, drawn last so the
+/// critical-path overlay and the selection never hide them.
+fn draw_texts(ctx: &Ctx, scratch: &Scratch, stats: &mut FrameStats) {
     if !scratch.texts.is_empty() {
         ctx.set_font(FONT);
         ctx.set_text_align("center");
@@ -579,8 +585,10 @@ fn draw_labels(ctx: &Ctx, scene: &Scene, visible: std::ops::Range<usize>) {
                 ctx.set_fill_style_str(palette::INK);
                 ctx.set_font(FONT_BOLD);
                 ctx.set_text_align("left");
+                // "ends at", not "iteration": a measured timeline may hold
+                // more than one iteration (an Optimus-Prime log's steps).
                 let text = format!(
-                    "{} — iteration {}",
+                    "{} — ends at {}",
                     sec.label,
                     format::duration(sec.tl.end_ns())
                 );
