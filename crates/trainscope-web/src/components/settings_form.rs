@@ -258,6 +258,12 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                         if *title == "Parallelism" && errors.iter().all(|e| e.field != Field::World) {
                             <p class="derived" data-testid="dp">{ format!("DP = world / (TP × PP) = {dp}") }</p>
                         }
+                        if *title == "Batch and schedule" && mode == Mode::Event
+                            && state.settings.schedule != Schedule::Interleaved {
+                            <p class="derived" data-testid="vpp-note">
+                                {"Virtual stages apply to the interleaved schedule only (a SimAI header's vpp is kept for SimAI's bubble formula)."}
+                            </p>
+                        }
                     </fieldset>
                 }
             }) }
