@@ -191,3 +191,42 @@ fn ten_megabyte_line_is_bounded() {
     assert_eq!(tr.skipped_lines, 1);
     assert!(tr.diagnostics.iter().all(|d| d.render().len() < 2_000));
 }
+
+/// One file with thousands of ranks, each producing run-level warnings
+/// (stage off the layout, no `optimizer_step`): the run's list stays under
+/// the per-file cap and says how many were not listed.
+#[test]
+fn run_level_diagnostics_are_capped() {
+    let mut t = String::new();
+    for r in 0..20_000u32 {
+        t.push_str(&format!(
+            "rank:{r}:forward_step(stage_id=7,batch_id=0,mg_state=steady,duration=1.0,description=None,group_kind=None,input__shape=None,input__dtype=None,timestamp=5.0,sub_operations=[])\n"
+        ));
+    }
+    let tr = echo::parse("wd20000_tp1_pp1_rank0_job.txt", &t).unwrap();
+    let run = echo::to_run(std::slice::from_ref(&tr));
+    assert_eq!(run.ranks.len(), 20_000);
+    assert!(run.diagnostics.len() <= 203, "{}", run.diagnostics.len());
+    assert!(run.diagnostics.iter().any(|d| d
+        .message
+        .contains("more warning(s) in `wd20000_tp1_pp1_rank0_job.txt` were not listed")));
+    let s = trainscope_core::inspect::inspect("wd20000_tp1_pp1_rank0_job.txt", t.as_bytes(), None);
+    assert!(s.diagnostics.len() <= 203, "{}", s.diagnostics.len());
+}
+
+#[test]
+fn huge_durations_saturate_instead_of_overflowing() {
+    let sub = "'trace_src_func=x,duration=18446744073709,timestamp=1.0,input__shape=None,input__dtype=None,func_name=f,group=tp,comm_func=all_reduce'";
+    let t = format!(
+        "rank:0:forward_step(stage_id=0,batch_id=0,mg_state=steady,duration=18446744073709,description=None,group_kind=None,input__shape=None,input__dtype=None,timestamp=18446744073709,sub_operations=[{sub}, {sub}])\nrank:0:optimizer_step(stage_id=0,batch_id=0,mg_state=steady,duration=18446744073709,description=None,group_kind=None,input__shape=None,input__dtype=None,timestamp=18446744073709,sub_operations=[])\n"
+    );
+    let tr = echo::parse("huge", &t).unwrap();
+    assert_eq!(tr.ops.len(), 2);
+    let run = echo::to_run(std::slice::from_ref(&tr));
+    let op = &run.ranks[0].ops[0];
+    assert_eq!(op.sub_ops.len(), 2);
+    assert_eq!(op.own_duration_ns(), Some(0));
+    assert!(run.steady_iteration_ns().is_some());
+    let s = trainscope_core::inspect::inspect("huge", t.as_bytes(), None);
+    assert!(s.job.is_some());
+}

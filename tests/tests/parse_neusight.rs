@@ -171,3 +171,42 @@ fn ten_megabyte_line_is_bounded() {
     assert_eq!(tab.skipped_rows, 1);
     assert!(tab.diagnostics.iter().all(|d| d.render().len() < 2_000));
 }
+
+/// A 10-MB TSV of `_grad` rows whose ops come much later (and orphans):
+/// completes only if `_grad` matching is not quadratic.
+#[test]
+fn ten_megabyte_tsv_with_many_grad_rows_is_linearithmic() {
+    let mut t = neusight::COLUMNS.join("\t");
+    t.push('\n');
+    let row = |name: &str, comm: &str| {
+        format!("{name}\t0.5\tNone\t0\t0.25\t{comm}\t64\t0.25\tNone\t0\t0\n")
+    };
+    let n = 70_000;
+    for i in 0..n {
+        t.push_str(&row(&format!("op{i}_grad"), "ALLREDUCE_ASYNC"));
+    }
+    let mut orphans = 0;
+    while t.len() < (10 << 20) - 4_000_000 {
+        t.push_str(&row(&format!("orphan{orphans}_grad"), "None"));
+        orphans += 1;
+    }
+    for i in 0..n {
+        t.push_str(&row(&format!("op{i}"), "None"));
+    }
+    assert!(t.len() > 9 << 20);
+    let table = neusight::parse("big.tsv", &t).unwrap();
+    assert_eq!(table.rows.len(), 2 * n + orphans);
+    let job = neusight::to_model("big.tsv", &table, &NeusightOptions::default());
+    let ops = &job.stages[0].blocks[0].ops;
+    assert_eq!(ops.len(), n + orphans);
+    assert!(ops
+        .iter()
+        .filter(|o| o.name.starts_with("op"))
+        .all(|o| o.weight_grad.comm.is_some_and(|c| c.size_bytes == 256)));
+    // One warning per orphan, but the list stays capped and counts the rest.
+    assert!(job.diagnostics.len() <= 203, "{}", job.diagnostics.len());
+    assert!(job
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("more warning(s) in `big.tsv` were not listed")));
+}

@@ -18,6 +18,7 @@ use crate::model::{
     PhaseOp, StageScope, StageWorkload,
 };
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The 11 header names, in the order the producer writes them.
 pub const COLUMNS: [&str; 11] = [
@@ -399,22 +400,29 @@ fn is_head_row(name: &str) -> bool {
 ///   the op before the final norm / head) are repeated
 ///   `options.block_repeats` times; each copy's ops carry `block_index`.
 pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) -> DescribedJob {
-    let mut diags = table.diagnostics.clone();
+    let mut diags = DiagSink::resume(table.diagnostics.clone());
     let rows = &table.rows;
 
     // 1. Attach `_grad` rows to their op.
+    // Rows by name (indices ascending) so each `_grad` row finds its op by
+    // a binary search instead of a scan of every later row.
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        by_name.entry(r.name.as_str()).or_default().push(i);
+    }
     let mut grad_target: Vec<Option<usize>> = vec![None; rows.len()];
-    let mut targeted = vec![false; rows.len()];
+    // The `_grad` rows attached to each op, in row order.
+    let mut grads_of: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         if let Some(base) = r.name.strip_suffix("_grad") {
-            let j = rows[i + 1..]
-                .iter()
-                .position(|o| o.name == base)
-                .map(|p| p + i + 1);
+            let j = by_name.get(base).and_then(|list| {
+                let k = list.partition_point(|&x| x <= i);
+                list.get(k).copied()
+            });
             match j {
                 Some(j) => {
                     grad_target[i] = Some(j);
-                    targeted[j] = true;
+                    grads_of.entry(j).or_default().push(i);
                 }
                 None => diags.push(
                     Diagnostic::warning(format!(
@@ -440,10 +448,8 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
     }
 
     let mut ops: Vec<LayerOp> = Vec::with_capacity(rows.len());
-    let mut pending: Vec<(usize, &NeusightRow)> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         if grad_target[i].is_some() {
-            pending.push((i, r));
             continue;
         }
         let mut op = LayerOp::empty(r.name.clone(), LayerRole::Layer);
@@ -469,16 +475,8 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.weight_grad_comm),
         };
         op.update_ns = r.process_ns;
-        if targeted[i] {
-            let mine: Vec<&NeusightRow> = pending
-                .iter()
-                .filter(|(g, _)| grad_target[*g] == Some(i))
-                .map(|(_, g)| *g)
-                .collect();
-            pending.retain(|(g, _)| grad_target[*g] != Some(i));
-            for g in mine {
-                attach_grad(file, &mut diags, &mut op, g);
-            }
+        for &g in grads_of.get(&i).map_or(&[][..], Vec::as_slice) {
+            attach_grad(file, &mut diags, &mut op, &rows[g]);
         }
         ops.push(op);
     }
@@ -561,11 +559,11 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             }],
             after: Vec::new(),
         }],
-        diagnostics: diags,
+        diagnostics: diags.finish(file),
     }
 }
 
-fn attach_grad(file: &str, diags: &mut Vec<Diagnostic>, op: &mut LayerOp, g: &NeusightRow) {
+fn attach_grad(file: &str, diags: &mut DiagSink, op: &mut LayerOp, g: &NeusightRow) {
     if g.forward_ns > 0 || g.backward_ns > 0 || g.weight_grad_ns > 0 {
         op.forward.compute_ns = op.forward.compute_ns.saturating_add(g.forward_ns);
         op.input_grad.compute_ns = op.input_grad.compute_ns.saturating_add(g.backward_ns);
