@@ -20,7 +20,7 @@ fn text(rel: &str) -> String {
     String::from_utf8_lossy(&fixture_bytes(rel)).into_owned()
 }
 
-const FIXTURES: [&str; 10] = [
+const FIXTURES: [&str; 11] = [
     "sci_notation.tsv",
     "zero_backward.tsv",
     "nonzero_backward.tsv",
@@ -31,6 +31,7 @@ const FIXTURES: [&str; 10] = [
     "orphan_grad.tsv",
     "crlf_bom.tsv",
     "header_only.tsv",
+    "mixed_zero_backward.tsv",
 ];
 
 #[test]
@@ -209,4 +210,57 @@ fn ten_megabyte_tsv_with_many_grad_rows_is_linearithmic() {
         .diagnostics
         .iter()
         .any(|d| d.message.contains("more warning(s) in `big.tsv` were not listed")));
+}
+
+#[test]
+fn mixed_zero_backward_is_estimated_per_row_and_warned_with_the_line() {
+    let rel = "parse/neusight/mixed_zero_backward.tsv";
+    let t = neusight::parse(rel, &text(rel)).unwrap();
+    let job = neusight::to_model(rel, &t, &NeusightOptions::default());
+    let ops = &job.stages[0].blocks[0].ops;
+    let op = |n: &str| ops.iter().find(|o| o.name == n).unwrap();
+    // Measured rows keep their values.
+    assert_eq!(op("embed").input_grad.compute_ns, 1_000_000);
+    assert_eq!(op("matmul").weight_grad.compute_ns, 1_500_000);
+    // Zero-backward rows: 2 x forward split equally.
+    for n in ["ln", "softmax"] {
+        assert_eq!(op(n).input_grad.compute_ns, op(n).forward.compute_ns, "{n}");
+        assert_eq!(op(n).weight_grad.compute_ns, op(n).forward.compute_ns, "{n}");
+        assert!(op(n).forward.compute_ns > 0);
+    }
+    let warned: Vec<u32> = job
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("estimated backward"))
+        .map(|d| d.location.as_ref().unwrap().line)
+        .collect();
+    assert_eq!(warned, [3, 6], "{:?}", job.diagnostics);
+}
+
+#[test]
+fn hostile_block_repeat_counts_are_bounded() {
+    assert!(neusight::check_block_repeats(36).is_ok());
+    let e = neusight::check_block_repeats(u32::MAX).unwrap_err();
+    assert!(e.message.contains("out of range"), "{}", e.message);
+    assert!(neusight::check_block_repeats(0).is_err());
+    let rel = "seeds/neusight_gpt2large_dp_workitems.tsv";
+    let t = neusight::parse(rel, &text(rel)).unwrap();
+    let job = neusight::to_model(
+        rel,
+        &t,
+        &NeusightOptions {
+            block_repeats: u32::MAX,
+            data_parallel: None,
+        },
+    );
+    let max = job.stages[0].blocks[0]
+        .ops
+        .iter()
+        .filter_map(|o| o.block_index)
+        .max();
+    assert_eq!(max, Some(neusight::MAX_BLOCK_REPEATS - 1));
+    assert!(job
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("above the maximum")));
 }

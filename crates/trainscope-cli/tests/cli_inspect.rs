@@ -181,3 +181,16 @@ fn echo_rank_files_given_together_form_one_run() {
     assert_eq!(files[0]["file_ranks"], serde_json::json!([0]));
     assert_eq!(files[1]["file_ranks"], serde_json::json!([1]));
 }
+
+#[test]
+fn hostile_block_repeat_count_is_a_config_error() {
+    let out = run(&[
+        "simulate",
+        "--block-repeats",
+        "4294967295",
+        &fixture("seeds/neusight_gpt2large_dp_workitems.tsv"),
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("block repeat count 4294967295 is out of range"), "{err}");
+}
