@@ -25,13 +25,14 @@ fn text(rel: &str) -> String {
     String::from_utf8_lossy(&fixture_bytes(rel)).into_owned()
 }
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 7] = [
     "none_values.txt",
     "profiling_zeros.txt",
     "description_commas.txt",
     "truncated.txt",
     "malformed_lines.txt",
     "wd4_tp1_pp2_rank5_mismatch.txt",
+    "long_lines.txt",
 ];
 
 #[test]
@@ -229,4 +230,34 @@ fn huge_durations_saturate_instead_of_overflowing() {
     assert!(run.steady_iteration_ns().is_some());
     let s = trainscope_core::inspect::inspect("huge", t.as_bytes(), None);
     assert!(s.job.is_some());
+}
+
+/// Errors late in ~4-KB lines quote the text around the column (with `…`
+/// on the cut sides) and keep the caret under the offending text.
+#[test]
+fn long_lines_quote_a_window_with_the_caret_under_the_error() {
+    let rel = "parse/echo/long_lines.txt";
+    let tr = echo::parse(rel, &text(rel)).unwrap();
+    assert_eq!(tr.skipped_lines, 2);
+    let errs: Vec<_> = tr
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && d.location.is_some())
+        .collect();
+    assert_eq!(errs.len(), 2);
+    for (d, bad) in errs.iter().zip(["1O2.0", "'trace_src_func=x"]) {
+        let loc = d.location.as_ref().unwrap();
+        assert!(loc.column > 150, "{}", loc.column);
+        let r = d.render();
+        let lines: Vec<&str> = r.lines().collect();
+        let quoted = lines[3].split_once(" | ").unwrap().1;
+        let caret = lines[4].split_once(" | ").unwrap().1;
+        assert!(caret.ends_with('^'), "{r}");
+        let under: String = quoted
+            .chars()
+            .skip(caret.chars().count() - 1)
+            .take(bad.chars().count())
+            .collect();
+        assert_eq!(under, bad, "{r}");
+    }
 }

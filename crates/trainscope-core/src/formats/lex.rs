@@ -378,9 +378,9 @@ pub fn location(file: &str, line_no: u32, line: &str, byte_col: usize) -> Locati
     let mut loc = if byte_col <= CHEAP {
         Location::new(file, line_no, line, byte_col)
     } else {
-        let mut loc = Location::new(file, line_no, line, 0);
-        loc.column = u32::try_from(byte_col.min(line.len()) + 1).unwrap_or(u32::MAX);
-        loc
+        let at = floor_char_boundary(line, byte_col);
+        let column = u32::try_from(at + 1).unwrap_or(u32::MAX);
+        Location::with_column(file, line_no, line, at, column)
     };
     // Tabs become single spaces so a rendered caret lines up with the column.
     if loc.text.contains('\t') {
