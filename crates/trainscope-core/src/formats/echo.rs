@@ -217,8 +217,12 @@ pub fn parse(file: &str, text: &str) -> Result<EchoTrace, Diagnostic> {
         }
         return Err(d);
     }
+    // Listed last and never capped: the file is still used, so the count
+    // of what was read and left out is a warning (each skipped item has
+    // its located error above).
+    let mut diagnostics = sink.finish(file);
     if skipped_lines > 0 {
-        sink.push(Diagnostic::error(format!(
+        diagnostics.push(Diagnostic::warning(format!(
             "{} op line(s) read, {skipped_lines} skipped because they could not be parsed",
             ops.len()
         )));
@@ -229,7 +233,7 @@ pub fn parse(file: &str, text: &str) -> Result<EchoTrace, Diagnostic> {
         ops,
         skipped_lines,
         ignored_lines,
-        diagnostics: sink.finish(file),
+        diagnostics,
     })
 }
 

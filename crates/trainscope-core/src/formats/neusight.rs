@@ -266,8 +266,12 @@ pub fn parse(file: &str, text: &str) -> Result<NeusightTable, Diagnostic> {
             "{spaced_rows} row(s) are separated by spaces, not tabs; accepted"
         )));
     }
+    // Listed last and never capped: the file is still used, so the count
+    // of what was read and left out is a warning (each skipped item has
+    // its located error above).
+    let mut diagnostics = sink.finish(file);
     if skipped_rows > 0 {
-        sink.push(Diagnostic::error(format!(
+        diagnostics.push(Diagnostic::warning(format!(
             "{} row(s) read, {skipped_rows} skipped because they could not be parsed",
             rows.len()
         )));
@@ -275,7 +279,7 @@ pub fn parse(file: &str, text: &str) -> Result<NeusightTable, Diagnostic> {
     Ok(NeusightTable {
         rows,
         skipped_rows,
-        diagnostics: sink.finish(file),
+        diagnostics,
     })
 }
 
