@@ -206,10 +206,9 @@ fn ten_megabyte_tsv_with_many_grad_rows_is_linearithmic() {
         .all(|o| o.weight_grad.comm.is_some_and(|c| c.size_bytes == 256)));
     // One warning per orphan, but the list stays capped and counts the rest.
     assert!(job.diagnostics.len() <= 203, "{}", job.diagnostics.len());
-    assert!(job
-        .diagnostics
-        .iter()
-        .any(|d| d.message.contains("more warning(s) in `big.tsv` were not listed")));
+    assert!(job.diagnostics.iter().any(|d| d
+        .message
+        .contains("more warning(s) in `big.tsv` were not listed")));
 }
 
 #[test]
@@ -225,7 +224,11 @@ fn mixed_zero_backward_is_estimated_per_row_and_warned_with_the_line() {
     // Zero-backward rows: 2 x forward split equally.
     for n in ["ln", "softmax"] {
         assert_eq!(op(n).input_grad.compute_ns, op(n).forward.compute_ns, "{n}");
-        assert_eq!(op(n).weight_grad.compute_ns, op(n).forward.compute_ns, "{n}");
+        assert_eq!(
+            op(n).weight_grad.compute_ns,
+            op(n).forward.compute_ns,
+            "{n}"
+        );
         assert!(op(n).forward.compute_ns > 0);
     }
     let warned: Vec<u32> = job

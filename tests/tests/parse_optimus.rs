@@ -149,11 +149,16 @@ fn ten_megabyte_log_with_huge_blocks_is_linearithmic() {
             blocks / 2 + 1
         ));
         for _ in 0..20_000 {
-            t.push_str(&format!("layer[{k}]: total=1.500ms, ops=2, avg/op=0.750ms\n"));
+            t.push_str(&format!(
+                "layer[{k}]: total=1.500ms, ops=2, avg/op=0.750ms\n"
+            ));
             k += 1;
         }
         // One duplicate per block.
-        t.push_str(&format!("layer[{}]: total=1.500ms, ops=2, avg/op=0.750ms\n", k - 1));
+        t.push_str(&format!(
+            "layer[{}]: total=1.500ms, ops=2, avg/op=0.750ms\n",
+            k - 1
+        ));
         blocks += 1;
     }
     let log = optimus::parse("big.log", &t).unwrap();

@@ -340,6 +340,10 @@ fn ten_megabyte_single_lines_stay_bounded() {
     assert_eq!(w.skipped_records, 1);
     assert!(w.diagnostics.len() <= 3);
     assert!(w.diagnostics.iter().all(|d| d.render().len() < 2_000));
+    // What the user sees for it, snapshotted (a window of the line around
+    // the column, the caret under it).
+    let rendered: String = w.diagnostics.iter().map(|d| d.render()).collect();
+    insta::assert_snapshot!("simai__ten_megabyte_record_line", rendered);
     // A 10-MB header line of unknown keys.
     let mut t = String::from("DATA ");
     while t.len() < 10 << 20 {
@@ -396,8 +400,14 @@ fn float_written_integers_are_exact_and_fractions_refused() {
 fn policies_without_pipeline_parse_as_one_stage() {
     for (name, policy) in [
         ("policy_model.txt", simai::Policy::Model),
-        ("policy_hybrid_data_model.txt", simai::Policy::HybridDataModel),
-        ("policy_hybrid_model_data.txt", simai::Policy::HybridModelData),
+        (
+            "policy_hybrid_data_model.txt",
+            simai::Policy::HybridDataModel,
+        ),
+        (
+            "policy_hybrid_model_data.txt",
+            simai::Policy::HybridModelData,
+        ),
         ("policy_hybrid_dlrm.txt", simai::Policy::HybridDlrm),
         ("policy_micro.txt", simai::Policy::Micro),
     ] {

@@ -328,8 +328,7 @@ impl StageWorkload {
     /// Number of layer ops executed in one iteration (blocks times repeats).
     pub fn executed_op_count(&self) -> u64 {
         ((self.before.len() + self.after.len()) as u64).saturating_add(
-            self
-                .blocks
+            self.blocks
                 .iter()
                 .map(|b| u64::from(b.repeat).saturating_mul(b.ops.len() as u64))
                 .fold(0u64, u64::saturating_add),

@@ -466,8 +466,9 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
     // and weight-gradient time gets backward = 2 x forward, split equally
     // (input-gradient = weight-gradient = forward). One summary warning when
     // every row is like that (an inference-only trace), else one per row.
-    let needs_estimate =
-        |i: usize, r: &NeusightRow| grad_target[i].is_none() && r.backward_ns == 0 && r.weight_grad_ns == 0;
+    let needs_estimate = |i: usize, r: &NeusightRow| {
+        grad_target[i].is_none() && r.backward_ns == 0 && r.weight_grad_ns == 0
+    };
     let any_forward = rows.iter().any(|r| r.forward_ns > 0);
     let all_backward_zero = rows
         .iter()
