@@ -139,7 +139,7 @@ test('every bundled example simulates', async () => {
   assert.deepEqual(errors, []);
 });
 
-test('a malformed file shows an error naming its line', async () => {
+test('a malformed file shows an error naming its line and still gives a result', async () => {
   const { page, errors } = await open();
   const bad = path.join(root, 'target', 'e2e-bad-record.txt');
   const lines = fs.readFileSync(path.join(seeds, SEED000), 'utf8').split('\n');
@@ -151,6 +151,15 @@ test('a malformed file shows an error naming its line', async () => {
   const text = await err.first().textContent();
   assert.match(text, /line 5/);
   assert.match(text, /expected 12 fields, found 7/);
+  // The offending line is quoted.
+  assert.match(text, /attention_norm -1 3422000 ALLREDUCE 33554432 3000000 NONE/);
+  // One bad record does not lose the file: a result, with a warning naming
+  // the skipped record.
+  await page.getByTestId('iteration-time').waitFor();
+  assert.match(await page.getByTestId('iteration-time').textContent(), /\d/);
+  const warning = page.getByTestId('warning').filter({ hasText: '1 record skipped (line 5); the result leaves it out' });
+  await warning.first().waitFor();
+  assert.match(await warning.first().textContent(), /e2e-bad-record\.txt/);
   await screenshot(page, 'app-malformed');
   assert.deepEqual(errors, []);
 });

@@ -25,13 +25,14 @@ fn text(rel: &str) -> String {
     String::from_utf8_lossy(&fixture_bytes(rel)).into_owned()
 }
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 7] = [
     "none_values.txt",
     "profiling_zeros.txt",
     "description_commas.txt",
     "truncated.txt",
     "malformed_lines.txt",
     "wd4_tp1_pp2_rank5_mismatch.txt",
+    "long_lines.txt",
 ];
 
 #[test]
@@ -190,4 +191,73 @@ fn ten_megabyte_line_is_bounded() {
     assert_eq!(tr.ops.len(), 1);
     assert_eq!(tr.skipped_lines, 1);
     assert!(tr.diagnostics.iter().all(|d| d.render().len() < 2_000));
+}
+
+/// One file with thousands of ranks, each producing run-level warnings
+/// (stage off the layout, no `optimizer_step`): the run's list stays under
+/// the per-file cap and says how many were not listed.
+#[test]
+fn run_level_diagnostics_are_capped() {
+    let mut t = String::new();
+    for r in 0..20_000u32 {
+        t.push_str(&format!(
+            "rank:{r}:forward_step(stage_id=7,batch_id=0,mg_state=steady,duration=1.0,description=None,group_kind=None,input__shape=None,input__dtype=None,timestamp=5.0,sub_operations=[])\n"
+        ));
+    }
+    let tr = echo::parse("wd20000_tp1_pp1_rank0_job.txt", &t).unwrap();
+    let run = echo::to_run(std::slice::from_ref(&tr));
+    assert_eq!(run.ranks.len(), 20_000);
+    assert!(run.diagnostics.len() <= 203, "{}", run.diagnostics.len());
+    assert!(run.diagnostics.iter().any(|d| d
+        .message
+        .contains("more warning(s) in `wd20000_tp1_pp1_rank0_job.txt` were not listed")));
+    let s = trainscope_core::inspect::inspect("wd20000_tp1_pp1_rank0_job.txt", t.as_bytes(), None);
+    assert!(s.diagnostics.len() <= 203, "{}", s.diagnostics.len());
+}
+
+#[test]
+fn huge_durations_saturate_instead_of_overflowing() {
+    let sub = "'trace_src_func=x,duration=18446744073709,timestamp=1.0,input__shape=None,input__dtype=None,func_name=f,group=tp,comm_func=all_reduce'";
+    let t = format!(
+        "rank:0:forward_step(stage_id=0,batch_id=0,mg_state=steady,duration=18446744073709,description=None,group_kind=None,input__shape=None,input__dtype=None,timestamp=18446744073709,sub_operations=[{sub}, {sub}])\nrank:0:optimizer_step(stage_id=0,batch_id=0,mg_state=steady,duration=18446744073709,description=None,group_kind=None,input__shape=None,input__dtype=None,timestamp=18446744073709,sub_operations=[])\n"
+    );
+    let tr = echo::parse("huge", &t).unwrap();
+    assert_eq!(tr.ops.len(), 2);
+    let run = echo::to_run(std::slice::from_ref(&tr));
+    let op = &run.ranks[0].ops[0];
+    assert_eq!(op.sub_ops.len(), 2);
+    assert_eq!(op.own_duration_ns(), Some(0));
+    assert!(run.steady_iteration_ns().is_some());
+    let s = trainscope_core::inspect::inspect("huge", t.as_bytes(), None);
+    assert!(s.job.is_some());
+}
+
+/// Errors late in ~4-KB lines quote the text around the column (with `…`
+/// on the cut sides) and keep the caret under the offending text.
+#[test]
+fn long_lines_quote_a_window_with_the_caret_under_the_error() {
+    let rel = "parse/echo/long_lines.txt";
+    let tr = echo::parse(rel, &text(rel)).unwrap();
+    assert_eq!(tr.skipped_lines, 2);
+    let errs: Vec<_> = tr
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && d.location.is_some())
+        .collect();
+    assert_eq!(errs.len(), 2);
+    for (d, bad) in errs.iter().zip(["1O2.0", "'trace_src_func=x"]) {
+        let loc = d.location.as_ref().unwrap();
+        assert!(loc.column > 150, "{}", loc.column);
+        let r = d.render();
+        let lines: Vec<&str> = r.lines().collect();
+        let quoted = lines[3].split_once(" | ").unwrap().1;
+        let caret = lines[4].split_once(" | ").unwrap().1;
+        assert!(caret.ends_with('^'), "{r}");
+        let under: String = quoted
+            .chars()
+            .skip(caret.chars().count() - 1)
+            .take(bad.chars().count())
+            .collect();
+        assert_eq!(under, bad, "{r}");
+    }
 }

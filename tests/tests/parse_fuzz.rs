@@ -1,6 +1,8 @@
 //! Bounded mutation fuzzing of every parser through `inspect`: the seeds are
-//! mutated by byte flips, byte insertions, truncations, line duplications and
-//! line deletions (a few hundred cases in all so `cargo test` stays quick).
+//! mutated by byte flips, byte insertions, multi-byte UTF-8 insertions at
+//! random byte offsets, truncations, line duplications, large growth (one
+//! line repeated up to a few thousand times) and line deletions (a few
+//! hundred cases in all so `cargo test` stays quick).
 //! Properties: no panic, a bounded number of diagnostics, every rendered
 //! diagnostic short, and a failed parse always explains itself.
 
@@ -20,11 +22,33 @@ const SEEDS: [&str; 5] = [
 
 #[derive(Debug, Clone)]
 enum Mutation {
-    Flip { at: usize, byte: u8 },
-    Insert { at: usize, byte: u8 },
-    Truncate { at: usize },
-    DuplicateLine { line: usize },
-    DeleteLine { line: usize },
+    Flip {
+        at: usize,
+        byte: u8,
+    },
+    Insert {
+        at: usize,
+        byte: u8,
+    },
+    Truncate {
+        at: usize,
+    },
+    DuplicateLine {
+        line: usize,
+    },
+    DeleteLine {
+        line: usize,
+    },
+    /// Insert a multi-byte char's UTF-8 bytes at any byte offset.
+    InsertUtf8 {
+        at: usize,
+        ch: char,
+    },
+    /// Repeat one line `times` times in place (large growth, bounded).
+    RepeatLine {
+        line: usize,
+        times: usize,
+    },
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -40,6 +64,13 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         any::<usize>().prop_map(|at| Mutation::Truncate { at }),
         any::<usize>().prop_map(|line| Mutation::DuplicateLine { line }),
         any::<usize>().prop_map(|line| Mutation::DeleteLine { line }),
+        (
+            any::<usize>(),
+            prop::sample::select(vec!['é', '€', '𝄞', '\u{feff}', '\u{fffd}', 'ﬃ'])
+        )
+            .prop_map(|(at, ch)| Mutation::InsertUtf8 { at, ch }),
+        (any::<usize>(), 100usize..3_000)
+            .prop_map(|(line, times)| Mutation::RepeatLine { line, times }),
     ]
 }
 
@@ -53,7 +84,14 @@ fn apply(mut data: Vec<u8>, muts: &[Mutation]) -> Vec<u8> {
             Mutation::Flip { at, byte } => data[at % n] = byte,
             Mutation::Insert { at, byte } => data.insert(at % (n + 1), byte),
             Mutation::Truncate { at } => data.truncate(at % n),
-            Mutation::DuplicateLine { line } | Mutation::DeleteLine { line } => {
+            Mutation::InsertUtf8 { at, ch } => {
+                let mut buf = [0u8; 4];
+                let at = at % (n + 1);
+                data.splice(at..at, ch.encode_utf8(&mut buf).bytes());
+            }
+            Mutation::DuplicateLine { line }
+            | Mutation::DeleteLine { line }
+            | Mutation::RepeatLine { line, .. } => {
                 let starts: Vec<usize> = std::iter::once(0)
                     .chain(
                         data.iter()
@@ -68,7 +106,16 @@ fn apply(mut data: Vec<u8>, muts: &[Mutation]) -> Vec<u8> {
                     .iter()
                     .position(|b| *b == b'\n')
                     .map_or(n, |p| start + p + 1);
-                if matches!(m, Mutation::DuplicateLine { .. }) {
+                if let Mutation::RepeatLine { times, .. } = *m {
+                    let mut copy = data[start..end].to_vec();
+                    if copy.last() != Some(&b'\n') {
+                        copy.push(b'\n');
+                    }
+                    // Growth bounded to about 4 MB per mutation.
+                    let times = times.min((4 << 20) / copy.len().max(1));
+                    let grown: Vec<u8> = copy.repeat(times);
+                    data.splice(end..end, grown);
+                } else if matches!(m, Mutation::DuplicateLine { .. }) {
                     let copy = data[start..end].to_vec();
                     data.splice(end..end, copy);
                 } else {
@@ -95,7 +142,7 @@ fn check(name: &str, data: &[u8], forced: Option<Format>) -> Result<(), TestCase
         prop_assert!(!d.message.is_empty());
     }
     // A file without a format or a model must say why.
-    if s.format.is_none() || s.job.is_none() {
+    if s.format.is_none() || s.job.is_none() || !s.is_usable() {
         prop_assert!(s.has_errors(), "{:?}", s.diagnostics);
     }
     let json = serde_json::to_string(&to_json(std::slice::from_ref(&s))).unwrap();

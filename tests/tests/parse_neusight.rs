@@ -20,7 +20,7 @@ fn text(rel: &str) -> String {
     String::from_utf8_lossy(&fixture_bytes(rel)).into_owned()
 }
 
-const FIXTURES: [&str; 10] = [
+const FIXTURES: [&str; 11] = [
     "sci_notation.tsv",
     "zero_backward.tsv",
     "nonzero_backward.tsv",
@@ -31,6 +31,7 @@ const FIXTURES: [&str; 10] = [
     "orphan_grad.tsv",
     "crlf_bom.tsv",
     "header_only.tsv",
+    "mixed_zero_backward.tsv",
 ];
 
 #[test]
@@ -170,4 +171,99 @@ fn ten_megabyte_line_is_bounded() {
     let tab = neusight::parse("big", &t).unwrap();
     assert_eq!(tab.skipped_rows, 1);
     assert!(tab.diagnostics.iter().all(|d| d.render().len() < 2_000));
+}
+
+/// A 10-MB TSV of `_grad` rows whose ops come much later (and orphans):
+/// completes only if `_grad` matching is not quadratic.
+#[test]
+fn ten_megabyte_tsv_with_many_grad_rows_is_linearithmic() {
+    let mut t = neusight::COLUMNS.join("\t");
+    t.push('\n');
+    let row = |name: &str, comm: &str| {
+        format!("{name}\t0.5\tNone\t0\t0.25\t{comm}\t64\t0.25\tNone\t0\t0\n")
+    };
+    let n = 70_000;
+    for i in 0..n {
+        t.push_str(&row(&format!("op{i}_grad"), "ALLREDUCE_ASYNC"));
+    }
+    let mut orphans = 0;
+    while t.len() < (10 << 20) - 4_000_000 {
+        t.push_str(&row(&format!("orphan{orphans}_grad"), "None"));
+        orphans += 1;
+    }
+    for i in 0..n {
+        t.push_str(&row(&format!("op{i}"), "None"));
+    }
+    assert!(t.len() > 9 << 20);
+    let table = neusight::parse("big.tsv", &t).unwrap();
+    assert_eq!(table.rows.len(), 2 * n + orphans);
+    let job = neusight::to_model("big.tsv", &table, &NeusightOptions::default());
+    let ops = &job.stages[0].blocks[0].ops;
+    assert_eq!(ops.len(), n + orphans);
+    assert!(ops
+        .iter()
+        .filter(|o| o.name.starts_with("op"))
+        .all(|o| o.weight_grad.comm.is_some_and(|c| c.size_bytes == 256)));
+    // One warning per orphan, but the list stays capped and counts the rest.
+    assert!(job.diagnostics.len() <= 203, "{}", job.diagnostics.len());
+    assert!(job.diagnostics.iter().any(|d| d
+        .message
+        .contains("more warning(s) in `big.tsv` were not listed")));
+}
+
+#[test]
+fn mixed_zero_backward_is_estimated_per_row_and_warned_with_the_line() {
+    let rel = "parse/neusight/mixed_zero_backward.tsv";
+    let t = neusight::parse(rel, &text(rel)).unwrap();
+    let job = neusight::to_model(rel, &t, &NeusightOptions::default());
+    let ops = &job.stages[0].blocks[0].ops;
+    let op = |n: &str| ops.iter().find(|o| o.name == n).unwrap();
+    // Measured rows keep their values.
+    assert_eq!(op("embed").input_grad.compute_ns, 1_000_000);
+    assert_eq!(op("matmul").weight_grad.compute_ns, 1_500_000);
+    // Zero-backward rows: 2 x forward split equally.
+    for n in ["ln", "softmax"] {
+        assert_eq!(op(n).input_grad.compute_ns, op(n).forward.compute_ns, "{n}");
+        assert_eq!(
+            op(n).weight_grad.compute_ns,
+            op(n).forward.compute_ns,
+            "{n}"
+        );
+        assert!(op(n).forward.compute_ns > 0);
+    }
+    let warned: Vec<u32> = job
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("estimated backward"))
+        .map(|d| d.location.as_ref().unwrap().line)
+        .collect();
+    assert_eq!(warned, [3, 6], "{:?}", job.diagnostics);
+}
+
+#[test]
+fn hostile_block_repeat_counts_are_bounded() {
+    assert!(neusight::check_block_repeats(36).is_ok());
+    let e = neusight::check_block_repeats(u32::MAX).unwrap_err();
+    assert!(e.message.contains("out of range"), "{}", e.message);
+    assert!(neusight::check_block_repeats(0).is_err());
+    let rel = "seeds/neusight_gpt2large_dp_workitems.tsv";
+    let t = neusight::parse(rel, &text(rel)).unwrap();
+    let job = neusight::to_model(
+        rel,
+        &t,
+        &NeusightOptions {
+            block_repeats: u32::MAX,
+            data_parallel: None,
+        },
+    );
+    let max = job.stages[0].blocks[0]
+        .ops
+        .iter()
+        .filter_map(|o| o.block_index)
+        .max();
+    assert_eq!(max, Some(neusight::MAX_BLOCK_REPEATS - 1));
+    assert!(job
+        .diagnostics
+        .iter()
+        .any(|d| d.message.contains("above the maximum")));
 }

@@ -119,3 +119,70 @@ fn ten_megabyte_line_is_bounded() {
     assert!(log.diagnostics.len() <= 202);
     assert!(log.diagnostics.iter().all(|d| d.render().len() < 2_000));
 }
+
+#[test]
+fn multibyte_text_before_a_config_key_does_not_panic() {
+    // `num_stage:` less than 64 bytes after the start of 40 two-byte chars:
+    // the look-back window starts inside a char.
+    let t = format!("{}xnum_stage:8 segment:2\n", "é".repeat(40));
+    let log = optimus::parse("mb", &t).unwrap();
+    assert_eq!(log.config.num_stage, Some(8));
+    assert_eq!(log.config.segment, Some(2));
+    for k in 0..8 {
+        let t = format!("{}{}num_stage:3\n", "x".repeat(k), "€".repeat(30));
+        assert_eq!(optimus::parse("mb", &t).unwrap().config.num_stage, Some(3));
+    }
+}
+
+/// A 10-MB log whose blocks hold many distinct entries (each checked for a
+/// duplicate) and many headers: completes only if attribution is not
+/// quadratic in the entries per block.
+#[test]
+fn ten_megabyte_log_with_huge_blocks_is_linearithmic() {
+    let mut t = String::from("> World size: 2\n> GAS: 4\n> PP: 2\n");
+    let mut k = 0u64;
+    let mut blocks = 0u32;
+    while t.len() < 10 << 20 {
+        let stage = blocks % 2;
+        t.push_str(&format!(
+            "[rank:{stage} stage:{stage}] transformer-block(module) forward time (no send/recv) - step {}\n",
+            blocks / 2 + 1
+        ));
+        for _ in 0..20_000 {
+            t.push_str(&format!(
+                "layer[{k}]: total=1.500ms, ops=2, avg/op=0.750ms\n"
+            ));
+            k += 1;
+        }
+        // One duplicate per block.
+        t.push_str(&format!(
+            "layer[{}]: total=1.500ms, ops=2, avg/op=0.750ms\n",
+            k - 1
+        ));
+        blocks += 1;
+    }
+    let log = optimus::parse("big.log", &t).unwrap();
+    let entries: u64 = log.steps.iter().map(|s| s.entries.len() as u64).sum();
+    assert_eq!(entries, k);
+    assert_eq!(log.unattributed_entries, blocks);
+    assert!(log.diagnostics.len() <= 202);
+    let run = optimus::to_run("big.log", &log);
+    assert_eq!(run.op_count() as u64, k);
+    assert!(run.diagnostics.len() <= 203, "{}", run.diagnostics.len());
+}
+
+#[test]
+fn huge_epoch_times_saturate_instead_of_overflowing() {
+    let mut t = String::from("> GAS: 1\n");
+    for b in 1..=4 {
+        t.push_str(&format!(
+            "| epoch   1 |     {b}/  9 batches | lr 0.1 | ms/batch 18446744073709 | loss 1.0 | ppl 2.7\n"
+        ));
+    }
+    let log = optimus::parse("huge", &t).unwrap();
+    let run = optimus::to_run("huge", &log);
+    assert_eq!(run.iterations.len(), 4);
+    // Three single iterations of 18 446 744 073 709 000 000 ns: their mean,
+    // exactly, although their sum does not fit in 64 bits.
+    assert_eq!(run.steady_iteration_ns(), Some(18_446_744_073_709_000_000));
+}

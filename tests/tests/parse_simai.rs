@@ -62,7 +62,7 @@ fn digest(job: &DescribedJob) -> String {
     out
 }
 
-const FIXTURES: [&str; 26] = [
+const FIXTURES: [&str; 32] = [
     "empty.txt",
     "blank_only.txt",
     "binary.bin",
@@ -89,6 +89,12 @@ const FIXTURES: [&str; 26] = [
     "no_count_line.txt",
     "bad_count.txt",
     "policy_data.txt",
+    "policy_model.txt",
+    "policy_hybrid_data_model.txt",
+    "policy_hybrid_model_data.txt",
+    "policy_hybrid_dlrm.txt",
+    "policy_micro.txt",
+    "exact_integers.txt",
 ];
 
 #[test]
@@ -334,6 +340,10 @@ fn ten_megabyte_single_lines_stay_bounded() {
     assert_eq!(w.skipped_records, 1);
     assert!(w.diagnostics.len() <= 3);
     assert!(w.diagnostics.iter().all(|d| d.render().len() < 2_000));
+    // What the user sees for it, snapshotted (a window of the line around
+    // the column, the caret under it).
+    let rendered: String = w.diagnostics.iter().map(|d| d.render()).collect();
+    insta::assert_snapshot!("simai__ten_megabyte_record_line", rendered);
     // A 10-MB header line of unknown keys.
     let mut t = String::from("DATA ");
     while t.len() < 10 << 20 {
@@ -360,4 +370,51 @@ fn many_bad_records_are_capped_but_counted() {
     assert!(w.diagnostics.iter().any(|d| d
         .message
         .contains("more error(s) in `many` were not listed")));
+}
+
+#[test]
+fn float_written_integers_are_exact_and_fractions_refused() {
+    let w = simai::parse("e", &text("parse/simai/exact_integers.txt")).unwrap();
+    let names: Vec<&str> = w.records.iter().map(|r| r.name.as_str()).collect();
+    // 9007199254740993.0 is not rounded to ...992 as an f64 would.
+    assert_eq!(names, ["exact", "sci"]);
+    assert_eq!(w.records[0].fwd_comm.size_bytes, 9_007_199_254_740_993);
+    assert_eq!(w.records[1].wg_comm.size_bytes, 2_500);
+    assert_eq!(w.skipped_records, 2);
+    // 12.5 bytes and 1e-400 bytes: located errors that say why, never 12 or 0.
+    let errs: Vec<&trainscope_core::diag::Diagnostic> = w
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error() && d.location.is_some())
+        .collect();
+    assert_eq!(errs.len(), 2, "{:?}", w.diagnostics);
+    for (d, line, text) in [(errs[0], 4, "12.5"), (errs[1], 5, "1e-400")] {
+        assert!(d.message.contains("fractional"), "{}", d.message);
+        assert!(d.message.contains(text), "{}", d.message);
+        assert_eq!(d.location.as_ref().unwrap().line, line);
+        assert!(d.hint.is_some());
+    }
+}
+
+#[test]
+fn policies_without_pipeline_parse_as_one_stage() {
+    for (name, policy) in [
+        ("policy_model.txt", simai::Policy::Model),
+        (
+            "policy_hybrid_data_model.txt",
+            simai::Policy::HybridDataModel,
+        ),
+        (
+            "policy_hybrid_model_data.txt",
+            simai::Policy::HybridModelData,
+        ),
+        ("policy_hybrid_dlrm.txt", simai::Policy::HybridDlrm),
+        ("policy_micro.txt", simai::Policy::Micro),
+    ] {
+        let w = simai::parse(name, &text(&format!("parse/simai/{name}"))).unwrap();
+        assert_eq!(w.header.policy, policy);
+        assert_eq!(w.skipped_records, 0, "{name}");
+        assert_eq!(w.records.len() as u64, w.declared_records, "{name}");
+        assert!(w.diagnostics.iter().all(|d| !d.is_error()), "{name}");
+    }
 }

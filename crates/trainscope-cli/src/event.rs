@@ -226,6 +226,12 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
     config.backward_factor = e.backward_factor;
     config.activation_bytes = e.activation_bytes;
     config.overlap_grad_sync = e.overlap_grad_sync;
+    if let Some(n) = e.block_repeats {
+        if let Err(d) = trainscope_core::formats::neusight::check_block_repeats(n) {
+            eprint!("{}", d.render());
+            return Ok(Err(EXIT_CONFIG));
+        }
+    }
     let mut options = RunOptions {
         block_repeats: e.block_repeats,
         world: f.world,

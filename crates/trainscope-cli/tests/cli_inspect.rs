@@ -181,3 +181,89 @@ fn echo_rank_files_given_together_form_one_run() {
     assert_eq!(files[0]["file_ranks"], serde_json::json!([0]));
     assert_eq!(files[1]["file_ranks"], serde_json::json!([1]));
 }
+
+#[test]
+fn hostile_block_repeat_count_is_a_config_error() {
+    let out = run(&[
+        "simulate",
+        "--block-repeats",
+        "4294967295",
+        &fixture("seeds/neusight_gpt2large_dp_workitems.tsv"),
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("block repeat count 4294967295 is out of range"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_format_has_its_parallel_configuration_at_top_level() {
+    let paths: Vec<String> = SEEDS.iter().map(|s| fixture(s)).collect();
+    let mut args = vec!["inspect", "--json"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0));
+    for f in json(&out) {
+        for key in [
+            "tp",
+            "pp",
+            "dp",
+            "ep",
+            "world",
+            "micro_batches",
+            "ga",
+            "records",
+        ] {
+            assert!(f[key].is_u64(), "{key} missing in {}", f["file"]);
+        }
+        assert_eq!(f["usable"], true);
+    }
+    let optimus = &json(&run(&["inspect", "--json", &fixture(SEEDS[4])]))[0];
+    assert_eq!(
+        (optimus["pp"].as_u64(), optimus["world"].as_u64()),
+        (Some(8), Some(8))
+    );
+    assert_eq!(optimus["micro_batches"].as_u64(), Some(32));
+    assert!(optimus["ranks"].is_array() && optimus["iteration_times_ms"].is_array());
+    let echo = &json(&run(&["inspect", "--json", &fixture(SEEDS[3])]))[0];
+    assert_eq!(
+        (echo["tp"].as_u64(), echo["pp"].as_u64()),
+        (Some(2), Some(4))
+    );
+}
+
+#[test]
+fn a_file_with_skipped_records_is_simulated_with_a_warning() {
+    let bad = fixture("parse/simai/bad_records.txt");
+    // inspect still fails (exit 3): the file has located errors.
+    assert_eq!(run(&["inspect", &bad]).status.code(), Some(3));
+    for mode in ["simai", "event"] {
+        let out = run(&["simulate", "--mode", mode, &bad]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(
+                "bad_records.txt`: 3 records skipped (lines 4, 5, 6); the result leaves them out"
+            ),
+            "{mode}: {err}"
+        );
+        let out = run(&["simulate", "--mode", mode, "--json", &bad]);
+        assert_eq!(out.status.code(), Some(0));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let warnings = v["warnings"].to_string();
+        assert!(
+            warnings.contains("3 records skipped (lines 4, 5, 6)"),
+            "{mode}: {warnings}"
+        );
+    }
+    // A file with no readable record still fails (exit 3).
+    let out = run(&["simulate", &fixture("parse/simai/overflow.txt")]);
+    assert_eq!(out.status.code(), Some(3));
+}

@@ -26,26 +26,95 @@ pub struct Location {
     pub line: u32,
     /// 1-based column, counted in characters.
     pub column: u32,
-    /// The offending line, without its line terminator, cut to
-    /// [`Location::MAX_TEXT_CHARS`] characters.
+    /// The offending line, without its line terminator; a line longer than
+    /// [`Location::MAX_TEXT_CHARS`] characters is quoted as a window of that
+    /// many characters around the column, with `…` on each cut side.
     pub text: String,
+    /// When `text` is a window that does not start at the line's start: the
+    /// 1-based character column of the offending text inside `text` (where
+    /// the caret goes). `None`: `text` starts at the line's start, so the
+    /// caret goes at `column`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_column: Option<u32>,
 }
 
 impl Location {
     /// Longest excerpt of a line kept in a location (long lines are cut with `…`).
     pub const MAX_TEXT_CHARS: usize = 160;
 
+    /// Characters kept before the column when a long line is windowed.
+    const CONTEXT_BEFORE_CHARS: usize = 60;
+
     /// A location at byte offset `byte_col` of `line_text` (line is 1-based).
     pub fn new(file: &str, line: u32, line_text: &str, byte_col: usize) -> Self {
         let byte_col = floor_char_boundary(line_text, byte_col.min(line_text.len()));
         let column = line_text[..byte_col].chars().count() as u32 + 1;
+        Self::with_column(file, line, line_text, byte_col, column)
+    }
+
+    /// A location at byte offset `byte_col` of `line_text` whose column the
+    /// caller already knows; the quoted text is a window around `byte_col`
+    /// (cost bounded by the window, not the line).
+    pub fn with_column(
+        file: &str,
+        line: u32,
+        line_text: &str,
+        byte_col: usize,
+        column: u32,
+    ) -> Self {
+        let byte_col = floor_char_boundary(line_text, byte_col.min(line_text.len()));
+        let (text, text_column) = window(line_text, byte_col);
         Location {
             file: file.to_string(),
             line,
             column,
-            text: excerpt(line_text, Self::MAX_TEXT_CHARS),
+            text,
+            text_column,
         }
     }
+
+    /// 0-based character position of the caret inside [`Location::text`].
+    pub fn caret_chars(&self) -> usize {
+        (self.text_column.unwrap_or(self.column) as usize).saturating_sub(1)
+    }
+}
+
+/// The quoted text of a line for an error at byte `at` (a char boundary):
+/// the whole line when short, else [`Location::MAX_TEXT_CHARS`] characters
+/// around `at` with `…` on the cut sides; plus the caret column inside the
+/// window when it does not start at the line's start.
+fn window(line: &str, at: usize) -> (String, Option<u32>) {
+    let max = Location::MAX_TEXT_CHARS;
+    // Short lines (checked without counting a long line whole).
+    if line.len() <= max || line.char_indices().nth(max).is_none() {
+        return (line.to_string(), None);
+    }
+    // Start: CONTEXT_BEFORE_CHARS chars before `at`, or the line's start.
+    let before = &line[..at];
+    let start = match before
+        .char_indices()
+        .rev()
+        .nth(Location::CONTEXT_BEFORE_CHARS - 1)
+    {
+        Some((i, _)) if i > 0 => i,
+        _ => 0,
+    };
+    let kept_before = line[start..at].chars().count();
+    let after_budget = max - kept_before;
+    let end = line[at..]
+        .char_indices()
+        .nth(after_budget)
+        .map_or(line.len(), |(i, _)| at + i);
+    let mut text = String::with_capacity(end - start + 8);
+    if start > 0 {
+        text.push('…');
+    }
+    text.push_str(&line[start..end]);
+    if end < line.len() {
+        text.push('…');
+    }
+    let text_column = (start > 0).then(|| u32::try_from(kept_before + 2).unwrap_or(u32::MAX));
+    (text, text_column)
 }
 
 /// One message about an input.
@@ -121,7 +190,7 @@ impl Diagnostic {
                 loc.file, loc.line, loc.column
             ));
             out.push_str(&format!("{pad} |\n{num} | {}\n", loc.text));
-            let caret_at = (loc.column as usize).saturating_sub(1);
+            let caret_at = loc.caret_chars();
             if caret_at <= loc.text.chars().count() {
                 out.push_str(&format!("{pad} | {}^\n", " ".repeat(caret_at)));
             }
@@ -221,6 +290,30 @@ mod tests {
         assert_eq!(suggest("ALLREDUSE", &c), Some("ALLREDUCE"));
         assert_eq!(suggest("allgathr", &c), Some("ALLGATHER"));
         assert_eq!(suggest("FOO", &c), None);
+    }
+
+    #[test]
+    fn long_lines_are_quoted_around_the_column() {
+        let line = format!("{}BAD{}", "é".repeat(3000), "x".repeat(3000));
+        let at = "é".repeat(3000).len();
+        let loc = Location::new("f", 1, &line, at);
+        assert_eq!(loc.column, 3001);
+        assert!(loc.text.starts_with('…') && loc.text.ends_with('…'));
+        assert!(loc.text.chars().count() <= Location::MAX_TEXT_CHARS + 2);
+        let r = Diagnostic::error("bad").at(loc.clone()).render();
+        let lines: Vec<&str> = r.lines().collect();
+        let quoted = lines[3].split_once(" | ").unwrap().1;
+        let caret = lines[4].split_once(" | ").unwrap().1;
+        let caret_pos = caret.chars().count() - 1;
+        let under: String = quoted.chars().skip(caret_pos).take(3).collect();
+        assert_eq!(under, "BAD", "{r}");
+        // Near the start: no leading cut, caret at the column.
+        let loc = Location::new("f", 1, &line, 4);
+        assert!(!loc.text.starts_with('…') && loc.text.ends_with('…'));
+        assert_eq!(loc.text_column, None);
+        // Near the end: no trailing cut.
+        let loc = Location::new("f", 1, &line, line.len() - 1);
+        assert!(loc.text.starts_with('…') && !loc.text.ends_with('…'));
     }
 
     #[test]

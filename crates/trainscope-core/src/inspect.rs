@@ -106,6 +106,11 @@ pub struct FileSummary {
     /// Measured runs: how many training iterations each time covers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iterations_covered: Option<Vec<u32>>,
+    /// Whether the file gave a result (records, rows, ops or entries were
+    /// read), even if some were skipped: a usable file is simulated, its
+    /// skipped items left out (see [`FileSummary::skipped_note`]). `false`:
+    /// the file FAILED (unrecognised, unreadable header, nothing parsed).
+    pub usable: bool,
     /// Every diagnostic, warnings and errors, in file order.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -134,8 +139,21 @@ impl FileSummary {
             run_files: None,
             iteration_times_ns: None,
             iterations_covered: None,
+            usable: false,
             diagnostics: Vec::new(),
         }
+    }
+
+    /// Whether the file gave a result (see [`FileSummary::usable`]).
+    pub fn is_usable(&self) -> bool {
+        self.usable
+    }
+
+    /// For a usable file with skipped items: one sentence naming the file,
+    /// how many items were left out and their lines, e.g. "`x.txt`: 1
+    /// record skipped (line 5); the result leaves it out".
+    pub fn skipped_note(&self) -> Option<String> {
+        skipped_note(&self.file, self.unit, self.skipped, &self.diagnostics)
     }
 
     pub fn has_errors(&self) -> bool {
@@ -266,6 +284,52 @@ impl FileSummary {
     }
 }
 
+/// "`file`: N <unit> skipped (line 5, 9); the result leaves them out", or
+/// `None` when nothing was skipped. The lines are those of the file's
+/// located error diagnostics (at most 8 listed).
+pub fn skipped_note(
+    file: &str,
+    unit: &str,
+    skipped: u64,
+    diagnostics: &[Diagnostic],
+) -> Option<String> {
+    if skipped == 0 {
+        return None;
+    }
+    let mut lines: Vec<u32> = diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.location.as_ref())
+        .filter(|l| l.file == file)
+        .map(|l| l.line)
+        .collect();
+    lines.dedup();
+    let unit = if skipped == 1 {
+        match unit.strip_suffix("ies") {
+            Some(stem) => format!("{stem}y"),
+            None => unit.strip_suffix('s').unwrap_or(unit).to_string(),
+        }
+    } else {
+        unit.to_string()
+    };
+    let where_ = match lines.len() {
+        0 => String::new(),
+        1 => format!(" (line {})", lines[0]),
+        n => {
+            let shown: Vec<String> = lines.iter().take(8).map(u32::to_string).collect();
+            format!(
+                " (lines {}{})",
+                shown.join(", "),
+                if n > 8 { ", …" } else { "" }
+            )
+        }
+    };
+    Some(format!(
+        "`{file}`: {skipped} {unit} skipped{where_}; the result leaves {} out",
+        if skipped == 1 { "it" } else { "them" }
+    ))
+}
+
 fn list_u32(v: &[u32]) -> String {
     let s: Vec<String> = v.iter().take(64).map(u32::to_string).collect();
     if v.len() > 64 {
@@ -276,7 +340,11 @@ fn list_u32(v: &[u32]) -> String {
 }
 
 /// The JSON the CLI prints for `inspect --json`: one object per file with
-/// the summary's fields plus `warnings` and `errors` as arrays of strings.
+/// the summary's fields plus `warnings` and `errors` as arrays of strings,
+/// and, for every format whose job is known, the parallel configuration at
+/// top level: `tp`, `pp`, `dp`, `ep`, `world`, `micro_batches` (= `ga`) and
+/// `records` (items read: records, rows, op lines or entries). SimAI
+/// workloads keep their header's values for the keys the header has.
 pub fn to_json(summaries: &[FileSummary]) -> serde_json::Value {
     serde_json::Value::Array(
         summaries
@@ -284,6 +352,24 @@ pub fn to_json(summaries: &[FileSummary]) -> serde_json::Value {
             .map(|s| {
                 let mut v = serde_json::to_value(s).unwrap_or(serde_json::Value::Null);
                 if let Some(obj) = v.as_object_mut() {
+                    // The job's parallel configuration at top level for every
+                    // format (SimAI's header values, already there, are kept).
+                    if let Some(j) = &s.job {
+                        let p = &j.parallel;
+                        let top: [(&str, serde_json::Value); 8] = [
+                            ("tp", p.tp.into()),
+                            ("pp", p.pp.into()),
+                            ("dp", p.dp.into()),
+                            ("ep", p.ep.into()),
+                            ("world", p.world.into()),
+                            ("micro_batches", p.micro_batches.into()),
+                            ("ga", p.micro_batches.into()),
+                            ("records", s.read.into()),
+                        ];
+                        for (k, val) in top {
+                            obj.entry(k).or_insert(val);
+                        }
+                    }
                     obj.insert("warnings".to_string(), s.warnings().into());
                     obj.insert("errors".to_string(), s.errors().into());
                 }
@@ -573,6 +659,9 @@ pub fn load_set(
         runs.push(run);
     }
 
+    for s in &mut summaries {
+        s.usable = s.format.is_some() && s.job.is_some() && !(s.read == 0 && s.skipped > 0);
+    }
     LoadedSet {
         summaries,
         described,

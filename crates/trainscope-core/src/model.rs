@@ -300,7 +300,10 @@ pub struct StageWorkload {
 impl StageWorkload {
     /// Number of micro-batches (sum of the blocks' repeats).
     pub fn micro_batch_count(&self) -> u64 {
-        self.blocks.iter().map(|b| u64::from(b.repeat)).sum()
+        self.blocks
+            .iter()
+            .map(|b| u64::from(b.repeat))
+            .fold(0u64, u64::saturating_add)
     }
 
     /// The layer ops of micro-batch `index` (0-based), if it exists.
@@ -324,12 +327,12 @@ impl StageWorkload {
 
     /// Number of layer ops executed in one iteration (blocks times repeats).
     pub fn executed_op_count(&self) -> u64 {
-        (self.before.len() + self.after.len()) as u64
-            + self
-                .blocks
+        ((self.before.len() + self.after.len()) as u64).saturating_add(
+            self.blocks
                 .iter()
-                .map(|b| u64::from(b.repeat) * b.ops.len() as u64)
-                .sum::<u64>()
+                .map(|b| u64::from(b.repeat).saturating_mul(b.ops.len() as u64))
+                .fold(0u64, u64::saturating_add),
+        )
     }
 }
 
@@ -462,7 +465,11 @@ impl MeasuredOp {
     /// durations (saturating at 0), ns.
     pub fn own_duration_ns(&self) -> Option<u64> {
         let d = self.duration_ns?;
-        let subs: u64 = self.sub_ops.iter().filter_map(|s| s.duration_ns).sum();
+        let subs = self
+            .sub_ops
+            .iter()
+            .filter_map(|s| s.duration_ns)
+            .fold(0u64, u64::saturating_add);
         Some(d.saturating_sub(subs))
     }
 }
@@ -548,15 +555,21 @@ impl MeasuredRun {
             .map(|i| i.duration_ns)
             .collect();
         if !single.is_empty() {
-            return Some(single.iter().sum::<u64>() / single.len() as u64);
+            // Exact mean in 128 bits: parsed durations may be huge.
+            let total: u128 = single.iter().map(|d| u128::from(*d)).sum();
+            return u64::try_from(total / single.len() as u128).ok();
         }
-        let covered: u64 = self
+        let covered: u128 = self
             .iterations
             .iter()
-            .map(|i| u64::from(i.iterations_covered))
+            .map(|i| u128::from(i.iterations_covered))
             .sum();
-        let total: u64 = self.iterations.iter().map(|i| i.duration_ns).sum();
-        (covered > 0).then(|| total / covered)
+        let total: u128 = self
+            .iterations
+            .iter()
+            .map(|i| u128::from(i.duration_ns))
+            .sum();
+        (covered > 0).then(|| u64::try_from(total / covered).unwrap_or(u64::MAX))
     }
 }
 

@@ -95,15 +95,16 @@ pub fn run_with_source(
 }
 
 /// The files one simulation takes: the last loaded usable input (with every
-/// rank file of its Echo job). Files that failed to parse are left out; a
-/// warning names what else is loaded but not simulated.
+/// rank file of its Echo job). A file with skipped records is usable (the
+/// simulation leaves them out and warns); files that gave no result are left
+/// out; a warning names what else is loaded but not simulated.
 pub fn pick_input<'a>(
     pairs: &[(&'a str, &'a [u8])],
     summaries: &[FileSummary],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<(&'a str, &'a [u8])> {
     let usable: Vec<usize> = (0..pairs.len().min(summaries.len()))
-        .filter(|&i| summaries[i].format.is_some() && !summaries[i].has_errors())
+        .filter(|&i| summaries[i].is_usable())
         .collect();
     let Some(&last) = usable.last() else {
         return Vec::new();

@@ -37,8 +37,8 @@ use crate::formats::simai::{self, SimaiWorkload};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimulateError {
     /// The workload could not be read: the parser's error, or every error
-    /// diagnostic when records had to be skipped (the figures would silently
-    /// leave them out).
+    /// diagnostic when no record could be read (a workload with some
+    /// readable records is analysed without the others, warned).
     #[error("{}", .0.first().map(|d| d.message.as_str()).unwrap_or("failed to parse the workload"))]
     Parse(Vec<Diagnostic>),
     /// The configuration is invalid for this workload.
@@ -48,8 +48,9 @@ pub enum SimulateError {
 
 /// Parse a SimAI/AICB workload (`file` names it in diagnostics) and run the
 /// SimAI-compatible mode on it. Bytes and a configuration in, a report out;
-/// no IO. A workload with unreadable records is refused
-/// ([`SimulateError::Parse`]) rather than simulated without them.
+/// no IO. A workload with unreadable records is simulated without them
+/// (a warning names them); one with no readable record is refused
+/// ([`SimulateError::Parse`]).
 pub fn simulate_bytes(
     file: &str,
     bytes: &[u8],
@@ -59,7 +60,7 @@ pub fn simulate_bytes(
     Ok(analyse(&workload, config)?)
 }
 
-/// Decode and parse a workload, refusing one with error diagnostics.
+/// Decode and parse a workload, refusing one that gave no record.
 pub fn parse_workload(file: &str, bytes: &[u8]) -> Result<SimaiWorkload, SimulateError> {
     let (text, lossy) =
         crate::formats::decode_text(file, bytes).map_err(|d| SimulateError::Parse(vec![d]))?;
@@ -70,8 +71,18 @@ pub fn parse_workload(file: &str, bytes: &[u8]) -> Result<SimaiWorkload, Simulat
         .filter(|d| d.is_error())
         .cloned()
         .collect();
-    if !errors.is_empty() {
+    // Refused only when no record could be read; otherwise the skipped
+    // records are left out with a warning naming them.
+    if !errors.is_empty() && workload.records.is_empty() {
         return Err(SimulateError::Parse(errors));
+    }
+    if let Some(note) = crate::inspect::skipped_note(
+        file,
+        "records",
+        u64::from(workload.skipped_records),
+        &workload.diagnostics,
+    ) {
+        workload.diagnostics.push(Diagnostic::warning(note));
     }
     if lossy {
         workload.diagnostics.insert(

@@ -217,8 +217,12 @@ pub fn parse(file: &str, text: &str) -> Result<EchoTrace, Diagnostic> {
         }
         return Err(d);
     }
+    // Listed last and never capped: the file is still used, so the count
+    // of what was read and left out is a warning (each skipped item has
+    // its located error above).
+    let mut diagnostics = sink.finish(file);
     if skipped_lines > 0 {
-        sink.push(Diagnostic::error(format!(
+        diagnostics.push(Diagnostic::warning(format!(
             "{} op line(s) read, {skipped_lines} skipped because they could not be parsed",
             ops.len()
         )));
@@ -229,7 +233,7 @@ pub fn parse(file: &str, text: &str) -> Result<EchoTrace, Diagnostic> {
         ops,
         skipped_lines,
         ignored_lines,
-        diagnostics: sink.finish(file),
+        diagnostics,
     })
 }
 
@@ -460,8 +464,10 @@ fn parse_sub_ops(
                 while j < b.len() {
                     let c = b[j];
                     if c == b'\\' && j + 1 < b.len() {
-                        s.push(b[j + 1] as char);
-                        j += 2;
+                        // The escaped char, whole (it may be multi-byte).
+                        let ch_len = utf8_len(b[j + 1]);
+                        s.push_str(inner.get(j + 1..j + 1 + ch_len).unwrap_or("\u{fffd}"));
+                        j += 1 + ch_len;
                         continue;
                     }
                     if c == q {
@@ -810,7 +816,7 @@ pub fn parse_run(files: &[(&str, &str)]) -> MeasuredRun {
 }
 
 fn agree(
-    diags: &mut Vec<Diagnostic>,
+    diags: &mut DiagSink,
     what: &str,
     traces: &[EchoTrace],
     get: impl Fn(&EchoFileInfo) -> Option<u32>,
@@ -839,10 +845,13 @@ fn agree(
 /// `optimizer_step` end; the job's iteration spans all ranks (same host clock
 /// assumed; when the spans look unsynchronised the slowest rank is used).
 pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
-    let mut diags: Vec<Diagnostic> = Vec::new();
+    let mut file_diags: Vec<Diagnostic> = Vec::new();
     for t in traces {
-        diags.extend(t.diagnostics.iter().cloned());
+        file_diags.extend(t.diagnostics.iter().cloned());
     }
+    // Run-level diagnostics (one per rank at worst) go through the same
+    // per-file cap; they are attached to the run's first file.
+    let mut diags = DiagSink::default();
     let tp = agree(&mut diags, "TP", traces, |i| i.tp);
     let pp_name = agree(&mut diags, "PP", traces, |i| i.pp);
     let world = agree(&mut diags, "the world size", traces, |i| i.world);
@@ -885,7 +894,7 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
             .flat_map(|t| t.ops.iter().map(|o| u64::from(o.rank) + 1))
             .max()
             .unwrap_or(1);
-        let w = needed.div_ceil(tp_pp).max(1) * tp_pp;
+        let w = needed.div_ceil(tp_pp).max(1).saturating_mul(tp_pp);
         let w = u32::try_from(w).unwrap_or(u32::MAX);
         diags.push(Diagnostic::warning(format!(
             "world size not in the file name (`wd<N>`); assuming {w}: the smallest multiple of TP x PP = {tp_pp} that holds rank {}",
@@ -1018,17 +1027,19 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
         .unwrap_or(0);
 
     let iterations = job_iterations(&ranks, &mut diags);
+    let first_file = traces.first().map_or("", |t| t.file.as_str());
+    file_diags.extend(diags.finish(first_file));
     MeasuredRun {
         format: Format::EchoTrace,
         files: traces.iter().map(|t| t.file.clone()).collect(),
         parallel,
         ranks,
         iterations,
-        diagnostics: diags,
+        diagnostics: file_diags,
     }
 }
 
-fn rank_iterations(rank: u32, ops: &[MeasuredOp], diags: &mut Vec<Diagnostic>) -> Vec<Span> {
+fn rank_iterations(rank: u32, ops: &[MeasuredOp], diags: &mut DiagSink) -> Vec<Span> {
     let mut spans = Vec::new();
     let mut start: Option<u64> = None;
     let mut last_end: Option<u64> = None;
@@ -1078,7 +1089,7 @@ fn rank_iterations(rank: u32, ops: &[MeasuredOp], diags: &mut Vec<Diagnostic>) -
     spans
 }
 
-fn job_iterations(ranks: &[RankTrace], diags: &mut Vec<Diagnostic>) -> Vec<MeasuredIteration> {
+fn job_iterations(ranks: &[RankTrace], diags: &mut DiagSink) -> Vec<MeasuredIteration> {
     let n = ranks.iter().map(|r| r.iterations.len()).max().unwrap_or(0);
     let mut out = Vec::new();
     let mut unsynced = false;

@@ -19,6 +19,16 @@ pub fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
     })
 }
 
+/// The largest char boundary of `s` at or before byte `i` (clamped to the
+/// length), so a computed offset can be used to slice `s` without panicking.
+pub fn floor_char_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
 /// Whitespace-separated tokens of `line` (any ASCII whitespace) with their
 /// byte offsets.
 pub fn tokens(line: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -155,20 +165,107 @@ pub fn parse_decimal_scaled(text: &str, scale: i32) -> Result<u64, &'static str>
     }
 }
 
-/// An unsigned integer that may be written as a float (`20971520.0`, `1e3`).
-/// Fractions are refused.
+/// An unsigned integer that may be written as a float (`20971520.0`, `1e3`),
+/// converted exactly from the decimal text (no binary float on the way, so
+/// `9007199254740993.0` stays 9 007 199 254 740 993). A fraction (`12.5`,
+/// `1e-400`) is refused, never rounded.
 pub fn parse_u64_exact(text: &str) -> Result<u64, &'static str> {
     if let Ok(v) = text.parse::<u64>() {
         return Ok(v);
     }
-    let scaled = parse_decimal_scaled(text, 0)?;
-    // Refuse a fraction: compare against the value scaled by 10^3 rounded.
-    match parse_decimal_scaled(text, 3) {
-        Ok(milli) if milli == scaled.saturating_mul(1000) => Ok(scaled),
-        Ok(_) => Err("a fractional number where an integer is expected"),
-        // Too large with 3 more digits but fine without: an integer.
-        Err(_) => Ok(scaled),
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut negative = false;
+    if let Some(&c) = b.first() {
+        if c == b'+' || c == b'-' {
+            negative = c == b'-';
+            i = 1;
+        }
     }
+    // Significant digits (leading zeros dropped) and the decimal exponent
+    // of the last one.
+    let mut digits: Vec<u8> = Vec::new();
+    let mut exp10: i64 = 0;
+    let mut any_digit = false;
+    let mut seen_dot = false;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            any_digit = true;
+            let d = c - b'0';
+            if digits.is_empty() && d == 0 {
+                if seen_dot {
+                    exp10 -= 1;
+                }
+            } else if digits.len() < 4096 {
+                digits.push(d);
+                if seen_dot {
+                    exp10 -= 1;
+                }
+            } else if !seen_dot {
+                exp10 = exp10.saturating_add(1);
+            } else if d != 0 {
+                // A nonzero digit this far after the point: a fraction.
+                return Err("a fractional number where an integer is expected");
+            }
+        } else if c == b'.' && !seen_dot {
+            seen_dot = true;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if !any_digit {
+        return Err("not a number");
+    }
+    if i < b.len() {
+        if b[i] != b'e' && b[i] != b'E' {
+            return Err("not a number");
+        }
+        i += 1;
+        let mut neg = false;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            neg = b[i] == b'-';
+            i += 1;
+        }
+        if i >= b.len() {
+            return Err("not a number");
+        }
+        let mut e: i64 = 0;
+        while i < b.len() {
+            let c = b[i];
+            if !c.is_ascii_digit() {
+                return Err("not a number");
+            }
+            e = (e * 10 + i64::from(c - b'0')).min(1_000_000);
+            i += 1;
+        }
+        exp10 += if neg { -e } else { e };
+    }
+    while digits.last() == Some(&0) {
+        digits.pop();
+        exp10 += 1;
+    }
+    if digits.is_empty() {
+        return Ok(0);
+    }
+    if negative {
+        return Err("a negative number where a count, time or size is expected");
+    }
+    if exp10 < 0 {
+        return Err("a fractional number where an integer is expected");
+    }
+    if digits.len() as i64 + exp10 > 20 {
+        return Err("a number too large for 64 bits");
+    }
+    let mut v: u128 = 0;
+    for d in digits {
+        v = v * 10 + u128::from(d);
+    }
+    for _ in 0..exp10 {
+        v *= 10;
+    }
+    u64::try_from(v).map_err(|_| "a number too large for 64 bits")
 }
 
 /// Collects diagnostics for one file, listing at most `limit` of them and
@@ -199,6 +296,26 @@ impl DiagSink {
             limit,
             suppressed_errors: 0,
             suppressed_warnings: 0,
+        }
+    }
+
+    /// A sink that continues a file's already finished list (parse
+    /// diagnostics) with the conversion's, under the same per-file limit:
+    /// once the list holds [`MAX_DIAGNOSTICS_PER_FILE`] items, further ones
+    /// are only counted.
+    pub fn resume(items: Vec<Diagnostic>) -> Self {
+        DiagSink {
+            items,
+            limit: MAX_DIAGNOSTICS_PER_FILE,
+            suppressed_errors: 0,
+            suppressed_warnings: 0,
+        }
+    }
+
+    /// Record several diagnostics.
+    pub fn extend(&mut self, ds: impl IntoIterator<Item = Diagnostic>) {
+        for d in ds {
+            self.push(d);
         }
     }
 
@@ -261,9 +378,9 @@ pub fn location(file: &str, line_no: u32, line: &str, byte_col: usize) -> Locati
     let mut loc = if byte_col <= CHEAP {
         Location::new(file, line_no, line, byte_col)
     } else {
-        let mut loc = Location::new(file, line_no, line, 0);
-        loc.column = u32::try_from(byte_col.min(line.len()) + 1).unwrap_or(u32::MAX);
-        loc
+        let at = floor_char_boundary(line, byte_col);
+        let column = u32::try_from(at + 1).unwrap_or(u32::MAX);
+        Location::with_column(file, line_no, line, at, column)
     };
     // Tabs become single spaces so a rendered caret lines up with the column.
     if loc.text.contains('\t') {
@@ -364,6 +481,22 @@ mod tests {
         assert_eq!(parse_u64_exact("1e3"), Ok(1000));
         assert!(parse_u64_exact("1.5").is_err());
         assert!(parse_u64_exact("-2").is_err());
+        assert_eq!(
+            parse_u64_exact("9007199254740993.0"),
+            Ok(9_007_199_254_740_993)
+        );
+        assert_eq!(parse_u64_exact("1.8446744073709551615e19"), Ok(u64::MAX));
+        assert!(parse_u64_exact("1.8446744073709551616e19").is_err());
+        assert!(parse_u64_exact("1e-400").is_err());
+        assert!(parse_u64_exact("12.5").is_err());
+        assert!(parse_u64_exact("12.0004").is_err());
+        assert!(parse_u64_exact("0.0000001").is_err());
+        assert_eq!(parse_u64_exact("0.0e-400"), Ok(0));
+        assert_eq!(parse_u64_exact("-0.0"), Ok(0));
+        assert_eq!(parse_u64_exact("1200e-2"), Ok(12));
+        assert!(parse_u64_exact("1e400").is_err());
+        assert!(parse_u64_exact("abc").is_err());
+        assert!(parse_u64_exact("1.2.3").is_err());
     }
 
     #[test]

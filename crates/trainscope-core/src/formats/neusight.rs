@@ -18,6 +18,7 @@ use crate::model::{
     PhaseOp, StageScope, StageWorkload,
 };
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The 11 header names, in the order the producer writes them.
 pub const COLUMNS: [&str; 11] = [
@@ -39,6 +40,30 @@ pub const BYTES_PER_ELEMENT: u64 = 4;
 
 /// Transformer blocks of GPT-2-large, the default block repeat count.
 pub const DEFAULT_BLOCK_REPEATS: u32 = 36;
+
+/// Largest accepted block repeat count (the largest transformers have a
+/// few hundred blocks); larger values are a configuration error in the CLI
+/// ([`check_block_repeats`]) and clamped (warned) by [`to_model`].
+pub const MAX_BLOCK_REPEATS: u32 = 1024;
+
+/// Most layer ops one micro-batch may hold after the block is repeated:
+/// beyond it the repeat count is lowered (warned), so a large file times a
+/// large repeat count cannot exhaust memory.
+pub const MAX_EXPANDED_OPS: usize = 1 << 20;
+
+/// Check a block repeat count given by the user (1..=[`MAX_BLOCK_REPEATS`]).
+pub fn check_block_repeats(n: u32) -> Result<u32, Diagnostic> {
+    if (1..=MAX_BLOCK_REPEATS).contains(&n) {
+        Ok(n)
+    } else {
+        Err(Diagnostic::error(format!(
+            "block repeat count {n} is out of range (1 to {MAX_BLOCK_REPEATS})"
+        ))
+        .with_hint(format!(
+            "the number of transformer blocks of the model, e.g. 36 for GPT-2-large; at most {MAX_BLOCK_REPEATS}"
+        )))
+    }
+}
 
 const COMM_NAMES: [&str; 4] = ["None", "ALLREDUCE_ASYNC", "ALLREDUCE", "SENDRECV"];
 
@@ -241,8 +266,12 @@ pub fn parse(file: &str, text: &str) -> Result<NeusightTable, Diagnostic> {
             "{spaced_rows} row(s) are separated by spaces, not tabs; accepted"
         )));
     }
+    // Listed last and never capped: the file is still used, so the count
+    // of what was read and left out is a warning (each skipped item has
+    // its located error above).
+    let mut diagnostics = sink.finish(file);
     if skipped_rows > 0 {
-        sink.push(Diagnostic::error(format!(
+        diagnostics.push(Diagnostic::warning(format!(
             "{} row(s) read, {skipped_rows} skipped because they could not be parsed",
             rows.len()
         )));
@@ -250,7 +279,7 @@ pub fn parse(file: &str, text: &str) -> Result<NeusightTable, Diagnostic> {
     Ok(NeusightTable {
         rows,
         skipped_rows,
-        diagnostics: sink.finish(file),
+        diagnostics,
     })
 }
 
@@ -399,22 +428,29 @@ fn is_head_row(name: &str) -> bool {
 ///   the op before the final norm / head) are repeated
 ///   `options.block_repeats` times; each copy's ops carry `block_index`.
 pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) -> DescribedJob {
-    let mut diags = table.diagnostics.clone();
+    let mut diags = DiagSink::resume(table.diagnostics.clone());
     let rows = &table.rows;
 
     // 1. Attach `_grad` rows to their op.
+    // Rows by name (indices ascending) so each `_grad` row finds its op by
+    // a binary search instead of a scan of every later row.
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        by_name.entry(r.name.as_str()).or_default().push(i);
+    }
     let mut grad_target: Vec<Option<usize>> = vec![None; rows.len()];
-    let mut targeted = vec![false; rows.len()];
+    // The `_grad` rows attached to each op, in row order.
+    let mut grads_of: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         if let Some(base) = r.name.strip_suffix("_grad") {
-            let j = rows[i + 1..]
-                .iter()
-                .position(|o| o.name == base)
-                .map(|p| p + i + 1);
+            let j = by_name.get(base).and_then(|list| {
+                let k = list.partition_point(|&x| x <= i);
+                list.get(k).copied()
+            });
             match j {
                 Some(j) => {
                     grad_target[i] = Some(j);
-                    targeted[j] = true;
+                    grads_of.entry(j).or_default().push(i);
                 }
                 None => diags.push(
                     Diagnostic::warning(format!(
@@ -426,24 +462,42 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             }
         }
     }
+    // Backward estimate, per row: a row with forward time but zero backward
+    // and weight-gradient time gets backward = 2 x forward, split equally
+    // (input-gradient = weight-gradient = forward). One summary warning when
+    // every row is like that (an inference-only trace), else one per row.
+    let needs_estimate = |i: usize, r: &NeusightRow| {
+        grad_target[i].is_none() && r.backward_ns == 0 && r.weight_grad_ns == 0
+    };
+    let any_forward = rows.iter().any(|r| r.forward_ns > 0);
     let all_backward_zero = rows
         .iter()
         .enumerate()
         .filter(|(i, _)| grad_target[*i].is_none())
-        .all(|(_, r)| r.backward_ns == 0 && r.weight_grad_ns == 0);
-    let any_forward = rows.iter().any(|r| r.forward_ns > 0);
-    let estimate = all_backward_zero && any_forward;
-    if estimate {
+        .all(|(i, r)| needs_estimate(i, r));
+    if all_backward_zero && any_forward {
         diags.push(Diagnostic::warning(
             "every backward and weight-gradient time is 0 (the producer traced inference only); estimated backward = 2 x forward, split equally: input-gradient = weight-gradient = forward time of each op",
         ));
+    } else {
+        for (i, r) in rows.iter().enumerate() {
+            if needs_estimate(i, r) && r.forward_ns > 0 {
+                diags.push_with(crate::diag::Severity::Warning, || {
+                    Diagnostic::warning(format!(
+                        "op `{}` has forward time but zero backward and weight-gradient time; estimated backward = 2 x forward, split equally: input-gradient = weight-gradient = {} ms",
+                        lex::quote(&r.name, 60),
+                        lex::ns_to_ms_string(r.forward_ns)
+                    ))
+                    .at(lex::location(file, r.line, &r.name, 0))
+                    .with_hint("give the row's backward_compute_time and weight_grad_compute_time to use measured values")
+                });
+            }
+        }
     }
 
     let mut ops: Vec<LayerOp> = Vec::with_capacity(rows.len());
-    let mut pending: Vec<(usize, &NeusightRow)> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         if grad_target[i].is_some() {
-            pending.push((i, r));
             continue;
         }
         let mut op = LayerOp::empty(r.name.clone(), LayerRole::Layer);
@@ -453,7 +507,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.forward_comm),
         };
         op.input_grad = PhaseOp {
-            compute_ns: if estimate {
+            compute_ns: if needs_estimate(i, r) {
                 r.forward_ns
             } else {
                 r.backward_ns
@@ -461,7 +515,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.backward_comm),
         };
         op.weight_grad = PhaseOp {
-            compute_ns: if estimate {
+            compute_ns: if needs_estimate(i, r) {
                 r.forward_ns
             } else {
                 r.weight_grad_ns
@@ -469,16 +523,8 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.weight_grad_comm),
         };
         op.update_ns = r.process_ns;
-        if targeted[i] {
-            let mine: Vec<&NeusightRow> = pending
-                .iter()
-                .filter(|(g, _)| grad_target[*g] == Some(i))
-                .map(|(_, g)| *g)
-                .collect();
-            pending.retain(|(g, _)| grad_target[*g] != Some(i));
-            for g in mine {
-                attach_grad(file, &mut diags, &mut op, g);
-            }
+        for &g in grads_of.get(&i).map_or(&[][..], Vec::as_slice) {
+            attach_grad(file, &mut diags, &mut op, &rows[g]);
         }
         ops.push(op);
     }
@@ -486,7 +532,16 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
     // 2. Repeat the transformer block.
     let blocks_present: std::collections::BTreeSet<u32> =
         ops.iter().filter_map(|o| block_number(&o.name)).collect();
-    let repeats = options.block_repeats.max(1);
+    let mut repeats = options.block_repeats.clamp(1, MAX_BLOCK_REPEATS);
+    if repeats != options.block_repeats.max(1) {
+        diags.push(
+            Diagnostic::warning(format!(
+                "block repeat count {} is above the maximum {MAX_BLOCK_REPEATS}; using {MAX_BLOCK_REPEATS}",
+                options.block_repeats
+            ))
+            .with_hint("set the number of transformer blocks of the model"),
+        );
+    }
     let mut expanded = Vec::new();
     match (
         blocks_present.len(),
@@ -497,6 +552,14 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
                 .iter()
                 .position(|o| is_head_row(&o.name))
                 .map_or(ops.len(), |p| p + start);
+            let block_len = (end - start).max(1);
+            let fit = u32::try_from((MAX_EXPANDED_OPS / block_len).max(1)).unwrap_or(u32::MAX);
+            if repeats > fit {
+                diags.push(Diagnostic::warning(format!(
+                    "the block has {block_len} ops: repeated {repeats} times it would exceed {MAX_EXPANDED_OPS} ops per micro-batch; repeated {fit} times instead"
+                )));
+                repeats = fit;
+            }
             let first = ops.get(start).and_then(|o| o.source_line).unwrap_or(0);
             let last = ops
                 .get(end.saturating_sub(1))
@@ -561,11 +624,11 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             }],
             after: Vec::new(),
         }],
-        diagnostics: diags,
+        diagnostics: diags.finish(file),
     }
 }
 
-fn attach_grad(file: &str, diags: &mut Vec<Diagnostic>, op: &mut LayerOp, g: &NeusightRow) {
+fn attach_grad(file: &str, diags: &mut DiagSink, op: &mut LayerOp, g: &NeusightRow) {
     if g.forward_ns > 0 || g.backward_ns > 0 || g.weight_grad_ns > 0 {
         op.forward.compute_ns = op.forward.compute_ns.saturating_add(g.forward_ns);
         op.input_grad.compute_ns = op.input_grad.compute_ns.saturating_add(g.backward_ns);

@@ -28,7 +28,7 @@ use crate::model::{
     MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, Phase, RankTrace,
 };
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Configuration lines of the log (as printed; `None` when absent).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
@@ -338,10 +338,12 @@ fn config_line(cx: &mut Ctx<'_>, c: &mut OptimusConfig, no: u32, line: &str) -> 
             ("num_stage:", &mut c.num_stage),
             ("segment:", &mut c.segment),
         ] {
-            if let Some(q) = line[p.saturating_sub(64)..].find(key) {
+            // Look from 64 bytes before `num_stage:`, at a char boundary.
+            let from = lex::floor_char_boundary(line, p.saturating_sub(64));
+            if let Some(q) = line[from..].find(key) {
                 let mut cur = Cur {
                     s: line,
-                    i: p.saturating_sub(64) + q + key.len(),
+                    i: from + q + key.len(),
                 };
                 if let Some(v) = cur.uint() {
                     *field = Some(v);
@@ -671,6 +673,9 @@ fn attribute(cx: &mut Ctx<'_>, events: &[Located<'_>]) -> (Vec<OptimusStep>, u32
 
     // Pass 2: attribute.
     let mut steps: Vec<OptimusStep> = Vec::new();
+    // Layer keys already in each block (parallel to `steps`): a duplicate
+    // check by lookup, not by a scan of the block's entries.
+    let mut keys_of: Vec<BTreeSet<String>> = Vec::new();
     let mut latest: BTreeMap<u32, usize> = BTreeMap::new(); // stage -> index in steps
     let mut open_idx: Vec<usize> = Vec::new();
     let mut last_was_header = false;
@@ -693,6 +698,7 @@ fn attribute(cx: &mut Ctx<'_>, events: &[Located<'_>]) -> (Vec<OptimusStep>, u32
                     line: *line,
                     entries: Vec::new(),
                 });
+                keys_of.push(BTreeSet::new());
                 latest.insert(*stage, steps.len() - 1);
                 open_idx.push(steps.len() - 1);
                 last_was_header = true;
@@ -720,7 +726,7 @@ fn attribute(cx: &mut Ctx<'_>, events: &[Located<'_>]) -> (Vec<OptimusStep>, u32
                     continue;
                 };
                 let block = &mut steps[t];
-                if block.entries.iter().any(|x| x.layer == e.layer) {
+                if !keys_of[t].insert(e.layer.clone()) {
                     let file = cx.file;
                     let (stage, step) = (block.stage, block.step);
                     cx.sink.push_with(Severity::Warning, || {
@@ -745,7 +751,7 @@ fn attribute(cx: &mut Ctx<'_>, events: &[Located<'_>]) -> (Vec<OptimusStep>, u32
 /// the log aggregates them), the iteration times from the epoch lines (the
 /// first `1/n` line covers two iterations).
 pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
-    let mut diags = log.diagnostics.clone();
+    let mut diags = DiagSink::resume(log.diagnostics.clone());
     let c = &log.config;
     let max_rank = log.steps.iter().map(|s| s.rank).max();
     let max_stage = log.steps.iter().map(|s| s.stage).max();
@@ -771,8 +777,12 @@ pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
             )));
         }
     }
+    let mut stage_map: BTreeMap<u32, &Vec<u32>> = BTreeMap::new();
+    for (st, r) in &c.stage_to_ranks {
+        stage_map.entry(*st).or_insert(r);
+    }
     for s in &log.steps {
-        if let Some((_, ranks)) = c.stage_to_ranks.iter().find(|(st, _)| *st == s.stage) {
+        if let Some(ranks) = stage_map.get(&s.stage) {
             if !ranks.contains(&s.rank) {
                 diags.push(Diagnostic::warning(format!(
                     "line {}: rank {} reports stage {} but stage2rank maps that stage to ranks {ranks:?}",
@@ -811,7 +821,7 @@ pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
     if !ranks.is_empty() {
         let present: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
         let missing: Vec<u32> = (0..parallel.world)
-            .filter(|r| !present.contains(r))
+            .filter(|r| present.binary_search(r).is_err())
             .take(64)
             .collect();
         if !missing.is_empty() {
@@ -854,7 +864,7 @@ pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
         parallel,
         ranks,
         iterations,
-        diagnostics: diags,
+        diagnostics: diags.finish(file),
     }
 }
 

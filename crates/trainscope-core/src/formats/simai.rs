@@ -261,26 +261,11 @@ pub fn comm_type_from_str(text: &str, column: Column) -> Option<CommType> {
     })
 }
 
-/// Parse an unsigned integer that may be written as a float (`20971520.0`).
+/// Parse an unsigned integer that may be written as a float (`20971520.0`),
+/// exactly from its decimal text ([`lex::parse_u64_exact`]): a fraction
+/// (`12.5`, `1e-400`) is refused, never rounded.
 pub fn parse_u64_lenient(text: &str) -> Result<u64, &'static str> {
-    if let Ok(v) = text.parse::<u64>() {
-        return Ok(v);
-    }
-    if text.len() > 1 && text.starts_with('-') && text[1..].bytes().all(|b| b.is_ascii_digit()) {
-        return Err("a negative number where a count, time or size is expected");
-    }
-    if !text.bytes().any(|b| b.is_ascii_digit()) {
-        return Err("not a number");
-    }
-    match text.parse::<f64>() {
-        Ok(f) if !f.is_finite() => Err("not a finite number"),
-        Ok(f) if f < 0.0 => Err("a negative number where a count, time or size is expected"),
-        Ok(f) if f.fract() != 0.0 => Err("a fractional number where an integer is expected"),
-        Ok(f) if f >= 18_446_744_073_709_551_616.0 => Err("a number too large for 64 bits"),
-        Ok(f) => Ok(f as u64),
-        Err(_) if text.bytes().all(|b| b.is_ascii_digit()) => Err("a number too large for 64 bits"),
-        Err(_) => Err("not a number"),
-    }
+    lex::parse_u64_exact(text)
 }
 
 struct Ctx<'a> {
@@ -400,8 +385,12 @@ pub fn parse(file: &str, text: &str) -> Result<SimaiWorkload, Diagnostic> {
     } else {
         declared_records
     };
+    // Listed last and never capped: the file is still used, so the count
+    // of what was read and left out is a warning (each skipped item has
+    // its located error above).
+    let mut diagnostics = cx.sink.finish(file);
     if skipped_records > 0 {
-        cx.push(Diagnostic::error(format!(
+        diagnostics.push(Diagnostic::warning(format!(
             "{} record(s) read, {skipped_records} skipped because they could not be parsed",
             records.len()
         )));
@@ -411,7 +400,7 @@ pub fn parse(file: &str, text: &str) -> Result<SimaiWorkload, Diagnostic> {
         declared_records,
         records,
         skipped_records,
-        diagnostics: cx.sink.finish(file),
+        diagnostics,
     })
 }
 
@@ -715,7 +704,14 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
                 idx + 1
             ))
             .at(cx.loc(no, line, col))
-            .with_hint(RECORD_FIELDS_HINT)
+            .with_hint(if why.contains("fractional") {
+                format!(
+                    "{what}s are whole numbers (ns or bytes), never rounded by trainscope; write `{}` as an integer",
+                    lex::quote(t, 40)
+                )
+            } else {
+                RECORD_FIELDS_HINT.to_string()
+            })
         })
     };
     let (pcol, ptok) = field(1);
@@ -843,7 +839,7 @@ fn record_role(name: &str, before_first_embedding: bool) -> LayerRole {
 /// Checkpoint lists mark layers by index into the record list.
 pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
     let h = &w.header;
-    let mut diags = w.diagnostics.clone();
+    let mut diags = DiagSink::resume(w.diagnostics.clone());
     let (mut parallel, notes) = ParallelConfig::resolve(h.world, h.tp, h.pp, h.ep, h.ga);
     diags.extend(notes.into_iter().map(Diagnostic::warning));
     parallel.virtual_stages = h.vpp;
@@ -1002,7 +998,7 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
             blocks,
             after,
         }],
-        diagnostics: diags,
+        diagnostics: diags.finish(file),
     }
 }
 

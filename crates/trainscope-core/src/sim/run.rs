@@ -340,15 +340,28 @@ fn load(
         described,
         runs,
     } = load_set(files, options.format, &LoadOptions { neusight });
-    let errors: Vec<Diagnostic> = summaries
-        .iter()
-        .flat_map(|s| s.diagnostics.iter().filter(|d| d.is_error()).cloned())
-        .collect();
+    // A file that gave no result fails the run; a usable file with skipped
+    // records is simulated without them, with a warning naming them.
+    let mut errors: Vec<Diagnostic> = Vec::new();
+    for s in summaries.iter().filter(|s| !s.is_usable()) {
+        let before = errors.len();
+        errors.extend(s.diagnostics.iter().filter(|d| d.is_error()).cloned());
+        if errors.len() == before {
+            errors.push(Diagnostic::error(format!("`{}` gave no result", s.file)));
+        }
+    }
     if !errors.is_empty() {
         return Err(RunError::Parse(errors));
     }
     let mut warnings = Vec::new();
     push_unique(&mut warnings, summaries.iter().flat_map(|s| s.warnings()));
+    push_unique(
+        &mut warnings,
+        summaries
+            .iter()
+            .filter_map(|s| s.skipped_note())
+            .map(|m| Diagnostic::warning(m).short()),
+    );
     let inputs = described.len() + runs.len();
     if inputs != 1 {
         let names: Vec<String> = summaries
