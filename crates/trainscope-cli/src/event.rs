@@ -185,7 +185,7 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
                     "error: unknown GPU type `{name}`; expected one of: {}",
                     GpuType::NAMES
                 );
-                return Ok(Err(EXIT_USAGE));
+                return Ok(Err(EXIT_CONFIG));
             }
         },
         (None, None) => {}
@@ -199,7 +199,7 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
                     "error: unknown NIC type `{name}`; expected one of: {}",
                     NicType::NAMES
                 );
-                return Ok(Err(EXIT_USAGE));
+                return Ok(Err(EXIT_CONFIG));
             }
         },
         (None, None) => {}

@@ -91,7 +91,11 @@ fn check_keys(v: &Value, measured: bool) {
         assert!(u(v, "measured_iteration_time_ns") > 0);
         assert!(v["comparison"]["error_percent"].is_f64());
     } else {
-        assert!(v.get("measured_iteration_time_ns").is_none());
+        assert!(
+            v["measured_iteration_time_ns"].is_null()
+                && v.get("measured_iteration_time_ns").is_some(),
+            "described jobs carry measured_iteration_time_ns: null"
+        );
     }
 }
 
@@ -265,14 +269,15 @@ fn convert_writes_the_measured_timeline() {
 
 #[test]
 fn exit_codes() {
-    // 2: usage (unknown flag, two inputs, unknown preset, unreadable file).
+    // 2: usage (unknown flag, two inputs, unreadable file).
     assert_eq!(simulate(SEED000, &["--bogus"]).status.code(), Some(2));
     let out = simulate(SEED000, &[&fixture(NEUSIGHT)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("one workload or one measured run"));
+    // An unknown preset is an invalid configuration (4).
     assert_eq!(
         simulate(SEED000, &["--gpu-type", "B200"]).status.code(),
-        Some(2)
+        Some(4)
     );
     assert_eq!(
         trainscope(&["simulate", "/nonexistent/file.txt"])

@@ -30,7 +30,9 @@
 
 use super::config::{SimConfig, MAX_MICRO_BATCHES};
 use super::engine::{Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE};
-use super::job::{CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase};
+use super::job::{
+    estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
+};
 use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
 use super::schedule::{self, Direction, PipeStep, ScheduleKind};
 use super::summary::{self, Summary};
@@ -815,18 +817,17 @@ pub fn build(
     // Size limit before allocating anything proportional to the work.
     let mut estimate: u64 = 0;
     for prog in &job.programs {
-        let per_layer = 10u64;
         let biggest = prog
             .blocks
             .iter()
             .map(|b| b.layers.len() as u64)
             .max()
             .unwrap_or(0);
-        estimate = estimate.saturating_add(
-            u64::from(m)
-                .saturating_mul(biggest.saturating_mul(per_layer) + 4)
-                .saturating_add((prog.pre_rows.len() + prog.post_rows.len()) as u64 * 6),
-        );
+        estimate = estimate.saturating_add(estimated_stage_tasks(
+            u64::from(m),
+            biggest,
+            (prog.pre_rows.len() + prog.post_rows.len()) as u64,
+        ));
         for b in &prog.blocks {
             if (b.layers.len() as u64) < u64::from(v) {
                 return Err(SimError::TooFewLayers {
@@ -848,7 +849,8 @@ pub fn build(
     }
     if estimate > MAX_TASKS {
         return Err(SimError::TooLarge(format!(
-            "about {estimate} tasks (limit {MAX_TASKS})"
+            "about {estimate} tasks for {} simulated rank(s), {m} micro-batches and {v} virtual stage(s) (limit {MAX_TASKS})",
+            job.programs.len()
         )));
     }
     let ranks: Vec<u32> = job

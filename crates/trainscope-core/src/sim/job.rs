@@ -29,6 +29,64 @@ use serde::Serialize;
 /// Most ranks a job may have (tp x dp x pp).
 pub const MAX_WORLD: u64 = 1 << 20;
 
+/// Tasks one stage program makes, as the builder estimates them: per
+/// micro-batch 10 per layer of its biggest block plus 4, and 6 per
+/// once-per-iteration row.
+pub fn estimated_stage_tasks(micro_batches: u64, block_layers: u64, once_rows: u64) -> u64 {
+    micro_batches
+        .saturating_mul(block_layers.saturating_mul(10).saturating_add(4))
+        .saturating_add(once_rows.saturating_mul(6))
+}
+
+/// Refuse, before anything proportional to them is allocated, sizes beyond
+/// the limits: a world (tp x dp x pp) above [`MAX_WORLD`], more than
+/// [`super::config::MAX_MICRO_BATCHES`] micro-batches, more than
+/// [`super::config::MAX_VIRTUAL_STAGES`] virtual stages, or `programs`
+/// stage programs of the given shape making more than
+/// [`super::build::MAX_TASKS`] tasks. Adapters call it with the sizes the
+/// input states (and one micro-batch when the count may still be
+/// overridden); the builder with the final ones. The error names the
+/// numbers and the limit.
+pub fn check_size(
+    parallel: Parallelism,
+    programs: u64,
+    micro_batches: u64,
+    virtual_stages: u64,
+    block_layers: u64,
+    once_rows: u64,
+) -> Result<(), SimError> {
+    use super::build::MAX_TASKS;
+    use super::config::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
+    let world = parallel.world();
+    if world > MAX_WORLD {
+        return Err(SimError::TooLarge(format!(
+            "a world of tp {} x dp {} x pp {} = {world} ranks (limit {MAX_WORLD})",
+            parallel.tp, parallel.dp, parallel.pp
+        )));
+    }
+    if micro_batches > u64::from(MAX_MICRO_BATCHES) {
+        return Err(SimError::TooLarge(format!(
+            "{micro_batches} micro-batches (limit {MAX_MICRO_BATCHES})"
+        )));
+    }
+    if virtual_stages > u64::from(MAX_VIRTUAL_STAGES) {
+        return Err(SimError::TooLarge(format!(
+            "{virtual_stages} virtual stages (limit {MAX_VIRTUAL_STAGES})"
+        )));
+    }
+    let tasks = programs.saturating_mul(estimated_stage_tasks(
+        micro_batches.max(1),
+        block_layers,
+        once_rows,
+    ));
+    if tasks > MAX_TASKS {
+        return Err(SimError::TooLarge(format!(
+            "about {tasks} tasks ({programs} stage program(s) x {micro_batches} micro-batch(es) of {block_layers} layer(s), {once_rows} once-per-iteration row(s); limit {MAX_TASKS})"
+        )));
+    }
+    Ok(())
+}
+
 /// Parallel sizes. World = tp x dp x pp; EP splits DP (ep divides dp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Parallelism {
@@ -444,6 +502,15 @@ impl JobSpec {
         } else {
             0
         };
+        let biggest = blocks.iter().map(|b| b.layers.len()).max().unwrap_or(0);
+        check_size(
+            parallel,
+            u64::from(pp),
+            1,
+            1,
+            biggest as u64,
+            (pre.len() + post.len()) as u64,
+        )?;
         let programs = (0..pp)
             .map(|stage| RankProgram {
                 rank: 0,

@@ -233,8 +233,9 @@ impl RunOutput {
     /// SimAI-compatible mode where they mean the same: `mode`,
     /// `iteration_time_ns`, `compute_ns`, `bubble_ns`, `exposed_comm_ns`
     /// with `dp`, `dp_ep`, `tp`, `ep`, `pp`, `exposed_comm_total_ns`,
-    /// `warnings`; plus `stages`, `critical_path`, and for measured runs
-    /// `measured_iteration_time_ns`, `comparison`, `calibration`).
+    /// `warnings`; plus `stages`, `critical_path`,
+    /// `measured_iteration_time_ns` (always present, `null` for described
+    /// jobs), and for measured runs `comparison`, `calibration`).
     pub fn report_json(&self) -> Value {
         let s = self.summary();
         let mut v = json!({
@@ -268,8 +269,9 @@ impl RunOutput {
             "events": s.events,
             "tasks": s.tasks,
         });
+        // Always present (null for described jobs) so consumers see one layout.
+        v["measured_iteration_time_ns"] = json!(self.measured_iteration_time_ns());
         if self.kind == "measured" {
-            v["measured_iteration_time_ns"] = json!(self.measured_iteration_time_ns());
             if let Some(m) = &self.measured {
                 v["measured_iteration_times_ns"] = json!(m.iteration_times_ns);
                 v["measured_iterations_covered"] = json!(m.iterations_covered);

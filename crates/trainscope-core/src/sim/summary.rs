@@ -28,21 +28,19 @@ use super::timeline::{Span, SpanKind, Stream};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Version of the summary JSON layout.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the summary JSON layout. 2: the exposed-communication groups
+/// are spelled `tp`, `ep`, `dp`, `dp_ep`, `pp` (as in `simulate --json`);
+/// version 1 wrote `TP`, `EP`, `DP`, `DP_EP`, `PP`.
+pub const SCHEMA_VERSION: u32 = 2;
 
-/// Exposed communication per group, ns.
+/// Exposed communication per group, ns (JSON keys `tp`, `ep`, `dp`, `dp_ep`,
+/// `pp`, the same in the summary export and in `simulate --json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ExposedComm {
-    #[serde(rename = "TP")]
     pub tp: u64,
-    #[serde(rename = "EP")]
     pub ep: u64,
-    #[serde(rename = "DP")]
     pub dp: u64,
-    #[serde(rename = "DP_EP")]
     pub dp_ep: u64,
-    #[serde(rename = "PP")]
     pub pp: u64,
 }
 
