@@ -696,11 +696,48 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// SimAI's closed form: per-layer (fwd comm + ig comm + fwd + ig + wg
-    /// compute) summed over every row the file holds except
-    /// `embedding_layer`, times (p - 1) / (m * vpp), ns, truncated.
+    /// SimAI's closed form (FORMATS.md section 2). With the file's rows
+    /// ([`JobSpec::simai_bubble`]): per row except `embedding_layer`, once
+    /// each, (fwd comm + ig comm + fwd + ig + wg compute as written, times
+    /// the compute scale), summed, times (p - 1) / (ga * vpp), truncated
+    /// ([`crate::analytical::report::bubble_ns`]); collectives are costed
+    /// by the run's cost function with SimAI's group size (EP or TP), so
+    /// with `Algorithm::Simai` this is the SimAI-compatible mode's bubble
+    /// exactly, and with ring or tree the same formula with that
+    /// algorithm's collective times. Without them (jobs not read from a
+    /// SimAI file): the simulated program of stage 0, its once-per-iteration
+    /// rows and one block per micro-batch, times (p - 1) / (m * vpp).
     fn simai_bubble(&mut self, vpp: u32) -> Result<u64, SimError> {
         let job: &JobSpec = self.job;
+        if let Some(basis) = &job.simai_bubble {
+            let (tp, ep) = (job.parallel.tp, job.parallel.ep);
+            let mut sum: u128 = 0;
+            for row in &basis.rows {
+                for c in row.compute_ns {
+                    sum += u128::from(scale(c, self.config.compute_scale));
+                }
+                for &(phase, c) in &row.comms {
+                    let group_size = if c.group == GroupKind::Ep { ep } else { tp };
+                    if group_size <= 1 {
+                        continue;
+                    }
+                    let (placement, _) = self.group_placement(0, c.group);
+                    let req = CollectiveRequest {
+                        collective: c.collective,
+                        group: c.group,
+                        group_size,
+                        size_bytes: c.size_bytes,
+                        phase,
+                        placement,
+                    };
+                    sum += u128::from(self.cost(req)?.0);
+                }
+            }
+            return Ok(
+                crate::analytical::report::bubble_ns(sum, self.p, basis.ga, basis.vpp)
+                    .unwrap_or(u64::MAX),
+            );
+        }
         let Some(program) = job.programs.first() else {
             return Ok(0);
         };

@@ -376,6 +376,9 @@ impl JobSpec {
             mode: JobMode::Spmd,
             programs,
             header_vpp: (job.format == Format::SimaiWorkload).then(|| p.virtual_stages.max(1)),
+            // The model does not keep the file's rows as written (copies,
+            // placeholder values): `run_files` attaches them from the file.
+            simai_bubble: None,
             warnings,
         })
     }

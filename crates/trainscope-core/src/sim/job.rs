@@ -303,6 +303,87 @@ impl RankProgram {
     }
 }
 
+/// One row of a SimAI file as SimAI's closed-form bubble reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BubbleRow {
+    /// Forward, input-gradient and weight-gradient compute as written, ns
+    /// (AICB's placeholder `1` counts as 1 ns, as in SimAI).
+    pub compute_ns: [u64; 3],
+    /// The forward and input-gradient collectives (any size > 0; the group
+    /// as SimAI resolves it for the column: an unscoped all-reduce is TP).
+    pub comms: Vec<(Phase, CommSpec)>,
+}
+
+/// The inputs of SimAI's closed-form bubble (FORMATS.md section 2): every
+/// row the file holds except `embedding_layer`, once each in file order,
+/// and the header's `ga` and `vpp`. The bubble is
+/// trunc(sum over rows of (fwd comm + ig comm + fwd + ig + wg compute) x
+/// (pp - 1) / (ga x vpp)), computed by the builder with the run's
+/// collective cost function; a collective's group size is SimAI's (EP for
+/// an EP collective, else TP).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SimaiBubbleBasis {
+    pub rows: Vec<BubbleRow>,
+    /// The header's `ga` (at least 1).
+    pub ga: u32,
+    /// The header's `vpp` (at least 1).
+    pub vpp: u32,
+}
+
+impl SimaiBubbleBasis {
+    /// From a parsed workload: every record except `embedding_layer`, with
+    /// its values as written.
+    pub fn from_workload(w: &SimaiWorkload) -> SimaiBubbleBasis {
+        let comm = |c: &simai::SimaiComm, phase: Phase| -> Option<(Phase, CommSpec)> {
+            let CommType::Collective(coll, group) = c.comm_type else {
+                return None;
+            };
+            if c.size_bytes == 0 {
+                return None;
+            }
+            let collective = match coll {
+                simai::Collective::AllReduce => CollectiveKind::AllReduce,
+                simai::Collective::AllGather => CollectiveKind::AllGather,
+                simai::Collective::ReduceScatter => CollectiveKind::ReduceScatter,
+                simai::Collective::AllToAll => CollectiveKind::AllToAll,
+            };
+            let group = match group {
+                CommGroup::Tp | CommGroup::Unscoped => GroupKind::Tp,
+                CommGroup::Dp => GroupKind::Dp,
+                CommGroup::Ep => GroupKind::Ep,
+                CommGroup::DpEp => GroupKind::DpEp,
+            };
+            Some((
+                phase,
+                CommSpec {
+                    collective,
+                    group,
+                    size_bytes: c.size_bytes,
+                },
+            ))
+        };
+        SimaiBubbleBasis {
+            rows: w
+                .records
+                .iter()
+                .filter(|r| r.name != "embedding_layer")
+                .map(|r| BubbleRow {
+                    compute_ns: [r.fwd_compute_ns, r.ig_compute_ns, r.wg_compute_ns],
+                    comms: [
+                        comm(&r.fwd_comm, Phase::Forward),
+                        comm(&r.ig_comm, Phase::InputGrad),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                })
+                .collect(),
+            ga: w.header.ga.max(1),
+            vpp: w.header.vpp.max(1),
+        }
+    }
+}
+
 /// A schedule-ready job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobSpec {
@@ -320,6 +401,11 @@ pub struct JobSpec {
     pub programs: Vec<RankProgram>,
     /// The AICB header's `vpp` (used only for SimAI's closed-form bubble).
     pub header_vpp: Option<u32>,
+    /// SimAI workloads: what SimAI's closed-form bubble is computed from
+    /// (every row of the file once, `ga`, `vpp`). `None`: the summary's
+    /// `simai_bubble_ns` uses the fallback over the simulated micro-batches
+    /// (see [`super::summary::Summary::simai_bubble_ns`]).
+    pub simai_bubble: Option<SimaiBubbleBasis>,
     /// Assumptions made while building the job.
     pub warnings: Vec<String>,
 }
@@ -352,6 +438,7 @@ impl JobSpec {
             mode: JobMode::Spmd,
             programs,
             header_vpp: None,
+            simai_bubble: None,
             warnings: Vec::new(),
         }
     }
@@ -534,6 +621,7 @@ impl JobSpec {
             mode: JobMode::Spmd,
             programs,
             header_vpp: Some(h.vpp.max(1)),
+            simai_bubble: Some(SimaiBubbleBasis::from_workload(w)),
             warnings,
         })
     }

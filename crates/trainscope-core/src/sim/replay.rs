@@ -624,6 +624,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
         mode: JobMode::PerRank,
         programs,
         header_vpp: None,
+        simai_bubble: None,
         warnings: Vec::new(),
     };
     Ok((
@@ -739,6 +740,7 @@ pub fn optimus_job(
         mode: JobMode::PerRank,
         programs,
         header_vpp: None,
+        simai_bubble: None,
         warnings: Vec::new(),
     };
     Ok((

@@ -148,7 +148,14 @@ pub struct Summary {
     pub reference_stage: u32,
     pub reference_rank: u32,
     /// SimAI's closed-form bubble for the same job (FORMATS.md section 2),
-    /// with collectives costed by this run's cost model, ns.
+    /// ns: for a SimAI workload, every row of the file once (except
+    /// `embedding_layer`, compute as written) x (pp - 1) / (ga x vpp) from
+    /// the header, whatever the simulated micro-batch count. Collectives are
+    /// costed by this run's cost function: with `--algorithm simai` (same
+    /// cluster) it equals the SimAI-compatible mode's `bubble_ns` exactly;
+    /// with ring or tree it is the same formula with that algorithm's
+    /// collective times (latencies included). Other jobs: stage 0's rows
+    /// per simulated micro-batch x (pp - 1) / (m x v).
     pub simai_bubble_ns: u64,
     pub stages: Vec<StageSummary>,
     pub critical_path: CriticalPathSummary,
