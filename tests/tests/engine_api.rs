@@ -469,8 +469,14 @@ fn hostile_simai_numbers_do_not_panic() {
                 mlp -1 18446744073709551615 ALLTOALL_EP 18446744073709551615 1 NONE 0 1 NONE 0 100\n";
     let w = simai::parse("hostile.txt", text).unwrap();
     // Too large a world: an error, not an allocation.
+    assert!(matches!(
+        JobSpec::from_simai(&w),
+        Err(SimError::TooLarge(m)) if m.contains("limit 1048576")
+    ));
+    let mut w = w;
+    w.header.tp = 1;
+    w.header.world = Some(3);
     let j = JobSpec::from_simai(&w).unwrap();
-    assert!(sim::simulate(&j, &SimConfig::default()).is_err());
     // A sane world with absurd times and sizes: runs (times saturate) or is
     // refused, never panics.
     let mut j = j;
@@ -500,4 +506,122 @@ fn hostile_simai_numbers_do_not_panic() {
             ..
         })
     ));
+}
+
+/// Huge sizes in any input are refused with the "too large" error (CLI exit
+/// 4) before anything proportional to them is allocated: a SimAI `pp`, `ga`
+/// or `all_gpus`, an Optimus-Prime `PP`, a world override, the micro-batch
+/// and virtual-stage settings. Without the size checks these abort on a
+/// failed allocation of hundreds of GB.
+#[test]
+fn hostile_sizes_are_refused_before_allocating() {
+    use trainscope_core::formats::simai;
+    use trainscope_core::sim::{run_files, RunError, RunOptions};
+    let simai_text = |pp: &str, ga: &str, world: &str| {
+        format!(
+            "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: {pp} vpp: 1 ga: {ga} all_gpus: {world} pp_comm: 1024\n\
+             2\n\
+             embedding_layer -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
+             mlp -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n"
+        )
+    };
+    let too_large = |r: Result<sim::RunOutput, RunError>, what: &str| match r {
+        Err(RunError::Sim(SimError::TooLarge(m))) => {
+            assert!(m.contains("limit"), "{what}: {m}");
+        }
+        Err(e) => panic!("{what}: expected too large, got {e}"),
+        Ok(_) => panic!("{what}: expected too large, got a result"),
+    };
+    let run = |text: &str, name: &str, config: &SimConfig, options: &RunOptions| {
+        run_files(&[(name, text.as_bytes())], config, options)
+    };
+    let d = SimConfig::default();
+    let o = RunOptions::default();
+    // pp alone (all_gpus = pp): 4e9 stages.
+    let t = simai_text("4000000000", "1", "4000000000");
+    too_large(run(&t, "pp.txt", &d, &o), "simai pp");
+    let w = simai::parse("pp.txt", &t).unwrap();
+    assert!(matches!(
+        JobSpec::from_simai(&w),
+        Err(SimError::TooLarge(_))
+    ));
+    // A world of 4e9 ranks through the override.
+    let t = simai_text("2", "2", "4");
+    let big_world = RunOptions {
+        world: Some(4_000_000_000),
+        ..RunOptions::default()
+    };
+    too_large(run(&t, "w.txt", &d, &big_world), "world override");
+    // ga of 4e9 micro-batches.
+    let t = simai_text("2", "4000000000", "2");
+    match run(&t, "ga.txt", &d, &o) {
+        Err(RunError::Sim(SimError::TooLarge(_) | SimError::InvalidConfig { .. })) => {}
+        other => panic!(
+            "simai ga: {:?}",
+            other.map(|r| r.summary().iteration_time_ns)
+        ),
+    }
+    // A sane job with as many micro-batches and virtual stages as allowed
+    // but too many tasks.
+    let t = simai_text("4", "4", "4");
+    let c = SimConfig {
+        micro_batches: Some(sim::config::MAX_MICRO_BATCHES),
+        virtual_stages: 2,
+        schedule: ScheduleKind::Interleaved,
+        ..SimConfig::default()
+    };
+    too_large(run(&t, "m.txt", &c, &o), "micro-batches");
+    // An Optimus-Prime log claiming 4e8 stages.
+    let log = include_str!("../fixtures/seeds/optimus_prime_llama1b_pp8_train.log")
+        .replace("> PP: 8", "> PP: 400000000");
+    too_large(run(&log, "o.log", &d, &o), "optimus PP");
+    // The size check itself names the numbers.
+    let e = sim::job::check_size(
+        Parallelism {
+            tp: 1,
+            dp: 1,
+            pp: 4_000_000_000,
+            ep: 1,
+        },
+        1,
+        1,
+        1,
+        1,
+        0,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("4000000000"), "{e}");
+    assert!(e.to_string().contains("1048576"), "{e}");
+}
+
+/// The SimAI-compatible mode with hostile pp, ga, vpp and world: a report or
+/// an error, never an overflow panic or an allocation sized by them.
+#[test]
+fn hostile_sizes_in_the_analytical_mode() {
+    use trainscope_core::analytical::{analyse, AnalyticalConfig};
+    use trainscope_core::formats::simai;
+    for (tp, pp, vpp, ga, world) in [
+        ("1", "4000000000", "1", "1", "4000000000"),
+        ("1", "2", "4294967295", "4294967295", "4"),
+        (
+            "4294967295",
+            "4294967295",
+            "4294967295",
+            "4294967295",
+            "4294967295",
+        ),
+        ("2", "2147483647", "2", "3", "4294967294"),
+    ] {
+        let text = format!(
+            "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {tp} ep: 1 pp: {pp} vpp: {vpp} ga: {ga} all_gpus: {world} pp_comm: 18446744073709551615\n\
+             2\n\
+             embedding_layer -1 1000 ALLREDUCE 1048576 1000 NONE 0 1000 NONE 0 100\n\
+             mlp -1 18446744073709551615 ALLGATHER 18446744073709551615 1000 REDUCESCATTER 1048576 1000 ALLREDUCE 4096 100\n"
+        );
+        let w = simai::parse("h.txt", &text).unwrap();
+        match analyse(&w, &AnalyticalConfig::default()) {
+            Ok(r) => assert!(r.iteration_time_ns >= r.bubble_ns),
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
 }

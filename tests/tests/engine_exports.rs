@@ -106,10 +106,14 @@ fn chrome_trace_names_and_flows() {
 fn summary_json_and_spans_csv() {
     let r = result();
     let v: Value = serde_json::from_str(&export::summary_json(&r.summary)).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["mode"], "event");
     assert_eq!(v["iteration_time_ns"], r.summary.iteration_time_ns);
-    assert!(v["exposed_comm_ns"]["DP_EP"].is_u64());
+    // The same lowercase group keys as `simulate --json`.
+    for k in ["tp", "ep", "dp", "dp_ep", "pp"] {
+        assert!(v["exposed_comm_ns"][k].is_u64(), "exposed_comm_ns.{k}");
+    }
+    assert!(v["exposed_comm_ns"].get("DP_EP").is_none());
     assert_eq!(v["stages"].as_array().unwrap().len(), 2);
 
     let csv = export::spans_csv(&r.timeline);

@@ -79,6 +79,33 @@ fn interleaved_matches_the_formula() {
     }
 }
 
+/// m == p: Megatron runs every forward as warm-up on every stage; the
+/// iteration still takes m(t_f + t_b) + (p - 1)(t_f + t_b)/v.
+#[test]
+fn interleaved_with_m_equal_to_p_warms_up_with_every_forward() {
+    use trainscope_core::sim::schedule::{stage_order, Direction};
+    for (p, v) in [(2u32, 2u32), (3, 2), (4, 3)] {
+        for stage in 0..p {
+            let order = stage_order(ScheduleKind::Interleaved, p, p, v, stage).unwrap();
+            let n = (p * v) as usize;
+            assert!(
+                order[..n].iter().all(|s| s.direction == Direction::Forward),
+                "p={p} v={v} stage {stage}: forwards first"
+            );
+            assert!(order[n..]
+                .iter()
+                .all(|s| s.direction == Direction::Backward));
+            // Forwards chunk by chunk, backwards from the last chunk.
+            assert_eq!((order[0].micro_batch, order[0].chunk), (0, 0));
+            assert_eq!((order[n].micro_batch, order[n].chunk), (0, v - 1));
+        }
+        let j = job(p, p, 2 * v, 6, 4, 3);
+        let per = 2 * v as u64 * (6 + 4 + 3);
+        let want = u64::from(p) * per + u64::from(p - 1) * per / u64::from(v);
+        assert_eq!(run(&j, ScheduleKind::Interleaved, v).unwrap(), want);
+    }
+}
+
 #[test]
 fn interleaved_needs_m_multiple_of_p() {
     let j = job(4, 6, 4, 1, 1, 1);

@@ -311,3 +311,70 @@ fn json_shape_snapshot() {
     }
     insta::assert_json_snapshot!("r000_report_head", v);
 }
+
+/// The event mode's `simai_bubble_ns` is the SimAI-compatible mode's
+/// `bubble_ns` exactly when collectives are costed with `--algorithm simai`
+/// on the same cluster: every row of the file once (not once per simulated
+/// micro-batch), divided by GA x vpp, AICB's placeholder compute `1`
+/// counted as written; whatever `--micro-batches` says.
+#[test]
+fn event_simai_bubble_equals_the_analytical_bubble() {
+    use trainscope_core::sim::{run_files, Algorithm, RunOptions, SimConfig};
+    for (file, gpus, nvlink) in [
+        (SEED000, 8, 370.8),
+        (SEED001, 8, 370.8),
+        ("parse/simai/ga_block_once.txt", 8, 370.8),
+        (SEED000, 4, 160.0),
+        (SEED001, 2, 240.0),
+    ] {
+        let bytes = fixture_bytes(file);
+        let name = file.rsplit('/').next().unwrap();
+        let analytical = simulate_bytes(
+            name,
+            &bytes,
+            &AnalyticalConfig {
+                gpus_per_server: Some(gpus),
+                nvlink_busbw_gbps: Some(nvlink),
+                ..AnalyticalConfig::default()
+            },
+        )
+        .expect("analytical");
+        for micro_batches in [None, Some(8)] {
+            let mut config = SimConfig {
+                algorithm: Algorithm::Simai,
+                micro_batches,
+                ..SimConfig::default()
+            };
+            config.network.gpus_per_node = gpus;
+            config.network.nvlink_gbps = nvlink;
+            let out = run_files(&[(name, &bytes)], &config, &RunOptions::default()).expect("event");
+            assert_eq!(
+                out.summary().simai_bubble_ns,
+                analytical.bubble_ns,
+                "{file}, {gpus} GPUs/node, NVLink {nvlink}, micro-batches {micro_batches:?}"
+            );
+        }
+    }
+    // The direct adapter carries the file's rows too.
+    let w = trainscope_core::formats::simai::parse(
+        "g.txt",
+        &String::from_utf8(fixture_bytes("parse/simai/ga_block_once.txt")).unwrap(),
+    )
+    .unwrap();
+    let job = trainscope_core::sim::JobSpec::from_simai(&w).unwrap();
+    let r = trainscope_core::sim::simulate(
+        &job,
+        &trainscope_core::sim::SimConfig {
+            algorithm: trainscope_core::sim::Algorithm::Simai,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let a = simulate_bytes(
+        "g.txt",
+        &fixture_bytes("parse/simai/ga_block_once.txt"),
+        &AnalyticalConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(r.summary.simai_bubble_ns, a.bubble_ns);
+}

@@ -23,6 +23,7 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use trainscope_core::analytical::{GpuType, NicType, RatioTables};
 use trainscope_core::sim::export;
+use trainscope_core::sim::network::PlacementOrder;
 use trainscope_core::sim::run::{convert_files, RunOutput};
 use trainscope_core::sim::timeline::Timeline;
 use trainscope_core::sim::{run_files, Algorithm, RunError, RunOptions, ScheduleKind, SimConfig};
@@ -89,6 +90,15 @@ pub struct EventFlags {
     /// default 5 / 1).
     #[arg(long, value_name = "X", allow_negative_numbers = true)]
     pub latency_us: Option<f64>,
+    /// How ranks are laid out on the nodes, fastest-varying dimension first:
+    /// tp-dp-pp (default, Megatron), tp-pp-dp, dp-tp-pp, dp-pp-tp, pp-tp-dp,
+    /// pp-dp-tp.
+    #[arg(long, value_name = "ORDER")]
+    pub placement: Option<String>,
+    /// Fabric oversubscription X >= 1: inter-node bandwidth is divided by X
+    /// (default 1).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub oversubscription: Option<f64>,
     /// Collective cost: ring (default), tree or simai (SimAI-compatible).
     #[arg(long, value_enum)]
     pub algorithm: Option<AlgorithmArg>,
@@ -140,6 +150,8 @@ impl EventFlags {
         add(self.virtual_stages.is_some(), "--virtual-stages");
         add(self.micro_batches.is_some(), "--micro-batches");
         add(self.latency_us.is_some(), "--latency-us");
+        add(self.placement.is_some(), "--placement");
+        add(self.oversubscription.is_some(), "--oversubscription");
         add(self.algorithm.is_some(), "--algorithm");
         add(self.backward_factor.is_some(), "--backward-factor");
         add(self.calibrate, "--calibrate");
@@ -185,7 +197,7 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
                     "error: unknown GPU type `{name}`; expected one of: {}",
                     GpuType::NAMES
                 );
-                return Ok(Err(EXIT_USAGE));
+                return Ok(Err(EXIT_CONFIG));
             }
         },
         (None, None) => {}
@@ -199,7 +211,7 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
                     "error: unknown NIC type `{name}`; expected one of: {}",
                     NicType::NAMES
                 );
-                return Ok(Err(EXIT_USAGE));
+                return Ok(Err(EXIT_CONFIG));
             }
         },
         (None, None) => {}
@@ -209,6 +221,22 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
             eprint!("{}", err.to_diagnostic().render());
             return Ok(Err(EXIT_CONFIG));
         }
+    }
+    if let Some(name) = &e.placement {
+        match PlacementOrder::from_name(name) {
+            Some(order) => net.placement = order,
+            None => {
+                eprintln!(
+                    "error: invalid setting `placement`: unknown order `{name}`; expected one of: {}",
+                    PlacementOrder::NAMES.join(", ")
+                );
+                return Ok(Err(EXIT_CONFIG));
+            }
+        }
+    }
+    if let Some(x) = e.oversubscription {
+        // Range-checked with the other settings (exit 4 when below 1).
+        net.oversubscription = x;
     }
     if let Some(v) = e.virtual_stages {
         config.virtual_stages = v;

@@ -276,16 +276,12 @@ fn run_simai(args: &Args) -> Result<u8> {
     Ok(0)
 }
 
-/// Print an invalid configuration and pick its exit code (an unknown preset
-/// name is a usage error, everything else an invalid configuration).
+/// Print an invalid configuration; its exit code is always 4 (invalid
+/// configuration), an unknown `--gpu-type` / `--nic-type` preset included
+/// (the message lists the known presets).
 pub fn config_error(e: &AnalyticalError) -> u8 {
     eprint!("{}", e.to_diagnostic().render());
-    match e {
-        AnalyticalError::UnknownGpuType { .. } | AnalyticalError::UnknownNicType { .. } => {
-            EXIT_USAGE
-        }
-        _ => EXIT_CONFIG,
-    }
+    EXIT_CONFIG
 }
 
 /// Replace the built-in tables by the files found in `dir`. The outer

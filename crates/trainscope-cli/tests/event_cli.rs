@@ -91,7 +91,11 @@ fn check_keys(v: &Value, measured: bool) {
         assert!(u(v, "measured_iteration_time_ns") > 0);
         assert!(v["comparison"]["error_percent"].is_f64());
     } else {
-        assert!(v.get("measured_iteration_time_ns").is_none());
+        assert!(
+            v["measured_iteration_time_ns"].is_null()
+                && v.get("measured_iteration_time_ns").is_some(),
+            "described jobs carry measured_iteration_time_ns: null"
+        );
     }
 }
 
@@ -265,14 +269,15 @@ fn convert_writes_the_measured_timeline() {
 
 #[test]
 fn exit_codes() {
-    // 2: usage (unknown flag, two inputs, unknown preset, unreadable file).
+    // 2: usage (unknown flag, two inputs, unreadable file).
     assert_eq!(simulate(SEED000, &["--bogus"]).status.code(), Some(2));
     let out = simulate(SEED000, &[&fixture(NEUSIGHT)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("one workload or one measured run"));
+    // An unknown preset is an invalid configuration (4).
     assert_eq!(
         simulate(SEED000, &["--gpu-type", "B200"]).status.code(),
-        Some(2)
+        Some(4)
     );
     assert_eq!(
         trainscope(&["simulate", "/nonexistent/file.txt"])
@@ -411,4 +416,50 @@ fn cross_fixtures_cli_equals_core() {
         let have: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(have, want, "{} differs from this build", path.display());
     }
+}
+
+/// `--oversubscription 2` divides the inter-node bandwidth: on seed 000 (DP
+/// 16 across 64 nodes) each rank's gradient sync (DP collectives over the
+/// fabric) takes longer; `--placement` changes which groups leave a node;
+/// out-of-range values are invalid configurations (4).
+#[test]
+fn oversubscription_and_placement_flags() {
+    let base = json_of(&simulate(SEED000, &["--json"]));
+    let over = json_of(&simulate(SEED000, &["--json", "--oversubscription", "2"]));
+    let sync = |v: &Value| u(&v["stages"][0], "grad_sync_busy_ns");
+    assert!(sync(&base) > 0);
+    assert!(
+        sync(&over) > sync(&base),
+        "DP sync {} with oversubscription 2, {} without",
+        sync(&over),
+        sync(&base)
+    );
+    assert!(u(&over, "iteration_time_ns") > u(&base, "iteration_time_ns"));
+    // The default placement is tp-dp-pp; naming it changes nothing.
+    let same = json_of(&simulate(SEED000, &["--json", "--placement", "tp-dp-pp"]));
+    assert_eq!(u(&same, "iteration_time_ns"), u(&base, "iteration_time_ns"));
+    // PP fastest puts TP groups across nodes: TP collectives get slower.
+    let pp_first = json_of(&simulate(SEED000, &["--json", "--placement", "pp-dp-tp"]));
+    assert!(
+        u(&pp_first["exposed_comm_ns"], "tp") > u(&base["exposed_comm_ns"], "tp"),
+        "TP across nodes"
+    );
+    for bad in [
+        &["--placement", "tp-tp-dp"][..],
+        &["--placement", "nope"][..],
+        &["--oversubscription", "0.5"][..],
+    ] {
+        let out = simulate(SEED000, bad);
+        assert_eq!(out.status.code(), Some(4), "{bad:?}: {}", stderr(&out));
+    }
+    let out = simulate(SEED000, &["--placement", "nope"]);
+    assert!(stderr(&out).contains("tp-pp-dp"), "{}", stderr(&out));
+    let out = simulate(SEED000, &["--oversubscription", "0.5"]);
+    assert!(
+        stderr(&out).contains("oversubscription"),
+        "{}",
+        stderr(&out)
+    );
+    let help = String::from_utf8_lossy(&trainscope(&["simulate", "--help"]).stdout).to_string();
+    assert!(help.contains("--placement") && help.contains("--oversubscription"));
 }

@@ -235,9 +235,20 @@ fn usage_and_parse_exit_codes() {
     assert_eq!(out.status.code(), Some(2));
     let out = simai(SEED000, &["--bogus"]);
     assert_eq!(out.status.code(), Some(2));
+    // An unknown preset is an invalid configuration (4), listing the presets,
+    // in both modes.
     let out = simai(SEED000, &["--gpu-type", "B200"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     assert!(stderr(&out).contains("unknown GPU type `B200`"));
+    assert!(stderr(&out).contains("H100"), "{}", stderr(&out));
+    let out = simai(SEED000, &["--nic-type", "CX9"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("CX7"), "{}", stderr(&out));
+    for flag in ["--gpu-type", "--nic-type"] {
+        let out = trainscope(&["simulate", &fixture(SEED000), flag, "nope"]);
+        assert_eq!(out.status.code(), Some(4), "event mode {flag}");
+        assert!(stderr(&out).contains("expected one of"), "{}", stderr(&out));
+    }
     // Not a SimAI workload: parse failure, with what it looks like.
     let out = simai("seeds/neusight_gpt2large_dp_workitems.tsv", &[]);
     assert_eq!(out.status.code(), Some(3));

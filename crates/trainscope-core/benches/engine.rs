@@ -171,6 +171,7 @@ fn synthetic_per_rank() -> JobSpec {
         mode: JobMode::PerRank,
         programs,
         header_vpp: None,
+        simai_bubble: None,
         warnings: vec![],
     }
 }

@@ -118,6 +118,35 @@ impl Algorithm {
     pub const ALL: [Algorithm; 3] = [Algorithm::Ring, Algorithm::Tree, Algorithm::Simai];
 }
 
+/// How ranks are laid out on the nodes, fastest-varying dimension first
+/// (the core's [`trainscope_core::sim::network::PlacementOrder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub enum Placement {
+    /// Megatron's: TP fastest, then DP, then PP.
+    #[default]
+    TpDpPp,
+    TpPpDp,
+    DpTpPp,
+    DpPpTp,
+    PpTpDp,
+    PpDpTp,
+}
+
+impl Placement {
+    pub const ALL: [Placement; 6] = [
+        Placement::TpDpPp,
+        Placement::TpPpDp,
+        Placement::DpTpPp,
+        Placement::DpPpTp,
+        Placement::PpTpDp,
+        Placement::PpDpTp,
+    ];
+}
+
+fn default_oversubscription() -> f64 {
+    1.0
+}
+
 /// Every setting; the form, the validation messages and the URL fragment all
 /// name a setting by its [`Field`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -130,6 +159,8 @@ pub enum Field {
     Nic,
     NicBw,
     Latency,
+    Placement,
+    Oversubscription,
     World,
     Tp,
     Pp,
@@ -149,7 +180,7 @@ pub enum Field {
 
 impl Field {
     /// All fields, in form and URL order.
-    pub const ALL: [Field; 23] = [
+    pub const ALL: [Field; 25] = [
         Field::Mode,
         Field::Gpu,
         Field::NvlinkBw,
@@ -158,6 +189,8 @@ impl Field {
         Field::Nic,
         Field::NicBw,
         Field::Latency,
+        Field::Placement,
+        Field::Oversubscription,
         Field::World,
         Field::Tp,
         Field::Pp,
@@ -186,6 +219,8 @@ impl Field {
             Field::Nic => "nic",
             Field::NicBw => "nic_gbps",
             Field::Latency => "latency_us",
+            Field::Placement => "placement",
+            Field::Oversubscription => "oversubscription",
             Field::World => "world",
             Field::Tp => "tp",
             Field::Pp => "pp",
@@ -219,6 +254,8 @@ impl Field {
             Field::Nic => "NIC type",
             Field::NicBw => "NIC bandwidth (GB/s)",
             Field::Latency => "Link latency (µs)",
+            Field::Placement => "Rank placement (fastest first)",
+            Field::Oversubscription => "Fabric oversubscription (≥ 1)",
             Field::World => "World size (GPUs)",
             Field::Tp => "Tensor parallel (TP)",
             Field::Pp => "Pipeline parallel (PP)",
@@ -241,6 +278,8 @@ impl Field {
     pub fn used_in(self, mode: Mode) -> bool {
         match self {
             Field::Latency
+            | Field::Placement
+            | Field::Oversubscription
             | Field::Schedule
             | Field::Algorithm
             | Field::GradSyncOverlap
@@ -283,6 +322,13 @@ pub struct Settings {
     pub nic_bw_gbps: f64,
     /// Per-message link latency, microseconds (event mode).
     pub latency_us: f64,
+    /// Rank placement order (event mode).
+    #[serde(default)]
+    pub placement: Placement,
+    /// Fabric oversubscription, >= 1: inter-node bandwidth is divided by it
+    /// (event mode).
+    #[serde(default = "default_oversubscription")]
+    pub oversubscription: f64,
     // Parallelism and batch.
     pub world_size: u32,
     pub tp: u32,
@@ -318,6 +364,8 @@ impl Default for Settings {
             nic: NicPreset::Cx7,
             nic_bw_gbps: 48.5,
             latency_us: 5.0,
+            placement: Placement::TpDpPp,
+            oversubscription: 1.0,
             world_size: 8,
             tp: 1,
             pp: 1,
@@ -540,6 +588,18 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         Schedule::Interleaved => "interleaved",
     }
 }
+/// The core's name of a placement order (`tp-dp-pp`, ...).
+pub fn placement_name(p: Placement) -> &'static str {
+    match p {
+        Placement::TpDpPp => "tp-dp-pp",
+        Placement::TpPpDp => "tp-pp-dp",
+        Placement::DpTpPp => "dp-tp-pp",
+        Placement::DpPpTp => "dp-pp-tp",
+        Placement::PpTpDp => "pp-tp-dp",
+        Placement::PpDpTp => "pp-dp-tp",
+    }
+}
+
 pub fn algorithm_name(a: Algorithm) -> &'static str {
     match a {
         Algorithm::Ring => "ring",
@@ -560,6 +620,8 @@ impl Settings {
             Field::Nic => nic_name(self.nic).into(),
             Field::NicBw => fmt_f64(self.nic_bw_gbps),
             Field::Latency => fmt_f64(self.latency_us),
+            Field::Placement => placement_name(self.placement).into(),
+            Field::Oversubscription => fmt_f64(self.oversubscription),
             Field::World => self.world_size.to_string(),
             Field::Tp => self.tp.to_string(),
             Field::Pp => self.pp.to_string(),
@@ -612,6 +674,8 @@ impl Settings {
                 }
             }
             Field::Latency => self.latency_us = parse_f64(text)?,
+            Field::Placement => self.placement = choice(&Placement::ALL, placement_name, text)?,
+            Field::Oversubscription => self.oversubscription = parse_f64(text)?,
             Field::World => self.world_size = parse_u32(text)?,
             Field::Tp => self.tp = parse_u32(text)?,
             Field::Pp => self.pp = parse_u32(text)?,
@@ -689,6 +753,17 @@ impl Settings {
         );
         if !(self.latency_us.is_finite() && self.latency_us >= 0.0) {
             err(Field::Latency, "latency cannot be negative".into());
+        }
+        if !(self.oversubscription.is_finite() && self.oversubscription >= 1.0) {
+            err(
+                Field::Oversubscription,
+                format!(
+                    "oversubscription must be at least 1 (1 = full bisection bandwidth; got {})",
+                    fmt_f64(self.oversubscription)
+                ),
+            );
+        } else if self.oversubscription > 1e6 {
+            err(Field::Oversubscription, "must be at most 1000000".into());
         }
         count(Field::Tp, self.tp, MAX_WORLD, &mut err);
         count(Field::Pp, self.pp, MAX_WORLD, &mut err);

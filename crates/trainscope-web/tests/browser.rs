@@ -1016,3 +1016,64 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
     assert_eq!((px[0], px[1], px[2]), (0, 114, 178));
     host.remove();
 }
+
+/// Placement order and fabric oversubscription: validated with a message
+/// next to their field, carried through the URL fragment, and mapped onto
+/// the event mode's network configuration.
+#[wasm_bindgen_test]
+fn placement_and_oversubscription_settings() {
+    use trainscope_core::sim::network::PlacementOrder;
+    use trainscope_web::settings::Placement;
+    let mut s = Settings::default();
+    assert_eq!(s.placement, Placement::TpDpPp);
+    assert_eq!(s.oversubscription, 1.0);
+    assert_eq!(s.validate(), vec![]);
+    // Below 1: an error on the oversubscription field only.
+    s.set(Field::Oversubscription, "0.5").unwrap();
+    let errs = s.validate();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].field, Field::Oversubscription);
+    assert!(
+        errs[0].message.contains("at least 1"),
+        "{}",
+        errs[0].message
+    );
+    // Not a number / not an order: refused by `set`, value unchanged.
+    assert!(s.set(Field::Oversubscription, "x").is_err());
+    assert_eq!(s.oversubscription, 0.5);
+    let e = s.set(Field::Placement, "tp-tp-dp").unwrap_err();
+    assert!(e.contains("tp-pp-dp"), "{e}");
+    // The SimAI mode does not use them: not checked there.
+    s.mode = Mode::Simai;
+    assert_eq!(s.validate(), vec![]);
+    s.mode = Mode::Event;
+    s.set(Field::Oversubscription, "2.5").unwrap();
+    s.set(Field::Placement, "pp-dp-tp").unwrap();
+    assert_eq!(s.validate(), vec![]);
+    // URL round trip.
+    let set: BTreeSet<Field> = [Field::Placement, Field::Oversubscription]
+        .into_iter()
+        .collect();
+    let frag = to_fragment(None, &s, &set);
+    assert_eq!(frag, "mode=event&placement=pp-dp-tp&oversubscription=2.5");
+    let (back, notes) = from_fragment(&format!("#{frag}"));
+    assert_eq!(notes, Vec::<String>::new());
+    assert_eq!(back.settings.placement, Placement::PpDpTp);
+    assert_eq!(back.settings.oversubscription, 2.5);
+    assert!(back.given.contains(&Field::Placement));
+    let (_, notes) = from_fragment("placement=tp-dp");
+    assert!(notes.iter().any(|n| n.contains("placement")), "{notes:?}");
+    // Every order the form offers is one the core reads.
+    for p in Placement::ALL {
+        let name = trainscope_web::settings::placement_name(p);
+        assert!(PlacementOrder::from_name(name).is_some(), "{name}");
+    }
+    // The event configuration carries them.
+    let (config, _) = compute::event_config(&s, &set);
+    assert_eq!(config.network.oversubscription, 2.5);
+    assert_eq!(
+        config.network.placement,
+        PlacementOrder::from_name("pp-dp-tp").unwrap()
+    );
+    assert!(config.validate().is_ok());
+}

@@ -30,7 +30,9 @@
 
 use super::config::{SimConfig, MAX_MICRO_BATCHES};
 use super::engine::{Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE};
-use super::job::{CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase};
+use super::job::{
+    estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
+};
 use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
 use super::schedule::{self, Direction, PipeStep, ScheduleKind};
 use super::summary::{self, Summary};
@@ -694,11 +696,48 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// SimAI's closed form: per-layer (fwd comm + ig comm + fwd + ig + wg
-    /// compute) summed over every row the file holds except
-    /// `embedding_layer`, times (p - 1) / (m * vpp), ns, truncated.
+    /// SimAI's closed form (FORMATS.md section 2). With the file's rows
+    /// ([`JobSpec::simai_bubble`]): per row except `embedding_layer`, once
+    /// each, (fwd comm + ig comm + fwd + ig + wg compute as written, times
+    /// the compute scale), summed, times (p - 1) / (ga * vpp), truncated
+    /// ([`crate::analytical::report::bubble_ns`]); collectives are costed
+    /// by the run's cost function with SimAI's group size (EP or TP), so
+    /// with `Algorithm::Simai` this is the SimAI-compatible mode's bubble
+    /// exactly, and with ring or tree the same formula with that
+    /// algorithm's collective times. Without them (jobs not read from a
+    /// SimAI file): the simulated program of stage 0, its once-per-iteration
+    /// rows and one block per micro-batch, times (p - 1) / (m * vpp).
     fn simai_bubble(&mut self, vpp: u32) -> Result<u64, SimError> {
         let job: &JobSpec = self.job;
+        if let Some(basis) = &job.simai_bubble {
+            let (tp, ep) = (job.parallel.tp, job.parallel.ep);
+            let mut sum: u128 = 0;
+            for row in &basis.rows {
+                for c in row.compute_ns {
+                    sum += u128::from(scale(c, self.config.compute_scale));
+                }
+                for &(phase, c) in &row.comms {
+                    let group_size = if c.group == GroupKind::Ep { ep } else { tp };
+                    if group_size <= 1 {
+                        continue;
+                    }
+                    let (placement, _) = self.group_placement(0, c.group);
+                    let req = CollectiveRequest {
+                        collective: c.collective,
+                        group: c.group,
+                        group_size,
+                        size_bytes: c.size_bytes,
+                        phase,
+                        placement,
+                    };
+                    sum += u128::from(self.cost(req)?.0);
+                }
+            }
+            return Ok(
+                crate::analytical::report::bubble_ns(sum, self.p, basis.ga, basis.vpp)
+                    .unwrap_or(u64::MAX),
+            );
+        }
         let Some(program) = job.programs.first() else {
             return Ok(0);
         };
@@ -815,18 +854,17 @@ pub fn build(
     // Size limit before allocating anything proportional to the work.
     let mut estimate: u64 = 0;
     for prog in &job.programs {
-        let per_layer = 10u64;
         let biggest = prog
             .blocks
             .iter()
             .map(|b| b.layers.len() as u64)
             .max()
             .unwrap_or(0);
-        estimate = estimate.saturating_add(
-            u64::from(m)
-                .saturating_mul(biggest.saturating_mul(per_layer) + 4)
-                .saturating_add((prog.pre_rows.len() + prog.post_rows.len()) as u64 * 6),
-        );
+        estimate = estimate.saturating_add(estimated_stage_tasks(
+            u64::from(m),
+            biggest,
+            (prog.pre_rows.len() + prog.post_rows.len()) as u64,
+        ));
         for b in &prog.blocks {
             if (b.layers.len() as u64) < u64::from(v) {
                 return Err(SimError::TooFewLayers {
@@ -848,7 +886,8 @@ pub fn build(
     }
     if estimate > MAX_TASKS {
         return Err(SimError::TooLarge(format!(
-            "about {estimate} tasks (limit {MAX_TASKS})"
+            "about {estimate} tasks for {} simulated rank(s), {m} micro-batches and {v} virtual stage(s) (limit {MAX_TASKS})",
+            job.programs.len()
         )));
     }
     let ranks: Vec<u32> = job

@@ -36,8 +36,8 @@
 
 use super::config::MAX_MICRO_BATCHES;
 use super::job::{
-    Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, Phase,
-    PhaseOps, RankProgram,
+    check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
+    Parallelism, Phase, PhaseOps, RankProgram,
 };
 use super::SimError;
 use crate::formats::Format;
@@ -287,6 +287,20 @@ impl JobSpec {
             }
             _ => None,
         };
+        // Sizes first: nothing proportional to pp is allocated before this.
+        let biggest = job
+            .stages
+            .iter()
+            .flat_map(|s| s.blocks.iter().map(|b| b.ops.len()))
+            .max()
+            .unwrap_or(0);
+        let once = job
+            .stages
+            .iter()
+            .map(|s| s.before.len() + s.after.len())
+            .max()
+            .unwrap_or(0);
+        check_size(parallel, u64::from(pp), 1, 1, biggest as u64, once as u64)?;
         let mut programs = Vec::with_capacity(pp as usize);
         let mut micro_batches: Option<u64> = None;
         for stage in 0..pp {
@@ -362,6 +376,9 @@ impl JobSpec {
             mode: JobMode::Spmd,
             programs,
             header_vpp: (job.format == Format::SimaiWorkload).then(|| p.virtual_stages.max(1)),
+            // The model does not keep the file's rows as written (copies,
+            // placeholder values): `run_files` attaches them from the file.
+            simai_bubble: None,
             warnings,
         })
     }

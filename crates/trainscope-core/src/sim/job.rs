@@ -29,6 +29,64 @@ use serde::Serialize;
 /// Most ranks a job may have (tp x dp x pp).
 pub const MAX_WORLD: u64 = 1 << 20;
 
+/// Tasks one stage program makes, as the builder estimates them: per
+/// micro-batch 10 per layer of its biggest block plus 4, and 6 per
+/// once-per-iteration row.
+pub fn estimated_stage_tasks(micro_batches: u64, block_layers: u64, once_rows: u64) -> u64 {
+    micro_batches
+        .saturating_mul(block_layers.saturating_mul(10).saturating_add(4))
+        .saturating_add(once_rows.saturating_mul(6))
+}
+
+/// Refuse, before anything proportional to them is allocated, sizes beyond
+/// the limits: a world (tp x dp x pp) above [`MAX_WORLD`], more than
+/// [`super::config::MAX_MICRO_BATCHES`] micro-batches, more than
+/// [`super::config::MAX_VIRTUAL_STAGES`] virtual stages, or `programs`
+/// stage programs of the given shape making more than
+/// [`super::build::MAX_TASKS`] tasks. Adapters call it with the sizes the
+/// input states (and one micro-batch when the count may still be
+/// overridden); the builder with the final ones. The error names the
+/// numbers and the limit.
+pub fn check_size(
+    parallel: Parallelism,
+    programs: u64,
+    micro_batches: u64,
+    virtual_stages: u64,
+    block_layers: u64,
+    once_rows: u64,
+) -> Result<(), SimError> {
+    use super::build::MAX_TASKS;
+    use super::config::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
+    let world = parallel.world();
+    if world > MAX_WORLD {
+        return Err(SimError::TooLarge(format!(
+            "a world of tp {} x dp {} x pp {} = {world} ranks (limit {MAX_WORLD})",
+            parallel.tp, parallel.dp, parallel.pp
+        )));
+    }
+    if micro_batches > u64::from(MAX_MICRO_BATCHES) {
+        return Err(SimError::TooLarge(format!(
+            "{micro_batches} micro-batches (limit {MAX_MICRO_BATCHES})"
+        )));
+    }
+    if virtual_stages > u64::from(MAX_VIRTUAL_STAGES) {
+        return Err(SimError::TooLarge(format!(
+            "{virtual_stages} virtual stages (limit {MAX_VIRTUAL_STAGES})"
+        )));
+    }
+    let tasks = programs.saturating_mul(estimated_stage_tasks(
+        micro_batches.max(1),
+        block_layers,
+        once_rows,
+    ));
+    if tasks > MAX_TASKS {
+        return Err(SimError::TooLarge(format!(
+            "about {tasks} tasks ({programs} stage program(s) x {micro_batches} micro-batch(es) of {block_layers} layer(s), {once_rows} once-per-iteration row(s); limit {MAX_TASKS})"
+        )));
+    }
+    Ok(())
+}
+
 /// Parallel sizes. World = tp x dp x pp; EP splits DP (ep divides dp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Parallelism {
@@ -245,6 +303,87 @@ impl RankProgram {
     }
 }
 
+/// One row of a SimAI file as SimAI's closed-form bubble reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BubbleRow {
+    /// Forward, input-gradient and weight-gradient compute as written, ns
+    /// (AICB's placeholder `1` counts as 1 ns, as in SimAI).
+    pub compute_ns: [u64; 3],
+    /// The forward and input-gradient collectives (any size > 0; the group
+    /// as SimAI resolves it for the column: an unscoped all-reduce is TP).
+    pub comms: Vec<(Phase, CommSpec)>,
+}
+
+/// The inputs of SimAI's closed-form bubble (FORMATS.md section 2): every
+/// row the file holds except `embedding_layer`, once each in file order,
+/// and the header's `ga` and `vpp`. The bubble is
+/// trunc(sum over rows of (fwd comm + ig comm + fwd + ig + wg compute) x
+/// (pp - 1) / (ga x vpp)), computed by the builder with the run's
+/// collective cost function; a collective's group size is SimAI's (EP for
+/// an EP collective, else TP).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SimaiBubbleBasis {
+    pub rows: Vec<BubbleRow>,
+    /// The header's `ga` (at least 1).
+    pub ga: u32,
+    /// The header's `vpp` (at least 1).
+    pub vpp: u32,
+}
+
+impl SimaiBubbleBasis {
+    /// From a parsed workload: every record except `embedding_layer`, with
+    /// its values as written.
+    pub fn from_workload(w: &SimaiWorkload) -> SimaiBubbleBasis {
+        let comm = |c: &simai::SimaiComm, phase: Phase| -> Option<(Phase, CommSpec)> {
+            let CommType::Collective(coll, group) = c.comm_type else {
+                return None;
+            };
+            if c.size_bytes == 0 {
+                return None;
+            }
+            let collective = match coll {
+                simai::Collective::AllReduce => CollectiveKind::AllReduce,
+                simai::Collective::AllGather => CollectiveKind::AllGather,
+                simai::Collective::ReduceScatter => CollectiveKind::ReduceScatter,
+                simai::Collective::AllToAll => CollectiveKind::AllToAll,
+            };
+            let group = match group {
+                CommGroup::Tp | CommGroup::Unscoped => GroupKind::Tp,
+                CommGroup::Dp => GroupKind::Dp,
+                CommGroup::Ep => GroupKind::Ep,
+                CommGroup::DpEp => GroupKind::DpEp,
+            };
+            Some((
+                phase,
+                CommSpec {
+                    collective,
+                    group,
+                    size_bytes: c.size_bytes,
+                },
+            ))
+        };
+        SimaiBubbleBasis {
+            rows: w
+                .records
+                .iter()
+                .filter(|r| r.name != "embedding_layer")
+                .map(|r| BubbleRow {
+                    compute_ns: [r.fwd_compute_ns, r.ig_compute_ns, r.wg_compute_ns],
+                    comms: [
+                        comm(&r.fwd_comm, Phase::Forward),
+                        comm(&r.ig_comm, Phase::InputGrad),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                })
+                .collect(),
+            ga: w.header.ga.max(1),
+            vpp: w.header.vpp.max(1),
+        }
+    }
+}
+
 /// A schedule-ready job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobSpec {
@@ -262,6 +401,11 @@ pub struct JobSpec {
     pub programs: Vec<RankProgram>,
     /// The AICB header's `vpp` (used only for SimAI's closed-form bubble).
     pub header_vpp: Option<u32>,
+    /// SimAI workloads: what SimAI's closed-form bubble is computed from
+    /// (every row of the file once, `ga`, `vpp`). `None`: the summary's
+    /// `simai_bubble_ns` uses the fallback over the simulated micro-batches
+    /// (see [`super::summary::Summary::simai_bubble_ns`]).
+    pub simai_bubble: Option<SimaiBubbleBasis>,
     /// Assumptions made while building the job.
     pub warnings: Vec<String>,
 }
@@ -294,6 +438,7 @@ impl JobSpec {
             mode: JobMode::Spmd,
             programs,
             header_vpp: None,
+            simai_bubble: None,
             warnings: Vec::new(),
         }
     }
@@ -444,6 +589,15 @@ impl JobSpec {
         } else {
             0
         };
+        let biggest = blocks.iter().map(|b| b.layers.len()).max().unwrap_or(0);
+        check_size(
+            parallel,
+            u64::from(pp),
+            1,
+            1,
+            biggest as u64,
+            (pre.len() + post.len()) as u64,
+        )?;
         let programs = (0..pp)
             .map(|stage| RankProgram {
                 rank: 0,
@@ -467,6 +621,7 @@ impl JobSpec {
             mode: JobMode::Spmd,
             programs,
             header_vpp: Some(h.vpp.max(1)),
+            simai_bubble: Some(SimaiBubbleBasis::from_workload(w)),
             warnings,
         })
     }

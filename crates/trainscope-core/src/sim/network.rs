@@ -57,6 +57,25 @@ impl Default for PlacementOrder {
 }
 
 impl PlacementOrder {
+    /// Every order's name, the default (Megatron's) first.
+    pub const NAMES: [&'static str; 6] = [
+        "tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp",
+    ];
+
+    /// The `tp-dp-pp` style name (fastest first), as [`Self::from_name`]
+    /// reads it.
+    pub fn name(&self) -> String {
+        self.0
+            .iter()
+            .map(|d| match d {
+                Dim::Tp => "tp",
+                Dim::Dp => "dp",
+                Dim::Pp => "pp",
+            })
+            .collect::<Vec<_>>()
+            .join("-")
+    }
+
     /// Parse `tp-dp-pp` style names (fastest first).
     pub fn from_name(name: &str) -> Option<PlacementOrder> {
         let mut dims = [Dim::Tp; 3];

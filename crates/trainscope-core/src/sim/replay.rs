@@ -37,8 +37,8 @@
 
 use super::described::scale;
 use super::job::{
-    Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
-    RankProgram,
+    check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
+    Parallelism, PhaseOps, RankProgram,
 };
 use super::network::{Coords, Placement, PlacementOrder};
 use super::schedule::PipeStep;
@@ -462,6 +462,8 @@ fn fill_missing_stages(
     if present.is_empty() {
         return assumed;
     }
+    // The callers checked the sizes (`check_replay_size`) before this: at
+    // most MAX_WORLD stages, each copy within the task limit.
     let last = parallel.pp.saturating_sub(1);
     let mut copies = Vec::new();
     for stage in 0..parallel.pp {
@@ -523,6 +525,34 @@ fn fill_missing_stages(
     assumed
 }
 
+/// Refuse a measured run whose sizes exceed the limits before any stage is
+/// filled in: the world, the micro-batch count, and `pp` stage programs as
+/// big as the largest measured one.
+fn check_replay_size(
+    parallel: Parallelism,
+    micro_batches: u32,
+    programs: &[RankProgram],
+) -> Result<(), SimError> {
+    let layers = programs
+        .iter()
+        .flat_map(|p| p.blocks.iter().map(|b| b.layers.len()))
+        .max()
+        .unwrap_or(0);
+    let once = programs
+        .iter()
+        .map(|p| p.pre_rows.len() + p.post_rows.len())
+        .max()
+        .unwrap_or(0);
+    check_size(
+        parallel,
+        u64::from(parallel.pp).max(programs.len() as u64),
+        u64::from(micro_batches),
+        1,
+        layers as u64,
+        once as u64,
+    )
+}
+
 fn parallel_of(run: &MeasuredRun) -> Parallelism {
     Parallelism {
         tp: run.parallel.tp.max(1),
@@ -558,9 +588,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
     let mut warnings = Vec::new();
     let parallel = parallel_of(run);
     let m = run.parallel.micro_batches.max(1);
-    if m > super::config::MAX_MICRO_BATCHES {
-        return Err(SimError::TooLarge(format!("{m} micro-batches")));
-    }
+    check_size(parallel, 0, u64::from(m), 1, 0, 0)?;
     let mut programs = Vec::new();
     let mut measured = ByKind::default();
     let mut present = Vec::new();
@@ -585,6 +613,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
             "no rank of the trace has a forward_step or backward_step to replay".to_string(),
         ));
     }
+    check_replay_size(parallel, m, &programs)?;
     let assumed = fill_missing_stages(&mut programs, parallel, &mut warnings);
     unmeasured_note(run, &programs, parallel.world(), &mut warnings);
     let job = JobSpec {
@@ -595,6 +624,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
         mode: JobMode::PerRank,
         programs,
         header_vpp: None,
+        simai_bubble: None,
         warnings: Vec::new(),
     };
     Ok((
@@ -624,6 +654,7 @@ pub fn optimus_job(
     let mut warnings = Vec::new();
     let parallel = parallel_of(run);
     let m = run.parallel.micro_batches.max(1);
+    check_size(parallel, 0, u64::from(m), 1, 0, 0)?;
     let mut programs = Vec::new();
     let mut measured = ByKind::default();
     let mut present = Vec::new();
@@ -698,6 +729,7 @@ pub fn optimus_job(
         "send/recv times are not logged: stage-to-stage transfers carry the activation-bytes setting (none by default: not simulated)"
             .to_string(),
     );
+    check_replay_size(parallel, m, &programs)?;
     let assumed = fill_missing_stages(&mut programs, parallel, &mut warnings);
     unmeasured_note(run, &programs, parallel.world(), &mut warnings);
     let job = JobSpec {
@@ -708,6 +740,7 @@ pub fn optimus_job(
         mode: JobMode::PerRank,
         programs,
         header_vpp: None,
+        simai_bubble: None,
         warnings: Vec::new(),
     };
     Ok((

@@ -11,7 +11,9 @@
 //! What runs (exactly one input per call; Echo rank files of one job are one
 //! input):
 //! - a described job (SimAI/AICB workload, NeuSight TSV): adapted with
-//!   [`JobSpec::from_described`] and simulated with the configured schedule;
+//!   [`JobSpec::from_described`] and simulated with the configured schedule
+//!   (a SimAI workload also gets its rows as written for SimAI's
+//!   closed-form bubble, [`SimaiBubbleBasis`]);
 //! - an Echo trace: replayed ([`replay::echo_job`]: measured compute, the
 //!   measured step order, collectives and transfers from the network model),
 //!   compared with the measured iteration;
@@ -34,7 +36,7 @@
 //! back to an equal value), for a web worker to post it.
 
 use super::described::DescribedOptions;
-use super::job::Parallelism;
+use super::job::{Parallelism, SimaiBubbleBasis};
 use super::measured::{measured_timeline, MeasuredTimeline};
 use super::replay::{self, AssumedRank, ByKind, KINDS};
 use super::schedule::ScheduleKind;
@@ -233,8 +235,9 @@ impl RunOutput {
     /// SimAI-compatible mode where they mean the same: `mode`,
     /// `iteration_time_ns`, `compute_ns`, `bubble_ns`, `exposed_comm_ns`
     /// with `dp`, `dp_ep`, `tp`, `ep`, `pp`, `exposed_comm_total_ns`,
-    /// `warnings`; plus `stages`, `critical_path`, and for measured runs
-    /// `measured_iteration_time_ns`, `comparison`, `calibration`).
+    /// `warnings`; plus `stages`, `critical_path`,
+    /// `measured_iteration_time_ns` (always present, `null` for described
+    /// jobs), and for measured runs `comparison`, `calibration`).
     pub fn report_json(&self) -> Value {
         let s = self.summary();
         let mut v = json!({
@@ -268,8 +271,9 @@ impl RunOutput {
             "events": s.events,
             "tasks": s.tasks,
         });
+        // Always present (null for described jobs) so consumers see one layout.
+        v["measured_iteration_time_ns"] = json!(self.measured_iteration_time_ns());
         if self.kind == "measured" {
-            v["measured_iteration_time_ns"] = json!(self.measured_iteration_time_ns());
             if let Some(m) = &self.measured {
                 v["measured_iteration_times_ns"] = json!(m.iteration_times_ns);
                 v["measured_iterations_covered"] = json!(m.iterations_covered);
@@ -435,6 +439,16 @@ fn comparison(
     }
 }
 
+/// SimAI's closed-form bubble reads the file's rows as written (every copy
+/// of the block, AICB's placeholder values), which the normalised model does
+/// not keep: read them from the file's bytes again.
+fn simai_bubble_basis(files: &[(&str, &[u8])], name: &str) -> Option<SimaiBubbleBasis> {
+    let (file, bytes) = files.iter().find(|(n, _)| *n == name)?;
+    let (text, _) = crate::formats::decode_text(file, bytes).ok()?;
+    let w = crate::formats::simai::parse(file, &text).ok()?;
+    Some(SimaiBubbleBasis::from_workload(&w))
+}
+
 /// Apply a world-size override to a described job.
 fn apply_world(job: &mut DescribedJob, world: u32, warnings: &mut Vec<String>) {
     if job.format != Format::SimaiWorkload {
@@ -475,12 +489,15 @@ pub fn run_files(
                         .to_string(),
                 );
             }
-            let job = JobSpec::from_described(
+            let mut job = JobSpec::from_described(
                 &d,
                 &DescribedOptions {
                     backward_factor: config.backward_factor,
                 },
             )?;
+            if d.format == Format::SimaiWorkload {
+                job.simai_bubble = simai_bubble_basis(files, &d.file);
+            }
             let cost = cost_for(job.parallel, config, tables)?;
             let result = simulate_with(&job, config, cost.as_ref())?;
             push_unique(&mut warnings, result.summary.warnings.iter().cloned());

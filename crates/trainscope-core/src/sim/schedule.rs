@@ -11,12 +11,22 @@
 //!   micro-batch (k / (p*v))*p + k % p on chunk (k % (p*v)) / p; backward
 //!   micro-step k runs the same micro-batch on chunk v - 1 - that. Stage s
 //!   warms up with min((p - s - 1)*2 + (v - 1)*p, m*v) forwards, then
-//!   alternates forward k+w / backward k, then cools down. m must be a
-//!   multiple of p ([`SimError::InterleavedMicroBatches`]).
+//!   alternates forward k+w / backward k, then cools down; when m == p
+//!   every stage warms up with all m*v forwards and then runs all
+//!   backwards (Megatron's `all_warmup_microbatches`). m must be a multiple
+//!   of p ([`SimError::InterleavedMicroBatches`]). This is the ordering of
+//!   classic Megatron-LM's `forward_backward_pipelining_with_interleaving`
+//!   (`megatron/core/pipeline_parallel/schedules.py`, without the later
+//!   `microbatch_group_size_per_vp_stage` option: groups of p micro-batches
+//!   per chunk).
 //!
 //! With no communication and identical stages, GPipe and 1F1B take
 //! (m + p - 1)(t_f + t_b) and interleaved takes m(t_f + t_b) +
-//! (p - 1)(t_f + t_b)/v (tested in `tests/engine_schedules.rs`).
+//! (p - 1)(t_f + t_b)/v, m == p included: the all-forwards-first order then
+//! keeps every stage busy from its first forward to its last (each chunk's
+//! p forwards end exactly when the next chunk's first input arrives), so
+//! the forward pass ends at m t_f + (p - 1) t_f/v on the last stage and the
+//! backward pass mirrors it (tested in `tests/engine_schedules.rs`).
 //!
 //! The AICB header's `vpp` is layers per stage, not virtual stages: the
 //! schedule ignores it (the count comes from the settings), and only SimAI's
@@ -134,8 +144,12 @@ pub fn stage_order(
                 });
             }
             let total = u64::from(m) * u64::from(v);
-            let warm =
-                ((u64::from(p - stage - 1)) * 2 + u64::from(v - 1) * u64::from(p)).min(total);
+            let warm = if m == p {
+                // Megatron: all_warmup_microbatches.
+                total
+            } else {
+                ((u64::from(p - stage - 1)) * 2 + u64::from(v - 1) * u64::from(p)).min(total)
+            };
             let step = |k: u64, dir: Direction| -> PipeStep {
                 let pv = u64::from(p) * u64::from(v);
                 let in_group = k % pv;
@@ -207,6 +221,17 @@ mod tests {
             fmt(&s0),
             "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0"
         );
+        // m == p: every stage runs all forwards first (Megatron's
+        // all_warmup_microbatches), stage 1 included (whose usual warm-up
+        // would be (2-1-1)*2 + (2-1)*2 = 2).
+        for stage in 0..2 {
+            let s = stage_order(ScheduleKind::Interleaved, 2, 2, 2, stage).unwrap();
+            assert_eq!(
+                fmt(&s),
+                "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0",
+                "stage {stage}"
+            );
+        }
         assert!(matches!(
             stage_order(ScheduleKind::Interleaved, 4, 6, 2, 0),
             Err(SimError::InterleavedMicroBatches { .. })

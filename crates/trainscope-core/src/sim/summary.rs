@@ -28,21 +28,19 @@ use super::timeline::{Span, SpanKind, Stream};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Version of the summary JSON layout.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the summary JSON layout. 2: the exposed-communication groups
+/// are spelled `tp`, `ep`, `dp`, `dp_ep`, `pp` (as in `simulate --json`);
+/// version 1 wrote `TP`, `EP`, `DP`, `DP_EP`, `PP`.
+pub const SCHEMA_VERSION: u32 = 2;
 
-/// Exposed communication per group, ns.
+/// Exposed communication per group, ns (JSON keys `tp`, `ep`, `dp`, `dp_ep`,
+/// `pp`, the same in the summary export and in `simulate --json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ExposedComm {
-    #[serde(rename = "TP")]
     pub tp: u64,
-    #[serde(rename = "EP")]
     pub ep: u64,
-    #[serde(rename = "DP")]
     pub dp: u64,
-    #[serde(rename = "DP_EP")]
     pub dp_ep: u64,
-    #[serde(rename = "PP")]
     pub pp: u64,
 }
 
@@ -150,7 +148,14 @@ pub struct Summary {
     pub reference_stage: u32,
     pub reference_rank: u32,
     /// SimAI's closed-form bubble for the same job (FORMATS.md section 2),
-    /// with collectives costed by this run's cost model, ns.
+    /// ns: for a SimAI workload, every row of the file once (except
+    /// `embedding_layer`, compute as written) x (pp - 1) / (ga x vpp) from
+    /// the header, whatever the simulated micro-batch count. Collectives are
+    /// costed by this run's cost function: with `--algorithm simai` (same
+    /// cluster) it equals the SimAI-compatible mode's `bubble_ns` exactly;
+    /// with ring or tree it is the same formula with that algorithm's
+    /// collective times (latencies included). Other jobs: stage 0's rows
+    /// per simulated micro-batch x (pp - 1) / (m x v).
     pub simai_bubble_ns: u64,
     pub stages: Vec<StageSummary>,
     pub critical_path: CriticalPathSummary,

@@ -7,8 +7,8 @@
 //! the reducer as text; the page re-runs after a short pause.
 
 use crate::settings::{
-    algorithm_name, gpu_name, mode_name, nic_name, schedule_name, Algorithm, Field, GpuPreset,
-    Mode, NicPreset, Schedule,
+    algorithm_name, gpu_name, mode_name, nic_name, placement_name, schedule_name, Algorithm, Field,
+    GpuPreset, Mode, NicPreset, Placement, Schedule,
 };
 use crate::state::{Action, AppState};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
@@ -58,6 +58,15 @@ fn control(field: Field) -> Control {
             (schedule_name(Schedule::Interleaved), "Interleaved 1F1B"),
         ]),
         Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
+        Field::Placement => {
+            let mut o = opts(&Placement::ALL, placement_name);
+            o[0].1 = "tp-dp-pp (Megatron)";
+            Control::Select(o)
+        }
+        Field::Oversubscription => Control::Number {
+            step: "any",
+            min: "1",
+        },
         Field::GradSyncOverlap => Control::Check,
         Field::NvlinkBw | Field::NicBw | Field::BackwardFactor => Control::Number {
             step: "any",
@@ -92,6 +101,8 @@ const GROUPS: [(&str, &[Field]); 4] = [
             Field::Nic,
             Field::NicBw,
             Field::Latency,
+            Field::Placement,
+            Field::Oversubscription,
         ],
     ),
     (
