@@ -375,9 +375,11 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
     assert_eq!(
         steps,
         vec![
-            (3, 0, 3, "Parsing 2 file(s)".to_string()),
-            (3, 1, 3, "Simulating".to_string()),
-            (3, 2, 3, "Preparing results".to_string()),
+            (3, 0, 5, "Parsing 2 file(s)".to_string()),
+            (3, 1, 5, "Reading junk.bin (file 1 of 2)".to_string()),
+            (3, 2, 5, "Reading seed000.txt (file 2 of 2)".to_string()),
+            (3, 3, 5, "Simulating".to_string()),
+            (3, 4, 5, "Preparing results".to_string()),
         ]
     );
     assert_eq!(out.files.len(), 2);
@@ -980,6 +982,8 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
         pinned: false,
         on_error: yew::Callback::noop(),
         on_export: yew::Callback::noop(),
+        stale_note: None,
+        downloads_blocked: None,
     })
     .await;
     let it = host
