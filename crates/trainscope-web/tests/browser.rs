@@ -1061,7 +1061,10 @@ fn downloads_only_for_a_finished_result_and_export_failures_are_notices() {
         }),
     );
     assert_eq!(s.run, RunStatus::Done { id: 1 }, "the run stays done");
-    assert_eq!(s.notices, vec!["download failed: no such download".to_string()]);
+    assert_eq!(
+        s.notices,
+        vec!["download failed: no such download".to_string()]
+    );
     let s = reduce(s, Action::ExportFailed("t.json: gone".into()));
     assert_eq!(s.notices.len(), 2);
     // During a run: blocked, and the result is stale (dimmed, no note).
@@ -1073,7 +1076,10 @@ fn downloads_only_for_a_finished_result_and_export_failures_are_notices() {
     let s = reduce(s, Action::Cancel);
     assert!(s.downloads_blocked().unwrap().contains("cancelled"));
     assert!(s.results_stale());
-    assert!(s.stale_note().unwrap().contains("earlier run: press Simulate"));
+    assert!(s
+        .stale_note()
+        .unwrap()
+        .contains("earlier run: press Simulate"));
     assert_eq!(
         s.unparsed_label(),
         "not parsed (run cancelled) — press Simulate"
@@ -1084,7 +1090,10 @@ fn downloads_only_for_a_finished_result_and_export_failures_are_notices() {
     let s = reduce(s, Action::Crashed(Some(3), "trap".into()));
     assert!(s.downloads_blocked().unwrap().contains("failed"));
     assert!(s.stale_note().is_some());
-    assert_eq!(s.unparsed_label(), "not parsed (run failed) — press Simulate");
+    assert_eq!(
+        s.unparsed_label(),
+        "not parsed (run failed) — press Simulate"
+    );
 }
 
 #[wasm_bindgen_test]
@@ -1176,7 +1185,10 @@ fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
         pinned: s.pinned_fields.clone(),
         ..run_request(2, &[("c.txt", SEED001)])
     });
-    let hinted = out.hints.micro_batches.expect("seed 001 states its micro-batches");
+    let hinted = out
+        .hints
+        .micro_batches
+        .expect("seed 001 states its micro-batches");
     assert_ne!(hinted, 8);
     let s = reduce(
         s,
@@ -1185,7 +1197,10 @@ fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
             output: Box::new(out),
         }),
     );
-    assert_eq!(s.settings.micro_batches, hinted, "the new file's value applies");
+    assert_eq!(
+        s.settings.micro_batches, hinted,
+        "the new file's value applies"
+    );
     assert_eq!(s.field_text(Field::MicroBatches), hinted.to_string());
     // Clear all: the next files are a new set too.
     let s = reduce(s, Action::Edit(Field::World, "64".into()));
@@ -1208,8 +1223,10 @@ async fn disabled_downloads_say_why_and_a_stale_result_says_so() {
     let host = mount::<Results>(yew::props!(ResultsProps {
         result: r,
         stale: true,
-        stale_note: Some("These results are from an earlier run: press Simulate.".into()),
-        downloads_blocked: Some("The last run was cancelled".into()),
+        stale_note: Some(yew::AttrValue::from(
+            "These results are from an earlier run: press Simulate."
+        )),
+        downloads_blocked: Some(yew::AttrValue::from("The last run was cancelled")),
         on_pin: yew::Callback::noop(),
         on_error: yew::Callback::noop(),
         on_export: yew::Callback::noop(),
@@ -1238,7 +1255,7 @@ async fn the_timeline_panel_says_drawing_before_the_timelines_arrive() {
     use trainscope_web::components::timeline_panel::{TimelinePanel, TimelinePanelProps};
     let host = mount::<TimelinePanel>(yew::props!(TimelinePanelProps {
         timelines: Vec::new(),
-        waiting: Some("Drawing the timeline…".into()),
+        waiting: Some(yew::AttrValue::from("Drawing the timeline…")),
     }))
     .await;
     let text = host.text_content().unwrap_or_default();
