@@ -13,12 +13,13 @@ use crate::components::settings_form::SettingsForm;
 use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
 use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
-use crate::state::{Action, AppState, RunStatus};
+use crate::state::{Action, AppState};
 use crate::url;
 use crate::views::{ExportFile, ResultKind};
 use crate::worker_host::{HostEvent, WorkerHost, WORKER_URL};
 use gloo::timers::callback::Timeout;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use yew::prelude::*;
 
 /// Pause after the last settings edit before re-running.
@@ -56,22 +57,29 @@ fn dropped_files(event: &DragEvent) -> Vec<web_sys::File> {
     (0..list.length()).filter_map(|i| list.get(i)).collect()
 }
 
-/// A download asked of the worker and not yet answered (run id, file).
-type PendingExport = Option<(u64, ExportFile)>;
+/// Downloads asked of the worker and not yet answered (run id, file), in
+/// the order asked: every click gets its file, however quick.
+type PendingExports = VecDeque<(u64, ExportFile)>;
 
-/// Save a download the worker made, if it is the one asked for last.
+/// Save a download the worker made, if it was asked for.
 fn save_export(
     dispatch: &UseReducerDispatcher<AppState>,
-    pending: &RefCell<PendingExport>,
+    pending: &RefCell<PendingExports>,
     id: u64,
     testid: &str,
     content: &str,
 ) {
-    let file = match pending.borrow_mut().take() {
-        Some((run, file)) if run == id && file.testid == testid => file,
-        other => {
-            *pending.borrow_mut() = other;
+    let file = {
+        let mut queue = pending.borrow_mut();
+        let Some(at) = queue
+            .iter()
+            .position(|(run, file)| *run == id && file.testid == testid)
+        else {
             return;
+        };
+        match queue.remove(at) {
+            Some((_, file)) => file,
+            None => return,
         }
     };
     if let Err(e) = crate::download::download_text(&file.file_name, &file.mime, content) {
@@ -108,7 +116,7 @@ pub fn App() -> Html {
     let host = use_mut_ref(|| None::<WorkerHost>);
     let next_id = use_mut_ref(|| 0u64);
     let debounce = use_mut_ref(|| None::<Timeout>);
-    let pending = use_mut_ref(|| None::<(u64, ExportFile)>);
+    let pending = use_mut_ref(PendingExports::new);
 
     // Mount: start the worker, restore a shared link, follow later edits of
     // the fragment by hand.
@@ -124,6 +132,16 @@ pub fn App() -> Html {
                     testid,
                     content,
                 }) => save_export(&d, &pending_sink, id, &testid, &content),
+                HostEvent::Response(Response::Failed { id, message }) => {
+                    // A failed download (the reducer says so): no longer pending.
+                    {
+                        let mut queue = pending_sink.borrow_mut();
+                        if let Some(at) = queue.iter().position(|(run, _)| *run == id) {
+                            queue.remove(at);
+                        }
+                    }
+                    d.dispatch(Action::Worker(Response::Failed { id, message }));
+                }
                 HostEvent::Response(r) => d.dispatch(Action::Worker(r)),
                 HostEvent::Crashed { id, message } => d.dispatch(Action::Crashed(id, message)),
             });
@@ -275,17 +293,33 @@ pub fn App() -> Html {
         let state = state.clone();
         let pending = pending.clone();
         Callback::from(move |file: ExportFile| {
-            if let (Some(h), RunStatus::Done { id }) = (host.borrow().as_ref(), &state.run) {
-                let testid = file.testid.clone();
-                *pending.borrow_mut() = Some((*id, file));
-                h.export(&Request::Export(ExportRequest { id: *id, testid }));
+            // The buttons are disabled then; a click that slips through
+            // (a run started meanwhile) is explained, not dropped.
+            if let Some(why) = state.downloads_blocked() {
+                state.dispatch(Action::ExportFailed(format!("{}: {why}", file.file_name)));
+                return;
+            }
+            let id = state.output_run;
+            let testid = file.testid.clone();
+            let name = file.file_name.clone();
+            pending.borrow_mut().push_back((id, file));
+            let posted = host
+                .borrow()
+                .as_ref()
+                .is_some_and(|h| h.export(&Request::Export(ExportRequest { id, testid })));
+            if !posted {
+                pending.borrow_mut().pop_back();
+                state.dispatch(Action::ExportFailed(format!(
+                    "{name}: the worker is restarting; press Simulate, then download"
+                )));
             }
         })
     };
 
     let output = state.output.clone();
     let result = state.result().cloned();
-    let running = state.run.is_running();
+    let stale = state.results_stale();
+    let unparsed = AttrValue::from(state.unparsed_label());
     let pinned_is_current = match (&state.compare, &result) {
         (Some(p), Some(r)) => p.result == *r,
         _ => false,
@@ -326,7 +360,9 @@ pub fn App() -> Html {
                                  {on_unpin} />
                     }
                     if let Some(r) = &result {
-                        <Results result={r.clone()} stale={running} on_pin={on_pin}
+                        <Results result={r.clone()} {stale} on_pin={on_pin}
+                                 stale_note={state.stale_note().map(AttrValue::from)}
+                                 downloads_blocked={state.downloads_blocked().map(AttrValue::from)}
                                  pinned={pinned_is_current} on_error={on_error} {on_export} />
                     } else if !state.files.is_empty() && output.is_some() {
                         <section class="results empty" aria-label="Results">
@@ -341,6 +377,7 @@ pub fn App() -> Html {
                         <TimelinePanel timelines={state.timelines.clone()}
                                        pinned={state.compare_timeline.clone()}
                                        stale={state.timelines_stale()}
+                                       waiting={state.timeline_wait_note().map(AttrValue::from)}
                                        simai_mode={result.as_ref().is_some_and(|r| r.kind == ResultKind::Simai)} />
                     }
                     if !state.files.is_empty() {
@@ -351,6 +388,7 @@ pub fn App() -> Html {
                             </div>
                             { for state.files.iter().map(|f| html! {
                                 <FileCard key={f.name.clone()} file={f.clone()}
+                                          unparsed={unparsed.clone()}
                                           dispatch={state.dispatcher()} />
                             }) }
                         </section>

@@ -30,7 +30,9 @@ use trainscope_core::Diagnostic;
 
 /// Run one request: parse every file (Echo rank files of one job form one
 /// run), pre-fill settings from the headers, then simulate in the chosen
-/// mode. `progress` is called before each step.
+/// mode. `progress` is called before each step: parsing the set, then
+/// each file's summary (so a multi-file load moves), simulating, and
+/// preparing the results.
 pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
     run_with_source(req, progress).0
 }
@@ -40,7 +42,8 @@ pub fn run_with_source(
     req: &RunRequest,
     progress: &mut dyn FnMut(Progress),
 ) -> (RunOutput, Option<ExportSource>) {
-    let total = 3;
+    let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
+    let total = n.saturating_add(3);
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,
@@ -59,7 +62,12 @@ pub fn run_with_source(
     let mut hints = SettingsHints::default();
     let mut diagnostics = Vec::new();
     let mut files = Vec::with_capacity(summaries.len());
-    for (summary, f) in summaries.iter().zip(&req.files) {
+    for (i, (summary, f)) in summaries.iter().zip(&req.files).enumerate() {
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        step(
+            i.saturating_add(1),
+            format!("Reading {} (file {} of {n})", f.name, i.saturating_add(1)),
+        );
         let file_hints = hints_from_summary(summary);
         for field in hints.merge(&file_hints) {
             diagnostics.push(Diagnostic::warning(format!(
@@ -80,9 +88,9 @@ pub fn run_with_source(
         files.push(file_view(summary, workload.as_ref()));
     }
     let settings = req.settings.with_hints(&hints, &req.pinned);
-    step(1, "Simulating".into());
+    step(n.saturating_add(1), "Simulating".into());
     let sim = simulate(&pairs, &summaries, &settings, &req.pinned, &mut diagnostics);
-    step(2, "Preparing results".into());
+    step(n.saturating_add(2), "Preparing results".into());
     let output = RunOutput {
         settings,
         hints,

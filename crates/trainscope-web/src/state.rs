@@ -120,7 +120,26 @@ pub struct AppState {
     pub files_rev: u64,
     /// Bumped when the user edits a setting (the page runs after a pause).
     pub edit_rev: u64,
+    /// The (`files_rev`, `edit_rev`) the current run started from.
+    pub run_basis: (u64, u64),
+    /// The (`files_rev`, `edit_rev`) the shown output's run started from:
+    /// when it differs from the current ones the result is stale.
+    pub output_basis: (u64, u64),
 }
+
+/// Settings the loaded files state (their hints): a file set that replaces
+/// the loaded one unpins them, so the new files' values apply. The cluster
+/// the user chose (GPU, bandwidths, overlaps, ...) stays.
+pub const FILE_FIELDS: [Field; 8] = [
+    Field::World,
+    Field::Tp,
+    Field::Pp,
+    Field::Ep,
+    Field::MicroBatches,
+    Field::Schedule,
+    Field::VirtualStages,
+    Field::Blocks,
+];
 
 /// What can happen to the state.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +173,8 @@ pub enum Action {
     Crashed(Option<u64>, String),
     /// The user cancelled the current run.
     Cancel,
+    /// A download could not be asked of the worker (why).
+    ExportFailed(String),
     /// Pin the current result as "A".
     Pin,
     Unpin,
@@ -201,6 +222,78 @@ impl AppState {
         self.timelines_run != self.output_run || self.run.is_running()
     }
 
+    /// Whether the timelines of the shown output's run have not arrived yet
+    /// (the worker sends them after the result).
+    pub fn timelines_pending(&self) -> bool {
+        self.output.is_some() && self.timelines_run != self.output_run
+    }
+
+    /// What the timeline panel says while it has nothing of this run to
+    /// draw: `None` once the run's timelines arrived (an empty list then
+    /// means the run has none).
+    pub fn timeline_wait_note(&self) -> Option<&'static str> {
+        if !self.timelines_pending() {
+            return None;
+        }
+        Some(match self.run {
+            RunStatus::Cancelled { .. } | RunStatus::Failed { .. } => {
+                "The timeline of this result did not arrive before the next run stopped: press Simulate to draw it."
+            }
+            _ => "Drawing the timeline…",
+        })
+    }
+
+    /// Whether the shown result is not the result of the current settings
+    /// and files: a run is in progress, a later run was cancelled or
+    /// failed, or the settings or files changed since its run started.
+    pub fn results_stale(&self) -> bool {
+        self.output.is_some()
+            && (self.run.is_running()
+                || self.output_run != self.current_run
+                || self.output_basis != (self.files_rev, self.edit_rev))
+    }
+
+    /// The note over a stale result when no run is updating it.
+    pub fn stale_note(&self) -> Option<&'static str> {
+        if !self.results_stale() || self.run.is_running() {
+            return None;
+        }
+        Some(if self.field_errors().is_empty() {
+            "These results are from an earlier run: press Simulate to update them."
+        } else {
+            "These results are from an earlier run: correct the settings marked in red, then press Simulate."
+        })
+    }
+
+    /// Why the shown result's downloads are unavailable (`None`: they
+    /// work). The worker keeps only its last finished run's data, so only
+    /// a result whose run finished, with no run after it, can be saved.
+    pub fn downloads_blocked(&self) -> Option<&'static str> {
+        if self.output.is_none() {
+            return Some("No result to download yet");
+        }
+        match self.run {
+            RunStatus::Done { id } if id == self.output_run => None,
+            RunStatus::Running { .. } => {
+                Some("A run is in progress: downloads are available when it finishes")
+            }
+            RunStatus::Cancelled { .. } => {
+                Some("The last run was cancelled: press Simulate, then download")
+            }
+            RunStatus::Failed { .. } => Some("The last run failed: press Simulate, then download"),
+            _ => Some("This result is from an earlier run: press Simulate, then download"),
+        }
+    }
+
+    /// The badge of a file the worker has not parsed yet.
+    pub fn unparsed_label(&self) -> &'static str {
+        match self.run {
+            RunStatus::Cancelled { .. } => "not parsed (run cancelled) — press Simulate",
+            RunStatus::Failed { .. } => "not parsed (run failed) — press Simulate",
+            _ => "parsing…",
+        }
+    }
+
     /// The current simulated timeline, labelled as the pinned A.
     fn pinned_timeline(&self) -> Option<SharedTimeline> {
         self.timelines
@@ -216,6 +309,17 @@ impl AppState {
     fn drop_link_pins(&mut self) {
         for f in std::mem::take(&mut self.link_fields) {
             self.pinned_fields.remove(&f);
+        }
+    }
+
+    /// Unpin the settings the files state (typed or set by a link), so a
+    /// file set that replaces the loaded one applies its own values.
+    fn unpin_file_fields(&mut self) {
+        for f in FILE_FIELDS {
+            self.pinned_fields.remove(&f);
+            self.link_fields.remove(&f);
+            self.texts.remove(&f);
+            self.parse_errors.remove(&f);
         }
     }
 
@@ -239,10 +343,12 @@ impl Reducible for AppState {
             Action::Loaded { files, example } => {
                 next.loading = next.loading.saturating_sub(files.len());
                 // An example is a whole run: it replaces what was loaded
-                // (and the pins a link made for those files).
+                // (and the pins a link made for those files, and the values
+                // typed over those files' values: the example's own apply).
                 if example.is_some() && !next.files.is_empty() {
                     next.files.clear();
                     next.drop_link_pins();
+                    next.unpin_file_fields();
                 }
                 for (name, bytes) in files {
                     let file = LoadedFile {
@@ -277,6 +383,8 @@ impl Reducible for AppState {
             Action::Clear => {
                 next.files.clear();
                 next.drop_link_pins();
+                // The next files form a new set: their values apply.
+                next.unpin_file_fields();
                 next.example = None;
                 next.notices.clear();
                 next.files_changed();
@@ -312,6 +420,7 @@ impl Reducible for AppState {
             Action::RunStarted(id) => {
                 next.current_run = id;
                 next.run = RunStatus::Running { id, progress: None };
+                next.run_basis = (next.files_rev, next.edit_rev);
             }
             Action::Worker(response) => {
                 let current = next.current_run;
@@ -334,13 +443,23 @@ impl Reducible for AppState {
                             next.settings.with_hints(&output.hints, &next.pinned_fields);
                         next.output = Some(Rc::new(*output));
                         next.output_run = id;
+                        next.output_basis = next.run_basis;
                         next.run = RunStatus::Done { id };
                     }
                     Response::Failed { id, message } if running && id == current => {
                         next.run = RunStatus::Failed { id, message };
                     }
+                    // The shown result's run is finished: a failure naming
+                    // it is a download the worker could not make.
+                    Response::Failed { id, message }
+                        if next.output.is_some() && id == next.output_run =>
+                    {
+                        next.notices.push(format!("download failed: {message}"));
+                    }
+                    // The shown result's timelines (also when a newer run
+                    // has started since: they belong to what is shown).
                     Response::Timelines { id, timelines }
-                        if id == current && next.output_run == id =>
+                        if next.output.is_some() && next.output_run == id =>
                     {
                         next.timelines = timelines
                             .into_iter()
@@ -369,6 +488,9 @@ impl Reducible for AppState {
                 if let RunStatus::Running { id, .. } = next.run {
                     next.run = RunStatus::Cancelled { id };
                 }
+            }
+            Action::ExportFailed(message) => {
+                next.notices.push(format!("download failed: {message}"));
             }
             Action::Pin => {
                 let Some(output) = &next.output else {

@@ -206,7 +206,7 @@ impl WorkerHost {
     /// replaced) so the newest settings are computed at once.
     pub fn run(&self, req: &Request) {
         let Request::Run(run) = req else {
-            self.export(req);
+            let _ = self.export(req);
             return;
         };
         if self.busy() {
@@ -226,12 +226,17 @@ impl WorkerHost {
 
     /// Ask the worker for a download of its last run (answered by a
     /// `Response::Export`, or `Failed` when that run is gone). Not queued:
-    /// a worker that is not ready has no run to export.
-    pub fn export(&self, req: &Request) {
+    /// a worker that is not ready has no run to export, so this returns
+    /// `false` (nothing was posted) and the page says so.
+    pub fn export(&self, req: &Request) -> bool {
         let me = self.0.borrow();
-        if let (Some(w), true) = (&me.worker, me.ready) {
-            let bytes = encode_request(req);
-            post(w, &js_sys::Uint8Array::from(bytes.as_slice()));
+        match (&me.worker, me.ready) {
+            (Some(w), true) => {
+                let bytes = encode_request(req);
+                post(w, &js_sys::Uint8Array::from(bytes.as_slice()));
+                true
+            }
+            _ => false,
         }
     }
 

@@ -375,9 +375,11 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
     assert_eq!(
         steps,
         vec![
-            (3, 0, 3, "Parsing 2 file(s)".to_string()),
-            (3, 1, 3, "Simulating".to_string()),
-            (3, 2, 3, "Preparing results".to_string()),
+            (3, 0, 5, "Parsing 2 file(s)".to_string()),
+            (3, 1, 5, "Reading junk.bin (file 1 of 2)".to_string()),
+            (3, 2, 5, "Reading seed000.txt (file 2 of 2)".to_string()),
+            (3, 3, 5, "Simulating".to_string()),
+            (3, 4, 5, "Preparing results".to_string()),
         ]
     );
     assert_eq!(out.files.len(), 2);
@@ -980,6 +982,8 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
         pinned: false,
         on_error: yew::Callback::noop(),
         on_export: yew::Callback::noop(),
+        stale_note: None,
+        downloads_blocked: None,
     })
     .await;
     let it = host
@@ -1076,4 +1080,256 @@ fn placement_and_oversubscription_settings() {
         PlacementOrder::from_name("pp-dp-tp").unwrap()
     );
     assert!(config.validate().is_ok());
+}
+
+// ---------------------------------------------------------------- downloads, stale results, pins (web UX audit)
+
+/// One finished run of `a.txt` (seed 000), its timelines not yet arrived.
+fn finished_run(id: u64) -> (Rc<AppState>, Vec<trainscope_web::protocol::NamedTimeline>) {
+    let s = reduce(
+        Rc::new(AppState::default()),
+        Action::Loaded {
+            files: vec![("a.txt".into(), SEED000.to_vec())],
+            example: None,
+        },
+    );
+    let s = reduce(s, Action::RunStarted(id));
+    let mut out = compute_output(&run_request(id, &[("a.txt", SEED000)]));
+    let timelines = std::mem::take(&mut out.timelines);
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id,
+            output: Box::new(out),
+        }),
+    );
+    (s, timelines)
+}
+
+#[wasm_bindgen_test]
+fn downloads_only_for_a_finished_result_and_export_failures_are_notices() {
+    let s = Rc::new(AppState::default());
+    assert!(s.downloads_blocked().is_some(), "nothing to download yet");
+    let (s, _) = finished_run(1);
+    assert_eq!(s.downloads_blocked(), None);
+    assert!(!s.results_stale() && s.stale_note().is_none());
+    // The worker could not make a download of the shown run: a notice.
+    let s = reduce(
+        s,
+        Action::Worker(Response::Failed {
+            id: 1,
+            message: "no such download".into(),
+        }),
+    );
+    assert_eq!(s.run, RunStatus::Done { id: 1 }, "the run stays done");
+    assert_eq!(
+        s.notices,
+        vec!["download failed: no such download".to_string()]
+    );
+    let s = reduce(s, Action::ExportFailed("t.json: gone".into()));
+    assert_eq!(s.notices.len(), 2);
+    // During a run: blocked, and the result is stale (dimmed, no note).
+    let s = reduce(s, Action::RunStarted(2));
+    assert!(s.downloads_blocked().unwrap().contains("in progress"));
+    assert!(s.results_stale() && s.stale_note().is_none());
+    // Cancelled: still blocked, stale with the note; files not parsed by
+    // the cancelled run say so.
+    let s = reduce(s, Action::Cancel);
+    assert!(s.downloads_blocked().unwrap().contains("cancelled"));
+    assert!(s.results_stale());
+    assert!(s
+        .stale_note()
+        .unwrap()
+        .contains("earlier run: press Simulate"));
+    assert_eq!(
+        s.unparsed_label(),
+        "not parsed (run cancelled) — press Simulate"
+    );
+    // A failed run: the same.
+    let s = reduce(s, Action::RunStarted(3));
+    assert_eq!(s.unparsed_label(), "parsing…");
+    let s = reduce(s, Action::Crashed(Some(3), "trap".into()));
+    assert!(s.downloads_blocked().unwrap().contains("failed"));
+    assert!(s.stale_note().is_some());
+    assert_eq!(
+        s.unparsed_label(),
+        "not parsed (run failed) — press Simulate"
+    );
+}
+
+#[wasm_bindgen_test]
+fn an_edit_makes_the_result_stale_until_its_run_finishes() {
+    let (s, _) = finished_run(1);
+    let s = reduce(s, Action::Edit(Field::NicBw, "100".into()));
+    assert!(s.results_stale(), "the settings changed since the run");
+    assert!(s.stale_note().is_some());
+    let s = reduce(s, Action::RunStarted(2));
+    let out = compute_output(&run_request(2, &[("a.txt", SEED000)]));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 2,
+            output: Box::new(out),
+        }),
+    );
+    assert!(!s.results_stale() && s.stale_note().is_none());
+    // A value that does not parse: the note says to correct it first.
+    let s = reduce(s, Action::Edit(Field::World, "x".into()));
+    assert!(s.stale_note().unwrap().contains("correct the settings"));
+}
+
+#[wasm_bindgen_test]
+fn the_timeline_is_drawing_until_it_arrives_then_empty_means_none() {
+    let (s, timelines) = finished_run(1);
+    assert!(s.timelines_pending());
+    assert_eq!(s.timeline_wait_note(), Some("Drawing the timeline…"));
+    // A newer run started before they arrived: they still belong to the
+    // result shown.
+    let s = reduce(s, Action::RunStarted(2));
+    let s = reduce(s, Action::Worker(Response::Timelines { id: 1, timelines }));
+    assert!(!s.timelines_pending());
+    assert_eq!(s.timeline_wait_note(), None);
+    assert_eq!(s.timelines.len(), 1);
+    // A run with no timeline: once its empty list arrives, no wait note.
+    let s = reduce(s, Action::Cancel);
+    let s = reduce(s, Action::RunStarted(3));
+    let out = compute_output(&run_request(3, &[("junk.bin", b"junk\n")]));
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 3,
+            output: Box::new(out),
+        }),
+    );
+    assert!(s.timeline_wait_note().is_some());
+    let s = reduce(
+        s,
+        Action::Worker(Response::Timelines {
+            id: 3,
+            timelines: Vec::new(),
+        }),
+    );
+    assert_eq!(s.timeline_wait_note(), None);
+    assert!(s.timelines.is_empty());
+}
+
+#[wasm_bindgen_test]
+fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
+    let (s, _) = finished_run(1);
+    let s = reduce(s, Action::Edit(Field::MicroBatches, "8".into()));
+    let s = reduce(s, Action::Edit(Field::NicBw, "100".into()));
+    // Adding a file keeps what the user typed.
+    let added = reduce(
+        s.clone(),
+        Action::Loaded {
+            files: vec![("b.txt".into(), SEED001.to_vec())],
+            example: None,
+        },
+    );
+    assert!(added.pinned_fields.contains(&Field::MicroBatches));
+    assert_eq!(added.field_text(Field::MicroBatches), "8");
+    // An example replacing the files: the file-derived field is the
+    // example's again; the cluster field the user chose stays.
+    let s = reduce(
+        s,
+        Action::Loaded {
+            files: vec![("c.txt".into(), SEED001.to_vec())],
+            example: Some("c.txt".into()),
+        },
+    );
+    assert!(!s.pinned_fields.contains(&Field::MicroBatches));
+    assert!(s.pinned_fields.contains(&Field::NicBw));
+    assert_eq!(s.field_text(Field::NicBw), "100");
+    let s = reduce(s, Action::RunStarted(2));
+    let out = compute_output(&RunRequest {
+        settings: s.settings.clone(),
+        pinned: s.pinned_fields.clone(),
+        ..run_request(2, &[("c.txt", SEED001)])
+    });
+    let hinted = out
+        .hints
+        .micro_batches
+        .expect("seed 001 states its micro-batches");
+    assert_ne!(hinted, 8);
+    let s = reduce(
+        s,
+        Action::Worker(Response::Done {
+            id: 2,
+            output: Box::new(out),
+        }),
+    );
+    assert_eq!(
+        s.settings.micro_batches, hinted,
+        "the new file's value applies"
+    );
+    assert_eq!(s.field_text(Field::MicroBatches), hinted.to_string());
+    // Clear all: the next files are a new set too.
+    let s = reduce(s, Action::Edit(Field::World, "64".into()));
+    let s = reduce(s, Action::Clear);
+    assert!(!s.pinned_fields.contains(&Field::World));
+    assert!(s.pinned_fields.contains(&Field::NicBw));
+}
+
+#[wasm_bindgen_test]
+async fn disabled_downloads_say_why_and_a_stale_result_says_so() {
+    use trainscope_web::components::results::{Results, ResultsProps};
+    use trainscope_web::views::{ResultKind, ResultView};
+    let mut r = ResultView::new(ResultKind::Event, "Event-level simulation", "test");
+    r.exports = vec![views::ExportFile {
+        label: "Chrome trace".into(),
+        testid: "export-chrome-trace".into(),
+        file_name: "t.json".into(),
+        mime: "application/json".into(),
+    }];
+    let host = mount::<Results>(yew::props!(ResultsProps {
+        result: r,
+        stale: true,
+        stale_note: Some(yew::AttrValue::from(
+            "These results are from an earlier run: press Simulate."
+        )),
+        downloads_blocked: Some(yew::AttrValue::from("The last run was cancelled")),
+        on_pin: yew::Callback::noop(),
+        on_error: yew::Callback::noop(),
+        on_export: yew::Callback::noop(),
+    }))
+    .await;
+    let button = host
+        .query_selector("[data-testid=export-chrome-trace]")
+        .unwrap()
+        .unwrap();
+    assert!(button.has_attribute("disabled"));
+    assert_eq!(
+        button.get_attribute("title").as_deref(),
+        Some("The last run was cancelled")
+    );
+    let note = host
+        .query_selector("[data-testid=stale-note]")
+        .unwrap()
+        .expect("the stale note");
+    assert!(note.text_content().unwrap().contains("earlier run"));
+    assert!(host.query_selector(".results.stale").unwrap().is_some());
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn the_timeline_panel_says_drawing_before_the_timelines_arrive() {
+    use trainscope_web::components::timeline_panel::{TimelinePanel, TimelinePanelProps};
+    let host = mount::<TimelinePanel>(yew::props!(TimelinePanelProps {
+        timelines: Vec::new(),
+        waiting: Some(yew::AttrValue::from("Drawing the timeline…")),
+    }))
+    .await;
+    let text = host.text_content().unwrap_or_default();
+    assert!(text.contains("Drawing the timeline…"), "{text}");
+    assert!(!text.contains("produced no timeline"));
+    host.remove();
+    let host = mount::<TimelinePanel>(yew::props!(TimelinePanelProps {
+        timelines: Vec::new(),
+    }))
+    .await;
+    assert!(host
+        .query_selector("[data-testid=timeline-none]")
+        .unwrap()
+        .is_some());
+    host.remove();
 }

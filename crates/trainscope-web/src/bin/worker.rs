@@ -79,7 +79,10 @@ fn on_message(e: MessageEvent) {
                 }),
                 None => send(&Response::Failed {
                     id: x.id,
-                    message: format!("no `{}` download for run {}", x.testid, x.id),
+                    message: format!(
+                        "the worker no longer holds run {}'s data for `{}`: press Simulate, then download again",
+                        x.id, x.testid
+                    ),
                 }),
             }
         }

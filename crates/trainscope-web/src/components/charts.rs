@@ -3,7 +3,8 @@
 //! the result has) with its legend, and a horizontal bar chart of fractions
 //! (per-stage utilisation). One canvas holds both, so "Download PNG" saves
 //! every chart. The parent owns the `NodeRef` (for the PNG export).
-//! Colours come from [`crate::palette`] (Okabe-Ito).
+//! Colours come from [`crate::palette`] (Okabe-Ito). When drawing fails,
+//! a message (`data-testid="chart-error"`) replaces the blank canvas.
 
 use crate::format;
 use crate::palette::{colour_for, OKABE_ITO};
@@ -168,8 +169,11 @@ pub fn draw(
 #[component]
 pub fn Charts(props: &ChartsProps) -> Html {
     let (w, h) = canvas_size(props.breakdown.len(), props.bars.len());
+    // Why the last drawing failed (shown in place of the blank canvas).
+    let failed = use_state(|| None::<String>);
     {
         let canvas = props.canvas.clone();
+        let failed = failed.clone();
         let deps = (
             props.breakdown_title.clone(),
             props.breakdown.clone(),
@@ -177,10 +181,13 @@ pub fn Charts(props: &ChartsProps) -> Html {
             props.bars.clone(),
         );
         use_effect_with(deps, move |(bt, segs, t, bars)| {
-            if let Some(c) = canvas.cast::<HtmlCanvasElement>() {
-                if let Err(e) = draw(c, bt, segs, t, bars) {
-                    gloo::console::warn!(format!("chart drawing failed: {e}"));
-                }
+            let outcome = match canvas.cast::<HtmlCanvasElement>() {
+                Some(c) => draw(c, bt, segs, t, bars),
+                None => Err("the chart canvas is missing".to_string()),
+            };
+            let message = outcome.err();
+            if *failed != message {
+                failed.set(message);
             }
         });
     }
@@ -191,8 +198,16 @@ pub fn Charts(props: &ChartsProps) -> Html {
         .collect::<Vec<_>>()
         .join(", ");
     html! {
-        <canvas ref={props.canvas.clone()} class="charts" data-testid="charts"
-                width={w.to_string()} height={h.to_string()} role="img"
-                aria-label={format!("{}: {summary}", props.breakdown_title)} />
+        <>
+            if let Some(e) = &*failed {
+                <p class="note chart-error" data-testid="chart-error" role="alert">
+                    { format!("The charts could not be drawn ({e}); the figures above and the tables below hold the same numbers.") }
+                </p>
+            }
+            <canvas ref={props.canvas.clone()} class="charts" data-testid="charts"
+                    hidden={failed.is_some()}
+                    width={w.to_string()} height={h.to_string()} role="img"
+                    aria-label={format!("{}: {summary}", props.breakdown_title)} />
+        </>
     }
 }

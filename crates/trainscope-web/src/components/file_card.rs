@@ -10,6 +10,10 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct FileCardProps {
     pub file: LoadedFile,
+    /// The badge while the file has no parse result (`parsing…`, or why
+    /// it was not parsed).
+    #[prop_or(AttrValue::Static("parsing…"))]
+    pub unparsed: AttrValue,
     pub dispatch: UseReducerDispatcher<AppState>,
 }
 
@@ -44,7 +48,7 @@ pub fn FileCard(props: &FileCardProps) -> Html {
         Callback::from(move |_| dispatch.dispatch(Action::Remove(name.clone())))
     };
     let (badge, bad) = match &f.view {
-        None => ("parsing…".to_string(), false),
+        None => (props.unparsed.to_string(), false),
         Some(v) => match &v.format {
             Some(name) => (name.clone(), false),
             None => ("unrecognised".to_string(), true),

@@ -4,7 +4,9 @@
 //! vs simulated side by side when the input had measurements, the charts
 //! canvas, tables, the result's own warnings/errors, the downloads
 //! (`data-testid` from each export, e.g. `export-chrome-trace`, plus
-//! `export-png` for the charts) and the Compare pin (`compare-pin`).
+//! `export-png` for the charts; disabled, with a title saying why, when the
+//! result cannot be saved) and the Compare pin (`compare-pin`). A stale
+//! result is dimmed, with a note (`data-testid="stale-note"`) saying so.
 
 use crate::components::charts::Charts;
 use crate::components::compare::DiffTable;
@@ -19,9 +21,16 @@ use yew::prelude::*;
 #[derive(Properties, PartialEq)]
 pub struct ResultsProps {
     pub result: ResultView,
-    /// Whether the run shown is being recomputed (the panel dims).
+    /// Whether the result shown is not the current settings' (a run is
+    /// recomputing it, or was cancelled or failed): the panel dims.
     #[prop_or_default]
     pub stale: bool,
+    /// What to say over a stale result (no run is updating it).
+    #[prop_or_default]
+    pub stale_note: Option<AttrValue>,
+    /// Why the worker's downloads cannot be made now (buttons disabled).
+    #[prop_or_default]
+    pub downloads_blocked: Option<AttrValue>,
     pub on_pin: Callback<()>,
     /// Whether this result is the pinned "A".
     #[prop_or_default]
@@ -72,6 +81,9 @@ pub fn Results(props: &ResultsProps) -> Html {
                     { if props.pinned { "Pinned as A" } else { "Pin as A (compare)" } }
                 </button>
             </header>
+            if let Some(note) = &props.stale_note {
+                <p class="stale-note" data-testid="stale-note" role="status">{ note.clone() }</p>
+            }
             if let Some(ns) = r.iteration_time_ns {
                 <div class="headline">
                     <span class="headline-label">{"Iteration time"}</span>
@@ -110,9 +122,11 @@ pub fn Results(props: &ResultsProps) -> Html {
                     let on_export = props.on_export.clone();
                     let file = x.clone();
                     let onclick = Callback::from(move |_| on_export.emit(file.clone()));
+                    let blocked = props.downloads_blocked.clone();
+                    let title = blocked.clone().unwrap_or_else(|| AttrValue::from(x.file_name.clone()));
                     html! {
                         <button type="button" class="secondary" data-testid={x.testid.clone()}
-                                title={x.file_name.clone()} {onclick}>{ &x.label }</button>
+                                disabled={blocked.is_some()} {title} {onclick}>{ &x.label }</button>
                     }
                 }) }
                 if !r.breakdown.is_empty() || !r.bars.is_empty() {

@@ -2,8 +2,9 @@
 //! [`crate::timeline::Timeline`] on the run's timelines and picks what is
 //! drawn (`data-testid="timeline-view"`): the simulated run, the measured
 //! one, measured vs simulated, or the pinned run A vs this run B, always
-//! as aligned timelines on one time axis. Without a timeline (SimAI mode)
-//! it says why and how to get one.
+//! as aligned timelines on one time axis. Until the result's timelines
+//! arrive it says they are being drawn; when they arrived empty (SimAI
+//! mode, a failed input) it says why and how to get one.
 
 use crate::state::SharedTimeline;
 use crate::timeline::Timeline;
@@ -106,6 +107,10 @@ pub struct TimelinePanelProps {
     /// Whether the run shown came from the SimAI-compatible mode.
     #[prop_or_default]
     pub simai_mode: bool,
+    /// The timelines of the result shown have not arrived: what to say
+    /// instead of "no timeline" when there is nothing to draw meanwhile.
+    #[prop_or_default]
+    pub waiting: Option<AttrValue>,
 }
 
 #[component]
@@ -136,6 +141,11 @@ pub fn TimelinePanel(props: &TimelinePanelProps) -> Html {
                           compare_label={AttrValue::from(compare_label.to_string())} />
             }
         }
+        None if props.waiting.is_some() => html! {
+            <p class="note" data-testid="timeline-waiting" role="status">
+                { props.waiting.clone().unwrap_or_default() }
+            </p>
+        },
         None if props.simai_mode => html! {
             <p class="note" data-testid="timeline-none">
                 {"The SimAI-compatible mode reproduces SimAI-Analytical's per-layer totals and has no \
