@@ -284,10 +284,10 @@ fn hit_test_finds_innermost_and_nearest_spans() {
 
 #[wasm_bindgen_test]
 fn ruler_ticks_and_units_adapt() {
-    assert_eq!(format::tick_step_ns(0.01, 90.0), 1);
-    assert_eq!(format::tick_step_ns(1.0, 90.0), 100);
-    assert_eq!(format::tick_step_ns(3_000.0, 90.0), 500_000);
-    assert_eq!(format::tick_step_ns(2.0e7, 90.0), 2_000_000_000);
+    assert_eq!(format::tick_step_ns(0.01 * 90.0), 1);
+    assert_eq!(format::tick_step_ns(1.0 * 90.0), 100);
+    assert_eq!(format::tick_step_ns(3_000.0 * 90.0), 500_000);
+    assert_eq!(format::tick_step_ns(2.0e7 * 90.0), 2_000_000_000);
     assert_eq!(format::tick_label(300, 100), "300 ns");
     assert_eq!(format::tick_label(1_500, 500), "1.5 µs");
     assert_eq!(format::tick_label(3_000, 1_000), "3 µs");
