@@ -317,7 +317,7 @@ impl KindSummary {
         let first = spans.first().map_or(0, |s| s.start_ns);
         let target = (spans.len() / (2 * nk)).max(1) as u64;
         let mut shift = 0u32;
-        while shift < 63 && ((lane_end - first) >> shift) + 1 > target {
+        while shift < 63 && ((lane_end - first) >> shift) >= target {
             shift += 1;
         }
         let origin = (first >> shift) << shift;
@@ -1188,6 +1188,21 @@ mod tests {
         b.push(l, kinded(20, 50, SpanKind::Forward));
         let tl = b.build();
         assert_eq!(tl.buckets(l, 0, 100, 1)[0].kind, Some(SpanKind::Forward));
+        // Extreme times: no overflow in the summary.
+        let (mut b, l) = one_lane();
+        b.push(l, kinded(u64::MAX - 10, 5, SpanKind::Recv));
+        b.push(l, kinded(0, 0, SpanKind::Wait));
+        b.push(l, kinded(1 << 62, u64::MAX, SpanKind::CollEp));
+        for i in 0..100 {
+            b.push(l, kinded(1000 + i, 1, SpanKind::Wait));
+        }
+        let tl = b.build();
+        assert_eq!(tl.buckets(l, 0, 1 << 60, 2)[0].kind, Some(SpanKind::Wait));
+        let bs = tl.buckets(l, 1 << 62, u64::MAX, 3);
+        assert!(
+            bs.iter().all(|k| k.kind == Some(SpanKind::CollEp)),
+            "{bs:?}"
+        );
     }
 
     #[test]
