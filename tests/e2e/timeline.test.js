@@ -1,7 +1,9 @@
 // The timeline canvas end to end (issue 7), on the real app page (dist/):
 // load the seed-000 example, simulate, and the `timeline` canvas appears;
 // its pixels are not blank, a wheel event narrows `view-range`, hovering a
-// drawn span shows the tooltip with a name, a drag pans. Screenshots go to
+// drawn span shows the tooltip naming that span (the same span a click
+// there selects), a drag pans; the keyboard moves the selection; a
+// settings edit keeps a zoomed view. Screenshots go to
 // target/e2e/timeline-*.png.
 //
 // To exercise the same checks on the benchmark page instead
@@ -126,6 +128,20 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
       assert.ok(text.includes(field), `tooltip lacks ${field}: ${text}`);
     }
     await screenshot(page, 'timeline-hover');
+    // The tooltip names the span under the pointer: clicking there selects
+    // a span (lane and index on the details panel) whose name, start and
+    // duration are the tooltip's.
+    const field = async (loc, key) => loc.locator('dt', { hasText: new RegExp(`^${key}$`) })
+      .locator('xpath=following-sibling::dd[1]').textContent();
+    const tipStart = await field(tip, 'start');
+    const tipDuration = await field(tip, 'duration');
+    await page.mouse.down(); await page.mouse.up();
+    const details = page.getByTestId('timeline-details');
+    await page.waitForFunction(() => document.querySelector('[data-testid=timeline-details]').dataset.lane !== undefined);
+    assert.equal((await details.locator('.ts-tl-name').textContent()).trim(), name);
+    assert.equal(await field(details, 'start'), tipStart);
+    assert.equal(await field(details, 'duration'), tipDuration);
+    await page.keyboard.press('Escape');
 
     // Drag left by 200 px: later times, same width.
     const x0 = plotLeft + plotW / 2; const y0 = box.y + 60;
@@ -241,5 +257,77 @@ test('eight Echo rank files form one measured run: eight rank groups, measured a
     assert.ok(!warnings.some((w) => /missing/.test(w)), `no rank is missing: ${warnings}`);
     await page.getByTestId('timeline').scrollIntoViewIfNeeded();
     await screenshot(page, 'timeline-echo-8-ranks');
+    assert.deepEqual(errors, []);
+  });
+
+const selected = (page) => page.getByTestId('timeline-details')
+  .evaluate((e) => (e.dataset.lane === undefined ? null : [Number(e.dataset.lane), Number(e.dataset.index)]));
+
+test('the keyboard selects spans: arrows move along a lane and between lanes, Enter opens the details, Escape clears',
+  { skip }, async () => {
+    const { page, errors } = await newPage(browser.context);
+    await openTimeline(page);
+    await waitDrawn(page);
+    assert.equal(await selected(page), null);
+    const hint = await page.locator('.ts-tl-hint').textContent();
+    for (const k of ['arrows', 'Enter', 'C:', 'Esc']) assert.ok(hint.includes(k), `hint lacks ${k}: ${hint}`);
+    await page.locator('.ts-timeline').focus();
+    await page.keyboard.press('ArrowRight');
+    await page.waitForFunction(() => document.querySelector('[data-testid=timeline-details]').dataset.lane !== undefined);
+    const [lane, i0] = await selected(page);
+    const name0 = (await page.getByTestId('timeline-details').locator('.ts-tl-name').textContent()).trim();
+    assert.ok(name0.length > 0);
+    await page.keyboard.press('ArrowRight');
+    await page.waitForFunction((i) => Number(document.querySelector('[data-testid=timeline-details]').dataset.index) === i, i0 + 1);
+    assert.deepEqual(await selected(page), [lane, i0 + 1]);
+    await page.keyboard.press('ArrowLeft');
+    await page.waitForFunction((i) => Number(document.querySelector('[data-testid=timeline-details]').dataset.index) === i, i0);
+    await page.keyboard.press('ArrowDown');
+    await page.waitForFunction((l) => Number(document.querySelector('[data-testid=timeline-details]').dataset.lane) !== l, lane);
+    const [lane2] = await selected(page);
+    assert.notEqual(lane2, lane);
+    await page.keyboard.press('ArrowUp');
+    await page.waitForFunction((l) => Number(document.querySelector('[data-testid=timeline-details]').dataset.lane) === l, lane);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.activeElement?.dataset?.testid === 'timeline-details');
+    assert.ok((await page.getByTestId('timeline-details').textContent()).includes('Waited for'));
+    await screenshot(page, 'timeline-keyboard');
+    // C collapses the selected span's group (the canvas gets shorter).
+    const h0 = await page.getByTestId('timeline').evaluate((c) => c.clientHeight);
+    await page.keyboard.press('c');
+    await page.waitForFunction((h) => document.querySelector('[data-testid=timeline]').clientHeight < h, h0);
+    await page.keyboard.press('c');
+    await page.waitForFunction((h) => document.querySelector('[data-testid=timeline]').clientHeight === h, h0);
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => document.querySelector('[data-testid=timeline-details]').dataset.lane === undefined);
+    assert.deepEqual(errors, []);
+  });
+
+test('a settings edit re-simulates the same job and keeps the zoomed view',
+  { skip: skip || onBench }, async () => {
+    const { page, errors } = await newPage(browser.context);
+    const canvas = await openTimeline(page);
+    await waitDone(page);
+    await waitDrawn(page);
+    const box = await canvas.boundingBox();
+    await page.mouse.move(box.x + 180 + (box.width - 190) * 0.3, box.y + 40);
+    await page.mouse.wheel(0, -400);
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid=view-range]').dataset.startNs) > 0);
+    const [s1, e1] = await viewRange(page);
+    const ns0 = await page.getByTestId('iteration-time').getAttribute('data-ns');
+    const field = page.getByTestId('setting-micro_batches');
+    const mb = Number(await field.inputValue()) || 1;
+    // More micro-batches: a longer iteration, so the window needs no clamp.
+    await field.fill(String(mb * 2));
+    await page.waitForFunction((old) => {
+      const e = document.querySelector('[data-testid=iteration-time]');
+      const st = document.querySelector('[data-testid=run-status]');
+      return e && e.dataset.ns !== old && st && st.dataset.state === 'done';
+    }, ns0, { timeout: 30000 });
+    await waitDrawn(page);
+    const ns1 = Number(await page.getByTestId('iteration-time').getAttribute('data-ns'));
+    assert.ok(ns1 > Number(ns0), `the run got longer: ${ns0} -> ${ns1}`);
+    assert.deepEqual(await viewRange(page), [s1, e1], 'the zoomed window is kept');
+    await screenshot(page, 'timeline-after-settings-edit');
     assert.deepEqual(errors, []);
   });

@@ -4,7 +4,8 @@
 //! per lane than pixel columns, and no busy column left blank), hit
 //! testing, ruler ticks, layout, and the mounted component on a simulated
 //! seed-000 run and a measured-style run: pixels drawn, wheel zoom, hover
-//! tooltip, drag pan, keys, selection, compare mode.
+//! tooltip, drag pan, keys, selection, compare mode, the critical path
+//! bounded per lane, new data keeping the view, keyboard selection.
 
 #![cfg(target_arch = "wasm32")]
 
@@ -115,6 +116,46 @@ fn viewport_time_pixel_time_round_trip() {
             }
             assert!((vp.ns_to_px(a)).abs() < 1e-9);
             assert!((vp.ns_to_px(b) - width).abs() < 1e-6);
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn viewport_columns_tile_the_window_and_round_trip() {
+    for (extent, width) in [
+        (534_975_000u64, 800.0),
+        (1_000, 1234.5),
+        (7, 300.0),
+        (u64::MAX / 3, 999.0),
+    ] {
+        let mut vp = Viewport::new(extent, width);
+        for zoom in [1.0, 3.7, 250.0, 1e6] {
+            vp.fit();
+            vp.zoom_around(width * 0.3, zoom);
+            let n = vp.columns();
+            assert_eq!(n, width.ceil() as usize);
+            assert_eq!(vp.column_bounds(0).0, vp.start_ns());
+            let mut prev_end = vp.start_ns();
+            for i in 0..n {
+                let (a, b) = vp.column_bounds(i);
+                assert_eq!(a, prev_end, "column {i}: a gap or an overlap");
+                assert!(b >= a);
+                prev_end = b;
+                assert_eq!(vp.column_px(i), i as f64);
+                assert_eq!(vp.column_at_px(vp.column_px(i) + 0.5), i);
+                if a <= vp.extent_ns() && a < 1 << 53 {
+                    assert_eq!(vp.px_to_ns(vp.column_px(i)), a, "column {i}");
+                }
+            }
+            // The columns cover the window (the last one may stick out of
+            // a fractional width).
+            assert!(prev_end >= vp.end_ns());
+            if width.fract() == 0.0 {
+                assert_eq!(prev_end, vp.end_ns());
+            }
+            let d = vp.range_ns() as f64 / 3.0;
+            assert!((vp.px_len_to_ns(vp.ns_len_to_px(d)) - d).abs() <= d * 1e-12);
+            assert!((vp.ns_len_to_px(vp.range_ns() as f64) - width).abs() < 1e-9);
         }
     }
 }
@@ -264,6 +305,53 @@ fn lod_draws_wide_spans_as_themselves_and_handles_nesting() {
 }
 
 #[wasm_bindgen_test]
+fn critical_path_draws_at_most_one_run_per_pixel_column_per_lane() {
+    let tl = synth::pipeline(SynthSpec {
+        stages: 4,
+        micro_batches: 8,
+        spans: 200_000,
+        dependencies: true,
+    });
+    let on_path: usize = (0..tl.lanes().len() as u32)
+        .map(|l| tl.critical_on_lane(l).len())
+        .sum();
+    assert_eq!(on_path, tl.critical_path().len());
+    assert!(
+        tl.critical_path().len() > 2_000,
+        "{}",
+        tl.critical_path().len()
+    );
+    let mut runs = Vec::new();
+    for width in [37.0, 640.0, 1500.5] {
+        let mut vp = Viewport::new(tl.end_ns(), width);
+        for zoom in [1.0, 8.0, 300.0, 40_000.0] {
+            vp.fit();
+            vp.zoom_around(width * 0.41, zoom);
+            let mut drawn = 0;
+            for lane in 0..tl.lanes().len() as u32 {
+                let n = lod::critical_runs(&tl, lane, &vp, &mut runs);
+                assert!(n <= vp.columns(), "lane {lane}: {n} runs for {width} px");
+                drawn += n;
+                // Every critical span in view is covered by a run.
+                let spans = tl.spans(lane);
+                for &i in tl.critical_on_lane(lane) {
+                    let s = &spans[i as usize];
+                    if s.end_ns() <= vp.start_ns() || s.start_ns >= vp.end_ns() {
+                        continue;
+                    }
+                    let x = vp.ns_to_px(s.start_ns).max(0.0);
+                    assert!(
+                        runs.iter().any(|r| r.x0 <= x + 1.0 && x <= r.x1 + 1.0),
+                        "lane {lane}: critical span {i} at {x} px not drawn"
+                    );
+                }
+            }
+            assert!(drawn > 0, "zoom {zoom}: nothing drawn");
+        }
+    }
+}
+
+#[wasm_bindgen_test]
 fn hit_test_finds_innermost_and_nearest_spans() {
     let tl = measured();
     let mut vp = Viewport::new(tl.end_ns(), 1000.0);
@@ -284,10 +372,10 @@ fn hit_test_finds_innermost_and_nearest_spans() {
 
 #[wasm_bindgen_test]
 fn ruler_ticks_and_units_adapt() {
-    assert_eq!(format::tick_step_ns(0.01, 90.0), 1);
-    assert_eq!(format::tick_step_ns(1.0, 90.0), 100);
-    assert_eq!(format::tick_step_ns(3_000.0, 90.0), 500_000);
-    assert_eq!(format::tick_step_ns(2.0e7, 90.0), 2_000_000_000);
+    assert_eq!(format::tick_step_ns(0.01 * 90.0), 1);
+    assert_eq!(format::tick_step_ns(1.0 * 90.0), 100);
+    assert_eq!(format::tick_step_ns(3_000.0 * 90.0), 500_000);
+    assert_eq!(format::tick_step_ns(2.0e7 * 90.0), 2_000_000_000);
     assert_eq!(format::tick_label(300, 100), "300 ns");
     assert_eq!(format::tick_label(1_500, 500), "1.5 µs");
     assert_eq!(format::tick_label(3_000, 1_000), "3 µs");
@@ -659,5 +747,193 @@ async fn component_survives_empty_and_extreme_timelines() {
     assert!(b > a);
     let (colours, _) = plot_pixels(&c);
     assert!(colours >= 1, "the huge span is drawn");
+    host.remove();
+}
+
+// ------------------------------------------ component: data, keys, paths
+
+fn mount_handle(props: TimelineProps) -> (Element, yew::AppHandle<Timeline>) {
+    let document = gloo::utils::document();
+    let host = document.create_element("div").unwrap();
+    host.set_attribute("style", "width:1100px").unwrap();
+    document.body().unwrap().append_child(&host).unwrap();
+    let app = yew::Renderer::<Timeline>::with_root_and_props(host.clone(), props).render();
+    (host, app)
+}
+
+fn press(host: &Element, k: &str) {
+    let root = q(host, ".ts-timeline").unwrap();
+    let init = web_sys::KeyboardEventInit::new();
+    init.set_key(k);
+    init.set_bubbles(true);
+    init.set_cancelable(true);
+    let e = web_sys::KeyboardEvent::new_with_keyboard_event_init_dict("keydown", &init).unwrap();
+    root.dispatch_event(&e).unwrap();
+}
+
+/// The selected span (lane, index) from the details panel.
+fn selected(host: &Element) -> Option<(u32, u32)> {
+    let d = q(host, "[data-testid=timeline-details]").unwrap();
+    Some((
+        d.get_attribute("data-lane")?.parse().unwrap(),
+        d.get_attribute("data-index")?.parse().unwrap(),
+    ))
+}
+
+#[wasm_bindgen_test]
+async fn component_critical_path_rectangles_per_lane_stay_within_the_plot_width() {
+    let tl = Rc::new(synth::pipeline(SynthSpec {
+        stages: 4,
+        micro_batches: 8,
+        spans: 100_000,
+        dependencies: true,
+    }));
+    let frames = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = frames.clone();
+    let host = mount(yew::props!(TimelineProps {
+        timeline: tl.clone(),
+        critical_path: true,
+        on_frame: Some(yew::Callback::from(move |s: draw::FrameStats| log
+            .borrow_mut()
+            .push(s))),
+    }));
+    settle().await;
+    let c = canvas(&host);
+    let plot_w = draw::plot_width(f64::from(c.client_width()));
+    let (cx, cy) = client(&c, plot_w * 0.4, LANE_H / 2.0);
+    let el: &Element = c.as_ref();
+    for _ in 0..4 {
+        wheel(el, cx, cy, -300.0);
+        settle().await;
+    }
+    let frames = frames.borrow();
+    assert!(frames.len() >= 2);
+    for f in frames.iter() {
+        assert!(f.critical_rects > 0, "{f:?}");
+        assert!(
+            f64::from(f.max_lane_critical) <= plot_w.ceil(),
+            "{} critical rectangles on a lane, plot {plot_w} px",
+            f.max_lane_critical
+        );
+    }
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn component_keeps_the_view_when_new_data_has_the_same_lanes() {
+    let tl = Rc::new(seed000());
+    let (host, mut app) = mount_handle(props(tl.clone()));
+    settle().await;
+    let c = canvas(&host);
+    let plot_w = draw::plot_width(f64::from(c.client_width()));
+    let (cx, cy) = client(&c, plot_w * 0.5, LANE_H / 2.0);
+    let el: &Element = c.as_ref();
+    wheel(el, cx, cy, -500.0);
+    settle().await;
+    // Select a span with the keyboard (which may bring it into view) and
+    // collapse its group.
+    press(&host, "ArrowRight");
+    settle().await;
+    let sel = selected(&host).expect("a selection");
+    press(&host, "c");
+    settle().await;
+    let (a1, b1) = view_range(&host);
+    assert!(a1 > 0 && b1 - a1 < tl.end_ns() / 2, "{a1}..{b1}");
+    let h_collapsed = c.client_height();
+    // The same run again (a new Rc): everything kept.
+    app.update(props(Rc::new((*tl).clone())));
+    settle().await;
+    assert_eq!(view_range(&host), (a1, b1));
+    assert_eq!(selected(&host), Some(sel));
+    assert_eq!(c.client_height(), h_collapsed, "collapse state kept");
+    // A shorter run of the same job: the window is kept, clamped to the
+    // new extent; the selection stays when the same span exists.
+    let w = trainscope_core::formats::simai::parse("seed000.txt", SEED000).unwrap();
+    let job = JobSpec::from_simai(&w).unwrap();
+    let cfg = SimConfig {
+        compute_scale: 0.5,
+        ..SimConfig::default()
+    };
+    let tl2 = Rc::new(sim::simulate(&job, &cfg).unwrap().timeline);
+    assert_eq!(tl2.lanes(), tl.lanes());
+    app.update(props(tl2.clone()));
+    settle().await;
+    let end = tl2.end_ns();
+    let mut want = Viewport::new(end + end / 50, plot_w);
+    want.set_range(a1, b1);
+    assert_eq!(view_range(&host), (want.start_ns(), want.end_ns()));
+    assert!(view_range(&host).0 > 0, "not fitted");
+    let r = trainscope_core::sim::timeline::SpanRef {
+        lane: sel.0,
+        index: sel.1,
+    };
+    let same = match (tl.span(r), tl2.span(r)) {
+        (Some(x), Some(y)) => tl.label(x.label) == tl2.label(y.label),
+        _ => false,
+    };
+    assert_eq!(selected(&host), same.then_some(sel));
+    assert_eq!(c.client_height(), h_collapsed);
+    // Another structure: reset (fit, no selection).
+    let m = Rc::new(measured());
+    app.update(props(m.clone()));
+    settle().await;
+    let (a3, _) = view_range(&host);
+    assert_eq!(a3, 0);
+    assert_eq!(selected(&host), None);
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn component_keyboard_moves_the_selection_opens_details_and_collapses() {
+    let tl = Rc::new(seed000());
+    let host = mount(props(tl.clone()));
+    settle().await;
+    assert_eq!(selected(&host), None);
+    let hint = q(&host, ".ts-tl-hint").unwrap().text_content().unwrap();
+    assert!(
+        hint.contains("arrows") && hint.contains("Enter") && hint.contains("C:"),
+        "{hint}"
+    );
+    press(&host, "ArrowRight");
+    settle().await;
+    let (lane, i0) = selected(&host).expect("arrow selects a span");
+    press(&host, "ArrowRight");
+    settle().await;
+    assert_eq!(selected(&host), Some((lane, i0 + 1)));
+    press(&host, "ArrowLeft");
+    settle().await;
+    assert_eq!(selected(&host), Some((lane, i0)));
+    let label = tl.label(tl.spans(lane)[i0 as usize].label).to_string();
+    let details = q(&host, "[data-testid=timeline-details]").unwrap();
+    assert!(details.text_content().unwrap().contains(&label));
+    // Down: the neighbouring row's lane, near the same time; Up: back.
+    press(&host, "ArrowDown");
+    settle().await;
+    let (lane2, _) = selected(&host).unwrap();
+    assert_ne!(lane2, lane);
+    press(&host, "ArrowUp");
+    settle().await;
+    assert_eq!(selected(&host).map(|s| s.0), Some(lane));
+    // Enter opens (focuses) the details panel.
+    press(&host, "Enter");
+    settle().await;
+    let active = gloo::utils::document().active_element().unwrap();
+    assert_eq!(
+        active.get_attribute("data-testid").as_deref(),
+        Some("timeline-details")
+    );
+    // C collapses the selected span's group, again expands it.
+    let c = canvas(&host);
+    let h0 = c.client_height();
+    press(&host, "c");
+    settle().await;
+    assert!(c.client_height() < h0, "{} vs {h0}", c.client_height());
+    press(&host, "C");
+    settle().await;
+    assert_eq!(c.client_height(), h0);
+    // Escape clears.
+    press(&host, "Escape");
+    settle().await;
+    assert_eq!(selected(&host), None);
     host.remove();
 }

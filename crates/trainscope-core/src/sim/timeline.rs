@@ -7,10 +7,15 @@
 //! ends makes [`Timeline::query`] a binary search plus a walk over the
 //! visible spans, even when spans of a lane overlap (measured traces with
 //! sub-ops). [`Timeline::buckets`] serves level-of-detail drawing: one
-//! aggregate per pixel column in O(columns x log spans), whatever the number
-//! of spans in view (exact busy time from a per-lane prefix sum of
-//! durations, dominant kind from three samples). A [`Span`] is 40 bytes;
-//! labels are interned ([`LabelId`]).
+//! aggregate per column in O(columns x log spans), whatever the number of
+//! spans in view: exact busy time from a per-lane prefix sum of durations,
+//! and the dominant kind (most busy time in the column) from an exact walk
+//! when the column holds few spans, else from a per-lane multi-resolution
+//! summary ([`KindSummary`]: levels of power-of-two time bins holding busy
+//! time per kind, about one 4-byte cell per span in all). The critical path
+//! is also indexed per lane ([`Timeline::critical_on_lane`]) so a view can
+//! draw it lane by lane. A [`Span`] is 40 bytes; labels are interned
+//! ([`LabelId`]).
 //! Measured-run parsers build timelines with [`TimelineBuilder`] too.
 
 use serde::{Deserialize, Serialize};
@@ -256,12 +261,181 @@ pub struct Bucket {
     /// Busy time inside the column, ns (exact on lanes without nesting,
     /// capped at the column width).
     pub busy_ns: u64,
-    /// The kind covering most of three sampled spans (first, middle, last).
+    /// The kind with the most busy time in the column (ties: the earlier
+    /// kind in [`SpanKind::ALL`]); exact when the column holds at most
+    /// [`EXACT_KIND_SPANS`] spans, else from the lane's [`KindSummary`].
     pub kind: Option<SpanKind>,
 }
 
 /// Most columns [`Timeline::buckets`] computes in one call.
 pub const MAX_BUCKETS: usize = 1 << 16;
+
+/// Columns holding at most this many spans get their dominant kind from an
+/// exact walk over those spans; busier columns use the [`KindSummary`].
+pub const EXACT_KIND_SPANS: usize = 32;
+
+/// Busy time per kind over a lane, at several resolutions: level 0 cuts
+/// the lane's time range into bins of `2^shift` ns (sized so that there are
+/// about half as many cells, bins x kinds, as spans), level `l + 1` sums
+/// pairs of level-`l` bins. A time range is answered from O(log bins) whole
+/// bins plus a proportional share of the two partial bins at its ends.
+/// Lanes with a single kind keep no bins.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct KindSummary {
+    /// Kinds present on the lane, in [`SpanKind::ALL`] order.
+    kinds: Vec<SpanKind>,
+    /// Start of bin 0, ns (a multiple of the bin width).
+    origin: u64,
+    /// log2 of the level-0 bin width, ns.
+    shift: u32,
+    /// `levels[l][bin * kinds + k]`: busy ns of kind `kinds[k]` in the bin.
+    levels: Vec<Vec<f32>>,
+}
+
+impl KindSummary {
+    fn build(spans: &[Span], lane_end: u64) -> KindSummary {
+        let mut present = [false; SpanKind::ALL.len()];
+        for s in spans {
+            present[s.kind as usize] = true;
+        }
+        let kinds: Vec<SpanKind> = SpanKind::ALL
+            .iter()
+            .copied()
+            .filter(|k| present[*k as usize])
+            .collect();
+        let nk = kinds.len();
+        if nk <= 1 {
+            return KindSummary {
+                kinds,
+                ..KindSummary::default()
+            };
+        }
+        let mut slot = [0usize; SpanKind::ALL.len()];
+        for (i, k) in kinds.iter().enumerate() {
+            slot[*k as usize] = i;
+        }
+        let first = spans.first().map_or(0, |s| s.start_ns);
+        let target = (spans.len() / (2 * nk)).max(1) as u64;
+        let mut shift = 0u32;
+        while shift < 63 && ((lane_end - first) >> shift) >= target {
+            shift += 1;
+        }
+        let origin = (first >> shift) << shift;
+        let bins = (((lane_end - origin) >> shift) + 1) as usize;
+        let w = (1u64 << shift) as f64;
+        let mut cells = vec![0f64; bins * nk];
+        // Bins a span covers entirely: counted with a difference array,
+        // so a long span costs O(1) however many bins it covers.
+        let mut full = vec![0i32; (bins + 1) * nk];
+        for s in spans {
+            let k = slot[s.kind as usize];
+            let (a, e) = (s.start_ns - origin, s.end_ns() - origin);
+            if e <= a {
+                continue;
+            }
+            let (b0, b1) = ((a >> shift) as usize, ((e - 1) >> shift) as usize);
+            if b0 == b1 {
+                cells[b0 * nk + k] += (e - a) as f64;
+                continue;
+            }
+            let edge = |b: usize| (b as u128) << shift;
+            cells[b0 * nk + k] += (edge(b0 + 1) - u128::from(a)) as f64;
+            cells[b1 * nk + k] += (u128::from(e) - edge(b1)) as f64;
+            if b1 > b0 + 1 {
+                full[(b0 + 1) * nk + k] += 1;
+                full[b1 * nk + k] -= 1;
+            }
+        }
+        let mut run = vec![0i64; nk];
+        for b in 0..bins {
+            for k in 0..nk {
+                run[k] += i64::from(full[b * nk + k]);
+                cells[b * nk + k] += run[k] as f64 * w;
+            }
+        }
+        drop(full);
+        let mut levels = vec![cells.iter().map(|&c| c as f32).collect::<Vec<f32>>()];
+        let mut cur = cells;
+        while cur.len() > nk {
+            let n = cur.len() / nk;
+            let m = n.div_ceil(2);
+            let mut next = vec![0f64; m * nk];
+            for b in 0..n {
+                for k in 0..nk {
+                    next[(b / 2) * nk + k] += cur[b * nk + k];
+                }
+            }
+            levels.push(next.iter().map(|&c| c as f32).collect());
+            cur = next;
+        }
+        KindSummary {
+            kinds,
+            origin,
+            shift,
+            levels,
+        }
+    }
+
+    /// Approximate busy ns per kind (indexed like [`SpanKind::ALL`]) in
+    /// `[a, b)`, added to `out`.
+    fn add_range(&self, a: u64, b: u64, out: &mut [f64; SpanKind::ALL.len()]) {
+        let nk = self.kinds.len();
+        let Some(level0) = self.levels.first() else {
+            if let Some(k) = self.kinds.first() {
+                out[*k as usize] += b.saturating_sub(a) as f64;
+            }
+            return;
+        };
+        let bins = level0.len() / nk;
+        let w = (1u64 << self.shift) as f64;
+        let pos = |t: u64| (t.saturating_sub(self.origin) as f64 / w).min(bins as f64);
+        let (fa, fb) = (pos(a), pos(b));
+        if fb <= fa {
+            return;
+        }
+        let mut add = |level: usize, bin: usize, frac: f64| {
+            if let Some(cells) = self.levels.get(level) {
+                for (k, kind) in self.kinds.iter().enumerate() {
+                    if let Some(c) = cells.get(bin * nk + k) {
+                        out[*kind as usize] += f64::from(*c) * frac;
+                    }
+                }
+            }
+        };
+        let (i0, i1) = (fa.ceil() as usize, fb.floor() as usize);
+        if i0 > i1 {
+            // Inside one bin.
+            add(0, fa.floor() as usize, fb - fa);
+            return;
+        }
+        if (i0 as f64) > fa {
+            add(0, i0 - 1, i0 as f64 - fa);
+        }
+        if (i1 as f64) < fb {
+            add(0, i1, fb - i1 as f64);
+        }
+        // Whole bins [i0, i1): dyadic decomposition over the levels.
+        let (mut lo, mut hi, mut level) = (i0, i1, 0);
+        while lo < hi {
+            if lo & 1 == 1 {
+                add(level, lo, 1.0);
+                lo += 1;
+            }
+            if hi & 1 == 1 {
+                hi -= 1;
+                add(level, hi, 1.0);
+            }
+            lo >>= 1;
+            hi >>= 1;
+            level += 1;
+        }
+    }
+
+    /// Bytes held.
+    fn heap_bytes(&self) -> usize {
+        self.kinds.len() + self.levels.iter().map(|l| l.len() * 4 + 24).sum::<usize>()
+    }
+}
 
 /// A stage-to-stage transfer: the send span and the receive span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,12 +456,15 @@ pub struct Timeline {
     spans: Vec<Vec<Span>>,
     max_end: Vec<Vec<u64>>,
     dur_prefix: Vec<Vec<u64>>,
+    kind_summary: Vec<KindSummary>,
     lane_offset: Vec<u32>,
     labels: Vec<String>,
     flows: Vec<Flow>,
     dep_offset: Vec<u32>,
     deps: Vec<SpanRef>,
     critical_path: Vec<SpanRef>,
+    /// Per lane, the indices of its critical-path spans, ascending.
+    critical_lane: Vec<Vec<u32>>,
     end_ns: u64,
 }
 
@@ -336,6 +513,14 @@ impl Timeline {
     /// The chain of spans that determines the end, first to last.
     pub fn critical_path(&self) -> &[SpanRef] {
         &self.critical_path
+    }
+
+    /// Indices (ascending, so by start) of `lane`'s spans that are on the
+    /// critical path (empty for an unknown lane).
+    pub fn critical_on_lane(&self, lane: u32) -> &[u32] {
+        self.critical_lane
+            .get(lane as usize)
+            .map_or(&[], |v| v.as_slice())
     }
 
     /// Latest span end, ns.
@@ -391,24 +576,45 @@ impl Timeline {
     /// (n capped at [`MAX_BUCKETS`]), each with the number of spans in it,
     /// its busy time and dominant kind. Cost O(n log spans).
     pub fn buckets(&self, lane: u32, start_ns: u64, end_ns: u64, n: usize) -> Vec<Bucket> {
-        let n = n.min(MAX_BUCKETS);
-        let (Some(spans), Some(prefix)) = (
-            self.spans.get(lane as usize),
-            self.dur_prefix.get(lane as usize),
-        ) else {
-            return Vec::new();
-        };
         if n == 0 || end_ns <= start_ns {
             return Vec::new();
         }
         let width = u128::from(end_ns - start_ns);
-        let at = |i: usize| start_ns + (width * i as u128 / n as u128) as u64;
+        let n = n.min(MAX_BUCKETS);
+        self.buckets_with(lane, n, |i| {
+            start_ns + (width * i as u128 / n as u128) as u64
+        })
+    }
+
+    /// Level of detail over caller-given columns: column `i` (of `n`,
+    /// capped at [`MAX_BUCKETS`]) is `[edge(i), edge(i + 1))`; `edge` must
+    /// not decrease. Empty columns are returned with `spans == 0`. Cost
+    /// O(n log spans), at most [`EXACT_KIND_SPANS`] spans walked per column.
+    pub fn buckets_with(&self, lane: u32, n: usize, edge: impl Fn(usize) -> u64) -> Vec<Bucket> {
+        let n = n.min(MAX_BUCKETS);
+        let (Some(spans), Some(prefix), Some(summary)) = (
+            self.spans.get(lane as usize),
+            self.dur_prefix.get(lane as usize),
+            self.kind_summary.get(lane as usize),
+        ) else {
+            return Vec::new();
+        };
+        if n == 0 {
+            return Vec::new();
+        }
         let overlap =
             |s: &Span, a: u64, b: u64| s.end_ns().min(b).saturating_sub(s.start_ns.max(a));
         let mut out = Vec::with_capacity(n);
+        let mut b_next = edge(0);
         for i in 0..n {
-            let (a, b) = (at(i), at(i + 1));
-            let r = self.query_range(lane, a, b);
+            let a = b_next;
+            b_next = edge(i + 1).max(a);
+            let b = b_next;
+            let r = if b > a {
+                self.query_range(lane, a, b)
+            } else {
+                0..0
+            };
             let (lo, hi) = (r.start, r.end);
             let mut bucket = Bucket {
                 start_ns: a,
@@ -429,15 +635,27 @@ impl Timeline {
                     busy = busy.saturating_sub(last.duration_ns - overlap(last, a, b));
                 }
                 bucket.busy_ns = busy.min(b - a);
-                let mut best: Option<(u64, SpanKind)> = None;
-                for j in [lo, lo + (hi - lo) / 2, hi - 1] {
-                    let s = &spans[j];
-                    let w = overlap(s, a, b).max(u64::from(s.duration_ns == 0));
-                    if best.is_none_or(|(bw, bk)| w > bw || (w == bw && s.kind < bk)) {
-                        best = Some((w, s.kind));
+                let mut per_kind = [0f64; SpanKind::ALL.len()];
+                if hi - lo <= EXACT_KIND_SPANS {
+                    for s in &spans[lo..hi] {
+                        // Zero-length spans weigh a little, so a column of
+                        // instants still gets their kind.
+                        let w =
+                            overlap(s, a, b) as f64 + if s.duration_ns == 0 { 0.5 } else { 0.0 };
+                        per_kind[s.kind as usize] += w;
+                    }
+                } else {
+                    summary.add_range(a, b, &mut per_kind);
+                }
+                let mut best: Option<(f64, SpanKind)> = None;
+                for (k, w) in SpanKind::ALL.iter().zip(per_kind) {
+                    if w > 0.0 && best.is_none_or(|(bw, _)| w > bw) {
+                        best = Some((w, *k));
                     }
                 }
-                bucket.kind = best.map(|(_, k)| k);
+                // A summary may see no time where a nested lane's spans lie
+                // (rounding): fall back to the first span's kind.
+                bucket.kind = Some(best.map_or(first.kind, |(_, k)| k));
             }
             out.push(bucket);
         }
@@ -452,6 +670,16 @@ impl Timeline {
             + self.dep_offset.len() * 4
             + self.deps.len() * std::mem::size_of::<SpanRef>()
             + self.labels.iter().map(|l| l.len() + 24).sum::<usize>()
+            + self
+                .kind_summary
+                .iter()
+                .map(KindSummary::heap_bytes)
+                .sum::<usize>()
+            + self
+                .critical_lane
+                .iter()
+                .map(|c| c.len() * 4 + 24)
+                .sum::<usize>()
     }
 }
 
@@ -531,6 +759,7 @@ impl TimelineBuilder {
         let mut spans = Vec::with_capacity(self.spans.len());
         let mut max_end = Vec::with_capacity(self.spans.len());
         let mut dur_prefix = Vec::with_capacity(self.spans.len());
+        let mut kind_summary = Vec::with_capacity(self.spans.len());
         let mut lane_offset = Vec::with_capacity(self.spans.len() + 1);
         let mut end_ns = 0u64;
         let mut total = 0u32;
@@ -562,6 +791,7 @@ impl TimelineBuilder {
                 pre.push(acc);
             }
             dur_prefix.push(pre);
+            kind_summary.push(KindSummary::build(&sorted, run));
             lane_offset.push(total);
             total = total.saturating_add(sorted.len() as u32);
             remap.push(back);
@@ -587,7 +817,17 @@ impl TimelineBuilder {
                 })
             })
             .collect();
-        let critical_path = self.critical_path.iter().filter_map(|r| fix(*r)).collect();
+        let critical_path: Vec<SpanRef> =
+            self.critical_path.iter().filter_map(|r| fix(*r)).collect();
+        let mut critical_lane: Vec<Vec<u32>> = vec![Vec::new(); spans.len()];
+        for r in &critical_path {
+            critical_lane[r.lane as usize].push(r.index);
+        }
+        for c in &mut critical_lane {
+            c.sort_unstable();
+            c.dedup();
+            c.shrink_to_fit();
+        }
         // Dependencies: remapped in place (no second edge list, which keeps
         // the peak memory of a million-span build down), sorted by the
         // waiting span (the order of (lane, index) is the global order).
@@ -621,12 +861,14 @@ impl TimelineBuilder {
             spans,
             max_end,
             dur_prefix,
+            kind_summary,
             lane_offset,
             labels: self.labels,
             flows,
             dep_offset,
             deps,
             critical_path,
+            critical_lane,
             end_ns,
         }
     }
@@ -900,6 +1142,119 @@ mod tests {
         let bad = r#"{"lanes":[],"labels":[],"spans":[[]],"flows":[{"from":{"lane":9,"index":0},"to":{"lane":0,"index":0},"bytes":0,"micro_batch":0}],"dependencies":[],"critical_path":[{"lane":3,"index":3}]}"#;
         let t: Timeline = serde_json::from_str(bad).unwrap();
         assert!(t.flows().is_empty() && t.critical_path().is_empty());
+    }
+
+    fn one_lane() -> (TimelineBuilder, u32) {
+        let mut b = TimelineBuilder::new();
+        let l = b.lane(Lane {
+            group_kind: LaneGroup::Stage,
+            group: 0,
+            stage: 0,
+            stream: Stream::Compute,
+            name: String::new(),
+        });
+        (b, l)
+    }
+
+    fn kinded(start: u64, dur: u64, kind: SpanKind) -> Span {
+        Span {
+            kind,
+            ..span(start, dur)
+        }
+    }
+
+    #[test]
+    fn dominant_kind_is_the_one_with_most_time_not_a_sample() {
+        // Column [0, 100): 3 tiny B spans, one long A span, 7 tiny B spans.
+        // The first, middle and last spans are all B; A has most time.
+        let (mut b, l) = one_lane();
+        for t in 0..3 {
+            b.push(l, kinded(t, 1, SpanKind::CollTp));
+        }
+        b.push(l, kinded(3, 77, SpanKind::Forward));
+        for t in 0..7 {
+            b.push(l, kinded(81 + 2 * t, 1, SpanKind::CollTp));
+        }
+        let tl = b.build();
+        let bs = tl.buckets(l, 0, 100, 1);
+        assert_eq!(bs[0].spans, 11);
+        assert_eq!(bs[0].kind, Some(SpanKind::Forward));
+        // Ten tiny B spans and a long A span: A.
+        let (mut b, l) = one_lane();
+        for t in 0..10 {
+            let at = if t < 5 { 2 * t } else { 70 + 2 * t };
+            b.push(l, kinded(at, 1, SpanKind::CollTp));
+        }
+        b.push(l, kinded(20, 50, SpanKind::Forward));
+        let tl = b.build();
+        assert_eq!(tl.buckets(l, 0, 100, 1)[0].kind, Some(SpanKind::Forward));
+        // Extreme times: no overflow in the summary.
+        let (mut b, l) = one_lane();
+        b.push(l, kinded(u64::MAX - 10, 5, SpanKind::Recv));
+        b.push(l, kinded(0, 0, SpanKind::Wait));
+        b.push(l, kinded(1 << 62, u64::MAX, SpanKind::CollEp));
+        for i in 0..100 {
+            b.push(l, kinded(1000 + i, 1, SpanKind::Wait));
+        }
+        let tl = b.build();
+        assert_eq!(tl.buckets(l, 0, 1 << 60, 2)[0].kind, Some(SpanKind::Wait));
+        let bs = tl.buckets(l, 1 << 62, u64::MAX, 3);
+        assert!(
+            bs.iter().all(|k| k.kind == Some(SpanKind::CollEp)),
+            "{bs:?}"
+        );
+    }
+
+    #[test]
+    fn dominant_kind_of_busy_columns_comes_from_the_summary() {
+        // 2000 columns' worth of data: per block of 1000 ns, 200 tiny B
+        // spans (1 ns each) around one A span of 600 ns; then blocks of
+        // only B. Columns span many blocks (summary path).
+        let (mut b, l) = one_lane();
+        for blk in 0..400u64 {
+            let t0 = blk * 1000;
+            for i in 0..100 {
+                b.push(l, kinded(t0 + i, 1, SpanKind::CollTp));
+            }
+            if blk < 200 {
+                b.push(l, kinded(t0 + 200, 600, SpanKind::Forward));
+            }
+            for i in 0..100 {
+                b.push(l, kinded(t0 + 850 + i, 1, SpanKind::CollTp));
+            }
+        }
+        let tl = b.build();
+        let bs = tl.buckets(l, 0, 400_000, 8);
+        for (i, k) in bs.iter().enumerate() {
+            assert!(k.spans as usize > EXACT_KIND_SPANS);
+            let want = if i < 4 {
+                SpanKind::Forward
+            } else {
+                SpanKind::CollTp
+            };
+            assert_eq!(k.kind, Some(want), "column {i}: {k:?}");
+        }
+        // The summary is small: about one 4-byte cell per span.
+        let extra = tl.kind_summary[0].heap_bytes();
+        assert!(extra <= tl.span_count() * 6, "{extra} bytes");
+        // Columns that cut bins anywhere still pick the right kind.
+        let bs = tl.buckets(l, 1_234, 151_234, 3);
+        assert!(
+            bs.iter().all(|k| k.kind == Some(SpanKind::Forward)),
+            "{bs:?}"
+        );
+    }
+
+    #[test]
+    fn critical_path_is_indexed_per_lane() {
+        let (mut b, l) = one_lane();
+        let late = b.push(l, span(50, 10));
+        let early = b.push(l, span(0, 10));
+        let _other = b.push(l, span(20, 10));
+        b.critical_path(vec![early, late]);
+        let t = b.build();
+        assert_eq!(t.critical_on_lane(l), &[0, 2]);
+        assert!(t.critical_on_lane(9).is_empty());
     }
 
     fn b_label_roundtrip() -> String {

@@ -6,7 +6,7 @@
 //! publishes for the driver: `window.__tlInfo` (span count, build time,
 //! `Timeline::heap_bytes`, wasm memory before and after) and
 //! `window.__tlFrames` (one `[draw_ms, rects, texts, lanes, max_lane_prims,
-//! t_ms]` entry per drawn frame).
+//! t_ms, critical_rects, max_lane_critical]` entry per drawn frame).
 
 use js_sys::{Array, Object, Reflect};
 use std::rc::Rc;
@@ -121,6 +121,8 @@ fn main() {
             f64::from(s.lanes),
             f64::from(s.max_lane_prims),
             now(),
+            f64::from(s.critical_rects),
+            f64::from(s.max_lane_critical),
         ] {
             e.push(&v.into());
         }

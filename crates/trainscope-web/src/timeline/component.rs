@@ -5,6 +5,15 @@
 //! most once per animation frame: every event only updates state and asks
 //! for a frame. The DOM around the canvas (toolbar, `view-range`, tooltip,
 //! details panel, legend) is ordinary Yew markup.
+//!
+//! New data with the same lanes and groups (a settings edit re-simulating
+//! the same job) keeps the view: the time window (clamped to the new
+//! extent), the collapsed groups and the selection when the same span
+//! (lane, index, label) still exists; other data resets the view.
+//! Keyboard (the timeline focused): W/S zoom, A/D pan, F fits, arrows move
+//! the selection (Left/Right along the lane, Up/Down to the neighbouring
+//! row), Enter/Space opens the selected span's details, C collapses or
+//! expands its group, Escape clears.
 
 use super::draw::{self, FrameStats, Scratch, Section, Selection, LABEL_W, OVERVIEW_H, RULER_H};
 use super::format;
@@ -20,7 +29,7 @@ use trainscope_core::sim::timeline::{LaneGroup, SpanKind, SpanRef, Timeline as M
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    CanvasRenderingContext2d, Element, HtmlCanvasElement, KeyboardEvent, MouseEvent,
+    CanvasRenderingContext2d, Element, HtmlCanvasElement, HtmlElement, KeyboardEvent, MouseEvent,
     ResizeObserver, WheelEvent,
 };
 use yew::prelude::*;
@@ -141,6 +150,7 @@ pub struct Timeline {
     canvas: NodeRef,
     overview: NodeRef,
     root: NodeRef,
+    details: NodeRef,
     sections: Vec<Section>,
     layout: Layout,
     collapsed: Vec<bool>,
@@ -271,6 +281,164 @@ impl Timeline {
         self.selection = Selection::default();
         self.overview_cache = None;
         self.legend = kinds_present(&self.sections);
+    }
+
+    /// New data: keep the view when the lane structure is the same (see
+    /// the module docs), else [`Timeline::reset`].
+    fn refresh(&mut self, props: &TimelineProps) {
+        let sections = sections_of(props);
+        let refs: Vec<&Model> = sections.iter().map(|s| s.tl.as_ref()).collect();
+        let same = !self.sections.is_empty()
+            && sections.len() == self.sections.len()
+            && sections
+                .iter()
+                .zip(&self.sections)
+                .all(|(a, b)| a.label == b.label && a.tl.lanes() == b.tl.lanes())
+            && layout::groups(&refs) == self.layout.groups;
+        if !same {
+            self.reset(props);
+            return;
+        }
+        let keep = self.selection.hit.and_then(|h| {
+            let sec = self.sections.get(h.section)?;
+            Some((
+                h,
+                sec.tl.label(sec.tl.span(h.span_ref())?.label).to_string(),
+            ))
+        });
+        let was_fit = self.vp.is_fit();
+        self.sections = sections;
+        self.relayout();
+        self.vp.set_extent(extent_of(&self.sections));
+        if was_fit {
+            self.vp.fit();
+        }
+        self.hover = None;
+        self.overview_cache = None;
+        self.legend = kinds_present(&self.sections);
+        let still = keep.filter(|(h, label)| {
+            self.sections.get(h.section).is_some_and(|sec| {
+                sec.tl
+                    .span(h.span_ref())
+                    .is_some_and(|s| sec.tl.label(s.label) == label)
+            })
+        });
+        self.select(still.map(|(h, _)| h));
+    }
+
+    /// Row index showing `h`'s lane.
+    fn row_index_of(&self, h: Hit) -> Option<usize> {
+        let row = self.layout.row_of_lane(h.section, h.lane)?;
+        self.layout.row_at(row.y + row.h / 2.0)
+    }
+
+    /// The span keyboard navigation starts from: the one nearest the
+    /// window's centre on the first visible lane row.
+    fn first_visible_span(&self, props: &TimelineProps) -> Option<Hit> {
+        let t = self.vp.start_ns() + self.vp.range_ns() / 2;
+        let rows = self
+            .layout
+            .rows_between(self.scroll_y, self.scroll_y + self.rows_height(props));
+        self.layout.rows[rows].iter().find_map(|r| {
+            let RowKind::Lane { section, lane, .. } = r.kind else {
+                return None;
+            };
+            let tl = &self.sections.get(section)?.tl;
+            let index = hit::span_near_ns(tl, lane, t)?;
+            Some(Hit {
+                section,
+                lane,
+                index,
+            })
+        })
+    }
+
+    /// Arrow keys: the span next to the selection (`dx` along its lane,
+    /// `dy` rows up or down), or the first visible one.
+    fn neighbour(&self, props: &TimelineProps, dx: i64, dy: i64) -> Option<Hit> {
+        let Some(h) = self.selection.hit else {
+            return self.first_visible_span(props);
+        };
+        let tl = &self.sections.get(h.section)?.tl;
+        let s = *tl.span(h.span_ref())?;
+        if dx != 0 {
+            let i = i64::from(h.index) + dx;
+            let n = tl.spans(h.lane).len() as i64;
+            return Some(Hit {
+                index: i.clamp(0, (n - 1).max(0)) as u32,
+                ..h
+            });
+        }
+        let mid = s.start_ns + s.duration_ns / 2;
+        let mut ri = self.row_index_of(h)? as i64;
+        loop {
+            ri += dy;
+            let row = self.layout.rows.get(usize::try_from(ri).ok()?)?;
+            let RowKind::Lane { section, lane, .. } = row.kind else {
+                continue;
+            };
+            let tl = &self.sections.get(section)?.tl;
+            if let Some(index) = hit::span_near_ns(tl, lane, mid) {
+                return Some(Hit {
+                    section,
+                    lane,
+                    index,
+                });
+            }
+        }
+    }
+
+    /// Bring the selected span into view: centre the window on it when it
+    /// is outside, scroll its row into view.
+    fn reveal_selection(&mut self, props: &TimelineProps) {
+        let Some(h) = self.selection.hit else {
+            return;
+        };
+        let Some(s) = self
+            .sections
+            .get(h.section)
+            .and_then(|sec| sec.tl.span(h.span_ref()).copied())
+        else {
+            return;
+        };
+        if s.end_ns() <= self.vp.start_ns() || s.start_ns >= self.vp.end_ns() {
+            self.vp.center_on(s.start_ns + s.duration_ns / 2);
+        }
+        if let Some(row) = self.layout.row_of_lane(h.section, h.lane).copied() {
+            let rows_h = self.rows_height(props);
+            if row.y < self.scroll_y {
+                self.scroll_y = row.y;
+            } else if row.y + row.h > self.scroll_y + rows_h {
+                self.scroll_y = row.y + row.h - rows_h;
+            }
+            self.clamp_scroll(props);
+        }
+    }
+
+    /// Collapse or expand the group of the selected span (else of the
+    /// first visible row).
+    fn toggle_selected_group(&mut self, props: &TimelineProps) -> bool {
+        let row = match self.selection.hit {
+            Some(h) => self.row_index_of(h),
+            None => Some(
+                self.layout
+                    .rows_between(self.scroll_y, self.scroll_y + 1.0)
+                    .start,
+            ),
+        };
+        let Some(RowKind::Lane { group, .. }) =
+            row.and_then(|i| self.layout.rows.get(i)).map(|r| r.kind)
+        else {
+            return false;
+        };
+        let Some(c) = self.collapsed.get_mut(group) else {
+            return false;
+        };
+        *c = !*c;
+        self.relayout();
+        self.clamp_scroll(props);
+        self.reveal_selection(props);
+        true
     }
 
     fn request_frame(&mut self, ctx: &Context<Self>) {
@@ -653,7 +821,8 @@ impl Timeline {
             }
         };
         html! {
-            <aside class="ts-tl-details" data-testid="timeline-details" aria-live="polite">
+            <aside class="ts-tl-details" data-testid="timeline-details" aria-live="polite" tabindex="-1" ref={self.details.clone()}
+                data-lane={self.selection.hit.map(|h| h.lane.to_string())} data-index={self.selection.hit.map(|h| h.index.to_string())}>
                 <h3>{ "Selected span" }</h3>
                 { body }
             </aside>
@@ -776,6 +945,7 @@ impl Component for Timeline {
             canvas: NodeRef::default(),
             overview: NodeRef::default(),
             root: NodeRef::default(),
+            details: NodeRef::default(),
             sections: Vec::new(),
             layout: Layout::default(),
             collapsed: Vec::new(),
@@ -809,7 +979,7 @@ impl Component for Timeline {
                 _ => false,
             };
         if !same_data || p.label != old.label || p.compare_label != old.compare_label {
-            self.reset(p);
+            self.refresh(p);
         }
         if p.critical_path != old.critical_path {
             self.critical = p.critical_path;
@@ -949,20 +1119,51 @@ impl Component for Timeline {
                     return false;
                 }
                 let w = self.vp.width_px();
+                // Enter / Space on a button inside (a dependency link)
+                // belong to the button.
+                let on_control = e
+                    .target()
+                    .and_then(|t| t.dyn_into::<Element>().ok())
+                    .is_some_and(|el| {
+                        matches!(
+                            el.tag_name().as_str(),
+                            "BUTTON" | "INPUT" | "SELECT" | "TEXTAREA" | "A"
+                        )
+                    });
                 match e.key().as_str() {
                     "w" | "W" | "+" | "=" => self.vp.zoom_around(self.zoom_center(), KEY_ZOOM),
                     "s" | "S" | "-" | "_" => {
                         self.vp.zoom_around(self.zoom_center(), 1.0 / KEY_ZOOM)
                     }
-                    "a" | "A" | "ArrowLeft" => self.vp.pan(-KEY_PAN * w),
-                    "d" | "D" | "ArrowRight" => self.vp.pan(KEY_PAN * w),
-                    "ArrowUp" => {
-                        self.scroll_y -= layout::LANE_H * 3.0;
-                        self.clamp_scroll(props);
+                    "a" | "A" => self.vp.pan(-KEY_PAN * w),
+                    "d" | "D" => self.vp.pan(KEY_PAN * w),
+                    k @ ("ArrowLeft" | "ArrowRight" | "ArrowUp" | "ArrowDown") => {
+                        let (dx, dy) = match k {
+                            "ArrowLeft" => (-1, 0),
+                            "ArrowRight" => (1, 0),
+                            "ArrowUp" => (0, -1),
+                            _ => (0, 1),
+                        };
+                        if let Some(h) = self.neighbour(props, dx, dy) {
+                            self.select(Some(h));
+                            self.reveal_selection(props);
+                        }
                     }
-                    "ArrowDown" => {
-                        self.scroll_y += layout::LANE_H * 3.0;
-                        self.clamp_scroll(props);
+                    "Enter" | " " if !on_control => {
+                        if self.selection.hit.is_none() {
+                            let h = self.first_visible_span(props);
+                            self.select(h);
+                            self.reveal_selection(props);
+                        }
+                        if let Some(d) = self.details.cast::<HtmlElement>() {
+                            d.scroll_into_view_with_bool(false);
+                            let _ = d.focus();
+                        }
+                    }
+                    "c" | "C" => {
+                        if !self.toggle_selected_group(props) {
+                            return false;
+                        }
                     }
                     "f" | "F" | "0" => self.vp.fit(),
                     "Escape" => self.select(None),
@@ -1026,7 +1227,7 @@ impl Component for Timeline {
         );
         html! {
             <div class="ts-timeline" ref={self.root.clone()} tabindex="0" {onkeydown}
-                aria-label="Timeline. Keys: W and S zoom, A and D pan, F fits, Escape clears the selection.">
+                aria-label="Timeline. Keys: W and S zoom, A and D pan, F fits; arrow keys select the previous or next span on a lane (Left, Right) or on the neighbouring lane (Up, Down); Enter or Space opens the selected span's details; C collapses or expands its group; Escape clears the selection.">
                 <div class="ts-tl-toolbar">
                     <div class="ts-tl-group" role="group" aria-label="Zoom">
                         <button class="secondary ts-tl-btn" data-testid="timeline-zoom-out" title="Zoom out (S)" aria-label="Zoom out"
@@ -1043,7 +1244,7 @@ impl Component for Timeline {
                         onclick={link.callback(|_| Msg::ToggleAll)}>{ if all_collapsed { "Expand all" } else { "Collapse all" } }</button>
                     <span class="ts-tl-range" data-testid="view-range"
                         data-start-ns={self.vp.start_ns().to_string()} data-end-ns={self.vp.end_ns().to_string()}>{ range_text }</span>
-                    <span class="ts-tl-hint">{ "wheel / W S: zoom · drag / A D: pan · click: details" }</span>
+                    <span class="ts-tl-hint">{ "wheel / W S: zoom · drag / A D: pan · click / arrows: select · Enter: details · C: collapse group · Esc: clear" }</span>
                 </div>
                 <div class="ts-tl-main">
                     <div class="ts-tl-canvases" style="position:relative">

@@ -91,12 +91,18 @@ pub struct FrameStats {
     pub lanes: u32,
     /// Most primitives of one lane.
     pub max_lane_prims: u32,
+    /// Rectangles filled for the critical path (0 when it is off).
+    pub critical_rects: u32,
+    /// Most critical-path rectangles of one lane (at most the plot's
+    /// pixel columns).
+    pub max_lane_critical: u32,
 }
 
 /// Reusable buffers (no allocation per frame once warm).
 #[derive(Debug, Default)]
 pub struct Scratch {
     prims: Vec<Prim>,
+    crit: Vec<lod::CritRun>,
     rects: Vec<Vec<[f64; 4]>>,
     texts: Vec<(f64, f64, String, bool)>,
 }
@@ -192,7 +198,7 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     }
 
     // Grid lines at the major ticks.
-    let step = format::tick_step_ns(scene.vp.ns_per_px(), TICK_MIN_PX);
+    let step = format::tick_step_ns(scene.vp.px_len_to_ns(TICK_MIN_PX));
     ctx.begin_path();
     for t in ticks(scene.vp, step) {
         let x = (LABEL_W + scene.vp.ns_to_px(t)).round() + 0.5;
@@ -210,7 +216,7 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     ctx.clip();
     draw_lanes(ctx, scene, scratch, visible.clone(), &mut stats);
     if scene.critical {
-        draw_critical(ctx, scene);
+        draw_critical(ctx, scene, scratch, visible.clone(), &mut stats);
     }
     draw_selection(ctx, scene);
     draw_texts(ctx, scratch, &mut stats);
@@ -365,122 +371,125 @@ fn clamp_rect(scene: &Scene, (x, y, w, h): (f64, f64, f64, f64)) -> (f64, f64, f
     (a, y, (b - a).max(1.0), h)
 }
 
-fn draw_critical(ctx: &Ctx, scene: &Scene) {
+/// The critical path, bounded by pixels, not path length: per visible row,
+/// each lane the row shows ([`lod::critical_runs`], at most one run per
+/// pixel column), filled by kind and outlined (outlines merge across gaps
+/// under 3 px); row-change links sampled every 4 px of the window through
+/// the chronological path (a binary search per sample).
+fn draw_critical(
+    ctx: &Ctx,
+    scene: &Scene,
+    scratch: &mut Scratch,
+    visible: std::ops::Range<usize>,
+    stats: &mut FrameStats,
+) {
     let vp = scene.vp;
     let rows_h = (scene.height - RULER_H).max(0.0);
     // Dim everything, then redraw the path on top.
     ctx.set_fill_style_str("rgba(255,255,255,0.62)");
     ctx.fill_rect(LABEL_W, RULER_H, vp.width_px(), rows_h);
+    for r in &mut scratch.rects {
+        r.clear();
+    }
+    let mut outlines: Vec<[f64; 4]> = Vec::new();
+    let lo = LABEL_W - 10.0;
+    let hi = LABEL_W + vp.width_px() + 10.0;
+    for row in &scene.layout.rows[visible] {
+        let RowKind::Lane {
+            section,
+            group,
+            lane,
+            collapsed,
+            ..
+        } = row.kind
+        else {
+            continue;
+        };
+        let Some(sec) = scene.sections.get(section) else {
+            continue;
+        };
+        let lanes: &[u32] = match scene.layout.groups.get(group) {
+            Some(g) if collapsed => &g.lanes,
+            _ => std::slice::from_ref(&lane),
+        };
+        let y = screen_y(scene, row.y) + PAD_Y;
+        let h = row.h - 2.0 * PAD_Y;
+        for &l in lanes {
+            let n = lod::critical_runs(&sec.tl, l, vp, &mut scratch.crit);
+            stats.critical_rects += n as u32;
+            stats.max_lane_critical = stats.max_lane_critical.max(n as u32);
+            let mut open: Option<[f64; 2]> = None;
+            for run in &scratch.crit {
+                let a = (LABEL_W + run.x0).clamp(lo, hi);
+                let b = (LABEL_W + run.x1).clamp(lo, hi);
+                let w = (b - a).max(1.0);
+                scratch.rects[kind_index(run.kind)].push([a, y, w, h]);
+                match &mut open {
+                    Some(o) if a <= o[1] + 3.0 => o[1] = o[1].max(a + w),
+                    _ => {
+                        if let Some(o) = open.take() {
+                            outlines.push([o[0], y, o[1] - o[0], h]);
+                        }
+                        open = Some([a, a + w]);
+                    }
+                }
+            }
+            if let Some(o) = open {
+                outlines.push([o[0], y, o[1] - o[0], h]);
+            }
+        }
+    }
+    for (k, rects) in scratch.rects.iter().enumerate() {
+        let Some(kind) = SpanKind::ALL.get(k) else {
+            continue;
+        };
+        if rects.is_empty() {
+            continue;
+        }
+        ctx.set_fill_style_str(palette::kind_color(*kind));
+        ctx.begin_path();
+        for r in rects {
+            ctx.rect(r[0], r[1], r[2], r[3]);
+        }
+        ctx.fill();
+    }
+    ctx.set_stroke_style_str(palette::CRITICAL);
+    ctx.set_line_width(1.5);
+    ctx.begin_path();
+    for o in &outlines {
+        ctx.rect(o[0] - 0.75, o[1] - 0.75, o[2] + 1.5, o[3] + 1.5);
+    }
+    // Row-change links: one sample every 4 px.
     for (si, sec) in scene.sections.iter().enumerate() {
         let tl = &sec.tl;
         let path = tl.critical_path();
         let end_of = |r: &SpanRef| tl.span(*r).map_or(0, |s| s.end_ns());
-        // The path is chronological: skip what ends before the window.
-        let first = path.partition_point(|r| end_of(r) < vp.start_ns());
-        // Bounded by pixels, not path length: per row, fills merge while
-        // they touch (sub-pixel spans join whatever precedes them),
-        // outlines merge across gaps under 3 px, and row-change links are
-        // drawn at most every 4 px.
-        let mut fills = Runs::default();
-        let mut outlines = Runs::default();
-        let mut links: Vec<(f64, f64, f64, f64)> = Vec::new();
-        let mut last_link = f64::NEG_INFINITY;
-        let mut prev: Option<(f64, f64, f64)> = None; // (x_end, y_mid, row y)
-        for r in path.iter().skip(first).take(1 << 20) {
-            let Some(s) = tl.span(*r) else { continue };
-            if s.start_ns > vp.end_ns() {
-                break;
+        let mut last_k = usize::MAX;
+        for c in (0..vp.columns()).step_by(4) {
+            let t0 = vp.column_start_ns(c);
+            let t1 = vp.column_start_ns(c + 4);
+            let k = path.partition_point(|r| end_of(r) <= t0);
+            if k == 0 || k >= path.len() || k == last_k {
+                continue;
             }
-            let Some(rect) = span_rect(scene, si, *r) else {
+            let (prev, cur) = (path[k - 1], path[k]);
+            if tl.span(cur).is_none_or(|s| s.start_ns >= t1) {
+                continue;
+            }
+            let (Some(a), Some(b)) = (span_rect(scene, si, prev), span_rect(scene, si, cur)) else {
                 continue;
             };
-            let (x, y, w, h) = clamp_rect(scene, rect);
-            let ymid = y + h / 2.0;
-            if let Some((px, py, prow)) = prev {
-                if (prow - y).abs() > 0.5 && (x - last_link).abs() >= 4.0 {
-                    links.push((px, py, x, ymid));
-                    last_link = x;
-                }
+            if (a.1 - b.1).abs() <= 0.5 {
+                continue;
             }
-            prev = Some((x + w, ymid, y));
-            let sub_pixel = w <= 1.0;
-            fills.add(x, y, w, h, s.kind, |o| {
-                x <= o.x1 + 0.5 && (o.kind == s.kind || sub_pixel)
-            });
-            outlines.add(x, y, w, h, s.kind, |o| x <= o.x1 + 3.0);
+            last_k = k;
+            let (ax, ay, aw, ah) = clamp_rect(scene, a);
+            let (bx, by, _, bh) = clamp_rect(scene, b);
+            ctx.move_to(ax + aw, ay + ah / 2.0);
+            ctx.line_to(bx, by + bh / 2.0);
         }
-        for o in fills.finish() {
-            ctx.set_fill_style_str(palette::kind_color(o.kind));
-            ctx.fill_rect(o.x0, o.y, o.x1 - o.x0, o.h);
-        }
-        ctx.set_stroke_style_str(palette::CRITICAL);
-        ctx.set_line_width(1.5);
-        ctx.begin_path();
-        for o in outlines.finish() {
-            ctx.rect(o.x0 - 0.75, o.y - 0.75, o.x1 - o.x0 + 1.5, o.h + 1.5);
-        }
-        for (x0, y0, x1, y1) in &links {
-            ctx.move_to(*x0, *y0);
-            ctx.line_to(*x1, *y1);
-        }
-        ctx.stroke();
     }
-}
-
-/// A horizontal run of merged rectangles on one row.
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    x0: f64,
-    x1: f64,
-    y: f64,
-    h: f64,
-    kind: SpanKind,
-}
-
-/// Open runs per row (a handful) and the finished ones.
-#[derive(Debug, Default)]
-struct Runs {
-    open: Vec<Run>,
-    done: Vec<Run>,
-}
-
-impl Runs {
-    /// Extend the open run of row `y` when `merge` accepts it, else start
-    /// a new one.
-    fn add(
-        &mut self,
-        x: f64,
-        y: f64,
-        w: f64,
-        h: f64,
-        kind: SpanKind,
-        merge: impl Fn(&Run) -> bool,
-    ) {
-        if let Some(i) = self.open.iter().position(|o| (o.y - y).abs() < 0.5) {
-            let o = &mut self.open[i];
-            if merge(o) {
-                o.x1 = o.x1.max(x + w);
-                return;
-            }
-            let old = self.open.swap_remove(i);
-            self.done.push(old);
-        }
-        if self.open.len() >= 16 {
-            self.done.append(&mut self.open);
-        }
-        self.open.push(Run {
-            x0: x,
-            x1: x + w,
-            y,
-            h,
-            kind,
-        });
-    }
-
-    fn finish(mut self) -> Vec<Run> {
-        self.done.append(&mut self.open);
-        self.done
-    }
+    ctx.stroke();
 }
 
 /// An arrow from (x0, y0) to (x1, y1): a cubic curve with a head.
@@ -662,7 +671,7 @@ fn draw_ruler(ctx: &Ctx, scene: &Scene, step: u64) {
     // Minor ticks.
     let lead = step / 10u64.pow(step.checked_ilog10().unwrap_or(0));
     let minor = step / if lead == 2 { 4 } else { 5 };
-    if minor >= 1 && minor as f64 / vp.ns_per_px() >= 6.0 {
+    if minor >= 1 && vp.ns_len_to_px(minor as f64) >= 6.0 {
         for t in ticks(vp, minor) {
             let x = (LABEL_W + vp.ns_to_px(t)).round() + 0.5;
             ctx.move_to(x, RULER_H - 4.0);

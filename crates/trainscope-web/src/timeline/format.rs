@@ -81,9 +81,10 @@ pub fn gbps(v: f64) -> String {
 }
 
 /// Ruler tick spacing: the smallest of 1, 2 or 5 x 10^k ns that is at
-/// least `min_px` pixels wide at `ns_per_px` (at least 1 ns).
-pub fn tick_step_ns(ns_per_px: f64, min_px: f64) -> u64 {
-    let want = (ns_per_px * min_px).max(1.0);
+/// least `min_ns` (at least 1 ns; the caller gets `min_ns` from the
+/// viewport, e.g. `vp.px_len_to_ns(TICK_MIN_PX)`).
+pub fn tick_step_ns(min_ns: f64) -> u64 {
+    let want = min_ns.max(1.0);
     let mut base: u64 = 1;
     loop {
         for m in [1u64, 2, 5] {

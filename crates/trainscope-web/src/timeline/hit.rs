@@ -37,9 +37,9 @@ pub fn span_at(tl: &Model, lane: u32, vp: &Viewport, x_px: f64, tol_px: f64) -> 
     if !t.is_finite() {
         return None;
     }
-    let tol = tol_px.max(0.0) * vp.ns_per_px();
-    let a = (t - tol).floor().max(0.0) as u64;
-    let b = ((t + tol).ceil().max(0.0) as u64).saturating_add(1);
+    let tol = tol_px.max(0.0);
+    let a = vp.px_to_ns_f64(x_px - tol).floor().max(0.0) as u64;
+    let b = (vp.px_to_ns_f64(x_px + tol).ceil().max(0.0) as u64).saturating_add(1);
     let mut best: Option<(bool, f64, u64, u32)> = None; // (contains, distance, duration, index)
     for (i, s) in tl.query(lane, a, b).take(MAX_CANDIDATES) {
         let (st, en) = (s.start_ns as f64, s.end_ns() as f64);
@@ -61,4 +61,27 @@ pub fn span_at(tl: &Model, lane: u32, vp: &Viewport, x_px: f64, tol_px: f64) -> 
         }
     }
     best.map(|(_, _, _, i)| i)
+}
+
+/// Index of the span of `lane` at time `t_ns` (the shortest containing
+/// it), else the nearest one: keyboard navigation between lanes.
+pub fn span_near_ns(tl: &Model, lane: u32, t_ns: u64) -> Option<u32> {
+    let spans = tl.spans(lane);
+    if let Some((i, _)) = tl
+        .query(lane, t_ns, t_ns.saturating_add(1))
+        .take(MAX_CANDIDATES)
+        .min_by_key(|(i, s)| (s.duration_ns, *i))
+    {
+        return Some(i);
+    }
+    let i = spans.partition_point(|s| s.start_ns <= t_ns);
+    let before = i
+        .checked_sub(1)
+        .and_then(|j| Some((t_ns.saturating_sub(spans.get(j)?.end_ns()), j)));
+    let after = spans.get(i).map(|s| (s.start_ns.saturating_sub(t_ns), i));
+    match (before, after) {
+        (Some(b), Some(a)) => Some(if a.0 < b.0 { a.1 } else { b.1 } as u32),
+        (Some((_, j)), None) | (None, Some((_, j))) => Some(j as u32),
+        (None, None) => None,
+    }
 }

@@ -1,15 +1,17 @@
 //! Level of detail: what to draw for one lane in the visible window, with a
-//! bounded amount of work. The window is cut into one column per CSS pixel
-//! and [`Timeline::buckets`] aggregates every column in O(log spans); a
-//! column holding exactly one span draws that span itself (once, however
-//! many columns it covers), a column holding several spans becomes an
-//! aggregate bar coloured by its dominant kind, its height quantised from
-//! the busy fraction, and consecutive aggregate columns with the same
-//! colour and height merge into one bar. So a lane never yields more
-//! primitives than the plot has pixel columns, whatever the span count.
+//! bounded amount of work. The window is cut into the viewport's pixel
+//! columns ([`Viewport::column_bounds`]) and [`Timeline::buckets_with`]
+//! aggregates every column in O(log spans); a column holding exactly one
+//! span draws that span itself (once, however many columns it covers), a
+//! column holding several spans becomes an aggregate bar coloured by the
+//! kind with the most busy time in it, its height quantised from the busy
+//! fraction, and consecutive aggregate columns with the same colour and
+//! height merge into one bar. So a lane never yields more primitives than
+//! the plot has pixel columns, whatever the span count. The critical path
+//! is bounded the same way, lane by lane ([`critical_runs`]).
 
 use super::viewport::Viewport;
-use trainscope_core::sim::timeline::{SpanKind, Timeline as Model, MAX_BUCKETS};
+use trainscope_core::sim::timeline::{SpanKind, Timeline as Model};
 
 /// Busy-fraction levels of aggregate bars (level `k` of `LEVELS` draws
 /// `k / LEVELS` of the lane height).
@@ -39,9 +41,10 @@ pub fn level(busy_ns: u64, width_ns: u64) -> u8 {
     l.clamp(1, u128::from(LEVELS)) as u8
 }
 
-/// Number of columns for a plot of `vp.width_px()` pixels.
+/// Number of columns for a plot of `vp.width_px()` pixels
+/// ([`Viewport::columns`]).
 pub fn columns(vp: &Viewport) -> usize {
-    (vp.width_px().ceil() as usize).clamp(1, MAX_BUCKETS)
+    vp.columns()
 }
 
 /// Append the primitives of `lane` in `vp`'s window to `out` (cleared
@@ -49,18 +52,12 @@ pub fn columns(vp: &Viewport) -> usize {
 /// [`columns`]`(vp)`.
 pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> usize {
     out.clear();
-    let n = columns(vp);
+    let n = vp.columns();
     let spans = tl.spans(lane);
     if spans.is_empty() {
         return 0;
     }
-    // Columns are exact pixel columns: the plot may be a fraction of a
-    // pixel narrower than n, so the last column can stick out a little.
-    let col_ns = vp.range_ns() as f64 / vp.width_px();
-    let end = vp.start_ns() as f64 + col_ns * n as f64;
-    let end_ns = (end.ceil() as u64).max(vp.start_ns() + 1);
-    let buckets = tl.buckets(lane, vp.start_ns(), end_ns, n);
-    let scale = n as f64 / buckets.len().max(1) as f64;
+    let buckets = tl.buckets_with(lane, n, |i| vp.column_start_ns(i));
     let mut last_span: Option<u32> = None;
     for (i, b) in buckets.iter().enumerate() {
         if b.spans == 0 {
@@ -83,8 +80,7 @@ pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> 
         }
         let Some(kind) = b.kind else { continue };
         let lv = level(b.busy_ns, b.end_ns - b.start_ns);
-        let x0 = i as f64 * scale;
-        let x1 = (i + 1) as f64 * scale;
+        let (x0, x1) = (vp.column_px(i), vp.column_px(i + 1));
         if let Some(Prim::Agg {
             x1: px1,
             kind: pk,
@@ -103,6 +99,73 @@ pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> 
             kind,
             level: lv,
         });
+    }
+    out.len()
+}
+
+/// A run of the critical path on one lane: `[x0, x1)` CSS px from the
+/// plot's left edge, coloured `kind` (the first span of the run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CritRun {
+    pub x0: f64,
+    pub x1: f64,
+    pub kind: SpanKind,
+}
+
+/// Append the critical-path runs of `lane` in `vp`'s window to `out`
+/// (cleared first); returns how many, never more than [`columns`]`(vp)`.
+/// Walks the lane's critical spans ([`Model::critical_on_lane`]) from the
+/// window's start; after drawing a span it jumps (binary search) past
+/// every critical span ending inside the same pixel column, so each step
+/// advances at least one column: O(columns x log path) per lane, whatever
+/// the path length. Runs merge while they touch (a sub-pixel span joins
+/// whatever precedes it).
+pub fn critical_runs(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<CritRun>) -> usize {
+    out.clear();
+    let crit = tl.critical_on_lane(lane);
+    let spans = tl.spans(lane);
+    // Critical spans of a lane form a chain: their ends ascend.
+    let end_of = |i: &u32| spans.get(*i as usize).map_or(0, |s| s.end_ns());
+    let n = vp.columns();
+    let hi_px = vp.column_px(n) + 2.0;
+    let mut k = crit.partition_point(|i| end_of(i) <= vp.start_ns());
+    let mut next_col = 0usize;
+    let mut last_col: Option<usize> = None;
+    while let Some(s) = crit.get(k).and_then(|&i| spans.get(i as usize)) {
+        let x0 = vp.ns_to_px(s.start_ns).max(-2.0);
+        if x0 >= vp.column_px(n) {
+            break;
+        }
+        let x1 = vp.ns_to_px(s.end_ns()).min(hi_px).max(x0);
+        let c0 = vp.column_at_px(x0);
+        // The column after the one holding the span's end (strictly
+        // increasing, so the walk ends after at most n + 1 steps): every
+        // critical span ending before it is drawn by this run.
+        next_col = next_col.max(vp.column_at_px(x1)).max(c0) + 1;
+        let next_t = vp.column_start_ns(next_col);
+        let rest = crit.get(k + 1..).unwrap_or(&[]);
+        let skip = rest.partition_point(|i| end_of(i) <= next_t);
+        let x1 = if skip > 0 {
+            x1.max(vp.column_px(next_col).min(hi_px))
+        } else {
+            x1
+        };
+        let sub_pixel = x1 - x0 <= 1.0;
+        match out.last_mut() {
+            // One run per starting column at most (so at most n runs).
+            Some(o) if last_col == Some(c0) => o.x1 = o.x1.max(x1),
+            Some(o) if x0 <= o.x1 + 0.5 && (o.kind == s.kind || sub_pixel) => o.x1 = o.x1.max(x1),
+            _ => out.push(CritRun {
+                x0,
+                x1,
+                kind: s.kind,
+            }),
+        }
+        last_col = Some(c0);
+        if next_col > n {
+            break;
+        }
+        k += 1 + skip;
     }
     out.len()
 }

@@ -4,8 +4,13 @@
 //! Zooming keeps the time under the pointer fixed, panning moves the window
 //! by a number of pixels, and every change is clamped so the window stays
 //! inside the extent and never narrower than [`Viewport::MIN_RANGE_NS`].
-//! Pure Rust (no DOM); the drawing, hit testing, ruler and minimap all go
-//! through it.
+//! Pixel columns (one per CSS px, the level-of-detail grid) are defined
+//! here too: [`Viewport::column_bounds`] tiles the window without gaps or
+//! overlap. Pure Rust (no DOM); the level of detail, drawing, critical
+//! path, hit testing, ruler and minimap all go through it: no other module
+//! converts between time and pixels.
+
+use trainscope_core::sim::timeline::MAX_BUCKETS;
 
 /// A visible time window mapped onto a plot of a given pixel width.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,6 +139,55 @@ impl Viewport {
         }
     }
 
+    /// Pixels covered by a duration of `ns` at this zoom.
+    pub fn ns_len_to_px(&self, ns: f64) -> f64 {
+        ns * self.width_px / self.range_ns() as f64
+    }
+
+    /// Duration covered by `px` pixels at this zoom, ns (fractional).
+    pub fn px_len_to_ns(&self, px: f64) -> f64 {
+        px * self.range_ns() as f64 / self.width_px
+    }
+
+    /// Number of pixel columns of the plot: `ceil(width)`, 1 to
+    /// [`MAX_BUCKETS`] (the last one may stick out of a fractional width).
+    pub fn columns(&self) -> usize {
+        (self.width_px.ceil() as usize).clamp(1, MAX_BUCKETS)
+    }
+
+    /// x of the left edge of column `i`, CSS px (columns are 1 px wide).
+    pub fn column_px(&self, i: usize) -> f64 {
+        i as f64
+    }
+
+    /// First ns of column `i`: `start + round(i * range / width)`
+    /// (saturating), never decreasing in `i`; equals
+    /// `px_to_ns(column_px(i))` inside the extent.
+    pub fn column_start_ns(&self, i: usize) -> u64 {
+        let off = (self.px_len_to_ns(self.column_px(i))).round();
+        let off = if off.is_finite() && off > 0.0 {
+            off.min(u64::MAX as f64) as u64
+        } else {
+            0
+        };
+        self.start_ns.saturating_add(off)
+    }
+
+    /// Time range `[a, b)` of column `i`: column `i + 1` starts where
+    /// column `i` ends, so the columns tile the window.
+    pub fn column_bounds(&self, i: usize) -> (u64, u64) {
+        (self.column_start_ns(i), self.column_start_ns(i + 1))
+    }
+
+    /// The column holding x (floor, at least 0).
+    pub fn column_at_px(&self, x_px: f64) -> usize {
+        if x_px.is_finite() && x_px > 0.0 {
+            x_px.floor().min(usize::MAX as f64) as usize
+        } else {
+            0
+        }
+    }
+
     /// Zoom by `factor` (> 1 zooms in, < 1 out) keeping the time under
     /// `x_px` at `x_px` (to within the 1 ns rounding; exactly while no
     /// clamp applies). Non-finite or non-positive factors do nothing.
@@ -156,7 +210,7 @@ impl Viewport {
         if !dx_px.is_finite() {
             return;
         }
-        let shift = (dx_px * self.ns_per_px()).round();
+        let shift = self.px_len_to_ns(dx_px).round();
         let range = self.range_ns();
         let start = if shift >= 0.0 {
             self.start_ns
