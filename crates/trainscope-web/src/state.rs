@@ -253,12 +253,22 @@ impl AppState {
                 || self.output_basis != (self.files_rev, self.edit_rev))
     }
 
-    /// The note over a stale result when no run is updating it.
+    /// The note over a stale result when no run is updating it. A valid
+    /// settings edit is followed by its run after the debounce pause, so
+    /// that moment gets no note (it would flash on every keystroke); the
+    /// result is still dimmed ([`AppState::results_stale`]).
     pub fn stale_note(&self) -> Option<&'static str> {
         if !self.results_stale() || self.run.is_running() {
             return None;
         }
-        Some(if self.field_errors().is_empty() {
+        let valid = self.field_errors().is_empty();
+        let edit_pending = self.output_run == self.current_run
+            && self.output_basis.0 == self.files_rev
+            && self.can_run();
+        if valid && edit_pending {
+            return None;
+        }
+        Some(if valid {
             "These results are from an earlier run: press Simulate to update them."
         } else {
             "These results are from an earlier run: correct the settings marked in red, then press Simulate."

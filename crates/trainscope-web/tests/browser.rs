@@ -1162,7 +1162,10 @@ fn an_edit_makes_the_result_stale_until_its_run_finishes() {
     let (s, _) = finished_run(1);
     let s = reduce(s, Action::Edit(Field::NicBw, "100".into()));
     assert!(s.results_stale(), "the settings changed since the run");
-    assert!(s.stale_note().is_some());
+    assert!(
+        s.stale_note().is_none(),
+        "a valid edit's run follows the debounce pause: dimmed, no note to flash"
+    );
     let s = reduce(s, Action::RunStarted(2));
     let out = compute_output(&run_request(2, &[("a.txt", SEED000)]));
     let s = reduce(
