@@ -36,6 +36,16 @@ async function openTimeline(page) {
   }
   const canvas = page.getByTestId('timeline');
   await canvas.waitFor({ state: 'visible', timeout: 30000 });
+  if (!onBench) {
+    // Loading the example starts a run and Simulate another: the first
+    // run's timeline may show while the second runs. Wait until the panel
+    // draws the last run's (no aria-busy), so no new data replaces the
+    // timeline (and clears the hover) in the middle of a test.
+    await page.waitForFunction(() => {
+      const p = document.querySelector('[data-testid=timeline-panel]');
+      return p && !p.hasAttribute('aria-busy') && document.querySelector('[data-testid=timeline]');
+    }, null, { timeout: 30000 });
+  }
   await canvas.scrollIntoViewIfNeeded();
   return canvas;
 }
@@ -127,14 +137,16 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
     for (const field of ['kind', 'lane', 'layer', 'micro-batch', 'start', 'duration', 'bytes', 'bandwidth']) {
       assert.ok(text.includes(field), `tooltip lacks ${field}: ${text}`);
     }
-    await screenshot(page, 'timeline-hover');
     // The tooltip names the span under the pointer: clicking there selects
     // a span (lane and index on the details panel) whose name, start and
-    // duration are the tooltip's.
+    // duration are the tooltip's. Read before the screenshot: a full-page
+    // screenshot resizes the viewport, and the synthetic pointer move after
+    // that relayout may leave the span.
     const field = async (loc, key) => loc.locator('dt', { hasText: new RegExp(`^${key}$`) })
       .locator('xpath=following-sibling::dd[1]').textContent();
     const tipStart = await field(tip, 'start');
     const tipDuration = await field(tip, 'duration');
+    await screenshot(page, 'timeline-hover');
     await page.mouse.down(); await page.mouse.up();
     const details = page.getByTestId('timeline-details');
     await page.waitForFunction(() => document.querySelector('[data-testid=timeline-details]').dataset.lane !== undefined);
