@@ -116,30 +116,7 @@ pub fn parse_decimal_scaled(text: &str, scale: i32) -> Result<u64, &'static str>
     if round_up_dropped {
         mant += 1;
     }
-    if i < b.len() {
-        if b[i] != b'e' && b[i] != b'E' {
-            return Err("not a number");
-        }
-        i += 1;
-        let mut neg = false;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            neg = b[i] == b'-';
-            i += 1;
-        }
-        if i >= b.len() {
-            return Err("not a number");
-        }
-        let mut e: i64 = 0;
-        while i < b.len() {
-            let c = b[i];
-            if !c.is_ascii_digit() {
-                return Err("not a number");
-            }
-            e = (e * 10 + i64::from(c - b'0')).min(1_000_000);
-            i += 1;
-        }
-        exp10 += if neg { -e } else { e };
-    }
+    exp10 += parse_exponent(&b[i..])?;
     let e = exp10 + i64::from(scale);
     if mant == 0 {
         return Ok(0);
@@ -163,6 +140,29 @@ pub fn parse_decimal_scaled(text: &str, scale: i32) -> Result<u64, &'static str>
         let q = if r * 2 >= div { q + 1 } else { q };
         u64::try_from(q).map_err(|_| "a number too large for 64 bits")
     }
+}
+
+/// The exponent suffix after a decimal mantissa: empty (0) or `e`/`E`, an
+/// optional sign and digits; clamped to ±1 000 000 (far beyond any u64).
+fn parse_exponent(b: &[u8]) -> Result<i64, &'static str> {
+    let Some((&first, rest)) = b.split_first() else {
+        return Ok(0);
+    };
+    if first != b'e' && first != b'E' {
+        return Err("not a number");
+    }
+    let (neg, digits) = match rest.split_first() {
+        Some((&b'-', d)) => (true, d),
+        Some((&b'+', d)) => (false, d),
+        _ => (false, rest),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err("not a number");
+    }
+    let e = digits
+        .iter()
+        .fold(0i64, |e, &c| (e * 10 + i64::from(c - b'0')).min(1_000_000));
+    Ok(if neg { -e } else { e })
 }
 
 /// An unsigned integer that may be written as a float (`20971520.0`, `1e3`),
@@ -218,30 +218,7 @@ pub fn parse_u64_exact(text: &str) -> Result<u64, &'static str> {
     if !any_digit {
         return Err("not a number");
     }
-    if i < b.len() {
-        if b[i] != b'e' && b[i] != b'E' {
-            return Err("not a number");
-        }
-        i += 1;
-        let mut neg = false;
-        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-            neg = b[i] == b'-';
-            i += 1;
-        }
-        if i >= b.len() {
-            return Err("not a number");
-        }
-        let mut e: i64 = 0;
-        while i < b.len() {
-            let c = b[i];
-            if !c.is_ascii_digit() {
-                return Err("not a number");
-            }
-            e = (e * 10 + i64::from(c - b'0')).min(1_000_000);
-            i += 1;
-        }
-        exp10 += if neg { -e } else { e };
-    }
+    exp10 += parse_exponent(&b[i..])?;
     while digits.last() == Some(&0) {
         digits.pop();
         exp10 += 1;

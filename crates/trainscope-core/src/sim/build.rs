@@ -696,6 +696,29 @@ impl Builder<'_> {
         Ok(())
     }
 
+    /// The time of collective `c` over `group_size` ranks placed as stage
+    /// 0's group (0 for a group of one), for the closed-form bubble.
+    fn stage0_cost_ns(
+        &mut self,
+        c: CommSpec,
+        group_size: u32,
+        phase: Phase,
+    ) -> Result<u64, SimError> {
+        if group_size <= 1 {
+            return Ok(0);
+        }
+        let (placement, _) = self.group_placement(0, c.group);
+        let req = CollectiveRequest {
+            collective: c.collective,
+            group: c.group,
+            group_size,
+            size_bytes: c.size_bytes,
+            phase,
+            placement,
+        };
+        Ok(self.cost(req)?.0)
+    }
+
     /// SimAI's closed form (FORMATS.md section 2). With the file's rows
     /// ([`JobSpec::simai_bubble`]): per row except `embedding_layer`, once
     /// each, (fwd comm + ig comm + fwd + ig + wg compute as written, times
@@ -718,19 +741,7 @@ impl Builder<'_> {
                 }
                 for &(phase, c) in &row.comms {
                     let group_size = if c.group == GroupKind::Ep { ep } else { tp };
-                    if group_size <= 1 {
-                        continue;
-                    }
-                    let (placement, _) = self.group_placement(0, c.group);
-                    let req = CollectiveRequest {
-                        collective: c.collective,
-                        group: c.group,
-                        group_size,
-                        size_bytes: c.size_bytes,
-                        phase,
-                        placement,
-                    };
-                    sum += u128::from(self.cost(req)?.0);
+                    sum += u128::from(self.stage0_cost_ns(c, group_size, phase)?);
                 }
             }
             return Ok(
@@ -756,18 +767,7 @@ impl Builder<'_> {
             for phase in [Phase::Forward, Phase::InputGrad] {
                 if let Some(c) = row.phase(phase).comm {
                     let group_size = self.job.parallel.group_size(c.group);
-                    if group_size > 1 {
-                        let (placement, _) = self.group_placement(0, c.group);
-                        let req = CollectiveRequest {
-                            collective: c.collective,
-                            group: c.group,
-                            group_size,
-                            size_bytes: c.size_bytes,
-                            phase,
-                            placement,
-                        };
-                        sum += u128::from(self.cost(req)?.0);
-                    }
+                    sum += u128::from(self.stage0_cost_ns(c, group_size, phase)?);
                 }
             }
         }

@@ -341,12 +341,7 @@ impl SimaiBubbleBasis {
             if c.size_bytes == 0 {
                 return None;
             }
-            let collective = match coll {
-                simai::Collective::AllReduce => CollectiveKind::AllReduce,
-                simai::Collective::AllGather => CollectiveKind::AllGather,
-                simai::Collective::ReduceScatter => CollectiveKind::ReduceScatter,
-                simai::Collective::AllToAll => CollectiveKind::AllToAll,
-            };
+            let collective = collective_kind(coll);
             let group = match group {
                 CommGroup::Tp | CommGroup::Unscoped => GroupKind::Tp,
                 CommGroup::Dp => GroupKind::Dp,
@@ -715,6 +710,16 @@ fn compute_value(ns: u64) -> u64 {
     }
 }
 
+/// The engine's collective for a SimAI comm type's collective.
+fn collective_kind(coll: simai::Collective) -> CollectiveKind {
+    match coll {
+        simai::Collective::AllReduce => CollectiveKind::AllReduce,
+        simai::Collective::AllGather => CollectiveKind::AllGather,
+        simai::Collective::ReduceScatter => CollectiveKind::ReduceScatter,
+        simai::Collective::AllToAll => CollectiveKind::AllToAll,
+    }
+}
+
 fn comm_from(
     c: &simai::SimaiComm,
     phase: Phase,
@@ -727,12 +732,7 @@ fn comm_from(
     if c.size_bytes <= 1 {
         return None;
     }
-    let collective = match coll {
-        simai::Collective::AllReduce => CollectiveKind::AllReduce,
-        simai::Collective::AllGather => CollectiveKind::AllGather,
-        simai::Collective::ReduceScatter => CollectiveKind::ReduceScatter,
-        simai::Collective::AllToAll => CollectiveKind::AllToAll,
-    };
+    let collective = collective_kind(coll);
     let group = match group {
         CommGroup::Tp => GroupKind::Tp,
         CommGroup::Dp => GroupKind::Dp,
