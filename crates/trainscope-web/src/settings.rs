@@ -254,7 +254,7 @@ impl Field {
             Field::Nic => "NIC type",
             Field::NicBw => "NIC bandwidth (GB/s)",
             Field::Latency => "Link latency (µs)",
-            Field::Placement => "Rank placement (fastest first)",
+            Field::Placement => "Rank order, fastest first (Megatron: tp-dp-pp)",
             Field::Oversubscription => "Fabric oversubscription (≥ 1)",
             Field::World => "World size (GPUs)",
             Field::Tp => "Tensor parallel (TP)",

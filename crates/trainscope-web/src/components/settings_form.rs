@@ -58,11 +58,7 @@ fn control(field: Field) -> Control {
             (schedule_name(Schedule::Interleaved), "Interleaved 1F1B"),
         ]),
         Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
-        Field::Placement => {
-            let mut o = opts(&Placement::ALL, placement_name);
-            o[0].1 = "tp-dp-pp (Megatron)";
-            Control::Select(o)
-        }
+        Field::Placement => Control::Select(opts(&Placement::ALL, placement_name)),
         Field::Oversubscription => Control::Number {
             step: "any",
             min: "1",
