@@ -186,3 +186,28 @@ fn huge_epoch_times_saturate_instead_of_overflowing() {
     // exactly, although their sum does not fit in 64 bits.
     assert_eq!(run.steady_iteration_ns(), Some(18_446_744_073_709_000_000));
 }
+
+/// A log cut short (found by the mutation fuzzer: a BOM, then the seed cut
+/// inside its config lines or before its first forward-time entry) gives
+/// nothing to simulate: the file is not usable and an error says why,
+/// never a failed file with warnings only.
+#[test]
+fn a_log_cut_before_its_entries_fails_with_an_error_saying_why() {
+    let seed = fixture_bytes("seeds/optimus_prime_llama1b_pp8_train.log");
+    let text = String::from_utf8(seed).unwrap();
+    let pp_line = text.find("> PP:").unwrap();
+    for cut in [pp_line + 4, 3000] {
+        let mut bytes = "\u{feff}".as_bytes().to_vec();
+        bytes.extend_from_slice(&text.as_bytes()[..cut]);
+        let s = inspect("cut.log", &bytes, None);
+        assert!(!s.is_usable(), "cut at {cut}");
+        let errors: Vec<_> = s.diagnostics.iter().filter(|d| d.is_error()).collect();
+        assert!(
+            errors
+                .iter()
+                .any(|d| d.message.contains("nothing to simulate")),
+            "cut at {cut}: {:?}",
+            s.diagnostics
+        );
+    }
+}

@@ -260,7 +260,11 @@ impl FileSummary {
                 .collect();
             out.push_str(&format!(
                 "  measured iteration time(s), ms: {}{}\n",
-                shown.join(", "),
+                if shown.is_empty() {
+                    "none".to_string()
+                } else {
+                    shown.join(", ")
+                },
                 if t.len() > 12 {
                     format!(", … ({} in all)", t.len())
                 } else {
@@ -331,6 +335,9 @@ pub fn skipped_note(
 }
 
 fn list_u32(v: &[u32]) -> String {
+    if v.is_empty() {
+        return "none".to_string();
+    }
     let s: Vec<String> = v.iter().take(64).map(u32::to_string).collect();
     if v.len() > 64 {
         format!("{} … ({} in all)", s.join(" "), v.len())
@@ -660,7 +667,20 @@ pub fn load_set(
     }
 
     for s in &mut summaries {
-        s.usable = s.format.is_some() && s.job.is_some() && !(s.read == 0 && s.skipped > 0);
+        s.usable = s.format.is_some() && s.job.is_some() && s.read > 0;
+        // A file that failed says why, even when the parser only warned
+        // (a log cut before its config or its first entry).
+        if !s.usable && s.format.is_some() && !s.has_errors() {
+            let why = if s.job.is_none() {
+                "its parallel configuration is missing or unreadable".to_string()
+            } else {
+                format!("no {} could be read", s.unit)
+            };
+            s.diagnostics.push(
+                Diagnostic::error(format!("nothing to simulate in `{}`: {why}", s.file))
+                    .with_hint("check that the file is complete (it may be truncated); the warnings above say what was found"),
+            );
+        }
     }
     LoadedSet {
         summaries,
