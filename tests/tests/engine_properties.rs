@@ -312,7 +312,7 @@ fn check(case: &Case, r: &SimResult) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(160))]
+    #![proptest_config(trainscope_tests::proptest_config(160))]
     #[test]
     fn random_jobs_keep_the_invariants(case in case_strategy()) {
         let r = sim::simulate(&case.job, &case.config);

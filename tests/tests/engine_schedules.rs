@@ -144,7 +144,7 @@ fn bubble_is_the_pipeline_fill_and_drain() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(trainscope_tests::proptest_config(48))]
     #[test]
     fn formulas_hold_for_random_times(
         p in 1u32..6, k in 1u32..4, v in 1u32..4,

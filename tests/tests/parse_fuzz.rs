@@ -151,7 +151,7 @@ fn check(name: &str, data: &[u8], forced: Option<Format>) -> Result<(), TestCase
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 100, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(trainscope_tests::proptest_config(100))]
 
     #[test]
     fn mutated_seeds_never_panic(seed in 0usize..SEEDS.len(), muts in prop::collection::vec(mutation(), 1..6)) {
