@@ -225,6 +225,12 @@ pub struct LayerOp {
     pub weight_grad: PhaseOp,
     /// Wait after each of this layer's collectives completes, ns.
     pub update_ns: u64,
+    /// The input-gradient and weight-gradient compute are the parser's
+    /// estimate, not the file's (NeuSight rows with zero backward: each
+    /// equals forward, i.e. backward = 2 x forward); a backward-factor
+    /// setting replaces exactly these.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backward_estimated: bool,
 }
 
 impl LayerOp {
@@ -241,6 +247,7 @@ impl LayerOp {
             input_grad: PhaseOp::default(),
             weight_grad: PhaseOp::default(),
             update_ns: 0,
+            backward_estimated: false,
         }
     }
 

@@ -463,11 +463,16 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
         }
     }
     // Backward estimate, per row: a row with forward time but zero backward
-    // and weight-gradient time gets backward = 2 x forward, split equally
-    // (input-gradient = weight-gradient = forward). One summary warning when
-    // every row is like that (an inference-only trace), else one per row.
+    // and weight-gradient time (its own and its `_grad` rows') gets backward
+    // = 2 x forward, split equally (input-gradient = weight-gradient =
+    // forward). One summary warning when every row is like that (an
+    // inference-only trace), else one per row.
     let needs_estimate = |i: usize, r: &NeusightRow| {
-        grad_target[i].is_none() && r.backward_ns == 0 && r.weight_grad_ns == 0
+        let grads_measured = grads_of.get(&i).is_some_and(|gs| {
+            gs.iter()
+                .any(|&g| rows[g].backward_ns > 0 || rows[g].weight_grad_ns > 0)
+        });
+        grad_target[i].is_none() && r.backward_ns == 0 && r.weight_grad_ns == 0 && !grads_measured
     };
     let any_forward = rows.iter().any(|r| r.forward_ns > 0);
     let all_backward_zero = rows
@@ -523,6 +528,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.weight_grad_comm),
         };
         op.update_ns = r.process_ns;
+        op.backward_estimated = needs_estimate(i, r) && r.forward_ns > 0;
         for &g in grads_of.get(&i).map_or(&[][..], Vec::as_slice) {
             attach_grad(file, &mut diags, &mut op, &rows[g]);
         }

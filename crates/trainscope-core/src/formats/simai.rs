@@ -870,6 +870,7 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
                 comm: model_comm(&r.wg_comm, Column::WeightGrad),
             },
             update_ns: r.update_ns,
+            backward_estimated: false,
         })
         .collect();
     for (list, checkpoint, key) in [

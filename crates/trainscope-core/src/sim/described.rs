@@ -30,9 +30,10 @@
 //! asynchronously when the backward reaches that op; all DP collectives of a
 //! rank queue on its one asynchronous stream (they serialise), and the
 //! iteration ends when the last of them or the backward compute ends. The
-//! parser estimates the backward of forward-only files as 2 x forward (input
-//! gradient = weight gradient = forward); [`DescribedOptions::backward_factor`]
-//! changes that factor.
+//! parser estimates the backward of rows without one as 2 x forward (input
+//! gradient = weight gradient = forward) and marks them
+//! ([`LayerOp::backward_estimated`]); [`DescribedOptions::backward_factor`]
+//! changes that factor for exactly those rows.
 
 use super::config::MAX_MICRO_BATCHES;
 use super::job::{
@@ -47,33 +48,23 @@ use serde::{Deserialize, Serialize};
 /// Settings of [`JobSpec::from_described`].
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct DescribedOptions {
-    /// For jobs whose backward the parser estimated (NeuSight files traced
-    /// for inference: input gradient = weight gradient = forward, i.e.
+    /// For the ops whose backward the parser estimated (NeuSight rows with
+    /// zero backward: input gradient = weight gradient = forward, i.e.
     /// backward = 2 x forward): backward = `factor` x forward instead, split
-    /// equally. `None` keeps the parser's estimate.
+    /// equally; measured rows keep their times. `None` keeps the estimate.
     pub backward_factor: Option<f64>,
 }
 
-/// True when every op of `job` has input-gradient = weight-gradient =
-/// forward compute and some forward is non-zero: the signature of the
-/// NeuSight parser's backward estimate for forward-only files.
+/// True when the parser estimated the backward of some op of `job`
+/// ([`LayerOp::backward_estimated`]: NeuSight rows with zero backward).
 pub fn backward_was_estimated(job: &DescribedJob) -> bool {
-    if job.format != Format::NeusightTsv {
-        return false;
-    }
-    let ops = || {
-        job.stages.iter().flat_map(|s| {
-            s.before
-                .iter()
-                .chain(s.blocks.iter().flat_map(|b| b.ops.iter()))
-                .chain(s.after.iter())
-        })
-    };
-    ops().any(|o| o.forward.compute_ns > 0)
-        && ops().all(|o| {
-            o.input_grad.compute_ns == o.forward.compute_ns
-                && o.weight_grad.compute_ns == o.forward.compute_ns
-        })
+    job.stages.iter().any(|s| {
+        s.before
+            .iter()
+            .chain(s.blocks.iter().flat_map(|b| b.ops.iter()))
+            .chain(s.after.iter())
+            .any(|o| o.backward_estimated)
+    })
 }
 
 fn push_once(warnings: &mut Vec<String>, msg: String) {
@@ -164,7 +155,7 @@ fn layer(op: &LayerOp, factor: Option<f64>, warnings: &mut Vec<String>) -> Layer
         weight_grad: phase_ops(&op.weight_grad, Phase::WeightGrad, &op.name, warnings),
         update_ns: op.update_ns,
     };
-    if let Some(f) = factor {
+    if let (Some(f), true) = (factor, op.backward_estimated) {
         let half = scale(op.forward.compute_ns, f / 2.0);
         l.input_grad.compute_ns = half;
         l.weight_grad.compute_ns = half;
@@ -451,5 +442,53 @@ mod tests {
             (1_500_000, 1_500_000)
         );
         assert!(three.warnings.iter().any(|w| w.contains("3 x forward")));
+    }
+
+    /// In a file that mixes measured and zero backward rows, the factor
+    /// replaces the estimate of the zero rows only; measured rows, and an op
+    /// whose `_grad` row carries its backward time, keep the file's values.
+    #[test]
+    fn neusight_backward_factor_rescales_only_estimated_rows() {
+        let tsv = "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\tbackward_compute_time\tbackward_comm_type\tbackward_comm_size\tweight_grad_compute_time\tweight_grad_comm_type\tweight_grad_comm_size\tprocess_time\n\
+            embed\t0.5\tNone\t0\t1.0\tNone\t0\t0.5\tNone\t0\t0\n\
+            ln\t0.2\tNone\t0\t0\tNone\t0\t0\tNone\t0\t0\n\
+            mm_grad\t0\tNone\t0\t0.3\tALLREDUCE_ASYNC\t1024\t0.1\tNone\t0\t0\n\
+            mm\t2.0\tNone\t0\t0\tNone\t0\t0\tNone\t0\t0\n";
+        let t = neusight::parse("n.tsv", tsv).unwrap();
+        let job = neusight::to_model("n.tsv", &t, &Default::default());
+        assert!(backward_was_estimated(&job));
+        let three = JobSpec::from_described(
+            &job,
+            &DescribedOptions {
+                backward_factor: Some(3.0),
+            },
+        )
+        .unwrap();
+        let layers: Vec<_> = three.programs[0]
+            .blocks
+            .iter()
+            .flat_map(|b| b.layers.iter())
+            .chain(three.programs[0].pre_rows.iter())
+            .chain(three.programs[0].post_rows.iter())
+            .map(|l| {
+                (
+                    l.name.as_str(),
+                    l.input_grad.compute_ns,
+                    l.weight_grad.compute_ns,
+                )
+            })
+            .collect();
+        let find = |n: &str| *layers.iter().find(|l| l.0 == n).unwrap();
+        assert_eq!(find("embed"), ("embed", 1_000_000, 500_000), "measured");
+        assert_eq!(
+            find("ln"),
+            ("ln", 300_000, 300_000),
+            "estimated: 3 x 0.2 ms, split"
+        );
+        assert_eq!(
+            find("mm"),
+            ("mm", 300_000, 100_000),
+            "its _grad row's times"
+        );
     }
 }
