@@ -288,7 +288,7 @@ impl FileSummary {
     }
 }
 
-/// "`file`: N <unit> skipped (line 5, 9); the result leaves them out", or
+/// "`file`: N `unit` skipped (line 5, 9); the result leaves them out", or
 /// `None` when nothing was skipped. The lines are those of the file's
 /// located error diagnostics (at most 8 listed).
 pub fn skipped_note(
