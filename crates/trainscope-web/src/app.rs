@@ -132,14 +132,31 @@ pub fn App() -> Html {
                     testid,
                     content,
                 }) => save_export(&d, &pending_sink, id, &testid, &content),
-                HostEvent::Response(Response::Failed { id, message }) => {
-                    // A failed download (the reducer says so): no longer pending.
+                HostEvent::Response(Response::ExportFailed {
+                    id,
+                    testid,
+                    message,
+                }) => {
+                    // That click's download will not come: no longer pending.
                     {
                         let mut queue = pending_sink.borrow_mut();
-                        if let Some(at) = queue.iter().position(|(run, _)| *run == id) {
+                        if let Some(at) = queue
+                            .iter()
+                            .position(|(run, file)| *run == id && file.testid == testid)
+                        {
                             queue.remove(at);
                         }
                     }
+                    d.dispatch(Action::Worker(Response::ExportFailed {
+                        id,
+                        testid,
+                        message,
+                    }));
+                }
+                HostEvent::Response(Response::Failed { id, message }) => {
+                    // The worker failed (it may have been making a download
+                    // of run `id`): nothing more will come for that run.
+                    pending_sink.borrow_mut().retain(|(run, _)| *run != id);
                     d.dispatch(Action::Worker(Response::Failed { id, message }));
                 }
                 HostEvent::Response(r) => d.dispatch(Action::Worker(r)),

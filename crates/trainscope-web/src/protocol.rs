@@ -237,6 +237,13 @@ pub enum Response {
         id: u64,
         message: String,
     },
+    /// The download `testid` of run `id` could not be made (the worker no
+    /// longer holds that run's data).
+    ExportFailed {
+        id: u64,
+        testid: String,
+        message: String,
+    },
     /// The timelines of run `id`, sent right after its `Done` (large: the
     /// results show first, the timeline follows); always sent, empty when
     /// the run has no timeline (SimAI mode, an input that failed).
@@ -260,6 +267,7 @@ impl Response {
             Response::Progress(p) => Some(p.id),
             Response::Done { id, .. }
             | Response::Failed { id, .. }
+            | Response::ExportFailed { id, .. }
             | Response::Timelines { id, .. }
             | Response::Export { id, .. } => Some(*id),
         }

@@ -304,7 +304,8 @@ pub const MAX_WORLD: u32 = 1 << 20;
 pub const MAX_MICRO_BATCHES: u32 = 1 << 16;
 pub const MAX_VIRTUAL_STAGES: u32 = 1024;
 pub const MAX_PER_NODE: u32 = 1024;
-pub const MAX_BLOCKS: u32 = 100_000;
+/// The core's bound on a NeuSight block repeat count (the CLI's too).
+pub const MAX_BLOCKS: u32 = trainscope_core::formats::neusight::MAX_BLOCK_REPEATS;
 
 /// Every knob of a run. Defaults are SimAI-Analytical's reference flags
 /// (`-nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8`, overlaps 0/0/0/1).

@@ -324,12 +324,18 @@ impl AppState {
 
     /// Unpin the settings the files state (typed or set by a link), so a
     /// file set that replaces the loaded one applies its own values.
+    /// Unpin the file-derived fields and put their defaults back, so the
+    /// form shows (and validates) what the next run uses: the new files'
+    /// values where they state them, else the defaults.
     fn unpin_file_fields(&mut self) {
+        let defaults = Settings::default();
         for f in FILE_FIELDS {
             self.pinned_fields.remove(&f);
             self.link_fields.remove(&f);
             self.texts.remove(&f);
             self.parse_errors.remove(&f);
+            // A default's own text always parses back.
+            let _ = self.settings.set(f, &defaults.get(f));
         }
     }
 
@@ -459,12 +465,23 @@ impl Reducible for AppState {
                     Response::Failed { id, message } if running && id == current => {
                         next.run = RunStatus::Failed { id, message };
                     }
-                    // The shown result's run is finished: a failure naming
-                    // it is a download the worker could not make.
+                    // A download the worker could not make.
+                    Response::ExportFailed { message, .. } => {
+                        next.notices.push(format!("download failed: {message}"));
+                    }
+                    // The worker failed after the shown result's run had
+                    // finished (preparing its timelines or a download): say
+                    // so, and stop waiting for timelines that will not come.
                     Response::Failed { id, message }
                         if next.output.is_some() && id == next.output_run =>
                     {
-                        next.notices.push(format!("download failed: {message}"));
+                        next.notices.push(format!(
+                            "the worker failed after run {id} finished: {message}"
+                        ));
+                        if next.timelines_run != id {
+                            next.timelines.clear();
+                            next.timelines_run = id;
+                        }
                     }
                     // The shown result's timelines (also when a newer run
                     // has started since: they belong to what is shown).

@@ -110,7 +110,8 @@ impl WorkerHost {
                     }
                     Response::Progress(_)
                     | Response::Timelines { .. }
-                    | Response::Export { .. } => {}
+                    | Response::Export { .. }
+                    | Response::ExportFailed { .. } => {}
                 }
                 me.sink.clone()
             };

@@ -376,8 +376,8 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
         steps,
         vec![
             (3, 0, 5, "Parsing 2 file(s)".to_string()),
-            (3, 1, 5, "Reading junk.bin (file 1 of 2)".to_string()),
-            (3, 2, 5, "Reading seed000.txt (file 2 of 2)".to_string()),
+            (3, 1, 5, "Summarising junk.bin (file 1 of 2)".to_string()),
+            (3, 2, 5, "Summarising seed000.txt (file 2 of 2)".to_string()),
             (3, 3, 5, "Simulating".to_string()),
             (3, 4, 5, "Preparing results".to_string()),
         ]
@@ -1116,8 +1116,9 @@ fn downloads_only_for_a_finished_result_and_export_failures_are_notices() {
     // The worker could not make a download of the shown run: a notice.
     let s = reduce(
         s,
-        Action::Worker(Response::Failed {
+        Action::Worker(Response::ExportFailed {
             id: 1,
+            testid: "export-chrome-trace".into(),
             message: "no such download".into(),
         }),
     );
@@ -1126,6 +1127,21 @@ fn downloads_only_for_a_finished_result_and_export_failures_are_notices() {
         s.notices,
         vec!["download failed: no such download".to_string()]
     );
+    // The worker failing after the run finished (its timelines not yet
+    // sent) is not a download failure, and the timeline wait ends.
+    assert!(s.timeline_wait_note().is_some());
+    let failed = reduce(
+        s.clone(),
+        Action::Worker(Response::Failed {
+            id: 1,
+            message: "trap".into(),
+        }),
+    );
+    assert_eq!(
+        failed.notices.last().map(String::as_str),
+        Some("the worker failed after run 1 finished: trap")
+    );
+    assert!(failed.timeline_wait_note().is_none());
     let s = reduce(s, Action::ExportFailed("t.json: gone".into()));
     assert_eq!(s.notices.len(), 2);
     // During a run: blocked, and the result is stale (dimmed, no note).
@@ -1243,6 +1259,12 @@ fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
     assert!(!s.pinned_fields.contains(&Field::MicroBatches));
     assert!(s.pinned_fields.contains(&Field::NicBw));
     assert_eq!(s.field_text(Field::NicBw), "100");
+    // Until the new file's hints arrive the form shows the default, not
+    // the value typed for the old file (which the run would not use).
+    assert_eq!(
+        s.settings.micro_batches,
+        trainscope_web::settings::Settings::default().micro_batches
+    );
     let s = reduce(s, Action::RunStarted(2));
     let out = compute_output(&RunRequest {
         settings: s.settings.clone(),
@@ -1270,6 +1292,10 @@ fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
     let s = reduce(s, Action::Edit(Field::World, "64".into()));
     let s = reduce(s, Action::Clear);
     assert!(!s.pinned_fields.contains(&Field::World));
+    assert_ne!(
+        s.settings.world_size, 64,
+        "the typed world is gone with its files"
+    );
     assert!(s.pinned_fields.contains(&Field::NicBw));
 }
 

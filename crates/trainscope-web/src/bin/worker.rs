@@ -77,8 +77,9 @@ fn on_message(e: MessageEvent) {
                     testid: x.testid,
                     content,
                 }),
-                None => send(&Response::Failed {
+                None => send(&Response::ExportFailed {
                     id: x.id,
+                    testid: x.testid.clone(),
                     message: format!(
                         "the worker no longer holds run {}'s data for `{}`: press Simulate, then download again",
                         x.id, x.testid
