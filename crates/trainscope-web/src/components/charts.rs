@@ -21,6 +21,10 @@ pub struct ChartsProps {
     pub breakdown: Vec<Segment>,
     pub bars_title: AttrValue,
     pub bars: Vec<Bar>,
+    /// Told why a drawing failed (`None` once a drawing succeeds), so the
+    /// PNG download can say it has nothing to save.
+    #[prop_or_default]
+    pub on_outcome: Callback<Option<String>>,
 }
 
 /// Canvas size in pixels for the given content.
@@ -174,6 +178,7 @@ pub fn Charts(props: &ChartsProps) -> Html {
     {
         let canvas = props.canvas.clone();
         let failed = failed.clone();
+        let on_outcome = props.on_outcome.clone();
         let deps = (
             props.breakdown_title.clone(),
             props.breakdown.clone(),
@@ -187,6 +192,7 @@ pub fn Charts(props: &ChartsProps) -> Html {
             };
             let message = outcome.err();
             if *failed != message {
+                on_outcome.emit(message.clone());
                 failed.set(message);
             }
         });

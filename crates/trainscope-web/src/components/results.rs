@@ -52,6 +52,12 @@ fn raw_value(q: &Quantity) -> String {
 pub fn Results(props: &ResultsProps) -> Html {
     let r = &props.result;
     let canvas = use_node_ref();
+    // Why the charts could not be drawn (then there is no PNG to save).
+    let chart_failed = use_state(|| None::<String>);
+    let on_chart_outcome = {
+        let chart_failed = chart_failed.clone();
+        Callback::from(move |m: Option<String>| chart_failed.set(m))
+    };
     let on_png = {
         let canvas = canvas.clone();
         let on_error = props.on_error.clone();
@@ -111,7 +117,7 @@ pub fn Results(props: &ResultsProps) -> Html {
             if !r.breakdown.is_empty() || !r.bars.is_empty() {
                 <Charts canvas={canvas.clone()} breakdown_title={r.breakdown_title.clone()}
                         breakdown={r.breakdown.clone()} bars_title={r.bars_title.clone()}
-                        bars={r.bars.clone()} />
+                        bars={r.bars.clone()} on_outcome={on_chart_outcome} />
             }
             if !r.diagnostics.is_empty() {
                 <ul class="diags">{ for r.diagnostics.iter().map(diagnostic) }</ul>
@@ -130,7 +136,12 @@ pub fn Results(props: &ResultsProps) -> Html {
                     }
                 }) }
                 if !r.breakdown.is_empty() || !r.bars.is_empty() {
-                    <button type="button" class="secondary" data-testid="export-png" onclick={on_png}>
+                    <button type="button" class="secondary" data-testid="export-png" onclick={on_png}
+                            disabled={chart_failed.is_some()}
+                            title={chart_failed.as_ref().map_or_else(
+                                || "trainscope-charts.png".to_string(),
+                                |e| format!("The charts could not be drawn ({e}): no PNG to save"),
+                            )}>
                         {"Charts (PNG)"}
                     </button>
                 }
