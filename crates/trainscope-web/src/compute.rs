@@ -66,7 +66,11 @@ pub fn run_with_source(
         let i = u32::try_from(i).unwrap_or(u32::MAX);
         step(
             i.saturating_add(1),
-            format!("Reading {} (file {} of {n})", f.name, i.saturating_add(1)),
+            format!(
+                "Summarising {} (file {} of {n})",
+                f.name,
+                i.saturating_add(1)
+            ),
         );
         let file_hints = hints_from_summary(summary);
         for field in hints.merge(&file_hints) {
