@@ -223,7 +223,10 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
     }
 }
 
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+/// The largest char boundary of `s` at or before byte `i` (clamped to the
+/// length), so a computed offset can be used to slice `s` without panicking.
+pub fn floor_char_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
     }

@@ -5,7 +5,7 @@
 //! user-supplied table in SimAI's CSV layout (bytes in, [`Diagnostic`] out).
 
 use crate::diag::{Diagnostic, Location};
-use crate::formats::simai::parse_u64_lenient;
+use crate::formats::lex::parse_u64_exact;
 use serde::Serialize;
 use std::fmt;
 
@@ -177,7 +177,7 @@ impl RatioTable {
                 continue;
             };
             let size_text = size_text.trim();
-            let size = match parse_u64_lenient(size_text) {
+            let size = match parse_u64_exact(size_text) {
                 Ok(s) => s,
                 Err(_)
                     if rows.is_empty() && !size_text.starts_with(|c: char| c.is_ascii_digit()) =>

@@ -19,16 +19,6 @@ pub fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
     })
 }
 
-/// The largest char boundary of `s` at or before byte `i` (clamped to the
-/// length), so a computed offset can be used to slice `s` without panicking.
-pub fn floor_char_boundary(s: &str, i: usize) -> usize {
-    let mut i = i.min(s.len());
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
 /// Whitespace-separated tokens of `line` (any ASCII whitespace) with their
 /// byte offsets.
 pub fn tokens(line: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -55,52 +45,131 @@ pub fn offset_in(whole: &str, part: &str) -> usize {
 /// this converts milliseconds to nanoseconds exactly as written (no binary
 /// float rounding). Errors say why, in words usable inside a message.
 pub fn parse_decimal_scaled(text: &str, scale: i32) -> Result<u64, &'static str> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    if b.first() == Some(&b'+') {
-        i = 1;
-    } else if b.first() == Some(&b'-') {
-        let rest = &text[1..];
-        return if rest.bytes().any(|c| c.is_ascii_digit())
-            && parse_decimal_scaled(rest, scale).is_ok_and(|v| v == 0)
-        {
-            Ok(0)
-        } else if rest.bytes().any(|c| c.is_ascii_digit()) {
-            Err("a negative number where a time, count or size is expected")
+    unsigned(text, |b| {
+        let d = scan_decimal(b)?;
+        let mant = d.mant + u128::from(d.first_dropped.is_some_and(|x| x >= 5));
+        let e = d.exp10 + i64::from(scale);
+        if mant == 0 {
+            return Ok(0);
+        }
+        if e >= 0 {
+            if e > 20 {
+                return Err(TOO_LARGE);
+            }
+            let v = mant.checked_mul(10u128.pow(e as u32)).ok_or(TOO_LARGE)?;
+            u64::try_from(v).map_err(|_| TOO_LARGE)
         } else {
-            Err("not a number")
-        };
+            let neg_e = -e;
+            if neg_e > 38 {
+                return Ok(0);
+            }
+            let div = 10u128.pow(neg_e as u32);
+            let q = mant / div;
+            let q = if (mant % div) * 2 >= div { q + 1 } else { q };
+            u64::try_from(q).map_err(|_| TOO_LARGE)
+        }
+    })
+}
+
+/// An unsigned integer that may be written as a float (`20971520.0`, `1e3`),
+/// converted exactly from the decimal text (no binary float on the way, so
+/// `9007199254740993.0` stays 9 007 199 254 740 993). A fraction (`12.5`,
+/// `1e-400`) is refused, never rounded.
+pub fn parse_u64_exact(text: &str) -> Result<u64, &'static str> {
+    if let Ok(v) = text.parse::<u64>() {
+        return Ok(v);
     }
-    // Mantissa: keep at most 30 significant digits; later digits only shift
-    // the exponent (and decide the rounding of the kept part).
+    unsigned(text, |b| {
+        let d = scan_decimal(b)?;
+        if d.dropped_nonzero {
+            // Past 30 significant digits: beyond 64 bits, or a fraction.
+            return Err(if d.exp10 >= 0 { TOO_LARGE } else { FRACTION });
+        }
+        let (mut mant, mut exp10) = (d.mant, d.exp10);
+        if mant == 0 {
+            return Ok(0);
+        }
+        while mant % 10 == 0 {
+            mant /= 10;
+            exp10 += 1;
+        }
+        if exp10 < 0 {
+            return Err(FRACTION);
+        }
+        if exp10 > 20 {
+            return Err(TOO_LARGE);
+        }
+        let v = mant
+            .checked_mul(10u128.pow(exp10 as u32))
+            .ok_or(TOO_LARGE)?;
+        u64::try_from(v).map_err(|_| TOO_LARGE)
+    })
+}
+
+const TOO_LARGE: &str = "a number too large for 64 bits";
+const FRACTION: &str = "a fractional number where an integer is expected";
+
+/// `parse` on the unsigned text after an optional `+`; a `-` number is
+/// refused unless it is zero.
+fn unsigned(
+    text: &str,
+    parse: impl Fn(&[u8]) -> Result<u64, &'static str>,
+) -> Result<u64, &'static str> {
+    let Some(rest) = text.strip_prefix('-') else {
+        return parse(text.strip_prefix('+').unwrap_or(text).as_bytes());
+    };
+    match parse(rest.as_bytes()) {
+        Ok(0) => Ok(0),
+        _ if rest.bytes().any(|c| c.is_ascii_digit()) => {
+            Err("a negative number where a time, count or size is expected")
+        }
+        _ => Err("not a number"),
+    }
+}
+
+/// An unsigned decimal as written: at most 30 significant digits in `mant`
+/// (later digits only shift the exponent), `value ≈ mant * 10^exp10`.
+struct Decimal {
+    mant: u128,
+    exp10: i64,
+    /// The first digit not kept in `mant` (decides rounding).
+    first_dropped: Option<u8>,
+    /// Whether any digit not kept in `mant` is nonzero (the value is not
+    /// exactly `mant * 10^exp10`).
+    dropped_nonzero: bool,
+}
+
+/// Scan `digits [. digits] [e|E [+|-] digits]` (the whole input).
+fn scan_decimal(b: &[u8]) -> Result<Decimal, &'static str> {
     const KEEP: u32 = 30;
-    let mut mant: u128 = 0;
+    let mut d = Decimal {
+        mant: 0,
+        exp10: 0,
+        first_dropped: None,
+        dropped_nonzero: false,
+    };
     let mut kept: u32 = 0;
-    let mut exp10: i64 = 0;
     let mut any_digit = false;
-    let mut round_up_dropped = false;
-    let mut first_dropped = true;
     let mut seen_dot = false;
+    let mut i = 0;
     while i < b.len() {
         let c = b[i];
         if c.is_ascii_digit() {
             any_digit = true;
-            let d = u128::from(c - b'0');
+            let digit = c - b'0';
             if kept < KEEP {
-                if mant != 0 || d != 0 {
-                    mant = mant * 10 + d;
+                if d.mant != 0 || digit != 0 {
+                    d.mant = d.mant * 10 + u128::from(digit);
                     kept += 1;
                 }
                 if seen_dot {
-                    exp10 -= 1;
+                    d.exp10 -= 1;
                 }
             } else {
-                if first_dropped {
-                    round_up_dropped = d >= 5;
-                    first_dropped = false;
-                }
+                d.first_dropped.get_or_insert(digit);
+                d.dropped_nonzero |= digit != 0;
                 if !seen_dot {
-                    exp10 += 1;
+                    d.exp10 += 1;
                 }
             }
         } else if c == b'.' && !seen_dot {
@@ -113,33 +182,8 @@ pub fn parse_decimal_scaled(text: &str, scale: i32) -> Result<u64, &'static str>
     if !any_digit {
         return Err("not a number");
     }
-    if round_up_dropped {
-        mant += 1;
-    }
-    exp10 += parse_exponent(&b[i..])?;
-    let e = exp10 + i64::from(scale);
-    if mant == 0 {
-        return Ok(0);
-    }
-    if e >= 0 {
-        if e > 20 {
-            return Err("a number too large for 64 bits");
-        }
-        let v = mant
-            .checked_mul(10u128.pow(e as u32))
-            .ok_or("a number too large for 64 bits")?;
-        u64::try_from(v).map_err(|_| "a number too large for 64 bits")
-    } else {
-        let neg_e = -e;
-        if neg_e > 38 {
-            return Ok(0);
-        }
-        let div = 10u128.pow(neg_e as u32);
-        let q = mant / div;
-        let r = mant % div;
-        let q = if r * 2 >= div { q + 1 } else { q };
-        u64::try_from(q).map_err(|_| "a number too large for 64 bits")
-    }
+    d.exp10 += parse_exponent(&b[i..])?;
+    Ok(d)
 }
 
 /// The exponent suffix after a decimal mantissa: empty (0) or `e`/`E`, an
@@ -163,86 +207,6 @@ fn parse_exponent(b: &[u8]) -> Result<i64, &'static str> {
         .iter()
         .fold(0i64, |e, &c| (e * 10 + i64::from(c - b'0')).min(1_000_000));
     Ok(if neg { -e } else { e })
-}
-
-/// An unsigned integer that may be written as a float (`20971520.0`, `1e3`),
-/// converted exactly from the decimal text (no binary float on the way, so
-/// `9007199254740993.0` stays 9 007 199 254 740 993). A fraction (`12.5`,
-/// `1e-400`) is refused, never rounded.
-pub fn parse_u64_exact(text: &str) -> Result<u64, &'static str> {
-    if let Ok(v) = text.parse::<u64>() {
-        return Ok(v);
-    }
-    let b = text.as_bytes();
-    let mut i = 0;
-    let mut negative = false;
-    if let Some(&c) = b.first() {
-        if c == b'+' || c == b'-' {
-            negative = c == b'-';
-            i = 1;
-        }
-    }
-    // Significant digits (leading zeros dropped) and the decimal exponent
-    // of the last one.
-    let mut digits: Vec<u8> = Vec::new();
-    let mut exp10: i64 = 0;
-    let mut any_digit = false;
-    let mut seen_dot = false;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_digit() {
-            any_digit = true;
-            let d = c - b'0';
-            if digits.is_empty() && d == 0 {
-                if seen_dot {
-                    exp10 -= 1;
-                }
-            } else if digits.len() < 4096 {
-                digits.push(d);
-                if seen_dot {
-                    exp10 -= 1;
-                }
-            } else if !seen_dot {
-                exp10 = exp10.saturating_add(1);
-            } else if d != 0 {
-                // A nonzero digit this far after the point: a fraction.
-                return Err("a fractional number where an integer is expected");
-            }
-        } else if c == b'.' && !seen_dot {
-            seen_dot = true;
-        } else {
-            break;
-        }
-        i += 1;
-    }
-    if !any_digit {
-        return Err("not a number");
-    }
-    exp10 += parse_exponent(&b[i..])?;
-    while digits.last() == Some(&0) {
-        digits.pop();
-        exp10 += 1;
-    }
-    if digits.is_empty() {
-        return Ok(0);
-    }
-    if negative {
-        return Err("a negative number where a count, time or size is expected");
-    }
-    if exp10 < 0 {
-        return Err("a fractional number where an integer is expected");
-    }
-    if digits.len() as i64 + exp10 > 20 {
-        return Err("a number too large for 64 bits");
-    }
-    let mut v: u128 = 0;
-    for d in digits {
-        v = v * 10 + u128::from(d);
-    }
-    for _ in 0..exp10 {
-        v *= 10;
-    }
-    u64::try_from(v).map_err(|_| "a number too large for 64 bits")
 }
 
 /// Collects diagnostics for one file, listing at most `limit` of them and
@@ -355,7 +319,7 @@ pub fn location(file: &str, line_no: u32, line: &str, byte_col: usize) -> Locati
     let mut loc = if byte_col <= CHEAP {
         Location::new(file, line_no, line, byte_col)
     } else {
-        let at = floor_char_boundary(line, byte_col);
+        let at = crate::diag::floor_char_boundary(line, byte_col);
         let column = u32::try_from(at + 1).unwrap_or(u32::MAX);
         Location::with_column(file, line_no, line, at, column)
     };

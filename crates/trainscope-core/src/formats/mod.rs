@@ -124,7 +124,7 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
         let count_next = second
             .split(|c: char| c.is_ascii_whitespace())
             .next()
-            .is_some_and(|t| simai::parse_u64_lenient(t).is_ok());
+            .is_some_and(|t| lex::parse_u64_exact(t).is_ok());
         out.push(Detection {
             format: Format::SimaiWorkload,
             confidence: if count_next { 100 } else { 90 },

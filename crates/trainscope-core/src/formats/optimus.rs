@@ -339,7 +339,7 @@ fn config_line(cx: &mut Ctx<'_>, c: &mut OptimusConfig, no: u32, line: &str) -> 
             ("segment:", &mut c.segment),
         ] {
             // Look from 64 bytes before `num_stage:`, at a char boundary.
-            let from = lex::floor_char_boundary(line, p.saturating_sub(64));
+            let from = crate::diag::floor_char_boundary(line, p.saturating_sub(64));
             if let Some(q) = line[from..].find(key) {
                 let mut cur = Cur {
                     s: line,

@@ -261,13 +261,6 @@ pub fn comm_type_from_str(text: &str, column: Column) -> Option<CommType> {
     })
 }
 
-/// Parse an unsigned integer that may be written as a float (`20971520.0`),
-/// exactly from its decimal text ([`lex::parse_u64_exact`]): a fraction
-/// (`12.5`, `1e-400`) is refused, never rounded.
-pub fn parse_u64_lenient(text: &str) -> Result<u64, &'static str> {
-    lex::parse_u64_exact(text)
-}
-
 struct Ctx<'a> {
     file: &'a str,
     sink: DiagSink,
@@ -319,7 +312,7 @@ pub fn parse(file: &str, text: &str) -> Result<SimaiWorkload, Diagnostic> {
         Some((c_no, c_line)) => {
             let mut count_tokens = lex::tokens(c_line);
             let (col, t) = count_tokens.next().unwrap_or((0, c_line));
-            match parse_u64_lenient(t) {
+            match lex::parse_u64_exact(t) {
                 Ok(n) => {
                     declared_records = n;
                     if let Some((col, t)) = count_tokens.next() {
@@ -470,7 +463,7 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
             // Skip its value if one follows.
             if inline_value.is_none() {
                 if let Some((_, v)) = toks.get(i) {
-                    if !v.contains(':') && parse_u64_lenient(v).is_ok() {
+                    if !v.contains(':') && lex::parse_u64_exact(v).is_ok() {
                         i += 1;
                     }
                 }
@@ -542,7 +535,7 @@ fn parse_header(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiHeader, Di
                         break;
                     }
                     i += 1;
-                    match parse_u64_lenient(t)
+                    match lex::parse_u64_exact(t)
                         .ok()
                         .and_then(|v| u32::try_from(v).ok())
                     {
@@ -628,7 +621,7 @@ fn read_header_num(
         ))
         .at(cx.loc(no, line, kcol))
         .with_hint(format!("write `{key}: <integer>`"))),
-        Some((col, t)) => parse_u64_lenient(t).map_err(|why| {
+        Some((col, t)) => lex::parse_u64_exact(t).map_err(|why| {
             Diagnostic::error(format!(
                 "failed to parse SimAI workload (value `{}` of `{key}` is {why})",
                 lex::quote(t, 40)
@@ -697,7 +690,7 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
     };
     let num = |cx: &mut Ctx<'_>, idx: usize, what: &str| -> Result<u64, Diagnostic> {
         let (col, t) = field(idx);
-        parse_u64_lenient(t).map_err(|why| {
+        lex::parse_u64_exact(t).map_err(|why| {
             Diagnostic::error(format!(
                 "failed to parse SimAI workload ({what} `{}` in field {} is {why}); record skipped",
                 lex::quote(t, 40),
@@ -1144,12 +1137,12 @@ mod tests {
 
     #[test]
     fn lenient_numbers() {
-        assert_eq!(parse_u64_lenient("20971520.0"), Ok(20_971_520));
-        assert!(parse_u64_lenient("-5").is_err());
-        assert!(parse_u64_lenient("99999999999999999999999").is_err());
-        assert!(parse_u64_lenient("1.5").is_err());
-        assert!(parse_u64_lenient("abc").is_err());
-        assert!(parse_u64_lenient("inf").is_err());
+        assert_eq!(lex::parse_u64_exact("20971520.0"), Ok(20_971_520));
+        assert!(lex::parse_u64_exact("-5").is_err());
+        assert!(lex::parse_u64_exact("99999999999999999999999").is_err());
+        assert!(lex::parse_u64_exact("1.5").is_err());
+        assert!(lex::parse_u64_exact("abc").is_err());
+        assert!(lex::parse_u64_exact("inf").is_err());
     }
 
     #[test]
