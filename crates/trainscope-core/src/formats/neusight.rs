@@ -467,26 +467,29 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
     // = 2 x forward, split equally (input-gradient = weight-gradient =
     // forward). One summary warning when every row is like that (an
     // inference-only trace), else one per row.
-    let needs_estimate = |i: usize, r: &NeusightRow| {
-        let grads_measured = grads_of.get(&i).is_some_and(|gs| {
-            gs.iter()
-                .any(|&g| rows[g].backward_ns > 0 || rows[g].weight_grad_ns > 0)
-        });
-        grad_target[i].is_none() && r.backward_ns == 0 && r.weight_grad_ns == 0 && !grads_measured
-    };
-    let any_forward = rows.iter().any(|r| r.forward_ns > 0);
-    let all_backward_zero = rows
+    let no_backward = |r: &NeusightRow| r.backward_ns == 0 && r.weight_grad_ns == 0;
+    let estimated: Vec<bool> = rows
         .iter()
         .enumerate()
-        .filter(|(i, _)| grad_target[*i].is_none())
-        .all(|(i, r)| needs_estimate(i, r));
+        .map(|(i, r)| {
+            grad_target[i].is_none()
+                && no_backward(r)
+                && grads_of
+                    .get(&i)
+                    .is_none_or(|gs| gs.iter().all(|&g| no_backward(&rows[g])))
+        })
+        .collect();
+    let any_forward = rows.iter().any(|r| r.forward_ns > 0);
+    let all_backward_zero = (0..rows.len())
+        .filter(|&i| grad_target[i].is_none())
+        .all(|i| estimated[i]);
     if all_backward_zero && any_forward {
         diags.push(Diagnostic::warning(
             "every backward and weight-gradient time is 0 (the producer traced inference only); estimated backward = 2 x forward, split equally: input-gradient = weight-gradient = forward time of each op",
         ));
     } else {
         for (i, r) in rows.iter().enumerate() {
-            if needs_estimate(i, r) && r.forward_ns > 0 {
+            if estimated[i] && r.forward_ns > 0 {
                 diags.push_with(crate::diag::Severity::Warning, || {
                     Diagnostic::warning(format!(
                         "op `{}` has forward time but zero backward and weight-gradient time; estimated backward = 2 x forward, split equally: input-gradient = weight-gradient = {} ms",
@@ -512,7 +515,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.forward_comm),
         };
         op.input_grad = PhaseOp {
-            compute_ns: if needs_estimate(i, r) {
+            compute_ns: if estimated[i] {
                 r.forward_ns
             } else {
                 r.backward_ns
@@ -520,7 +523,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.backward_comm),
         };
         op.weight_grad = PhaseOp {
-            compute_ns: if needs_estimate(i, r) {
+            compute_ns: if estimated[i] {
                 r.forward_ns
             } else {
                 r.weight_grad_ns
@@ -528,7 +531,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
             comm: model_comm(&r.weight_grad_comm),
         };
         op.update_ns = r.process_ns;
-        op.backward_estimated = needs_estimate(i, r) && r.forward_ns > 0;
+        op.backward_estimated = estimated[i] && r.forward_ns > 0;
         for &g in grads_of.get(&i).map_or(&[][..], Vec::as_slice) {
             attach_grad(file, &mut diags, &mut op, &rows[g]);
         }
