@@ -10,6 +10,7 @@
 //! [`inspect`] is the one-file shortcut.
 
 use crate::diag::Diagnostic;
+use crate::formats::simai::SimaiWorkload;
 use crate::formats::{self, echo, lex, neusight, optimus, simai, Detection, Format};
 use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Serialize, Serializer};
@@ -399,6 +400,10 @@ pub struct LoadedSet {
     pub summaries: Vec<FileSummary>,
     /// Described jobs (SimAI, NeuSight), in input order.
     pub described: Vec<DescribedJob>,
+    /// Parallel to `described`: the SimAI workload a job was converted from
+    /// (its rows as written, which SimAI's closed-form bubble reads and the
+    /// normalised model does not keep); `None` for NeuSight.
+    pub simai_sources: Vec<Option<SimaiWorkload>>,
     /// Measured runs (one per Echo job, one per Optimus-Prime log).
     pub runs: Vec<MeasuredRun>,
 }
@@ -493,6 +498,7 @@ pub fn load_set(
 ) -> LoadedSet {
     let mut summaries: Vec<FileSummary> = Vec::with_capacity(files.len());
     let mut described = Vec::new();
+    let mut simai_sources = Vec::new();
     let mut runs = Vec::new();
     // Echo traces waiting to be grouped: (summary index, trace).
     let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
@@ -570,6 +576,7 @@ pub fn load_set(
                         summary.job = Some(described_summary(&job));
                         summary.diagnostics.extend(job.diagnostics.iter().cloned());
                         described.push(job);
+                        simai_sources.push(Some(w));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -584,6 +591,7 @@ pub fn load_set(
                         summary.job = Some(described_summary(&job));
                         summary.diagnostics.extend(job.diagnostics.iter().cloned());
                         described.push(job);
+                        simai_sources.push(None);
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -685,6 +693,7 @@ pub fn load_set(
     LoadedSet {
         summaries,
         described,
+        simai_sources,
         runs,
     }
 }

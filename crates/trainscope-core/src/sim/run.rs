@@ -46,6 +46,7 @@ use super::{calibrate_compute_scale, simulate_with, Algorithm, JobSpec, SimConfi
 use super::{SimResult, Summary};
 use crate::analytical::RatioTables;
 use crate::diag::Diagnostic;
+use crate::formats::simai::SimaiWorkload;
 use crate::formats::{neusight, Format};
 use crate::inspect::{load_set, LoadOptions, LoadedSet};
 use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
@@ -302,7 +303,8 @@ pub struct ConvertOutput {
 }
 
 enum Input {
-    Described(DescribedJob),
+    /// A described job, with the SimAI workload it came from (if any).
+    Described(DescribedJob, Option<SimaiWorkload>),
     Measured(MeasuredRun),
 }
 
@@ -342,18 +344,17 @@ fn load(
     let LoadedSet {
         summaries,
         described,
+        simai_sources,
         runs,
     } = load_set(files, options.format, &LoadOptions { neusight });
-    // A file that gave no result fails the run; a usable file with skipped
-    // records is simulated without them, with a warning naming them.
-    let mut errors: Vec<Diagnostic> = Vec::new();
-    for s in summaries.iter().filter(|s| !s.is_usable()) {
-        let before = errors.len();
-        errors.extend(s.diagnostics.iter().filter(|d| d.is_error()).cloned());
-        if errors.len() == before {
-            errors.push(Diagnostic::error(format!("`{}` gave no result", s.file)));
-        }
-    }
+    // A file that gave no result fails the run (`load_set` gives every such
+    // file an error saying why); a usable file with skipped records is
+    // simulated without them, with a warning naming them.
+    let errors: Vec<Diagnostic> = summaries
+        .iter()
+        .filter(|s| !s.is_usable())
+        .flat_map(|s| s.diagnostics.iter().filter(|d| d.is_error()).cloned())
+        .collect();
     if !errors.is_empty() {
         return Err(RunError::Parse(errors));
     }
@@ -383,10 +384,11 @@ fn load(
             names.join(", ")
         )));
     }
-    let (input, used) = match (described.into_iter().next(), runs.into_iter().next()) {
-        (Some(d), _) => {
+    let first_described = described.into_iter().zip(simai_sources).next();
+    let (input, used) = match (first_described, runs.into_iter().next()) {
+        (Some((d, source)), _) => {
             let f = vec![d.file.clone()];
-            (Input::Described(d), f)
+            (Input::Described(d, source), f)
         }
         (None, Some(r)) => {
             let f = r.files.clone();
@@ -439,16 +441,6 @@ fn comparison(
     }
 }
 
-/// SimAI's closed-form bubble reads the file's rows as written (every copy
-/// of the block, AICB's placeholder values), which the normalised model does
-/// not keep: read them from the file's bytes again.
-fn simai_bubble_basis(files: &[(&str, &[u8])], name: &str) -> Option<SimaiBubbleBasis> {
-    let (file, bytes) = files.iter().find(|(n, _)| *n == name)?;
-    let (text, _) = crate::formats::decode_text(file, bytes).ok()?;
-    let w = crate::formats::simai::parse(file, &text).ok()?;
-    Some(SimaiBubbleBasis::from_workload(&w))
-}
-
 /// Apply a world-size override to a described job.
 fn apply_world(job: &mut DescribedJob, world: u32, warnings: &mut Vec<String>) {
     if job.format != Format::SimaiWorkload {
@@ -479,7 +471,7 @@ pub fn run_files(
         notes.push(SIMAI_P2P_NOTE.to_string());
     }
     match input {
-        Input::Described(mut d) => {
+        Input::Described(mut d, source) => {
             if let Some(w) = options.world {
                 apply_world(&mut d, w, &mut warnings);
             }
@@ -495,9 +487,9 @@ pub fn run_files(
                     backward_factor: config.backward_factor,
                 },
             )?;
-            if d.format == Format::SimaiWorkload {
-                job.simai_bubble = simai_bubble_basis(files, &d.file);
-            }
+            // SimAI's closed-form bubble reads the file's rows as written
+            // (every copy of the block, AICB's placeholder values).
+            job.simai_bubble = source.as_ref().map(SimaiBubbleBasis::from_workload);
             let cost = cost_for(job.parallel, config, tables)?;
             let result = simulate_with(&job, config, cost.as_ref())?;
             push_unique(&mut warnings, result.summary.warnings.iter().cloned());
@@ -650,7 +642,7 @@ pub fn convert_files(
 ) -> Result<ConvertOutput, RunError> {
     let (input, used, file_warnings) = load(files, options)?;
     match input {
-        Input::Described(d) => Err(RunError::Usage(format!(
+        Input::Described(d, _) => Err(RunError::Usage(format!(
             "`{}` is a described workload ({}), not a measured run: it has no measured timeline; use `trainscope simulate {} --chrome-trace PATH` for its simulated timeline",
             d.file,
             d.format.name(),
