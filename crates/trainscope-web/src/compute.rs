@@ -179,10 +179,7 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
     config.network.nic_gbps = settings.nic_bw_gbps;
     // Validated by the settings form; an out-of-range value keeps the default.
     let _ = config.network.set_latency_us(settings.latency_us);
-    config.network.placement = coresim::network::PlacementOrder::from_name(
-        crate::settings::placement_name(settings.placement),
-    )
-    .unwrap_or_default();
+    config.network.placement = settings.placement;
     // Validated by the form (>= 1); the core refuses anything else.
     config.network.oversubscription = settings.oversubscription;
     config.schedule = match settings.schedule {

@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
+use trainscope_core::sim::network::PlacementOrder;
 
 /// Which simulator a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
@@ -116,31 +117,6 @@ pub enum Algorithm {
 
 impl Algorithm {
     pub const ALL: [Algorithm; 3] = [Algorithm::Ring, Algorithm::Tree, Algorithm::Simai];
-}
-
-/// How ranks are laid out on the nodes, fastest-varying dimension first
-/// (the core's [`trainscope_core::sim::network::PlacementOrder`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
-pub enum Placement {
-    /// Megatron's: TP fastest, then DP, then PP.
-    #[default]
-    TpDpPp,
-    TpPpDp,
-    DpTpPp,
-    DpPpTp,
-    PpTpDp,
-    PpDpTp,
-}
-
-impl Placement {
-    pub const ALL: [Placement; 6] = [
-        Placement::TpDpPp,
-        Placement::TpPpDp,
-        Placement::DpTpPp,
-        Placement::DpPpTp,
-        Placement::PpTpDp,
-        Placement::PpDpTp,
-    ];
 }
 
 fn default_oversubscription() -> f64 {
@@ -323,9 +299,9 @@ pub struct Settings {
     pub nic_bw_gbps: f64,
     /// Per-message link latency, microseconds (event mode).
     pub latency_us: f64,
-    /// Rank placement order (event mode).
+    /// Rank placement order, fastest-varying dimension first (event mode).
     #[serde(default)]
-    pub placement: Placement,
+    pub placement: PlacementOrder,
     /// Fabric oversubscription, >= 1: inter-node bandwidth is divided by it
     /// (event mode).
     #[serde(default = "default_oversubscription")]
@@ -365,7 +341,7 @@ impl Default for Settings {
             nic: NicPreset::Cx7,
             nic_bw_gbps: 48.5,
             latency_us: 5.0,
-            placement: Placement::TpDpPp,
+            placement: PlacementOrder::default(),
             oversubscription: 1.0,
             world_size: 8,
             tp: 1,
@@ -589,18 +565,6 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         Schedule::Interleaved => "interleaved",
     }
 }
-/// The core's name of a placement order (`tp-dp-pp`, ...).
-pub fn placement_name(p: Placement) -> &'static str {
-    match p {
-        Placement::TpDpPp => "tp-dp-pp",
-        Placement::TpPpDp => "tp-pp-dp",
-        Placement::DpTpPp => "dp-tp-pp",
-        Placement::DpPpTp => "dp-pp-tp",
-        Placement::PpTpDp => "pp-tp-dp",
-        Placement::PpDpTp => "pp-dp-tp",
-    }
-}
-
 pub fn algorithm_name(a: Algorithm) -> &'static str {
     match a {
         Algorithm::Ring => "ring",
@@ -621,7 +585,7 @@ impl Settings {
             Field::Nic => nic_name(self.nic).into(),
             Field::NicBw => fmt_f64(self.nic_bw_gbps),
             Field::Latency => fmt_f64(self.latency_us),
-            Field::Placement => placement_name(self.placement).into(),
+            Field::Placement => self.placement.name(),
             Field::Oversubscription => fmt_f64(self.oversubscription),
             Field::World => self.world_size.to_string(),
             Field::Tp => self.tp.to_string(),
@@ -675,7 +639,12 @@ impl Settings {
                 }
             }
             Field::Latency => self.latency_us = parse_f64(text)?,
-            Field::Placement => self.placement = choice(&Placement::ALL, placement_name, text)?,
+            Field::Placement => {
+                let t = text.trim();
+                self.placement = PlacementOrder::from_name(t).ok_or_else(|| {
+                    format!("`{t}` is not one of {}", PlacementOrder::NAMES.join(", "))
+                })?;
+            }
             Field::Oversubscription => self.oversubscription = parse_f64(text)?,
             Field::World => self.world_size = parse_u32(text)?,
             Field::Tp => self.tp = parse_u32(text)?,

@@ -1027,9 +1027,8 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
 #[wasm_bindgen_test]
 fn placement_and_oversubscription_settings() {
     use trainscope_core::sim::network::PlacementOrder;
-    use trainscope_web::settings::Placement;
     let mut s = Settings::default();
-    assert_eq!(s.placement, Placement::TpDpPp);
+    assert_eq!(s.placement, PlacementOrder::from_name("tp-dp-pp").unwrap());
     assert_eq!(s.oversubscription, 1.0);
     assert_eq!(s.validate(), vec![]);
     // Below 1: an error on the oversubscription field only.
@@ -1062,15 +1061,19 @@ fn placement_and_oversubscription_settings() {
     assert_eq!(frag, "mode=event&placement=pp-dp-tp&oversubscription=2.5");
     let (back, notes) = from_fragment(&format!("#{frag}"));
     assert_eq!(notes, Vec::<String>::new());
-    assert_eq!(back.settings.placement, Placement::PpDpTp);
+    assert_eq!(
+        back.settings.placement,
+        PlacementOrder::from_name("pp-dp-tp").unwrap()
+    );
     assert_eq!(back.settings.oversubscription, 2.5);
     assert!(back.given.contains(&Field::Placement));
     let (_, notes) = from_fragment("placement=tp-dp");
     assert!(notes.iter().any(|n| n.contains("placement")), "{notes:?}");
     // Every order the form offers is one the core reads.
-    for p in Placement::ALL {
-        let name = trainscope_web::settings::placement_name(p);
-        assert!(PlacementOrder::from_name(name).is_some(), "{name}");
+    for name in PlacementOrder::NAMES {
+        let order = PlacementOrder::from_name(name);
+        assert!(order.is_some(), "{name}");
+        assert_eq!(order.map(|o| o.name()).as_deref(), Some(name));
     }
     // The event configuration carries them.
     let (config, _) = compute::event_config(&s, &set);

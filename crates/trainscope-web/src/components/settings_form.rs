@@ -7,10 +7,11 @@
 //! the reducer as text; the page re-runs after a short pause.
 
 use crate::settings::{
-    algorithm_name, gpu_name, mode_name, nic_name, placement_name, schedule_name, Algorithm, Field,
-    GpuPreset, Mode, NicPreset, Placement, Schedule,
+    algorithm_name, gpu_name, mode_name, nic_name, schedule_name, Algorithm, Field, GpuPreset,
+    Mode, NicPreset, Schedule,
 };
 use crate::state::{Action, AppState};
+use trainscope_core::sim::network::PlacementOrder;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -58,7 +59,7 @@ fn control(field: Field) -> Control {
             (schedule_name(Schedule::Interleaved), "Interleaved 1F1B"),
         ]),
         Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
-        Field::Placement => Control::Select(opts(&Placement::ALL, placement_name)),
+        Field::Placement => Control::Select(PlacementOrder::NAMES.map(|n| (n, n)).to_vec()),
         Field::Oversubscription => Control::Number {
             step: "any",
             min: "1",
