@@ -61,6 +61,16 @@ fn dropped_files(event: &DragEvent) -> Vec<web_sys::File> {
 /// the order asked: every click gets its file, however quick.
 type PendingExports = VecDeque<(u64, ExportFile)>;
 
+/// The pending download of run `id`'s `testid` (the oldest such click),
+/// taken off the queue: the worker answered it.
+fn take_pending(pending: &RefCell<PendingExports>, id: u64, testid: &str) -> Option<ExportFile> {
+    let mut queue = pending.borrow_mut();
+    let at = queue
+        .iter()
+        .position(|(run, file)| *run == id && file.testid == testid)?;
+    queue.remove(at).map(|(_, file)| file)
+}
+
 /// Save a download the worker made, if it was asked for.
 fn save_export(
     dispatch: &UseReducerDispatcher<AppState>,
@@ -69,18 +79,8 @@ fn save_export(
     testid: &str,
     content: &str,
 ) {
-    let file = {
-        let mut queue = pending.borrow_mut();
-        let Some(at) = queue
-            .iter()
-            .position(|(run, file)| *run == id && file.testid == testid)
-        else {
-            return;
-        };
-        match queue.remove(at) {
-            Some((_, file)) => file,
-            None => return,
-        }
+    let Some(file) = take_pending(pending, id, testid) else {
+        return;
     };
     if let Err(e) = crate::download::download_text(&file.file_name, &file.mime, content) {
         dispatch.dispatch(Action::Notice(format!(
@@ -138,15 +138,7 @@ pub fn App() -> Html {
                     message,
                 }) => {
                     // That click's download will not come: no longer pending.
-                    {
-                        let mut queue = pending_sink.borrow_mut();
-                        if let Some(at) = queue
-                            .iter()
-                            .position(|(run, file)| *run == id && file.testid == testid)
-                        {
-                            queue.remove(at);
-                        }
-                    }
+                    take_pending(&pending_sink, id, &testid);
                     d.dispatch(Action::Worker(Response::ExportFailed {
                         id,
                         testid,

@@ -396,25 +396,24 @@ pub struct SettingsHints {
 }
 
 impl SettingsHints {
+    /// Every field a file can state (the cluster is the user's choice).
+    pub const FIELDS: [Field; 8] = [
+        Field::World,
+        Field::Tp,
+        Field::Pp,
+        Field::Ep,
+        Field::MicroBatches,
+        Field::VirtualStages,
+        Field::Schedule,
+        Field::Blocks,
+    ];
+
     /// Fields this hint set would change.
     pub fn fields(&self) -> Vec<Field> {
-        let mut out = Vec::new();
-        let pairs = [
-            (self.world_size.is_some(), Field::World),
-            (self.tp.is_some(), Field::Tp),
-            (self.pp.is_some(), Field::Pp),
-            (self.ep.is_some(), Field::Ep),
-            (self.micro_batches.is_some(), Field::MicroBatches),
-            (self.virtual_stages.is_some(), Field::VirtualStages),
-            (self.schedule.is_some(), Field::Schedule),
-            (self.blocks.is_some(), Field::Blocks),
-        ];
-        for (set, field) in pairs {
-            if set {
-                out.push(field);
-            }
-        }
-        out
+        Self::FIELDS
+            .into_iter()
+            .filter(|f| self.get(*f).is_some())
+            .collect()
     }
 
     /// The hinted value of a field as text, if any.

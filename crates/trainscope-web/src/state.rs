@@ -5,7 +5,7 @@
 //! are stale (an id other than the current run's is ignored).
 
 use crate::protocol::{Progress, Response, RunOutput};
-use crate::settings::{Field, FieldError, Settings};
+use crate::settings::{Field, FieldError, Settings, SettingsHints};
 use crate::url::UrlState;
 use crate::views::{FileView, ResultView};
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,20 +126,6 @@ pub struct AppState {
     /// when it differs from the current ones the result is stale.
     pub output_basis: (u64, u64),
 }
-
-/// Settings the loaded files state (their hints): a file set that replaces
-/// the loaded one unpins them, so the new files' values apply. The cluster
-/// the user chose (GPU, bandwidths, overlaps, ...) stays.
-pub const FILE_FIELDS: [Field; 8] = [
-    Field::World,
-    Field::Tp,
-    Field::Pp,
-    Field::Ep,
-    Field::MicroBatches,
-    Field::Schedule,
-    Field::VirtualStages,
-    Field::Blocks,
-];
 
 /// What can happen to the state.
 #[derive(Debug, Clone, PartialEq)]
@@ -322,14 +308,14 @@ impl AppState {
         }
     }
 
-    /// Unpin the settings the files state (typed or set by a link), so a
-    /// file set that replaces the loaded one applies its own values.
-    /// Unpin the file-derived fields and put their defaults back, so the
-    /// form shows (and validates) what the next run uses: the new files'
-    /// values where they state them, else the defaults.
+    /// Unpin the settings files state ([`SettingsHints::FIELDS`], typed or
+    /// set by a link) and put their defaults back, so a file set that
+    /// replaces the loaded one applies its own values and the form shows
+    /// (and validates) what the next run uses. The cluster the user chose
+    /// (GPU, bandwidths, overlaps, ...) stays.
     fn unpin_file_fields(&mut self) {
         let defaults = Settings::default();
-        for f in FILE_FIELDS {
+        for f in SettingsHints::FIELDS {
             self.pinned_fields.remove(&f);
             self.link_fields.remove(&f);
             self.texts.remove(&f);
