@@ -215,7 +215,7 @@ fn viewport_zoom_keeps_the_pointer_time_fixed() {
 
 /// Every column that holds span time is covered by some primitive.
 fn assert_covered(tl: &Model, lane: u32, vp: &Viewport, prims: &[Prim]) {
-    let n = lod::columns(vp);
+    let n = vp.columns();
     let buckets = tl.buckets(lane, vp.start_ns(), vp.end_ns(), n);
     for (i, b) in buckets.iter().enumerate() {
         if b.busy_ns == 0 {
@@ -256,9 +256,9 @@ fn lod_never_draws_more_than_one_primitive_per_pixel_column() {
                 let n = lod::lane_prims(&tl, lane, &vp, &mut prims);
                 assert_eq!(n, prims.len());
                 assert!(
-                    n <= lod::columns(&vp),
+                    n <= vp.columns(),
                     "lane {lane}: {n} primitives for {} columns",
-                    lod::columns(&vp)
+                    vp.columns()
                 );
                 assert_covered(&tl, lane, &vp, &prims);
             }

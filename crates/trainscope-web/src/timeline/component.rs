@@ -266,10 +266,19 @@ impl Timeline {
         );
     }
 
-    fn reset(&mut self, props: &TimelineProps) {
-        self.sections = sections_of(props);
-        let refs: Vec<&Model> = self.sections.iter().map(|s| s.tl.as_ref()).collect();
-        let groups = layout::groups(&refs);
+    /// Show `sections` (what any new data needs: no hover, a new overview
+    /// and legend).
+    fn install(&mut self, sections: Vec<Section>) {
+        self.sections = sections;
+        self.hover = None;
+        self.overview_cache = None;
+        self.legend = kinds_present(&self.sections);
+    }
+
+    /// Show `sections` with a fresh view: layout `groups`, fitted window,
+    /// no selection, large runs collapsed.
+    fn reset(&mut self, sections: Vec<Section>, groups: Vec<layout::Group>) {
+        self.install(sections);
         let rows: usize = groups.iter().map(|g| g.lanes.len()).sum();
         // Large runs start collapsed (one row per stage or rank).
         self.collapsed = vec![rows > 80; groups.len()];
@@ -277,10 +286,7 @@ impl Timeline {
         self.relayout();
         self.vp = Viewport::new(extent_of(&self.sections), self.vp.width_px());
         self.scroll_y = 0.0;
-        self.hover = None;
         self.selection = Selection::default();
-        self.overview_cache = None;
-        self.legend = kinds_present(&self.sections);
     }
 
     /// New data: keep the view when the lane structure is the same (see
@@ -288,15 +294,16 @@ impl Timeline {
     fn refresh(&mut self, props: &TimelineProps) {
         let sections = sections_of(props);
         let refs: Vec<&Model> = sections.iter().map(|s| s.tl.as_ref()).collect();
+        let groups = layout::groups(&refs);
         let same = !self.sections.is_empty()
             && sections.len() == self.sections.len()
             && sections
                 .iter()
                 .zip(&self.sections)
                 .all(|(a, b)| a.label == b.label && a.tl.lanes() == b.tl.lanes())
-            && layout::groups(&refs) == self.layout.groups;
+            && groups == self.layout.groups;
         if !same {
-            self.reset(props);
+            self.reset(sections, groups);
             return;
         }
         let keep = self.selection.hit.and_then(|h| {
@@ -307,15 +314,12 @@ impl Timeline {
             ))
         });
         let was_fit = self.vp.is_fit();
-        self.sections = sections;
+        self.install(sections);
         self.relayout();
         self.vp.set_extent(extent_of(&self.sections));
         if was_fit {
             self.vp.fit();
         }
-        self.hover = None;
-        self.overview_cache = None;
-        self.legend = kinds_present(&self.sections);
         let still = keep.filter(|(h, label)| {
             self.sections.get(h.section).is_some_and(|sec| {
                 sec.tl
@@ -966,7 +970,7 @@ impl Component for Timeline {
             scratch: Scratch::default(),
             legend: Vec::new(),
         };
-        t.reset(ctx.props());
+        t.refresh(ctx.props());
         t
     }
 

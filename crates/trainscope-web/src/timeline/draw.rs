@@ -103,6 +103,8 @@ pub struct FrameStats {
 pub struct Scratch {
     prims: Vec<Prim>,
     crit: Vec<lod::CritRun>,
+    /// Outlines of the critical path's runs, reused every frame.
+    crit_outlines: Vec<[f64; 4]>,
     rects: Vec<Vec<[f64; 4]>>,
     texts: Vec<(f64, f64, String, bool)>,
 }
@@ -391,7 +393,8 @@ fn draw_critical(
     for r in &mut scratch.rects {
         r.clear();
     }
-    let mut outlines: Vec<[f64; 4]> = Vec::new();
+    let outlines = &mut scratch.crit_outlines;
+    outlines.clear();
     let lo = LABEL_W - 10.0;
     let hi = LABEL_W + vp.width_px() + 10.0;
     for row in &scene.layout.rows[visible] {
@@ -456,7 +459,7 @@ fn draw_critical(
     ctx.set_stroke_style_str(palette::CRITICAL);
     ctx.set_line_width(1.5);
     ctx.begin_path();
-    for o in &outlines {
+    for o in outlines.iter() {
         ctx.rect(o[0] - 0.75, o[1] - 0.75, o[2] + 1.5, o[3] + 1.5);
     }
     // Row-change links: one sample every 4 px.

@@ -41,15 +41,9 @@ pub fn level(busy_ns: u64, width_ns: u64) -> u8 {
     l.clamp(1, u128::from(LEVELS)) as u8
 }
 
-/// Number of columns for a plot of `vp.width_px()` pixels
-/// ([`Viewport::columns`]).
-pub fn columns(vp: &Viewport) -> usize {
-    vp.columns()
-}
-
 /// Append the primitives of `lane` in `vp`'s window to `out` (cleared
 /// first); returns how many were appended, never more than
-/// [`columns`]`(vp)`.
+/// [`Viewport::columns`].
 pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> usize {
     out.clear();
     let n = vp.columns();
@@ -113,7 +107,7 @@ pub struct CritRun {
 }
 
 /// Append the critical-path runs of `lane` in `vp`'s window to `out`
-/// (cleared first); returns how many, never more than [`columns`]`(vp)`.
+/// (cleared first); returns how many, never more than [`Viewport::columns`].
 /// Walks the lane's critical spans ([`Model::critical_on_lane`]) from the
 /// window's start; after drawing a span it jumps (binary search) past
 /// every critical span ending inside the same pixel column, so each step
