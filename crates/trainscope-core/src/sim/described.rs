@@ -368,7 +368,8 @@ impl JobSpec {
             programs,
             header_vpp: (job.format == Format::SimaiWorkload).then(|| p.virtual_stages.max(1)),
             // The model does not keep the file's rows as written (copies,
-            // placeholder values): `run_files` attaches them from the file.
+            // placeholder values): `run_files` attaches them from the parsed
+            // workload (`LoadedSet::simai_sources`).
             simai_bubble: None,
             warnings,
         })
