@@ -223,13 +223,10 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
         }
     }
     if let Some(name) = &e.placement {
-        match PlacementOrder::from_name(name) {
-            Some(order) => net.placement = order,
-            None => {
-                eprintln!(
-                    "error: invalid setting `placement`: unknown order `{name}`; expected one of: {}",
-                    PlacementOrder::NAMES.join(", ")
-                );
+        match PlacementOrder::parse(name) {
+            Ok(order) => net.placement = order,
+            Err(why) => {
+                eprintln!("error: invalid setting `placement`: {why}");
                 return Ok(Err(EXIT_CONFIG));
             }
         }

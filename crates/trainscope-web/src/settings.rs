@@ -638,12 +638,7 @@ impl Settings {
                 }
             }
             Field::Latency => self.latency_us = parse_f64(text)?,
-            Field::Placement => {
-                let t = text.trim();
-                self.placement = PlacementOrder::from_name(t).ok_or_else(|| {
-                    format!("`{t}` is not one of {}", PlacementOrder::NAMES.join(", "))
-                })?;
-            }
+            Field::Placement => self.placement = PlacementOrder::parse(text.trim())?,
             Field::Oversubscription => self.oversubscription = parse_f64(text)?,
             Field::World => self.world_size = parse_u32(text)?,
             Field::Tp => self.tp = parse_u32(text)?,

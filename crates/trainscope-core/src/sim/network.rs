@@ -76,6 +76,16 @@ impl PlacementOrder {
             .join("-")
     }
 
+    /// [`Self::from_name`], or a message naming the valid orders.
+    pub fn parse(name: &str) -> Result<PlacementOrder, String> {
+        Self::from_name(name).ok_or_else(|| {
+            format!(
+                "unknown placement order `{name}`; expected one of: {}",
+                Self::NAMES.join(", ")
+            )
+        })
+    }
+
     /// Parse `tp-dp-pp` style names (fastest first).
     pub fn from_name(name: &str) -> Option<PlacementOrder> {
         let mut dims = [Dim::Tp; 3];
