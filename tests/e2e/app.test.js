@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { serve, launch, newPage, screenshot, seeds, root } from './harness.js';
+import { serve, launch, newPage, screenshot, seeds, root, waitDone, loadExample, bigWorkload } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -41,30 +41,8 @@ async function iterationNs(page) {
   return Number(await page.getByTestId('iteration-time').getAttribute('data-ns'));
 }
 
-async function loadExample(page, name) {
-  await page.getByTestId('example').filter({ hasText: name }).click();
-  await waitDone(page);
-}
-
-/** Wait until the newest run has finished. */
-async function waitDone(page) {
-  await page.locator('[data-testid="run-status"][data-state="done"]').waitFor();
-}
-
 async function figure(page, key) {
   return page.locator(`[data-testid="figure"][data-key="${key}"]`).getAttribute('data-value');
-}
-
-/** A large SimAI workload: seed 000's header and records repeated. */
-function bigWorkload(records) {
-  const lines = fs.readFileSync(path.join(seeds, SEED000), 'utf8').split('\n');
-  const body = lines.slice(2).filter((l) => l.trim() !== '');
-  const out = [lines[0], String(records)];
-  for (let i = 0; out.length < records + 2; i++) out.push(body[i % body.length]);
-  const file = path.join(root, 'target', `e2e-big-${records}.txt`);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, out.join('\n') + '\n');
-  return file;
 }
 
 test('an example simulates in the worker (event mode) and equals the CLI; chart, table, file card', async () => {

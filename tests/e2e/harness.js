@@ -75,3 +75,27 @@ export async function screenshot(page, name) {
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
+
+/** Wait until the newest run has finished (`options`: Playwright's, e.g. a timeout). */
+export async function waitDone(page, options) {
+  await page.locator('[data-testid="run-status"][data-state="done"]').waitFor(options);
+}
+
+/** Click the gallery example whose text holds `name` and wait for its run. */
+export async function loadExample(page, name) {
+  await page.getByTestId('example').filter({ hasText: name }).click();
+  await waitDone(page);
+}
+
+/** A large SimAI workload of `records` records (seed 000's header, its
+ * records repeated) written under target/; returns its path. */
+export function bigWorkload(records) {
+  const lines = fs.readFileSync(path.join(seeds, 'simai_llama65b_tp8_pp4_vpp8.txt'), 'utf8').split('\n');
+  const body = lines.slice(2).filter((l) => l.trim() !== '');
+  const out = [lines[0], String(records)];
+  for (let i = 0; out.length < records + 2; i++) out.push(body[i % body.length]);
+  const file = path.join(root, 'target', `e2e-big-${records}.txt`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, out.join('\n') + '\n');
+  return file;
+}

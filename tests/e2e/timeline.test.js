@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, screenshot, dist, root } from './harness.js';
+import { serve, launch, newPage, screenshot, dist, root, waitDone } from './harness.js';
 
 const onBench = process.env.TIMELINE_E2E_PAGE === 'bench';
 const siteDir = onBench ? path.join(root, 'target', 'bench-dist') : dist;
@@ -171,7 +171,6 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
     assert.deepEqual(errors, []);
   });
 
-const waitDone = (page) => page.locator('[data-testid="run-status"][data-state="done"]').waitFor();
 
 test('a measured Echo run shows measured and simulated timelines on one axis; Optimus-Prime and NeuSight draw',
   { skip: skip || onBench }, async () => {

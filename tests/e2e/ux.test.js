@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
-import { serve, launch, newPage, screenshot, seeds, root } from './harness.js';
+import { serve, launch, newPage, screenshot, seeds, waitDone, loadExample, bigWorkload } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -23,28 +23,6 @@ async function open() {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
   return { page, errors };
-}
-
-/** Wait until the newest run has finished. */
-async function waitDone(page, options) {
-  await page.locator('[data-testid="run-status"][data-state="done"]').waitFor(options);
-}
-
-async function loadExample(page, name) {
-  await page.getByTestId('example').filter({ hasText: name }).click();
-  await waitDone(page);
-}
-
-/** A large SimAI workload: seed 000's header and records repeated (as app.test.js makes it). */
-function bigWorkload(records) {
-  const lines = fs.readFileSync(path.join(seeds, SEED000), 'utf8').split('\n');
-  const body = lines.slice(2).filter((l) => l.trim() !== '');
-  const out = [lines[0], String(records)];
-  for (let i = 0; out.length < records + 2; i++) out.push(body[i % body.length]);
-  const file = path.join(root, 'target', `e2e-ux-big-${records}.txt`);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, out.join('\n') + '\n');
-  return file;
 }
 
 /** The download buttons the worker serves (not the charts PNG). */
