@@ -5,7 +5,7 @@
 
 use trainscope_core::formats::echo;
 use trainscope_core::inspect::{inspect, inspect_set, to_json};
-use trainscope_core::model::{CommGroup, CommKind, OpKind, Phase};
+use trainscope_core::workload::{CommGroup, CommKind, OpKind, Phase};
 use trainscope_tests::fixture_bytes;
 
 fn render(summaries: &[trainscope_core::inspect::FileSummary]) -> String {

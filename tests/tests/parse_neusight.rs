@@ -5,7 +5,7 @@
 
 use trainscope_core::formats::neusight::{self, NeusightCommType, NeusightOptions};
 use trainscope_core::inspect::{inspect, to_json};
-use trainscope_core::model::{CommGroup, CommKind};
+use trainscope_core::workload::{CommGroup, CommKind};
 use trainscope_tests::fixture_bytes;
 
 fn report(rel: &str) -> String {

@@ -5,7 +5,7 @@
 
 use trainscope_core::formats::simai::{self, Collective, CommGroup, CommType};
 use trainscope_core::inspect::{inspect, to_json};
-use trainscope_core::model::{CommGroup as G, CommKind, DescribedJob, LayerRole};
+use trainscope_core::workload::{CommGroup as G, CommKind, DescribedJob, LayerRole};
 use trainscope_core::Format;
 use trainscope_tests::fixture_bytes;
 
@@ -28,8 +28,8 @@ fn digest(job: &DescribedJob) -> String {
     let Some(st) = job.stages.first() else {
         return out;
     };
-    let line = |o: &trainscope_core::model::LayerOp| {
-        let c = |p: &trainscope_core::model::PhaseOp| match p.comm {
+    let line = |o: &trainscope_core::workload::LayerOp| {
+        let c = |p: &trainscope_core::workload::PhaseOp| match p.comm {
             Some(c) => format!(
                 "{}+{:?}/{:?}/{}{}",
                 p.compute_ns,

@@ -12,7 +12,7 @@
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
 use crate::formats::{self, echo, lex, neusight, optimus, simai, Detection, Format};
-use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
+use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 

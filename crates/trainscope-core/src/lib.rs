@@ -1,6 +1,6 @@
 //! trainscope-core: the pure heart of trainscope. Bytes in, values out: input
 //! format detection and parsers ([`formats`]) into one workload model
-//! ([`model`]), diagnostics as data ([`diag`]), the per-file summary shown by
+//! ([`workload`]), diagnostics as data ([`diag`]), the per-file summary shown by
 //! the CLI and the web page ([`inspect`]), the SimAI-compatible cost model
 //! ([`analytical`]) and the event-level simulator with its timeline model
 //! ([`sim`]). No IO, clocks, threads or DOM; builds for wasm32 and natively,
@@ -12,6 +12,7 @@ pub mod formats;
 pub mod inspect;
 pub mod model;
 pub mod sim;
+pub mod workload;
 
 pub use diag::{Diagnostic, Location, Severity};
 pub use formats::Format;

@@ -24,7 +24,7 @@
 use super::lex::{self, DiagSink};
 use crate::diag::{Diagnostic, Severity};
 use crate::formats::Format;
-use crate::model::{
+use crate::workload::{
     MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, Phase, RankTrace,
 };
 use serde::Serialize;

@@ -10,7 +10,7 @@
 
 use super::lex::{self, DiagSink};
 use crate::diag::{Diagnostic, Location, Severity};
-use crate::model::{
+use crate::workload::{
     CommGroup as ModelGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock,
     ParallelConfig, PhaseOp, StageScope, StageWorkload,
 };

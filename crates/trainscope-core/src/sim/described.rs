@@ -3,7 +3,7 @@
 //! [`JobSpec`], one program per pipeline stage.
 //!
 //! Mapping:
-//! - parallel sizes from the job's [`crate::model::ParallelConfig`]; an EP
+//! - parallel sizes from the job's [`crate::workload::ParallelConfig`]; an EP
 //!   that does not divide DP is placed as EP 1 (warned);
 //! - per stage: the once-per-iteration rows before the micro-batches become
 //!   gradient-sync rows ([`super::job::RankProgram::pre_rows`]), the rows
@@ -42,7 +42,7 @@ use super::job::{
 };
 use super::SimError;
 use crate::formats::Format;
-use crate::model::{CommGroup, CommKind, CommOp, DescribedJob, LayerOp, PhaseOp, StageWorkload};
+use crate::workload::{CommGroup, CommKind, CommOp, DescribedJob, LayerOp, PhaseOp, StageWorkload};
 use serde::{Deserialize, Serialize};
 
 /// Settings of [`JobSpec::from_described`].

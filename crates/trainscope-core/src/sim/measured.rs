@@ -32,7 +32,7 @@ use super::timeline::{
     CollOp, Flow, LabelId, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline,
     TimelineBuilder,
 };
-use crate::model::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase};
+use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

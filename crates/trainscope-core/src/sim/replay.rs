@@ -44,7 +44,7 @@ use super::network::{Coords, Placement, PlacementOrder};
 use super::schedule::PipeStep;
 use super::timeline::{LaneGroup, SpanKind, Timeline};
 use super::SimError;
-use crate::model::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase, RankTrace};
+use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase, RankTrace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -49,7 +49,7 @@ use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
 use crate::formats::{neusight, Format};
 use crate::inspect::{load_set, LoadOptions, LoadedSet};
-use crate::model::{DescribedJob, MeasuredRun, ParallelConfig};
+use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
