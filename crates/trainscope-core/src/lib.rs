@@ -9,6 +9,7 @@
 pub mod analytical;
 pub mod diag;
 pub mod formats;
+pub mod hardware;
 pub mod inspect;
 pub mod model;
 pub mod sim;

@@ -6,6 +6,8 @@
 //! ([`presets`]). FLOPs and bytes per op live in [`ops`]. Pure data and
 //! integer arithmetic; nothing here knows about GPUs or the simulator.
 
+pub mod ops;
+
 use serde::{Deserialize, Serialize};
 
 /// The architecture family a model was read as (decides the defaults of

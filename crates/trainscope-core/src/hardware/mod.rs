@@ -1,0 +1,414 @@
+//! GPU presets and the per-op time model of a model-level job: what one GPU
+//! can do ([`GpuSpec`]: dense peak per precision, memory bandwidth and
+//! capacity, intra-node link bandwidth, each with its source) and how long an
+//! op of given FLOPs and bytes takes on it ([`GpuSpec::op_time_ns`]: a
+//! roofline with size-dependent efficiency curves and a per-kernel launch
+//! overhead, [`Efficiency`], documented and overridable).
+//!
+//! Units: peaks in TFLOP/s (10^12 FLOP/s), memory bandwidth in GB/s (10^9
+//! bytes/s, as vendors publish it), capacity in bytes, the intra-node bus
+//! bandwidth in GB/s of 2^30 bytes (the unit of [`crate::sim::NetworkConfig`]
+//! and SimAI). Pure data and arithmetic.
+
+use crate::model::ops::OpClass;
+use serde::{Deserialize, Serialize};
+
+/// Numeric precision of the GEMMs (and of the training recipe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Everything in fp32 (TF32 tensor cores are not assumed).
+    Fp32,
+    /// bf16 mixed precision (Megatron `--bf16`): fp32 main weights and
+    /// gradients, bf16 compute.
+    #[default]
+    Bf16,
+    /// fp16 mixed precision (Megatron `--fp16`): fp16 gradients.
+    Fp16,
+    /// FP8 GEMMs with per-tensor scaling (Transformer Engine), everything
+    /// else as bf16 mixed precision.
+    Fp8,
+}
+
+impl Precision {
+    /// Every precision, in a fixed order.
+    pub const ALL: [Precision; 4] = [
+        Precision::Fp32,
+        Precision::Bf16,
+        Precision::Fp16,
+        Precision::Fp8,
+    ];
+
+    /// The name used by the CLI, JSON and the page.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
+            Precision::Fp8 => "fp8",
+        }
+    }
+
+    /// Case-insensitive lookup of [`Precision::name`].
+    pub fn from_name(name: &str) -> Option<Precision> {
+        Precision::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Bytes of one activation element (what is stored and communicated):
+    /// 4 in fp32, else 2 (FP8 recipes keep activations in bf16).
+    pub fn activation_bytes(self) -> u64 {
+        match self {
+            Precision::Fp32 => 4,
+            _ => 2,
+        }
+    }
+}
+
+/// Dense (no sparsity) peak throughput per precision, TFLOP/s.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Peaks {
+    /// FP32 on the CUDA/vector cores (no TF32).
+    pub fp32_tflops: f64,
+    /// BF16 / FP16 tensor cores.
+    pub bf16_tflops: f64,
+    /// FP8 tensor cores; `None` where the GPU has none (FP8 GEMMs then run
+    /// at the bf16 rate, with a warning).
+    pub fp8_tflops: Option<f64>,
+}
+
+/// How close to the roofline an op gets. GEMM efficiency grows with the
+/// op's size: `gemm_max x flops / (flops + gemm_half_flops)` (half of the
+/// large-GEMM efficiency at `gemm_half_flops`), so a small GEMM is
+/// launch- and tail-bound and a large one approaches `gemm_max`. The
+/// attention core (fused/flash attention) has its own fraction of the
+/// peak; memory-bound ops reach `memory` of the HBM bandwidth; every kernel
+/// costs `launch_ns` on top.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    /// Fraction of the dense peak a large GEMM reaches.
+    pub gemm_max: f64,
+    /// FLOPs of one GEMM at which it reaches half of `gemm_max`.
+    pub gemm_half_flops: f64,
+    /// Fraction of the dense peak the fused attention core reaches.
+    pub attention: f64,
+    /// Fraction of the HBM bandwidth memory-bound kernels reach.
+    pub memory: f64,
+    /// Launch overhead per kernel, ns.
+    pub launch_ns: u64,
+}
+
+/// One GPU preset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSpec {
+    /// Canonical name (`H100-SXM`).
+    pub name: String,
+    /// Where the numbers come from.
+    pub source: String,
+    pub peaks: Peaks,
+    /// Memory bandwidth, GB/s (10^9 bytes/s).
+    pub hbm_gbps: f64,
+    /// Memory capacity usable by a job, bytes (the total `nvidia-smi` /
+    /// `rocm-smi` reports).
+    pub memory_bytes: u64,
+    /// Intra-node collective bus bandwidth per GPU, GB/s of 2^30 bytes
+    /// (what [`crate::sim::NetworkConfig::nvlink_gbps`] takes).
+    pub nvlink_busbw_gbps: f64,
+    /// The efficiency curves of the time model.
+    pub efficiency: Efficiency,
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Efficiency of Hopper-class GPUs (H100, H800, H20, H200): see
+/// `docs` in [`GPU_SOURCES`].
+const HOPPER: Efficiency = Efficiency {
+    gemm_max: 0.75,
+    gemm_half_flops: 2.0e9,
+    attention: 0.50,
+    memory: 0.80,
+    launch_ns: 3_000,
+};
+/// Efficiency of Ampere/Ada-class GPUs (A100, A800, A40, L40S).
+const AMPERE: Efficiency = Efficiency {
+    gemm_max: 0.80,
+    gemm_half_flops: 0.6e9,
+    attention: 0.55,
+    memory: 0.80,
+    launch_ns: 3_000,
+};
+/// Efficiency of Blackwell (B200): Hopper's until measured.
+const BLACKWELL: Efficiency = Efficiency {
+    gemm_max: 0.75,
+    gemm_half_flops: 4.0e9,
+    attention: 0.50,
+    memory: 0.80,
+    launch_ns: 3_000,
+};
+/// Efficiency of CDNA3 (MI300X).
+const CDNA3: Efficiency = Efficiency {
+    gemm_max: 0.55,
+    gemm_half_flops: 3.0e9,
+    attention: 0.35,
+    memory: 0.75,
+    launch_ns: 4_000,
+};
+
+/// Where the preset numbers and efficiency curves come from (shown by
+/// `trainscope models --gpus` and in the README).
+pub const GPU_SOURCES: &str = "Peaks, bandwidths and capacities: the vendors' datasheets named per preset. \
+Efficiency curves: see README 'Time model' (published cuBLAS/hipBLASLt GEMM sweeps and FlashAttention-2/3 papers).";
+
+fn gpu(
+    name: &str,
+    source: &str,
+    peaks: Peaks,
+    hbm_gbps: f64,
+    memory_mib: u64,
+    nvlink_busbw_gbps: f64,
+    efficiency: Efficiency,
+) -> GpuSpec {
+    GpuSpec {
+        name: name.to_string(),
+        source: source.to_string(),
+        peaks,
+        hbm_gbps,
+        memory_bytes: memory_mib * MIB,
+        nvlink_busbw_gbps,
+        efficiency,
+    }
+}
+
+/// Canonical preset names, in a fixed order.
+pub const GPU_NAMES: [&str; 11] = [
+    "A100-40G", "A100-80G", "A800", "H100-SXM", "H800", "H20", "H200", "B200", "A40", "L40S",
+    "MI300X",
+];
+
+/// Other spellings accepted by [`gpu_preset`] (SimAI's `--gpu-type`
+/// names keep their meaning: `A100` is the 80 GB part).
+const ALIASES: [(&str, &str); 6] = [
+    ("H100", "H100-SXM"),
+    ("A100", "A100-80G"),
+    ("A800-80G", "A800"),
+    ("H200-SXM", "H200"),
+    ("H800-SXM", "H800"),
+    ("MI300", "MI300X"),
+];
+
+/// Bus bandwidth from a link's published unidirectional bandwidth (GB/s,
+/// 10^9): the ratio SimAI's H100 preset implies (370.8 GiB/s of 450 GB/s),
+/// used for the GPUs SimAI has no preset for.
+fn busbw_from_unidirectional(gbps: f64) -> f64 {
+    (gbps * 370.8 / 450.0 * 10.0).round() / 10.0
+}
+
+/// The preset named `name` (case-insensitive; aliases such as SimAI's
+/// `H100`, `A100` accepted).
+pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
+    let n = name.trim();
+    let canonical = ALIASES
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(n))
+        .map(|(_, c)| *c)
+        .or_else(|| {
+            GPU_NAMES
+                .iter()
+                .copied()
+                .find(|c| c.eq_ignore_ascii_case(n))
+        })?;
+    let p = |fp32: f64, bf16: f64, fp8: Option<f64>| Peaks {
+        fp32_tflops: fp32,
+        bf16_tflops: bf16,
+        fp8_tflops: fp8,
+    };
+    Some(match canonical {
+        "A100-40G" => gpu(
+            "A100-40G",
+            "NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB); NVLink 600 GB/s bidirectional, bus bandwidth as SimAI's A100",
+            p(19.5, 312.0, None),
+            1555.0,
+            40_960,
+            240.0,
+            AMPERE,
+        ),
+        "A100-80G" => gpu(
+            "A100-80G",
+            "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB); NVLink 600 GB/s bidirectional, bus bandwidth as SimAI's A100",
+            p(19.5, 312.0, None),
+            2039.0,
+            81_920,
+            240.0,
+            AMPERE,
+        ),
+        "A800" => gpu(
+            "A800",
+            "NVIDIA A800 SXM4 80GB (A100 compute, NVLink 400 GB/s bidirectional); bus bandwidth as SimAI's A800",
+            p(19.5, 312.0, None),
+            2039.0,
+            81_920,
+            160.0,
+            AMPERE,
+        ),
+        "H100-SXM" => gpu(
+            "H100-SXM",
+            "NVIDIA H100 Tensor Core GPU datasheet (SXM5 80GB); NVLink 900 GB/s bidirectional, bus bandwidth as SimAI's H100",
+            p(67.0, 989.4, Some(1978.9)),
+            3350.0,
+            81_559,
+            370.8,
+            HOPPER,
+        ),
+        "H800" => gpu(
+            "H800",
+            "NVIDIA H800 SXM5 80GB (H100 compute, NVLink 400 GB/s bidirectional); bus bandwidth as SimAI's H800",
+            p(67.0, 989.4, Some(1978.9)),
+            3350.0,
+            81_559,
+            164.8,
+            HOPPER,
+        ),
+        "H20" => gpu(
+            "H20",
+            "NVIDIA HGX H20 product brief (96GB HBM3, 4.0 TB/s, BF16 148 TFLOPS, FP8 296 TFLOPS dense, NVLink 900 GB/s); bus bandwidth as SimAI's H20",
+            p(44.0, 148.0, Some(296.0)),
+            4000.0,
+            97_871,
+            370.8,
+            HOPPER,
+        ),
+        "H200" => gpu(
+            "H200",
+            "NVIDIA H200 Tensor Core GPU datasheet (SXM 141GB HBM3e, 4.8 TB/s; H100 compute; NVLink 900 GB/s)",
+            p(67.0, 989.4, Some(1978.9)),
+            4800.0,
+            143_771,
+            busbw_from_unidirectional(450.0),
+            HOPPER,
+        ),
+        "B200" => gpu(
+            "B200",
+            "NVIDIA HGX B200 datasheet (per GPU: 180GB HBM3e, 7.7 TB/s, BF16 2.25 PFLOPS and FP8 4.5 PFLOPS dense; NVLink 5 1.8 TB/s bidirectional)",
+            p(75.0, 2250.0, Some(4500.0)),
+            7700.0,
+            183_359,
+            busbw_from_unidirectional(900.0),
+            BLACKWELL,
+        ),
+        "A40" => gpu(
+            "A40",
+            "NVIDIA A40 datasheet (48GB GDDR6, 696 GB/s, BF16 149.7 TFLOPS dense; PCIe Gen4 x16 64 GB/s bidirectional between GPUs)",
+            p(37.4, 149.7, None),
+            696.0,
+            46_068,
+            busbw_from_unidirectional(32.0),
+            AMPERE,
+        ),
+        "L40S" => gpu(
+            "L40S",
+            "NVIDIA L40S datasheet (48GB GDDR6, 864 GB/s, BF16 362.05 and FP8 733 TFLOPS dense; PCIe Gen4 x16 64 GB/s bidirectional)",
+            p(91.6, 362.05, Some(733.0)),
+            864.0,
+            46_068,
+            busbw_from_unidirectional(32.0),
+            AMPERE,
+        ),
+        "MI300X" => gpu(
+            "MI300X",
+            "AMD Instinct MI300X data sheet (192GB HBM3, 5.3 TB/s, BF16 1307.4 and FP8 2614.9 TFLOPS dense; Infinity Fabric 7 links x 64 GB/s per direction)",
+            p(163.4, 1307.4, Some(2614.9)),
+            5300.0,
+            196_592,
+            busbw_from_unidirectional(448.0),
+            CDNA3,
+        ),
+        _ => return None,
+    })
+}
+
+impl GpuSpec {
+    /// Dense peak for GEMMs run in `precision`, TFLOP/s (FP8 on a GPU
+    /// without FP8 runs at the bf16 rate).
+    pub fn peak_tflops(&self, precision: Precision) -> f64 {
+        match precision {
+            Precision::Fp32 => self.peaks.fp32_tflops,
+            Precision::Bf16 | Precision::Fp16 => self.peaks.bf16_tflops,
+            Precision::Fp8 => self.peaks.fp8_tflops.unwrap_or(self.peaks.bf16_tflops),
+        }
+    }
+
+    /// Time of one op, ns: `kernels x launch_ns + max(compute, memory)`,
+    /// where compute = FLOPs / (peak x efficiency) and memory = bytes /
+    /// (HBM bandwidth x memory efficiency). GEMMs use the size-dependent
+    /// curve of [`Efficiency`]; the attention core uses the bf16 peak (FP8
+    /// attention is not assumed).
+    pub fn op_time_ns(
+        &self,
+        class: OpClass,
+        flops: f64,
+        bytes: f64,
+        kernels: u32,
+        precision: Precision,
+    ) -> u64 {
+        let e = &self.efficiency;
+        let compute_s = match class {
+            OpClass::Gemm if flops > 0.0 => {
+                let eff = e.gemm_max * flops / (flops + e.gemm_half_flops);
+                flops / (self.peak_tflops(precision) * 1e12 * eff)
+            }
+            OpClass::Attention if flops > 0.0 => {
+                let peak = match precision {
+                    Precision::Fp32 => self.peaks.fp32_tflops,
+                    _ => self.peaks.bf16_tflops,
+                };
+                flops / (peak * 1e12 * e.attention)
+            }
+            _ => 0.0,
+        };
+        let memory_s = bytes / (self.hbm_gbps * 1e9 * e.memory);
+        let t = compute_s.max(memory_s) * 1e9;
+        let t = if t.is_finite() && t > 0.0 { t } else { 0.0 };
+        (t.round() as u64).saturating_add(u64::from(kernels) * e.launch_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_resolves_and_simai_names_keep_their_bandwidth() {
+        for n in GPU_NAMES {
+            let g = gpu_preset(n).unwrap();
+            assert_eq!(g.name, n);
+            assert!(g.peaks.bf16_tflops > 0.0 && g.hbm_gbps > 0.0 && g.memory_bytes > 0);
+            assert!(!g.source.is_empty());
+        }
+        for g in crate::analytical::GpuType::ALL {
+            let p = gpu_preset(g.name()).unwrap();
+            assert_eq!(p.nvlink_busbw_gbps, g.nvlink_busbw_gbps(), "{}", g.name());
+        }
+        assert_eq!(gpu_preset("h100-sxm").unwrap().name, "H100-SXM");
+        assert!(gpu_preset("V100").is_none());
+    }
+
+    #[test]
+    fn roofline_picks_the_binding_resource() {
+        let g = gpu_preset("H100").unwrap();
+        // A huge GEMM approaches gemm_max of the peak.
+        let flops = 1e15;
+        let t = g.op_time_ns(OpClass::Gemm, flops, 0.0, 0, Precision::Bf16) as f64;
+        let ideal = flops / (989.4e12 * 0.75) * 1e9;
+        assert!((t / ideal - 1.0).abs() < 0.01, "{t} vs {ideal}");
+        // FP8 halves it.
+        let t8 = g.op_time_ns(OpClass::Gemm, flops, 0.0, 0, Precision::Fp8) as f64;
+        assert!((t / t8 - 2.0).abs() < 0.01);
+        // Memory-bound: bytes / (bw x eff) plus launches.
+        let m = g.op_time_ns(OpClass::Memory, 0.0, 3.35e9, 2, Precision::Bf16);
+        assert_eq!(m, (1e6_f64 / 0.8).round() as u64 + 6_000);
+        // Small GEMMs are less efficient per FLOP.
+        let small = g.op_time_ns(OpClass::Gemm, 2e9, 0.0, 0, Precision::Bf16) as f64;
+        assert!(small / 2e9 > t / flops * 1.9);
+    }
+}

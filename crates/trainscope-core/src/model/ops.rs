@@ -1,0 +1,451 @@
+//! FLOPs and bytes of every op of a transformer layer, per tensor-parallel
+//! rank and micro-batch, in the three phases the simulator runs (forward,
+//! input gradient, weight gradient), and the model FLOPs MFU is measured
+//! against. No GPU and no time here: [`crate::hardware`] turns an [`Op`]
+//! into nanoseconds.
+//!
+//! Conventions (T = micro-batch x sequence tokens, t = TP, h hidden, q/kv
+//! the query/key-value widths, f the MLP width, V the vocabulary):
+//! - A GEMM of (m x k) by (k x n) is 2mkn FLOPs; its input gradient and its
+//!   weight gradient are each as many as its forward. Bytes: the weight,
+//!   the input and the output once each at the precision's sizes.
+//! - The attention core (fused / flash attention) computes QK^T and AV
+//!   over the causal half of the score matrix: 2 x 2 x b x s^2 x heads/t x
+//!   head size x 1/2 FLOPs forward; its backward is 2.5 x its forward (the
+//!   fused backward recomputes the scores: five products against two).
+//! - Model FLOPs (MFU) count the attention core in full (not halved), as
+//!   Megatron-LM's and PaLM's MFU formulas do, and no recompute.
+//! - Norms, activations, residual adds, router, permutation and the loss
+//!   are bandwidth-bound ([`OpClass::Memory`]): bytes read + written.
+//! - Sequence parallelism runs norms, residuals and dropout on T/t tokens;
+//!   the GEMMs see all T tokens (gathered) with 1/t of the weights.
+//! - MoE layers: routed experts keep the TP split of the dense MLP (expert
+//!   tensor parallelism = TP) and a balanced router (each rank computes T x
+//!   top-k token-expert pairs / t worth of expert GEMMs, whatever EP is).
+
+use super::ModelSpec;
+use serde::Serialize;
+
+/// What bounds an op's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpClass {
+    /// A matrix multiply (tensor cores at the GEMM precision).
+    Gemm,
+    /// The fused attention core.
+    Attention,
+    /// Element-wise / reduction kernels: bandwidth-bound.
+    Memory,
+}
+
+/// FLOPs, bytes moved and kernel launches of one phase of an op.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct OpWork {
+    pub flops: f64,
+    pub bytes: f64,
+    pub kernels: u32,
+}
+
+/// One op of a layer on one TP rank for one micro-batch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Op {
+    pub name: &'static str,
+    pub class: OpClass,
+    pub forward: OpWork,
+    pub input_grad: OpWork,
+    pub weight_grad: OpWork,
+}
+
+/// The sizes an op list depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// Sequences per micro-batch (b).
+    pub micro_batch_size: u64,
+    /// Tokens per sequence (s).
+    pub seq_length: u64,
+    /// Tensor-parallel size (t).
+    pub tp: u64,
+    /// Megatron sequence parallelism.
+    pub sequence_parallel: bool,
+    /// Bytes of one activation element.
+    pub activation_bytes: u64,
+    /// Bytes of one weight element as the GEMMs read it (1 for FP8).
+    pub gemm_weight_bytes: u64,
+}
+
+impl Shape {
+    /// Tokens of one micro-batch (T = b x s).
+    pub fn tokens(&self) -> u64 {
+        self.micro_batch_size * self.seq_length
+    }
+
+    /// Tokens the norms and residuals of one rank see (T/t with sequence
+    /// parallelism, else T).
+    pub fn norm_tokens(&self) -> u64 {
+        if self.sequence_parallel {
+            self.tokens().div_ceil(self.tp.max(1))
+        } else {
+            self.tokens()
+        }
+    }
+}
+
+fn gemm(name: &'static str, m: u64, k: u64, n: u64, s: &Shape) -> Op {
+    let flops = 2.0 * m as f64 * k as f64 * n as f64;
+    let a = s.activation_bytes as f64;
+    let w = s.gemm_weight_bytes as f64;
+    let (m, k, n) = (m as f64, k as f64, n as f64);
+    let fwd_bytes = k * n * w + m * k * a + m * n * a;
+    Op {
+        name,
+        class: OpClass::Gemm,
+        forward: OpWork {
+            flops,
+            bytes: fwd_bytes,
+            kernels: 1,
+        },
+        // dX = dY W^T: reads dY and W, writes dX.
+        input_grad: OpWork {
+            flops,
+            bytes: fwd_bytes,
+            kernels: 1,
+        },
+        // dW = X^T dY: reads X and dY, writes dW (fp32 main-gradient
+        // accumulation counted as 4 bytes per weight).
+        weight_grad: OpWork {
+            flops,
+            bytes: m * k * a + m * n * a + k * n * 4.0,
+            kernels: 1,
+        },
+    }
+}
+
+/// A bandwidth-bound op: forward reads `fwd_in` and writes `fwd_out`
+/// elements; its input gradient moves `bwd` elements.
+fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &Shape) -> Op {
+    let a = s.activation_bytes as f64;
+    Op {
+        name,
+        class: OpClass::Memory,
+        forward: OpWork {
+            flops: 0.0,
+            bytes: fwd_elems * a,
+            kernels,
+        },
+        input_grad: OpWork {
+            flops: 0.0,
+            bytes: bwd_elems * a,
+            kernels,
+        },
+        weight_grad: OpWork::default(),
+    }
+}
+
+impl ModelSpec {
+    /// Query/key and value sizes per head the attention core multiplies
+    /// (MLA: non-rotary + rotary for query/key, `v_head_dim` for values).
+    fn core_head_dims(&self) -> (u64, u64) {
+        match &self.mla {
+            Some(m) => (m.qk_head_dim(), m.v_head_dim),
+            None => (self.head_dim, self.head_dim),
+        }
+    }
+
+    /// Attention block ops: input norm, QKV projection(s), attention core,
+    /// output projection, residual add.
+    pub fn attention_ops(&self, s: &Shape) -> Vec<Op> {
+        let t = s.tp.max(1);
+        let tok = s.tokens();
+        let nt = s.norm_tokens() as f64;
+        let h = self.hidden_size;
+        let heads = u64::from(self.num_attention_heads);
+        let (dqk, dv) = self.core_head_dims();
+        let mut ops = vec![memory(
+            "attn_norm",
+            2.0 * nt * h as f64,
+            3.0 * nt * h as f64,
+            1,
+            s,
+        )];
+        match &self.mla {
+            Some(m) => {
+                if m.q_lora_rank > 0 {
+                    ops.push(gemm("q_down", tok, h, m.q_lora_rank, s));
+                    ops.push(gemm("q_up", tok, m.q_lora_rank, heads * dqk / t, s));
+                } else {
+                    ops.push(gemm("q_proj", tok, h, heads * dqk / t, s));
+                }
+                ops.push(gemm(
+                    "kv_down",
+                    tok,
+                    h,
+                    m.kv_lora_rank + m.qk_rope_head_dim,
+                    s,
+                ));
+                ops.push(gemm(
+                    "kv_up",
+                    tok,
+                    m.kv_lora_rank,
+                    heads * (m.qk_nope_head_dim + m.v_head_dim) / t,
+                    s,
+                ));
+            }
+            None => ops.push(gemm(
+                "qkv_proj",
+                tok,
+                h,
+                (self.q_width() + 2 * self.kv_width()) / t,
+                s,
+            )),
+        }
+        // Attention core over the causal half.
+        let b = s.micro_batch_size as f64;
+        let sq = s.seq_length as f64;
+        let local_heads = (heads / t) as f64;
+        let fwd = 2.0 * b * sq * sq * local_heads * (dqk + dv) as f64 * 0.5;
+        let a = s.activation_bytes as f64;
+        let kv_heads = (u64::from(self.num_kv_heads) / t).max(1) as f64;
+        let io = tok as f64 * (local_heads * (dqk + dv) as f64 + kv_heads * (dqk + dv) as f64) * a;
+        ops.push(Op {
+            name: "attn_core",
+            class: OpClass::Attention,
+            forward: OpWork {
+                flops: fwd,
+                bytes: io,
+                kernels: 1,
+            },
+            input_grad: OpWork {
+                flops: 2.5 * fwd,
+                bytes: 2.0 * io,
+                kernels: 3,
+            },
+            weight_grad: OpWork::default(),
+        });
+        ops.push(gemm("attn_out_proj", tok, heads * dv / t, h, s));
+        ops.push(memory(
+            "attn_residual",
+            3.0 * nt * h as f64,
+            2.0 * nt * h as f64,
+            1,
+            s,
+        ));
+        ops
+    }
+
+    /// Dense MLP ops of intermediate size `ffn` over `tokens` tokens:
+    /// up (and gate) projection, activation, down projection.
+    fn mlp_gemms(&self, name: [&'static str; 3], tokens: u64, ffn: u64, s: &Shape) -> Vec<Op> {
+        let t = s.tp.max(1);
+        let h = self.hidden_size;
+        let f = ffn / t;
+        let up_width = if self.gated_mlp { 2 * f } else { f };
+        let tf = (tokens * f) as f64;
+        let act = if self.gated_mlp {
+            memory(name[1], 3.0 * tf, 5.0 * tf, 1, s)
+        } else {
+            memory(name[1], 2.0 * tf, 3.0 * tf, 1, s)
+        };
+        vec![
+            gemm(name[0], tokens, h, up_width, s),
+            act,
+            gemm(name[2], tokens, f, h, s),
+        ]
+    }
+
+    /// MLP block ops of layer `layer` (0-based): norm, then the dense MLP or
+    /// the MoE (router, permutation, routed and shared experts), residual.
+    pub fn mlp_ops(&self, layer: u32, s: &Shape) -> Vec<Op> {
+        let tok = s.tokens();
+        let nt = s.norm_tokens() as f64;
+        let h = self.hidden_size as f64;
+        let mut ops = vec![memory("mlp_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s)];
+        match (&self.moe, self.is_moe_layer(layer)) {
+            (Some(m), true) => {
+                let t = s.tp.max(1);
+                // Router: replicated over TP on the rank's tokens.
+                ops.push(gemm(
+                    "router",
+                    tok.div_ceil(t),
+                    self.hidden_size,
+                    u64::from(m.num_experts),
+                    s,
+                ));
+                let pairs = tok * u64::from(m.top_k);
+                ops.push(memory(
+                    "moe_permute",
+                    2.0 * pairs as f64 * h / t as f64,
+                    2.0 * pairs as f64 * h / t as f64,
+                    4,
+                    s,
+                ));
+                ops.extend(self.mlp_gemms(
+                    ["experts_up", "experts_act", "experts_down"],
+                    pairs,
+                    m.expert_ffn_hidden_size,
+                    s,
+                ));
+                if m.num_shared_experts > 0 {
+                    ops.extend(self.mlp_gemms(
+                        ["shared_up", "shared_act", "shared_down"],
+                        tok,
+                        m.expert_ffn_hidden_size * u64::from(m.num_shared_experts),
+                        s,
+                    ));
+                }
+                ops.push(memory(
+                    "moe_unpermute",
+                    2.0 * pairs as f64 * h / t as f64,
+                    2.0 * pairs as f64 * h / t as f64,
+                    2,
+                    s,
+                ));
+            }
+            _ => ops.extend(self.mlp_gemms(
+                ["mlp_up", "mlp_act", "mlp_down"],
+                tok,
+                self.ffn_hidden_size,
+                s,
+            )),
+        }
+        ops.push(memory("mlp_residual", 3.0 * nt * h, 2.0 * nt * h, 1, s));
+        ops
+    }
+
+    /// Input embedding lookup (first stage).
+    pub fn embedding_ops(&self, s: &Shape) -> Vec<Op> {
+        let nt = s.norm_tokens() as f64;
+        let h = self.hidden_size as f64;
+        vec![memory("embedding", 2.0 * nt * h, 3.0 * nt * h, 1, s)]
+    }
+
+    /// Final norm, output layer (logits) and cross-entropy (last stage).
+    pub fn output_ops(&self, s: &Shape) -> Vec<Op> {
+        let t = s.tp.max(1);
+        let tok = s.tokens();
+        let nt = s.norm_tokens() as f64;
+        let h = self.hidden_size as f64;
+        let v = self.vocab_size.div_ceil(t);
+        // Logits read in bf16, the loss in fp32: about 5 element passes.
+        let logits = (tok * v) as f64;
+        vec![
+            memory("final_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s),
+            gemm("output_layer", tok, self.hidden_size, v, s),
+            memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s),
+        ]
+    }
+
+    /// Forward FLOPs of one sequence of `seq` tokens through the whole model
+    /// as MFU counts them (GEMMs, the attention core in full, the output
+    /// layer; MoE layers through their top-k routed and shared experts).
+    pub fn model_forward_flops_per_sequence(&self, seq: u64) -> f64 {
+        let s = seq as f64;
+        let h = self.hidden_size as f64;
+        let heads = f64::from(self.num_attention_heads);
+        let (dqk, dv) = self.core_head_dims();
+        let proj = match &self.mla {
+            Some(m) => {
+                m.projection_params(self.hidden_size, u64::from(self.num_attention_heads)) as f64
+            }
+            None => (h * (self.q_width() + 2 * self.kv_width()) as f64) + self.q_width() as f64 * h,
+        };
+        let attention = 2.0 * s * proj + 2.0 * s * s * heads * (dqk + dv) as f64;
+        let mats = if self.gated_mlp { 3.0 } else { 2.0 };
+        let dense_mlp = 2.0 * s * mats * h * self.ffn_hidden_size as f64;
+        let moe_mlp = self.moe.as_ref().map_or(0.0, |m| {
+            let e = m.expert_ffn_hidden_size as f64;
+            2.0 * s * h * f64::from(m.num_experts)
+                + 2.0 * s * mats * h * e * f64::from(m.top_k + m.num_shared_experts)
+        });
+        let moe_layers = f64::from(self.moe_layers());
+        let dense_layers = f64::from(self.num_layers) - moe_layers;
+        let output = 2.0 * s * h * self.vocab_size as f64;
+        f64::from(self.num_layers) * attention
+            + dense_layers * dense_mlp
+            + moe_layers * moe_mlp
+            + output
+    }
+
+    /// Model FLOPs of one training step over `sequences` sequences of
+    /// `seq` tokens: 3 x forward (backward = 2 x forward), no recompute.
+    pub fn model_flops_per_step(&self, sequences: u64, seq: u64) -> f64 {
+        3.0 * sequences as f64 * self.model_forward_flops_per_sequence(seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Family, ModelSpec};
+
+    /// GPT-3 175B as in Brown et al. 2020 (vocab 51200 as Megatron pads it).
+    fn gpt3() -> ModelSpec {
+        ModelSpec {
+            name: "gpt3".into(),
+            source: "test".into(),
+            family: Family::Gpt,
+            hidden_size: 12288,
+            num_layers: 96,
+            num_attention_heads: 96,
+            num_kv_heads: 96,
+            head_dim: 128,
+            ffn_hidden_size: 4 * 12288,
+            gated_mlp: false,
+            vocab_size: 51200,
+            max_position_embeddings: 2048,
+            learned_positions: true,
+            tied_embeddings: true,
+            linear_bias: true,
+            layernorm: true,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    #[test]
+    fn model_flops_match_megatrons_formula() {
+        // Narayanan et al. 2021, eq. 3: 72 B s l h^2 (1 + s/(6h) + V/(12 h l)).
+        let m = gpt3();
+        let (b, s, l, h, v) = (1536.0, 2048.0, 96.0, 12288.0, 51200.0);
+        let megatron = 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * h * l));
+        let ours = m.model_flops_per_step(1536, 2048);
+        assert!((ours / megatron - 1.0).abs() < 1e-9, "{ours} vs {megatron}");
+    }
+
+    #[test]
+    fn layer_gemm_flops_split_by_tp_and_phases_match() {
+        let m = gpt3();
+        let shape = |tp| Shape {
+            micro_batch_size: 1,
+            seq_length: 2048,
+            tp,
+            sequence_parallel: true,
+            activation_bytes: 2,
+            gemm_weight_bytes: 2,
+        };
+        let gemm_flops = |ops: &[Op]| -> f64 {
+            ops.iter()
+                .filter(|o| o.class == OpClass::Gemm)
+                .map(|o| o.forward.flops)
+                .sum()
+        };
+        let one = gemm_flops(&m.attention_ops(&shape(1))) + gemm_flops(&m.mlp_ops(0, &shape(1)));
+        let eight = gemm_flops(&m.attention_ops(&shape(8))) + gemm_flops(&m.mlp_ops(0, &shape(8)));
+        // 24 T h^2 per layer forward (QKV 6, proj 2, MLP 16).
+        assert_eq!(one, 24.0 * 2048.0 * 12288.0 * 12288.0);
+        assert_eq!(one / eight, 8.0);
+        for o in m.attention_ops(&shape(8)) {
+            if o.class == OpClass::Gemm {
+                assert_eq!(o.forward.flops, o.input_grad.flops);
+                assert_eq!(o.forward.flops, o.weight_grad.flops);
+            }
+        }
+        // Sequence parallelism shards the norms' bytes.
+        let sp = &m.attention_ops(&shape(8))[0];
+        let mut no_sp = shape(8);
+        no_sp.sequence_parallel = false;
+        assert_eq!(
+            m.attention_ops(&no_sp)[0].forward.bytes,
+            8.0 * sp.forward.bytes
+        );
+    }
+}
