@@ -21,7 +21,8 @@
 use crate::simulate::{self, Args, EXIT_CONFIG, EXIT_USAGE};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use trainscope_core::analytical::{GpuType, NicType, RatioTables};
+use trainscope_core::analytical::{NicType, RatioTables};
+use trainscope_core::hardware::{gpu_preset, GPU_NAMES};
 use trainscope_core::sim::export;
 use trainscope_core::sim::network::PlacementOrder;
 use trainscope_core::sim::run::{convert_files, RunOutput};
@@ -177,7 +178,7 @@ fn parse_format(name: &str) -> std::result::Result<Format, u8> {
 }
 
 /// The settings the flags give (`Err(code)`: already reported).
-fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), u8>> {
+pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), u8>> {
     let f = &args.simai;
     let e = &args.event;
     let mut config = SimConfig::default();
@@ -190,12 +191,12 @@ fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), 
     }
     match (f.nvlink_gbps, &f.gpu_type) {
         (Some(v), _) => net.nvlink_gbps = v,
-        (None, Some(name)) => match GpuType::from_name(name) {
-            Some(g) => net.nvlink_gbps = g.nvlink_busbw_gbps(),
+        (None, Some(name)) => match gpu_preset(name) {
+            Some(g) => net.nvlink_gbps = g.nvlink_busbw_gbps,
             None => {
                 eprintln!(
                     "error: unknown GPU type `{name}`; expected one of: {}",
-                    GpuType::NAMES
+                    GPU_NAMES.join(", ")
                 );
                 return Ok(Err(EXIT_CONFIG));
             }
@@ -294,7 +295,7 @@ fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
 }
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
-fn print_stdout(text: &str) -> Result<()> {
+pub(crate) fn print_stdout(text: &str) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -303,7 +304,7 @@ fn print_stdout(text: &str) -> Result<()> {
     }
 }
 
-fn report_error(e: &RunError) -> u8 {
+pub(crate) fn report_error(e: &RunError) -> u8 {
     for d in e.diagnostics() {
         eprint!("{}", d.render());
     }
@@ -316,7 +317,7 @@ fn write_file(path: &Path, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<(
     std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn write_timeline(t: &Timeline, chrome: Option<&Path>, csv: Option<&Path>) -> Result<()> {
+pub(crate) fn write_timeline(t: &Timeline, chrome: Option<&Path>, csv: Option<&Path>) -> Result<()> {
     if let Some(p) = chrome {
         write_file(p, |w| export::write_chrome_trace(t, w))?;
     }
@@ -565,13 +566,16 @@ pub enum ConvertTo {
     ChromeTrace,
     /// One CSV row per span.
     SpansCsv,
+    /// A SimAI/AICB workload (model-level jobs: `--model`).
+    SimaiWorkload,
 }
 
 /// `trainscope convert FILE... --to chrome-trace -o PATH`.
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
-    /// A measured run: the rank traces of one Echo job, or an Optimus-Prime log.
-    #[arg(required = true, value_name = "FILE")]
+    /// A measured run: the rank traces of one Echo job, or an Optimus-Prime
+    /// log (or none with --model).
+    #[arg(required_unless_present = "model", value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ConvertTo::ChromeTrace)]
@@ -582,10 +586,25 @@ pub struct ConvertArgs {
     /// Force the input format instead of detecting it.
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
+    /// With --model: world size, GPUs.
+    #[arg(long, value_name = "N")]
+    pub world: Option<u32>,
+    /// With --model: the GPU preset (default H100-SXM).
+    #[arg(long, value_name = "T")]
+    pub gpu_type: Option<String>,
+    #[command(flatten)]
+    pub model: crate::model::ModelFlags,
 }
 
 /// Run `convert`; returns the exit code.
 pub fn convert(args: &ConvertArgs) -> Result<u8> {
+    if let Some(model) = &args.model.model {
+        return crate::model::convert(args, model);
+    }
+    if args.to == ConvertTo::SimaiWorkload {
+        eprintln!("error: `--to simai-workload` writes a model-level job: give --model MODEL and its training flags");
+        return Ok(EXIT_USAGE);
+    }
     let mut options = RunOptions::default();
     if let Some(name) = &args.format {
         match parse_format(name) {
@@ -606,6 +625,7 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
     match args.to {
         ConvertTo::ChromeTrace => write_timeline(t, Some(&args.output), None)?,
         ConvertTo::SpansCsv => write_timeline(t, None, Some(&args.output))?,
+        ConvertTo::SimaiWorkload => return Ok(EXIT_USAGE), // refused above
     }
     for w in &out.warnings {
         eprintln!("{w}");

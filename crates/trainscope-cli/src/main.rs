@@ -5,6 +5,7 @@
 
 mod event;
 mod inspect;
+mod model;
 mod simulate;
 
 use clap::{Parser, Subcommand};

@@ -43,7 +43,7 @@ pub struct Args {
     /// Input files: a SimAI/AICB workload, a NeuSight TSV, the rank traces
     /// of one Echo job, or an Optimus-Prime log (`--mode simai`: one SimAI
     /// workload; SimAI's `-w FILE` also works).
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "model", value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Simulator: `event` (default) or `simai` (SimAI-compatible).
     #[arg(long, value_enum, default_value_t = Mode::Event)]
@@ -59,6 +59,8 @@ pub struct Args {
     pub simai: SimaiFlags,
     #[command(flatten)]
     pub event: crate::event::EventFlags,
+    #[command(flatten)]
+    pub model: crate::model::ModelFlags,
 }
 
 /// Cluster flags of both modes and the SimAI-compatible mode's own flags
@@ -102,7 +104,10 @@ pub struct SimaiFlags {
         help_heading = "Cluster (both modes)"
     )]
     pub nic_gbps: Option<f64>,
-    /// GPU preset for the NVLink bandwidth: H100, H20, H800, A100, A800.
+    /// GPU preset (case-insensitive): A100-40G, A100-80G (= A100), A800,
+    /// H100-SXM (= H100), H800, H20, H200, B200, A40, L40S, MI300X. Sets the
+    /// NVLink bandwidth (SimAI mode: H100, H20, H800, A100, A800) and, for
+    /// --model, the GPU (default H100-SXM).
     #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
     pub gpu_type: Option<String>,
     /// NIC preset for the NIC bandwidth: CX6, CX7, BF3.
@@ -192,6 +197,21 @@ pub fn rewrite_simai_spellings(args: Vec<OsString>) -> Vec<OsString> {
 
 /// Run the subcommand; returns the exit code.
 pub fn run(args: &Args) -> Result<u8> {
+    if let Some(model) = &args.model.model {
+        if args.mode == Mode::Simai {
+            eprintln!("error: `--mode simai` reads a SimAI workload; export the model-level job with `trainscope convert --model ... --to simai-workload` first");
+            return Ok(EXIT_USAGE);
+        }
+        return crate::model::run(args, model);
+    }
+    let given = args.model.given();
+    if !given.is_empty() {
+        eprintln!(
+            "error: {} describe a model-level job and need --model",
+            given.join(", ")
+        );
+        return Ok(EXIT_USAGE);
+    }
     match args.mode {
         Mode::Event => crate::event::run(args),
         Mode::Simai => run_simai(args),

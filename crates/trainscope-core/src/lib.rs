@@ -11,6 +11,7 @@ pub mod diag;
 pub mod formats;
 pub mod hardware;
 pub mod inspect;
+pub mod job;
 pub mod model;
 pub mod sim;
 pub mod workload;

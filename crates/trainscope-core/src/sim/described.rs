@@ -115,7 +115,10 @@ fn comm_spec(c: &CommOp, phase: Phase, name: &str, warnings: &mut Vec<String>) -
             );
             g
         }
-        CommGroup::Pp | CommGroup::Embedding | CommGroup::PositionEmbedding => {
+        // The tied-embedding all-reduce between the first and the last stage
+        // runs over the pipeline group, as in the replay of measured runs.
+        CommGroup::Embedding | CommGroup::PositionEmbedding => GroupKind::Pp,
+        CommGroup::Pp => {
             push_once(
                 warnings,
                 format!(

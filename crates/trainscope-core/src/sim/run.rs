@@ -308,7 +308,7 @@ enum Input {
     Measured(MeasuredRun),
 }
 
-fn push_unique(out: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+pub(crate) fn push_unique(out: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
     for s in items {
         if !out.contains(&s) {
             out.push(s);
@@ -318,7 +318,7 @@ fn push_unique(out: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
 
 /// Warnings as one-line diagnostics (`warning: ...`), as the files' are
 /// (`file:line:col: warning: ...`); duplicates dropped.
-fn as_warning_lines(file_warnings: Vec<String>, others: Vec<String>) -> Vec<String> {
+pub(crate) fn as_warning_lines(file_warnings: Vec<String>, others: Vec<String>) -> Vec<String> {
     let mut out = file_warnings;
     push_unique(
         &mut out,

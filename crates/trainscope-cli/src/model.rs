@@ -1,0 +1,403 @@
+//! `trainscope simulate --model MODEL [training and parallelism flags]`: a
+//! model-level job. MODEL is a built-in preset name or a path to a
+//! HuggingFace `config.json`; the flags become the core's
+//! [`TrainingSetup`], the GPU preset comes from `--gpu-type` (default
+//! H100-SXM) and the cluster flags are the event mode's. The core builds,
+//! simulates and reports ([`trainscope_core::job::run::run_model`]); this
+//! file only reads the config file and prints.
+//!
+//! Exit codes: 0 success, 2 usage, 3 the config file failed to parse, 4 an
+//! invalid job (unknown preset or GPU, inconsistent parallelism).
+
+use crate::simulate::{Args, EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use trainscope_core::hardware::{gpu_preset, GpuSpec, Precision, GPU_NAMES};
+use trainscope_core::job::memory::gib;
+use trainscope_core::job::run::{run_model, ModelRunOutput};
+use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
+use trainscope_core::model::{hf, presets, ModelSpec};
+
+/// Flags of a model-level job.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Model-level job (--model)")]
+pub struct ModelFlags {
+    /// A model preset name (see `--model list`) or the path of a
+    /// HuggingFace config.json; simulates the job the flags below describe
+    /// instead of reading workload files.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Tensor-parallel size (default 1).
+    #[arg(long, value_name = "N")]
+    pub tp: Option<u32>,
+    /// Pipeline stages (default 1).
+    #[arg(long, value_name = "N")]
+    pub pp: Option<u32>,
+    /// Data-parallel size (default: world / (TP x PP), else 1).
+    #[arg(long, value_name = "N")]
+    pub dp: Option<u32>,
+    /// Expert-parallel size, carved out of DP (default 1).
+    #[arg(long, value_name = "N")]
+    pub ep: Option<u32>,
+    /// Virtual pipeline stages per rank (interleaved 1F1B; default 1).
+    #[arg(long, value_name = "N")]
+    pub vpp: Option<u32>,
+    /// Megatron sequence parallelism (needs TP > 1).
+    #[arg(long)]
+    pub sequence_parallel: bool,
+    /// Sequences per micro-batch (default 1).
+    #[arg(long, value_name = "N")]
+    pub micro_batch_size: Option<u32>,
+    /// Sequences per iteration (default 1024, rounded up to a multiple of
+    /// micro-batch x DP).
+    #[arg(long, value_name = "N")]
+    pub global_batch_size: Option<u32>,
+    /// Tokens per sequence (default 4096).
+    #[arg(long, value_name = "N")]
+    pub seq_length: Option<u32>,
+    /// GEMM precision: fp32, bf16 (default), fp16, fp8.
+    #[arg(long, value_name = "P")]
+    pub precision: Option<String>,
+    /// Activation recompute: none (default), selective, full.
+    #[arg(long, value_name = "R")]
+    pub recompute: Option<String>,
+    /// Megatron's distributed optimizer (ZeRO-1 over DP).
+    #[arg(long)]
+    pub distributed_optimizer: bool,
+    /// Attention without a fused (flash) kernel: the score matrix is stored.
+    #[arg(long)]
+    pub no_flash_attention: bool,
+    /// Fraction of the dense peak a large GEMM reaches (default: the GPU
+    /// preset's).
+    #[arg(long, value_name = "X")]
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of the dense peak the fused attention core reaches.
+    #[arg(long, value_name = "X")]
+    pub attention_efficiency: Option<f64>,
+    /// Fraction of the memory bandwidth bandwidth-bound kernels reach.
+    #[arg(long, value_name = "X")]
+    pub hbm_efficiency: Option<f64>,
+    /// Launch overhead per kernel, microseconds.
+    #[arg(long, value_name = "US")]
+    pub launch_overhead_us: Option<f64>,
+}
+
+impl ModelFlags {
+    /// The model-only flags that were given (refused without `--model`).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut add = |set: bool, name: &'static str| {
+            if set {
+                out.push(name);
+            }
+        };
+        add(self.tp.is_some(), "--tp");
+        add(self.pp.is_some(), "--pp");
+        add(self.dp.is_some(), "--dp");
+        add(self.ep.is_some(), "--ep");
+        add(self.vpp.is_some(), "--vpp");
+        add(self.sequence_parallel, "--sequence-parallel");
+        add(self.micro_batch_size.is_some(), "--micro-batch-size");
+        add(self.global_batch_size.is_some(), "--global-batch-size");
+        add(self.seq_length.is_some(), "--seq-length");
+        add(self.precision.is_some(), "--precision");
+        add(self.recompute.is_some(), "--recompute");
+        add(self.distributed_optimizer, "--distributed-optimizer");
+        add(self.no_flash_attention, "--no-flash-attention");
+        add(self.gemm_efficiency.is_some(), "--gemm-efficiency");
+        add(self.attention_efficiency.is_some(), "--attention-efficiency");
+        add(self.hbm_efficiency.is_some(), "--hbm-efficiency");
+        add(self.launch_overhead_us.is_some(), "--launch-overhead-us");
+        out
+    }
+
+    /// The training setup the flags give (`Err`: the message for exit 4).
+    pub fn setup(&self) -> std::result::Result<TrainingSetup, String> {
+        let d = TrainingSetup::default();
+        let precision = match &self.precision {
+            None => d.precision,
+            Some(p) => Precision::from_name(p).ok_or_else(|| {
+                format!("unknown precision `{p}`; expected one of: fp32, bf16, fp16, fp8")
+            })?,
+        };
+        let recompute = match &self.recompute {
+            None => d.recompute,
+            Some(r) => Recompute::from_name(r).ok_or_else(|| {
+                format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
+            })?,
+        };
+        Ok(TrainingSetup {
+            tp: self.tp.unwrap_or(d.tp),
+            pp: self.pp.unwrap_or(d.pp),
+            dp: self.dp,
+            ep: self.ep.unwrap_or(d.ep),
+            vpp: self.vpp.unwrap_or(d.vpp),
+            sequence_parallel: self.sequence_parallel,
+            micro_batch_size: self.micro_batch_size.unwrap_or(d.micro_batch_size),
+            global_batch_size: self.global_batch_size,
+            seq_length: self.seq_length.unwrap_or(d.seq_length),
+            precision,
+            recompute,
+            distributed_optimizer: self.distributed_optimizer,
+            flash_attention: !self.no_flash_attention,
+        })
+    }
+
+    /// `gpu` with the efficiency overrides applied (`Err`: the message).
+    pub fn apply_efficiency(&self, gpu: &mut GpuSpec) -> std::result::Result<(), String> {
+        let e = &mut gpu.efficiency;
+        if let Some(x) = self.gemm_efficiency {
+            e.gemm_max = x;
+        }
+        if let Some(x) = self.attention_efficiency {
+            e.attention = x;
+        }
+        if let Some(x) = self.hbm_efficiency {
+            e.memory = x;
+        }
+        if let Some(us) = self.launch_overhead_us {
+            if !us.is_finite() || !(0.0..=1e6).contains(&us) {
+                return Err(format!(
+                    "launch overhead {us} us is not between 0 and 1000000"
+                ));
+            }
+            e.launch_ns = (us * 1000.0).round() as u64;
+        }
+        e.validate()
+    }
+}
+
+/// The GPU of a model-level job when `--gpu-type` is not given.
+pub const DEFAULT_GPU: &str = "H100-SXM";
+
+/// `trainscope convert --model ... --to simai-workload -o FILE`: the job
+/// as a SimAI/AICB workload. Returns the exit code.
+pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
+    if !args.files.is_empty() {
+        eprintln!("error: --model converts a model-level job; do not also give files");
+        return Ok(EXIT_USAGE);
+    }
+    if args.to != crate::event::ConvertTo::SimaiWorkload {
+        eprintln!("error: a model-level job converts to `--to simai-workload` (its simulated timeline: `simulate --model ... --chrome-trace PATH`)");
+        return Ok(EXIT_USAGE);
+    }
+    let job = match load_job(&args.model, model, args.gpu_type.as_deref(), args.world)? {
+        Ok(j) => j,
+        Err(code) => return Ok(code),
+    };
+    let (text, warnings) = trainscope_core::job::export::simai_workload(&job);
+    std::fs::write(&args.output, &text)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    crate::event::print_stdout(&format!(
+        "{}: SimAI workload ({} records, TP {} PP {} DP {}, {} micro-batches) written to {}\n",
+        job.model.name,
+        text.lines().count().saturating_sub(2),
+        job.setup.tp,
+        job.setup.pp,
+        job.dp,
+        job.micro_batches,
+        args.output.display()
+    ))?;
+    Ok(0)
+}
+
+/// What `--model` names: a config file or a preset.
+pub enum ModelSource {
+    File(PathBuf),
+    Preset(String),
+}
+
+/// The model `name` refers to: an existing file is read as a config.json,
+/// anything else must be a preset. `Err(code)`: already reported.
+pub fn load_model(name: &str) -> Result<std::result::Result<ModelSpec, u8>> {
+    let path = PathBuf::from(name);
+    let source = if path.is_file() {
+        ModelSource::File(path)
+    } else {
+        ModelSource::Preset(name.to_string())
+    };
+    match source {
+        ModelSource::File(p) => {
+            let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+            let file = p.display().to_string();
+            let text = String::from_utf8_lossy(&bytes);
+            match hf::parse(&file, &text) {
+                Ok((m, warnings)) => {
+                    for w in &warnings {
+                        eprint!("{}", w.render());
+                    }
+                    Ok(Ok(m))
+                }
+                Err(diags) => {
+                    for d in &diags {
+                        eprint!("{}", d.render());
+                    }
+                    Ok(Err(EXIT_PARSE))
+                }
+            }
+        }
+        ModelSource::Preset(n) => match presets::preset(&n) {
+            Some(m) => Ok(Ok(m)),
+            None => {
+                eprintln!(
+                    "error: unknown model `{n}`: no such file and not a preset; presets: {}",
+                    presets::NAMES.join(", ")
+                );
+                Ok(Err(EXIT_CONFIG))
+            }
+        },
+    }
+}
+
+/// The GPU preset `--gpu-type` names (default H100-SXM), with the
+/// efficiency overrides. `Err(code)`: already reported.
+pub fn load_gpu(flags: &ModelFlags, gpu_type: Option<&str>) -> std::result::Result<GpuSpec, u8> {
+    let name = gpu_type.unwrap_or(DEFAULT_GPU);
+    let Some(mut gpu) = gpu_preset(name) else {
+        eprintln!(
+            "error: unknown GPU type `{name}`; expected one of: {}",
+            GPU_NAMES.join(", ")
+        );
+        return Err(EXIT_CONFIG);
+    };
+    if let Err(why) = flags.apply_efficiency(&mut gpu) {
+        eprintln!("error: invalid setting: {why}");
+        return Err(EXIT_CONFIG);
+    }
+    Ok(gpu)
+}
+
+/// The job the flags describe. `Err(code)`: already reported.
+pub fn load_job(
+    flags: &ModelFlags,
+    model: &str,
+    gpu_type: Option<&str>,
+    world: Option<u32>,
+) -> Result<std::result::Result<ModelJob, u8>> {
+    let spec = match load_model(model)? {
+        Ok(m) => m,
+        Err(code) => return Ok(Err(code)),
+    };
+    let gpu = match load_gpu(flags, gpu_type) {
+        Ok(g) => g,
+        Err(code) => return Ok(Err(code)),
+    };
+    let setup = match flags.setup() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("error: invalid setting: {why}");
+            return Ok(Err(EXIT_CONFIG));
+        }
+    };
+    match ModelJob::new(spec, setup, gpu, world) {
+        Ok(j) => Ok(Ok(j)),
+        Err(e) => {
+            eprint!("{}", e.to_diagnostic().render());
+            Ok(Err(EXIT_CONFIG))
+        }
+    }
+}
+
+/// Run `simulate --model`; returns the exit code.
+pub fn run(args: &Args, model: &str) -> Result<u8> {
+    if !args.files.is_empty() {
+        eprintln!("error: --model simulates a model-level job; do not also give workload files");
+        return Ok(EXIT_USAGE);
+    }
+    let job = match load_job(&args.model, model, args.simai.gpu_type.as_deref(), args.simai.world)? {
+        Ok(j) => j,
+        Err(code) => return Ok(code),
+    };
+    let config = match crate::event::settings(args)? {
+        Ok((c, _)) => c,
+        Err(code) => return Ok(code),
+    };
+    let out = match run_model(&job, &config) {
+        Ok(o) => o,
+        Err(e) => return Ok(crate::event::report_error(&e)),
+    };
+    let e = &args.event;
+    crate::event::write_timeline(
+        &out.run.result.timeline,
+        e.chrome_trace.as_deref(),
+        e.spans_csv.as_deref(),
+    )?;
+    if args.json {
+        crate::event::print_stdout(&(serde_json::to_string_pretty(&out.report_json())? + "\n"))?;
+    } else {
+        crate::event::print_stdout(&render_text(&out))?;
+        for w in &out.run.warnings {
+            eprintln!("{w}");
+        }
+    }
+    Ok(0)
+}
+
+/// The readable report: the event report, then the model's figures and the
+/// memory per stage.
+pub fn render_text(o: &ModelRunOutput) -> String {
+    let j = &o.job;
+    let m = &j.model;
+    let s = &j.setup;
+    let p = m.parameters();
+    let mut out = format!(
+        "{}: model-level job ({}, {:.2} B parameters{}; {})\n",
+        m.name,
+        m.family.name(),
+        p.total as f64 / 1e9,
+        if p.active != p.total {
+            format!(", {:.2} B active", p.active as f64 / 1e9)
+        } else {
+            String::new()
+        },
+        m.source
+    );
+    out.push_str(&format!(
+        "  training: {} x {} · global batch {} · micro-batch {} · seq {} · {} · recompute {}{}{}\n",
+        j.world,
+        j.gpu.name,
+        j.global_batch_size,
+        s.micro_batch_size,
+        s.seq_length,
+        s.precision.name(),
+        s.recompute.name(),
+        if s.sequence_parallel { " · sequence parallel" } else { "" },
+        if s.distributed_optimizer { " · distributed optimizer" } else { "" },
+    ));
+    let t = &o.throughput;
+    out.push_str(&format!(
+        "  throughput: MFU {:.1}% · {:.1} model TFLOP/s per GPU · {:.0} tokens/s\n\n",
+        t.mfu * 100.0,
+        t.model_tflops_per_gpu,
+        t.tokens_per_second
+    ));
+    out.push_str(&crate::event::render_text(&o.run));
+    out.push_str(&format!(
+        "\n  memory per stage (first rank; capacity {}):\n  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10}\n",
+        gib(o.memory.capacity_bytes),
+        "stage",
+        "weights",
+        "grads",
+        "optimizer",
+        "activations",
+        "logits",
+        "peak"
+    ));
+    for st in &o.memory.per_stage {
+        out.push_str(&format!(
+            "  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10}{}\n",
+            st.stage,
+            gib(st.weights_bytes),
+            gib(st.gradients_bytes),
+            gib(st.optimizer_bytes),
+            gib(st.activations_bytes),
+            gib(st.logits_bytes),
+            gib(st.peak_bytes),
+            if st.peak_bytes > o.memory.capacity_bytes { "  does not fit" } else { "" }
+        ));
+    }
+    out
+}

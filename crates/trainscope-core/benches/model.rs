@@ -1,0 +1,103 @@
+//! Benchmark of model-level jobs (prints figures; no assertions on time):
+//! building and simulating Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16,
+//! 16 micro-batches), the case the configuration search repeats thousands
+//! of times; also without the timeline's dependency edges (what a sweep
+//! needs) and a Mixtral 8x7B MoE job. Run with
+//! `cargo bench -p trainscope-core --bench model`.
+
+use std::time::{Duration, Instant};
+use trainscope_core::hardware::gpu_preset;
+use trainscope_core::job::run::run_model;
+use trainscope_core::job::{ModelJob, TrainingSetup};
+use trainscope_core::model::presets::preset;
+use trainscope_core::sim::SimConfig;
+
+fn time<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
+    let mut times = Vec::with_capacity(n);
+    let mut last = None;
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let r = f();
+        times.push(t0.elapsed());
+        last = Some(r);
+    }
+    times.sort();
+    (times[n / 2], times[0], last.expect("n > 0"))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn case(name: &str, model: &str, setup: TrainingSetup, world: u32, config: &SimConfig) {
+    let gpu = gpu_preset("H100-SXM").expect("preset");
+    let spec = preset(model).expect("preset");
+    let (med, min, out) = time(21, || {
+        let job = ModelJob::new(spec.clone(), setup.clone(), gpu.clone(), Some(world))
+            .expect("valid job");
+        run_model(&job, config).expect("simulates")
+    });
+    let s = out.run.summary();
+    println!("{name}");
+    println!(
+        "  build + simulate: median {:.1} ms, best {:.1} ms",
+        ms(med),
+        ms(min)
+    );
+    println!(
+        "  iteration {:.1} ms, MFU {:.1}%, tasks {}, events {}, spans {}",
+        s.iteration_time_ns as f64 / 1e6,
+        out.throughput.mfu * 100.0,
+        out.run.result.stats.tasks,
+        out.run.result.stats.events,
+        out.run.result.timeline.span_count()
+    );
+}
+
+fn main() {
+    let llama = TrainingSetup {
+        tp: 8,
+        pp: 8,
+        global_batch_size: Some(256),
+        seq_length: 8192,
+        sequence_parallel: true,
+        distributed_optimizer: true,
+        ..TrainingSetup::default()
+    };
+    let full = SimConfig::default();
+    let lean = SimConfig {
+        record_dependencies: false,
+        ..SimConfig::default()
+    };
+    case(
+        "llama3-70b, 1024 x H100, TP 8 PP 8 DP 16, 16 micro-batches",
+        "llama3-70b",
+        llama.clone(),
+        1024,
+        &full,
+    );
+    case(
+        "  same, without dependency edges",
+        "llama3-70b",
+        llama,
+        1024,
+        &lean,
+    );
+    let mixtral = TrainingSetup {
+        tp: 2,
+        pp: 4,
+        ep: 8,
+        global_batch_size: Some(256),
+        seq_length: 4096,
+        sequence_parallel: true,
+        distributed_optimizer: true,
+        ..TrainingSetup::default()
+    };
+    case(
+        "mixtral-8x7b, 256 x H100, TP 2 PP 4 DP 32 EP 8",
+        "mixtral-8x7b",
+        mixtral,
+        256,
+        &full,
+    );
+}

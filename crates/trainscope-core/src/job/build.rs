@@ -1,0 +1,436 @@
+//! A model-level job as the workload the event engine runs: a
+//! [`DescribedJob`] with one [`StageWorkload`] per pipeline stage.
+//!
+//! Per micro-batch each stage runs its layers (the chunks of every virtual
+//! stage it holds, in chunk order; the embedding first on stage 0, the
+//! final norm, output layer and loss last on the last stage). A layer is a
+//! few [`LayerOp`]s, each "compute, then the collective it ends with", so
+//! the collectives sit where Megatron issues them:
+//! - TP without sequence parallelism: an all-reduce after the attention
+//!   and after the MLP in the forward, and after their input gradients in
+//!   the backward; with sequence parallelism an all-gather before each
+//!   block and a reduce-scatter after it (the reverse in the backward);
+//! - MoE layers: an all-to-all over EP to dispatch the tokens to their
+//!   experts and one to combine them, in both directions;
+//! - recompute: selective adds the attention core's forward to its input
+//!   gradient; full appends, per layer, a recompute op whose input-gradient
+//!   column re-runs the layer's forward compute and forward TP collectives
+//!   before the layer's backward.
+//!
+//! Once per iteration (before the micro-batches' gradient sync runs, after
+//! them the optimizer): the gradient all-reduce over DP (DP_EP for expert
+//! weights), or with the distributed optimizer a reduce-scatter of the
+//! gradients and, after the optimizer step, an all-gather of the updated
+//! bf16 weights; the tied-embedding all-reduce between the first and the
+//! last stage; the optimizer step itself (Adam, bandwidth-bound over the
+//! local shard). Pipeline sends carry the real activation: micro-batch x
+//! sequence x hidden elements (/ TP with sequence parallelism).
+
+use super::memory::{stage_params, StageParams};
+use super::{ModelJob, Recompute};
+use crate::formats::Format;
+use crate::hardware::{GpuSpec, Precision};
+use crate::model::ops::{Op, OpClass, OpWork, Shape};
+use crate::workload::{
+    CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
+    PhaseOp, StageScope, StageWorkload,
+};
+
+/// Bytes per gradient element Megatron reduces: fp16 training reduces fp16
+/// gradients, bf16 and fp8 training fp32 main gradients, fp32 training fp32.
+pub fn gradient_bytes(p: Precision) -> u64 {
+    match p {
+        Precision::Fp16 => 2,
+        _ => 4,
+    }
+}
+
+/// Bytes per weight element as stored for compute (the all-gather of the
+/// distributed optimizer moves these).
+pub fn weight_bytes(p: Precision) -> u64 {
+    match p {
+        Precision::Fp32 => 4,
+        _ => 2,
+    }
+}
+
+/// The shape of one micro-batch on one TP rank.
+pub fn shape(job: &ModelJob) -> Shape {
+    let s = &job.setup;
+    Shape {
+        micro_batch_size: u64::from(s.micro_batch_size),
+        seq_length: u64::from(s.seq_length),
+        tp: u64::from(s.tp),
+        sequence_parallel: s.sequence_parallel,
+        activation_bytes: s.precision.activation_bytes(),
+        gemm_weight_bytes: match s.precision {
+            Precision::Fp8 => 1,
+            p => weight_bytes(p),
+        },
+    }
+}
+
+/// Time of one phase of an op on `gpu`, ns.
+fn phase_ns(gpu: &GpuSpec, op: &Op, work: &OpWork, precision: Precision) -> u64 {
+    if work.flops == 0.0 && work.bytes == 0.0 && work.kernels == 0 {
+        return 0;
+    }
+    gpu.op_time_ns(op.class, work.flops, work.bytes, work.kernels, precision)
+}
+
+/// Summed phase times of a group of ops.
+#[derive(Debug, Clone, Copy, Default)]
+struct Times {
+    forward: u64,
+    input_grad: u64,
+    weight_grad: u64,
+}
+
+fn times(gpu: &GpuSpec, ops: &[Op], precision: Precision, recompute: Recompute) -> Times {
+    let mut t = Times::default();
+    for op in ops {
+        let f = phase_ns(gpu, op, &op.forward, precision);
+        t.forward += f;
+        t.input_grad += phase_ns(gpu, op, &op.input_grad, precision);
+        t.weight_grad += phase_ns(gpu, op, &op.weight_grad, precision);
+        if recompute == Recompute::Selective && op.class == OpClass::Attention {
+            t.input_grad += f;
+        }
+    }
+    t
+}
+
+fn comm(kind: CommKind, group: CommGroup, size_bytes: u64) -> Option<CommOp> {
+    (size_bytes > 0).then_some(CommOp {
+        kind,
+        group,
+        size_bytes,
+        asynchronous: false,
+    })
+}
+
+fn op(
+    name: String,
+    role: LayerRole,
+    layer: Option<u32>,
+    t: Times,
+    fwd: Option<CommOp>,
+    ig: Option<CommOp>,
+) -> LayerOp {
+    let mut o = LayerOp::empty(name, role);
+    o.block_index = layer;
+    o.forward = PhaseOp {
+        compute_ns: t.forward,
+        comm: fwd,
+    };
+    o.input_grad = PhaseOp {
+        compute_ns: t.input_grad,
+        comm: ig,
+    };
+    o.weight_grad = PhaseOp {
+        compute_ns: t.weight_grad,
+        comm: None,
+    };
+    o
+}
+
+/// The TP collectives around one block (attention or MLP): (before the
+/// block's compute, after it) in the forward; the backward mirrors them.
+struct TpComms {
+    /// Sequence parallelism: all-gather before, reduce-scatter after.
+    sp: bool,
+    /// Full activation tensor of the micro-batch, bytes.
+    size_bytes: u64,
+    tp: u32,
+}
+
+impl TpComms {
+    fn after_fwd(&self) -> Option<CommOp> {
+        if self.tp <= 1 {
+            return None;
+        }
+        let kind = if self.sp {
+            CommKind::ReduceScatter
+        } else {
+            CommKind::AllReduce
+        };
+        comm(kind, CommGroup::Tp, self.size_bytes)
+    }
+    fn before_fwd(&self) -> Option<CommOp> {
+        (self.tp > 1 && self.sp)
+            .then(|| comm(CommKind::AllGather, CommGroup::Tp, self.size_bytes))
+            .flatten()
+    }
+    /// The backward collective of the block's input gradient.
+    fn ig(&self) -> Option<CommOp> {
+        self.after_fwd()
+    }
+    /// The backward all-gather of the output gradient (sequence parallel).
+    fn ig_before(&self) -> Option<CommOp> {
+        self.before_fwd()
+    }
+}
+
+/// The ops of transformer layer `layer` (0-based, global index).
+fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) {
+    let m = &job.model;
+    let s = &job.setup;
+    let gpu = &job.gpu;
+    let p = s.precision;
+    let rc = s.recompute;
+    let tp = TpComms {
+        sp: s.sequence_parallel,
+        size_bytes: shape.tokens() * m.hidden_size * shape.activation_bytes,
+        tp: s.tp,
+    };
+    let first_out = out.len();
+    let li = Some(layer);
+    // Names start with the block (`attention*`, `mlp*`, `moe*`): the
+    // interleaved schedule recognises a layer by its first `attention*` row.
+    let ln = |part: &str| format!("{part}.{layer}");
+    let split_norm = |ops: Vec<Op>| -> (Vec<Op>, Vec<Op>, Vec<Op>) {
+        // norm first, residual last, the block in between.
+        let mut ops = ops;
+        let last = ops.pop().into_iter().collect();
+        let first: Vec<Op> = if ops.is_empty() { vec![] } else { vec![ops.remove(0)] };
+        (first, ops, last)
+    };
+    // Attention block.
+    let (norm, body, residual) = split_norm(m.attention_ops(shape));
+    let mut body_t = times(gpu, &body, p, rc);
+    let res_t = times(gpu, &residual, p, rc);
+    body_t.forward += res_t.forward;
+    body_t.input_grad += res_t.input_grad;
+    if tp.sp {
+        out.push(op(
+            ln("attention_norm"),
+            LayerRole::Layer,
+            li,
+            times(gpu, &norm, p, rc),
+            tp.before_fwd(),
+            None,
+        ));
+        out.push(op(ln("attention"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig_before()));
+    } else {
+        let n = times(gpu, &norm, p, rc);
+        body_t.forward += n.forward;
+        body_t.input_grad += n.input_grad;
+        out.push(op(ln("attention"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig()));
+    }
+    // MLP block.
+    let mlp = m.mlp_ops(layer, shape);
+    let moe_layer = m.is_moe_layer(layer);
+    let (norm, body, residual) = split_norm(mlp);
+    let norm_t = times(gpu, &norm, p, rc);
+    if moe_layer {
+        let moe = m.moe.as_ref().expect("MoE layer of an MoE model");
+        // Router and permutation | experts (routed + shared) | unpermute.
+        let (front, rest): (Vec<Op>, Vec<Op>) =
+            body.into_iter().partition(|o| o.name == "router" || o.name == "moe_permute");
+        let (experts, back): (Vec<Op>, Vec<Op>) =
+            rest.into_iter().partition(|o| o.name != "moe_unpermute");
+        let tokens_per_rank = shape.tokens().div_ceil(u64::from(s.tp));
+        let a2a_bytes =
+            tokens_per_rank * u64::from(moe.top_k) * m.hidden_size * shape.activation_bytes;
+        let a2a = || {
+            (s.ep > 1)
+                .then(|| comm(CommKind::AllToAll, CommGroup::Ep, a2a_bytes))
+                .flatten()
+        };
+        let mut front_t = times(gpu, &front, p, rc);
+        if tp.sp {
+            out.push(op(ln("mlp_norm"), LayerRole::Layer, li, norm_t, tp.before_fwd(), None));
+        } else {
+            front_t.forward += norm_t.forward;
+            front_t.input_grad += norm_t.input_grad;
+        }
+        // Backward of the router block ends with the TP collective of the
+        // block's input gradient.
+        let front_ig = if tp.sp { tp.ig_before() } else { tp.ig() };
+        out.push(op(ln("moe_dispatch"), LayerRole::Layer, li, front_t, a2a(), front_ig));
+        out.push(op(ln("moe_experts"), LayerRole::Layer, li, times(gpu, &experts, p, rc), a2a(), a2a()));
+        let mut back_t = times(gpu, &back, p, rc);
+        let r = times(gpu, &residual, p, rc);
+        back_t.forward += r.forward;
+        back_t.input_grad += r.input_grad;
+        out.push(op(ln("moe_combine"), LayerRole::Layer, li, back_t, tp.after_fwd(), a2a()));
+    } else {
+        let mut body_t = times(gpu, &body, p, rc);
+        let r = times(gpu, &residual, p, rc);
+        body_t.forward += r.forward;
+        body_t.input_grad += r.input_grad;
+        if tp.sp {
+            out.push(op(ln("mlp_norm"), LayerRole::Layer, li, norm_t, tp.before_fwd(), None));
+            out.push(op(ln("mlp"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig_before()));
+        } else {
+            body_t.forward += norm_t.forward;
+            body_t.input_grad += norm_t.input_grad;
+            out.push(op(ln("mlp"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig()));
+        }
+    }
+    if rc == Recompute::Full {
+        // Re-run the layer's forward (compute and its forward collectives)
+        // before its backward: the backward walks ops in reverse, so the
+        // recompute ops come last, in reverse forward order.
+        let fwd: Vec<(u64, Option<CommOp>)> = out[first_out..]
+            .iter()
+            .map(|o| (o.forward.compute_ns, o.forward.comm))
+            .collect();
+        for (i, (ns, c)) in fwd.into_iter().enumerate().rev() {
+            let mut r = LayerOp::empty(format!("recompute.{layer}.{i}"), LayerRole::Layer);
+            r.block_index = li;
+            r.input_grad = PhaseOp {
+                compute_ns: ns,
+                comm: c,
+            };
+            out.push(r);
+        }
+    }
+}
+
+/// Per-op times of a list of memory-bound or GEMM ops as one op.
+fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
+    let t = times(&job.gpu, ops, job.setup.precision, Recompute::None);
+    op(name.to_string(), role, None, t, None, None)
+}
+
+/// Bytes read and written per parameter by one Adam step over fp32 main
+/// weights (weight, gradient, two moments read and written, the
+/// low-precision copy written).
+pub const ADAM_BYTES_PER_PARAM: u64 = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2;
+
+/// The once-per-iteration rows of stage `stage`: (before, after).
+fn iteration_rows(job: &ModelJob, stage: u32, params: &StageParams) -> (Vec<LayerOp>, Vec<LayerOp>) {
+    let s = &job.setup;
+    let g = gradient_bytes(s.precision);
+    let w = weight_bytes(s.precision);
+    let dist = s.distributed_optimizer && job.dp > 1;
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    let grad_sync = |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
+        if ranks <= 1 || elems == 0 {
+            return;
+        }
+        let kind = if dist {
+            CommKind::ReduceScatter
+        } else {
+            CommKind::AllReduce
+        };
+        // In the weight-gradient column, as AICB writes gradient sync.
+        let mut o = LayerOp::empty(name, LayerRole::GradSync);
+        o.weight_grad.comm = comm(kind, group, elems * g);
+        out.push(o);
+    };
+    let dp_ep = job.dp / s.ep.max(1);
+    grad_sync("dp_grad_sync", CommGroup::Dp, params.dense, job.dp, &mut before);
+    grad_sync("expert_grad_sync", CommGroup::DpEp, params.expert, dp_ep, &mut before);
+    let last = s.pp - 1;
+    if job.model.tied_embeddings && s.pp > 1 && (stage == 0 || stage == last) {
+        let mut o = LayerOp::empty("embedding_grad_allreduce", LayerRole::GradSync);
+        let elems = job.padded_vocab_size / u64::from(s.tp) * job.model.hidden_size;
+        o.weight_grad.comm = comm(CommKind::AllReduce, CommGroup::Embedding, elems * g);
+        before.push(o);
+    }
+    // Optimizer step over the local shard.
+    let shard = |elems: u64, ranks: u32| if dist { elems.div_ceil(u64::from(ranks.max(1))) } else { elems };
+    let local = shard(params.dense, job.dp) + shard(params.expert, dp_ep);
+    let adam = Op {
+        name: "optimizer",
+        class: OpClass::Memory,
+        forward: OpWork {
+            flops: 0.0,
+            bytes: (local * ADAM_BYTES_PER_PARAM) as f64,
+            kernels: 4,
+        },
+        input_grad: OpWork::default(),
+        weight_grad: OpWork::default(),
+    };
+    after.push(simple(job, "optimizer_step", LayerRole::Optimizer, &[adam]));
+    if dist {
+        let gather = |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
+            if ranks > 1 && elems > 0 {
+                let mut o = LayerOp::empty(name, LayerRole::Optimizer);
+                o.weight_grad.comm = comm(CommKind::AllGather, group, elems * w);
+                out.push(o);
+            }
+        };
+        gather("optimizer_param_allgather", CommGroup::Dp, params.dense, job.dp, &mut after);
+        gather("optimizer_expert_param_allgather", CommGroup::DpEp, params.expert, dp_ep, &mut after);
+    }
+    (before, after)
+}
+
+/// Bytes of one stage-to-stage send of one micro-batch.
+pub fn activation_send_bytes(job: &ModelJob) -> u64 {
+    let sh = shape(job);
+    let full = sh.tokens() * job.model.hidden_size * sh.activation_bytes;
+    if job.setup.sequence_parallel {
+        full / u64::from(job.setup.tp)
+    } else {
+        full
+    }
+}
+
+/// The layers stage `stage` holds, in the order it runs them: chunk c of
+/// the stage holds layers [(c x PP + stage) x per_chunk, + per_chunk).
+pub fn stage_layers(job: &ModelJob, stage: u32) -> Vec<u32> {
+    let per = job.layers_per_chunk();
+    (0..job.setup.vpp)
+        .flat_map(|c| {
+            let first = (c * job.setup.pp + stage) * per;
+            first..first + per
+        })
+        .collect()
+}
+
+/// The workload of a model-level job (see the module documentation). `name`
+/// is the job's name in reports.
+pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
+    let s = &job.setup;
+    let shape = shape(job);
+    let padded = job.padded_model();
+    let parallel = ParallelConfig {
+        world: job.world,
+        tp: s.tp,
+        pp: s.pp,
+        dp: job.dp,
+        ep: s.ep,
+        dp_ep: (job.dp / s.ep.max(1)).max(1),
+        micro_batches: job.micro_batches,
+        virtual_stages: s.vpp,
+        micro_batch_size: Some(s.micro_batch_size),
+        activation_bytes: activation_send_bytes(job),
+    };
+    let stages = (0..s.pp)
+        .map(|stage| {
+            let mut ops = Vec::new();
+            if stage == 0 {
+                ops.push(simple(job, "embedding_layer", LayerRole::Embedding, &padded.embedding_ops(&shape)));
+            }
+            for layer in stage_layers(job, stage) {
+                layer_ops(job, layer, &shape, &mut ops);
+            }
+            if stage == s.pp - 1 {
+                ops.push(simple(job, "final_output_and_loss", LayerRole::Loss, &padded.output_ops(&shape)));
+            }
+            let params = stage_params(job, stage);
+            let (before, after) = iteration_rows(job, stage, &params);
+            StageWorkload {
+                scope: StageScope::Stage(stage),
+                before,
+                blocks: vec![MicroBatchBlock {
+                    repeat: job.micro_batches,
+                    ops,
+                }],
+                after,
+            }
+        })
+        .collect();
+    DescribedJob {
+        file: name.to_string(),
+        format: Format::HfConfig,
+        parallel,
+        stages,
+        diagnostics: Vec::new(),
+    }
+}

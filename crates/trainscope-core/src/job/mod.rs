@@ -1,0 +1,627 @@
+//! Model-level jobs: a model ([`crate::model::ModelSpec`]), a training setup
+//! and parallelism ([`TrainingSetup`]) and a GPU ([`crate::hardware::GpuSpec`])
+//! become a workload the event engine runs ([`build::described_job`]: every
+//! op's compute from the roofline, every collective with its size, pipeline
+//! transfers of the real activation size), the memory of each pipeline
+//! stage ([`memory`]) and the figures people compare (MFU, tokens/s,
+//! [`Throughput`]).
+//!
+//! Conventions follow Megatron-LM (MODEL-JOBS.md): world = TP x PP x DP; EP
+//! is carved out of DP (it must divide DP and the expert count);
+//! micro-batches = global batch / (micro-batch x DP); virtual stages hold
+//! layers / (PP x vpp) whole layers each; rank order TP fastest, then DP,
+//! then PP. [`ModelJob::new`] refuses every inconsistent combination with a
+//! message naming the numbers ([`JobError`]).
+
+pub mod build;
+pub mod export;
+pub mod memory;
+pub mod run;
+
+use crate::hardware::{GpuSpec, Precision};
+use crate::model::ModelSpec;
+use serde::{Deserialize, Serialize};
+
+/// Activation recomputation (Megatron `--recompute-granularity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    /// Keep every activation.
+    #[default]
+    None,
+    /// Recompute the attention core in the backward (Korthikanti et al.
+    /// 2022's selective recompute): its activations are not stored.
+    Selective,
+    /// Recompute each whole layer from its input in the backward.
+    Full,
+}
+
+impl Recompute {
+    /// Every mode, in a fixed order.
+    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    /// The name used by the CLI, JSON and the page.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+
+    /// Case-insensitive lookup of [`Recompute::name`].
+    pub fn from_name(name: &str) -> Option<Recompute> {
+        Recompute::ALL
+            .into_iter()
+            .find(|r| r.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+/// The training setup and parallelism of a model-level job, as a user
+/// states it. `Default` is the one set of defaults the CLI and the page use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainingSetup {
+    /// Tensor-parallel size.
+    pub tp: u32,
+    /// Pipeline stages.
+    pub pp: u32,
+    /// Data-parallel size; `None`: world / (TP x PP), or 1 without a world.
+    pub dp: Option<u32>,
+    /// Expert-parallel size (carved out of DP).
+    pub ep: u32,
+    /// Virtual pipeline stages (model chunks) per rank.
+    pub vpp: u32,
+    /// Megatron sequence parallelism (needs TP > 1).
+    pub sequence_parallel: bool,
+    /// Sequences per micro-batch.
+    pub micro_batch_size: u32,
+    /// Sequences per iteration; `None`: [`DEFAULT_GLOBAL_BATCH`] rounded
+    /// up to a multiple of micro-batch x DP (noted).
+    pub global_batch_size: Option<u32>,
+    /// Tokens per sequence.
+    pub seq_length: u32,
+    pub precision: Precision,
+    pub recompute: Recompute,
+    /// Megatron's distributed optimizer (ZeRO-1 over DP).
+    pub distributed_optimizer: bool,
+    /// Fused (flash) attention: the score matrix is never stored.
+    pub flash_attention: bool,
+}
+
+/// Sequences per iteration when the global batch is not given.
+pub const DEFAULT_GLOBAL_BATCH: u32 = 1024;
+/// Tokens per sequence by default.
+pub const DEFAULT_SEQ_LENGTH: u32 = 4096;
+/// The largest world a model-level job accepts.
+pub const MAX_WORLD: u64 = 1 << 20;
+
+impl Default for TrainingSetup {
+    fn default() -> Self {
+        TrainingSetup {
+            tp: 1,
+            pp: 1,
+            dp: None,
+            ep: 1,
+            vpp: 1,
+            sequence_parallel: false,
+            micro_batch_size: 1,
+            global_batch_size: None,
+            seq_length: DEFAULT_SEQ_LENGTH,
+            precision: Precision::Bf16,
+            recompute: Recompute::None,
+            distributed_optimizer: false,
+            flash_attention: true,
+        }
+    }
+}
+
+/// Why a model-level job cannot be built: the setting and the numbers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid model-level job: {message}")]
+pub struct JobError {
+    /// What is wrong, naming the numbers.
+    pub message: String,
+    /// How to fix it.
+    pub hint: String,
+}
+
+impl JobError {
+    fn new(message: String, hint: impl Into<String>) -> JobError {
+        JobError {
+            message,
+            hint: hint.into(),
+        }
+    }
+
+    /// As a diagnostic (message + hint).
+    pub fn to_diagnostic(&self) -> crate::diag::Diagnostic {
+        crate::diag::Diagnostic::error(self.to_string()).with_hint(self.hint.clone())
+    }
+}
+
+/// A validated model-level job: everything resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelJob {
+    pub model: ModelSpec,
+    pub setup: TrainingSetup,
+    pub gpu: GpuSpec,
+    /// Resolved data-parallel size.
+    pub dp: u32,
+    /// TP x PP x DP.
+    pub world: u32,
+    /// Micro-batches per iteration per pipeline.
+    pub micro_batches: u32,
+    /// Global batch, sequences.
+    pub global_batch_size: u32,
+    /// Vocabulary padded as Megatron pads it (a multiple of 128 x TP).
+    pub padded_vocab_size: u64,
+    /// Assumptions made (one line each).
+    pub notes: Vec<String>,
+}
+
+fn positive(name: &str, v: u32) -> Result<u32, JobError> {
+    if v == 0 {
+        Err(JobError::new(
+            format!("{name} is 0"),
+            format!("give {name} as a whole number >= 1"),
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+/// Largest model and batch sizes a job accepts: every product the
+/// builder and the memory model form stays far inside 64 bits.
+const LIMITS: [(&str, u64); 13] = [
+    ("hidden size", 1 << 17),
+    ("layers", 1 << 12),
+    ("attention heads", 1 << 12),
+    ("head size", 1 << 12),
+    ("MLP size", 1 << 20),
+    ("vocabulary", 1 << 22),
+    ("max positions", 1 << 24),
+    ("experts", 1 << 12),
+    ("experts per token", 1 << 6),
+    ("expert MLP size", 1 << 20),
+    ("MLA ranks and head sizes", 1 << 16),
+    ("sequence length", 1 << 20),
+    ("micro-batch size", 1 << 12),
+];
+
+fn check_limits(m: &ModelSpec, s: &TrainingSetup) -> Result<(), JobError> {
+    let moe = m.moe.as_ref();
+    let mla = m.mla.as_ref().map_or(0, |a| {
+        a.q_lora_rank
+            .max(a.kv_lora_rank)
+            .max(a.qk_nope_head_dim)
+            .max(a.qk_rope_head_dim)
+            .max(a.v_head_dim)
+    });
+    let values = [
+        m.hidden_size,
+        u64::from(m.num_layers),
+        u64::from(m.num_attention_heads.max(m.num_kv_heads)),
+        m.head_dim,
+        m.ffn_hidden_size,
+        m.vocab_size,
+        m.max_position_embeddings,
+        moe.map_or(0, |x| u64::from(x.num_experts.max(x.num_shared_experts))),
+        moe.map_or(0, |x| u64::from(x.top_k)),
+        moe.map_or(0, |x| x.expert_ffn_hidden_size),
+        mla,
+        u64::from(s.seq_length),
+        u64::from(s.micro_batch_size),
+    ];
+    for ((name, limit), v) in LIMITS.iter().zip(values) {
+        if v > *limit {
+            return Err(JobError::new(
+                format!("{name} {v} is larger than the {limit} a model-level job accepts"),
+                "check the model file and the training flags",
+            ));
+        }
+    }
+    for (name, v) in [
+        ("hidden size", m.hidden_size),
+        ("layers", u64::from(m.num_layers)),
+        ("attention heads", u64::from(m.num_attention_heads)),
+        ("key/value heads", u64::from(m.num_kv_heads)),
+        ("head size", m.head_dim),
+        ("MLP size", m.ffn_hidden_size),
+        ("vocabulary", m.vocab_size),
+    ] {
+        if v == 0 {
+            return Err(JobError::new(
+                format!("the model's {name} is 0"),
+                "check the model file",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl ModelJob {
+    /// Check and resolve a job. `world`, when given, must equal TP x PP x
+    /// DP (DP is derived from it when not given).
+    pub fn new(
+        model: ModelSpec,
+        setup: TrainingSetup,
+        gpu: GpuSpec,
+        world: Option<u32>,
+    ) -> Result<ModelJob, JobError> {
+        let mut setup = setup;
+        let mut notes = Vec::new();
+        let tp = positive("TP", setup.tp)?;
+        let pp = positive("PP", setup.pp)?;
+        let ep = positive("EP", setup.ep)?;
+        let vpp = positive("virtual stages (vpp)", setup.vpp)?;
+        let mbs = positive("micro-batch size", setup.micro_batch_size)?;
+        let seq = positive("sequence length", setup.seq_length)?;
+        if let Some(w) = world {
+            positive("world", w)?;
+        }
+        check_limits(&model, &setup)?;
+        let tp_pp = u64::from(tp) * u64::from(pp);
+        let dp = match (setup.dp, world) {
+            (Some(d), Some(w)) => {
+                positive("DP", d)?;
+                if tp_pp * u64::from(d) != u64::from(w) {
+                    return Err(JobError::new(
+                        format!(
+                            "world {w} does not match TP x PP x DP = {tp} x {pp} x {d} = {}",
+                            tp_pp * u64::from(d)
+                        ),
+                        "give only one of --world and --dp, or make them agree",
+                    ));
+                }
+                d
+            }
+            (Some(d), None) => positive("DP", d)?,
+            (None, Some(w)) => {
+                if u64::from(w) % tp_pp != 0 {
+                    return Err(JobError::new(
+                        format!("world {w} is not a multiple of TP x PP = {tp} x {pp} = {tp_pp}"),
+                        "choose a world size that TP x PP divides, or other TP/PP",
+                    ));
+                }
+                u32::try_from(u64::from(w) / tp_pp).unwrap_or(u32::MAX)
+            }
+            (None, None) => 1,
+        };
+        let world_u64 = tp_pp * u64::from(dp);
+        if world_u64 > MAX_WORLD {
+            return Err(JobError::new(
+                format!("TP x PP x DP = {world_u64} GPUs is more than {MAX_WORLD}"),
+                "simulate a smaller world",
+            ));
+        }
+        let world = world_u64 as u32;
+        let m = &model;
+        let heads = m.num_attention_heads;
+        if heads % tp != 0 {
+            return Err(JobError::new(
+                format!("{heads} attention heads are not divisible by TP {tp}"),
+                "choose a TP that divides the head count",
+            ));
+        }
+        if m.mla.is_none() && m.num_kv_heads % tp != 0 {
+            return Err(JobError::new(
+                format!(
+                    "{} key/value heads (query groups) are not divisible by TP {tp}",
+                    m.num_kv_heads
+                ),
+                "Megatron needs TP to divide the query-group count: choose a smaller TP",
+            ));
+        }
+        if m.ffn_hidden_size % u64::from(tp) != 0 {
+            return Err(JobError::new(
+                format!(
+                    "MLP size {} is not divisible by TP {tp}",
+                    m.ffn_hidden_size
+                ),
+                "choose a TP that divides the MLP size",
+            ));
+        }
+        let layers = m.num_layers;
+        let chunks = u64::from(pp) * u64::from(vpp);
+        if u64::from(layers) % chunks != 0 {
+            return Err(JobError::new(
+                format!(
+                    "{layers} layers are not divisible by PP x virtual stages = {pp} x {vpp} = {chunks}"
+                ),
+                "choose PP and virtual stages whose product divides the layer count",
+            ));
+        }
+        if vpp > 1 && pp == 1 {
+            return Err(JobError::new(
+                format!("{vpp} virtual stages need pipeline parallelism (PP is 1)"),
+                "use --pp > 1 with --vpp, or --vpp 1",
+            ));
+        }
+        match &m.moe {
+            Some(moe) => {
+                if moe.num_experts % ep != 0 {
+                    return Err(JobError::new(
+                        format!("{} experts are not divisible by EP {ep}", moe.num_experts),
+                        "choose an EP that divides the expert count",
+                    ));
+                }
+                if dp % ep != 0 {
+                    return Err(JobError::new(
+                        format!("EP {ep} does not divide DP {dp} (the expert-parallel group is carved out of the data-parallel ranks)"),
+                        "choose an EP that divides DP, or a larger world",
+                    ));
+                }
+                if moe.expert_ffn_hidden_size % u64::from(tp) != 0 {
+                    return Err(JobError::new(
+                        format!(
+                            "expert MLP size {} is not divisible by TP {tp}",
+                            moe.expert_ffn_hidden_size
+                        ),
+                        "choose a TP that divides the expert MLP size",
+                    ));
+                }
+            }
+            None if ep > 1 => {
+                return Err(JobError::new(
+                    format!("EP {ep} needs a mixture-of-experts model; {} is dense", m.name),
+                    "use --ep 1 for a dense model",
+                ));
+            }
+            None => {}
+        }
+        let per_step = u64::from(mbs) * u64::from(dp);
+        let gbs = match setup.global_batch_size {
+            Some(g) => {
+                positive("global batch size", g)?;
+                if u64::from(g) % per_step != 0 {
+                    return Err(JobError::new(
+                        format!(
+                            "global batch {g} is not divisible by micro-batch x DP = {mbs} x {dp} = {per_step}"
+                        ),
+                        "choose a global batch that is a multiple of micro-batch size x DP",
+                    ));
+                }
+                u64::from(g)
+            }
+            None => {
+                let g = u64::from(DEFAULT_GLOBAL_BATCH).div_ceil(per_step) * per_step;
+                notes.push(format!(
+                    "global batch not given: {g} sequences ({DEFAULT_GLOBAL_BATCH} rounded up to a multiple of micro-batch x DP)"
+                ));
+                g
+            }
+        };
+        let micro_batches = gbs / per_step;
+        if micro_batches > u64::from(crate::sim::config::MAX_MICRO_BATCHES) {
+            return Err(JobError::new(
+                format!("{micro_batches} micro-batches per iteration is more than {}", crate::sim::config::MAX_MICRO_BATCHES),
+                "use a smaller global batch or a larger micro-batch",
+            ));
+        }
+        let gbs = u32::try_from(gbs).map_err(|_| {
+            JobError::new(
+                format!("global batch {gbs} is too large"),
+                "use a smaller global batch",
+            )
+        })?;
+        let micro_batches = micro_batches as u32;
+        if vpp > 1 && micro_batches % pp != 0 {
+            return Err(JobError::new(
+                format!(
+                    "the interleaved schedule needs the micro-batch count ({micro_batches} = {gbs} / ({mbs} x {dp})) to be a multiple of PP {pp}"
+                ),
+                "change the global batch, micro-batch size or DP",
+            ));
+        }
+        if setup.sequence_parallel && tp == 1 {
+            setup.sequence_parallel = false;
+            notes.push("sequence parallelism needs TP > 1: turned off".to_string());
+        }
+        if u64::from(seq) > m.max_position_embeddings && m.learned_positions {
+            return Err(JobError::new(
+                format!(
+                    "sequence length {seq} is longer than the {} learned positions of {}",
+                    m.max_position_embeddings, m.name
+                ),
+                "use a shorter --seq-length",
+            ));
+        }
+        if u64::from(seq) > m.max_position_embeddings {
+            notes.push(format!(
+                "sequence length {seq} is longer than the model's max_position_embeddings {} (rotary positions extend; cost is modelled as given)",
+                m.max_position_embeddings
+            ));
+        }
+        if setup.precision == Precision::Fp8 && gpu.peaks.fp8_tflops.is_none() {
+            notes.push(format!(
+                "{} has no FP8 tensor cores: FP8 GEMMs are costed at the bf16 rate",
+                gpu.name
+            ));
+        }
+        let pad = 128 * u64::from(tp);
+        let padded_vocab_size = m.vocab_size.div_ceil(pad) * pad;
+        setup.dp = Some(dp);
+        setup.global_batch_size = Some(gbs);
+        Ok(ModelJob {
+            model,
+            setup,
+            gpu,
+            dp,
+            world,
+            micro_batches,
+            global_batch_size: gbs,
+            padded_vocab_size,
+            notes,
+        })
+    }
+
+    /// Layers per virtual-stage chunk (layers / (PP x vpp)).
+    pub fn layers_per_chunk(&self) -> u32 {
+        self.model.num_layers / (self.setup.pp * self.setup.vpp)
+    }
+
+    /// The model as the job runs it (vocabulary padded).
+    pub fn padded_model(&self) -> ModelSpec {
+        let mut m = self.model.clone();
+        m.vocab_size = self.padded_vocab_size;
+        m
+    }
+
+    /// Model FLOPs of one iteration (the whole job, no recompute; the
+    /// unpadded vocabulary).
+    pub fn model_flops_per_iteration(&self) -> f64 {
+        self.model.model_flops_per_step(
+            u64::from(self.global_batch_size),
+            u64::from(self.setup.seq_length),
+        )
+    }
+
+    /// Throughput figures for an iteration of `iteration_time_ns`.
+    pub fn throughput(&self, iteration_time_ns: u64) -> Throughput {
+        let t_s = iteration_time_ns as f64 / 1e9;
+        let tokens = f64::from(self.global_batch_size) * f64::from(self.setup.seq_length);
+        let flops = self.model_flops_per_iteration();
+        let per_gpu = if t_s > 0.0 {
+            flops / t_s / f64::from(self.world)
+        } else {
+            0.0
+        };
+        let peak = self.gpu.peak_tflops(self.setup.precision) * 1e12;
+        Throughput {
+            tokens_per_second: if t_s > 0.0 { tokens / t_s } else { 0.0 },
+            model_tflops_per_gpu: per_gpu / 1e12,
+            mfu: per_gpu / peak,
+            model_flops_per_iteration: flops,
+        }
+    }
+}
+
+/// What an iteration achieves.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Throughput {
+    /// Global batch x sequence length / iteration time (the whole job).
+    pub tokens_per_second: f64,
+    /// Model FLOPs / time / world, TFLOP/s.
+    pub model_tflops_per_gpu: f64,
+    /// Model FLOPs / (time x world x the GPU's dense peak at the GEMM
+    /// precision).
+    pub mfu: f64,
+    /// 3 x forward FLOPs of the global batch (attention counted in full).
+    pub model_flops_per_iteration: f64,
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::hardware::gpu_preset;
+    use crate::model::{Family, ModelSpec};
+
+    /// Llama 3 70B's published config.json (meta-llama/Meta-Llama-3-70B).
+    pub(crate) fn llama3_70b() -> ModelSpec {
+        ModelSpec {
+            name: "llama3-70b".into(),
+            source: "test".into(),
+            family: Family::Llama,
+            hidden_size: 8192,
+            num_layers: 80,
+            num_attention_heads: 64,
+            num_kv_heads: 8,
+            head_dim: 128,
+            ffn_hidden_size: 28672,
+            gated_mlp: true,
+            vocab_size: 128256,
+            max_position_embeddings: 8192,
+            learned_positions: false,
+            tied_embeddings: false,
+            linear_bias: false,
+            layernorm: false,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    /// GPT-3 175B (Brown et al. 2020) with Megatron's padded vocabulary.
+    pub(crate) fn gpt3_175b() -> ModelSpec {
+        ModelSpec {
+            name: "gpt3-175b".into(),
+            source: "test".into(),
+            family: Family::Gpt,
+            hidden_size: 12288,
+            num_layers: 96,
+            num_attention_heads: 96,
+            num_kv_heads: 96,
+            head_dim: 128,
+            ffn_hidden_size: 4 * 12288,
+            gated_mlp: false,
+            vocab_size: 51200,
+            max_position_embeddings: 2048,
+            learned_positions: true,
+            tied_embeddings: true,
+            linear_bias: true,
+            layernorm: true,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    pub(crate) fn setup(tp: u32, pp: u32, gbs: u32) -> TrainingSetup {
+        TrainingSetup {
+            tp,
+            pp,
+            global_batch_size: Some(gbs),
+            seq_length: 8192,
+            sequence_parallel: true,
+            distributed_optimizer: true,
+            ..TrainingSetup::default()
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_numbers() {
+        let gpu = gpu_preset("H100").unwrap();
+        let err = |s: TrainingSetup, w: Option<u32>| {
+            ModelJob::new(llama3_70b(), s, gpu.clone(), w).unwrap_err().message
+        };
+        assert_eq!(err(setup(3, 1, 8), None), "64 attention heads are not divisible by TP 3");
+        assert_eq!(
+            err(setup(16, 1, 16), None),
+            "64 attention heads are not divisible by TP 16".replace("64 attention heads are", "8 key/value heads (query groups) are")
+        );
+        assert_eq!(
+            err(setup(8, 3, 8), None),
+            "80 layers are not divisible by PP x virtual stages = 3 x 1 = 3"
+        );
+        assert_eq!(
+            err(setup(8, 8, 100), Some(1024)),
+            "global batch 100 is not divisible by micro-batch x DP = 1 x 16 = 16"
+        );
+        assert_eq!(
+            err(setup(8, 8, 128), Some(1000)),
+            "world 1000 is not a multiple of TP x PP = 8 x 8 = 64"
+        );
+        let mut s = setup(8, 8, 128);
+        s.dp = Some(4);
+        assert_eq!(
+            err(s, Some(1024)),
+            "world 1024 does not match TP x PP x DP = 8 x 8 x 4 = 256"
+        );
+        let mut s = setup(8, 8, 128);
+        s.ep = 2;
+        assert_eq!(
+            err(s, Some(1024)),
+            "EP 2 needs a mixture-of-experts model; llama3-70b is dense"
+        );
+        assert_eq!(err(setup(0, 8, 128), None), "TP is 0");
+        assert_eq!(err(setup(8, 8, 128), Some(0)), "world is 0");
+    }
+
+    #[test]
+    fn resolves_dp_and_micro_batches() {
+        let gpu = gpu_preset("H100").unwrap();
+        let j = ModelJob::new(llama3_70b(), setup(8, 8, 256), gpu, Some(1024)).unwrap();
+        assert_eq!((j.dp, j.world, j.micro_batches), (16, 1024, 16));
+        // Megatron pads to a multiple of 128 x TP = 1024.
+        assert_eq!(j.padded_vocab_size, 129_024);
+    }
+}

@@ -1,0 +1,212 @@
+//! Simulating a model-level job: [`run_model`] builds the workload
+//! ([`super::build::described_job`]), runs it through the same adapter,
+//! cost model and engine as a dropped workload file
+//! ([`crate::sim::JobSpec::from_described`], [`crate::sim::simulate_with`]),
+//! and adds what only a model-level job knows: memory per stage, MFU,
+//! tokens/s. [`ModelRunOutput::report_json`] is `trainscope simulate
+//! --model ... --json`: the file run's keys plus `model`, `mfu`,
+//! `model_tflops_per_gpu`, `tokens_per_second` and `memory`.
+//!
+//! The settings a model-level job states itself override the simulation
+//! settings: its micro-batch count, its virtual stages (the interleaved
+//! schedule when vpp > 1) and its activation bytes; the cluster, the
+//! collective algorithm and the schedule otherwise come from the
+//! [`SimConfig`].
+
+use super::memory::{memory_report, MemoryReport};
+use super::{ModelJob, Throughput};
+use crate::sim::described::DescribedOptions;
+use crate::sim::run::{as_warning_lines, push_unique, RunError, RunOutput, RUN_SCHEMA_VERSION};
+use crate::sim::schedule::ScheduleKind;
+use crate::sim::simai_cost::cost_for;
+use crate::sim::{simulate_with, JobSpec, SimConfig, SimError};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// What a model-level run produces: the simulation as for a file, plus the
+/// model's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRunOutput {
+    pub run: RunOutput,
+    /// The resolved job (model, setup, GPU).
+    pub job: ModelJob,
+    pub throughput: Throughput,
+    pub memory: MemoryReport,
+}
+
+/// Peak chunks in flight on `stage` (activations of one micro-batch's
+/// chunk of layers held) for the schedule: GPipe all m; 1F1B p - stage
+/// (at most m); interleaved 1F1B Megatron's warm-up 2(p - stage - 1) + (v -
+/// 1)p, plus the one in the steady state (at most m x v).
+pub fn peak_in_flight(schedule: ScheduleKind, p: u32, m: u32, v: u32, stage: u32) -> u32 {
+    let (p, m, v, s) = (u64::from(p), u64::from(m), u64::from(v), u64::from(stage));
+    let k = match schedule {
+        ScheduleKind::GPipe => m * v,
+        ScheduleKind::OneFOneB if v == 1 => (p - s).min(m),
+        _ => (2 * (p - s - 1) + (v - 1) * p + 1).min(m * v),
+    };
+    u32::try_from(k).unwrap_or(u32::MAX)
+}
+
+/// Simulate a validated model-level job under `config` (see the module
+/// documentation for which settings the job overrides).
+pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, RunError> {
+    let mut c = config.clone();
+    let s = &job.setup;
+    let mut warnings = job.notes.clone();
+    if let Some(m) = c.micro_batches {
+        if m != job.micro_batches {
+            warnings.push(format!(
+                "the micro-batch count comes from the global batch ({} = {} / ({} x {})); the micro-batch setting {m} is ignored",
+                job.micro_batches, job.global_batch_size, s.micro_batch_size, job.dp
+            ));
+        }
+    }
+    c.micro_batches = None;
+    if s.vpp > 1 {
+        c.virtual_stages = s.vpp;
+        c.schedule = ScheduleKind::Interleaved;
+    } else if c.schedule == ScheduleKind::Interleaved && c.virtual_stages > 1 {
+        return Err(RunError::Sim(SimError::InvalidConfig {
+            name: "virtual_stages",
+            reason: "a model-level job takes its virtual stages from --vpp".to_string(),
+        }));
+    }
+    c.activation_bytes = None;
+    c.backward_factor = None;
+    c.validate()?;
+    let name = job.model.name.clone();
+    let described = super::build::described_job(job, &name);
+    let spec = JobSpec::from_described(&described, &DescribedOptions::default())?;
+    let cost = cost_for(spec.parallel, &c, None)?;
+    let result = simulate_with(&spec, &c, cost.as_ref())?;
+    let mut notes = vec![format!(
+        "model-level job: {} ({:.2} B parameters) on {} x {}, TP {} PP {} DP {} EP {}, {} micro-batches of {} x {} tokens",
+        job.model.name,
+        job.model.parameters().total as f64 / 1e9,
+        job.world,
+        job.gpu.name,
+        s.tp,
+        s.pp,
+        job.dp,
+        s.ep,
+        job.micro_batches,
+        s.micro_batch_size,
+        s.seq_length
+    )];
+    push_unique(&mut warnings, spec.warnings.iter().cloned());
+    push_unique(&mut warnings, result.summary.warnings.iter().cloned());
+    push_unique(&mut notes, result.summary.notes.iter().cloned());
+    let in_flight: Vec<u32> = (0..s.pp)
+        .map(|st| peak_in_flight(c.schedule, s.pp, job.micro_batches, s.vpp, st))
+        .collect();
+    let logits = if c.schedule == ScheduleKind::GPipe {
+        job.micro_batches
+    } else {
+        1
+    };
+    let memory = memory_report(job, &in_flight, logits);
+    push_unique(&mut warnings, memory.messages.iter().cloned());
+    let throughput = job.throughput(result.summary.iteration_time_ns);
+    let run = RunOutput {
+        schema_version: RUN_SCHEMA_VERSION,
+        mode: "event",
+        kind: "model",
+        format: described.format,
+        files: Vec::new(),
+        parallel: spec.parallel,
+        config: c,
+        result,
+        measured: None,
+        comparison: None,
+        calibration: None,
+        assumed_ranks: Vec::new(),
+        warnings: as_warning_lines(Vec::new(), warnings),
+        notes,
+    };
+    Ok(ModelRunOutput {
+        run,
+        job: job.clone(),
+        throughput,
+        memory,
+    })
+}
+
+impl ModelRunOutput {
+    /// The JSON of `trainscope simulate --model ... --json`.
+    pub fn report_json(&self) -> Value {
+        let mut v = self.run.report_json();
+        let m = &self.job.model;
+        let counts = m.parameters();
+        let s = &self.job.setup;
+        v["model"] = json!({
+            "name": m.name,
+            "family": m.family.name(),
+            "source": m.source,
+            "parameters": counts.total,
+            "active_parameters": counts.active,
+            "layers": m.num_layers,
+            "hidden_size": m.hidden_size,
+        });
+        v["training"] = json!({
+            "tp": s.tp, "pp": s.pp, "dp": self.job.dp, "ep": s.ep, "vpp": s.vpp,
+            "world": self.job.world,
+            "sequence_parallel": s.sequence_parallel,
+            "micro_batch_size": s.micro_batch_size,
+            "global_batch_size": self.job.global_batch_size,
+            "micro_batches": self.job.micro_batches,
+            "seq_length": s.seq_length,
+            "precision": s.precision.name(),
+            "recompute": s.recompute.name(),
+            "distributed_optimizer": s.distributed_optimizer,
+            "flash_attention": s.flash_attention,
+            "gpu": self.job.gpu.name,
+        });
+        v["mfu"] = json!(self.throughput.mfu);
+        v["model_tflops_per_gpu"] = json!(self.throughput.model_tflops_per_gpu);
+        v["tokens_per_second"] = json!(self.throughput.tokens_per_second);
+        v["model_flops_per_iteration"] = json!(self.throughput.model_flops_per_iteration);
+        v["memory"] = json!({
+            "per_stage": self.memory.per_stage.iter().map(|st| json!({
+                "stage": st.stage,
+                "parameters": st.parameters,
+                "weights_bytes": st.weights_bytes,
+                "gradients_bytes": st.gradients_bytes,
+                "optimizer_bytes": st.optimizer_bytes,
+                "activations_bytes": st.activations_bytes,
+                "activation_chunks_in_flight": st.in_flight,
+                "logits_bytes": st.logits_bytes,
+                "peak_bytes": st.peak_bytes,
+            })).collect::<Vec<_>>(),
+            "capacity_bytes": self.memory.capacity_bytes,
+            "fits": self.memory.fits,
+        });
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::gpu_preset;
+    use crate::job::tests::{llama3_70b, setup};
+
+    #[test]
+    fn llama3_70b_on_1024_h100() {
+        let gpu = gpu_preset("H100").unwrap();
+        let j = ModelJob::new(llama3_70b(), setup(8, 8, 256), gpu, Some(1024)).unwrap();
+        let out = run_model(&j, &SimConfig::default()).unwrap();
+        let v = out.report_json();
+        eprintln!("{}", serde_json::to_string_pretty(&v["memory"]).unwrap());
+        eprintln!(
+            "iter {} ms mfu {} tflops {} bubble {} exposed {}",
+            out.run.summary().iteration_time_ns as f64 / 1e6,
+            out.throughput.mfu,
+            out.throughput.model_tflops_per_gpu,
+            out.run.summary().bubble_ns as f64 / 1e6,
+            v["exposed_comm_total_ns"]
+        );
+        eprintln!("{:?}", out.run.warnings);
+        assert!(out.throughput.mfu > 0.2 && out.throughput.mfu < 0.7);
+    }
+}

@@ -1,0 +1,200 @@
+//! Model-level jobs against published measurements: every case of
+//! `tests/fixtures/model_jobs/published.jsonl` (source, configuration and
+//! the published iteration time, and where published the peak memory) is
+//! rebuilt from its stated configuration and simulated with the defaults a
+//! user gets (GPU preset, its NIC, nothing fitted to any case). The test
+//! prints the table the README shows and fails only when the median or the
+//! worst error regresses beyond the documented tolerance
+//! ([`MEDIAN_TOLERANCE`], [`WORST_TOLERANCE`]).
+//!
+//! Run `cargo test -p trainscope-tests --test model_validation -- --nocapture`
+//! to see the table.
+
+use serde::Deserialize;
+use trainscope_core::analytical::NicType;
+use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::job::run::run_model;
+use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
+use trainscope_core::model::{presets, Family, ModelSpec};
+use trainscope_core::sim::SimConfig;
+
+const CASES: &str = include_str!("../fixtures/model_jobs/published.jsonl");
+
+/// Documented accuracy (README "Validation"): the median and the worst
+/// absolute error of the predicted iteration time over the table. The test
+/// guards against regressions; the numbers are what the model achieves,
+/// not targets met by tuning.
+const MEDIAN_TOLERANCE: f64 = 0.25;
+const WORST_TOLERANCE: f64 = 0.60;
+
+#[derive(Deserialize)]
+struct Dims {
+    preset: Option<String>,
+    family: Option<String>,
+    hidden_size: Option<u64>,
+    num_layers: Option<u32>,
+    num_attention_heads: Option<u32>,
+    num_kv_heads: Option<u32>,
+    ffn_hidden_size: Option<u64>,
+    vocab_size: Option<u64>,
+    max_position_embeddings: Option<u64>,
+    tied_embeddings: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    id: String,
+    model: Dims,
+    gpu: String,
+    nic: String,
+    world: u32,
+    tp: u32,
+    pp: u32,
+    vpp: u32,
+    sequence_parallel: bool,
+    micro_batch_size: u32,
+    global_batch_size: u32,
+    seq_length: u32,
+    precision: String,
+    recompute: String,
+    distributed_optimizer: bool,
+    iteration_time_s: f64,
+    peak_memory_gib_last_stage: Option<f64>,
+}
+
+fn model(id: &str, d: &Dims) -> ModelSpec {
+    if let Some(p) = &d.preset {
+        return presets::preset(p).unwrap_or_else(|| panic!("{id}: no preset {p}"));
+    }
+    let gpt = d.family.as_deref() == Some("gpt");
+    let h = d.hidden_size.expect("hidden_size");
+    let a = d.num_attention_heads.expect("heads");
+    ModelSpec {
+        name: id.to_string(),
+        source: "tests/fixtures/model_jobs/published.jsonl".to_string(),
+        family: if gpt { Family::Gpt } else { Family::Llama },
+        hidden_size: h,
+        num_layers: d.num_layers.expect("layers"),
+        num_attention_heads: a,
+        num_kv_heads: d.num_kv_heads.unwrap_or(a),
+        head_dim: h / u64::from(a),
+        ffn_hidden_size: d.ffn_hidden_size.expect("ffn"),
+        gated_mlp: !gpt,
+        vocab_size: d.vocab_size.expect("vocab"),
+        max_position_embeddings: d.max_position_embeddings.unwrap_or(4096),
+        learned_positions: gpt,
+        tied_embeddings: d.tied_embeddings.unwrap_or(gpt),
+        linear_bias: gpt,
+        layernorm: gpt,
+        moe: None,
+        mla: None,
+    }
+}
+
+struct Row {
+    id: String,
+    published_s: f64,
+    predicted_s: f64,
+    mfu: f64,
+    memory: Option<(f64, f64)>,
+}
+
+fn evaluate(c: &Case) -> Row {
+    let spec = model(&c.id, &c.model);
+    let setup = TrainingSetup {
+        tp: c.tp,
+        pp: c.pp,
+        dp: None,
+        ep: 1,
+        vpp: c.vpp,
+        sequence_parallel: c.sequence_parallel,
+        micro_batch_size: c.micro_batch_size,
+        global_batch_size: Some(c.global_batch_size),
+        seq_length: c.seq_length,
+        precision: Precision::from_name(&c.precision).expect("precision"),
+        recompute: Recompute::from_name(&c.recompute).expect("recompute"),
+        distributed_optimizer: c.distributed_optimizer,
+        flash_attention: true,
+    };
+    let gpu = gpu_preset(&c.gpu).unwrap_or_else(|| panic!("{}: no GPU {}", c.id, c.gpu));
+    let job = ModelJob::new(spec, setup, gpu, Some(c.world))
+        .unwrap_or_else(|e| panic!("{}: {e}", c.id));
+    let mut config = SimConfig::default();
+    config.network.nic_gbps = NicType::from_name(&c.nic).expect("nic").nic_busbw_gbps();
+    config.record_dependencies = false;
+    let out = run_model(&job, &config).unwrap_or_else(|e| panic!("{}: {e}", c.id));
+    let memory = c.peak_memory_gib_last_stage.map(|m| {
+        let last = out.memory.per_stage.last().expect("a stage");
+        (m, last.peak_bytes as f64 / (1u64 << 30) as f64)
+    });
+    Row {
+        id: c.id.clone(),
+        published_s: c.iteration_time_s,
+        predicted_s: out.run.summary().iteration_time_ns as f64 / 1e9,
+        mfu: out.throughput.mfu,
+        memory,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn published_measurements_table() {
+    let cases: Vec<Case> = CASES
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a case"))
+        .collect();
+    assert!(cases.len() >= 15, "the table has {} cases", cases.len());
+    let rows: Vec<Row> = cases.iter().map(evaluate).collect();
+    println!(
+        "| case | published (s) | predicted (s) | error | predicted MFU |\n|---|---:|---:|---:|---:|"
+    );
+    let mut errors = Vec::new();
+    for r in &rows {
+        let e = (r.predicted_s - r.published_s) / r.published_s;
+        errors.push(e.abs());
+        println!(
+            "| {} | {:.3} | {:.3} | {:+.1}% | {:.1}% |",
+            r.id,
+            r.published_s,
+            r.predicted_s,
+            e * 100.0,
+            r.mfu * 100.0
+        );
+    }
+    let med = median(errors.clone());
+    let worst = errors.iter().copied().fold(0.0, f64::max);
+    println!(
+        "\niteration time: {} cases, median |error| {:.1}%, worst {:.1}%",
+        rows.len(),
+        med * 100.0,
+        worst * 100.0
+    );
+    println!("\n| case | measured peak (GiB) | predicted peak (GiB) | error |\n|---|---:|---:|---:|");
+    for r in &rows {
+        if let Some((m, p)) = r.memory {
+            println!("| {} | {:.1} | {:.1} | {:+.1}% |", r.id, m, p, (p - m) / m * 100.0);
+        }
+    }
+    assert!(
+        med <= MEDIAN_TOLERANCE,
+        "median error {:.1}% regressed beyond {:.0}%",
+        med * 100.0,
+        MEDIAN_TOLERANCE * 100.0
+    );
+    assert!(
+        worst <= WORST_TOLERANCE,
+        "worst error {:.1}% regressed beyond {:.0}%",
+        worst * 100.0,
+        WORST_TOLERANCE * 100.0
+    );
+}
