@@ -1,4 +1,5 @@
-//! Bounded mutation fuzzing of every parser through `inspect`: the seeds are
+//! Bounded mutation fuzzing of every parser through `inspect` (the
+//! HuggingFace config.json reader included): the seeds are
 //! mutated by byte flips, byte insertions, multi-byte UTF-8 insertions at
 //! random byte offsets, truncations, line duplications, large growth (one
 //! line repeated up to a few thousand times) and line deletions (a few
@@ -18,6 +19,14 @@ const SEEDS: [&str; 5] = [
     "seeds/neusight_gpt2large_dp_workitems.tsv",
     "seeds/echo_megatron_trace_rank7_tp2_pp4.txt",
     "seeds/optimus_prime_llama1b_pp8_train.log",
+];
+
+/// HuggingFace config.json seeds (one per family).
+const HF_SEEDS: [&str; 4] = [
+    "hf/llama3_8b.json",
+    "hf/gpt2.json",
+    "hf/mixtral_8x7b.json",
+    "hf/deepseek_v3.json",
 ];
 
 #[derive(Debug, Clone)]
@@ -141,8 +150,8 @@ fn check(name: &str, data: &[u8], forced: Option<Format>) -> Result<(), TestCase
         prop_assert!(r.len() < 4_000, "{r}");
         prop_assert!(!d.message.is_empty());
     }
-    // A file without a format or a model must say why.
-    if s.format.is_none() || s.job.is_none() || !s.is_usable() {
+    // A file without a format, or with neither a job nor a model, must say why.
+    if s.format.is_none() || (s.job.is_none() && s.model.is_none()) || !s.is_usable() {
         prop_assert!(s.has_errors(), "{:?}", s.diagnostics);
     }
     let json = serde_json::to_string(&to_json(std::slice::from_ref(&s))).unwrap();
@@ -160,9 +169,16 @@ proptest! {
     }
 
     #[test]
-    fn mutated_seeds_forced_to_every_format(seed in 0usize..SEEDS.len(), f in 0usize..4, muts in prop::collection::vec(mutation(), 1..4)) {
+    fn mutated_seeds_forced_to_every_format(seed in 0usize..SEEDS.len(), f in 0usize..Format::ALL.len(), muts in prop::collection::vec(mutation(), 1..4)) {
         let data = apply(fixture_bytes(SEEDS[seed]), &muts);
         check(SEEDS[seed], &data, Some(Format::ALL[f]))?;
+    }
+
+    #[test]
+    fn mutated_hf_configs_never_panic(seed in 0usize..HF_SEEDS.len(), muts in prop::collection::vec(mutation(), 1..6)) {
+        let data = apply(fixture_bytes(HF_SEEDS[seed]), &muts);
+        check(HF_SEEDS[seed], &data, None)?;
+        check(HF_SEEDS[seed], &data, Some(Format::HfConfig))?;
     }
 
     #[test]
@@ -181,7 +197,7 @@ fn every_seed_forced_to_every_format_is_handled() {
             let s = inspect(seed, &fixture_bytes(seed), Some(f));
             assert_eq!(s.format, Some(f));
             if !s.has_errors() {
-                assert!(s.job.is_some(), "{seed} as {f:?}");
+                assert!(s.job.is_some() || s.model.is_some(), "{seed} as {f:?}");
             }
         }
     }

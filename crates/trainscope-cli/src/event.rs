@@ -126,7 +126,8 @@ pub struct EventFlags {
     #[arg(long, value_name = "N")]
     pub block_repeats: Option<u32>,
     /// Force the input format instead of detecting it: simai-workload,
-    /// neusight-tsv, echo-trace, optimus-prime-log.
+    /// neusight-tsv, echo-trace, optimus-prime-log (hf-config files are
+    /// models, simulated with --model).
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
     /// Write the simulated timeline as Chrome Trace Event JSON (Perfetto,

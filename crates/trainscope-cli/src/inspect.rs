@@ -1,5 +1,6 @@
 //! `trainscope inspect FILE... [--format NAME] [--json]`: per-file format
-//! detection and summary, as readable text or as a JSON array. All files are
+//! detection and summary (for a HuggingFace config.json: the model, its
+//! sizes and parameters), as readable text or as a JSON array. All files are
 //! inspected together, so Echo rank files of one job form one measured run.
 //! Exit code 0 when every file parsed, 3 when any file failed to parse (its
 //! errors go to stderr with file, line and column), 2 on usage errors.
@@ -11,11 +12,12 @@ use trainscope_core::Format;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Input files (SimAI/AICB workload, NeuSight TSV, Echo trace, Optimus-Prime log).
+    /// Input files (SimAI/AICB workload, NeuSight TSV, Echo trace, Optimus-Prime
+    /// log, HuggingFace config.json).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Force a format instead of detecting it: simai-workload, neusight-tsv,
-    /// echo-trace, optimus-prime-log.
+    /// echo-trace, optimus-prime-log, hf-config.
     #[arg(long = "format", value_name = "NAME")]
     format: Option<String>,
     /// Print a JSON array with one object per file.

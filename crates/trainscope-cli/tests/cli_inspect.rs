@@ -267,3 +267,80 @@ fn a_file_with_skipped_records_is_simulated_with_a_warning() {
     let out = run(&["simulate", &fixture("parse/simai/overflow.txt")]);
     assert_eq!(out.status.code(), Some(3));
 }
+
+#[test]
+fn hf_config_is_summarised_as_a_model() {
+    let out = run(&["inspect", "--json", &fixture("hf/deepseek_v3.json")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = json(&out);
+    let f = &files[0];
+    assert_eq!(f["format"], "hf-config");
+    assert_eq!(f["confidence"], 100);
+    assert_eq!(f["usable"], true);
+    let m = &f["model"];
+    assert_eq!(m["name"], "deepseek_v3");
+    assert_eq!(m["family"], "deepseek-v3");
+    assert_eq!(m["layers"], 61);
+    assert_eq!(m["hidden_size"], 7168);
+    assert_eq!(m["attention_heads"], 128);
+    assert_eq!(m["kv_heads"], 128);
+    assert_eq!(m["experts"], 256);
+    assert_eq!(m["top_k"], 8);
+    assert_eq!(m["shared_experts"], 1);
+    assert_eq!(m["moe_layers"], 58);
+    assert_eq!(m["latent_attention"], true);
+    assert_eq!(m["parameters_total"], 671_026_404_352u64);
+    assert_eq!(m["parameters_active"], 37_552_282_624u64);
+    let w = f["warnings"].to_string();
+    assert!(w.contains("num_nextn_predict_layers"), "{w}");
+    assert_eq!(f["errors"].as_array().unwrap().len(), 0);
+    // A dense model has no expert keys; the text form names the model.
+    let out = run(&["inspect", &fixture("hf/llama3_8b.json")]);
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("format: hf-config (detected, 100%)"), "{s}");
+    assert!(s.contains("model: llama3_8b (llama)"), "{s}");
+    assert!(
+        s.contains("layers 32 · hidden 4096 · heads 32 · kv heads 8"),
+        "{s}"
+    );
+    assert!(
+        s.contains("parameters: 8,030,261,248 total · 8,030,261,248 active"),
+        "{s}"
+    );
+    assert!(!s.contains("experts:"), "{s}");
+}
+
+#[test]
+fn broken_hf_config_exits_3_with_the_key_located() {
+    let path = fixture("hf/wrong_type.json");
+    let out = run(&["inspect", "--json", &path]);
+    assert_eq!(out.status.code(), Some(3));
+    let files = json(&out);
+    assert_eq!(files[0]["usable"], false);
+    assert!(files[0].get("model").is_none());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`num_attention_heads` must be a positive integer, found \"32\""),
+        "{err}"
+    );
+    assert!(err.contains("wrong_type.json:6:3"), "{err}");
+}
+
+#[test]
+fn simulating_a_model_config_asks_for_a_training_setup() {
+    let path = fixture("hf/llama3_8b.json");
+    let out = run(&["simulate", &path]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is a model configuration (hf-config)"),
+        "{err}"
+    );
+    assert!(err.contains("trainscope simulate --model"), "{err}");
+}

@@ -1,8 +1,9 @@
 //! The per-file summary (`trainscope inspect`, the web page's file list):
 //! detected format and confidence, the job description (parallel
 //! configuration, stages, ops), measured iteration times for traces and
-//! logs, read/skipped counts, and every diagnostic. One serialisable value
-//! per input file so the CLI's JSON and the browser show the same data.
+//! logs, the model of a HuggingFace `config.json` (sizes, experts,
+//! parameters), read/skipped counts, and every diagnostic. One serialisable
+//! value per input file so the CLI's JSON and the browser show the same data.
 //!
 //! [`load_set`] parses a SET of files together — Echo rank files of one job
 //! (same file name up to the `rank<N>` token) form one measured run — and
@@ -12,6 +13,7 @@
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
 use crate::formats::{self, echo, lex, neusight, optimus, simai, Detection, Format};
+use crate::model::{hf, Family, ModelSpec};
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -65,6 +67,62 @@ pub struct JobSummary {
     pub backward_ns_per_micro_batch: Option<u64>,
 }
 
+/// The model a HuggingFace `config.json` describes (JSON key `model`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelSummary {
+    /// `_name_or_path`, else the file name.
+    pub name: String,
+    pub family: Family,
+    pub layers: u32,
+    pub hidden_size: u64,
+    pub attention_heads: u32,
+    pub kv_heads: u32,
+    pub head_dim: u64,
+    /// Width of the dense MLP.
+    pub ffn_hidden_size: u64,
+    pub vocab_size: u64,
+    /// MoE models: routed experts per MoE layer, experts per token, shared
+    /// experts and the number of MoE layers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_experts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_layers: Option<u32>,
+    /// Multi-head latent attention (DeepSeek).
+    pub latent_attention: bool,
+    /// Parameters (elements): all, and those one token goes through.
+    pub parameters_total: u64,
+    pub parameters_active: u64,
+}
+
+impl ModelSummary {
+    pub fn of(m: &ModelSpec) -> Self {
+        let p = m.parameters();
+        let moe = m.moe.as_ref();
+        ModelSummary {
+            name: m.name.clone(),
+            family: m.family,
+            layers: m.num_layers,
+            hidden_size: m.hidden_size,
+            attention_heads: m.num_attention_heads,
+            kv_heads: m.num_kv_heads,
+            head_dim: m.head_dim,
+            ffn_hidden_size: m.ffn_hidden_size,
+            vocab_size: m.vocab_size,
+            experts: moe.map(|x| x.num_experts),
+            top_k: moe.map(|x| x.top_k),
+            shared_experts: moe.map(|x| x.num_shared_experts),
+            moe_layers: moe.map(|_| m.moe_layers()),
+            latent_attention: m.mla.is_some(),
+            parameters_total: p.total,
+            parameters_active: p.active,
+        }
+    }
+}
+
 /// What `inspect` reports about one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileSummary {
@@ -82,6 +140,9 @@ pub struct FileSummary {
     /// The normalised job, when the file could be parsed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobSummary>,
+    /// The model, for a HuggingFace `config.json` that could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSummary>,
     /// Items read and skipped (records, rows, op lines, log entries).
     pub read: u64,
     pub skipped: u64,
@@ -108,9 +169,10 @@ pub struct FileSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iterations_covered: Option<Vec<u32>>,
     /// Whether the file gave a result (records, rows, ops or entries were
-    /// read), even if some were skipped: a usable file is simulated, its
-    /// skipped items left out (see [`FileSummary::skipped_note`]). `false`:
-    /// the file FAILED (unrecognised, unreadable header, nothing parsed).
+    /// read, or a `config.json` gave a model), even if some were skipped: a
+    /// usable file is simulated, its skipped items left out (see
+    /// [`FileSummary::skipped_note`]). `false`: the file FAILED
+    /// (unrecognised, unreadable header, nothing parsed).
     pub usable: bool,
     /// Every diagnostic, warnings and errors, in file order.
     pub diagnostics: Vec<Diagnostic>,
@@ -132,6 +194,7 @@ impl FileSummary {
             forced: false,
             simai: None,
             job: None,
+            model: None,
             read: 0,
             skipped: 0,
             unit: "records",
@@ -244,6 +307,9 @@ impl FileSummary {
                 out.push_str(&format!("  stages: {} · ops: {}\n", j.stages, j.ops));
             }
         }
+        if let Some(m) = &self.model {
+            out.push_str(&model_text(m));
+        }
         if let Some(r) = &self.ranks {
             out.push_str(&format!("  ranks in run: {}\n", list_u32(r)));
         }
@@ -335,6 +401,52 @@ pub fn skipped_note(
     ))
 }
 
+/// The model lines of [`FileSummary::render_text`].
+fn model_text(m: &ModelSummary) -> String {
+    let mut out = format!("  model: {} ({})\n", m.name, m.family.name());
+    out.push_str(&format!(
+        "  layers {} · hidden {} · heads {} · kv heads {} · head dim {} · MLP {} · vocabulary {}{}\n",
+        m.layers,
+        m.hidden_size,
+        m.attention_heads,
+        m.kv_heads,
+        m.head_dim,
+        m.ffn_hidden_size,
+        m.vocab_size,
+        if m.latent_attention {
+            " · latent attention"
+        } else {
+            ""
+        }
+    ));
+    if let (Some(e), Some(k), Some(s), Some(l)) =
+        (m.experts, m.top_k, m.shared_experts, m.moe_layers)
+    {
+        out.push_str(&format!(
+            "  experts: {e} routed, top-{k}, {s} shared · {l} MoE layer(s)\n"
+        ));
+    }
+    out.push_str(&format!(
+        "  parameters: {} total · {} active\n",
+        group_digits(m.parameters_total),
+        group_digits(m.parameters_active)
+    ));
+    out
+}
+
+/// `8030261248` → `8,030,261,248`.
+fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn list_u32(v: &[u32]) -> String {
     if v.is_empty() {
         return "none".to_string();
@@ -406,6 +518,8 @@ pub struct LoadedSet {
     pub simai_sources: Vec<Option<SimaiWorkload>>,
     /// Measured runs (one per Echo job, one per Optimus-Prime log).
     pub runs: Vec<MeasuredRun>,
+    /// Models read from HuggingFace `config.json` files, in input order.
+    pub models: Vec<ModelSpec>,
 }
 
 /// Detect (unless `forced`) and parse one file, summarising it.
@@ -500,6 +614,7 @@ pub fn load_set(
     let mut described = Vec::new();
     let mut simai_sources = Vec::new();
     let mut runs = Vec::new();
+    let mut models = Vec::new();
     // Echo traces waiting to be grouped: (summary index, trace).
     let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
 
@@ -612,6 +727,18 @@ pub fn load_set(
                     Err(d) => summary.diagnostics.push(d),
                 }
             }
+            Format::HfConfig => {
+                summary.unit = "keys";
+                match hf::parse(file, &text) {
+                    Ok((model, warnings)) => {
+                        summary.read = top_level_key_count(&text);
+                        summary.model = Some(ModelSummary::of(&model));
+                        summary.diagnostics.extend(warnings);
+                        models.push(model);
+                    }
+                    Err(ds) => summary.diagnostics.extend(ds),
+                }
+            }
             Format::EchoTrace => {
                 summary.unit = "op lines";
                 match echo::parse(file, &text) {
@@ -675,7 +802,7 @@ pub fn load_set(
     }
 
     for s in &mut summaries {
-        s.usable = s.format.is_some() && s.job.is_some() && s.read > 0;
+        s.usable = s.format.is_some() && ((s.job.is_some() && s.read > 0) || s.model.is_some());
         // A file that failed says why, even when the parser only warned
         // (a log cut before its config or its first entry).
         if !s.usable && s.format.is_some() && !s.has_errors() {
@@ -695,5 +822,14 @@ pub fn load_set(
         described,
         simai_sources,
         runs,
+        models,
     }
+}
+
+/// Keys of the top-level object of a JSON text that parsed.
+fn top_level_key_count(text: &str) -> u64 {
+    serde_json::from_str::<serde_json::Value>(text.strip_prefix('\u{feff}').unwrap_or(text))
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.len() as u64))
+        .unwrap_or(0)
 }

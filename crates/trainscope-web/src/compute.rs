@@ -535,6 +535,44 @@ pub fn file_view(s: &FileSummary, workload: Option<&SimaiWorkload>) -> FileView 
             ));
         }
     }
+    if let Some(m) = &s.model {
+        fields.push(FieldView::new("Model", "model", m.name.clone()));
+        fields.push(FieldView::new("Family", "family", m.family.name()));
+        fields.push(FieldView::new("Layers", "layers", m.layers.to_string()));
+        fields.push(FieldView::new(
+            "Hidden size",
+            "hidden-size",
+            m.hidden_size.to_string(),
+        ));
+        fields.push(FieldView::new(
+            "Heads / KV heads",
+            "heads",
+            format!("{} / {}", m.attention_heads, m.kv_heads),
+        ));
+        if let (Some(e), Some(k)) = (m.experts, m.top_k) {
+            fields.push(FieldView::new(
+                "Experts",
+                "experts",
+                format!(
+                    "{e} routed, top-{k}, {} shared",
+                    m.shared_experts.unwrap_or(0)
+                ),
+            ));
+        }
+        fields.push(FieldView::new(
+            "Parameters",
+            "parameters",
+            if m.parameters_active == m.parameters_total {
+                crate::format::count(m.parameters_total)
+            } else {
+                format!(
+                    "{} ({} active)",
+                    crate::format::count(m.parameters_total),
+                    crate::format::count(m.parameters_active)
+                )
+            },
+        ));
+    }
     if let Some(ranks) = &s.ranks {
         let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
         fields.push(FieldView::new("Ranks", "ranks", list.join(", ")));

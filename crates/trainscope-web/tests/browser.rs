@@ -30,6 +30,7 @@ const SEED001: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/simai_405b_tp8_pp16_ga16_sp.txt");
 const ECHO: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
+const MIXTRAL: &[u8] = include_bytes!("../../../tests/fixtures/hf/mixtral_8x7b.json");
 
 fn reduce(state: Rc<AppState>, action: Action) -> Rc<AppState> {
     state.reduce(action)
@@ -1364,4 +1365,37 @@ async fn the_timeline_panel_says_drawing_before_the_timelines_arrive() {
         .unwrap()
         .is_some());
     host.remove();
+}
+
+// ---------------------------------------------------------------- models
+
+#[wasm_bindgen_test]
+fn a_model_config_shows_its_model_and_asks_for_a_training_setup() {
+    let mut req = run_request(9, &[("Mixtral-8x7B/config.json", MIXTRAL)]);
+    req.settings.mode = Mode::Event;
+    let out = compute_output(&req);
+    let f = &out.files[0];
+    assert_eq!(f.format.as_deref(), Some("hf-config"));
+    let field = |id: &str| {
+        f.fields
+            .iter()
+            .find(|x| x.testid == id)
+            .map(|x| x.value.clone())
+    };
+    assert_eq!(field("model").as_deref(), Some("Mixtral-8x7B"));
+    assert_eq!(field("family").as_deref(), Some("mixtral"));
+    assert_eq!(field("heads").as_deref(), Some("32 / 8"));
+    assert_eq!(
+        field("experts").as_deref(),
+        Some("8 routed, top-2, 0 shared")
+    );
+    assert_eq!(
+        field("parameters").as_deref(),
+        Some("46\u{2009}702\u{2009}792\u{2009}704 (12\u{2009}879\u{2009}925\u{2009}248 active)")
+    );
+    assert!(out.result.is_none());
+    assert!(out
+        .diagnostics
+        .iter()
+        .any(|d| d.is_error() && d.message.contains("trainscope simulate --model")));
 }

@@ -1,6 +1,7 @@
 //! Input formats: content-based detection and one parser module per format
-//! (FORMATS.md sections 1, 3, 4, 5). Detection looks at the bytes, never at
-//! the file name, and explains what it expected when nothing matches.
+//! (FORMATS.md sections 1, 3, 4, 5; a HuggingFace `config.json` is read by
+//! [`crate::model::hf`]). Detection looks at the bytes, never at the file
+//! name, and explains what it expected when nothing matches.
 
 pub mod echo;
 pub mod lex;
@@ -26,14 +27,18 @@ pub enum Format {
     /// Optimus-Prime pipeline training log.
     #[serde(rename = "optimus-prime-log")]
     OptimusPrimeLog,
+    /// HuggingFace `config.json` of a model (an architecture, not a job).
+    #[serde(rename = "hf-config")]
+    HfConfig,
 }
 
 impl Format {
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::SimaiWorkload,
         Format::NeusightTsv,
         Format::EchoTrace,
         Format::OptimusPrimeLog,
+        Format::HfConfig,
     ];
 
     /// The stable name used in the CLI, JSON and the web page.
@@ -43,6 +48,7 @@ impl Format {
             Format::NeusightTsv => "neusight-tsv",
             Format::EchoTrace => "echo-trace",
             Format::OptimusPrimeLog => "optimus-prime-log",
+            Format::HfConfig => "hf-config",
         }
     }
 
@@ -57,6 +63,9 @@ impl Format {
             Format::NeusightTsv => "a tab-separated header starting `name\\tforward_compute_time`",
             Format::EchoTrace => "lines like `rank:7:forward_step(stage_id=3,...)`",
             Format::OptimusPrimeLog => "log lines like `> World size: 8` or `| epoch   1 |`",
+            Format::HfConfig => {
+                "a HuggingFace config.json: a JSON object with `model_type` and `hidden_size`"
+            }
         }
     }
 }
@@ -72,7 +81,7 @@ pub fn decode_text<'a>(
         return Err(Diagnostic::error(format!(
             "`{file}` is not a text file (NUL byte at offset {pos})"
         ))
-        .with_hint("trainscope reads SimAI/AICB workloads, NeuSight TSVs, Echo traces and Optimus-Prime logs, all plain text"));
+        .with_hint("trainscope reads SimAI/AICB workloads, NeuSight TSVs, Echo traces, Optimus-Prime logs and HuggingFace config.json files, all plain text"));
     }
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok((std::borrow::Cow::Borrowed(s), false)),
@@ -220,6 +229,15 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
             reason: format!("{found} Optimus-Prime log marker(s) found"),
         });
     }
+
+    // HuggingFace config.json: a JSON object with model keys.
+    if let Some((confidence, reason)) = crate::model::hf::looks_like(text) {
+        out.push(Detection {
+            format: Format::HfConfig,
+            confidence,
+            reason,
+        });
+    }
     out.sort_by_key(|d| std::cmp::Reverse(d.confidence));
     out
 }
@@ -291,6 +309,42 @@ mod tests {
         ] {
             assert_eq!(detect("x", &seed(name)).unwrap(), want, "{name}");
         }
+    }
+
+    #[test]
+    fn detects_hf_configs_by_content() {
+        let hf = |name: &str| {
+            let path = format!(
+                "{}/../../tests/fixtures/hf/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            String::from_utf8(std::fs::read(path).unwrap()).unwrap()
+        };
+        for name in [
+            "llama3_8b.json",
+            "gpt2.json",
+            "mixtral_8x7b.json",
+            "deepseek_v3.json",
+        ] {
+            let d = detect_with_confidence(name, &hf(name)).unwrap();
+            assert_eq!((d.format, d.confidence), (Format::HfConfig, 100), "{name}");
+        }
+        // No seed is taken for a config.
+        for name in [
+            "simai_llama65b_tp8_pp4_vpp8.txt",
+            "neusight_gpt2large_dp_workitems.tsv",
+            "echo_megatron_trace_rank7_tp2_pp4.txt",
+            "optimus_prime_llama1b_pp8_train.log",
+        ] {
+            assert!(detect_all(&seed(name))
+                .iter()
+                .all(|d| d.format != Format::HfConfig));
+        }
+        assert_eq!(Format::from_name("hf-config"), Some(Format::HfConfig));
+        assert_eq!(
+            serde_json::to_string(&Format::HfConfig).unwrap(),
+            "\"hf-config\""
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! ([`presets`]). FLOPs and bytes per op live in [`ops`]. Pure data and
 //! integer arithmetic; nothing here knows about GPUs or the simulator.
 
+pub mod hf;
 pub mod ops;
+pub mod presets;
 
 use serde::{Deserialize, Serialize};
 
@@ -87,8 +89,8 @@ pub struct ModelSpec {
     pub learned_positions: bool,
     /// Output layer shares the input embedding's weights.
     pub tied_embeddings: bool,
-    /// Linear layers carry biases (GPT-2: all; Qwen2: QKV only is counted
-    /// as biases too, a negligible h-sized term).
+    /// Linear layers carry biases (GPT-2: all of them). Qwen2's QKV-only
+    /// biases are not counted (`false`, with a warning from [`hf`]).
     pub linear_bias: bool,
     /// LayerNorm (weight and bias) rather than RMSNorm (weight only).
     pub layernorm: bool,
@@ -121,22 +123,31 @@ pub struct MlaSpec {
 impl MlaSpec {
     /// Per-head query/key size (non-rotary + rotary).
     pub fn qk_head_dim(&self) -> u64 {
-        self.qk_nope_head_dim + self.qk_rope_head_dim
+        self.qk_nope_head_dim.saturating_add(self.qk_rope_head_dim)
     }
 
     /// Weight elements of the attention projections of one layer with `a`
     /// heads and hidden size `h` (no norms; the two low-rank norms are
-    /// counted by the caller).
+    /// counted by the caller). Saturates instead of overflowing.
     pub fn projection_params(&self, h: u64, a: u64) -> u64 {
+        let mul3 = |x: u64, y: u64, z: u64| x.saturating_mul(y).saturating_mul(z);
         let q = if self.q_lora_rank == 0 {
-            h * a * self.qk_head_dim()
+            mul3(h, a, self.qk_head_dim())
         } else {
-            h * self.q_lora_rank + self.q_lora_rank * a * self.qk_head_dim()
+            h.saturating_mul(self.q_lora_rank).saturating_add(mul3(
+                self.q_lora_rank,
+                a,
+                self.qk_head_dim(),
+            ))
         };
-        let kv_down = h * (self.kv_lora_rank + self.qk_rope_head_dim);
-        let kv_up = self.kv_lora_rank * a * (self.qk_nope_head_dim + self.v_head_dim);
-        let out = a * self.v_head_dim * h;
-        q + kv_down + kv_up + out
+        let kv_down = h.saturating_mul(self.kv_lora_rank.saturating_add(self.qk_rope_head_dim));
+        let kv_up = mul3(
+            self.kv_lora_rank,
+            a,
+            self.qk_nope_head_dim.saturating_add(self.v_head_dim),
+        );
+        let out = mul3(a, self.v_head_dim, h);
+        sum(&[q, kv_down, kv_up, out])
     }
 }
 
@@ -171,7 +182,7 @@ impl ModelSpec {
     /// Elements of one norm's parameters.
     pub fn norm_params(&self) -> u64 {
         if self.layernorm {
-            2 * self.hidden_size
+            self.hidden_size.saturating_mul(2)
         } else {
             self.hidden_size
         }
@@ -179,24 +190,27 @@ impl ModelSpec {
 
     /// Query heads x head size (the attention's inner width).
     pub fn q_width(&self) -> u64 {
-        u64::from(self.num_attention_heads) * self.head_dim
+        u64::from(self.num_attention_heads).saturating_mul(self.head_dim)
     }
 
     /// Key (or value) heads x head size.
     pub fn kv_width(&self) -> u64 {
-        u64::from(self.num_kv_heads) * self.head_dim
+        u64::from(self.num_kv_heads).saturating_mul(self.head_dim)
     }
 
     /// Elements of one MLP of intermediate size `ffn` (weights and biases).
+    /// Saturates instead of overflowing.
     pub fn mlp_params(&self, ffn: u64) -> u64 {
         let h = self.hidden_size;
-        let mats = if self.gated_mlp { 3 } else { 2 };
+        let mats: u64 = if self.gated_mlp { 3 } else { 2 };
         let bias = if self.linear_bias {
-            ffn * (mats - 1) + h
+            ffn.saturating_mul(mats - 1).saturating_add(h)
         } else {
             0
         };
-        mats * h * ffn + bias
+        mats.saturating_mul(h)
+            .saturating_mul(ffn)
+            .saturating_add(bias)
     }
 
     /// Layers whose MLP is a mixture of experts.
@@ -214,31 +228,45 @@ impl ModelSpec {
             .is_some_and(|m| layer >= m.first_dense_layers)
     }
 
-    /// Parameter counts (see [`ParamCounts`]).
+    /// Parameter counts (see [`ParamCounts`]). Saturating arithmetic: a
+    /// model too large to count in 64 bits shows `u64::MAX` in the parts
+    /// that overflowed (never a panic); [`ModelSpec::checked_parameters`]
+    /// says whether that happened.
     pub fn parameters(&self) -> ParamCounts {
+        let mul = |a: u64, b: u64| a.saturating_mul(b);
         let h = self.hidden_size;
         let q = self.q_width();
         let kv = self.kv_width();
-        let qkv_bias = if self.linear_bias { q + 2 * kv + h } else { 0 };
+        let norm = self.norm_params();
+        let qkv_bias = if self.linear_bias {
+            q.saturating_add(mul(2, kv)).saturating_add(h)
+        } else {
+            0
+        };
         let attention = match &self.mla {
             Some(m) => {
                 // Plus the RMSNorms of the two latent vectors.
-                let latent_norms = m.q_lora_rank + m.kv_lora_rank;
+                let latent_norms = m.q_lora_rank.saturating_add(m.kv_lora_rank);
                 m.projection_params(h, u64::from(self.num_attention_heads))
-                    + latent_norms
-                    + self.norm_params()
+                    .saturating_add(latent_norms)
+                    .saturating_add(norm)
             }
-            None => h * (q + 2 * kv) + q * h + qkv_bias + self.norm_params(),
+            None => sum(&[
+                mul(h, q.saturating_add(mul(2, kv))),
+                mul(q, h),
+                qkv_bias,
+                norm,
+            ]),
         };
-        let dense_mlp = self.mlp_params(self.ffn_hidden_size) + self.norm_params();
+        let dense_mlp = self.mlp_params(self.ffn_hidden_size).saturating_add(norm);
         let (moe_mlp, moe_active) = match &self.moe {
             Some(m) => {
                 let expert = self.mlp_params(m.expert_ffn_hidden_size);
-                let router = h * u64::from(m.num_experts);
-                let shared = u64::from(m.num_shared_experts) * expert;
+                let router = mul(h, u64::from(m.num_experts));
+                let shared = mul(u64::from(m.num_shared_experts), expert);
                 (
-                    router + u64::from(m.num_experts) * expert + shared + self.norm_params(),
-                    router + u64::from(m.top_k) * expert + shared + self.norm_params(),
+                    sum(&[router, mul(u64::from(m.num_experts), expert), shared, norm]),
+                    sum(&[router, mul(u64::from(m.top_k), expert), shared, norm]),
                 )
             }
             None => (0, 0),
@@ -246,22 +274,24 @@ impl ModelSpec {
         let moe_layers = self.moe_layers();
         let dense_layers = self.num_layers - moe_layers;
         let positions = if self.learned_positions {
-            self.max_position_embeddings * h
+            mul(self.max_position_embeddings, h)
         } else {
             0
         };
-        let embedding = self.vocab_size * h + positions;
+        let embedding = mul(self.vocab_size, h).saturating_add(positions);
         let output = if self.tied_embeddings {
             0
         } else {
-            self.vocab_size * h
+            mul(self.vocab_size, h)
         };
-        let final_norm = self.norm_params();
-        let layers_common = u64::from(self.num_layers) * attention
-            + u64::from(dense_layers) * dense_mlp
-            + embedding
-            + output
-            + final_norm;
+        let final_norm = norm;
+        let layers_common = sum(&[
+            mul(u64::from(self.num_layers), attention),
+            mul(u64::from(dense_layers), dense_mlp),
+            embedding,
+            output,
+            final_norm,
+        ]);
         ParamCounts {
             embedding,
             output,
@@ -271,8 +301,32 @@ impl ModelSpec {
             dense_layers,
             moe_layers,
             final_norm,
-            total: layers_common + u64::from(moe_layers) * moe_mlp,
-            active: layers_common + u64::from(moe_layers) * moe_active,
+            total: layers_common.saturating_add(mul(u64::from(moe_layers), moe_mlp)),
+            active: layers_common.saturating_add(mul(u64::from(moe_layers), moe_active)),
         }
     }
+
+    /// The parameter counts when every part fits in 64 bits; `None` when
+    /// the model is too large to count (see [`ModelSpec::parameters`]).
+    /// [`hf::parse`] refuses such models, so a parsed model or a preset can
+    /// use [`ModelSpec::parameters`] freely.
+    pub fn checked_parameters(&self) -> Option<ParamCounts> {
+        let p = self.parameters();
+        let parts = [
+            p.embedding,
+            p.output,
+            p.attention_per_layer,
+            p.dense_mlp_per_layer,
+            p.moe_mlp_per_layer,
+            p.final_norm,
+            p.total,
+            p.active,
+        ];
+        (!parts.contains(&u64::MAX)).then_some(p)
+    }
+}
+
+/// Saturating sum.
+fn sum(parts: &[u64]) -> u64 {
+    parts.iter().fold(0u64, |a, b| a.saturating_add(*b))
 }

@@ -22,6 +22,10 @@
 //!   2) and simulated with the configured schedule (1F1B, the logged one, by
 //!   default), compared with the measured ms/batch.
 //!
+//! A HuggingFace `config.json` (`hf-config`) describes a model, not a job:
+//! it needs a training setup (parallelism, batch, GPU), so [`run_files`]
+//! refuses it with a usage error pointing at `trainscope simulate --model`.
+//!
 //! Calibration ([`RunOptions::calibrate`], measured runs): the compute scale
 //! is fitted ([`super::calibrate_compute_scale`]) with the settings as
 //! logged (for Optimus-Prime: 1F1B, one chunk, the logged micro-batch
@@ -346,6 +350,7 @@ fn load(
         described,
         simai_sources,
         runs,
+        models: _,
     } = load_set(files, options.format, &LoadOptions { neusight });
     // A file that gave no result fails the run (`load_set` gives every such
     // file an error saying why); a usable file with skipped records is
@@ -367,6 +372,16 @@ fn load(
             .filter_map(|s| s.skipped_note())
             .map(|m| Diagnostic::warning(m).short()),
     );
+    // A model config is an architecture, not a job: it needs a training setup.
+    if let Some(config) = summaries
+        .iter()
+        .find(|s| s.format == Some(Format::HfConfig))
+    {
+        let name = &config.file;
+        return Err(RunError::Usage(format!(
+            "`{name}` is a model configuration (hf-config), not a workload or a measured run: a model needs a training setup (parallelism, batch, GPU) to be simulated; run `trainscope simulate --model {name} --tp N --pp N ...`"
+        )));
+    }
     let inputs = described.len() + runs.len();
     if inputs != 1 {
         let names: Vec<String> = summaries
