@@ -318,7 +318,11 @@ fn write_file(path: &Path, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<(
     std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
 }
 
-pub(crate) fn write_timeline(t: &Timeline, chrome: Option<&Path>, csv: Option<&Path>) -> Result<()> {
+pub(crate) fn write_timeline(
+    t: &Timeline,
+    chrome: Option<&Path>,
+    csv: Option<&Path>,
+) -> Result<()> {
     if let Some(p) = chrome {
         write_file(p, |w| export::write_chrome_trace(t, w))?;
     }
@@ -394,12 +398,16 @@ pub fn render_text(o: &RunOutput) -> String {
     let p = &o.parallel;
     let c = &o.config;
     let n = &c.network;
-    let mut out = format!(
-        "{}: event mode ({} input, {})\n",
-        o.files.join(", "),
-        o.kind,
-        o.format.name()
-    );
+    let mut out = if o.kind == "model" {
+        format!("{}: event mode (model-level job)\n", s.job)
+    } else {
+        format!(
+            "{}: event mode ({} input, {})\n",
+            o.files.join(", "),
+            o.kind,
+            o.format.name()
+        )
+    };
     out.push_str(&format!(
         "  parallelism: TP {} · DP {} · PP {} · EP {} · world {}\n",
         p.tp,

@@ -28,7 +28,7 @@ enum Command {
     Simulate(Box<simulate::Args>),
     /// Write a measured run's timeline (Echo traces, Optimus-Prime log) as a
     /// Chrome trace or spans CSV, without simulating.
-    Convert(event::ConvertArgs),
+    Convert(Box<event::ConvertArgs>),
 }
 
 fn main() -> ExitCode {

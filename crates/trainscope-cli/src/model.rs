@@ -105,7 +105,10 @@ impl ModelFlags {
         add(self.distributed_optimizer, "--distributed-optimizer");
         add(self.no_flash_attention, "--no-flash-attention");
         add(self.gemm_efficiency.is_some(), "--gemm-efficiency");
-        add(self.attention_efficiency.is_some(), "--attention-efficiency");
+        add(
+            self.attention_efficiency.is_some(),
+            "--attention-efficiency",
+        );
         add(self.hbm_efficiency.is_some(), "--hbm-efficiency");
         add(self.launch_overhead_us.is_some(), "--launch-overhead-us");
         out
@@ -221,7 +224,8 @@ pub fn load_model(name: &str) -> Result<std::result::Result<ModelSpec, u8>> {
     };
     match source {
         ModelSource::File(p) => {
-            let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+            let bytes =
+                std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
             let file = p.display().to_string();
             let text = String::from_utf8_lossy(&bytes);
             match hf::parse(&file, &text) {
@@ -307,7 +311,12 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
         eprintln!("error: --model simulates a model-level job; do not also give workload files");
         return Ok(EXIT_USAGE);
     }
-    let job = match load_job(&args.model, model, args.simai.gpu_type.as_deref(), args.simai.world)? {
+    let job = match load_job(
+        &args.model,
+        model,
+        args.simai.gpu_type.as_deref(),
+        args.simai.world,
+    )? {
         Ok(j) => j,
         Err(code) => return Ok(code),
     };
@@ -364,8 +373,16 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         s.seq_length,
         s.precision.name(),
         s.recompute.name(),
-        if s.sequence_parallel { " · sequence parallel" } else { "" },
-        if s.distributed_optimizer { " · distributed optimizer" } else { "" },
+        if s.sequence_parallel {
+            " · sequence parallel"
+        } else {
+            ""
+        },
+        if s.distributed_optimizer {
+            " · distributed optimizer"
+        } else {
+            ""
+        },
     ));
     let t = &o.throughput;
     out.push_str(&format!(
@@ -396,7 +413,11 @@ pub fn render_text(o: &ModelRunOutput) -> String {
             gib(st.activations_bytes),
             gib(st.logits_bytes),
             gib(st.peak_bytes),
-            if st.peak_bytes > o.memory.capacity_bytes { "  does not fit" } else { "" }
+            if st.peak_bytes > o.memory.capacity_bytes {
+                "  does not fit"
+            } else {
+                ""
+            }
         ));
     }
     out

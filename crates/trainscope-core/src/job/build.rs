@@ -192,7 +192,11 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         // norm first, residual last, the block in between.
         let mut ops = ops;
         let last = ops.pop().into_iter().collect();
-        let first: Vec<Op> = if ops.is_empty() { vec![] } else { vec![ops.remove(0)] };
+        let first: Vec<Op> = if ops.is_empty() {
+            vec![]
+        } else {
+            vec![ops.remove(0)]
+        };
         (first, ops, last)
     };
     // Attention block.
@@ -210,12 +214,26 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
             tp.before_fwd(),
             None,
         ));
-        out.push(op(ln("attention"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig_before()));
+        out.push(op(
+            ln("attention"),
+            LayerRole::Layer,
+            li,
+            body_t,
+            tp.after_fwd(),
+            tp.ig_before(),
+        ));
     } else {
         let n = times(gpu, &norm, p, rc);
         body_t.forward += n.forward;
         body_t.input_grad += n.input_grad;
-        out.push(op(ln("attention"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig()));
+        out.push(op(
+            ln("attention"),
+            LayerRole::Layer,
+            li,
+            body_t,
+            tp.after_fwd(),
+            tp.ig(),
+        ));
     }
     // MLP block.
     let mlp = m.mlp_ops(layer, shape);
@@ -225,8 +243,9 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     if moe_layer {
         let moe = m.moe.as_ref().expect("MoE layer of an MoE model");
         // Router and permutation | experts (routed + shared) | unpermute.
-        let (front, rest): (Vec<Op>, Vec<Op>) =
-            body.into_iter().partition(|o| o.name == "router" || o.name == "moe_permute");
+        let (front, rest): (Vec<Op>, Vec<Op>) = body
+            .into_iter()
+            .partition(|o| o.name == "router" || o.name == "moe_permute");
         let (experts, back): (Vec<Op>, Vec<Op>) =
             rest.into_iter().partition(|o| o.name != "moe_unpermute");
         let tokens_per_rank = shape.tokens().div_ceil(u64::from(s.tp));
@@ -239,7 +258,14 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         };
         let mut front_t = times(gpu, &front, p, rc);
         if tp.sp {
-            out.push(op(ln("mlp_norm"), LayerRole::Layer, li, norm_t, tp.before_fwd(), None));
+            out.push(op(
+                ln("mlp_norm"),
+                LayerRole::Layer,
+                li,
+                norm_t,
+                tp.before_fwd(),
+                None,
+            ));
         } else {
             front_t.forward += norm_t.forward;
             front_t.input_grad += norm_t.input_grad;
@@ -247,25 +273,67 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         // Backward of the router block ends with the TP collective of the
         // block's input gradient.
         let front_ig = if tp.sp { tp.ig_before() } else { tp.ig() };
-        out.push(op(ln("moe_dispatch"), LayerRole::Layer, li, front_t, a2a(), front_ig));
-        out.push(op(ln("moe_experts"), LayerRole::Layer, li, times(gpu, &experts, p, rc), a2a(), a2a()));
+        out.push(op(
+            ln("moe_dispatch"),
+            LayerRole::Layer,
+            li,
+            front_t,
+            a2a(),
+            front_ig,
+        ));
+        out.push(op(
+            ln("moe_experts"),
+            LayerRole::Layer,
+            li,
+            times(gpu, &experts, p, rc),
+            a2a(),
+            a2a(),
+        ));
         let mut back_t = times(gpu, &back, p, rc);
         let r = times(gpu, &residual, p, rc);
         back_t.forward += r.forward;
         back_t.input_grad += r.input_grad;
-        out.push(op(ln("moe_combine"), LayerRole::Layer, li, back_t, tp.after_fwd(), a2a()));
+        out.push(op(
+            ln("moe_combine"),
+            LayerRole::Layer,
+            li,
+            back_t,
+            tp.after_fwd(),
+            a2a(),
+        ));
     } else {
         let mut body_t = times(gpu, &body, p, rc);
         let r = times(gpu, &residual, p, rc);
         body_t.forward += r.forward;
         body_t.input_grad += r.input_grad;
         if tp.sp {
-            out.push(op(ln("mlp_norm"), LayerRole::Layer, li, norm_t, tp.before_fwd(), None));
-            out.push(op(ln("mlp"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig_before()));
+            out.push(op(
+                ln("mlp_norm"),
+                LayerRole::Layer,
+                li,
+                norm_t,
+                tp.before_fwd(),
+                None,
+            ));
+            out.push(op(
+                ln("mlp"),
+                LayerRole::Layer,
+                li,
+                body_t,
+                tp.after_fwd(),
+                tp.ig_before(),
+            ));
         } else {
             body_t.forward += norm_t.forward;
             body_t.input_grad += norm_t.input_grad;
-            out.push(op(ln("mlp"), LayerRole::Layer, li, body_t, tp.after_fwd(), tp.ig()));
+            out.push(op(
+                ln("mlp"),
+                LayerRole::Layer,
+                li,
+                body_t,
+                tp.after_fwd(),
+                tp.ig(),
+            ));
         }
     }
     if rc == Recompute::Full {
@@ -300,30 +368,47 @@ fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
 pub const ADAM_BYTES_PER_PARAM: u64 = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2;
 
 /// The once-per-iteration rows of stage `stage`: (before, after).
-fn iteration_rows(job: &ModelJob, stage: u32, params: &StageParams) -> (Vec<LayerOp>, Vec<LayerOp>) {
+fn iteration_rows(
+    job: &ModelJob,
+    stage: u32,
+    params: &StageParams,
+) -> (Vec<LayerOp>, Vec<LayerOp>) {
     let s = &job.setup;
     let g = gradient_bytes(s.precision);
     let w = weight_bytes(s.precision);
     let dist = s.distributed_optimizer && job.dp > 1;
     let mut before = Vec::new();
     let mut after = Vec::new();
-    let grad_sync = |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-        if ranks <= 1 || elems == 0 {
-            return;
-        }
-        let kind = if dist {
-            CommKind::ReduceScatter
-        } else {
-            CommKind::AllReduce
+    let grad_sync =
+        |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
+            if ranks <= 1 || elems == 0 {
+                return;
+            }
+            let kind = if dist {
+                CommKind::ReduceScatter
+            } else {
+                CommKind::AllReduce
+            };
+            // In the weight-gradient column, as AICB writes gradient sync.
+            let mut o = LayerOp::empty(name, LayerRole::GradSync);
+            o.weight_grad.comm = comm(kind, group, elems * g);
+            out.push(o);
         };
-        // In the weight-gradient column, as AICB writes gradient sync.
-        let mut o = LayerOp::empty(name, LayerRole::GradSync);
-        o.weight_grad.comm = comm(kind, group, elems * g);
-        out.push(o);
-    };
     let dp_ep = job.dp / s.ep.max(1);
-    grad_sync("dp_grad_sync", CommGroup::Dp, params.dense, job.dp, &mut before);
-    grad_sync("expert_grad_sync", CommGroup::DpEp, params.expert, dp_ep, &mut before);
+    grad_sync(
+        "dp_grad_sync",
+        CommGroup::Dp,
+        params.dense,
+        job.dp,
+        &mut before,
+    );
+    grad_sync(
+        "expert_grad_sync",
+        CommGroup::DpEp,
+        params.expert,
+        dp_ep,
+        &mut before,
+    );
     let last = s.pp - 1;
     if job.model.tied_embeddings && s.pp > 1 && (stage == 0 || stage == last) {
         let mut o = LayerOp::empty("embedding_grad_allreduce", LayerRole::GradSync);
@@ -332,7 +417,13 @@ fn iteration_rows(job: &ModelJob, stage: u32, params: &StageParams) -> (Vec<Laye
         before.push(o);
     }
     // Optimizer step over the local shard.
-    let shard = |elems: u64, ranks: u32| if dist { elems.div_ceil(u64::from(ranks.max(1))) } else { elems };
+    let shard = |elems: u64, ranks: u32| {
+        if dist {
+            elems.div_ceil(u64::from(ranks.max(1)))
+        } else {
+            elems
+        }
+    };
     let local = shard(params.dense, job.dp) + shard(params.expert, dp_ep);
     let adam = Op {
         name: "optimizer",
@@ -347,15 +438,28 @@ fn iteration_rows(job: &ModelJob, stage: u32, params: &StageParams) -> (Vec<Laye
     };
     after.push(simple(job, "optimizer_step", LayerRole::Optimizer, &[adam]));
     if dist {
-        let gather = |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-            if ranks > 1 && elems > 0 {
-                let mut o = LayerOp::empty(name, LayerRole::Optimizer);
-                o.weight_grad.comm = comm(CommKind::AllGather, group, elems * w);
-                out.push(o);
-            }
-        };
-        gather("optimizer_param_allgather", CommGroup::Dp, params.dense, job.dp, &mut after);
-        gather("optimizer_expert_param_allgather", CommGroup::DpEp, params.expert, dp_ep, &mut after);
+        let gather =
+            |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
+                if ranks > 1 && elems > 0 {
+                    let mut o = LayerOp::empty(name, LayerRole::Optimizer);
+                    o.weight_grad.comm = comm(CommKind::AllGather, group, elems * w);
+                    out.push(o);
+                }
+            };
+        gather(
+            "optimizer_param_allgather",
+            CommGroup::Dp,
+            params.dense,
+            job.dp,
+            &mut after,
+        );
+        gather(
+            "optimizer_expert_param_allgather",
+            CommGroup::DpEp,
+            params.expert,
+            dp_ep,
+            &mut after,
+        );
     }
     (before, after)
 }
@@ -405,13 +509,23 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         .map(|stage| {
             let mut ops = Vec::new();
             if stage == 0 {
-                ops.push(simple(job, "embedding_layer", LayerRole::Embedding, &padded.embedding_ops(&shape)));
+                ops.push(simple(
+                    job,
+                    "embedding_layer",
+                    LayerRole::Embedding,
+                    &padded.embedding_ops(&shape),
+                ));
             }
             for layer in stage_layers(job, stage) {
                 layer_ops(job, layer, &shape, &mut ops);
             }
             if stage == s.pp - 1 {
-                ops.push(simple(job, "final_output_and_loss", LayerRole::Loss, &padded.output_ops(&shape)));
+                ops.push(simple(
+                    job,
+                    "final_output_and_loss",
+                    LayerRole::Loss,
+                    &padded.output_ops(&shape),
+                ));
             }
             let params = stage_params(job, stage);
             let (before, after) = iteration_rows(job, stage, &params);

@@ -75,9 +75,24 @@ fn field(
 fn row(out: &mut String, op: &LayerOp, update_ns: u64, warnings: &mut Vec<String>) {
     // Compute 1 means "not measured" to SimAI: write 2 ns instead.
     let ns = |v: u64| if v == 1 { 2 } else { v };
-    let (ft, fs) = field(op.forward.comm.as_ref(), Column::Forward, &op.name, warnings);
-    let (it, is) = field(op.input_grad.comm.as_ref(), Column::InputGrad, &op.name, warnings);
-    let (wt, ws) = field(op.weight_grad.comm.as_ref(), Column::WeightGrad, &op.name, warnings);
+    let (ft, fs) = field(
+        op.forward.comm.as_ref(),
+        Column::Forward,
+        &op.name,
+        warnings,
+    );
+    let (it, is) = field(
+        op.input_grad.comm.as_ref(),
+        Column::InputGrad,
+        &op.name,
+        warnings,
+    );
+    let (wt, ws) = field(
+        op.weight_grad.comm.as_ref(),
+        Column::WeightGrad,
+        &op.name,
+        warnings,
+    );
     let _ = writeln!(
         out,
         "{}\t-1\t{}\t{ft}\t{fs}\t{}\t{it}\t{is}\t{}\t{wt}\t{ws}\t{update_ns}",
@@ -159,7 +174,10 @@ mod tests {
         assert_eq!(back.parallel.tp, 8);
         assert_eq!(back.parallel.dp, 4);
         assert_eq!(back.parallel.micro_batches, ours.parallel.micro_batches);
-        assert_eq!(back.parallel.activation_bytes, ours.parallel.activation_bytes);
+        assert_eq!(
+            back.parallel.activation_bytes,
+            ours.parallel.activation_bytes
+        );
         let total = |ops: &[LayerOp]| -> (u64, u64) {
             (
                 ops.iter().map(|o| o.total_compute_ns()).sum(),
@@ -178,8 +196,16 @@ mod tests {
         assert_eq!(total(&bs.after), total(&os.after));
         // Same numbers through the event engine.
         let opts = crate::sim::described::DescribedOptions::default();
-        let a = simulate(&JobSpec::from_described(&back, &opts).unwrap(), &SimConfig::default()).unwrap();
-        let b = simulate(&JobSpec::from_described(&ours, &opts).unwrap(), &SimConfig::default()).unwrap();
+        let a = simulate(
+            &JobSpec::from_described(&back, &opts).unwrap(),
+            &SimConfig::default(),
+        )
+        .unwrap();
+        let b = simulate(
+            &JobSpec::from_described(&ours, &opts).unwrap(),
+            &SimConfig::default(),
+        )
+        .unwrap();
         assert_eq!(a.summary.iteration_time_ns, b.summary.iteration_time_ns);
     }
 }

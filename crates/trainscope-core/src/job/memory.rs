@@ -73,9 +73,8 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
             Some(moe) if m.is_moe_layer(layer) => {
                 let expert = m.mlp_params(moe.expert_ffn_hidden_size);
                 let router = m.hidden_size * u64::from(moe.num_experts);
-                p.dense += router
-                    + u64::from(moe.num_shared_experts) * expert / t
-                    + m.norm_params();
+                p.dense +=
+                    router + u64::from(moe.num_shared_experts) * expert / t + m.norm_params();
                 p.expert += u64::from(moe.num_experts / s.ep) * expert / t;
             }
             _ => p.dense += counts.dense_mlp_per_layer / t,
@@ -159,7 +158,8 @@ pub fn layer_activation_bytes(job: &ModelJob, layer: u32) -> u64 {
             let k = u64::from(moe.top_k);
             tok * k * h * ab / sp_div
                 + mats * tok * k * moe.expert_ffn_hidden_size * ab / t
-                + mats * tok * u64::from(moe.num_shared_experts) * moe.expert_ffn_hidden_size * ab / t
+                + mats * tok * u64::from(moe.num_shared_experts) * moe.expert_ffn_hidden_size * ab
+                    / t
                 + tok * u64::from(moe.num_experts) * 4 / sp_div
         }
         _ => mats * tok * m.ffn_hidden_size * ab / t,
@@ -334,7 +334,10 @@ mod tests {
         let (s, b, h, a) = (2048u64, 1u64, 12288u64, 96u64);
         // Section 4.1: 34 s b h + 5 a s^2 b bytes without parallelism.
         let j = job(1, false, Recompute::None, false);
-        assert_eq!(layer_activation_bytes(&j, 0), 34 * s * b * h + 5 * a * s * s * b);
+        assert_eq!(
+            layer_activation_bytes(&j, 0),
+            34 * s * b * h + 5 * a * s * s * b
+        );
         // Tensor parallelism: s b h (10 + 24/t + 5 a s / (h t)).
         let j = job(8, false, Recompute::None, false);
         assert_eq!(
@@ -403,7 +406,15 @@ mod tests {
         // Full fits nowhere near: the message names stage and sizes.
         let r = memory_report(&j, &[4, 3, 2, 1], 1);
         assert!(!r.fits);
-        assert!(r.messages[0].starts_with("does not fit on stage 0: needs "), "{}", r.messages[0]);
-        assert!(r.messages[0].ends_with("of 79.6 GiB (H100-SXM)"), "{}", r.messages[0]);
+        assert!(
+            r.messages[0].starts_with("does not fit on stage 0: needs "),
+            "{}",
+            r.messages[0]
+        );
+        assert!(
+            r.messages[0].ends_with("of 79.6 GiB (H100-SXM)"),
+            "{}",
+            r.messages[0]
+        );
     }
 }

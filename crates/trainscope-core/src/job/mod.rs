@@ -298,13 +298,13 @@ impl ModelJob {
         let world = world_u64 as u32;
         let m = &model;
         let heads = m.num_attention_heads;
-        if heads % tp != 0 {
+        if !heads.is_multiple_of(tp) {
             return Err(JobError::new(
                 format!("{heads} attention heads are not divisible by TP {tp}"),
                 "choose a TP that divides the head count",
             ));
         }
-        if m.mla.is_none() && m.num_kv_heads % tp != 0 {
+        if m.mla.is_none() && !m.num_kv_heads.is_multiple_of(tp) {
             return Err(JobError::new(
                 format!(
                     "{} key/value heads (query groups) are not divisible by TP {tp}",
@@ -313,12 +313,9 @@ impl ModelJob {
                 "Megatron needs TP to divide the query-group count: choose a smaller TP",
             ));
         }
-        if m.ffn_hidden_size % u64::from(tp) != 0 {
+        if !m.ffn_hidden_size.is_multiple_of(u64::from(tp)) {
             return Err(JobError::new(
-                format!(
-                    "MLP size {} is not divisible by TP {tp}",
-                    m.ffn_hidden_size
-                ),
+                format!("MLP size {} is not divisible by TP {tp}", m.ffn_hidden_size),
                 "choose a TP that divides the MLP size",
             ));
         }
@@ -364,7 +361,10 @@ impl ModelJob {
             }
             None if ep > 1 => {
                 return Err(JobError::new(
-                    format!("EP {ep} needs a mixture-of-experts model; {} is dense", m.name),
+                    format!(
+                        "EP {ep} needs a mixture-of-experts model; {} is dense",
+                        m.name
+                    ),
                     "use --ep 1 for a dense model",
                 ));
             }
@@ -395,7 +395,10 @@ impl ModelJob {
         let micro_batches = gbs / per_step;
         if micro_batches > u64::from(crate::sim::config::MAX_MICRO_BATCHES) {
             return Err(JobError::new(
-                format!("{micro_batches} micro-batches per iteration is more than {}", crate::sim::config::MAX_MICRO_BATCHES),
+                format!(
+                    "{micro_batches} micro-batches per iteration is more than {}",
+                    crate::sim::config::MAX_MICRO_BATCHES
+                ),
                 "use a smaller global batch or a larger micro-batch",
             ));
         }
@@ -406,7 +409,7 @@ impl ModelJob {
             )
         })?;
         let micro_batches = micro_batches as u32;
-        if vpp > 1 && micro_batches % pp != 0 {
+        if vpp > 1 && !micro_batches.is_multiple_of(pp) {
             return Err(JobError::new(
                 format!(
                     "the interleaved schedule needs the micro-batch count ({micro_batches} = {gbs} / ({mbs} x {dp})) to be a multiple of PP {pp}"
@@ -581,12 +584,20 @@ pub(crate) mod tests {
     fn refusals_name_the_numbers() {
         let gpu = gpu_preset("H100").unwrap();
         let err = |s: TrainingSetup, w: Option<u32>| {
-            ModelJob::new(llama3_70b(), s, gpu.clone(), w).unwrap_err().message
+            ModelJob::new(llama3_70b(), s, gpu.clone(), w)
+                .unwrap_err()
+                .message
         };
-        assert_eq!(err(setup(3, 1, 8), None), "64 attention heads are not divisible by TP 3");
+        assert_eq!(
+            err(setup(3, 1, 8), None),
+            "64 attention heads are not divisible by TP 3"
+        );
         assert_eq!(
             err(setup(16, 1, 16), None),
-            "64 attention heads are not divisible by TP 16".replace("64 attention heads are", "8 key/value heads (query groups) are")
+            "64 attention heads are not divisible by TP 16".replace(
+                "64 attention heads are",
+                "8 key/value heads (query groups) are"
+            )
         );
         assert_eq!(
             err(setup(8, 3, 8), None),

@@ -1,0 +1,287 @@
+//! End-to-end tests of model-level jobs on the command line:
+//! `trainscope simulate --model` with presets and config.json files (JSON
+//! keys, memory per stage, MFU, the same numbers as the core), refusals
+//! naming the numbers (exit 4), a broken config.json (exit 3), flags that
+//! need `--model` (exit 2), and `convert --model --to simai-workload`
+//! whose output simulates like the job itself.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+use trainscope_core::hardware::gpu_preset;
+use trainscope_core::job::run::run_model;
+use trainscope_core::job::{ModelJob, TrainingSetup};
+use trainscope_core::model::presets::preset;
+use trainscope_core::sim::SimConfig;
+
+fn fixture(rel: &str) -> String {
+    format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn trainscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trainscope"))
+        .args(args)
+        .output()
+        .expect("run trainscope")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json_of(out: &Output) -> Value {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+const LLAMA70B: [&str; 12] = [
+    "--model",
+    "llama3-70b",
+    "--tp",
+    "8",
+    "--pp",
+    "4",
+    "--world",
+    "64",
+    "--global-batch-size",
+    "64",
+    "--seq-length",
+    "4096",
+];
+
+#[test]
+fn preset_job_reports_model_memory_and_mfu() {
+    let mut args = vec!["simulate"];
+    args.extend_from_slice(&LLAMA70B);
+    args.extend_from_slice(&["--sequence-parallel", "--distributed-optimizer", "--json"]);
+    let v = json_of(&trainscope(&args));
+    assert_eq!(v["kind"], "model");
+    assert_eq!(v["model"]["name"], "llama3-70b");
+    assert_eq!(v["model"]["parameters"], 70_553_706_496u64);
+    assert_eq!(v["training"]["dp"], 2);
+    assert_eq!(v["training"]["micro_batches"], 32);
+    let mfu = v["mfu"].as_f64().unwrap();
+    assert!(mfu > 0.1 && mfu < 0.9, "{mfu}");
+    let t = v["iteration_time_ns"].as_u64().unwrap() as f64 / 1e9;
+    let tps = v["tokens_per_second"].as_f64().unwrap();
+    assert!((tps - 64.0 * 4096.0 / t).abs() / tps < 1e-9);
+    let stages = v["memory"]["per_stage"].as_array().unwrap();
+    assert_eq!(stages.len(), 4);
+    for s in stages {
+        let sum = [
+            "weights_bytes",
+            "gradients_bytes",
+            "optimizer_bytes",
+            "activations_bytes",
+            "logits_bytes",
+        ]
+        .iter()
+        .map(|k| s[k].as_u64().unwrap())
+        .sum::<u64>();
+        assert_eq!(s["peak_bytes"].as_u64().unwrap(), sum);
+    }
+    assert_eq!(v["memory"]["capacity_bytes"], 81_559u64 << 20);
+    assert!(v["memory"]["fits"].is_boolean());
+    // The CLI prints exactly what the core computes.
+    let gpu = gpu_preset("H100-SXM").unwrap();
+    let setup = TrainingSetup {
+        tp: 8,
+        pp: 4,
+        global_batch_size: Some(64),
+        seq_length: 4096,
+        sequence_parallel: true,
+        distributed_optimizer: true,
+        ..TrainingSetup::default()
+    };
+    let job = ModelJob::new(preset("llama3-70b").unwrap(), setup, gpu, Some(64)).unwrap();
+    let core = run_model(&job, &SimConfig::default()).unwrap();
+    assert_eq!(v, core.report_json());
+}
+
+#[test]
+fn changing_tp_changes_memory_and_time() {
+    let run = |tp: &str, pp: &str| {
+        json_of(&trainscope(&[
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--tp",
+            tp,
+            "--pp",
+            pp,
+            "--world",
+            "8",
+            "--global-batch-size",
+            "32",
+            "--json",
+        ]))
+    };
+    let a = run("8", "1");
+    let b = run("2", "4");
+    assert_ne!(a["iteration_time_ns"], b["iteration_time_ns"]);
+    assert_ne!(
+        a["memory"]["per_stage"][0]["weights_bytes"],
+        b["memory"]["per_stage"][0]["weights_bytes"]
+    );
+}
+
+#[test]
+fn config_json_file_works_like_the_preset() {
+    let file = fixture("hf/llama3_8b.json");
+    let from_file = json_of(&trainscope(&[
+        "simulate", "--model", &file, "--tp", "2", "--world", "8", "--json",
+    ]));
+    let from_preset = json_of(&trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "2",
+        "--world",
+        "8",
+        "--json",
+    ]));
+    assert_eq!(
+        from_file["iteration_time_ns"],
+        from_preset["iteration_time_ns"]
+    );
+    assert_eq!(
+        from_file["model"]["parameters"],
+        from_preset["model"]["parameters"]
+    );
+    assert_eq!(from_file["memory"], from_preset["memory"]);
+}
+
+#[test]
+fn text_report_shows_throughput_and_memory() {
+    let mut args = vec!["simulate"];
+    args.extend_from_slice(&LLAMA70B);
+    let out = trainscope(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("throughput: MFU "), "{text}");
+    assert!(
+        text.contains("memory per stage (first rank; capacity 79.6 GiB)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn invalid_jobs_exit_4_naming_the_numbers() {
+    for (args, want) in [
+        (
+            vec!["--tp", "3"],
+            "64 attention heads are not divisible by TP 3",
+        ),
+        (
+            vec!["--pp", "3"],
+            "80 layers are not divisible by PP x virtual stages = 3 x 1 = 3",
+        ),
+        (
+            vec!["--tp", "8", "--world", "60"],
+            "world 60 is not a multiple of TP x PP = 8 x 1 = 8",
+        ),
+        (
+            vec!["--tp", "8", "--world", "64", "--global-batch-size", "12"],
+            "global batch 12 is not divisible by micro-batch x DP = 1 x 8 = 8",
+        ),
+        (
+            vec!["--ep", "2"],
+            "EP 2 needs a mixture-of-experts model; llama3-70b is dense",
+        ),
+        (vec!["--precision", "fp4"], "unknown precision `fp4`"),
+        (
+            vec!["--gemm-efficiency", "1.5"],
+            "GEMM efficiency 1.5 is not a fraction in (0, 1]",
+        ),
+    ] {
+        let mut a = vec!["simulate", "--model", "llama3-70b"];
+        a.extend_from_slice(&args);
+        let out = trainscope(&a);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+    let out = trainscope(&["simulate", "--model", "llama9-1t"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr(&out).contains("unknown model `llama9-1t`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = trainscope(&["simulate", "--model", "llama3-8b", "--gpu-type", "V100"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("unknown GPU type `V100`"));
+}
+
+#[test]
+fn broken_config_exits_3_and_model_flags_need_model() {
+    let out = trainscope(&["simulate", "--model", &fixture("hf/wrong_type.json")]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("wrong_type.json:"),
+        "{}",
+        stderr(&out)
+    );
+    let out = trainscope(&[
+        "simulate",
+        &fixture("seeds/simai_llama65b_tp8_pp4_vpp8.txt"),
+        "--tp",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--tp describe a model-level job and need --model"));
+}
+
+#[test]
+fn new_gpu_presets_work_in_both_paths() {
+    let v = json_of(&trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--gpu-type",
+        "b200",
+        "--json",
+    ]));
+    assert_eq!(v["training"]["gpu"], "B200");
+    // The event mode takes the new names for the NVLink bandwidth too.
+    let out = trainscope(&[
+        "simulate",
+        &fixture("seeds/simai_llama65b_tp8_pp4_vpp8.txt"),
+        "--gpu-type",
+        "H200",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn export_to_simai_simulates_like_the_job() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("model_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("llama8b.txt");
+    let p = path.display().to_string();
+    let job = [
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "4",
+        "--world",
+        "8",
+        "--global-batch-size",
+        "16",
+    ];
+    let mut args = vec!["convert"];
+    args.extend_from_slice(&job);
+    args.extend_from_slice(&["--to", "simai-workload", "-o", &p]);
+    let out = trainscope(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let exported = json_of(&trainscope(&["simulate", &p, "--json"]));
+    let mut args = vec!["simulate"];
+    args.extend_from_slice(&job);
+    args.push("--json");
+    let direct = json_of(&trainscope(&args));
+    assert_eq!(exported["format"], "simai-workload");
+    assert_eq!(exported["iteration_time_ns"], direct["iteration_time_ns"]);
+    // SimAI's own mode reads it too.
+    let out = trainscope(&["simulate", &p, "--mode", "simai", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
