@@ -580,7 +580,7 @@ pub fn render_text(o: &RunOutput) -> String {
 /// stages' scales.
 fn render_inferred(inf: &InferredReport) -> String {
     let mut out = format!(
-        "\n  inferred from the trace ({} collectives and transfers split into waiting and transfer{}):\n  {:<11}{:<10}{:<16}{:>8}{:>12}{:>12}{:>11}\n",
+        "\n  inferred from the trace ({} collectives and transfers split into waiting and transfer{}):\n  {:<11}{:<10}{:<16}{:>8}{:>12}{:>12}{:>11}{:>12}\n",
         inf.split_occurrences,
         if inf.clocks_shared {
             ""
@@ -593,7 +593,8 @@ fn render_inferred(inf: &InferredReport) -> String {
         "samples",
         "GB/s",
         "latency us",
-        "rms error"
+        "rms error",
+        "median err"
     );
     for g in &inf.groups {
         let basis = match g.basis {
@@ -601,27 +602,30 @@ fn render_inferred(inf: &InferredReport) -> String {
             FitBasis::LeastWaiting => "least waiting",
             FitBasis::NotIdentifiable => "configured",
         };
-        let (bw, lat, err) = match g.bandwidth_gbps {
+        let dash = || "-".to_string();
+        let (bw, lat, err, median) = match g.bandwidth_gbps {
             Some(bw) => (
                 format!("{bw:.1}"),
                 if g.latency_identified {
                     format!("{:.1}", g.latency_ns as f64 / 1000.0)
                 } else {
-                    "-".to_string()
+                    dash()
                 },
                 format!("{:.1}%", g.rms_error_percent),
+                format!("{:.1}%", g.median_error_percent),
             ),
-            None => ("-".to_string(), "-".to_string(), "-".to_string()),
+            None => (dash(), dash(), dash(), dash()),
         };
         out.push_str(&format!(
-            "  {:<11}{:<10}{:<16}{:>8}{:>12}{:>12}{:>11}\n",
+            "  {:<11}{:<10}{:<16}{:>8}{:>12}{:>12}{:>11}{:>12}\n",
             g.group.name(),
             g.direction.name(),
             basis,
             g.samples,
             bw,
             lat,
-            err
+            err,
+            median
         ));
     }
     if let Some(u) = &inf.unmeasured_stages {

@@ -298,6 +298,9 @@ pub struct GroupFit {
     pub rms_error_ns: u64,
     /// The same as a percentage of the mean measured time.
     pub rms_error_percent: f64,
+    /// Median over the points of |fitted − measured| / measured, percent
+    /// (robust to a few outliers, which dominate the RMS).
+    pub median_error_percent: f64,
     /// Measured time of the points, ns.
     pub measured_ns: u64,
     /// Fitted time of the points, ns.
@@ -446,7 +449,8 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64, bool)> {
     let n = points.len() as f64;
     let sx: f64 = points.iter().map(|p| p.0).sum();
     let sy: f64 = points.iter().map(|p| p.1).sum();
-    if points.is_empty() || !(sx > 0.0) || !(sy > 0.0) || !sx.is_finite() || !sy.is_finite() {
+    let usable = |v: f64| v.is_finite() && v > 0.0;
+    if points.is_empty() || !usable(sx) || !usable(sy) {
         return None;
     }
     let (mx, my) = (sx / n, sy / n);
@@ -502,6 +506,7 @@ fn make_fit(group: LinkGroup, direction: Direction, pool: &Pool) -> GroupFit {
         latency_identified: false,
         rms_error_ns: 0,
         rms_error_percent: 0.0,
+        median_error_percent: 0.0,
         measured_ns: measured,
         fitted_ns: 0,
         waiting_ns: pool.waiting_ns,
@@ -514,11 +519,21 @@ fn make_fit(group: LinkGroup, direction: Direction, pool: &Pool) -> GroupFit {
             fit.latency_identified = identified;
             let mut sq = 0.0;
             let mut total = 0.0;
+            let mut rel: Vec<f64> = Vec::with_capacity(xy.len());
             for (x, y) in &xy {
                 let t = fit.time_ns(*x).unwrap_or(0.0).round();
                 total += t;
                 sq += (t - y) * (t - y);
+                if *y > 0.0 {
+                    rel.push((t - y).abs() / y * 100.0);
+                }
             }
+            rel.sort_by(f64::total_cmp);
+            fit.median_error_percent = match rel.len() {
+                0 => 0.0,
+                n if n % 2 == 1 => rel[n / 2],
+                n => (rel[n / 2 - 1] + rel[n / 2]) / 2.0,
+            };
             let rms = (sq / xy.len() as f64).sqrt();
             fit.rms_error_ns = rms.round() as u64;
             fit.fitted_ns = total as u64;

@@ -4,24 +4,32 @@
 //! measurement, op kind by op kind ([`ByKind`]).
 //!
 //! Echo / Megatron traces ([`echo_job`]), per present rank, first iteration
-//! (ops up to the first `optimizer_step`):
+//! (ops up to the first `optimizer_step`), every traced op as measured:
 //! - the step order is the order of the rank's `forward_step` /
 //!   `backward_step` ops (micro-batch = their `batch_id`), kept explicitly;
 //! - a compute op with sub-operations becomes a chain of pieces: the
 //!   measured compute between sub-ops (gaps on the trace's clock), each
-//!   followed by the sub-op's collective, re-costed by the network model;
-//!   forward-phase ops (`get_batch`, `forward_step`, `loss_func`) make the
-//!   forward of their micro-batch, backward ones its backward;
+//!   followed by the sub-op's collective; forward-phase ops (`get_batch`,
+//!   `forward_step`, `loss_func`) make the forward of their micro-batch,
+//!   backward ones its backward; the host time between ops is measured
+//!   compute too (before the op, or closing the step before a transfer);
+//! - collectives are split by [`infer::infer`] into waiting, transfer and
+//!   the rank's own time after it: the transfer is re-costed (with the
+//!   network inferred from the trace, [`infer::InferredCost`]), the time
+//!   after it is replayed as compute, the waiting is left to the
+//!   simulation;
 //! - collectives over TP, EP, DP, DP_EP keep their group; the embedding
 //!   groups of the first and last stage (Echo `ep`, `pep`) become an
 //!   all-reduce between the two (the pipeline group, 2 ranks); broadcasts,
-//!   unscoped collectives and collectives of unknown size keep their measured
-//!   duration as compute (the network model cannot cost them);
+//!   unscoped collectives, collectives of unknown size and collectives over
+//!   a group of one member (DP 1) keep their measured duration as compute;
 //! - `dp_allreduce` / `ep_allreduce` / `pep_allreduce` are the
 //!   once-per-iteration gradient-sync rows, `optimizer_step` the closing
 //!   row; sends and receives are not replayed (the engine makes the
 //!   stage-to-stage transfers, `activation_bytes` from their shapes) but
-//!   their measured time is compared.
+//!   their measured transfer time is compared;
+//! - stages without a measured rank (below) get their compute scaled to
+//!   the measured ranks' waits by [`fit_copies`].
 //!
 //! Optimus-Prime logs ([`optimus_job`]): per rank, the forward of each logged
 //! layer per micro-batch = its mean per-step total over the steady steps

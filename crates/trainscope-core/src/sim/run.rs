@@ -14,9 +14,12 @@
 //!   [`JobSpec::from_described`] and simulated with the configured schedule
 //!   (a SimAI workload also gets its rows as written for SimAI's
 //!   closed-form bubble, [`SimaiBubbleBasis`]);
-//! - an Echo trace: replayed ([`replay::echo_job`]: measured compute, the
-//!   measured step order, collectives and transfers from the network model),
-//!   compared with the measured iteration;
+//! - an Echo trace: replayed ([`replay::echo_job`]: every traced op as
+//!   measured, the measured step order, collectives and transfers re-costed
+//!   with the network inferred from the trace, [`super::infer`]; unmeasured
+//!   stages scaled to the measured ranks' waits, [`replay::fit_copies`]),
+//!   compared with the measured iteration; explicit network settings
+//!   ([`RunOptions::network_overrides`]) replace inferred values (what-if);
 //! - an Optimus-Prime log: rebuilt ([`replay::optimus_job`]: per-stage
 //!   forward per micro-batch, backward = `backward_factor` x forward, default
 //!   2) and simulated with the configured schedule (1F1B, the logged one, by
@@ -25,9 +28,11 @@
 //! Calibration ([`RunOptions::calibrate`], measured runs): the compute scale
 //! is fitted ([`super::calibrate_compute_scale`]) with the settings as
 //! logged (for Optimus-Prime: 1F1B, one chunk, the logged micro-batch
-//! count; the cluster settings as given) so the prediction meets the
-//! measured iteration time; then the given settings are simulated with that
-//! scale (a what-if when they differ from the logged ones).
+//! count; for Echo the inferred network without overrides; the cluster
+//! settings as given) so the prediction meets the measured iteration time;
+//! then the given settings are simulated with that scale (a what-if when
+//! they differ from the logged ones). It fits only what the replay leaves:
+//! the report gives the uncalibrated error next to the scale.
 //!
 //! Everything is deterministic: same bytes, settings and options give the
 //! same output, natively and in wasm. The inputs ([`SimConfig`],
@@ -230,7 +235,7 @@ fn basis_notes(net: &InferredNetwork) -> Vec<String> {
     let least = names(FitBasis::LeastWaiting);
     if !least.is_empty() {
         out.push(format!(
-            "{}: not every member of the group is traced, so waiting cannot be split off; the shortest occurrence of each message size (an upper bound of the transfer) sets the bandwidth",
+            "{}: waiting cannot be split off (not every member of the group is traced, or the members' traces do not match); the shortest occurrence of each message size (an upper bound of the transfer) sets the bandwidth",
             least.join(", ")
         ));
     }
@@ -717,12 +722,15 @@ pub fn run_files(
                         configured_bw.as_ref(),
                         NetworkOverrides::default(),
                     )),
-                    Some(InferredCost::new(
-                        net,
-                        configured.as_ref(),
-                        configured_bw.as_ref(),
-                        overrides,
-                    )),
+                    // An explicit algorithm: the configured model alone.
+                    (!overrides.algorithm).then(|| {
+                        InferredCost::new(
+                            net,
+                            configured.as_ref(),
+                            configured_bw.as_ref(),
+                            overrides,
+                        )
+                    }),
                 ),
                 None => (None, None),
             };
