@@ -110,7 +110,10 @@ pub struct EventFlags {
     pub backward_factor: Option<f64>,
     /// Measured runs: fit one compute-scale factor so the prediction meets
     /// the measured iteration time, report it, then simulate the given
-    /// settings with it (what-if).
+    /// settings with it (what-if). An Echo replay meets the measurement
+    /// without it (network inferred from the trace; explicit network flags
+    /// replace the inferred values as a what-if), so the factor fits only
+    /// what is left; Optimus-Prime logs need it.
     #[arg(long)]
     pub calibrate: bool,
     /// Bytes of one stage-to-stage send (default: the file's `pp_comm` or

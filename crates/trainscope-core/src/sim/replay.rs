@@ -170,7 +170,11 @@ pub struct ReplayJob {
     pub present_ranks: Vec<u32>,
     /// Ranks simulated as copies of the nearest present stage.
     pub assumed: Vec<AssumedRank>,
-    /// Measured time by kind over the present ranks, one iteration, ns.
+    /// Measured time by kind over the present ranks, one iteration, ns, as
+    /// the replay uses it: compute includes the host time between ops and
+    /// the ranks' own time after collectives; a collective or transfer
+    /// split by the inference counts its transfer only (its waiting is
+    /// re-created by the simulation), an unsplit one its whole duration.
     pub measured: ByKind,
     /// True when the replay keeps each rank's measured step order.
     pub explicit_order: bool,
