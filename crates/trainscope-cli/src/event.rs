@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 use trainscope_core::analytical::{NicType, RatioTables};
 use trainscope_core::hardware::{gpu_preset, GPU_NAMES};
 use trainscope_core::sim::export;
+use trainscope_core::sim::infer::{FitBasis, NetworkOverrides};
 use trainscope_core::sim::network::PlacementOrder;
-use trainscope_core::sim::run::{convert_files, RunOutput};
+use trainscope_core::sim::run::{convert_files, InferredReport, RunOutput};
 use trainscope_core::sim::timeline::Timeline;
 use trainscope_core::sim::{run_files, Algorithm, RunError, RunOptions, ScheduleKind, SimConfig};
 use trainscope_core::Format;
@@ -110,7 +111,10 @@ pub struct EventFlags {
     pub backward_factor: Option<f64>,
     /// Measured runs: fit one compute-scale factor so the prediction meets
     /// the measured iteration time, report it, then simulate the given
-    /// settings with it (what-if).
+    /// settings with it (what-if). An Echo replay meets the measurement
+    /// without it (network inferred from the trace; explicit network flags
+    /// replace the inferred values as a what-if), so the factor fits only
+    /// what is left; Optimus-Prime logs need it.
     #[arg(long)]
     pub calibrate: bool,
     /// Bytes of one stage-to-stage send (default: the file's `pp_comm` or
@@ -259,10 +263,22 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
             return Ok(Err(EXIT_CONFIG));
         }
     }
+    // Measured replays: an explicit network setting replaces, for its
+    // link, what the replay inferred from the trace.
+    let network_overrides = NetworkOverrides {
+        nvlink_gbps: f.nvlink_gbps.is_some() || f.gpu_type.is_some(),
+        nic_gbps: f.nic_gbps.is_some()
+            || f.nic_type.is_some()
+            || f.nics_per_server.is_some()
+            || e.oversubscription.is_some(),
+        latency: e.latency_us.is_some(),
+        algorithm: e.algorithm.is_some(),
+    };
     let mut options = RunOptions {
         block_repeats: e.block_repeats,
         world: f.world,
         calibrate: e.calibrate,
+        network_overrides,
         ..RunOptions::default()
     };
     if let Some(name) = &e.format {
@@ -542,15 +558,19 @@ pub fn render_text(o: &RunOutput) -> String {
     } else if let Some(m) = o.measured_iteration_time_ns() {
         out.push_str(&format!("\n  measured iteration {} ms\n", ms(m)));
     }
+    if let Some(inf) = &o.inferred {
+        out.push_str(&render_inferred(inf));
+    }
     if let Some(cal) = &o.calibration {
         out.push_str(&format!(
-            "\n  calibration: compute scale {:.4} ({} simulations, {} schedule): {} ms vs measured {} ms, error {:+.3}%{}\n",
+            "\n  calibration: compute scale {:.4} ({} simulations, {} schedule): {} ms vs measured {} ms, error {:+.3}% (uncalibrated {:+.2}%){}\n",
             cal.compute_scale,
             cal.simulations,
             cal.schedule,
             ms(cal.calibrated_iteration_time_ns),
             ms(cal.measured_iteration_time_ns),
             cal.error_percent,
+            cal.uncalibrated_error_percent,
             if cal.what_if {
                 "; the report above is the what-if with the given settings"
             } else {
@@ -566,6 +586,68 @@ pub fn render_text(o: &RunOutput) -> String {
     }
     let trimmed: Vec<&str> = out.lines().map(str::trim_end).collect();
     trimmed.join("\n") + "\n"
+}
+
+/// The `inferred` lines of the readable report: per group and direction
+/// the bandwidth, latency, samples and fit error, then the unmeasured
+/// stages' scales.
+fn render_inferred(inf: &InferredReport) -> String {
+    let mut out = format!(
+        "\n  inferred from the trace ({} collectives and transfers split into waiting and transfer{}):\n  {:<11}{:<10}{:<16}{:>8}{:>12}{:>12}{:>11}{:>12}\n",
+        inf.split_occurrences,
+        if inf.clocks_shared {
+            ""
+        } else {
+            "; the ranks' clocks do not look shared"
+        },
+        "group",
+        "direction",
+        "basis",
+        "samples",
+        "GB/s",
+        "latency us",
+        "rms error",
+        "median err"
+    );
+    for g in &inf.groups {
+        let basis = match g.basis {
+            FitBasis::Split => "split",
+            FitBasis::LeastWaiting => "least waiting",
+            FitBasis::NotIdentifiable => "configured",
+        };
+        let dash = || "-".to_string();
+        let (bw, lat, err, median) = match g.bandwidth_gbps {
+            Some(bw) => (
+                format!("{bw:.1}"),
+                if g.latency_identified {
+                    format!("{:.1}", g.latency_ns as f64 / 1000.0)
+                } else {
+                    dash()
+                },
+                format!("{:.1}%", g.rms_error_percent),
+                format!("{:.1}%", g.median_error_percent),
+            ),
+            None => (dash(), dash(), dash(), dash()),
+        };
+        out.push_str(&format!(
+            "  {:<11}{:<10}{:<16}{:>8}{:>12}{:>12}{:>11}{:>12}\n",
+            g.group.name(),
+            g.direction.name(),
+            basis,
+            g.samples,
+            bw,
+            lat,
+            err,
+            median
+        ));
+    }
+    if let Some(u) = &inf.unmeasured_stages {
+        out.push_str(&format!(
+            "  unmeasured stage(s) {:?}: forward x {:.3}, backward x {:.3} of the copied stage, fitted to the measured ranks' waits ({} simulations)\n",
+            u.stages, u.forward_scale, u.backward_scale, u.simulations
+        ));
+    }
+    out
 }
 
 /// What `convert` writes.

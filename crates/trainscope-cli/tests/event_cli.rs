@@ -169,6 +169,113 @@ fn calibrate_brings_the_optimus_error_under_one_percent() {
     assert!(w["notes"].to_string().contains("what-if"));
 }
 
+/// The eight rank files of the fixture Echo job, as paths.
+fn echo_job() -> Vec<String> {
+    let dir = fixture("echo_job");
+    let mut paths: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".txt"))
+        .collect();
+    paths.sort();
+    assert_eq!(paths.len(), 8);
+    paths
+}
+
+fn simulate_job(extra: &[&str]) -> Output {
+    let paths = echo_job();
+    let mut args = vec!["simulate"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    trainscope(&args)
+}
+
+#[test]
+fn echo_replays_report_what_they_inferred() {
+    let v = json_of(&simulate_job(&["--json"]));
+    check_keys(&v, true);
+    let err = v["comparison"]["error_percent"].as_f64().unwrap();
+    assert!(err.abs() < 3.0, "{err}");
+    assert_eq!(v["algorithm"], "inferred");
+    let inf = &v["inferred"];
+    assert!(inf["note"].as_str().unwrap().contains("bandwidth"));
+    assert_eq!(inf["clocks_shared"], true);
+    assert!(u(inf, "split_occurrences") > 0);
+    assert!(inf["unmeasured_stages"].is_null());
+    for k in ["nvlink_gbps", "nic_gbps", "latency", "algorithm"] {
+        assert_eq!(inf["overridden"][k], false, "{k}");
+    }
+    let groups = inf["groups"].as_array().unwrap();
+    let names: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {}",
+                g["group"].as_str().unwrap(),
+                g["direction"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "tp forward",
+            "tp backward",
+            "embedding backward",
+            "p2p forward",
+            "p2p backward"
+        ]
+    );
+    for g in groups {
+        assert_eq!(g["basis"], "split");
+        assert!(g["bandwidth_gbps"].as_f64().unwrap() > 0.0, "{g}");
+        assert!(g["latency_ns"].is_u64());
+        assert!(g["latency_identified"].is_boolean());
+        assert!(u(g, "samples") > 0 && u(g, "points") > 0);
+        assert!(g["rms_error_percent"].as_f64().unwrap() >= 0.0);
+        assert!(g["median_error_percent"].as_f64().unwrap() >= 0.0);
+        for k in [
+            "rms_error_ns",
+            "measured_ns",
+            "fitted_ns",
+            "waiting_ns",
+            "after_ns",
+        ] {
+            assert!(g[k].is_u64(), "{k} in {g}");
+        }
+    }
+    assert!(v["notes"].to_string().contains("replay: every traced op"));
+
+    // The text report lists them.
+    let out = simulate_job(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("inferred from the trace"), "{text}");
+    assert!(text.contains("TP         forward   split"), "{text}");
+
+    // An explicit link setting overrides the inferred value and says so.
+    let w = json_of(&simulate_job(&["--json", "--nvlink-gbps", "370.8"]));
+    assert_eq!(w["inferred"]["overridden"]["nvlink_gbps"], true);
+    assert_eq!(w["inferred"]["groups"], v["inferred"]["groups"]);
+    assert!(w["notes"]
+        .to_string()
+        .contains("what-if: the NVLink bandwidth you set"));
+    assert!(u(&w, "iteration_time_ns") < u(&v, "iteration_time_ns"));
+
+    // The seed alone: its unmeasured stages are inferred from its waits.
+    let s = json_of(&simulate(ECHO, &["--json"]));
+    let st = &s["inferred"]["unmeasured_stages"];
+    assert_eq!(st["stages"], json!([0, 1, 2]));
+    assert!(st["forward_scale"].as_f64().unwrap() > 0.0);
+    assert!(st["backward_scale"].as_f64().unwrap() > 0.0);
+    assert!(s["comparison"]["error_percent"].as_f64().unwrap().abs() < 3.0);
+
+    // Optimus-Prime times forward passes only: nothing inferred, and a note.
+    let o = json_of(&simulate(OPTIMUS, &["--json"]));
+    assert!(o["inferred"].is_null() && o.get("inferred").is_some());
+    assert!(o["notes"].to_string().contains("forward passes only"));
+}
+
 /// Every complete event of a Chrome trace: `ts`/`dur` in microseconds equal
 /// the exact `start_ns`/`duration_ns` / 1000.
 fn check_chrome_units(trace: &Value) -> (usize, f64) {

@@ -121,6 +121,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         comparison: None,
         calibration: None,
         assumed_ranks: Vec::new(),
+        inferred: None,
         warnings: as_warning_lines(Vec::new(), warnings),
         notes,
     };

@@ -33,6 +33,7 @@ pub mod config;
 pub mod described;
 pub mod engine;
 pub mod export;
+pub mod infer;
 pub mod job;
 pub mod measured;
 pub mod network;

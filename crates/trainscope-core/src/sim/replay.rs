@@ -4,24 +4,32 @@
 //! measurement, op kind by op kind ([`ByKind`]).
 //!
 //! Echo / Megatron traces ([`echo_job`]), per present rank, first iteration
-//! (ops up to the first `optimizer_step`):
+//! (ops up to the first `optimizer_step`), every traced op as measured:
 //! - the step order is the order of the rank's `forward_step` /
 //!   `backward_step` ops (micro-batch = their `batch_id`), kept explicitly;
 //! - a compute op with sub-operations becomes a chain of pieces: the
 //!   measured compute between sub-ops (gaps on the trace's clock), each
-//!   followed by the sub-op's collective, re-costed by the network model;
-//!   forward-phase ops (`get_batch`, `forward_step`, `loss_func`) make the
-//!   forward of their micro-batch, backward ones its backward;
+//!   followed by the sub-op's collective; forward-phase ops (`get_batch`,
+//!   `forward_step`, `loss_func`) make the forward of their micro-batch,
+//!   backward ones its backward; the host time between ops is measured
+//!   compute too (before the op, or closing the step before a transfer);
+//! - collectives are split by [`infer::infer`] into waiting, transfer and
+//!   the rank's own time after it: the transfer is re-costed (with the
+//!   network inferred from the trace, [`infer::InferredCost`]), the time
+//!   after it is replayed as compute, the waiting is left to the
+//!   simulation;
 //! - collectives over TP, EP, DP, DP_EP keep their group; the embedding
 //!   groups of the first and last stage (Echo `ep`, `pep`) become an
 //!   all-reduce between the two (the pipeline group, 2 ranks); broadcasts,
-//!   unscoped collectives and collectives of unknown size keep their measured
-//!   duration as compute (the network model cannot cost them);
+//!   unscoped collectives, collectives of unknown size and collectives over
+//!   a group of one member (DP 1) keep their measured duration as compute;
 //! - `dp_allreduce` / `ep_allreduce` / `pep_allreduce` are the
 //!   once-per-iteration gradient-sync rows, `optimizer_step` the closing
 //!   row; sends and receives are not replayed (the engine makes the
 //!   stage-to-stage transfers, `activation_bytes` from their shapes) but
-//!   their measured time is compared.
+//!   their measured transfer time is compared;
+//! - stages without a measured rank (below) get their compute scaled to
+//!   the measured ranks' waits by [`fit_copies`].
 //!
 //! Optimus-Prime logs ([`optimus_job`]): per rank, the forward of each logged
 //! layer per micro-batch = its mean per-step total over the steady steps
@@ -36,17 +44,19 @@
 //! stage. A warning names every copy ([`AssumedRank`]).
 
 use super::described::scale;
+use super::infer::{self, first_iteration, InferredNetwork, LinkGroup, WHOLE_OP};
 use super::job::{
-    check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
-    Parallelism, PhaseOps, RankProgram,
+    check_size, Block, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
+    RankProgram,
 };
 use super::network::{Coords, Placement, PlacementOrder};
 use super::schedule::PipeStep;
-use super::timeline::{LaneGroup, SpanKind, Timeline};
+use super::timeline::{LaneGroup, Span, SpanKind, Stream, Timeline};
 use super::SimError;
-use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase, RankTrace};
+use super::{CollectiveCost, SimConfig};
+use crate::workload::{MeasuredOp, MeasuredRun, OpKind, Phase, RankTrace};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Op kinds compared between a measurement and its replay, in report order.
 pub const KINDS: [&str; 10] = [
@@ -160,10 +170,18 @@ pub struct ReplayJob {
     pub present_ranks: Vec<u32>,
     /// Ranks simulated as copies of the nearest present stage.
     pub assumed: Vec<AssumedRank>,
-    /// Measured time by kind over the present ranks, one iteration, ns.
+    /// Measured time by kind over the present ranks, one iteration, ns, as
+    /// the replay uses it: compute includes the host time between ops and
+    /// the ranks' own time after collectives; a collective or transfer
+    /// split by the inference counts its transfer only (its waiting is
+    /// re-created by the simulation), an unsplit one its whole duration.
     pub measured: ByKind,
     /// True when the replay keeps each rank's measured step order.
     pub explicit_order: bool,
+    /// Echo: the network inferred from the trace's own collectives, which
+    /// re-costs the replay ([`infer::InferredCost`]); `None` for inputs
+    /// that time no collectives (Optimus-Prime).
+    pub network: Option<InferredNetwork>,
 }
 
 /// One piece of measured work.
@@ -173,64 +191,77 @@ enum Item {
     Coll { name: String, spec: CommSpec },
 }
 
-fn coll_spec(op: &MeasuredOp) -> Option<CommSpec> {
-    let OpKind::Collective { collective, group } = op.kind else {
+/// The engine's collective for a traced one, or `None` when the replay
+/// keeps it as measured compute: broadcasts, point-to-point sub-ops,
+/// unscoped collectives, unknown sizes, and groups of one member in this
+/// job (local work, e.g. a DP all-reduce with DP 1).
+fn coll_spec(op: &MeasuredOp, parallel: Parallelism) -> Option<CommSpec> {
+    let (link, c) = LinkGroup::of_measured(op)?;
+    if link.members(parallel) <= 1 {
         return None;
-    };
-    let collective = match collective {
-        CommKind::AllReduce => CollectiveKind::AllReduce,
-        CommKind::AllGather => CollectiveKind::AllGather,
-        CommKind::ReduceScatter => CollectiveKind::ReduceScatter,
-        CommKind::AllToAll => CollectiveKind::AllToAll,
-        CommKind::Broadcast | CommKind::Send | CommKind::Recv => return None,
-    };
-    let group = match group {
-        CommGroup::Tp => GroupKind::Tp,
-        CommGroup::Dp => GroupKind::Dp,
-        CommGroup::Ep => GroupKind::Ep,
-        CommGroup::DpEp => GroupKind::DpEp,
-        CommGroup::Embedding | CommGroup::PositionEmbedding => GroupKind::Pp,
-        CommGroup::Pp | CommGroup::Unscoped => return None,
+    }
+    let group = match link {
+        LinkGroup::Tp => GroupKind::Tp,
+        LinkGroup::Dp => GroupKind::Dp,
+        LinkGroup::Ep => GroupKind::Ep,
+        LinkGroup::DpEp => GroupKind::DpEp,
+        LinkGroup::Embedding | LinkGroup::P2p => GroupKind::Pp,
     };
     let size_bytes = op.message_bytes.filter(|b| *b > 0)?;
     Some(CommSpec {
-        collective,
+        collective: infer::collective_kind(c),
         group,
         size_bytes,
     })
 }
 
+/// What [`op_items`] needs besides the op.
+struct RankCtx<'a> {
+    rank: u32,
+    parallel: Parallelism,
+    network: &'a InferredNetwork,
+}
+
 /// One op (with its sub-ops) as pieces, and the measured time of its
-/// collectives by kind.
-fn op_items(op: &MeasuredOp, measured: &mut ByKind) -> Vec<Item> {
-    let item_of = |o: &MeasuredOp, measured: &mut ByKind| -> Item {
+/// collectives by kind. A collective split by the inference
+/// ([`InferredNetwork::split`]) is its transfer (the engine re-costs it)
+/// followed by the rank's own time after it (measured compute); its
+/// waiting part is left to the simulation. `oi` is the op's index in the
+/// rank's trace.
+fn op_items(op: &MeasuredOp, oi: u32, ctx: &RankCtx<'_>, measured: &mut ByKind) -> Vec<Item> {
+    let item_of = |o: &MeasuredOp, si: u32, measured: &mut ByKind| -> Vec<Item> {
         let d = o.duration_ns.unwrap_or(0);
-        match coll_spec(o) {
-            Some(spec) => {
-                measured.add(kind_of_group(spec.group), d);
-                Item::Coll {
-                    name: format!("{} / {}", op.name, o.name),
-                    spec,
-                }
-            }
-            None => Item::Compute {
+        let Some(spec) = coll_spec(o, ctx.parallel) else {
+            return vec![Item::Compute {
                 name: op.name.clone(),
                 ns: d,
-            },
+            }];
+        };
+        let name = if si == WHOLE_OP {
+            op.name.clone()
+        } else {
+            format!("{} / {}", op.name, o.name)
+        };
+        let kind = kind_of_group(spec.group);
+        match ctx.network.split((ctx.rank, oi, si)) {
+            Some(s) => {
+                measured.add(kind, s.transfer_ns);
+                vec![
+                    Item::Coll { name, spec },
+                    Item::Compute {
+                        name: op.name.clone(),
+                        ns: s.after_ns,
+                    },
+                ]
+            }
+            None => {
+                measured.add(kind, d);
+                vec![Item::Coll { name, spec }]
+            }
         }
     };
     if op.sub_ops.is_empty() {
-        if let Some(spec) = coll_spec(op) {
-            measured.add(kind_of_group(spec.group), op.duration_ns.unwrap_or(0));
-            return vec![Item::Coll {
-                name: op.name.clone(),
-                spec,
-            }];
-        }
-        return vec![Item::Compute {
-            name: op.name.clone(),
-            ns: op.duration_ns.unwrap_or(0),
-        }];
+        return item_of(op, WHOLE_OP, measured);
     }
     let mut out = Vec::new();
     let timed = op.start_ns.is_some()
@@ -238,15 +269,20 @@ fn op_items(op: &MeasuredOp, measured: &mut ByKind) -> Vec<Item> {
         && op.sub_ops.iter().all(|s| s.start_ns.is_some());
     if timed {
         let mut cursor = op.start_ns.unwrap_or(0);
-        let mut subs: Vec<&MeasuredOp> = op.sub_ops.iter().collect();
-        subs.sort_by_key(|s| s.start_ns);
-        for s in subs {
+        let mut subs: Vec<(u32, &MeasuredOp)> = op
+            .sub_ops
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u32, s))
+            .collect();
+        subs.sort_by_key(|(_, s)| s.start_ns);
+        for (si, s) in subs {
             let start = s.start_ns.unwrap_or(cursor);
             out.push(Item::Compute {
                 name: op.name.clone(),
                 ns: start.saturating_sub(cursor),
             });
-            out.push(item_of(s, measured));
+            out.extend(item_of(s, si, measured));
             cursor = cursor.max(start.saturating_add(s.duration_ns.unwrap_or(0)));
         }
         out.push(Item::Compute {
@@ -258,8 +294,8 @@ fn op_items(op: &MeasuredOp, measured: &mut ByKind) -> Vec<Item> {
             name: op.name.clone(),
             ns: op.own_duration_ns().unwrap_or(0),
         });
-        for s in &op.sub_ops {
-            out.push(item_of(s, measured));
+        for (si, s) in op.sub_ops.iter().enumerate() {
+            out.extend(item_of(s, si as u32, measured));
         }
     }
     out
@@ -334,66 +370,163 @@ fn rows(pieces: Vec<LayerSpec>) -> Vec<LayerSpec> {
         .collect()
 }
 
+/// Where a traced op's items go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bucket {
+    /// Before the first step (joins it).
+    Lead,
+    Forward(u32),
+    Backward(u32),
+    /// Gradient-sync rows.
+    Pre,
+    /// Closing rows (optimizer).
+    Post,
+}
+
+#[derive(Default)]
+struct Buckets {
+    lead: Vec<Item>,
+    fwd: BTreeMap<u32, Vec<Item>>,
+    bwd: BTreeMap<u32, Vec<Item>>,
+    pre: Vec<Item>,
+    post: Vec<Item>,
+}
+
+impl Buckets {
+    fn list(&mut self, b: Bucket) -> &mut Vec<Item> {
+        match b {
+            Bucket::Lead => &mut self.lead,
+            Bucket::Forward(j) => self.fwd.entry(j).or_default(),
+            Bucket::Backward(j) => self.bwd.entry(j).or_default(),
+            Bucket::Pre => &mut self.pre,
+            Bucket::Post => &mut self.post,
+        }
+    }
+}
+
 /// The program of one Echo rank and its measured time by kind.
+///
+/// Besides the ops' own items ([`op_items`]), the rank's time between ops
+/// (host gaps on the trace's clock) is replayed as measured compute: before
+/// a compute or collective op it opens that op's items; before a send or
+/// receive it closes the current step (the transfer waits for it). A gap
+/// inside a step that needs a neighbour stage's data (a forward after the
+/// first stage, a backward before the last) whose receive is not traced is
+/// not replayed: it may be the wait for that data, which the simulation
+/// re-creates. A split
+/// send or receive ([`InferredNetwork::split`]) contributes its transfer to
+/// the comparison and the rank's own time after it to the next op's items;
+/// the transfer itself is made by the engine.
 fn echo_program(
     rt: &RankTrace,
     stage: u32,
     m: u32,
+    parallel: Parallelism,
+    network: &InferredNetwork,
     warnings: &mut Vec<String>,
 ) -> Option<(RankProgram, ByKind)> {
+    let ctx = RankCtx {
+        rank: rt.rank,
+        parallel,
+        network,
+    };
     let mut measured = ByKind::default();
     let mut order: Vec<PipeStep> = Vec::new();
-    let mut fwd: BTreeMap<u32, Vec<Item>> = BTreeMap::new();
-    let mut bwd: BTreeMap<u32, Vec<Item>> = BTreeMap::new();
-    let mut lead: Vec<Item> = Vec::new();
-    let mut pre: Vec<Item> = Vec::new();
-    let mut post: Vec<Item> = Vec::new();
+    let mut b = Buckets::default();
     let mut current: Option<(bool, u32)> = None;
-    let mut ended = false;
-    let mut after = 0usize;
-    for op in &rt.ops {
-        if ended {
-            after += 1;
+    let mut last = Bucket::Lead;
+    let mut last_name = String::from("idle");
+    let mut prev_end: Option<u64> = None;
+    let mut carry = 0u64;
+    let mut received: BTreeSet<(bool, u32)> = BTreeSet::new();
+    let ops = first_iteration(&rt.ops);
+    let after = rt.ops.len() - ops.len();
+    for (oi, op) in ops.iter().enumerate() {
+        let oi = oi as u32;
+        let gap = match (prev_end, op.start_ns) {
+            (Some(e), Some(s)) => s.saturating_sub(e),
+            _ => 0,
+        };
+        if let Some(e) = op.end_ns() {
+            prev_end = Some(prev_end.map_or(e, |p| p.max(e)));
+        }
+        if matches!(op.kind, OpKind::Send | OpKind::Recv) {
+            let own = gap.saturating_add(carry);
+            if own > 0 {
+                b.list(last).push(Item::Compute {
+                    name: last_name.clone(),
+                    ns: own,
+                });
+            }
+            let kind = if op.kind == OpKind::Send { SEND } else { RECV };
+            if let (OpKind::Recv, Some(j), Some(ph)) = (op.kind, op.micro_batch, op.phase) {
+                received.insert((ph == Phase::Forward, j));
+            }
+            match network.split((rt.rank, oi, WHOLE_OP)) {
+                Some(s) => {
+                    measured.add(kind, s.transfer_ns);
+                    carry = s.after_ns;
+                }
+                None => {
+                    measured.add(kind, op.duration_ns.unwrap_or(0));
+                    carry = 0;
+                }
+            }
             continue;
         }
-        match op.kind {
-            OpKind::Send => {
-                measured.add(SEND, op.duration_ns.unwrap_or(0));
-                continue;
-            }
-            OpKind::Recv => {
-                measured.add(RECV, op.duration_ns.unwrap_or(0));
-                continue;
-            }
-            _ => {}
-        }
-        let items = op_items(op, &mut measured);
-        match (op.phase, op.micro_batch) {
+        let bucket = match (op.phase, op.micro_batch) {
             (Some(Phase::Forward), Some(j)) => {
                 if op.name == "forward_step" {
                     order.push(PipeStep::f(j, 0));
                     current = Some((true, j));
                 }
-                fwd.entry(j).or_default().extend(items);
+                Bucket::Forward(j)
             }
             (Some(Phase::Backward), Some(j)) => {
                 if op.name == "backward_step" {
                     order.push(PipeStep::b(j, 0));
                     current = Some((false, j));
                 }
-                bwd.entry(j).or_default().extend(items);
+                Bucket::Backward(j)
             }
-            (Some(Phase::GradSync), _) => pre.extend(items),
-            (Some(Phase::Optimizer), _) => {
-                post.extend(items);
-                ended = op.name == "optimizer_step";
-            }
+            (Some(Phase::GradSync), _) => Bucket::Pre,
+            (Some(Phase::Optimizer), _) => Bucket::Post,
             _ => match current {
-                Some((true, j)) => fwd.entry(j).or_default().extend(items),
-                Some((false, j)) => bwd.entry(j).or_default().extend(items),
-                None => lead.extend(items),
+                Some((true, j)) => Bucket::Forward(j),
+                Some((false, j)) => Bucket::Backward(j),
+                None => Bucket::Lead,
             },
+        };
+        // Before a step that needs a neighbour's data, a gap without a
+        // traced receive may be waiting for it: left to the simulation.
+        let untraced_wait = match bucket {
+            Bucket::Forward(j) => stage > 0 && !received.contains(&(true, j)),
+            Bucket::Backward(j) => stage + 1 < parallel.pp && !received.contains(&(false, j)),
+            _ => false,
+        };
+        let own = if untraced_wait {
+            carry
+        } else {
+            gap.saturating_add(carry)
+        };
+        carry = 0;
+        let items = op_items(op, oi, &ctx, &mut measured);
+        let list = b.list(bucket);
+        if own > 0 {
+            list.push(Item::Compute {
+                name: op.name.clone(),
+                ns: own,
+            });
         }
+        list.extend(items);
+        last = bucket;
+        last_name.clone_from(&op.name);
+    }
+    if carry > 0 {
+        b.list(last).push(Item::Compute {
+            name: last_name,
+            ns: carry,
+        });
     }
     if after > 0 {
         warnings.push(format!(
@@ -408,22 +541,28 @@ fn echo_program(
         ));
         return None;
     }
-    if !lead.is_empty() {
+    if !b.lead.is_empty() {
         if let Some(first) = order.first() {
-            let list = if first.direction == super::schedule::Direction::Forward {
-                fwd.entry(first.micro_batch).or_default()
+            let target = if first.direction == super::schedule::Direction::Forward {
+                Bucket::Forward(first.micro_batch)
             } else {
-                bwd.entry(first.micro_batch).or_default()
+                Bucket::Backward(first.micro_batch)
             };
+            let mut lead = std::mem::take(&mut b.lead);
+            let list = b.list(target);
             lead.append(list);
             *list = lead;
         }
     }
     let mut blocks = Vec::with_capacity(m as usize);
     for j in 0..m {
-        let f = pieces(fwd.get(&j).map_or(&[][..], |v| v), FORWARD, &mut measured);
-        let b = pieces(bwd.get(&j).map_or(&[][..], |v| v), BACKWARD, &mut measured);
-        blocks.push(block(f, b));
+        let f = pieces(b.fwd.get(&j).map_or(&[][..], |v| v), FORWARD, &mut measured);
+        let bw = pieces(
+            b.bwd.get(&j).map_or(&[][..], |v| v),
+            BACKWARD,
+            &mut measured,
+        );
+        blocks.push(block(f, bw));
     }
     let micro_batch_blocks = if blocks.len() > 1 {
         (0..blocks.len() as u32).collect()
@@ -436,8 +575,8 @@ fn echo_program(
             stage,
             blocks,
             micro_batch_blocks,
-            pre_rows: rows(pieces(&pre, ITERATION, &mut measured)),
-            post_rows: rows(pieces(&post, ITERATION, &mut measured)),
+            pre_rows: rows(pieces(&b.pre, ITERATION, &mut measured)),
+            post_rows: rows(pieces(&b.post, ITERATION, &mut measured)),
             order: Some(order),
         },
         measured,
@@ -589,6 +728,13 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
     let parallel = parallel_of(run);
     let m = run.parallel.micro_batches.max(1);
     check_size(parallel, 0, u64::from(m), 1, 0, 0)?;
+    let network = infer::infer(run, parallel);
+    if !network.clocks_shared {
+        warnings.push(
+            "the ranks' clocks do not look shared: collectives are not split into waiting and transfer; the inferred bandwidths include waiting"
+                .to_string(),
+        );
+    }
     let mut programs = Vec::new();
     let mut measured = ByKind::default();
     let mut present = Vec::new();
@@ -602,7 +748,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
             continue;
         }
         let stage = stage_of(run, rt);
-        if let Some((p, k)) = echo_program(rt, stage, m, &mut warnings) {
+        if let Some((p, k)) = echo_program(rt, stage, m, parallel, &network, &mut warnings) {
             measured.merge(&k);
             present.push(rt.rank);
             programs.push(p);
@@ -634,9 +780,234 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
             assumed,
             measured,
             explicit_order: true,
+            network: Some(network),
         },
         warnings,
     ))
+}
+
+/// How the stages simulated as copies were scaled to the measured ranks'
+/// waits ([`fit_copies`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CopyScales {
+    /// The stages simulated as copies.
+    pub stages: Vec<u32>,
+    /// Their forward compute is the copied stage's times this.
+    pub forward_scale: f64,
+    /// Their backward compute is the copied stage's times this.
+    pub backward_scale: f64,
+    /// The measured rank whose first forward receive set the forward
+    /// scale, with that receive's measured end and the simulated one, ns
+    /// from the iteration start (`None`: no such receive; one scale for
+    /// both directions).
+    pub forward_rank: Option<u32>,
+    pub forward_target_ns: Option<u64>,
+    pub forward_simulated_ns: Option<u64>,
+    /// The measured ranks' iteration end, measured and simulated, ns.
+    pub end_target_ns: u64,
+    pub end_simulated_ns: u64,
+    /// Simulations the fit ran.
+    pub simulations: u32,
+}
+
+/// `job` with the compute of `copies` (ranks) scaled: forward by `fwd`,
+/// backward by `bwd`.
+fn scale_copies(job: &JobSpec, copies: &[u32], fwd: f64, bwd: f64) -> JobSpec {
+    let mut j = job.clone();
+    for p in j.programs.iter_mut().filter(|p| copies.contains(&p.rank)) {
+        for b in &mut p.blocks {
+            for l in &mut b.layers {
+                l.forward.compute_ns = scale(l.forward.compute_ns, fwd);
+                l.input_grad.compute_ns = scale(l.input_grad.compute_ns, bwd);
+                l.weight_grad.compute_ns = scale(l.weight_grad.compute_ns, bwd);
+            }
+        }
+    }
+    j
+}
+
+/// The scale in [1e-3, 1e3] (log-scale bisection from 1, at most 50 steps,
+/// within 0.01 % of `target`) for which the monotone `f` meets `target`;
+/// the closest one found, with its value.
+fn bisect(
+    mut f: impl FnMut(f64) -> Result<u64, SimError>,
+    target: u64,
+    sims: &mut u32,
+) -> Result<(f64, u64), SimError> {
+    let close = |t: u64| t.abs_diff(target) <= (target / 10_000).max(1);
+    let first = f(1.0)?;
+    *sims += 1;
+    let mut best = (1.0, first);
+    if close(first) {
+        return Ok(best);
+    }
+    let (mut lo, mut hi) = if first < target {
+        (0.0, 1e3f64.ln())
+    } else {
+        (1e-3f64.ln(), 0.0)
+    };
+    for _ in 0..50 {
+        let mid = (lo + hi) / 2.0;
+        let s = mid.exp();
+        let t = f(s)?;
+        *sims += 1;
+        if t.abs_diff(target) < best.1.abs_diff(target) {
+            best = (s, t);
+        }
+        if close(t) || hi - lo < 1e-9 {
+            break;
+        }
+        if t < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(best)
+}
+
+/// Lane indices of `rank` in a simulated timeline.
+fn rank_lanes(t: &Timeline, rank: u32) -> impl Iterator<Item = u32> + '_ {
+    t.lanes()
+        .iter()
+        .enumerate()
+        .filter(move |(_, l)| l.group_kind == LaneGroup::Rank && l.group == rank)
+        .map(|(i, _)| i as u32)
+}
+
+/// Infer the work of the stages a partial Echo job simulates as copies
+/// from the measured ranks' waits: the copies' forward compute is scaled so
+/// that the first forward receive of the lowest measured stage that has
+/// copies upstream ends when it was measured to (how long the upstream
+/// stages took), then their backward compute so that the measured ranks'
+/// iteration ends when it was measured to (how long the others kept them
+/// waiting); with no such receive, one scale for both. Times are from the
+/// iteration start (the earliest traced start). The measured ranks' own
+/// ops keep their durations, so for a partial job the iteration time
+/// meets the measurement by construction: the error says how well the
+/// copies could be fitted, not how good the replay is. `Ok(None)` (with
+/// a warning) when the trace cannot say: a copy upstream of every measured
+/// rank without a timed first forward receive to measure it by.
+pub fn fit_copies(
+    rj: &ReplayJob,
+    run: &MeasuredRun,
+    config: &SimConfig,
+    cost: &dyn CollectiveCost,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(JobSpec, CopyScales)>, SimError> {
+    let copies: Vec<u32> = rj.assumed.iter().map(|a| a.rank).collect();
+    if copies.is_empty() {
+        return Ok(None);
+    }
+    let mut stages: Vec<u32> = rj.assumed.iter().map(|a| a.stage).collect();
+    stages.sort_unstable();
+    stages.dedup();
+    let lowest_copy = stages.first().copied().unwrap_or(0);
+    let origin = run
+        .ranks
+        .iter()
+        .flat_map(|r| first_iteration(&r.ops))
+        .flat_map(|o| std::iter::once(o).chain(o.sub_ops.iter()))
+        .filter_map(|o| o.start_ns)
+        .min()
+        .unwrap_or(0);
+    let present: Vec<&RankTrace> = run
+        .ranks
+        .iter()
+        .filter(|r| rj.present_ranks.contains(&r.rank))
+        .collect();
+    let end_target = present
+        .iter()
+        .filter_map(|r| {
+            first_iteration(&r.ops)
+                .iter()
+                .filter_map(|o| o.end_ns())
+                .max()
+        })
+        .max()
+        .map(|e| e.saturating_sub(origin));
+    let Some(end_target) = end_target.filter(|t| *t > 0) else {
+        return Ok(None);
+    };
+    // The lowest measured stage with copies upstream whose first op is a
+    // timed forward receive.
+    let mut by_stage: Vec<(u32, &RankTrace)> =
+        present.iter().map(|r| (stage_of(run, r), *r)).collect();
+    by_stage.sort_by_key(|(s, r)| (*s, r.rank));
+    let forward = by_stage
+        .iter()
+        .filter(|(s, _)| *s > lowest_copy)
+        .find_map(|(_, r)| {
+            let op = first_iteration(&r.ops).first()?;
+            (op.kind == OpKind::Recv && op.phase == Some(Phase::Forward))
+                .then(|| op.end_ns())
+                .flatten()
+                .map(|e| (r.rank, e.saturating_sub(origin)))
+        });
+    let min_present = by_stage.first().map_or(0, |(s, _)| *s);
+    if forward.is_none() && min_present > lowest_copy {
+        warnings.push(format!(
+            "stage(s) {stages:?} are not measured and no measured rank shows how long they took (no timed first forward receive): they keep the copied stage's durations"
+        ));
+        return Ok(None);
+    }
+    let mut sims = 0u32;
+    let simulate = |job: &JobSpec| super::simulate_with(job, config, cost);
+    let end_of = |t: &Timeline| -> u64 {
+        rj.present_ranks
+            .iter()
+            .flat_map(|r| rank_lanes(t, *r).collect::<Vec<_>>())
+            .flat_map(|l| t.spans(l).iter().map(Span::end_ns))
+            .max()
+            .unwrap_or(0)
+    };
+    let (fwd, fwd_sim) = match forward {
+        Some((rank, target)) => {
+            let recv_end = |t: &Timeline| -> u64 {
+                rank_lanes(t, rank)
+                    .filter(|l| t.lanes()[*l as usize].stream == Stream::Recv)
+                    .filter_map(|l| t.spans(l).first().map(Span::end_ns))
+                    .min()
+                    .unwrap_or(0)
+            };
+            let (s, got) = bisect(
+                |x| {
+                    Ok(recv_end(
+                        &simulate(&scale_copies(&rj.job, &copies, x, x))?.timeline,
+                    ))
+                },
+                target,
+                &mut sims,
+            )?;
+            (Some(s), Some(got))
+        }
+        None => (None, None),
+    };
+    let (bwd, end_sim) = bisect(
+        |x| {
+            let f = fwd.unwrap_or(x);
+            Ok(end_of(
+                &simulate(&scale_copies(&rj.job, &copies, f, x))?.timeline,
+            ))
+        },
+        end_target,
+        &mut sims,
+    )?;
+    let fwd = fwd.unwrap_or(bwd);
+    Ok(Some((
+        scale_copies(&rj.job, &copies, fwd, bwd),
+        CopyScales {
+            stages,
+            forward_scale: fwd,
+            backward_scale: bwd,
+            forward_rank: forward.map(|f| f.0),
+            forward_target_ns: forward.map(|f| f.1),
+            forward_simulated_ns: fwd_sim,
+            end_target_ns: end_target,
+            end_simulated_ns: end_sim,
+            simulations: sims,
+        },
+    )))
 }
 
 /// Rebuild an Optimus-Prime run with backward = `backward_factor` x forward
@@ -750,6 +1121,7 @@ pub fn optimus_job(
             assumed,
             measured,
             explicit_order: false,
+            network: None,
         },
         warnings,
     ))
@@ -786,40 +1158,50 @@ mod tests {
             .filter(|l| l.forward.comm.is_some_and(|c| c.group == GroupKind::Tp))
             .count();
         assert_eq!(fwd_colls, 23);
-        // Measured forward compute + its TP collectives = the forward ops.
-        let fwd_ops: u64 = run.ranks[0]
-            .ops
-            .iter()
-            .filter(|o| o.phase == Some(Phase::Forward) && o.kind == OpKind::Compute)
-            .map(|o| o.duration_ns.unwrap())
-            .sum();
+        // Measured forward compute = the forward ops less their TP
+        // collectives (unsplit: rank 6 is not traced), plus the host time
+        // before each of them (after the previous op ended). loss_func's
+        // 4-byte DP all-reduce is local work with DP 1: compute.
+        let ops = &run.ranks[0].ops;
+        let mut want = 0u64;
+        for (i, o) in ops.iter().enumerate() {
+            if o.phase != Some(Phase::Forward) || o.kind != OpKind::Compute {
+                continue;
+            }
+            let tp: u64 = o
+                .sub_ops
+                .iter()
+                .filter(|s| coll_spec(s, r.job.parallel).is_some())
+                .map(|s| s.duration_ns.unwrap())
+                .sum();
+            let gap = o.start_ns.unwrap() - ops[i - 1].end_ns().unwrap();
+            want += o.duration_ns.unwrap() - tp + gap;
+        }
         let m = &r.measured;
-        // loss_func's 4-byte DP all-reduce is in coll_dp; its other sub-ops
-        // are TP.
-        let fwd_coll_tp: u64 = run.ranks[0]
-            .ops
-            .iter()
-            .filter(|o| o.name == "forward_step")
-            .flat_map(|o| o.sub_ops.iter())
-            .map(|s| s.duration_ns.unwrap())
-            .sum();
-        assert!(m.ns[FORWARD] + fwd_coll_tp <= fwd_ops);
-        assert!(m.ns[FORWARD] + fwd_coll_tp + 100_000 >= fwd_ops - 70_000);
-        // Gradient sync rows: dp_allreduce (DP) and ep_allreduce (embedding
-        // group of first and last stage) on rank 7; the middle-stage copies
-        // drop the embedding row, the stage-0 copy keeps it.
+        assert_eq!(m.ns[FORWARD], want);
+        assert!(want > 590_000_000, "{want}");
+        // Gradient sync rows: dp_allreduce is local work (DP 1), the
+        // ep_allreduce the embedding group of first and last stage; the
+        // middle-stage copies drop the embedding row, the stage-0 copy keeps
+        // it.
         let groups = |p: &RankProgram| -> Vec<GroupKind> {
             p.pre_rows
                 .iter()
                 .filter_map(|r| r.weight_grad.comm.map(|c| c.group))
                 .collect()
         };
-        assert_eq!(groups(p7), vec![GroupKind::Dp, GroupKind::Pp]);
-        assert_eq!(
-            groups(&r.job.programs[0]),
-            vec![GroupKind::Dp, GroupKind::Pp]
-        );
-        assert_eq!(groups(&r.job.programs[1]), vec![GroupKind::Dp]);
+        assert_eq!(groups(p7), vec![GroupKind::Pp]);
+        assert_eq!(groups(&r.job.programs[0]), vec![GroupKind::Pp]);
+        assert!(groups(&r.job.programs[1]).is_empty());
+        let dp = run.ranks[0]
+            .ops
+            .iter()
+            .find(|o| o.name == "dp_allreduce")
+            .unwrap();
+        assert!(p7
+            .pre_rows
+            .iter()
+            .any(|row| row.forward.compute_ns >= dp.duration_ns.unwrap()));
         assert_eq!(r.measured.ns[RECV], 629_770_000);
     }
 }

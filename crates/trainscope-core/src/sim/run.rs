@@ -14,9 +14,12 @@
 //!   [`JobSpec::from_described`] and simulated with the configured schedule
 //!   (a SimAI workload also gets its rows as written for SimAI's
 //!   closed-form bubble, [`SimaiBubbleBasis`]);
-//! - an Echo trace: replayed ([`replay::echo_job`]: measured compute, the
-//!   measured step order, collectives and transfers from the network model),
-//!   compared with the measured iteration;
+//! - an Echo trace: replayed ([`replay::echo_job`]: every traced op as
+//!   measured, the measured step order, collectives and transfers re-costed
+//!   with the network inferred from the trace, [`super::infer`]; unmeasured
+//!   stages scaled to the measured ranks' waits, [`replay::fit_copies`]),
+//!   compared with the measured iteration; explicit network settings
+//!   ([`RunOptions::network_overrides`]) replace inferred values (what-if);
 //! - an Optimus-Prime log: rebuilt ([`replay::optimus_job`]: per-stage
 //!   forward per micro-batch, backward = `backward_factor` x forward, default
 //!   2) and simulated with the configured schedule (1F1B, the logged one, by
@@ -29,9 +32,11 @@
 //! Calibration ([`RunOptions::calibrate`], measured runs): the compute scale
 //! is fitted ([`super::calibrate_compute_scale`]) with the settings as
 //! logged (for Optimus-Prime: 1F1B, one chunk, the logged micro-batch
-//! count; the cluster settings as given) so the prediction meets the
-//! measured iteration time; then the given settings are simulated with that
-//! scale (a what-if when they differ from the logged ones).
+//! count; for Echo the inferred network without overrides; the cluster
+//! settings as given) so the prediction meets the measured iteration time;
+//! then the given settings are simulated with that scale (a what-if when
+//! they differ from the logged ones). It fits only what the replay leaves:
+//! the report gives the uncalibrated error next to the scale.
 //!
 //! Everything is deterministic: same bytes, settings and options give the
 //! same output, natively and in wasm. The inputs ([`SimConfig`],
@@ -40,12 +45,14 @@
 //! back to an equal value), for a web worker to post it.
 
 use super::described::DescribedOptions;
+use super::infer::{FitBasis, GroupFit, InferredCost, InferredNetwork, NetworkOverrides};
 use super::job::{Parallelism, SimaiBubbleBasis};
 use super::measured::{measured_timeline, MeasuredTimeline};
-use super::replay::{self, AssumedRank, ByKind, KINDS};
+use super::replay::{self, AssumedRank, ByKind, CopyScales, KINDS};
 use super::schedule::ScheduleKind;
 use super::simai_cost::{cost_for, SIMAI_P2P_NOTE};
 use super::summary::{ExposedComm, StageSummary};
+use super::CollectiveCost;
 use super::{calibrate_compute_scale, simulate_with, Algorithm, JobSpec, SimConfig, SimError};
 use super::{SimResult, Summary};
 use crate::analytical::RatioTables;
@@ -75,6 +82,9 @@ pub struct RunOptions {
     pub world: Option<u32>,
     /// Measured runs: fit the compute scale to the measurement first.
     pub calibrate: bool,
+    /// Measured runs: the network settings given explicitly; each replaces,
+    /// for its link, what the replay inferred from the trace (a what-if).
+    pub network_overrides: NetworkOverrides,
     /// Bandwidth-efficiency tables for `Algorithm::Simai` (SimAI's built-in
     /// ones when `None`).
     #[serde(skip)]
@@ -160,6 +170,11 @@ pub struct CalibrationReport {
     pub calibrated_iteration_time_ns: u64,
     /// 100 x (calibrated - measured) / measured.
     pub error_percent: f64,
+    /// The simulated iteration time before calibration (scale 1, the
+    /// logged settings), ns: what the replay explains by itself.
+    pub uncalibrated_iteration_time_ns: u64,
+    /// 100 x (uncalibrated - measured) / measured.
+    pub uncalibrated_error_percent: f64,
     /// Simulations the fit ran.
     pub simulations: u32,
     /// True when the reported simulation uses settings other than the ones
@@ -167,6 +182,128 @@ pub struct CalibrationReport {
     pub what_if: bool,
     /// The schedule the calibration ran.
     pub schedule: &'static str,
+}
+
+/// What an Echo replay inferred from its trace ([`super::infer`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InferredReport {
+    /// How to read it (one line).
+    pub note: &'static str,
+    /// Whether the ranks' clocks look shared (else nothing was split).
+    pub clocks_shared: bool,
+    /// Collectives and transfers split into waiting and transfer by the
+    /// measured start skew.
+    pub split_occurrences: u32,
+    /// Complete groups whose members' times did not overlap (not split).
+    pub inconsistent_occurrences: u32,
+    /// Per group and direction: bandwidth, latency, samples, fit error.
+    pub groups: Vec<GroupFit>,
+    /// The settings that replaced inferred values (what-if).
+    pub overridden: NetworkOverrides,
+    /// Partial jobs: how the stages simulated as copies were scaled to the
+    /// measured ranks' waits.
+    pub unmeasured_stages: Option<CopyScales>,
+}
+
+/// The note on every Echo replay.
+pub const ECHO_REPLAY_NOTE: &str = "replay: every traced op keeps its measured duration (compute between collectives, get_batch, loss_func, optimizer_step, the host time between ops, collectives over a group of one such as a DP all-reduce with DP 1); collectives and stage-to-stage transfers are split into waiting and transfer by the measured start skew, re-costed with the bandwidth and latency inferred per group from the trace (`inferred`), and their waiting is re-created by the simulation";
+
+/// The note of `inferred`.
+pub const INFERRED_NOTE: &str = "effective bandwidth (GB/s = 2^30 bytes/s, on the network model's bus bytes) and latency per group and direction, least squares over the traced transfers (waiting split off by start skew where every member is traced); explicit network settings override them per link";
+
+/// The note on every Optimus-Prime replay.
+pub const FORWARD_ONLY_NOTE: &str = "Optimus-Prime logs time forward passes only: backward (estimated as backward_factor x forward) and communication are not measured, so the uncalibrated replay is not expected to meet the measurement; use calibration (--calibrate) to fit the compute scale";
+
+/// What calibration changed, in words.
+fn calibration_note(format: Format, uncalibrated_percent: f64, scale: f64) -> String {
+    let what = if format == Format::OptimusPrimeLog {
+        "the forward-only log leaves backward and communication to estimates"
+    } else {
+        "the replay re-creates every traced op and the inferred network"
+    };
+    format!(
+        "calibration fits only what the replay does not explain: {what}; uncalibrated it is {uncalibrated_percent:+.2}% off the measurement, and the compute scale that closes the gap is {scale:.4}"
+    )
+}
+
+/// Notes on the groups that could not be split.
+fn basis_notes(net: &InferredNetwork) -> Vec<String> {
+    let names = |b: FitBasis| -> Vec<String> {
+        net.fits
+            .iter()
+            .filter(|f| f.basis == b)
+            .map(|f| format!("{} {}", f.group.name(), f.direction.name()))
+            .collect()
+    };
+    let mut out = Vec::new();
+    let least = names(FitBasis::LeastWaiting);
+    if !least.is_empty() {
+        out.push(format!(
+            "{}: waiting cannot be split off (not every member of the group is traced, or the members' traces do not match); the shortest occurrence of each message size (an upper bound of the transfer) sets the bandwidth",
+            least.join(", ")
+        ));
+    }
+    let none = names(FitBasis::NotIdentifiable);
+    if !none.is_empty() {
+        out.push(format!(
+            "{}: each message size is traced once, with waiting for untraced members that cannot be told apart from the transfer; costed by the configured network",
+            none.join(", ")
+        ));
+    }
+    out
+}
+
+/// One note per overridden setting of a replay with an inferred network.
+fn override_notes(net: &InferredNetwork, o: NetworkOverrides, c: &SimConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if o.algorithm {
+        out.push(format!(
+            "what-if: the collective algorithm you set ({}) costs every collective and transfer on the configured cluster; nothing inferred from the trace is used",
+            c.algorithm.name()
+        ));
+        return out;
+    }
+    let fitted = |f: &GroupFit| {
+        f.bandwidth_gbps.map(|bw| {
+            let latency = if f.latency_identified {
+                format!(", {:.1} us", f.latency_ns as f64 / 1000.0)
+            } else {
+                String::new()
+            };
+            format!(
+                "{} {} {bw:.1} GB/s{latency}",
+                f.group.name(),
+                f.direction.name()
+            )
+        })
+    };
+    let list: Vec<String> = net.fits.iter().filter_map(fitted).collect();
+    let inferred = if list.is_empty() {
+        String::new()
+    } else {
+        format!(" (inferred: {})", list.join("; "))
+    };
+    let n = &c.network;
+    if o.nvlink_gbps {
+        out.push(format!(
+            "what-if: the NVLink bandwidth you set ({} GB/s) replaces the inferred bandwidth of every group inside one node{inferred}",
+            n.nvlink_gbps
+        ));
+    }
+    if o.nic_gbps {
+        out.push(format!(
+            "what-if: the NIC settings you set ({} NIC(s) of {} GB/s per node, oversubscription {}) replace the inferred bandwidth of every group across nodes{inferred}",
+            n.nics_per_node, n.nic_gbps, n.oversubscription
+        ));
+    }
+    if o.latency {
+        out.push(format!(
+            "what-if: the latency you set ({} / {} us per step, NVLink / NIC) replaces the inferred latency of every group{inferred}",
+            n.nvlink_latency_ns as f64 / 1000.0,
+            n.nic_latency_ns as f64 / 1000.0
+        ));
+    }
+    out
 }
 
 /// Everything one event-mode run produces (see the module documentation).
@@ -195,6 +332,9 @@ pub struct RunOutput {
     pub comparison: Option<Comparison>,
     /// Measured runs with [`RunOptions::calibrate`].
     pub calibration: Option<CalibrationReport>,
+    /// Echo replays: what was inferred from the trace (`None` for other
+    /// inputs).
+    pub inferred: Option<InferredReport>,
     /// Ranks simulated as copies of the nearest measured stage.
     pub assumed_ranks: Vec<AssumedRank>,
     /// Every warning (files, adapters, simulation), one line each, in order.
@@ -285,6 +425,7 @@ impl RunOutput {
             }
             v["comparison"] = json!(self.comparison);
             v["calibration"] = json!(self.calibration);
+            v["inferred"] = json!(self.inferred);
             v["assumed_ranks"] = json!(self.assumed_ranks);
         }
         v["warnings"] = json!(self.warnings);
@@ -521,6 +662,7 @@ pub fn run_files(
                 measured: None,
                 comparison: None,
                 calibration: None,
+                inferred: None,
                 assumed_ranks: Vec::new(),
                 warnings: as_warning_lines(file_warnings, warnings),
                 notes,
@@ -538,7 +680,7 @@ pub fn run_files(
             let mut c = config.clone();
             // Backward estimates of measured runs are made here, not by the builder.
             c.backward_factor = None;
-            let (rj, replay_warnings, logged) = match run.format {
+            let (mut rj, replay_warnings, logged) = match run.format {
                 Format::OptimusPrimeLog => {
                     let f = config.backward_factor.unwrap_or(2.0);
                     let (rj, w) = replay::optimus_job(&run, f)?;
@@ -578,7 +720,57 @@ pub fn run_files(
                     ));
                 }
             }
-            let cost = cost_for(rj.job.parallel, &c, tables)?;
+            // The configured model, and its bandwidth term alone (for
+            // what-ifs that override one link's bandwidth).
+            let configured = cost_for(rj.job.parallel, &c, tables)?;
+            let mut c_bw = c.clone();
+            c_bw.network.nvlink_latency_ns = 0;
+            c_bw.network.nic_latency_ns = 0;
+            let configured_bw = cost_for(rj.job.parallel, &c_bw, tables)?;
+            let overrides = options.network_overrides;
+            // As measured (inferred only) and as asked (with the overrides).
+            let (logged_cost, run_cost) = match &rj.network {
+                Some(net) => (
+                    Some(InferredCost::new(
+                        net,
+                        configured.as_ref(),
+                        configured_bw.as_ref(),
+                        NetworkOverrides::default(),
+                    )),
+                    // An explicit algorithm: the configured model alone.
+                    (!overrides.algorithm).then(|| {
+                        InferredCost::new(
+                            net,
+                            configured.as_ref(),
+                            configured_bw.as_ref(),
+                            overrides,
+                        )
+                    }),
+                ),
+                None => (None, None),
+            };
+            let logged_cost: &dyn CollectiveCost = match &logged_cost {
+                Some(x) => x,
+                None => configured.as_ref(),
+            };
+            let cost: &dyn CollectiveCost = match &run_cost {
+                Some(x) => x,
+                None => configured.as_ref(),
+            };
+            let mut unmeasured = None;
+            if rj.network.is_some() && !rj.assumed.is_empty() {
+                let base = SimConfig {
+                    compute_scale: 1.0,
+                    ..c.clone()
+                };
+                if let Some((job, scales)) =
+                    replay::fit_copies(&rj, &run, &base, logged_cost, &mut warnings)?
+                {
+                    rj.job = job;
+                    unmeasured = Some(scales);
+                }
+            }
+            let network_what_if = rj.network.is_some() && overrides.any();
             let target = measured.iteration_time_ns;
             let mut calibration = None;
             let result = match (options.calibrate, target) {
@@ -590,25 +782,35 @@ pub fn run_files(
                         base.micro_batches = None;
                     }
                     base.compute_scale = 1.0;
-                    let cal = calibrate_compute_scale(&rj.job, &base, cost.as_ref(), target)?;
+                    let plain = simulate_with(&rj.job, &base, logged_cost)?;
+                    let plain_t = plain.summary.iteration_time_ns;
+                    let cal = calibrate_compute_scale(&rj.job, &base, logged_cost, target)?;
                     let mut fin = c.clone();
                     fin.compute_scale = cal.compute_scale;
-                    let what_if = SimConfig {
-                        compute_scale: 1.0,
-                        ..c.clone()
-                    } != base;
+                    let what_if = network_what_if
+                        || SimConfig {
+                            compute_scale: 1.0,
+                            ..c.clone()
+                        } != base;
                     let t = cal.result.summary.iteration_time_ns;
                     calibration = Some(CalibrationReport {
                         compute_scale: cal.compute_scale,
                         measured_iteration_time_ns: target,
                         calibrated_iteration_time_ns: t,
                         error_percent: error_percent(t, target),
+                        uncalibrated_iteration_time_ns: plain_t,
+                        uncalibrated_error_percent: error_percent(plain_t, target),
                         simulations: cal.simulations,
                         what_if,
                         schedule: base.schedule.name(),
                     });
+                    notes.push(calibration_note(
+                        run.format,
+                        error_percent(plain_t, target),
+                        cal.compute_scale,
+                    ));
                     let r = if what_if {
-                        simulate_with(&rj.job, &fin, cost.as_ref())?
+                        simulate_with(&rj.job, &fin, cost)?
                     } else {
                         cal.result
                     };
@@ -620,10 +822,33 @@ pub fn run_files(
                         "the run has no measured iteration time: nothing to calibrate against"
                             .to_string(),
                     );
-                    simulate_with(&rj.job, &c, cost.as_ref())?
+                    simulate_with(&rj.job, &c, cost)?
                 }
-                _ => simulate_with(&rj.job, &c, cost.as_ref())?,
+                _ => simulate_with(&rj.job, &c, cost)?,
             };
+            match &rj.network {
+                Some(net) => {
+                    notes.push(ECHO_REPLAY_NOTE.to_string());
+                    notes.extend(basis_notes(net));
+                    if let Some(u) = &unmeasured {
+                        notes.push(format!(
+                            "stage(s) {:?} are not measured: simulated as copies of the nearest measured stage with forward x {:.3} and backward x {:.3}, fitted so the measured ranks' waits are re-created; the measured ranks' iteration end is then met by construction, so the error above does not test the replay",
+                            u.stages, u.forward_scale, u.backward_scale
+                        ));
+                    }
+                    notes.extend(override_notes(net, overrides, &c));
+                }
+                None => notes.push(FORWARD_ONLY_NOTE.to_string()),
+            }
+            let inferred = rj.network.as_ref().map(|net| InferredReport {
+                note: INFERRED_NOTE,
+                clocks_shared: net.clocks_shared,
+                split_occurrences: net.split_occurrences,
+                inconsistent_occurrences: net.inconsistent_occurrences,
+                groups: net.fits.clone(),
+                overridden: overrides,
+                unmeasured_stages: unmeasured,
+            });
             push_unique(&mut warnings, result.summary.warnings.iter().cloned());
             push_unique(&mut notes, result.summary.notes.iter().cloned());
             let comparison =
@@ -640,6 +865,7 @@ pub fn run_files(
                 measured: Some(measured),
                 comparison,
                 calibration,
+                inferred,
                 assumed_ranks: rj.assumed,
                 warnings: as_warning_lines(file_warnings, warnings),
                 notes,
