@@ -3,13 +3,15 @@
 //! ([`workload`]), diagnostics as data ([`diag`]), the per-file summary shown by
 //! the CLI and the web page ([`inspect`]), the SimAI-compatible cost model
 //! ([`analytical`]) and the event-level simulator with its timeline model
-//! ([`sim`]). No IO, clocks, threads or DOM; builds for wasm32 and natively,
-//! so the CLI and the browser compute identical numbers.
+//! ([`sim`]), with one range check per user setting ([`limits`]). No IO,
+//! clocks, threads or DOM; builds for wasm32 and natively, so the CLI and
+//! the browser compute identical numbers.
 
 pub mod analytical;
 pub mod diag;
 pub mod formats;
 pub mod inspect;
+pub mod limits;
 pub mod model;
 pub mod sim;
 pub mod workload;

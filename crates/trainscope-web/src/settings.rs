@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use trainscope_core::analytical::{AnalyticalConfig, GpuType, NicType, OverlapRatios};
 use trainscope_core::formats::neusight::DEFAULT_BLOCK_REPEATS;
+use trainscope_core::limits;
 use trainscope_core::sim::config::DEFAULT_BACKWARD_FACTOR;
 use trainscope_core::sim::network::PlacementOrder;
 use trainscope_core::sim::{self as coresim, ScheduleKind, SimConfig};
@@ -331,11 +332,9 @@ impl fmt::Display for Field {
     }
 }
 
-/// Upper bounds that keep a run's size bounded whatever is typed in.
-pub const MAX_WORLD: u32 = 1 << 20;
-pub const MAX_MICRO_BATCHES: u32 = 1 << 16;
-pub const MAX_VIRTUAL_STAGES: u32 = 1024;
-pub const MAX_PER_NODE: u32 = 1024;
+/// The core's bounds ([`trainscope_core::limits`]), the CLI's too, so the
+/// page refuses exactly what the CLI refuses.
+pub use trainscope_core::limits::{MAX_MICRO_BATCHES, MAX_PER_NODE, MAX_VIRTUAL_STAGES, MAX_WORLD};
 /// The core's bound on a NeuSight block repeat count (the CLI's too).
 pub const MAX_BLOCKS: u32 = trainscope_core::formats::neusight::MAX_BLOCK_REPEATS;
 
@@ -749,7 +748,9 @@ impl Settings {
 
     /// Every problem, one message per field (the first found for it), in
     /// [`Field::ALL`] order. Fields unused in the current mode are not
-    /// checked. Empty means the settings can run.
+    /// checked. Empty means the settings can run. Ranges are the core's
+    /// checks ([`trainscope_core::limits`]), the ones the CLI applies to
+    /// the same values, in the same words.
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errs: Vec<FieldError> = Vec::new();
         let mut err = |f: Field, m: String| {
@@ -757,23 +758,19 @@ impl Settings {
                 errs.push(FieldError::new(f, m));
             }
         };
-        let count = |f: Field, v: u32, max: u32, err: &mut dyn FnMut(Field, String)| {
-            if v == 0 {
-                err(f, "must be at least 1".into());
-            } else if v > max {
-                err(f, format!("must be at most {max}"));
+        let check = |f: Field, r: Result<(), String>, err: &mut dyn FnMut(Field, String)| {
+            if let Err(m) = r {
+                err(f, m);
             }
+        };
+        let count = |f: Field, v: u32, max: u32, err: &mut dyn FnMut(Field, String)| {
+            check(f, limits::count(v, max), err);
         };
         for (f, bw) in [
             (Field::NvlinkBw, self.nvlink_bw_gbps),
             (Field::NicBw, self.nic_bw_gbps),
         ] {
-            if !(bw.is_finite() && bw > 0.0) {
-                err(
-                    f,
-                    format!("bandwidth must be positive (got {})", fmt_f64(bw)),
-                );
-            }
+            check(f, limits::bandwidth_gbps(bw), &mut err);
         }
         count(
             Field::GpusPerNode,
@@ -787,20 +784,16 @@ impl Settings {
             MAX_PER_NODE,
             &mut err,
         );
-        if !(self.latency_us.is_finite() && self.latency_us >= 0.0) {
-            err(Field::Latency, "latency cannot be negative".into());
-        }
-        if !(self.oversubscription.is_finite() && self.oversubscription >= 1.0) {
-            err(
-                Field::Oversubscription,
-                format!(
-                    "oversubscription must be at least 1 (1 = full bisection bandwidth; got {})",
-                    fmt_f64(self.oversubscription)
-                ),
-            );
-        } else if self.oversubscription > 1e6 {
-            err(Field::Oversubscription, "must be at most 1000000".into());
-        }
+        check(
+            Field::Latency,
+            limits::latency_us(self.latency_us),
+            &mut err,
+        );
+        check(
+            Field::Oversubscription,
+            limits::oversubscription(self.oversubscription),
+            &mut err,
+        );
         count(Field::Tp, self.tp, MAX_WORLD, &mut err);
         count(Field::Pp, self.pp, MAX_WORLD, &mut err);
         count(Field::Ep, self.ep, MAX_WORLD, &mut err);
@@ -858,26 +851,19 @@ impl Settings {
             (Field::DpOverlap, self.dp_overlap),
             (Field::TpOverlap, self.tp_overlap),
             (Field::EpOverlap, self.ep_overlap),
-            (Field::PpOverlap, self.pp_overlap),
         ] {
-            if !(0.0..=1.0).contains(&v) {
-                err(
-                    f,
-                    format!("overlap ratio must be between 0 and 1 (got {})", fmt_f64(v)),
-                );
-            }
+            check(f, limits::overlap_ratio(v), &mut err);
         }
-        if self.pp_overlap == 0.0 {
-            err(
-                Field::PpOverlap,
-                "PP overlap must be above 0: SimAI's exposed-PP formula divides by it".into(),
-            );
-        }
-        if !(self.backward_factor.is_finite() && self.backward_factor > 0.0) {
-            err(Field::BackwardFactor, "must be positive".into());
-        } else if self.backward_factor > 100.0 {
-            err(Field::BackwardFactor, "must be at most 100".into());
-        }
+        check(
+            Field::PpOverlap,
+            limits::pp_overlap_ratio(self.pp_overlap),
+            &mut err,
+        );
+        check(
+            Field::BackwardFactor,
+            limits::backward_factor(self.backward_factor),
+            &mut err,
+        );
         count(Field::Blocks, self.blocks, MAX_BLOCKS, &mut err);
         errs.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
         errs

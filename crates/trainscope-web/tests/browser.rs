@@ -149,7 +149,7 @@ fn bandwidth_overlap_and_counts_are_checked_per_mode() {
         dp_overlap: 1.5,
         pp_overlap: 0.0,
         micro_batches: 0,
-        backward_factor: 0.0,
+        backward_factor: -1.0,
         ..Settings::default()
     };
     // Event mode: overlap ratios are not used, so not reported.
@@ -176,8 +176,78 @@ fn bandwidth_overlap_and_counts_are_checked_per_mode() {
             Field::PpOverlap
         ]
     );
-    assert!(errs[3].message.contains("between 0 and 1"));
-    assert!(errs[4].message.contains("divides by it"));
+    // The core's checks, in the CLI's words.
+    assert_eq!(
+        errs[0].message,
+        "0 is not a positive bandwidth in GB/s of at most 1e9"
+    );
+    assert_eq!(errs[2].message, "0 is not between 1 and 1048576");
+    assert_eq!(errs[3].message, "1.5 is not in [0, 1]");
+    assert_eq!(
+        errs[4].message,
+        "0 is not in (0, 1] (SimAI divides the PP send time by it)"
+    );
+}
+
+#[wasm_bindgen_test]
+fn the_page_refuses_what_the_core_refuses() {
+    // Every event-mode field the page checks, at a value just outside its
+    // range: the page and the core's validation (the CLI's) both refuse it;
+    // just inside, both accept it.
+    let cases: [(Field, &str, &str); 10] = [
+        (Field::GpusPerNode, "4097", "4096"),
+        (Field::NicsPerNode, "0", "1"),
+        (Field::NvlinkBw, "1e10", "1e9"),
+        (Field::NicBw, "0", "0.001"),
+        (Field::Latency, "1000001", "1000000"),
+        (Field::Oversubscription, "0.99", "1"),
+        (Field::World, "0", "8"),
+        (Field::MicroBatches, "1048577", "1048576"),
+        (Field::BackwardFactor, "1000.5", "0"),
+        (Field::Blocks, "1025", "1024"),
+    ];
+    for (field, bad, good) in cases {
+        for (text, ok) in [(bad, false), (good, true)] {
+            let mut s = Settings::default();
+            s.set(field, text).unwrap();
+            let page_ok = !s.validate().iter().any(|e| e.field == field);
+            let all: BTreeSet<Field> = Field::ALL.into_iter().collect();
+            let (mut config, options) = compute::event_config(&s, &all);
+            // The latency setter refuses out-of-range values itself.
+            let core_ok = config.network.set_latency_us(s.latency_us).is_ok()
+                && config.validate().is_ok()
+                && options.validate().is_ok();
+            assert_eq!((page_ok, core_ok), (ok, ok), "{field} = {text}");
+        }
+    }
+    // SimAI mode: the cluster and the overlap ratios.
+    for (field, bad, good) in [
+        (Field::GpusPerNode, "5000", "4096"),
+        (Field::NvlinkBw, "1e300", "360"),
+        (Field::World, "0", "512"),
+        (Field::DpOverlap, "1.01", "1"),
+        (Field::PpOverlap, "0", "0.5"),
+    ] {
+        for (text, ok) in [(bad, false), (good, true)] {
+            let mut s = Settings {
+                mode: Mode::Simai,
+                world_size: 512,
+                ..Settings::default()
+            };
+            s.set(field, text).unwrap();
+            let page_ok = !s.validate().iter().any(|e| e.field == field);
+            let a = compute::analytical_config(&s);
+            let cluster = trainscope_core::analytical::ClusterConfig {
+                world_size: a.world_size.unwrap(),
+                gpus_per_server: a.gpus_per_server.unwrap(),
+                nics_per_server: a.nics_per_server.unwrap(),
+                nvlink_busbw_gbps: a.nvlink_busbw_gbps.unwrap(),
+                nic_busbw_gbps: a.nic_busbw_gbps.unwrap(),
+            };
+            let core_ok = cluster.validate().is_ok() && a.overlap.validate().is_ok();
+            assert_eq!((page_ok, core_ok), (ok, ok), "simai {field} = {text}");
+        }
+    }
 }
 
 #[wasm_bindgen_test]
@@ -1091,7 +1161,9 @@ fn placement_and_oversubscription_settings() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert_eq!(errs[0].field, Field::Oversubscription);
     assert!(
-        errs[0].message.contains("at least 1"),
+        errs[0]
+            .message
+            .contains("0.5 is not a factor between 1 (full bisection bandwidth)"),
         "{}",
         errs[0].message
     );

@@ -16,6 +16,7 @@ use super::network::PlacementOrder;
 use super::schedule::ScheduleKind;
 use super::SimError;
 use crate::analytical::AnalyticalConfig;
+use crate::limits;
 use serde::{Deserialize, Serialize};
 
 /// How collectives are costed.
@@ -108,41 +109,25 @@ impl NetworkConfig {
     /// Set both latencies from one value in microseconds (the CLI's
     /// `--latency-us`): NIC latency = `us`, NVLink latency = `us / 5`.
     pub fn set_latency_us(&mut self, us: f64) -> Result<(), SimError> {
-        if !us.is_finite() || !(0.0..=1e6).contains(&us) {
-            return Err(SimError::InvalidConfig {
-                name: "latency_us",
-                reason: format!("{us} is not between 0 and 1000000 microseconds"),
-            });
-        }
+        limits::latency_us(us).map_err(|reason| SimError::InvalidConfig {
+            name: "latency_us",
+            reason,
+        })?;
         self.nic_latency_ns = (us * 1000.0).round() as u64;
         self.nvlink_latency_ns = (us * 200.0).round() as u64;
         Ok(())
     }
 
-    /// Check every field.
+    /// Check every field ([`limits`]: the same ranges as the
+    /// SimAI-compatible mode and the page).
     pub fn validate(&self) -> Result<(), SimError> {
         let bad =
             |name: &'static str, reason: String| Err(SimError::InvalidConfig { name, reason });
-        if !(1..=4096).contains(&self.gpus_per_node) {
-            return bad(
-                "gpus_per_node",
-                format!("{} is not between 1 and 4096", self.gpus_per_node),
-            );
-        }
-        if !(1..=4096).contains(&self.nics_per_node) {
-            return bad(
-                "nics_per_node",
-                format!("{} is not between 1 and 4096", self.nics_per_node),
-            );
-        }
-        for (name, v) in [
-            ("nvlink_gbps", self.nvlink_gbps),
-            ("nic_gbps", self.nic_gbps),
-        ] {
-            if !v.is_finite() || v <= 0.0 || v > 1e9 {
-                return bad(name, format!("{v} is not a positive bandwidth in GB/s"));
-            }
-        }
+        let named = |name: &'static str| move |reason| SimError::InvalidConfig { name, reason };
+        limits::count(self.gpus_per_node, limits::MAX_PER_NODE).map_err(named("gpus_per_node"))?;
+        limits::count(self.nics_per_node, limits::MAX_PER_NODE).map_err(named("nics_per_node"))?;
+        limits::bandwidth_gbps(self.nvlink_gbps).map_err(named("nvlink_gbps"))?;
+        limits::bandwidth_gbps(self.nic_gbps).map_err(named("nic_gbps"))?;
         for (name, v) in [
             ("nvlink_latency_ns", self.nvlink_latency_ns),
             ("nic_latency_ns", self.nic_latency_ns),
@@ -151,15 +136,7 @@ impl NetworkConfig {
                 return bad(name, format!("{v} ns is more than a second per step"));
             }
         }
-        if !self.oversubscription.is_finite()
-            || self.oversubscription < 1.0
-            || self.oversubscription > 1e6
-        {
-            return bad(
-                "oversubscription",
-                format!("{} is not a factor >= 1", self.oversubscription),
-            );
-        }
+        limits::oversubscription(self.oversubscription).map_err(named("oversubscription"))?;
         Ok(())
     }
 }
@@ -224,26 +201,16 @@ impl Default for SimConfig {
 /// page's backward-factor field starts at it.
 pub const DEFAULT_BACKWARD_FACTOR: f64 = 2.0;
 
-/// Most micro-batches accepted.
-pub const MAX_MICRO_BATCHES: u32 = 1 << 20;
-/// Most virtual stages per rank accepted (a span stores its chunk in a byte).
-pub const MAX_VIRTUAL_STAGES: u32 = 255;
+pub use crate::limits::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
 
 impl SimConfig {
     /// Check every field (the job-dependent checks happen in the builder).
     pub fn validate(&self) -> Result<(), SimError> {
         let bad =
             |name: &'static str, reason: String| Err(SimError::InvalidConfig { name, reason });
+        let named = |name: &'static str| move |reason| SimError::InvalidConfig { name, reason };
         self.network.validate()?;
-        if !(1..=MAX_VIRTUAL_STAGES).contains(&self.virtual_stages) {
-            return bad(
-                "virtual_stages",
-                format!(
-                    "{} is not between 1 and {MAX_VIRTUAL_STAGES}",
-                    self.virtual_stages
-                ),
-            );
-        }
+        limits::count(self.virtual_stages, MAX_VIRTUAL_STAGES).map_err(named("virtual_stages"))?;
         if self.virtual_stages > 1 && self.schedule != ScheduleKind::Interleaved {
             return bad(
                 "virtual_stages",
@@ -255,17 +222,13 @@ impl SimConfig {
             );
         }
         if let Some(m) = self.micro_batches {
-            if !(1..=MAX_MICRO_BATCHES).contains(&m) {
-                return bad(
-                    "micro_batches",
-                    format!("{m} is not between 1 and {MAX_MICRO_BATCHES}"),
-                );
-            }
+            limits::count(m, MAX_MICRO_BATCHES).map_err(named("micro_batches"))?;
         }
         if let Some(f) = self.backward_factor {
-            if !f.is_finite() || !(0.0..=1000.0).contains(&f) {
-                return bad("backward_factor", format!("{f} is not between 0 and 1000"));
-            }
+            limits::backward_factor(f).map_err(named("backward_factor"))?;
+        }
+        if let Some(b) = self.activation_bytes {
+            limits::activation_bytes(b).map_err(named("activation_bytes"))?;
         }
         if !self.compute_scale.is_finite() || self.compute_scale <= 0.0 || self.compute_scale > 1e6
         {
