@@ -112,7 +112,8 @@ impl NicType {
 }
 
 /// The four overlap ratios: the fraction of a group's communication hidden
-/// behind compute. Exposed time = trunc(time x (1 - ratio)). Missing fields
+/// behind compute. Exposed time = trunc(time x (1 - ratio)), in SimAI's
+/// single precision ([`super::report::exposed_ns`]). Missing fields
 /// deserialise to their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
