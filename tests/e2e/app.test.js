@@ -54,8 +54,8 @@ test('an example simulates in the worker (event mode) and equals the CLI; chart,
   await waitDone(page);
   const results = page.getByTestId('results');
   assert.equal(await results.getAttribute('data-kind'), 'event');
-  // The page's defaults are the CLI's but for NVLink (SimAI's reference 360 GB/s).
-  const want = cli([path.join(seeds, SEED001), '--nvlink-gbps', '360']);
+  // The page's defaults are the CLI's.
+  const want = cli([path.join(seeds, SEED001)]);
   assert.equal(await iterationNs(page), want.iteration_time_ns);
   assert.equal(await figure(page, 'compute'), String(want.compute_ns));
   assert.equal(await figure(page, 'bubble'), String(want.bubble_ns));
@@ -91,15 +91,66 @@ test('an example simulates in the worker (event mode) and equals the CLI; chart,
 test('seed 000: SimAI mode shows the reference total; event mode equals the CLI', async () => {
   const { page, errors } = await open();
   await loadExample(page, SEED000);
-  const want = cli([path.join(seeds, SEED000), '--nvlink-gbps', '360']);
+  const want = cli([path.join(seeds, SEED000)]);
   assert.equal(await iterationNs(page), want.iteration_time_ns);
-  // The page's defaults are SimAI's reference flags for r000 (-g 512 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8).
+  // The page's defaults with NVLink 360 GB/s are SimAI's reference flags for
+  // r000 (-g 512 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8).
+  await page.getByTestId('setting-nvlink_gbps').fill('360');
   await page.getByTestId('mode').selectOption('simai');
   await page.locator('[data-testid="results"][data-kind="simai"]').waitFor();
   await waitDone(page);
   assert.equal(Math.floor(await iterationNs(page) / 1000), 534975);
   assert.match(await page.getByTestId('iteration-time').textContent(), /534\.9/);
   await screenshot(page, 'app-seed000-simai');
+  assert.deepEqual(errors, []);
+});
+
+/** The figures both modes show, as the CLI's `--json` names them. */
+async function pageFigures(page) {
+  const out = { iteration_time_ns: await iterationNs(page) };
+  for (const k of ['compute', 'bubble']) out[`${k}_ns`] = Number(await figure(page, k));
+  out.exposed_comm_ns = {};
+  for (const g of ['TP', 'EP', 'DP', 'DP_EP', 'PP']) out.exposed_comm_ns[g.toLowerCase()] = Number(await figure(page, `comm.${g}`));
+  return out;
+}
+
+function cliFigures(want) {
+  const e = want.exposed_comm_ns;
+  return {
+    iteration_time_ns: want.iteration_time_ns, compute_ns: want.compute_ns, bubble_ns: want.bubble_ns,
+    exposed_comm_ns: { tp: e.tp, ep: e.ep, dp: e.dp, dp_ep: e.dp_ep, pp: e.pp },
+  };
+}
+
+/** Switch the mode and wait for that mode's result of the newest run. */
+async function switchMode(page, mode) {
+  await page.getByTestId('mode').selectOption(mode);
+  await page.locator(`[data-testid="results"][data-kind="${mode}"]`).waitFor();
+  await waitDone(page);
+}
+
+test('with no flags and an untouched page, page and CLI agree: every example (event mode), the SimAI ones (SimAI mode)', async () => {
+  const { page, errors } = await open();
+  const names = await page.getByTestId('example').locator('.example-name').allTextContents();
+  assert.equal(names.length, 5);
+  // The form opens with the core's defaults: H100's NVLink, CX7's NIC.
+  assert.equal(await page.getByTestId('setting-nvlink_gbps').inputValue(), '370.8');
+  assert.equal(await page.getByTestId('setting-gpu').inputValue(), 'H100');
+  assert.equal(await page.getByTestId('setting-nic_gbps').inputValue(), '48.5');
+  for (const name of names) {
+    const file = path.join(root, 'www', 'examples', name);
+    await loadExample(page, name);
+    assert.equal(await page.getByTestId('results').getAttribute('data-kind'), 'event');
+    const want = cli([file]);
+    assert.deepEqual(await pageFigures(page), cliFigures(want), `${name}: event mode`);
+    assert.equal(await figure(page, 'simai_bubble'), String(want.simai_bubble_ns), name);
+    if (name.startsWith('simai_')) {
+      await switchMode(page, 'simai');
+      assert.deepEqual(await pageFigures(page), cliFigures(cli(['--mode', 'simai', file])), `${name}: SimAI mode`);
+      await switchMode(page, 'event');
+    }
+    await page.getByRole('button', { name: `Remove ${name}` }).click();
+  }
   assert.deepEqual(errors, []);
 });
 
@@ -331,7 +382,9 @@ test('downloads: Chrome trace, summary JSON, spans CSV and the charts PNG', asyn
   assert.equal(png.suggestedFilename(), 'trainscope-charts.png');
   const bytes = fs.readFileSync(await png.path());
   assert.deepEqual([...bytes.subarray(1, 4)], [0x50, 0x4e, 0x47]); // "PNG"
-  // SimAI mode: the CSV is SimAI's EndToEnd layout.
+  // SimAI mode with SimAI's reference flags (-nv 360): the CSV is SimAI's
+  // EndToEnd layout, equal to its r000 output.
+  await page.getByTestId('setting-nvlink_gbps').fill('360');
   await page.getByTestId('mode').selectOption('simai');
   await page.locator('[data-testid="results"][data-kind="simai"]').waitFor();
   await waitDone(page);

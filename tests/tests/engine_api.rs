@@ -551,7 +551,11 @@ fn hostile_sizes_are_refused_before_allocating() {
         world: Some(4_000_000_000),
         ..RunOptions::default()
     };
-    too_large(run(&t, "w.txt", &d, &big_world), "world override");
+    // Refused by the options' range check (`limits::MAX_WORLD`) first.
+    assert!(matches!(
+        run(&t, "w.txt", &d, &big_world),
+        Err(RunError::Sim(SimError::InvalidConfig { name: "world", .. }))
+    ));
     // ga of 4e9 micro-batches.
     let t = simai_text("2", "4000000000", "2");
     match run(&t, "ga.txt", &d, &o) {

@@ -229,18 +229,35 @@ fn checkpoint_lists_cover_every_listed_layer() {
 fn comm_type_spellings() {
     let w = simai::parse("c", &text("parse/simai/comm_types.txt")).unwrap();
     let r = &w.records;
+    let names: Vec<&str> = r.iter().map(|r| r.name.as_str()).collect();
+    // b (`ALLREDUSE`), c (`ALLGATHR_EP`) and f (`allreduce`) are typos of
+    // known names: errors, records skipped.
+    assert_eq!(names, ["a", "d", "e", "g"]);
+    assert_eq!(w.skipped_records, 3);
     assert_eq!(r[0].fwd_comm.comm_type, CommType::Broadcast);
     assert_eq!(r[0].ig_comm.comm_type, CommType::None);
-    assert_eq!(r[1].fwd_comm.comm_type, CommType::Unknown);
-    assert_eq!(r[1].wg_comm.comm_type, CommType::SendRecv);
-    assert_eq!(r[2].ig_comm.comm_type, CommType::Unknown);
-    let hints: Vec<&str> = w
+    // `FOO_BAR` is far from every known name: no collective, a warning.
+    assert_eq!(r[3].fwd_comm.comm_type, CommType::Unknown);
+    assert_eq!(r[3].wg_comm.comm_type, CommType::SendRecv);
+    let errors: Vec<(u32, &str)> = w
         .diagnostics
         .iter()
-        .filter_map(|d| d.hint.as_deref())
+        .filter(|d| d.is_error())
+        .map(|d| (d.location.as_ref().unwrap().line, d.message.as_str()))
         .collect();
-    assert!(hints.contains(&"did you mean `ALLREDUCE`?"), "{hints:?}");
-    assert!(hints.contains(&"did you mean `ALLGATHER_EP`?"), "{hints:?}");
+    assert_eq!(
+        errors,
+        [
+            (4, "failed to parse SimAI workload (unknown comm type `ALLREDUSE` in field 4; did you mean `ALLREDUCE`?); record skipped"),
+            (5, "failed to parse SimAI workload (unknown comm type `ALLGATHR_EP` in field 7; did you mean `ALLGATHER_EP`?); record skipped"),
+            (8, "failed to parse SimAI workload (unknown comm type `allreduce` in field 4; did you mean `ALLREDUCE`?); record skipped"),
+        ]
+    );
+    assert!(w
+        .diagnostics
+        .iter()
+        .any(|d| !d.is_error()
+            && d.message == "unknown comm type `FOO_BAR`; treated as no collective"));
     let w = simai::parse("a", &text("parse/simai/allreduce_async.txt")).unwrap();
     assert_eq!(
         w.records[0].fwd_comm.comm_type,

@@ -21,7 +21,7 @@ const SEED001: &str = "seeds/simai_405b_tp8_pp16_ga16_sp.txt";
 const EXAMPLE: &str = "simai/workload_analytical.txt";
 
 /// One reference run: name, workload, world, GPUs/server, overlaps
-/// (dp, tp, ep, pp). All six use -nv 360 -nic 48.5 -n_p_s 8.
+/// (dp, tp, ep, pp). All use -nv 360 -nic 48.5 -n_p_s 8.
 struct Case {
     name: &'static str,
     workload: &'static str,
@@ -32,7 +32,7 @@ struct Case {
     flags: &'static str,
 }
 
-const CASES: [Case; 6] = [
+const CASES: [Case; 9] = [
     Case {
         name: "r000",
         workload: SEED000,
@@ -80,6 +80,33 @@ const CASES: [Case; 6] = [
         gpus_per_server: 8,
         overlap: (0.0, 0.0, 0.5, 0.5),
         flags: "-g 9216 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8 -pp_o 0.5 -ep_o 0.5 |",
+    },
+    // Ratios that are not exact in single precision: SimAI's float order
+    // (`pp_o 0.8` gives 78124 us of exposed PP, not 78125).
+    Case {
+        name: "r000ovl8",
+        workload: SEED000,
+        world: 512,
+        gpus_per_server: 8,
+        overlap: (0.7, 0.9, 0.0, 0.8),
+        flags: "-g 512 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8 -pp_o 0.8 -dp_o 0.7 -tp_o 0.9 |",
+    },
+    Case {
+        name: "r000ovl1",
+        workload: SEED000,
+        world: 512,
+        gpus_per_server: 8,
+        overlap: (0.15, 0.35, 0.0, 0.1),
+        flags: "-g 512 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8 -pp_o 0.1 -dp_o 0.15 -tp_o 0.35 |",
+    },
+    Case {
+        name: "rexovl3",
+        workload: EXAMPLE,
+        world: 9216,
+        gpus_per_server: 8,
+        overlap: (0.9, 0.6, 0.3, 0.3),
+        flags:
+            "-g 9216 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8 -pp_o 0.3 -ep_o 0.3 -dp_o 0.9 -tp_o 0.6 |",
     },
 ];
 

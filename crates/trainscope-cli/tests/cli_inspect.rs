@@ -344,3 +344,34 @@ fn simulating_a_model_config_asks_for_a_training_setup() {
     );
     assert!(err.contains("trainscope simulate --model"), "{err}");
 }
+
+#[test]
+fn a_misspelt_comm_type_exits_3_and_names_the_known_one() {
+    // `ALLREDUSE`, `ALLGATHR_EP` and `allreduce` are near misses (errors,
+    // records skipped); `FOO_BAR` is far from every name (a warning).
+    let file = fixture("parse/simai/comm_types.txt");
+    let out = run(&["inspect", &file]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("comm_types.txt:4:9"), "{err}");
+    assert!(
+        err.contains("error: failed to parse SimAI workload (unknown comm type `ALLREDUSE` in field 4; did you mean `ALLREDUCE`?); record skipped"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `ALLGATHER_EP`?"), "{err}");
+    assert!(
+        !err.contains("`FOO_BAR`"),
+        "a far name is a warning, not an error: {err}"
+    );
+    let f = &json(&run(&["inspect", "--json", &file]))[0];
+    assert_eq!(f["errors"].as_array().unwrap().len(), 3);
+    assert!(f["warnings"]
+        .to_string()
+        .contains("unknown comm type `FOO_BAR`; treated as no collective"));
+    // The simulation still runs on the records that were read, and says
+    // which were left out.
+    let out = run(&["simulate", "--mode", "simai", &file]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("3 records skipped (lines 4, 5, 8); the result leaves them out"));
+}

@@ -570,3 +570,78 @@ fn oversubscription_and_placement_flags() {
     let help = String::from_utf8_lossy(&trainscope(&["simulate", "--help"]).stdout).to_string();
     assert!(help.contains("--placement") && help.contains("--oversubscription"));
 }
+
+/// Every flag value that cannot be meant exits 4 with a message naming the
+/// setting and the value, in both modes where the flag applies; the bound
+/// just inside is accepted (the core's `limits`, as the page checks them).
+#[test]
+fn values_that_cannot_be_meant_exit_4_naming_the_value() {
+    let refused: [(&str, &[&str], &str); 20] = [
+        // (input, flags, what stderr says)
+        (SEED000, &["--world", "0"], "invalid setting `world`: 0 is not between 1 and 1048576"),
+        (NEUSIGHT, &["--world", "0"], "invalid setting `world`: 0 is not between 1 and 1048576"),
+        (SEED000, &["--world", "4"], "invalid setting `world`: 4 is not a multiple of TP x PP = 8 x 4 = 32"),
+        (SEED000, &["--world", "2097152"], "invalid setting `world`: 2097152 is not between 1 and 1048576"),
+        (SEED000, &["--gpus-per-node", "0"], "invalid setting `gpus_per_node`: 0 is not between 1 and 4096"),
+        (SEED000, &["--nics-per-node", "4097"], "invalid setting `nics_per_node`: 4097 is not between 1 and 4096"),
+        (SEED000, &["--nvlink-gbps", "nan"], "invalid setting `nvlink_gbps`: NaN is not a positive bandwidth"),
+        (SEED000, &["--nic-gbps", "1e300"], "invalid setting `nic_gbps`: 1e300 is not a positive bandwidth in GB/s of at most 1e9"),
+        (SEED000, &["--nic-gbps=-inf"], "invalid setting `nic_gbps`: -inf is not a positive bandwidth"),
+        (SEED000, &["--latency-us", "nan"], "invalid setting `latency_us`: NaN is not between 0 and 1000000 microseconds"),
+        (SEED000, &["--oversubscription", "0"], "invalid setting `oversubscription`: 0 is not a factor between 1"),
+        (SEED000, &["--micro-batches", "0"], "invalid setting `micro_batches`: 0 is not between 1 and 1048576"),
+        (SEED000, &["--virtual-stages", "0"], "invalid setting `virtual_stages`: 0 is not between 1 and 255"),
+        (SEED000, &["--backward-factor", "-0.5"], "invalid setting `backward_factor`: -0.5 is not between 0 and 1000"),
+        (OPTIMUS, &["--backward-factor", "inf"], "invalid setting `backward_factor`: inf is not between 0 and 1000"),
+        (SEED000, &["--activation-bytes", "18446744073709551615"], "invalid setting `activation_bytes`: 18446744073709551615 bytes is more than 1099511627776 (1 TiB) per send"),
+        (NEUSIGHT, &["--block-repeats", "0"], "block repeat count 0 is out of range (1 to 1024)"),
+        (NEUSIGHT, &["--block-repeats", "1025"], "block repeat count 1025 is out of range (1 to 1024)"),
+        (SEED000, &["--mode", "simai", "--world", "0"], "world size must be at least 1, got 0"),
+        (SEED000, &["--mode", "simai", "--gpus-per-node", "4097"], "GPUs per server: 4097 is not between 1 and 4096"),
+    ];
+    for (input, flags, says) in refused {
+        let out = simulate(input, flags);
+        assert_eq!(out.status.code(), Some(4), "{flags:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{flags:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{flags:?}");
+    }
+    for flags in [
+        &["--mode", "simai", "--nic-gbps", "1e300"][..],
+        &["--mode", "simai", "--nvlink-gbps", "nan"],
+        &["--mode", "simai", "--world", "2097152"],
+        &["--mode", "simai", "--world", "100"],
+        &["--mode", "simai", "--nics-per-node", "0"],
+    ] {
+        let out = simulate(SEED000, flags);
+        assert_eq!(out.status.code(), Some(4), "{flags:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("invalid configuration"), "{flags:?}");
+    }
+    // The bounds themselves are accepted.
+    for (input, flags) in [
+        (SEED000, &["--world", "64"][..]),
+        (NEUSIGHT, &["--world", "2", "--block-repeats", "1024"]),
+        (
+            SEED000,
+            &["--gpus-per-node", "4096", "--nics-per-node", "1"],
+        ),
+        (SEED000, &["--nic-gbps", "1e9", "--latency-us", "0"]),
+        (
+            SEED000,
+            &["--activation-bytes", "0", "--backward-factor", "0"],
+        ),
+        (
+            SEED000,
+            &[
+                "--mode",
+                "simai",
+                "--gpus-per-node",
+                "4096",
+                "--nic-gbps",
+                "1e9",
+            ],
+        ),
+    ] {
+        let out = simulate(input, flags);
+        assert_eq!(out.status.code(), Some(0), "{flags:?}: {}", stderr(&out));
+    }
+}

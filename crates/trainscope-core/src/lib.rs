@@ -3,8 +3,9 @@
 //! ([`workload`]), diagnostics as data ([`diag`]), the per-file summary shown by
 //! the CLI and the web page ([`inspect`]), the SimAI-compatible cost model
 //! ([`analytical`]) and the event-level simulator with its timeline model
-//! ([`sim`]). No IO, clocks, threads or DOM; builds for wasm32 and natively,
-//! so the CLI and the browser compute identical numbers.
+//! ([`sim`]), with one range check per user setting ([`limits`]). No IO,
+//! clocks, threads or DOM; builds for wasm32 and natively, so the CLI and
+//! the browser compute identical numbers.
 
 pub mod analytical;
 pub mod diag;
@@ -12,6 +13,7 @@ pub mod formats;
 pub mod hardware;
 pub mod inspect;
 pub mod job;
+pub mod limits;
 pub mod model;
 pub mod sim;
 pub mod workload;

@@ -25,7 +25,7 @@ use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
 use trainscope_core::inspect::{inspect_set, FileSummary};
 use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput as SimRunOutput};
-use trainscope_core::sim::{self as coresim, ScheduleKind, SimConfig};
+use trainscope_core::sim::{self as coresim, SimConfig};
 use trainscope_core::Diagnostic;
 
 /// Run one request: parse every file (Echo rank files of one job form one
@@ -182,19 +182,11 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
     config.network.placement = settings.placement;
     // Validated by the form (>= 1); the core refuses anything else.
     config.network.oversubscription = settings.oversubscription;
-    config.schedule = match settings.schedule {
-        Schedule::Gpipe => ScheduleKind::GPipe,
-        Schedule::OneFOneB => ScheduleKind::OneFOneB,
-        Schedule::Interleaved => ScheduleKind::Interleaved,
-    };
+    config.schedule = settings.schedule.core();
     if settings.schedule == Schedule::Interleaved {
         config.virtual_stages = settings.virtual_stages;
     }
-    config.algorithm = match settings.algorithm {
-        crate::settings::Algorithm::Ring => coresim::Algorithm::Ring,
-        crate::settings::Algorithm::Tree => coresim::Algorithm::Tree,
-        crate::settings::Algorithm::Simai => coresim::Algorithm::Simai,
-    };
+    config.algorithm = settings.algorithm.core();
     config.overlap_grad_sync = settings.grad_sync_overlap;
     config.micro_batches = set(Field::MicroBatches).then_some(settings.micro_batches);
     config.backward_factor = set(Field::BackwardFactor).then_some(settings.backward_factor);
@@ -377,23 +369,26 @@ pub fn hints_from_summary(s: &FileSummary) -> SettingsHints {
             .collect();
     } else if let (Some(job), Some(format)) = (&s.job, s.format) {
         // The other formats: what their parser established (measured runs
-        // state the whole layout; a NeuSight table states no world size).
+        // state the whole layout; a NeuSight table states no world size, so
+        // the field shows the one the simulation assumes, as the CLI does).
         let p = &job.parallel;
         let measured = job.kind == "measured";
+        h.world_size = Some(p.world);
         h.tp = Some(p.tp);
         h.pp = Some(p.pp);
         h.ep = Some(p.ep);
         h.micro_batches = Some(p.micro_batches);
-        let mut src = vec![
+        let src = vec![
+            if measured {
+                format!("world = {}", p.world)
+            } else {
+                format!("world = {} (assumed: the file states none)", p.world)
+            },
             format!("TP = {}", p.tp),
             format!("PP = {}", p.pp),
             format!("EP = {}", p.ep),
             format!("micro-batches = {}", p.micro_batches),
         ];
-        if measured {
-            h.world_size = Some(p.world);
-            src.insert(0, format!("world = {}", p.world));
-        }
         h.sources = src
             .into_iter()
             .map(|m| format!("{}: {m} from the {} input", s.file, format.name()))

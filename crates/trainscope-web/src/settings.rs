@@ -13,7 +13,12 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
+use trainscope_core::analytical::{AnalyticalConfig, GpuType, NicType, OverlapRatios};
+use trainscope_core::formats::neusight::DEFAULT_BLOCK_REPEATS;
+use trainscope_core::limits;
+use trainscope_core::sim::config::DEFAULT_BACKWARD_FACTOR;
 use trainscope_core::sim::network::PlacementOrder;
+use trainscope_core::sim::{self as coresim, ScheduleKind, SimConfig};
 
 /// Which simulator a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
@@ -49,15 +54,33 @@ impl GpuPreset {
         GpuPreset::H20,
     ];
 
-    /// NVLink bus bandwidth of the preset in GB/s (SimAI's defaults).
-    pub fn nvlink_bw_gbps(self) -> Option<f64> {
+    /// The core's preset (`None` for custom).
+    pub fn core(self) -> Option<GpuType> {
         match self {
             GpuPreset::Custom => None,
-            GpuPreset::H100 | GpuPreset::H20 => Some(370.8),
-            GpuPreset::H800 => Some(164.8),
-            GpuPreset::A100 => Some(240.0),
-            GpuPreset::A800 => Some(160.0),
+            GpuPreset::H100 => Some(GpuType::H100),
+            GpuPreset::H20 => Some(GpuType::H20),
+            GpuPreset::H800 => Some(GpuType::H800),
+            GpuPreset::A100 => Some(GpuType::A100),
+            GpuPreset::A800 => Some(GpuType::A800),
         }
+    }
+
+    /// The page's preset for a core preset.
+    pub fn from_core(g: GpuType) -> GpuPreset {
+        match g {
+            GpuType::H100 => GpuPreset::H100,
+            GpuType::H20 => GpuPreset::H20,
+            GpuType::H800 => GpuPreset::H800,
+            GpuType::A100 => GpuPreset::A100,
+            GpuType::A800 => GpuPreset::A800,
+        }
+    }
+
+    /// NVLink bus bandwidth of the preset in GB/s (the core's table,
+    /// SimAI's values).
+    pub fn nvlink_bw_gbps(self) -> Option<f64> {
+        self.core().map(GpuType::nvlink_busbw_gbps)
     }
 }
 
@@ -79,13 +102,29 @@ impl NicPreset {
         NicPreset::Bf3,
     ];
 
-    /// Per-NIC bus bandwidth of the preset in GB/s (SimAI's defaults).
-    pub fn nic_bw_gbps(self) -> Option<f64> {
+    /// The core's preset (`None` for custom).
+    pub fn core(self) -> Option<NicType> {
         match self {
             NicPreset::Custom => None,
-            NicPreset::Cx6 => Some(23.5),
-            NicPreset::Cx7 | NicPreset::Bf3 => Some(48.5),
+            NicPreset::Cx6 => Some(NicType::Cx6),
+            NicPreset::Cx7 => Some(NicType::Cx7),
+            NicPreset::Bf3 => Some(NicType::Bf3),
         }
+    }
+
+    /// The page's preset for a core preset.
+    pub fn from_core(n: NicType) -> NicPreset {
+        match n {
+            NicType::Cx6 => NicPreset::Cx6,
+            NicType::Cx7 => NicPreset::Cx7,
+            NicType::Bf3 => NicPreset::Bf3,
+        }
+    }
+
+    /// Per-NIC bus bandwidth of the preset in GB/s (the core's table,
+    /// SimAI's values).
+    pub fn nic_bw_gbps(self) -> Option<f64> {
+        self.core().map(NicType::nic_busbw_gbps)
     }
 }
 
@@ -102,6 +141,15 @@ pub enum Schedule {
 
 impl Schedule {
     pub const ALL: [Schedule; 3] = [Schedule::Gpipe, Schedule::OneFOneB, Schedule::Interleaved];
+
+    /// The core's schedule.
+    pub fn core(self) -> ScheduleKind {
+        match self {
+            Schedule::Gpipe => ScheduleKind::GPipe,
+            Schedule::OneFOneB => ScheduleKind::OneFOneB,
+            Schedule::Interleaved => ScheduleKind::Interleaved,
+        }
+    }
 }
 
 /// Collective algorithm of the event-level engine.
@@ -117,10 +165,19 @@ pub enum Algorithm {
 
 impl Algorithm {
     pub const ALL: [Algorithm; 3] = [Algorithm::Ring, Algorithm::Tree, Algorithm::Simai];
+
+    /// The core's collective algorithm.
+    pub fn core(self) -> coresim::Algorithm {
+        match self {
+            Algorithm::Ring => coresim::Algorithm::Ring,
+            Algorithm::Tree => coresim::Algorithm::Tree,
+            Algorithm::Simai => coresim::Algorithm::Simai,
+        }
+    }
 }
 
 fn default_oversubscription() -> f64 {
-    1.0
+    SimConfig::default().network.oversubscription
 }
 
 /// Every setting; the form, the validation messages and the URL fragment all
@@ -275,16 +332,21 @@ impl fmt::Display for Field {
     }
 }
 
-/// Upper bounds that keep a run's size bounded whatever is typed in.
-pub const MAX_WORLD: u32 = 1 << 20;
-pub const MAX_MICRO_BATCHES: u32 = 1 << 16;
-pub const MAX_VIRTUAL_STAGES: u32 = 1024;
-pub const MAX_PER_NODE: u32 = 1024;
+/// The core's bounds ([`trainscope_core::limits`]), the CLI's too, so the
+/// page refuses exactly what the CLI refuses.
+pub use trainscope_core::limits::{MAX_MICRO_BATCHES, MAX_PER_NODE, MAX_VIRTUAL_STAGES, MAX_WORLD};
 /// The core's bound on a NeuSight block repeat count (the CLI's too).
 pub const MAX_BLOCKS: u32 = trainscope_core::formats::neusight::MAX_BLOCK_REPEATS;
 
-/// Every knob of a run. Defaults are SimAI-Analytical's reference flags
-/// (`-nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8`, overlaps 0/0/0/1).
+/// Every knob of a run. Defaults are the core's, so an untouched page runs
+/// what `trainscope simulate FILE` (event mode) and `trainscope simulate
+/// --mode simai FILE` run: [`SimConfig::default`] (H100's NVLink 370.8
+/// GB/s, CX7's 48.5 GB/s, 8 GPUs and 8 NICs per node, 5 µs latency),
+/// [`OverlapRatios::default`] (SimAI's 0/0/0/1), [`DEFAULT_BACKWARD_FACTOR`]
+/// and [`DEFAULT_BLOCK_REPEATS`]. Parallelism and micro-batches are the
+/// loaded files' (their hints); the values here only fill the form before a
+/// file is loaded. SimAI-Analytical's published reference runs use
+/// `-nv 360`: type 360 in the NVLink field to reproduce them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     pub mode: Mode,
@@ -332,32 +394,41 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
+        let sim = SimConfig::default();
+        let net = &sim.network;
+        let overlap = OverlapRatios::default();
         Settings {
             mode: Mode::Event,
-            gpu: GpuPreset::Custom,
-            nvlink_bw_gbps: 360.0,
-            gpus_per_node: 8,
-            nics_per_node: 8,
-            nic: NicPreset::Cx7,
-            nic_bw_gbps: 48.5,
-            latency_us: 5.0,
-            placement: PlacementOrder::default(),
-            oversubscription: 1.0,
+            gpu: GpuPreset::from_core(AnalyticalConfig::DEFAULT_GPU),
+            nvlink_bw_gbps: net.nvlink_gbps,
+            gpus_per_node: net.gpus_per_node,
+            nics_per_node: net.nics_per_node,
+            nic: NicPreset::from_core(AnalyticalConfig::DEFAULT_NIC),
+            nic_bw_gbps: net.nic_gbps,
+            latency_us: net.latency_us(),
+            placement: net.placement,
+            oversubscription: net.oversubscription,
             world_size: 8,
             tp: 1,
             pp: 1,
             ep: 1,
             micro_batches: 1,
-            schedule: Schedule::OneFOneB,
-            virtual_stages: 1,
-            algorithm: Algorithm::Ring,
-            dp_overlap: 0.0,
-            tp_overlap: 0.0,
-            ep_overlap: 0.0,
-            pp_overlap: 1.0,
-            grad_sync_overlap: false,
-            backward_factor: 2.0,
-            blocks: 1,
+            schedule: Schedule::ALL
+                .into_iter()
+                .find(|s| s.core() == sim.schedule)
+                .unwrap_or_default(),
+            virtual_stages: sim.virtual_stages,
+            algorithm: Algorithm::ALL
+                .into_iter()
+                .find(|a| a.core() == sim.algorithm)
+                .unwrap_or_default(),
+            dp_overlap: overlap.dp,
+            tp_overlap: overlap.tp,
+            ep_overlap: overlap.ep,
+            pp_overlap: overlap.pp,
+            grad_sync_overlap: sim.overlap_grad_sync,
+            backward_factor: sim.backward_factor.unwrap_or(DEFAULT_BACKWARD_FACTOR),
+            blocks: DEFAULT_BLOCK_REPEATS,
         }
     }
 }
@@ -677,7 +748,9 @@ impl Settings {
 
     /// Every problem, one message per field (the first found for it), in
     /// [`Field::ALL`] order. Fields unused in the current mode are not
-    /// checked. Empty means the settings can run.
+    /// checked. Empty means the settings can run. Ranges are the core's
+    /// checks ([`trainscope_core::limits`]), the ones the CLI applies to
+    /// the same values, in the same words.
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errs: Vec<FieldError> = Vec::new();
         let mut err = |f: Field, m: String| {
@@ -685,23 +758,19 @@ impl Settings {
                 errs.push(FieldError::new(f, m));
             }
         };
-        let count = |f: Field, v: u32, max: u32, err: &mut dyn FnMut(Field, String)| {
-            if v == 0 {
-                err(f, "must be at least 1".into());
-            } else if v > max {
-                err(f, format!("must be at most {max}"));
+        let check = |f: Field, r: Result<(), String>, err: &mut dyn FnMut(Field, String)| {
+            if let Err(m) = r {
+                err(f, m);
             }
+        };
+        let count = |f: Field, v: u32, max: u32, err: &mut dyn FnMut(Field, String)| {
+            check(f, limits::count(v, max), err);
         };
         for (f, bw) in [
             (Field::NvlinkBw, self.nvlink_bw_gbps),
             (Field::NicBw, self.nic_bw_gbps),
         ] {
-            if !(bw.is_finite() && bw > 0.0) {
-                err(
-                    f,
-                    format!("bandwidth must be positive (got {})", fmt_f64(bw)),
-                );
-            }
+            check(f, limits::bandwidth_gbps(bw), &mut err);
         }
         count(
             Field::GpusPerNode,
@@ -715,20 +784,16 @@ impl Settings {
             MAX_PER_NODE,
             &mut err,
         );
-        if !(self.latency_us.is_finite() && self.latency_us >= 0.0) {
-            err(Field::Latency, "latency cannot be negative".into());
-        }
-        if !(self.oversubscription.is_finite() && self.oversubscription >= 1.0) {
-            err(
-                Field::Oversubscription,
-                format!(
-                    "oversubscription must be at least 1 (1 = full bisection bandwidth; got {})",
-                    fmt_f64(self.oversubscription)
-                ),
-            );
-        } else if self.oversubscription > 1e6 {
-            err(Field::Oversubscription, "must be at most 1000000".into());
-        }
+        check(
+            Field::Latency,
+            limits::latency_us(self.latency_us),
+            &mut err,
+        );
+        check(
+            Field::Oversubscription,
+            limits::oversubscription(self.oversubscription),
+            &mut err,
+        );
         count(Field::Tp, self.tp, MAX_WORLD, &mut err);
         count(Field::Pp, self.pp, MAX_WORLD, &mut err);
         count(Field::Ep, self.ep, MAX_WORLD, &mut err);
@@ -786,26 +851,19 @@ impl Settings {
             (Field::DpOverlap, self.dp_overlap),
             (Field::TpOverlap, self.tp_overlap),
             (Field::EpOverlap, self.ep_overlap),
-            (Field::PpOverlap, self.pp_overlap),
         ] {
-            if !(0.0..=1.0).contains(&v) {
-                err(
-                    f,
-                    format!("overlap ratio must be between 0 and 1 (got {})", fmt_f64(v)),
-                );
-            }
+            check(f, limits::overlap_ratio(v), &mut err);
         }
-        if self.pp_overlap == 0.0 {
-            err(
-                Field::PpOverlap,
-                "PP overlap must be above 0: SimAI's exposed-PP formula divides by it".into(),
-            );
-        }
-        if !(self.backward_factor.is_finite() && self.backward_factor > 0.0) {
-            err(Field::BackwardFactor, "must be positive".into());
-        } else if self.backward_factor > 100.0 {
-            err(Field::BackwardFactor, "must be at most 100".into());
-        }
+        check(
+            Field::PpOverlap,
+            limits::pp_overlap_ratio(self.pp_overlap),
+            &mut err,
+        );
+        check(
+            Field::BackwardFactor,
+            limits::backward_factor(self.backward_factor),
+            &mut err,
+        );
         count(Field::Blocks, self.blocks, MAX_BLOCKS, &mut err);
         errs.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
         errs

@@ -31,6 +31,8 @@ const SEED001: &[u8] =
 const ECHO: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
 const MIXTRAL: &[u8] = include_bytes!("../../../tests/fixtures/hf/mixtral_8x7b.json");
+const NEUSIGHT: &[u8] =
+    include_bytes!("../../../tests/fixtures/seeds/neusight_gpt2large_dp_workitems.tsv");
 
 fn reduce(state: Rc<AppState>, action: Action) -> Rc<AppState> {
     state.reduce(action)
@@ -58,16 +60,67 @@ fn compute_output(req: &RunRequest) -> RunOutput {
 // ---------------------------------------------------------------- settings
 
 #[wasm_bindgen_test]
-fn default_settings_are_simai_reference_flags_and_valid() {
+fn default_settings_are_the_cores_defaults_and_valid() {
+    use trainscope_core::analytical::{AnalyticalConfig, OverlapRatios};
+    use trainscope_core::sim::{RunOptions, SimConfig};
     let s = Settings::default();
-    assert_eq!(s.nvlink_bw_gbps, 360.0);
-    assert_eq!(s.nic_bw_gbps, 48.5);
-    assert_eq!((s.gpus_per_node, s.nics_per_node), (8, 8));
-    assert_eq!(
-        (s.dp_overlap, s.tp_overlap, s.ep_overlap, s.pp_overlap),
-        (0.0, 0.0, 0.0, 1.0)
-    );
     assert_eq!(s.validate(), vec![]);
+    // The values the form shows: H100 and CX7 presets, 8 + 8 per node.
+    assert_eq!((s.gpu, s.nvlink_bw_gbps), (GpuPreset::H100, 370.8));
+    assert_eq!((s.nic, s.nic_bw_gbps), (NicPreset::Cx7, 48.5));
+    assert_eq!((s.gpus_per_node, s.nics_per_node), (8, 8));
+    assert_eq!((s.latency_us, s.backward_factor, s.blocks), (5.0, 2.0, 36));
+    // Event mode: an untouched page runs exactly `trainscope simulate FILE`.
+    let (config, options) = compute::event_config(&s, &BTreeSet::new());
+    assert_eq!(config, SimConfig::default());
+    assert_eq!(options, RunOptions::default());
+    // SimAI mode: the cluster `trainscope simulate --mode simai FILE`
+    // assumes, and SimAI's overlap ratios.
+    let a = compute::analytical_config(&s);
+    let d = AnalyticalConfig::default();
+    assert_eq!(
+        (a.gpus_per_server, a.nics_per_server),
+        (
+            Some(AnalyticalConfig::DEFAULT_GPUS_PER_SERVER),
+            Some(AnalyticalConfig::DEFAULT_NICS_PER_SERVER)
+        )
+    );
+    assert_eq!(
+        a.nvlink_busbw_gbps,
+        Some(AnalyticalConfig::DEFAULT_GPU.nvlink_busbw_gbps())
+    );
+    assert_eq!(
+        a.nic_busbw_gbps,
+        Some(AnalyticalConfig::DEFAULT_NIC.nic_busbw_gbps())
+    );
+    assert_eq!(a.overlap, OverlapRatios::default());
+    assert_eq!(a.overlap, d.overlap);
+}
+
+#[wasm_bindgen_test]
+fn a_neusight_table_shows_the_world_and_blocks_its_run_uses() {
+    // The table states no world size: the form shows the one the run
+    // assumes (as `trainscope simulate FILE` does), not the page's 8.
+    let out = compute_output(&run_request(1, &[("n.tsv", NEUSIGHT)]));
+    assert_eq!(out.settings.world_size, 1);
+    assert_eq!(out.settings.blocks, 36);
+    assert!(
+        out.hints
+            .sources
+            .iter()
+            .any(|s| s
+                == "n.tsv: world = 1 (assumed: the file states none) from the neusight-tsv input"),
+        "{:?}",
+        out.hints.sources
+    );
+    let r = out.result.expect("simulated");
+    let cli = trainscope_core::sim::run_files(
+        &[("n.tsv", NEUSIGHT)],
+        &trainscope_core::sim::SimConfig::default(),
+        &trainscope_core::sim::RunOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.iteration_time_ns, Some(cli.summary().iteration_time_ns));
 }
 
 #[wasm_bindgen_test]
@@ -97,7 +150,7 @@ fn bandwidth_overlap_and_counts_are_checked_per_mode() {
         dp_overlap: 1.5,
         pp_overlap: 0.0,
         micro_batches: 0,
-        backward_factor: 0.0,
+        backward_factor: -1.0,
         ..Settings::default()
     };
     // Event mode: overlap ratios are not used, so not reported.
@@ -124,8 +177,78 @@ fn bandwidth_overlap_and_counts_are_checked_per_mode() {
             Field::PpOverlap
         ]
     );
-    assert!(errs[3].message.contains("between 0 and 1"));
-    assert!(errs[4].message.contains("divides by it"));
+    // The core's checks, in the CLI's words.
+    assert_eq!(
+        errs[0].message,
+        "0 is not a positive bandwidth in GB/s of at most 1e9"
+    );
+    assert_eq!(errs[2].message, "0 is not between 1 and 1048576");
+    assert_eq!(errs[3].message, "1.5 is not in [0, 1]");
+    assert_eq!(
+        errs[4].message,
+        "0 is not in (0, 1] (SimAI divides the PP send time by it)"
+    );
+}
+
+#[wasm_bindgen_test]
+fn the_page_refuses_what_the_core_refuses() {
+    // Every event-mode field the page checks, at a value just outside its
+    // range: the page and the core's validation (the CLI's) both refuse it;
+    // just inside, both accept it.
+    let cases: [(Field, &str, &str); 10] = [
+        (Field::GpusPerNode, "4097", "4096"),
+        (Field::NicsPerNode, "0", "1"),
+        (Field::NvlinkBw, "1e10", "1e9"),
+        (Field::NicBw, "0", "0.001"),
+        (Field::Latency, "1000001", "1000000"),
+        (Field::Oversubscription, "0.99", "1"),
+        (Field::World, "0", "8"),
+        (Field::MicroBatches, "1048577", "1048576"),
+        (Field::BackwardFactor, "1000.5", "0"),
+        (Field::Blocks, "1025", "1024"),
+    ];
+    for (field, bad, good) in cases {
+        for (text, ok) in [(bad, false), (good, true)] {
+            let mut s = Settings::default();
+            s.set(field, text).unwrap();
+            let page_ok = !s.validate().iter().any(|e| e.field == field);
+            let all: BTreeSet<Field> = Field::ALL.into_iter().collect();
+            let (mut config, options) = compute::event_config(&s, &all);
+            // The latency setter refuses out-of-range values itself.
+            let core_ok = config.network.set_latency_us(s.latency_us).is_ok()
+                && config.validate().is_ok()
+                && options.validate().is_ok();
+            assert_eq!((page_ok, core_ok), (ok, ok), "{field} = {text}");
+        }
+    }
+    // SimAI mode: the cluster and the overlap ratios.
+    for (field, bad, good) in [
+        (Field::GpusPerNode, "5000", "4096"),
+        (Field::NvlinkBw, "1e300", "360"),
+        (Field::World, "0", "512"),
+        (Field::DpOverlap, "1.01", "1"),
+        (Field::PpOverlap, "0", "0.5"),
+    ] {
+        for (text, ok) in [(bad, false), (good, true)] {
+            let mut s = Settings {
+                mode: Mode::Simai,
+                world_size: 512,
+                ..Settings::default()
+            };
+            s.set(field, text).unwrap();
+            let page_ok = !s.validate().iter().any(|e| e.field == field);
+            let a = compute::analytical_config(&s);
+            let cluster = trainscope_core::analytical::ClusterConfig {
+                world_size: a.world_size.unwrap(),
+                gpus_per_server: a.gpus_per_server.unwrap(),
+                nics_per_server: a.nics_per_server.unwrap(),
+                nvlink_busbw_gbps: a.nvlink_busbw_gbps.unwrap(),
+                nic_busbw_gbps: a.nic_busbw_gbps.unwrap(),
+            };
+            let core_ok = cluster.validate().is_ok() && a.overlap.validate().is_ok();
+            assert_eq!((page_ok, core_ok), (ok, ok), "simai {field} = {text}");
+        }
+    }
 }
 
 #[wasm_bindgen_test]
@@ -372,6 +495,7 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
         &[("junk.bin", b"not a workload\n"), ("seed000.txt", SEED000)],
     );
     req.settings.mode = Mode::Simai;
+    req.settings.set(Field::NvlinkBw, "360").unwrap();
     let out = compute::run(&req, &mut |p| steps.push((p.id, p.done, p.total, p.label)));
     assert_eq!(
         steps,
@@ -393,7 +517,7 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
         .find(|f| f.testid == "world")
         .unwrap();
     assert_eq!(world.value, "512");
-    // The page's default settings are SimAI's reference flags (r000).
+    // The default settings and `-nv 360` are SimAI's reference flags (r000).
     let r = out.result.expect("a SimAI workload gives a result");
     assert_eq!(r.kind, views::ResultKind::Simai);
     assert_eq!(r.iteration_time_ns.map(|ns| ns / 1000), Some(534_975));
@@ -429,9 +553,9 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
 
 #[wasm_bindgen_test]
 fn worker_run_in_event_mode_equals_the_cli_and_returns_timelines() {
-    let mut req = run_request(1, &[("simai_llama65b_tp8_pp4_vpp8.txt", SEED000)]);
-    // The CLI's defaults (cross fixture: `trainscope simulate FILE --json`).
-    req.settings.nvlink_bw_gbps = 370.8;
+    // The page's defaults are the CLI's (cross fixture: `trainscope simulate
+    // FILE --json`, no flags).
+    let req = run_request(1, &[("simai_llama65b_tp8_pp4_vpp8.txt", SEED000)]);
     let out = compute_output(&req);
     let r = out.result.expect("simulated");
     assert_eq!(r.kind, views::ResultKind::Event);
@@ -1038,7 +1162,9 @@ fn placement_and_oversubscription_settings() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert_eq!(errs[0].field, Field::Oversubscription);
     assert!(
-        errs[0].message.contains("at least 1"),
+        errs[0]
+            .message
+            .contains("0.5 is not a factor between 1 (full bisection bandwidth)"),
         "{}",
         errs[0].message
     );

@@ -9,6 +9,7 @@ use super::error::AnalyticalError;
 use super::tables::RatioTables;
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiHeader;
+use crate::limits;
 use serde::{Deserialize, Serialize};
 
 /// GPU presets that set the NVLink bus bandwidth (FORMATS.md section 2, item 8).
@@ -111,7 +112,8 @@ impl NicType {
 }
 
 /// The four overlap ratios: the fraction of a group's communication hidden
-/// behind compute. Exposed time = trunc(time x (1 - ratio)). Missing fields
+/// behind compute. Exposed time = trunc(time x (1 - ratio)), in SimAI's
+/// single precision ([`super::report::exposed_ns`]). Missing fields
 /// deserialise to their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -140,10 +142,11 @@ impl Default for OverlapRatios {
 }
 
 impl OverlapRatios {
-    /// Check every ratio is in range (NaN is not).
+    /// Check every ratio is in range (NaN is not; [`limits`], as the page
+    /// checks them).
     pub fn validate(&self) -> Result<(), AnalyticalError> {
         for (name, value) in [("DP", self.dp), ("TP", self.tp), ("EP", self.ep)] {
-            if !(0.0..=1.0).contains(&value) {
+            if limits::overlap_ratio(value).is_err() {
                 return Err(AnalyticalError::InvalidOverlap {
                     name,
                     value,
@@ -151,7 +154,7 @@ impl OverlapRatios {
                 });
             }
         }
-        if !(self.pp > 0.0 && self.pp <= 1.0) {
+        if limits::pp_overlap_ratio(self.pp).is_err() {
             return Err(AnalyticalError::InvalidOverlap {
                 name: "PP",
                 value: self.pp,
@@ -299,16 +302,26 @@ pub struct ClusterConfig {
 }
 
 impl ClusterConfig {
-    /// Counts at least 1, bandwidths finite and above 0.
+    /// Counts at least 1, bandwidths finite and above 0, each at most the
+    /// bound the event mode and the page use ([`limits`]).
     pub fn validate(&self) -> Result<(), AnalyticalError> {
-        for (what, v) in [
-            ("world size", self.world_size),
-            ("GPUs per server", self.gpus_per_server),
-            ("NICs per server", self.nics_per_server),
+        for (what, v, max) in [
+            ("world size", self.world_size, limits::MAX_WORLD),
+            (
+                "GPUs per server",
+                self.gpus_per_server,
+                limits::MAX_PER_NODE,
+            ),
+            (
+                "NICs per server",
+                self.nics_per_server,
+                limits::MAX_PER_NODE,
+            ),
         ] {
             if v == 0 {
                 return Err(AnalyticalError::ZeroCount { what });
             }
+            limits::count(v, max).map_err(|reason| AnalyticalError::OutOfRange { what, reason })?;
         }
         for (what, value_gbps) in [
             ("NVLink busbw", self.nvlink_busbw_gbps),
@@ -317,6 +330,8 @@ impl ClusterConfig {
             if !(value_gbps.is_finite() && value_gbps > 0.0) {
                 return Err(AnalyticalError::InvalidBandwidth { what, value_gbps });
             }
+            limits::bandwidth_gbps(value_gbps)
+                .map_err(|reason| AnalyticalError::OutOfRange { what, reason })?;
         }
         Ok(())
     }

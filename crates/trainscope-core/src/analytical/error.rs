@@ -30,6 +30,16 @@ pub enum AnalyticalError {
         value_gbps: f64,
     },
 
+    /// A setting above its upper bound ([`crate::limits`], the same as the
+    /// event mode's and the page's).
+    #[error("{what}: {reason}")]
+    OutOfRange {
+        /// e.g. "GPUs per server", "NIC busbw".
+        what: &'static str,
+        /// Why, starting with the value.
+        reason: String,
+    },
+
     /// An overlap ratio out of range (or NaN).
     #[error("{name} overlap ratio must be {range}, got {value}")]
     InvalidOverlap {

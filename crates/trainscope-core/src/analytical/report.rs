@@ -30,7 +30,8 @@ pub struct PhaseComm {
     pub size_bytes: u64,
     /// Time before overlap, ns.
     pub total_ns: u64,
-    /// trunc(total x (1 - overlap)), ns.
+    /// trunc(total x (1 - overlap)) in SimAI's single precision
+    /// ([`exposed_ns`]), ns.
     pub exposed_ns: u64,
     /// Algorithm bandwidth S / 2^30 / (total / 1e9), GB/s; `None` when no
     /// collective ran or its time is 0 (SimAI prints `-nan`/`inf`).
@@ -150,10 +151,34 @@ impl AnalyticalReport {
     pub const SCHEMA_VERSION: u32 = 1;
 }
 
-/// Exposed part of a collective: trunc(total_ns x (1 - overlap)), ns.
+/// A ratio as SimAI holds it: a C `float` (`-dp_o` and the others are read
+/// with `std::stof`). Rounding the f64 to the nearest f32 gives the same
+/// value as parsing the text to f32 directly for every decimal a user types
+/// (a double rounding could differ only for a decimal within 2^-53 of the
+/// midpoint of two f32s).
+pub fn simai_ratio_f32(ratio: f64) -> f32 {
+    ratio as f32
+}
+
+/// SimAI's `Tick x *= (1 - ratio)` with `ratio` a C `float`: `1 - ratio`
+/// is computed in single precision, the 64-bit integer is converted to
+/// `float` (rounded to 24 significant bits), multiplied in single precision
+/// and truncated back to an integer. For a validated ratio the result is
+/// at most `f32(x)`, which may be a little above `x` when `x` >= 2^24
+/// (SimAI's figures then show it too).
+pub fn simai_scale_by_one_minus(x: u64, ratio: f64) -> u64 {
+    let keep = 1.0f32 - simai_ratio_f32(ratio);
+    let scaled = x as f32 * keep;
+    // A validated ratio keeps `scaled` in [0, f32(x)], which fits in u64;
+    // `as` saturates otherwise (NaN -> 0).
+    scaled as u64
+}
+
+/// Exposed part of a collective, ns, in SimAI's order and precision
+/// (Layer.cc, `total_waiting_for_*_comm *= (1 - *_overlap_ratio)` on the
+/// collective's whole-ns time): [`simai_scale_by_one_minus`].
 pub fn exposed_ns(total_ns: u64, overlap: f64) -> u64 {
-    // 0 <= 1 - overlap <= 1 for a validated ratio, so this cannot exceed total.
-    f64_to_ns(total_ns as f64 * (1.0 - overlap)).unwrap_or(total_ns)
+    simai_scale_by_one_minus(total_ns, overlap)
 }
 
 /// Pipeline bubble: trunc(sum x (PP - 1) / (GA x vpp)) ns, where `sum_ns` is
@@ -176,10 +201,16 @@ pub fn bubble_ns(sum_ns: u128, pp: u32, ga: u32, vpp: u32) -> Result<u64, Analyt
     }
 }
 
-/// Exposed pipeline-send time, ns. SimAI's formula in microseconds:
-/// `us = trunc(2·vpp·GA·(pp_comm / 2^30 / pp_o · 1e9) / 1000) · (1 - pp_o)`;
-/// here ns = trunc(us · 1000). 0 with the default pp_o = 1. `pp_overlap` must
-/// be in (0, 1] (validated by [`OverlapRatios::validate`]).
+/// Exposed pipeline-send time, ns, in SimAI's order and precision
+/// (Layer.cc, the `Expose_PP_time` lines): with `r` = pp_o as a C `float`,
+/// 1. `us = trunc((2·vpp·GA) · (((pp_comm / 2^30) / f64(r)) · 1e9) / 1000)`
+///    in double precision, an integer number of microseconds;
+/// 2. `us = trunc(f32(us) · (1 - r))` in single precision
+///    ([`simai_scale_by_one_minus`]);
+///
+/// then ns = us · 1000: SimAI's figure is whole microseconds. 0 with the
+/// default pp_o = 1. `pp_overlap` must be in (0, 1] (validated by
+/// [`OverlapRatios::validate`]).
 pub fn pp_exposed_ns(
     pp_comm_bytes: u64,
     vpp: u32,
@@ -187,15 +218,18 @@ pub fn pp_exposed_ns(
     pp_overlap: f64,
 ) -> Result<u64, AnalyticalError> {
     let sends = 2.0 * f64::from(vpp) * f64::from(ga);
-    let per_send = pp_comm_bytes as f64 / BYTES_PER_GB / pp_overlap * 1e9;
+    let ratio = f64::from(simai_ratio_f32(pp_overlap));
+    let per_send = pp_comm_bytes as f64 / BYTES_PER_GB / ratio * 1e9;
     let overflow = || AnalyticalError::Overflow {
         what: "the exposed PP time",
         detail: format!(
             "2 x vpp {vpp} x GA {ga} sends of {pp_comm_bytes} bytes, pp_o {pp_overlap}"
         ),
     };
-    let us = f64_to_ns(sends * per_send / 1000.0).ok_or_else(overflow)? as f64;
-    f64_to_ns(us * (1.0 - pp_overlap) * 1000.0).ok_or_else(overflow)
+    let us = f64_to_ns(sends * per_send / 1000.0).ok_or_else(overflow)?;
+    simai_scale_by_one_minus(us, pp_overlap)
+        .checked_mul(1000)
+        .ok_or_else(overflow)
 }
 
 /// Share of `value_ns` in `total_ns`, percent, computed like SimAI's report

@@ -558,6 +558,43 @@ fn config_resolution_defaults_presets_and_errors() {
     );
 }
 
+/// SimAI's order and precision for the four overlap ratios (Layer.cc at
+/// the reference commit; FORMATS.md section 2): the ratio is a C `float`,
+/// `Tick t; t *= (1 - ratio)` converts the 64-bit tick to `float`,
+/// multiplies in single precision and truncates; the exposed PP time is
+/// first truncated to whole microseconds in double precision, dividing by
+/// the `float` ratio widened to double, then scaled the same way. The
+/// expected values are worked by hand from those rules (no SimAI output
+/// with these ratios exists in the fixtures); the comments give the steps.
+#[test]
+fn overlap_ratios_use_simais_single_precision_order() {
+    // DP/TP/EP: f32(1 - f32(0.3)) = 0.699999988079071044921875;
+    // 90 x that = 62.99999892..., nearest f32 63.0 -> 63 (double
+    // precision would give 62.99999999999999 -> 62).
+    assert_eq!(exposed_ns(90, 0.3), 63);
+    // f32(1 - f32(0.9)) = 0.10000002384185791015625; x 10 = 1.0000002...
+    // -> 1 (double: 10 x (1 - 0.9) = 0.9999999999999998 -> 0).
+    assert_eq!(exposed_ns(10, 0.9), 1);
+    // Ratio 0 still converts the tick to float: 112271259 ns is above
+    // 2^24, so it rounds to a multiple of 8: 112271256.
+    assert_eq!(exposed_ns(112_271_259, 0.0), 112_271_256);
+    assert_eq!(exposed_ns(16_777_216, 0.0), 16_777_216);
+    // PP, seed 000's header (pp_comm 20971520, vpp 8, GA 1) with pp_o 0.8:
+    // f32(0.8) = 0.800000011920928955078125; 20971520 / 2^30 = 0.01953125;
+    // / 0.8000000119... x 1e9 = 24414062.13...; x 16 / 1000 = 390624.994...
+    // -> 390624 us; x f32(1 - f32(0.8)) = 0.19999998807907104 ->
+    // 78124.795... -> 78124 us. In double precision with 0.8 the figure
+    // was 78124999 ns, printed 78125 us: SimAI's is 1 us lower.
+    assert_eq!(pp_exposed_ns(20_971_520, 8, 1, 0.8), Ok(78_124_000));
+    // SimAI's example header (pp_comm 50331648, vpp 8, GA 24), pp_o 0.3:
+    // 0.046875 / f32(0.3) x 1e9 x 384 / 1000 = 59999997.6... -> 59999997
+    // us; as f32 59999996 (spacing 4); x 0.699999988... = 41999996.4... ->
+    // f32 41999996 -> 41999996 us (double precision: 42000000).
+    assert_eq!(pp_exposed_ns(50_331_648, 8, 24, 0.3), Ok(41_999_996_000));
+    // The exact cases stay exact.
+    assert_eq!(pp_exposed_ns(50_331_648, 8, 24, 0.5), Ok(18_000_000_000));
+}
+
 #[test]
 fn exposure_bubble_pp_share_algbw() {
     assert_eq!(exposed_ns(1000, 0.3), 700);

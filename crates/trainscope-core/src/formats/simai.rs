@@ -197,6 +197,10 @@ const COMM_TYPE_NAMES: [&str; 16] = [
     "SENDRECV",
 ];
 
+/// An unknown comm type within this many edits (case-insensitive) of a
+/// known one is a typo and an error; farther ones are warnings.
+pub const NEAR_MISS_EDITS: usize = 2;
+
 const HEADER_KEYS: [&str; 9] = [
     "model_parallel_NPU_group",
     "ep",
@@ -732,23 +736,40 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
                 CommType::Broadcast
             }
             Some(ct) => ct,
-            None => {
-                let file = cx.file;
-                cx.sink.push_with(Severity::Warning, || {
-                    let d = Diagnostic::warning(format!(
-                        "unknown comm type `{}`; treated as no collective",
-                        lex::quote(t, 40)
+            // A near miss of a known name (at most NEAR_MISS_EDITS edits,
+            // case-insensitive) is a typo: dropping the collective would
+            // silently change every number, so the record is refused.
+            None => match lex::suggest_within(t, &COMM_TYPE_NAMES, NEAR_MISS_EDITS) {
+                Some(s) => {
+                    return Err(Diagnostic::error(format!(
+                        "failed to parse SimAI workload (unknown comm type `{}` in field {}; did you mean `{s}`?); record skipped",
+                        lex::quote(t, 40),
+                        idx + 1
                     ))
-                    .at(lex::location(file, no, line, col));
-                    match lex::suggest_short(t, &COMM_TYPE_NAMES) {
-                        Some(s) => d.with_hint(format!("did you mean `{s}`?")),
-                        None => {
-                            d.with_hint(format!("known comm types: {}", COMM_TYPE_NAMES.join(", ")))
+                    .at(cx.loc(no, line, col))
+                    .with_hint(format!("write `{s}` (or NONE for no collective)")));
+                }
+                // Farther from every known name: another tool's type, kept
+                // as no collective with a warning.
+                None => {
+                    let file = cx.file;
+                    cx.sink.push_with(Severity::Warning, || {
+                        let d = Diagnostic::warning(format!(
+                            "unknown comm type `{}`; treated as no collective",
+                            lex::quote(t, 40)
+                        ))
+                        .at(lex::location(file, no, line, col));
+                        match lex::suggest_short(t, &COMM_TYPE_NAMES) {
+                            Some(s) => d.with_hint(format!("did you mean `{s}`?")),
+                            None => d.with_hint(format!(
+                                "known comm types: {}",
+                                COMM_TYPE_NAMES.join(", ")
+                            )),
                         }
-                    }
-                });
-                CommType::Unknown
-            }
+                    });
+                    CommType::Unknown
+                }
+            },
         };
         Ok(SimaiComm {
             comm_type,
@@ -1123,16 +1144,65 @@ mod tests {
     }
 
     #[test]
-    fn typo_comm_type_suggests() {
-        let t = "DATA pp: 1 vpp: 1 ga: 1 ep: 1 model_parallel_NPU_group: 1\n1\n\
-                 a -1 1 ALLREDUSE 8 1 NONE 0 1 ALLTOALL_DP_EP 38654705664 100\n";
+    fn typo_comm_type_is_an_error_with_a_suggestion_and_skips_the_record() {
+        let t = "DATA pp: 1 vpp: 1 ga: 1 ep: 1 model_parallel_NPU_group: 1\n2\n\
+                 a -1 1 ALLRDUCE 8 1 NONE 0 1 ALLTOALL_DP_EP 38654705664 100\n\
+                 b -1 1 ALLREDUCE 8 1 NONE 0 1 ALLGATHER_DP_EP 38654705664 100\n";
         let w = parse("r.txt", t).unwrap();
+        assert_eq!(w.skipped_records, 1);
+        assert_eq!(w.records.len(), 1);
+        assert_eq!(w.records[0].name, "b");
+        let d = &w.diagnostics[0];
+        assert!(d.is_error());
+        assert_eq!(
+            d.message,
+            "failed to parse SimAI workload (unknown comm type `ALLRDUCE` in field 4; did you mean `ALLREDUCE`?); record skipped"
+        );
+        let at = d.location.as_ref().unwrap();
+        assert_eq!((at.line, at.column), (3, 8));
+        assert!(d.hint.as_deref().unwrap().starts_with("write `ALLREDUCE`"));
+        // Every column: the weight-gradient one too, a suffix typo too.
+        let t = "DATA pp: 1 vpp: 1 ga: 1 ep: 1 model_parallel_NPU_group: 1\n1\n\
+                 a -1 1 NONE 0 1 NONE 0 1 ALLGATHER_DPEP 8 100\n";
+        let w = parse("r.txt", t).unwrap();
+        assert_eq!(w.skipped_records, 1);
+        assert!(w.diagnostics[0]
+            .message
+            .contains("`ALLGATHER_DPEP` in field 10; did you mean `ALLGATHER_DP_EP`?"));
+    }
+
+    #[test]
+    fn comm_type_more_than_two_edits_away_is_a_warning_with_the_suggestion() {
+        let t = "DATA pp: 1 vpp: 1 ga: 1 ep: 1 model_parallel_NPU_group: 1\n1\n\
+                 a -1 1 ALLGATHER_ASYNC 8 1 NONE 0 1 NONE 0 100\n";
+        let w = parse("r.txt", t).unwrap();
+        assert_eq!(w.skipped_records, 0);
         assert_eq!(w.records[0].fwd_comm.comm_type, CommType::Unknown);
-        assert_eq!(w.records[0].wg_comm.size_bytes, 38_654_705_664);
+        assert!(!w.diagnostics[0].is_error());
         assert_eq!(
             w.diagnostics[0].hint.as_deref(),
-            Some("did you mean `ALLREDUCE`?")
+            Some("did you mean `ALLGATHER_EP`?")
         );
+    }
+
+    #[test]
+    fn comm_type_far_from_every_known_one_stays_a_warning() {
+        let t = "DATA pp: 1 vpp: 1 ga: 1 ep: 1 model_parallel_NPU_group: 1\n1\n\
+                 a -1 1 BARRIER_SYNC 8 1 NONE 0 1 NONE 0 100\n";
+        let w = parse("r.txt", t).unwrap();
+        assert_eq!(w.skipped_records, 0);
+        assert_eq!(w.records[0].fwd_comm.comm_type, CommType::Unknown);
+        let d = &w.diagnostics[0];
+        assert!(!d.is_error());
+        assert_eq!(
+            d.message,
+            "unknown comm type `BARRIER_SYNC`; treated as no collective"
+        );
+        assert!(d
+            .hint
+            .as_deref()
+            .unwrap()
+            .starts_with("known comm types: NONE, ALLREDUCE"));
     }
 
     #[test]

@@ -5,10 +5,18 @@
 //! Bandwidths are in GB/s with 1 GB = 2^30 bytes (the unit SimAI and
 //! FORMATS.md section 2 use), so `--nvlink-gbps` / `--nic-gbps` mean the same
 //! in the event mode and the SimAI-compatible mode. Latencies are integer ns.
+//!
+//! The defaults are the project's one set: the cluster's come from the
+//! SimAI-compatible mode's ([`AnalyticalConfig::DEFAULT_GPU`] H100,
+//! [`AnalyticalConfig::DEFAULT_NIC`] CX7, 8 GPUs and 8 NICs per node), so
+//! both modes, the CLI without flags and the page as it opens use the same
+//! numbers.
 
 use super::network::PlacementOrder;
 use super::schedule::ScheduleKind;
 use super::SimError;
+use crate::analytical::AnalyticalConfig;
+use crate::limits;
 use serde::{Deserialize, Serialize};
 
 /// How collectives are costed.
@@ -55,13 +63,16 @@ pub struct NetworkConfig {
     pub gpus_per_node: u32,
     /// NICs per node (k), at least 1.
     pub nics_per_node: u32,
-    /// NVLink bandwidth per GPU, GB/s (2^30 bytes/s). Default 370.8 (H100).
+    /// NVLink bandwidth per GPU, GB/s (2^30 bytes/s). Default 370.8 (H100,
+    /// the SimAI-compatible mode's default preset).
     pub nvlink_gbps: f64,
     /// Bandwidth of one NIC, GB/s (2^30 bytes/s). Default 48.5 (CX7).
     pub nic_gbps: f64,
-    /// Per-step latency inside a node (NVLink), ns.
+    /// Per-step latency inside a node (NVLink), ns. Default 1000 (a fifth
+    /// of [`NetworkConfig::DEFAULT_LATENCY_US`]).
     pub nvlink_latency_ns: u64,
-    /// Per-step latency across nodes (NIC + fabric), ns.
+    /// Per-step latency across nodes (NIC + fabric), ns. Default 5000
+    /// ([`NetworkConfig::DEFAULT_LATENCY_US`]).
     pub nic_latency_ns: u64,
     /// Fabric oversubscription (>= 1): inter-node bandwidth is divided by it.
     pub oversubscription: f64,
@@ -72,12 +83,12 @@ pub struct NetworkConfig {
 impl Default for NetworkConfig {
     fn default() -> Self {
         NetworkConfig {
-            gpus_per_node: 8,
-            nics_per_node: 8,
-            nvlink_gbps: 370.8,
-            nic_gbps: 48.5,
-            nvlink_latency_ns: 1_000,
-            nic_latency_ns: 5_000,
+            gpus_per_node: AnalyticalConfig::DEFAULT_GPUS_PER_SERVER,
+            nics_per_node: AnalyticalConfig::DEFAULT_NICS_PER_SERVER,
+            nvlink_gbps: AnalyticalConfig::DEFAULT_GPU.nvlink_busbw_gbps(),
+            nic_gbps: AnalyticalConfig::DEFAULT_NIC.nic_busbw_gbps(),
+            nvlink_latency_ns: (Self::DEFAULT_LATENCY_US * 200.0) as u64,
+            nic_latency_ns: (Self::DEFAULT_LATENCY_US * 1000.0) as u64,
             oversubscription: 1.0,
             placement: PlacementOrder::default(),
         }
@@ -85,44 +96,38 @@ impl Default for NetworkConfig {
 }
 
 impl NetworkConfig {
+    /// The CLI's `--latency-us` and the page's latency field when not
+    /// given: NIC latency, microseconds (NVLink: a fifth of it).
+    pub const DEFAULT_LATENCY_US: f64 = 5.0;
+
+    /// The NIC latency in microseconds: the value [`Self::set_latency_us`]
+    /// takes (the CLI's `--latency-us`, the page's latency field).
+    pub fn latency_us(&self) -> f64 {
+        self.nic_latency_ns as f64 / 1000.0
+    }
+
     /// Set both latencies from one value in microseconds (the CLI's
     /// `--latency-us`): NIC latency = `us`, NVLink latency = `us / 5`.
     pub fn set_latency_us(&mut self, us: f64) -> Result<(), SimError> {
-        if !us.is_finite() || !(0.0..=1e6).contains(&us) {
-            return Err(SimError::InvalidConfig {
-                name: "latency_us",
-                reason: format!("{us} is not between 0 and 1000000 microseconds"),
-            });
-        }
+        limits::latency_us(us).map_err(|reason| SimError::InvalidConfig {
+            name: "latency_us",
+            reason,
+        })?;
         self.nic_latency_ns = (us * 1000.0).round() as u64;
         self.nvlink_latency_ns = (us * 200.0).round() as u64;
         Ok(())
     }
 
-    /// Check every field.
+    /// Check every field ([`limits`]: the same ranges as the
+    /// SimAI-compatible mode and the page).
     pub fn validate(&self) -> Result<(), SimError> {
         let bad =
             |name: &'static str, reason: String| Err(SimError::InvalidConfig { name, reason });
-        if !(1..=4096).contains(&self.gpus_per_node) {
-            return bad(
-                "gpus_per_node",
-                format!("{} is not between 1 and 4096", self.gpus_per_node),
-            );
-        }
-        if !(1..=4096).contains(&self.nics_per_node) {
-            return bad(
-                "nics_per_node",
-                format!("{} is not between 1 and 4096", self.nics_per_node),
-            );
-        }
-        for (name, v) in [
-            ("nvlink_gbps", self.nvlink_gbps),
-            ("nic_gbps", self.nic_gbps),
-        ] {
-            if !v.is_finite() || v <= 0.0 || v > 1e9 {
-                return bad(name, format!("{v} is not a positive bandwidth in GB/s"));
-            }
-        }
+        let named = |name: &'static str| move |reason| SimError::InvalidConfig { name, reason };
+        limits::count(self.gpus_per_node, limits::MAX_PER_NODE).map_err(named("gpus_per_node"))?;
+        limits::count(self.nics_per_node, limits::MAX_PER_NODE).map_err(named("nics_per_node"))?;
+        limits::bandwidth_gbps(self.nvlink_gbps).map_err(named("nvlink_gbps"))?;
+        limits::bandwidth_gbps(self.nic_gbps).map_err(named("nic_gbps"))?;
         for (name, v) in [
             ("nvlink_latency_ns", self.nvlink_latency_ns),
             ("nic_latency_ns", self.nic_latency_ns),
@@ -131,15 +136,7 @@ impl NetworkConfig {
                 return bad(name, format!("{v} ns is more than a second per step"));
             }
         }
-        if !self.oversubscription.is_finite()
-            || self.oversubscription < 1.0
-            || self.oversubscription > 1e6
-        {
-            return bad(
-                "oversubscription",
-                format!("{} is not a factor >= 1", self.oversubscription),
-            );
-        }
+        limits::oversubscription(self.oversubscription).map_err(named("oversubscription"))?;
         Ok(())
     }
 }
@@ -198,26 +195,22 @@ impl Default for SimConfig {
     }
 }
 
-/// Most micro-batches accepted.
-pub const MAX_MICRO_BATCHES: u32 = 1 << 20;
-/// Most virtual stages per rank accepted (a span stores its chunk in a byte).
-pub const MAX_VIRTUAL_STAGES: u32 = 255;
+/// Backward / forward time where an input measured only the forward pass
+/// and no factor is given: the NeuSight parser's estimate (input gradient =
+/// weight gradient = forward) and the Optimus-Prime replay's default. The
+/// page's backward-factor field starts at it.
+pub const DEFAULT_BACKWARD_FACTOR: f64 = 2.0;
+
+pub use crate::limits::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
 
 impl SimConfig {
     /// Check every field (the job-dependent checks happen in the builder).
     pub fn validate(&self) -> Result<(), SimError> {
         let bad =
             |name: &'static str, reason: String| Err(SimError::InvalidConfig { name, reason });
+        let named = |name: &'static str| move |reason| SimError::InvalidConfig { name, reason };
         self.network.validate()?;
-        if !(1..=MAX_VIRTUAL_STAGES).contains(&self.virtual_stages) {
-            return bad(
-                "virtual_stages",
-                format!(
-                    "{} is not between 1 and {MAX_VIRTUAL_STAGES}",
-                    self.virtual_stages
-                ),
-            );
-        }
+        limits::count(self.virtual_stages, MAX_VIRTUAL_STAGES).map_err(named("virtual_stages"))?;
         if self.virtual_stages > 1 && self.schedule != ScheduleKind::Interleaved {
             return bad(
                 "virtual_stages",
@@ -229,17 +222,13 @@ impl SimConfig {
             );
         }
         if let Some(m) = self.micro_batches {
-            if !(1..=MAX_MICRO_BATCHES).contains(&m) {
-                return bad(
-                    "micro_batches",
-                    format!("{m} is not between 1 and {MAX_MICRO_BATCHES}"),
-                );
-            }
+            limits::count(m, MAX_MICRO_BATCHES).map_err(named("micro_batches"))?;
         }
         if let Some(f) = self.backward_factor {
-            if !f.is_finite() || !(0.0..=1000.0).contains(&f) {
-                return bad("backward_factor", format!("{f} is not between 0 and 1000"));
-            }
+            limits::backward_factor(f).map_err(named("backward_factor"))?;
+        }
+        if let Some(b) = self.activation_bytes {
+            limits::activation_bytes(b).map_err(named("activation_bytes"))?;
         }
         if !self.compute_scale.is_finite() || self.compute_scale <= 0.0 || self.compute_scale > 1e6
         {
@@ -249,5 +238,48 @@ impl SimConfig {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::simai;
+
+    #[test]
+    fn the_event_modes_cluster_defaults_are_the_simai_modes() {
+        let header = simai::parse(
+            "h.txt",
+            "HYBRID_TRANSFORMER model_parallel_NPU_group: 8 all_gpus: 16\n0\n",
+        )
+        .unwrap()
+        .header;
+        let (cluster, warnings) = AnalyticalConfig::default().resolve(&header).unwrap();
+        let net = NetworkConfig::default();
+        assert_eq!(
+            (
+                net.gpus_per_node,
+                net.nics_per_node,
+                net.nvlink_gbps,
+                net.nic_gbps
+            ),
+            (
+                cluster.gpus_per_server,
+                cluster.nics_per_server,
+                cluster.nvlink_busbw_gbps,
+                cluster.nic_busbw_gbps
+            )
+        );
+        assert_eq!((net.nvlink_gbps, net.nic_gbps), (370.8, 48.5));
+        // Every default the SimAI mode takes is said.
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        // The latency default is what `--latency-us 5` sets.
+        let mut set = NetworkConfig::default();
+        set.set_latency_us(NetworkConfig::DEFAULT_LATENCY_US)
+            .unwrap();
+        assert_eq!(set, net);
+        assert_eq!((net.nic_latency_ns, net.nvlink_latency_ns), (5_000, 1_000));
+        assert_eq!(net.latency_us(), 5.0);
+        assert_eq!(SimConfig::default().validate(), Ok(()));
     }
 }

@@ -60,6 +60,7 @@ use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
 use crate::formats::{neusight, Format};
 use crate::inspect::{load_set, LoadOptions, LoadedSet};
+use crate::limits;
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -89,6 +90,29 @@ pub struct RunOptions {
     /// ones when `None`).
     #[serde(skip)]
     pub ratio_tables: Option<RatioTables>,
+}
+
+impl RunOptions {
+    /// Check the options a user gives ([`limits`]: the world as the
+    /// SimAI-compatible mode and the page check it, the NeuSight block
+    /// repeat count). [`run_files`] calls it first.
+    pub fn validate(&self) -> Result<(), SimError> {
+        if let Some(w) = self.world {
+            limits::count(w, limits::MAX_WORLD).map_err(|reason| SimError::InvalidConfig {
+                name: "world",
+                reason,
+            })?;
+        }
+        if let Some(n) = self.block_repeats {
+            limits::count(n, neusight::MAX_BLOCK_REPEATS).map_err(|reason| {
+                SimError::InvalidConfig {
+                    name: "block_repeats",
+                    reason,
+                }
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// Why [`run_files`] produced no output.
@@ -597,12 +621,37 @@ fn comparison(
     }
 }
 
-/// Apply a world-size override to a described job.
-fn apply_world(job: &mut DescribedJob, world: u32, warnings: &mut Vec<String>) {
+/// Apply a world-size override to a described job. A world the job's TP x
+/// PP does not divide, or whose DP its EP does not divide, cannot be meant
+/// (as in the SimAI-compatible mode and on the page): refused.
+fn apply_world(
+    job: &mut DescribedJob,
+    world: u32,
+    warnings: &mut Vec<String>,
+) -> Result<(), SimError> {
     if job.format != Format::SimaiWorkload {
-        return; // NeuSight: applied by the parser options.
+        return Ok(()); // NeuSight: applied by the parser options.
     }
     let p = &job.parallel;
+    let (tp, pp, ep) = (p.tp.max(1), p.pp.max(1), p.ep.max(1));
+    let tp_pp = u64::from(tp) * u64::from(pp);
+    let refuse = |reason: String| {
+        Err(SimError::InvalidConfig {
+            name: "world",
+            reason,
+        })
+    };
+    if u64::from(world) % tp_pp != 0 {
+        return refuse(format!(
+            "{world} is not a multiple of TP x PP = {tp} x {pp} = {tp_pp}, so the DP size is not an integer"
+        ));
+    }
+    let dp = u64::from(world) / tp_pp;
+    if dp % u64::from(ep) != 0 {
+        return refuse(format!(
+            "{world} gives DP = {world} / (TP {tp} x PP {pp}) = {dp}, which EP {ep} does not divide"
+        ));
+    }
     let (mut parallel, notes) =
         ParallelConfig::resolve(Some(world), p.tp, p.pp, p.ep, p.micro_batches);
     parallel.virtual_stages = p.virtual_stages;
@@ -610,6 +659,7 @@ fn apply_world(job: &mut DescribedJob, world: u32, warnings: &mut Vec<String>) {
     parallel.activation_bytes = p.activation_bytes;
     warnings.extend(notes);
     job.parallel = parallel;
+    Ok(())
 }
 
 /// Simulate the one input in `files` (see the module documentation).
@@ -619,6 +669,7 @@ pub fn run_files(
     options: &RunOptions,
 ) -> Result<RunOutput, RunError> {
     config.validate()?;
+    options.validate()?;
     let (input, used, file_warnings) = load(files, options)?;
     let mut warnings = Vec::new();
     let tables = options.ratio_tables.as_ref();
@@ -629,7 +680,7 @@ pub fn run_files(
     match input {
         Input::Described(mut d, source) => {
             if let Some(w) = options.world {
-                apply_world(&mut d, w, &mut warnings);
+                apply_world(&mut d, w, &mut warnings)?;
             }
             if options.calibrate {
                 warnings.push(
