@@ -383,7 +383,7 @@ fn exit_codes() {
     assert!(stderr(&out).contains("one workload or one measured run"));
     // An unknown preset is an invalid configuration (4).
     assert_eq!(
-        simulate(SEED000, &["--gpu-type", "B200"]).status.code(),
+        simulate(SEED000, &["--gpu-type", "V100"]).status.code(),
         Some(4)
     );
     assert_eq!(
