@@ -301,7 +301,7 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
     Ok(Ok((config, options)))
 }
 
-fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
+pub(crate) fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
     paths
         .iter()
         .map(|p| {

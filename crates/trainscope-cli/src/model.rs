@@ -13,6 +13,7 @@ use crate::simulate::{Args, EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, Precision, GPU_NAMES};
+use trainscope_core::job::calibrate::{attach, calibrate_from};
 use trainscope_core::job::memory::gib;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
@@ -80,6 +81,11 @@ pub struct ModelFlags {
     /// Launch overhead per kernel, microseconds.
     #[arg(long, value_name = "US")]
     pub launch_overhead_us: Option<f64>,
+    /// A measured run of the same model on the same GPU type (an
+    /// Optimus-Prime log, the rank traces of one Echo job): fit the compute
+    /// scale on its configuration, then simulate the job the flags give.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub calibrate_from: Vec<PathBuf>,
 }
 
 impl ModelFlags {
@@ -111,6 +117,7 @@ impl ModelFlags {
         );
         add(self.hbm_efficiency.is_some(), "--hbm-efficiency");
         add(self.launch_overhead_us.is_some(), "--launch-overhead-us");
+        add(!self.calibrate_from.is_empty(), "--calibrate-from");
         out
     }
 
@@ -320,14 +327,32 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
         Ok(j) => j,
         Err(code) => return Ok(code),
     };
-    let config = match crate::event::settings(args)? {
+    let mut config = match crate::event::settings(args)? {
         Ok((c, _)) => c,
         Err(code) => return Ok(code),
     };
-    let out = match run_model(&job, &config) {
+    let mut fit = None;
+    if !args.model.calibrate_from.is_empty() {
+        let files = crate::event::read_files(&args.model.calibrate_from)?;
+        let refs: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice()))
+            .collect();
+        match calibrate_from(&job, &refs, &config) {
+            Ok(f) => {
+                config.compute_scale = f.compute_scale();
+                fit = Some(f);
+            }
+            Err(e) => return Ok(crate::event::report_error(&e)),
+        }
+    }
+    let mut out = match run_model(&job, &config) {
         Ok(o) => o,
         Err(e) => return Ok(crate::event::report_error(&e)),
     };
+    if let Some(f) = fit {
+        attach(&mut out, f);
+    }
     let e = &args.event;
     crate::event::write_timeline(
         &out.run.result.timeline,
@@ -391,6 +416,30 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         t.model_tflops_per_gpu,
         t.tokens_per_second
     ));
+    if let Some(c) = &o.calibration {
+        out.push_str(&format!(
+            "  calibrated on {} ({}, TP {} PP {} DP {}, {} micro-batches): measured {:.1} ms, simulated {:.1} ms before the fit\n",
+            c.files.join(", "),
+            c.format.name(),
+            c.reference.tp,
+            c.reference.pp,
+            c.reference.dp.unwrap_or(1),
+            c.reference.global_batch_size.unwrap_or(0)
+                / (c.reference.micro_batch_size * c.reference.dp.unwrap_or(1)).max(1),
+            c.measured_iteration_time_ns as f64 / 1e6,
+            c.uncalibrated_iteration_time_ns as f64 / 1e6
+        ));
+        for f in &c.fitted {
+            out.push_str(&format!(
+                "    fitted {} = {:.4} ({})\n",
+                f.name, f.value, f.meaning
+            ));
+        }
+        for n in &c.notes {
+            out.push_str(&format!("    note: {n}\n"));
+        }
+        out.push('\n');
+    }
     out.push_str(&crate::event::render_text(&o.run));
     out.push_str(&format!(
         "\n  memory per stage (first rank; capacity {}):\n  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10}\n",

@@ -285,3 +285,48 @@ fn export_to_simai_simulates_like_the_job() {
     let out = trainscope(&["simulate", &p, "--mode", "simai", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn calibrate_from_a_measured_run_reports_the_fit() {
+    let log = fixture("seeds/optimus_prime_llama1b_pp8_train.log");
+    let base = [
+        "simulate",
+        "--model",
+        "llama3.2-1b",
+        "--world",
+        "8",
+        "--global-batch-size",
+        "32",
+        "--seq-length",
+        "512",
+        "--gpu-type",
+        "A40",
+    ];
+    let mut same = base.to_vec();
+    same.extend_from_slice(&["--pp", "8", "--calibrate-from", &log, "--json"]);
+    let v = json_of(&trainscope(&same));
+    let c = &v["calibration"];
+    assert_eq!(c["format"], "optimus-prime-log");
+    assert_eq!(c["reference"]["pp"], 8);
+    assert_eq!(c["fitted"][0]["name"], "compute_scale");
+    let scale = c["fitted"][0]["value"].as_f64().unwrap();
+    assert_eq!(v["compute_scale"].as_f64().unwrap(), scale);
+    let measured = c["measured_iteration_time_ns"].as_u64().unwrap();
+    let t = v["iteration_time_ns"].as_u64().unwrap();
+    assert!(
+        t.abs_diff(measured) <= measured / 1_000,
+        "{t} vs {measured}"
+    );
+    // Asking about another layout keeps the fitted scale.
+    let mut other = base.to_vec();
+    other.extend_from_slice(&["--pp", "4", "--calibrate-from", &log, "--json"]);
+    let w = json_of(&trainscope(&other));
+    assert_eq!(w["compute_scale"].as_f64().unwrap(), scale);
+    assert_ne!(w["iteration_time_ns"], v["iteration_time_ns"]);
+    // A workload is not a measured run.
+    let mut bad = base.to_vec();
+    let simai = fixture("seeds/simai_llama65b_tp8_pp4_vpp8.txt");
+    bad.extend_from_slice(&["--calibrate-from", &simai]);
+    let out = trainscope(&bad);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -14,6 +14,7 @@
 //! message naming the numbers ([`JobError`]).
 
 pub mod build;
+pub mod calibrate;
 pub mod export;
 pub mod memory;
 pub mod run;

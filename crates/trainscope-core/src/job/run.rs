@@ -32,6 +32,8 @@ pub struct ModelRunOutput {
     pub job: ModelJob,
     pub throughput: Throughput,
     pub memory: MemoryReport,
+    /// `--calibrate-from`: what the measured run fitted.
+    pub calibration: Option<super::calibrate::CalibrationFit>,
 }
 
 /// Peak chunks in flight on `stage` (activations of one micro-batch's
@@ -130,6 +132,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         job: job.clone(),
         throughput,
         memory,
+        calibration: None,
     })
 }
 
@@ -182,6 +185,7 @@ impl ModelRunOutput {
             "capacity_bytes": self.memory.capacity_bytes,
             "fits": self.memory.fits,
         });
+        v["calibration"] = json!(self.calibration);
         v
     }
 }
