@@ -154,6 +154,27 @@ test('with no flags and an untouched page, page and CLI agree: every example (ev
   assert.deepEqual(errors, []);
 });
 
+test('every figure says what it means; a measured run says what "measured" covers', async () => {
+  const { page, errors } = await open();
+  await loadExample(page, 'optimus_prime_llama1b_pp8_train.log');
+  const tiles = page.getByTestId('figure');
+  const n = await tiles.count();
+  assert.ok(n >= 8, `${n} figures`);
+  for (let i = 0; i < n; i++) {
+    const title = await tiles.nth(i).getAttribute('title');
+    assert.ok(title && title.length > 20, `${await tiles.nth(i).getAttribute('data-key')}: ${title}`);
+  }
+  assert.match(await page.locator('.headline').getAttribute('title'), /one training iteration/);
+  // The disclosure lists the same definitions, the critical path too.
+  const list = page.getByTestId('definitions');
+  await list.locator('summary').click();
+  assert.equal(await list.getByTestId('definition').count(), n + 2);
+  assert.match(await list.locator('[data-key="critical_path"]').textContent(), /sets the iteration time/);
+  assert.match(await page.getByTestId('measured-covers').textContent(), /forward passes only/);
+  await screenshot(page, 'app-definitions-optimus');
+  assert.deepEqual(errors, []);
+});
+
 test('every bundled example simulates', async () => {
   const { page, errors } = await open();
   const names = await page.getByTestId('example').locator('.example-name').allTextContents();

@@ -891,6 +891,7 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
         })
         .collect();
     if let Some(c) = &out.comparison {
+        v.measured_format = Some(out.format.name().to_string());
         v.measured.push(Figure::new(
             "iteration_time",
             "Iteration time",

@@ -6,7 +6,8 @@
 //! speak [`protocol`] (a run request with an id; progress, then a result
 //! of display data from [`views`]). [`settings`] is the one settings value
 //! (validated, pre-filled from the files, encoded in the URL fragment by
-//! [`url`]). [`format`], [`palette`] and [`download`] are small helpers;
+//! [`url`]). [`glossary`] defines every figure the page shows.
+//! [`format`], [`palette`] and [`download`] are small helpers;
 //! [`worker_host`] is the page's handle on the worker.
 
 pub mod app;
@@ -15,6 +16,7 @@ pub mod compute;
 pub mod download;
 pub mod examples;
 pub mod format;
+pub mod glossary;
 pub mod palette;
 pub mod protocol;
 pub mod settings;

@@ -266,6 +266,10 @@ pub struct ResultView {
     pub figures: Vec<Figure>,
     /// Measured counterparts of some figures (same keys), shown side by side.
     pub measured: Vec<Figure>,
+    /// The measured input's format name (`echo-trace`, ...), for what
+    /// "measured" covers ([`crate::glossary::measured_covers`]).
+    #[serde(default)]
+    pub measured_format: Option<String>,
     /// Stacked breakdown bar.
     pub breakdown_title: String,
     pub breakdown: Vec<Segment>,
@@ -288,6 +292,7 @@ impl ResultView {
             iteration_time_ns: None,
             figures: Vec::new(),
             measured: Vec::new(),
+            measured_format: None,
             breakdown_title: String::new(),
             breakdown: Vec::new(),
             bars_title: String::new(),

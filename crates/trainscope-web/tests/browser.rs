@@ -31,6 +31,8 @@ const SEED001: &[u8] =
 const ECHO: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
 const MIXTRAL: &[u8] = include_bytes!("../../../tests/fixtures/hf/mixtral_8x7b.json");
+const OPTIMUS: &[u8] =
+    include_bytes!("../../../tests/fixtures/seeds/optimus_prime_llama1b_pp8_train.log");
 const NEUSIGHT: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/neusight_gpt2large_dp_workitems.tsv");
 
@@ -1524,4 +1526,142 @@ fn a_model_config_shows_its_model_and_asks_for_a_training_setup() {
         .diagnostics
         .iter()
         .any(|d| d.is_error() && d.message.contains("trainscope simulate --model")));
+}
+
+// ---------------------------------------------------------------- definitions
+
+/// Every figure any run shows (both modes, every input kind) has a one-line
+/// definition in the one list, and a measured input says what "measured"
+/// covers for its format.
+#[wasm_bindgen_test]
+fn every_figure_shown_has_a_definition_and_measured_says_what_it_covers() {
+    use trainscope_web::glossary::{self, DEFINITIONS, MEASURED};
+    let mut keys: Vec<&str> = DEFINITIONS.iter().map(|d| d.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), DEFINITIONS.len(), "one entry per key");
+    for d in DEFINITIONS {
+        for text in [d.event, d.simai].into_iter().flatten() {
+            assert!(
+                !text.is_empty() && !text.contains('\n'),
+                "{}: one line",
+                d.key
+            );
+        }
+    }
+    let runs: [(&str, &[u8], Mode); 6] = [
+        ("s0.txt", SEED000, Mode::Event),
+        ("s0.txt", SEED000, Mode::Simai),
+        ("s1.txt", SEED001, Mode::Simai),
+        ("n.tsv", NEUSIGHT, Mode::Event),
+        ("echo_megatron_trace_rank7_tp2_pp4.txt", ECHO, Mode::Event),
+        ("o.log", OPTIMUS, Mode::Event),
+    ];
+    let mut measured_formats = Vec::new();
+    for (name, bytes, mode) in runs {
+        let mut req = run_request(1, &[(name, bytes)]);
+        req.settings.mode = mode;
+        let r = compute_output(&req).result.expect("a result");
+        let mut shown: Vec<&str> = r.figures.iter().map(|f| f.key.as_str()).collect();
+        shown.push("iteration_time");
+        for key in shown {
+            assert!(
+                glossary::definition(r.kind, key).is_some(),
+                "{name} ({mode:?}): `{key}` has no definition"
+            );
+        }
+        if !r.measured.is_empty() {
+            let format = r
+                .measured_format
+                .clone()
+                .expect("a measured input's format");
+            assert!(glossary::measured_covers(&format).is_some(), "{format}");
+            measured_formats.push(format);
+        }
+    }
+    assert_eq!(measured_formats, ["echo-trace", "optimus-prime-log"]);
+    assert_eq!(MEASURED.len(), 2);
+    assert!(glossary::measured_covers("optimus-prime-log")
+        .unwrap()
+        .contains("forward passes only"));
+}
+
+/// The definitions are reachable from the figures: each tile's tooltip, the
+/// "What these numbers mean" disclosure (with the critical path in event
+/// mode), and the measured block's note.
+#[wasm_bindgen_test]
+async fn figures_carry_their_definitions_and_the_measured_block_its_coverage() {
+    use trainscope_web::components::results::{Results, ResultsProps};
+    use trainscope_web::glossary;
+    use trainscope_web::views::{ResultKind, ResultView};
+    for kind in [ResultKind::Event, ResultKind::Simai] {
+        let mut r = ResultView::new(kind, "t", "t");
+        r.iteration_time_ns = Some(1_000);
+        r.figures = ["compute", "bubble", "comm", "comm.TP", "comm.PP"]
+            .iter()
+            .map(|k| Figure::new(k, k, Quantity::DurationNs(10)))
+            .collect();
+        if kind == ResultKind::Event {
+            r.figures.push(Figure::new(
+                "simai_bubble",
+                "SimAI",
+                Quantity::DurationNs(1),
+            ));
+            r.measured = vec![Figure::new(
+                "iteration_time",
+                "Iteration time",
+                Quantity::DurationNs(900),
+            )];
+            r.measured_format = Some("optimus-prime-log".into());
+        }
+        let host = mount::<Results>(ResultsProps {
+            result: r.clone(),
+            stale: false,
+            on_pin: yew::Callback::noop(),
+            pinned: false,
+            on_error: yew::Callback::noop(),
+            on_export: yew::Callback::noop(),
+            stale_note: None,
+            downloads_blocked: None,
+        })
+        .await;
+        for f in &r.figures {
+            let tile = host
+                .query_selector(&format!("[data-testid=figure][data-key='{}']", f.key))
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                tile.get_attribute("title").as_deref(),
+                glossary::definition(kind, &f.key),
+                "{kind:?} {}",
+                f.key
+            );
+        }
+        let headline = host.query_selector(".headline").unwrap().unwrap();
+        assert_eq!(
+            headline.get_attribute("title").as_deref(),
+            glossary::definition(kind, "iteration_time")
+        );
+        let listed = host
+            .query_selector_all("[data-testid=definitions] [data-testid=definition]")
+            .unwrap();
+        let extra = usize::from(kind == ResultKind::Event); // the critical path
+        assert_eq!(listed.length() as usize, 1 + r.figures.len() + extra);
+        let critical = host
+            .query_selector("[data-testid=definition][data-key=critical_path]")
+            .unwrap();
+        assert_eq!(critical.is_some(), kind == ResultKind::Event);
+        let covers = host
+            .query_selector("[data-testid=measured-covers]")
+            .unwrap();
+        match kind {
+            ResultKind::Event => assert!(covers
+                .unwrap()
+                .text_content()
+                .unwrap()
+                .contains("Optimus-Prime logs time forward passes only")),
+            ResultKind::Simai => assert!(covers.is_none()),
+        }
+        host.remove();
+    }
 }

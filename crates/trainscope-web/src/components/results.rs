@@ -1,7 +1,11 @@
 //! The Read panel for one [`ResultView`]: the headline iteration time
 //! (`data-testid="iteration-time"`, `data-ns` = integer ns), the figure
-//! tiles (compute, bubble, exposed communication per group, ...), measured
-//! vs simulated side by side when the input had measurements, the charts
+//! tiles (compute, bubble, exposed communication per group, ...), each with
+//! its one-line definition as a tooltip and all of them in a "What these
+//! numbers mean" disclosure (`data-testid="definitions"`, from
+//! [`crate::glossary`]), measured vs simulated side by side when the input
+//! had measurements (with what "measured" covers for its format,
+//! `data-testid="measured-covers"`), the charts
 //! canvas, tables, the result's own warnings/errors, the downloads
 //! (`data-testid` from each export, e.g. `export-chrome-trace`, plus
 //! `export-png` for the charts; disabled, with a title saying why, when the
@@ -14,6 +18,7 @@ use crate::components::file_card::diagnostic;
 use crate::components::table::SortableTable;
 use crate::download::download_canvas_png;
 use crate::format;
+use crate::glossary;
 use crate::views::{diff_figures, ExportFile, Quantity, ResultView};
 use web_sys::HtmlCanvasElement;
 use yew::prelude::*;
@@ -74,6 +79,24 @@ pub fn Results(props: &ResultsProps) -> Html {
         Callback::from(move |_| cb.emit(()))
     };
     let kind = r.kind.name();
+    let define = |key: &str| glossary::definition(r.kind, key);
+    // The disclosure: the headline, every figure shown, and (event mode)
+    // the critical path the timeline highlights.
+    let defined: Vec<(String, String, &'static str)> = r
+        .iteration_time_ns
+        .map(|_| ("iteration_time".to_string(), "Iteration time".to_string()))
+        .into_iter()
+        .chain(r.figures.iter().map(|f| (f.key.clone(), f.label.clone())))
+        .chain(
+            (r.kind == crate::views::ResultKind::Event)
+                .then(|| ("critical_path".to_string(), "Critical path".to_string())),
+        )
+        .filter_map(|(key, label)| define(&key).map(|d| (key, label, d)))
+        .collect();
+    let measured_covers = r
+        .measured_format
+        .as_deref()
+        .and_then(glossary::measured_covers);
     html! {
         <section class={classes!("results", props.stale.then_some("stale"))} aria-label="Results"
                  data-testid="results" data-kind={kind} aria-busy={props.stale.then_some("true")}>
@@ -91,7 +114,7 @@ pub fn Results(props: &ResultsProps) -> Html {
                 <p class="stale-note" data-testid="stale-note" role="status">{ note.clone() }</p>
             }
             if let Some(ns) = r.iteration_time_ns {
-                <div class="headline">
+                <div class="headline" title={define("iteration_time")}>
                     <span class="headline-label">{"Iteration time"}</span>
                     <span class="headline-value" data-testid="iteration-time" data-ns={ns.to_string()}>
                         { format::duration_ns(ns) }
@@ -101,15 +124,31 @@ pub fn Results(props: &ResultsProps) -> Html {
             <dl class="figures">
                 { for r.figures.iter().map(|f| html! {
                     <div class="figure" data-testid="figure" data-key={f.key.clone()}
-                         data-value={raw_value(&f.value)}>
+                         data-value={raw_value(&f.value)} title={define(&f.key)}>
                         <dt>{ &f.label }</dt>
                         <dd>{ f.value.text() }</dd>
                     </div>
                 }) }
             </dl>
+            if !defined.is_empty() {
+                <details class="definitions" data-testid="definitions">
+                    <summary>{"What these numbers mean"}</summary>
+                    <dl>
+                        { for defined.iter().map(|(key, label, text)| html! {
+                            <div data-testid="definition" data-key={key.clone()}>
+                                <dt>{ label }</dt>
+                                <dd>{ *text }</dd>
+                            </div>
+                        }) }
+                    </dl>
+                </details>
+            }
             if !r.measured.is_empty() {
                 <div class="measured">
                     <h3>{"Measured vs simulated"}</h3>
+                    if let Some(text) = measured_covers {
+                        <p class="measured-covers" data-testid="measured-covers">{ text }</p>
+                    }
                     <DiffTable a_label="Measured" b_label="Simulated"
                                rows={diff_figures(&r.measured, &r.all_figures())} />
                 </div>

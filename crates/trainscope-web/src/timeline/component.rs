@@ -1242,7 +1242,7 @@ impl Component for Timeline {
                             onclick={link.callback(|_| Msg::Fit)}>{ "Fit" }</button>
                     </div>
                     <button class={classes!("secondary", "ts-tl-btn", self.critical.then_some("on"))} data-testid="timeline-critical"
-                        aria-pressed={self.critical.to_string()} title="Highlight the chain of spans that sets the iteration time"
+                        aria-pressed={self.critical.to_string()} title={crate::glossary::definition(crate::views::ResultKind::Event, "critical_path")}
                         onclick={link.callback(|_| Msg::ToggleCritical)}>{ "Critical path" }</button>
                     <button class="secondary ts-tl-btn" data-testid="timeline-collapse"
                         onclick={link.callback(|_| Msg::ToggleAll)}>{ if all_collapsed { "Expand all" } else { "Collapse all" } }</button>
