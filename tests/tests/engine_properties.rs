@@ -99,8 +99,13 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 ScheduleKind::OneFOneB,
                 ScheduleKind::Interleaved,
             ][sched_i];
+            // Megatron's chunks are whole layers, layers / v each: the
+            // largest divisor of the layer count not above v_raw.
             let v = if schedule == ScheduleKind::Interleaved {
-                v_raw.min(layers.len() as u32)
+                (1..=v_raw)
+                    .rev()
+                    .find(|d| (layers.len() as u32).is_multiple_of(*d))
+                    .unwrap_or(1)
             } else {
                 1
             };

@@ -161,3 +161,93 @@ proptest! {
         prop_assert_eq!(run(&j, ScheduleKind::Interleaved, v).unwrap(), inter);
     }
 }
+
+/// A SimAI/AICB workload of `p` stages and `m` micro-batches whose block is
+/// an `embedding_layer` row without compute (AICB's placeholder 1), then
+/// `layers` transformer layers of two rows each (`attention_*` then
+/// `mlp_*`, (f, ig, wg) compute each), then a `final_column` row without
+/// compute; no communication.
+fn simai_job(p: u32, m: u32, layers: u32, f: u64, ig: u64, wg: u64) -> JobSpec {
+    let mut rows = String::new();
+    for _ in 0..m {
+        rows.push_str("embedding_layer -1 1 NONE 0 1 NONE 0 1 NONE 0 0\n");
+        for _ in 0..layers {
+            for name in ["attention_column", "mlp_row"] {
+                rows.push_str(&format!("{name} -1 {f} NONE 0 {ig} NONE 0 {wg} NONE 0 0\n"));
+            }
+        }
+        rows.push_str("final_column -1 1 NONE 0 1 NONE 0 1 NONE 0 0\n");
+    }
+    let text = format!(
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: {p} vpp: 1 ga: {m} all_gpus: {p} pp_comm: 0\n{}\n{rows}",
+        m * (2 * layers + 2)
+    );
+    let w = trainscope_core::formats::simai::parse("w.txt", &text).expect("parses");
+    JobSpec::from_simai(&w).expect("adapts")
+}
+
+/// Megatron's interleaving: chunks of whole transformer layers, the
+/// embedding row with the first chunk, the closing row with the last. With
+/// rows cut evenly instead, the 2L + 2 rows of a stage would not split into
+/// equal chunks and the iteration would be longer than the formula.
+#[test]
+fn interleaved_simai_blocks_split_by_whole_layers() {
+    for p in 1..=4u32 {
+        for (layers, v) in [(2u32, 2u32), (4, 2), (4, 4), (6, 3), (3, 3)] {
+            for k in 1..=2u32 {
+                let m = p * k;
+                let j = simai_job(p, m, layers, 6, 4, 3);
+                let per = 2 * u64::from(layers) * (6 + 4 + 3);
+                let want = u64::from(m) * per + u64::from(p - 1) * per / u64::from(v);
+                assert_eq!(
+                    run(&j, ScheduleKind::Interleaved, v).unwrap(),
+                    want,
+                    "p={p} layers={layers} v={v} m={m}"
+                );
+            }
+        }
+    }
+    // 4 layers do not split into 3 chunks; the message names the numbers.
+    let err = run(&simai_job(2, 2, 4, 1, 1, 1), ScheduleKind::Interleaved, 3).unwrap_err();
+    assert_eq!(
+        err,
+        SimError::LayersNotDivisible {
+            stage: 0,
+            layers: 4,
+            stages: 2,
+            virtual_stages: 3
+        }
+    );
+    assert!(err.to_string().contains("8 / (2 x 3)"), "{err}");
+    assert!(err.hint().is_some());
+}
+
+/// The chunks of a seed: `simai_405b` has 8 layers of 4 rows per stage
+/// (`attention_column` .. `mlp_row`), between `embedding_layer` and
+/// `final_column`; with 4 virtual stages every chunk runs 2 whole layers.
+#[test]
+fn seed_blocks_have_whole_layer_chunks() {
+    use trainscope_core::sim::chunks::BlockLayers;
+    let text = std::fs::read_to_string(trainscope_tests::fixture(
+        "seeds/simai_405b_tp8_pp16_ga16_sp.txt",
+    ))
+    .unwrap();
+    let w = trainscope_core::formats::simai::parse("w.txt", &text).unwrap();
+    let j = JobSpec::from_simai(&w).unwrap();
+    let block = &j.programs[0].blocks[0];
+    let l = BlockLayers::of(block);
+    assert_eq!(l.layers(), 8);
+    let chunks = l.chunk_rows(4, 0, 16).unwrap();
+    let names = |r: &std::ops::Range<usize>| -> Vec<&str> {
+        block.layers[r.clone()]
+            .iter()
+            .map(|x| x.name.as_str())
+            .collect()
+    };
+    assert_eq!(names(&chunks[0])[0], "embedding_layer");
+    assert_eq!(chunks[0].len(), 1 + 8);
+    assert_eq!(chunks[1].len(), 8);
+    assert_eq!(names(&chunks[1])[0], "attention_column");
+    assert_eq!(*names(&chunks[3]).last().unwrap(), "final_column");
+    assert_eq!(chunks[3].len(), 8 + 1);
+}

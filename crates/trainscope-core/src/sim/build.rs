@@ -28,6 +28,7 @@
 //! list round-robin as far as its inputs exist; an explicit order that can
 //! never run is reported as [`SimError::Stalled`].
 
+use super::chunks::BlockLayers;
 use super::config::{SimConfig, MAX_MICRO_BATCHES};
 use super::engine::{Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE};
 use super::job::{
@@ -41,6 +42,7 @@ use super::timeline::{
 };
 use super::SimError;
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// Most tasks a simulation may create.
 pub const MAX_TASKS: u64 = 40_000_000;
@@ -166,6 +168,8 @@ struct Builder<'a> {
     v: u32,
     p: u32,
     activation: u64,
+    /// Per program, per block: the rows of each chunk ([`BlockLayers`]).
+    chunk_rows: Vec<Vec<Vec<Range<usize>>>>,
     graph: TaskGraph,
     tasks: Vec<TaskMeta>,
     labels: Vec<String>,
@@ -543,21 +547,21 @@ impl Builder<'_> {
         }
         let job: &JobSpec = self.job;
         let program = &job.programs[pi];
-        let Some(block) = program.block_of(step.micro_batch) else {
+        let (Some(block), Some(rows)) = (
+            program.block_of(step.micro_batch),
+            program
+                .block_index_of(step.micro_batch)
+                .and_then(|bi| self.chunk_rows[pi].get(bi))
+                .and_then(|chunks| chunks.get(step.chunk as usize)),
+        ) else {
             return Err(SimError::InvalidJob(format!(
                 "rank {} has no block",
                 self.ranks[pi]
             )));
         };
-        let n = block.layers.len();
-        let v = self.v as usize;
-        let (lo, hi) = (
-            step.chunk as usize * n / v,
-            (step.chunk as usize + 1) * n / v,
-        );
         let layers: Vec<usize> = match step.direction {
-            Direction::Forward => (lo..hi).collect(),
-            Direction::Backward => (lo..hi).rev().collect(),
+            Direction::Forward => rows.clone().collect(),
+            Direction::Backward => rows.clone().rev().collect(),
         };
         let st = &mut states[pi];
         for li in layers {
@@ -833,17 +837,8 @@ pub fn build(
             reason: format!("{m} is not between 1 and {MAX_MICRO_BATCHES}"),
         });
     }
-    let v = if config.schedule == ScheduleKind::Interleaved {
-        config.virtual_stages
-    } else {
-        1
-    };
-    if config.schedule == ScheduleKind::Interleaved && !m.is_multiple_of(p) {
-        return Err(SimError::InterleavedMicroBatches {
-            micro_batches: m,
-            stages: p,
-        });
-    }
+    let v = config.schedule.chunks(config.virtual_stages);
+    config.schedule.check(p, m)?;
     let mut warnings = job.warnings.clone();
     let mut notes = Vec::new();
     let placement = Placement::new(
@@ -853,6 +848,7 @@ pub fn build(
     );
     // Size limit before allocating anything proportional to the work.
     let mut estimate: u64 = 0;
+    let mut chunk_rows = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
         let biggest = prog
             .blocks
@@ -865,14 +861,12 @@ pub fn build(
             biggest,
             (prog.pre_rows.len() + prog.post_rows.len()) as u64,
         ));
-        for b in &prog.blocks {
-            if (b.layers.len() as u64) < u64::from(v) {
-                return Err(SimError::TooFewLayers {
-                    layers: b.layers.len(),
-                    virtual_stages: v,
-                });
-            }
-        }
+        chunk_rows.push(
+            prog.blocks
+                .iter()
+                .map(|b| BlockLayers::of(b).chunk_rows(v, prog.stage, p))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
         if let Some(order) = &prog.order {
             if order.len() as u64 > 2 * u64::from(m) * u64::from(v) {
                 return Err(SimError::InvalidJob(format!(
@@ -957,6 +951,7 @@ pub fn build(
         v,
         p,
         activation,
+        chunk_rows,
         graph,
         tasks: Vec::new(),
         labels: Vec::new(),
