@@ -332,3 +332,31 @@ proptest! {
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
     }
 }
+
+proptest! {
+    #![proptest_config(trainscope_tests::proptest_config(64))]
+    /// The same invariants under the zero-bubble schedules (backward split
+    /// into B and W steps): the random job runs ZB-H1 or ZB-H2 with enough
+    /// micro-batches (m >= p, m >= 2p - 1).
+    #[test]
+    fn zero_bubble_jobs_keep_the_invariants(case in case_strategy(), h2 in any::<bool>()) {
+        let mut case = case;
+        let p = case.job.parallel.pp;
+        let (schedule, least) = if h2 {
+            (ScheduleKind::ZbH2, 2 * p - 1)
+        } else {
+            (ScheduleKind::ZbH1, p)
+        };
+        case.config.schedule = schedule;
+        case.config.virtual_stages = 1;
+        case.job.micro_batches = case.job.micro_batches.max(least);
+        let r = match sim::simulate(&case.job, &case.config) {
+            Ok(r) => r,
+            Err(e) => return Err(TestCaseError::fail(format!("simulation failed: {e}"))),
+        };
+        prop_assert_eq!(r.summary.schedule, schedule.name());
+        check(&case, &r)?;
+        let again = sim::simulate(&case.job, &case.config).unwrap();
+        prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
+    }
+}

@@ -1,7 +1,11 @@
 //! Exactness of the simulated pipeline schedules: with no communication and
 //! identical stages, GPipe and 1F1B take (m + p - 1)(t_f + t_b) and
 //! interleaved 1F1B takes m(t_f + t_b) + (p - 1)(t_f + t_b)/v, where t_f and
-//! t_b are one micro-batch's forward and backward compute on one stage.
+//! t_b are one micro-batch's forward and backward compute on one stage; with
+//! the backward split into B (input gradient) and W (weight gradient), ZB-H1
+//! takes m(F + B + W) + (p - 1)(F + B - W) when W <= min(F, B) and ZB-H2
+//! m(F + B + W) + (p - 1)F when B <= W and B <= 2F (the conditions under
+//! which each schedule's W passes fill the drain; see their module docs).
 
 use proptest::prelude::*;
 use trainscope_core::sim::job::{Block, JobSpec, LayerSpec, Parallelism};
@@ -250,4 +254,168 @@ fn seed_blocks_have_whole_layer_chunks() {
     assert_eq!(names(&chunks[1])[0], "attention_column");
     assert_eq!(*names(&chunks[3]).last().unwrap(), "final_column");
     assert_eq!(chunks[3].len(), 8 + 1);
+}
+
+/// ZB-H1 on uniform stages: m(F + B + W) + (p - 1)(F + B - W) when
+/// W <= min(F, B), the paper's T_F = T_B = T_W included (a third of 1F1B's
+/// bubble).
+#[test]
+fn zb_h1_matches_the_formula() {
+    for p in 1..=6u32 {
+        for m in p..=p + 6 {
+            for (f, ig, wg) in [
+                (5u64, 5u64, 5u64),
+                (7, 5, 4),
+                (3, 9, 2),
+                (6, 4, 0),
+                (4, 4, 4),
+            ] {
+                let j = job(p, m, 2, f, ig, wg);
+                let (tf, tb, tw) = (2 * f, 2 * ig, 2 * wg);
+                let want = u64::from(m) * (tf + tb + tw) + u64::from(p - 1) * (tf + tb - tw);
+                assert_eq!(
+                    run(&j, ScheduleKind::ZbH1, 1).unwrap(),
+                    want,
+                    "zb-h1 p={p} m={m} f={f} ig={ig} wg={wg}"
+                );
+            }
+        }
+    }
+    // F = B = W: the bubble is a third of 1F1B's.
+    let j = job(4, 8, 1, 10, 10, 10);
+    let zb = sim::simulate(
+        &j,
+        &SimConfig {
+            schedule: ScheduleKind::ZbH1,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    let flat = sim::simulate(&j, &SimConfig::default()).unwrap();
+    assert_eq!(flat.summary.stages[0].bubble_ns, 3 * 30);
+    assert_eq!(zb.summary.stages[0].bubble_ns, 3 * 10);
+}
+
+/// ZB-H2 on uniform stages: every stage busy from its first forward to its
+/// last W, m(F + B + W) + (p - 1)F, when B <= W and B <= 2F.
+#[test]
+fn zb_h2_matches_the_formula() {
+    for p in 1..=6u32 {
+        for m in (2 * p - 1)..=(2 * p + 5) {
+            for (f, ig, wg) in [(5u64, 5u64, 5u64), (3, 6, 7), (9, 2, 2), (4, 1, 1)] {
+                let j = job(p, m, 2, f, ig, wg);
+                let (tf, tb, tw) = (2 * f, 2 * ig, 2 * wg);
+                let want = u64::from(m) * (tf + tb + tw) + u64::from(p - 1) * tf;
+                assert_eq!(
+                    run(&j, ScheduleKind::ZbH2, 1).unwrap(),
+                    want,
+                    "zb-h2 p={p} m={m} f={f} ig={ig} wg={wg}"
+                );
+            }
+        }
+    }
+}
+
+/// The zero-bubble schedules run W as separate steps: every micro-batch's
+/// weight-gradient span comes after its input-gradient span on every stage,
+/// and the stage before starts its B as soon as this stage's B ends (it
+/// does not wait for W).
+#[test]
+fn zero_bubble_backward_is_split() {
+    use trainscope_core::sim::timeline::{SpanKind, Stream};
+    let j = job(3, 6, 2, 4, 4, 4);
+    let r = sim::simulate(
+        &j,
+        &SimConfig {
+            schedule: ScheduleKind::ZbH1,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    let t = &r.timeline;
+    for (li, lane) in t.lanes().iter().enumerate() {
+        if lane.stream != Stream::Compute {
+            continue;
+        }
+        let spans = t.spans(li as u32);
+        for mb in 0..6 {
+            let ig_end = spans
+                .iter()
+                .filter(|s| s.micro_batch() == Some(mb) && s.kind == SpanKind::InputGrad)
+                .map(|s| s.end_ns())
+                .max()
+                .unwrap();
+            let wg_start = spans
+                .iter()
+                .filter(|s| s.micro_batch() == Some(mb) && s.kind == SpanKind::WeightGrad)
+                .map(|s| s.start_ns)
+                .min()
+                .unwrap();
+            assert!(ig_end <= wg_start, "stage {} mb {mb}", lane.stage);
+        }
+    }
+    // The last stage runs F0 [16, 24) and B0 [24, 32); stage 1 starts B0 at
+    // 32, not after the last stage's W (1F1B: 40).
+    let b0 = |stage: u32| {
+        let li = t
+            .lanes()
+            .iter()
+            .position(|l| l.stage == stage && l.stream == Stream::Compute)
+            .unwrap();
+        t.spans(li as u32)
+            .iter()
+            .filter(|s| s.micro_batch() == Some(0) && s.kind == SpanKind::InputGrad)
+            .map(|s| s.start_ns)
+            .min()
+            .unwrap()
+    };
+    assert_eq!(b0(2), 24);
+    assert_eq!(b0(1), 32);
+    assert_eq!(b0(0), 40);
+}
+
+#[test]
+fn zero_bubble_refuses_too_few_micro_batches() {
+    let err = run(&job(4, 3, 1, 1, 1, 1), ScheduleKind::ZbH1, 1).unwrap_err();
+    assert!(matches!(
+        err,
+        SimError::ScheduleNeeds {
+            schedule: "zb-h1",
+            ..
+        }
+    ));
+    assert!(err.to_string().contains("m = 3, p = 4"), "{err}");
+    let err = run(&job(4, 6, 1, 1, 1, 1), ScheduleKind::ZbH2, 1).unwrap_err();
+    assert!(err.to_string().contains("m = 6, 2p - 1 = 7"), "{err}");
+    assert!(err.to_diagnostic().hint.is_some());
+}
+
+proptest! {
+    #![proptest_config(trainscope_tests::proptest_config(64))]
+    /// Random p, m, F, B, W: 1F1B takes (m + p - 1)(F + B + W); ZB-H1 and
+    /// ZB-H2 meet their formulas under their conditions and, whatever the
+    /// times, are never slower than 1F1B (ZB-H2 never slower than ZB-H1)
+    /// and never faster than the last stage's own work allows.
+    #[test]
+    fn zero_bubble_formulas_hold_for_random_times(
+        p in 1u32..7, extra in 0u32..6,
+        f in 1u64..40, ig in 1u64..40, wg in 0u64..40,
+    ) {
+        let m = 2 * p - 1 + extra;
+        let j = job(p, m, 1, f, ig, wg);
+        let one = run(&j, ScheduleKind::OneFOneB, 1).unwrap();
+        prop_assert_eq!(one, u64::from(m + p - 1) * (f + ig + wg));
+        let h1 = run(&j, ScheduleKind::ZbH1, 1).unwrap();
+        let h2 = run(&j, ScheduleKind::ZbH2, 1).unwrap();
+        if wg <= f.min(ig) {
+            prop_assert_eq!(h1, u64::from(m) * (f + ig + wg) + u64::from(p - 1) * (f + ig - wg));
+        }
+        if ig <= wg && ig <= 2 * f {
+            prop_assert_eq!(h2, u64::from(m) * (f + ig + wg) + u64::from(p - 1) * f);
+        }
+        let bound = u64::from(m) * (f + ig + wg) + u64::from(p - 1) * f;
+        prop_assert!(bound <= h2, "h2 {} below the bound {}", h2, bound);
+        prop_assert!(h2 <= h1, "h2 {} > h1 {}", h2, h1);
+        prop_assert!(h1 <= one, "h1 {} > 1f1b {}", h1, one);
+    }
 }

@@ -39,6 +39,14 @@ pub enum Schedule {
     OneFOneB,
     /// Interleaved 1F1B with --virtual-stages model chunks per rank.
     Interleaved,
+    /// Zero Bubble ZB-H1: backward split into B and W, W delayed into the
+    /// bubbles, 1F1B's peak memory (needs m >= p).
+    #[value(name = "zb-h1")]
+    ZbH1,
+    /// Zero Bubble ZB-H2: longer warm-up, up to 2p - 1 micro-batches in
+    /// flight, no bubble once full (needs m >= 2p - 1).
+    #[value(name = "zb-h2")]
+    ZbH2,
 }
 
 impl From<Schedule> for ScheduleKind {
@@ -47,6 +55,8 @@ impl From<Schedule> for ScheduleKind {
             Schedule::Gpipe => ScheduleKind::GPipe,
             Schedule::OneFOneB => ScheduleKind::OneFOneB,
             Schedule::Interleaved => ScheduleKind::Interleaved,
+            Schedule::ZbH1 => ScheduleKind::ZbH1,
+            Schedule::ZbH2 => ScheduleKind::ZbH2,
         }
     }
 }

@@ -463,3 +463,31 @@ fn oversubscription_and_placement_flags() {
     let help = String::from_utf8_lossy(&trainscope(&["simulate", "--help"]).stdout).to_string();
     assert!(help.contains("--placement") && help.contains("--oversubscription"));
 }
+
+/// `--schedule zb-h1|zb-h2`: the zero-bubble schedules by name in the JSON,
+/// each faster than 1F1B on seed 001 (p = m = 16: ZB-H2 needs m >= 31, so
+/// it runs with 32 micro-batches); too few micro-batches is a configuration
+/// error naming the condition.
+#[test]
+fn zero_bubble_schedules() {
+    let run = |args: &[&str]| {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        json_of(&simulate(SEED001, &a))
+    };
+    let flat = run(&[]);
+    let h1 = run(&["--schedule", "zb-h1"]);
+    assert_eq!(h1["schedule"], "zb-h1");
+    assert!(u(&h1, "iteration_time_ns") < u(&flat, "iteration_time_ns"));
+    let flat32 = run(&["--micro-batches", "32"]);
+    let h2 = run(&["--schedule", "zb-h2", "--micro-batches", "32"]);
+    assert_eq!(h2["schedule"], "zb-h2");
+    assert!(u(&h2, "iteration_time_ns") < u(&flat32, "iteration_time_ns"));
+    let out = simulate(SEED001, &["--schedule", "zb-h2"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr(&out).contains("m = 16, 2p - 1 = 31"),
+        "{}",
+        stderr(&out)
+    );
+}

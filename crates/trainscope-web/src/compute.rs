@@ -186,6 +186,8 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
         Schedule::Gpipe => ScheduleKind::GPipe,
         Schedule::OneFOneB => ScheduleKind::OneFOneB,
         Schedule::Interleaved => ScheduleKind::Interleaved,
+        Schedule::ZbH1 => ScheduleKind::ZbH1,
+        Schedule::ZbH2 => ScheduleKind::ZbH2,
     };
     if settings.schedule == Schedule::Interleaved {
         config.virtual_stages = settings.virtual_stages;

@@ -98,10 +98,20 @@ pub enum Schedule {
     #[serde(rename = "1f1b")]
     OneFOneB,
     Interleaved,
+    #[serde(rename = "zb-h1")]
+    ZbH1,
+    #[serde(rename = "zb-h2")]
+    ZbH2,
 }
 
 impl Schedule {
-    pub const ALL: [Schedule; 3] = [Schedule::Gpipe, Schedule::OneFOneB, Schedule::Interleaved];
+    pub const ALL: [Schedule; 5] = [
+        Schedule::Gpipe,
+        Schedule::OneFOneB,
+        Schedule::Interleaved,
+        Schedule::ZbH1,
+        Schedule::ZbH2,
+    ];
 }
 
 /// Collective algorithm of the event-level engine.
@@ -562,6 +572,8 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         Schedule::Gpipe => "gpipe",
         Schedule::OneFOneB => "1f1b",
         Schedule::Interleaved => "interleaved",
+        Schedule::ZbH1 => "zb-h1",
+        Schedule::ZbH2 => "zb-h2",
     }
 }
 pub fn algorithm_name(a: Algorithm) -> &'static str {

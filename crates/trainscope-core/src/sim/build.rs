@@ -12,7 +12,12 @@
 //! (asynchronous). A step (micro-batch through a chunk) runs the chunk's
 //! layers: forward = compute then collective per layer; backward, in reverse
 //! layer order = input-gradient compute and collective, then
-//! weight-gradient compute and collective. After a collective its layer's
+//! weight-gradient compute and collective. When the rank's order lists
+//! weight-gradient steps (zero-bubble schedules) the backward runs only the
+//! input-gradient part and the weight step, later, the weight-gradient part
+//! (reverse layer order); the previous stage waits only for the backward.
+//! A chunk's layers are whole transformer layers ([`super::chunks`]).
+//! After a collective its layer's
 //! `update_ns` passes before dependents start (an edge lag). A forward step's
 //! first task also waits for the activation from the previous virtual stage
 //! (a transfer holding the sender's send stream and the receiver's receive
@@ -21,7 +26,8 @@
 //!
 //! After its last step a rank runs its once-per-iteration rows: compute and
 //! TP/EP collectives in the chain, DP/DP_EP collectives asynchronously (when
-//! `overlap_grad_sync` is on they are issued as the last backward starts).
+//! `overlap_grad_sync` is on they are issued as the rank's last step starts:
+//! its last backward, or its last weight step when the backward is split).
 //! The closing rows wait for all asynchronous collectives of the rank.
 //!
 //! Tasks are created in a topological order by advancing every rank's step
@@ -150,6 +156,9 @@ pub struct Model {
 
 struct ProgState {
     order: Vec<PipeStep>,
+    /// The order lists weight-gradient steps: backward steps run only the
+    /// input gradients.
+    split: bool,
     pos: usize,
     frontier: Vec<Dep>,
     outputs: Vec<Option<Vec<Dep>>>,
@@ -458,7 +467,11 @@ impl Builder<'_> {
     }
 
     fn out_index(&self, dir: Direction, mb: u32, chunk: u32) -> usize {
-        let d = usize::from(dir == Direction::Backward);
+        let d = match dir {
+            Direction::Forward => 0,
+            Direction::Backward => 1,
+            Direction::Weight => 2,
+        };
         (d * self.m as usize + mb as usize) * self.v as usize + chunk as usize
     }
 
@@ -518,8 +531,12 @@ impl Builder<'_> {
                 self.ranks[pi], step
             )));
         }
-        if step.direction == Direction::Backward {
-            let f = self.out_index(Direction::Forward, step.micro_batch, step.chunk);
+        if let Some(before) = match step.direction {
+            Direction::Forward => None,
+            Direction::Backward => Some(Direction::Forward),
+            Direction::Weight => Some(Direction::Backward),
+        } {
+            let f = self.out_index(before, step.micro_batch, step.chunk);
             if states[pi].outputs[f].is_none() {
                 return Ok(false);
             }
@@ -561,7 +578,7 @@ impl Builder<'_> {
         };
         let layers: Vec<usize> = match step.direction {
             Direction::Forward => rows.clone().collect(),
-            Direction::Backward => rows.clone().rev().collect(),
+            Direction::Backward | Direction::Weight => rows.clone().rev().collect(),
         };
         let st = &mut states[pi];
         for li in layers {
@@ -581,10 +598,12 @@ impl Builder<'_> {
             };
             let phases: &[(Phase, SpanKind, bool)] = match step.direction {
                 Direction::Forward => &[(Phase::Forward, SpanKind::Forward, true)],
+                Direction::Backward if st.split => &[(Phase::InputGrad, SpanKind::InputGrad, true)],
                 Direction::Backward => &[
                     (Phase::InputGrad, SpanKind::InputGrad, true),
                     (Phase::WeightGrad, SpanKind::WeightGrad, false),
                 ],
+                Direction::Weight => &[(Phase::WeightGrad, SpanKind::WeightGrad, false)],
             };
             for &(phase, kind, blocking) in phases {
                 let meta = TaskMeta { kind, ..meta };
@@ -626,7 +645,7 @@ impl Builder<'_> {
         let placement = self.placement.placement_of(&members);
         let phase = match step.direction {
             Direction::Forward => Phase::Forward,
-            Direction::Backward => Phase::InputGrad,
+            Direction::Backward | Direction::Weight => Phase::InputGrad,
         };
         let req = CollectiveRequest {
             collective: CollectiveKind::SendRecv,
@@ -654,7 +673,7 @@ impl Builder<'_> {
         });
         let label = self.label(match step.direction {
             Direction::Forward => "activation",
-            Direction::Backward => "gradient",
+            Direction::Backward | Direction::Weight => "gradient",
         });
         let def = TaskDef {
             resources: [Self::res(from, Stream::Send), Self::res(to, Stream::Recv)],
@@ -781,23 +800,27 @@ impl Builder<'_> {
     }
 }
 
-/// Why no rank can advance: a backward listed before its own forward, or
-/// the blocked ranks and their next steps.
+/// Why no rank can advance: a backward listed before its own forward (a
+/// weight step before its backward), or the blocked ranks and their next
+/// steps.
 fn stall_message(b: &Builder<'_>, states: &[ProgState], ranks: &[u32]) -> String {
     let stage = |i: usize| b.job.programs.get(i).map_or(0, |p| p.stage);
     for (i, st) in states.iter().enumerate() {
         if let Some(step) = st.order.get(st.pos) {
-            if step.direction == Direction::Backward {
-                let f = b.out_index(Direction::Forward, step.micro_batch, step.chunk);
-                if st.outputs.get(f).is_some_and(|o| o.is_none()) {
-                    return format!(
-                        "rank {} (stage {}) lists the backward of micro-batch {} (chunk {}) before its forward",
-                        ranks[i],
-                        stage(i),
-                        step.micro_batch,
-                        step.chunk
-                    );
-                }
+            let (what, before, name) = match step.direction {
+                Direction::Forward => continue,
+                Direction::Backward => ("backward", Direction::Forward, "forward"),
+                Direction::Weight => ("weight-gradient step", Direction::Backward, "backward"),
+            };
+            let f = b.out_index(before, step.micro_batch, step.chunk);
+            if st.outputs.get(f).is_some_and(|o| o.is_none()) {
+                return format!(
+                    "rank {} (stage {}) lists the {what} of micro-batch {} (chunk {}) before its {name}",
+                    ranks[i],
+                    stage(i),
+                    step.micro_batch,
+                    step.chunk
+                );
             }
         }
     }
@@ -868,12 +891,17 @@ pub fn build(
                 .collect::<Result<Vec<_>, _>>()?,
         );
         if let Some(order) = &prog.order {
-            if order.len() as u64 > 2 * u64::from(m) * u64::from(v) {
+            let per = if order.iter().any(|s| s.direction == Direction::Weight) {
+                3
+            } else {
+                2
+            };
+            if order.len() as u64 > per * u64::from(m) * u64::from(v) {
                 return Err(SimError::InvalidJob(format!(
                     "rank {} lists {} steps; at most {} exist",
                     prog.rank,
                     order.len(),
-                    2 * m * v
+                    per * u64::from(m) * u64::from(v)
                 )));
             }
         }
@@ -972,11 +1000,13 @@ pub fn build(
             Some(o) => o.clone(),
             None => schedule::stage_order(config.schedule, p, m, v, prog.stage)?,
         };
+        let split = order.iter().any(|s| s.direction == Direction::Weight);
         states.push(ProgState {
             order,
+            split,
             pos: 0,
             frontier: Vec::new(),
-            outputs: vec![None; 2 * m as usize * v as usize],
+            outputs: vec![None; 3 * m as usize * v as usize],
             async_tasks: Vec::new(),
             last_bwd_start: Vec::new(),
             coll_seq: [0; 5],
@@ -1007,12 +1037,12 @@ pub fn build(
         }
     }
     for (i, st) in states.iter().enumerate() {
-        if st.order.len() as u64 != 2 * u64::from(m) * u64::from(v) {
+        let all = if st.split { 3 } else { 2 } * u64::from(m) * u64::from(v);
+        if st.order.len() as u64 != all {
             warnings.push(format!(
-                "rank {} runs {} of {} steps",
+                "rank {} runs {} of {all} steps",
                 ranks[i],
                 st.order.len(),
-                2 * m * v
             ));
         }
     }

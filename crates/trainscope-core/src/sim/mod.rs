@@ -73,6 +73,13 @@ pub enum SimError {
         "the interleaved schedule needs the micro-batch count ({micro_batches}) to be a multiple of the stage count ({stages})"
     )]
     InterleavedMicroBatches { micro_batches: u32, stages: u32 },
+    /// The schedule cannot run with these sizes ([`ScheduleKind::check`]).
+    #[error("the {schedule} schedule needs {needs}")]
+    ScheduleNeeds {
+        schedule: &'static str,
+        /// The condition and the run's numbers.
+        needs: String,
+    },
     /// The block has fewer transformer layers than the requested number of
     /// virtual stages ([`chunks`]).
     #[error("cannot split a block of {layers} layers into {virtual_stages} virtual stages")]
@@ -113,6 +120,9 @@ impl SimError {
         Some(match self {
             SimError::InterleavedMicroBatches { .. } => {
                 "set the micro-batch count to a multiple of the stage count, or use the 1f1b schedule"
+            }
+            SimError::ScheduleNeeds { .. } => {
+                "use more micro-batches (the micro-batch setting), or the 1f1b schedule"
             }
             SimError::TooFewLayers { .. } => "use fewer virtual stages",
             SimError::LayersNotDivisible { .. } => {

@@ -1,6 +1,7 @@
 //! Pipeline schedules: the order in which one stage runs its steps. A step
 //! is one micro-batch through one model chunk of the stage ([`PipeStep`]):
-//! a forward (F) or a backward (B).
+//! a forward (F), a backward (B) and, in the schedules that split the
+//! backward, a weight-gradient pass (W).
 //!
 //! This module holds the vocabulary ([`ScheduleKind`], [`Direction`],
 //! [`PipeStep`]) and [`stage_order`], which checks a
@@ -13,10 +14,19 @@
 //! | `gpipe` | [`super::schedules::gpipe`] | 1 | B and W together |
 //! | `1f1b` | [`super::schedules::one_f_one_b`] | 1 | B and W together |
 //! | `interleaved` | [`super::schedules::interleaved`] | `virtual_stages` | B and W together |
+//! | `zb-h1` | [`super::schedules::zb_h1`] | 1 | split: B, later W |
+//! | `zb-h2` | [`super::schedules::zb_h2`] | 1 | split: B, later W |
 //!
-//! A backward step runs the chunk's input-gradient and weight-gradient work
-//! (in reverse layer order, each layer's input gradient then its weight
-//! gradient). With v chunks per rank the model is cut into p·v virtual
+//! A backward step of a schedule that does not split the backward runs the
+//! chunk's input-gradient and weight-gradient work together (in reverse
+//! layer order, each layer's input gradient then its weight gradient). A
+//! schedule that splits it lists a [`Direction::Weight`] step per
+//! micro-batch and chunk: its backward runs only the input gradients (what
+//! the previous stage waits for) and the weight step the weight gradients
+//! (in reverse layer order). An explicit per-rank order (measured runs)
+//! splits the backward when it lists weight steps.
+//!
+//! With v chunks per rank the model is cut into p·v virtual
 //! stages; chunk c of stage s is virtual stage c·p + s (Megatron's
 //! interleaving), and the layers of a chunk are whole transformer layers
 //! ([`super::chunks`]).
@@ -39,22 +49,35 @@ pub enum ScheduleKind {
     OneFOneB,
     #[serde(rename = "interleaved")]
     Interleaved,
+    /// Zero Bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B's peak memory, W
+    /// passes delayed into the bubbles.
+    #[serde(rename = "zb-h1")]
+    ZbH1,
+    /// Zero Bubble ZB-H2: a longer warm-up (2p - 1 micro-batches in flight on
+    /// the first stage), no bubble once the pipeline is full.
+    #[serde(rename = "zb-h2")]
+    ZbH2,
 }
 
 impl ScheduleKind {
     /// Every schedule, in the order the CLI and the page list them.
-    pub const ALL: [ScheduleKind; 3] = [
+    pub const ALL: [ScheduleKind; 5] = [
         ScheduleKind::GPipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
+        ScheduleKind::ZbH1,
+        ScheduleKind::ZbH2,
     ];
 
-    /// `gpipe`, `1f1b`, `interleaved` (CLI and JSON names).
+    /// `gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2` (CLI and JSON
+    /// names).
     pub fn name(self) -> &'static str {
         match self {
             ScheduleKind::GPipe => "gpipe",
             ScheduleKind::OneFOneB => "1f1b",
             ScheduleKind::Interleaved => "interleaved",
+            ScheduleKind::ZbH1 => "zb-h1",
+            ScheduleKind::ZbH2 => "zb-h2",
         }
     }
 
@@ -72,9 +95,30 @@ impl ScheduleKind {
         }
     }
 
+    /// True when the schedule runs the weight gradients as separate W steps.
+    pub fn splits_backward(self) -> bool {
+        matches!(self, ScheduleKind::ZbH1 | ScheduleKind::ZbH2)
+    }
+
+    /// Steps one stage runs per micro-batch and chunk: 3 when the backward
+    /// is split (F, B, W), else 2 (F, B).
+    pub fn steps_per_micro_batch(self) -> u32 {
+        if self.splits_backward() {
+            3
+        } else {
+            2
+        }
+    }
+
     /// Check the schedule's conditions on `p` stages and `m` micro-batches;
     /// the error names the condition and the numbers.
     pub fn check(self, p: u32, m: u32) -> Result<(), SimError> {
+        let needs = |needs: String| {
+            Err(SimError::ScheduleNeeds {
+                schedule: self.name(),
+                needs,
+            })
+        };
         match self {
             ScheduleKind::GPipe | ScheduleKind::OneFOneB => Ok(()),
             ScheduleKind::Interleaved if !m.is_multiple_of(p) => {
@@ -84,16 +128,27 @@ impl ScheduleKind {
                 })
             }
             ScheduleKind::Interleaved => Ok(()),
+            ScheduleKind::ZbH1 if m < p => needs(format!(
+                "at least as many micro-batches as stages (m >= p); the run has m = {m}, p = {p}"
+            )),
+            ScheduleKind::ZbH2 if u64::from(m) + 1 < 2 * u64::from(p) => needs(format!(
+                "m >= 2p - 1 micro-batches (the first stage warms up with 2p - 1 forwards); the run has m = {m}, 2p - 1 = {}",
+                2 * u64::from(p) - 1
+            )),
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => Ok(()),
         }
     }
 }
 
-/// Forward or backward.
+/// Forward, backward (input gradient; with the weight gradient too unless
+/// the order splits it) or weight-gradient pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Forward,
     Backward,
+    /// The weight-gradient pass (W) of a split backward.
+    Weight,
 }
 
 /// One step of a stage: a micro-batch through one of its model chunks.
@@ -119,6 +174,15 @@ impl PipeStep {
     pub fn b(micro_batch: u32, chunk: u32) -> PipeStep {
         PipeStep {
             direction: Direction::Backward,
+            micro_batch,
+            chunk,
+        }
+    }
+
+    /// A weight-gradient step (split backward).
+    pub fn w(micro_batch: u32, chunk: u32) -> PipeStep {
+        PipeStep {
+            direction: Direction::Weight,
             micro_batch,
             chunk,
         }
@@ -153,6 +217,8 @@ pub fn stage_order(
         ScheduleKind::GPipe => schedules::gpipe::order(m),
         ScheduleKind::OneFOneB => schedules::one_f_one_b::order(p, m, stage),
         ScheduleKind::Interleaved => schedules::interleaved::order(p, m, v, stage),
+        ScheduleKind::ZbH1 => schedules::zb_h1::order(p, m, stage),
+        ScheduleKind::ZbH2 => schedules::zb_h2::order(p, m, stage),
     })
 }
 
@@ -175,7 +241,7 @@ mod tests {
     fn every_step_exactly_once() {
         for kind in ScheduleKind::ALL {
             let v = kind.chunks(3);
-            let per = 2;
+            let per = kind.steps_per_micro_batch() as usize;
             for p in 1..5 {
                 for s in 0..p {
                     let mut o = stage_order(kind, p, 12, v, s).unwrap();
@@ -194,6 +260,13 @@ mod tests {
             stage_order(ScheduleKind::Interleaved, 4, 6, 2, 0),
             Err(SimError::InterleavedMicroBatches { .. })
         ));
+        let e = stage_order(ScheduleKind::ZbH1, 4, 3, 1, 0).unwrap_err();
+        assert!(e.to_string().contains("m = 3, p = 4"), "{e}");
+        assert!(e.hint().is_some());
+        assert!(stage_order(ScheduleKind::ZbH1, 4, 4, 1, 0).is_ok());
+        let e = stage_order(ScheduleKind::ZbH2, 4, 6, 1, 0).unwrap_err();
+        assert!(e.to_string().contains("2p - 1 = 7"), "{e}");
+        assert!(stage_order(ScheduleKind::ZbH2, 4, 7, 1, 0).is_ok());
         assert!(stage_order(ScheduleKind::OneFOneB, 4, 1, 2, 0).is_err());
     }
 }

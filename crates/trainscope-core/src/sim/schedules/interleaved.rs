@@ -45,7 +45,7 @@ pub fn order(p: u32, m: u32, v: u32, stage: u32) -> Vec<PipeStep> {
         let mb = ((k / pv) * u64::from(p) + in_group % u64::from(p)) as u32;
         let chunk = match dir {
             Direction::Forward => fwd_chunk,
-            Direction::Backward => v - 1 - fwd_chunk,
+            Direction::Backward | Direction::Weight => v - 1 - fwd_chunk,
         };
         PipeStep {
             direction: dir,

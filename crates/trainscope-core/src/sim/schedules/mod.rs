@@ -9,6 +9,8 @@
 pub mod gpipe;
 pub mod interleaved;
 pub mod one_f_one_b;
+pub mod zb_h1;
+pub mod zb_h2;
 
 #[cfg(test)]
 pub(crate) fn fmt(steps: &[super::schedule::PipeStep]) -> String {
@@ -19,6 +21,7 @@ pub(crate) fn fmt(steps: &[super::schedule::PipeStep]) -> String {
             let d = match s.direction {
                 Direction::Forward => 'F',
                 Direction::Backward => 'B',
+                Direction::Weight => 'W',
             };
             format!("{d}{}.{}", s.micro_batch, s.chunk)
         })
