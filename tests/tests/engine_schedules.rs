@@ -419,3 +419,105 @@ proptest! {
         prop_assert!(h1 <= one, "h1 {} > 1f1b {}", h1, one);
     }
 }
+
+fn peaks(j: &JobSpec, schedule: ScheduleKind, v: u32) -> Vec<(u32, f64)> {
+    let config = SimConfig {
+        schedule,
+        virtual_stages: v,
+        ..SimConfig::default()
+    };
+    let r = sim::simulate(j, &config).unwrap();
+    assert_eq!(r.activations.len(), r.summary.stages.len());
+    r.summary
+        .stages
+        .iter()
+        .zip(&r.activations)
+        .map(|(s, a)| {
+            assert_eq!(s.peak_activation_chunks, a.peak_chunks);
+            assert_eq!(a.points.last().map(|p| p.chunks), Some(0), "all freed");
+            (s.peak_activation_chunks, s.peak_activation_micro_batches)
+        })
+        .collect()
+}
+
+/// Peak activation memory per stage (micro-batches in flight from a
+/// forward's start to the end of its backward, or of its W when the backward
+/// is split): 1F1B holds p - s on stage s, GPipe m everywhere, ZB-H1 p on
+/// every stage (the paper's "same number of in-flight micro-batches" on
+/// every worker; 1F1B's peak, that of its first stage), ZB-H2 2p - 1 - s,
+/// and interleaved 1F1B Megatron's warm-up plus one, in chunks:
+/// min(2(p - s - 1) + (v - 1)p + 1, m v), all m v when m == p.
+#[test]
+fn activation_peaks_per_schedule() {
+    for p in 1..=5u32 {
+        for m in [p, p + 3, 2 * p + 1] {
+            let j = job(p, m, 2, 3, 2, 1);
+            let one = peaks(&j, ScheduleKind::OneFOneB, 1);
+            let gpipe = peaks(&j, ScheduleKind::GPipe, 1);
+            let h1 = peaks(&j, ScheduleKind::ZbH1, 1);
+            for s in 0..p {
+                let i = s as usize;
+                assert_eq!(one[i], ((p - s).min(m), f64::from((p - s).min(m))));
+                assert_eq!(gpipe[i].0, m);
+                assert_eq!(h1[i], (p, f64::from(p)), "zb-h1 p={p} m={m} s={s}");
+            }
+            if m + 1 >= 2 * p {
+                let h2 = peaks(&j, ScheduleKind::ZbH2, 1);
+                for s in 0..p {
+                    assert_eq!(h2[s as usize].0, 2 * p - 1 - s, "zb-h2 p={p} m={m} s={s}");
+                }
+            }
+        }
+        for v in [2u32, 3] {
+            for m in [p, 2 * p, 3 * p] {
+                let j = job(p, m, 2 * v, 3, 2, 1);
+                let inter = peaks(&j, ScheduleKind::Interleaved, v);
+                for s in 0..p {
+                    let want = if m == p {
+                        m * v
+                    } else {
+                        (2 * (p - s - 1) + (v - 1) * p + 1).min(m * v)
+                    };
+                    assert_eq!(
+                        inter[s as usize].0, want,
+                        "interleaved p={p} v={v} m={m} s={s}"
+                    );
+                    assert_eq!(inter[s as usize].1, f64::from(want) / f64::from(v));
+                }
+            }
+        }
+    }
+}
+
+/// The series itself: 1F1B, p = m = 2, forward 10 and backward 10 ns. Stage
+/// 0 runs F0 [0, 10), F1 [10, 20), B0 [30, 40), B1 [50, 60); stage 1 runs F0
+/// [10, 20), B0 [20, 30), F1 [30, 40), B1 [40, 50): at 30 it frees B0's
+/// micro-batch and stores F1's (one point, frees first).
+#[test]
+fn activation_series_steps() {
+    use trainscope_core::sim::summary::ActivationPoint;
+    let j = job(2, 2, 1, 10, 10, 0);
+    let r = sim::simulate(&j, &SimConfig::default()).unwrap();
+    let pts = |i: usize| -> Vec<(u64, u32)> {
+        r.activations[i]
+            .points
+            .iter()
+            .map(|&ActivationPoint { time_ns, chunks }| (time_ns, chunks))
+            .collect()
+    };
+    assert_eq!(pts(0), vec![(0, 1), (10, 2), (40, 1), (60, 0)]);
+    assert_eq!(pts(1), vec![(10, 1), (30, 1), (50, 0)]);
+    assert_eq!(r.activations[0].at(15), 2);
+    assert_eq!(r.activations[0].at(40), 1);
+    assert_eq!(r.activations[1].at(5), 0);
+    // ZB-H1: stage 1 holds micro-batch 0 until its W, after B1.
+    let r = sim::simulate(
+        &j,
+        &SimConfig {
+            schedule: ScheduleKind::ZbH1,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.summary.stages[1].peak_activation_chunks, 2);
+}

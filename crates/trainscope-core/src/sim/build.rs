@@ -42,7 +42,7 @@ use super::job::{
 };
 use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
 use super::schedule::{self, Direction, PipeStep, ScheduleKind};
-use super::summary::{self, Summary};
+use super::summary::{self, ActivationSeries, Summary};
 use super::timeline::{
     CollOp, Flow, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline, TimelineBuilder,
 };
@@ -82,6 +82,24 @@ impl TaskMeta {
 pub struct ProgramInfo {
     pub rank: u32,
     pub stage: u32,
+    /// Its order lists weight-gradient steps (split backward): a
+    /// micro-batch's activations are held until its W step ends, else until
+    /// its backward ends.
+    pub split_backward: bool,
+}
+
+/// The tasks of one step of a rank's order, for activation memory over time
+/// ([`summary::activation_series`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRecord {
+    /// Program (simulated rank) that ran it.
+    pub program: u32,
+    pub step: PipeStep,
+    /// The step's first task (NONE when it made none: zero work).
+    pub first: TaskId,
+    /// Its last task on the rank's chain (compute or blocking collective;
+    /// NONE when it made none).
+    pub last: TaskId,
 }
 
 /// Everything known about the tasks of a built model.
@@ -89,6 +107,8 @@ pub struct ProgramInfo {
 pub struct Meta {
     pub tasks: Vec<TaskMeta>,
     pub programs: Vec<ProgramInfo>,
+    /// Every step run, per program in order.
+    pub steps: Vec<StepRecord>,
     pub labels: Vec<String>,
     pub mode: JobMode,
     pub job_name: String,
@@ -181,6 +201,7 @@ struct Builder<'a> {
     chunk_rows: Vec<Vec<Vec<Range<usize>>>>,
     graph: TaskGraph,
     tasks: Vec<TaskMeta>,
+    steps: Vec<StepRecord>,
     labels: Vec<String>,
     label_ids: BTreeMap<String, u32>,
     ranks: Vec<u32>,
@@ -556,6 +577,7 @@ impl Builder<'_> {
                 pending = up_out;
             }
         }
+        let first_task = self.tasks.len() as TaskId;
         let is_last = states[pi].pos + 1 == states[pi].order.len();
         if is_last {
             let mut d = Vec::new();
@@ -628,6 +650,19 @@ impl Builder<'_> {
             let f = std::mem::take(&mut st.frontier);
             merge_deps(&mut st.frontier, &f, &pending);
         }
+        let made = self.tasks.len() as TaskId;
+        self.steps.push(StepRecord {
+            program: prog,
+            step,
+            first: if made > first_task { first_task } else { NONE },
+            last: st
+                .frontier
+                .iter()
+                .map(|d| d.task)
+                .filter(|&t| t >= first_task)
+                .max()
+                .unwrap_or(NONE),
+        });
         st.outputs[own] = Some(st.frontier.clone());
         st.pos += 1;
         Ok(true)
@@ -982,6 +1017,7 @@ pub fn build(
         chunk_rows,
         graph,
         tasks: Vec::new(),
+        steps: Vec::new(),
         labels: Vec::new(),
         label_ids: BTreeMap::new(),
         ranks: ranks.clone(),
@@ -1081,6 +1117,7 @@ pub fn build(
     let Builder {
         graph,
         tasks,
+        steps,
         labels,
         ..
     } = b;
@@ -1090,11 +1127,14 @@ pub fn build(
             .programs
             .iter()
             .zip(&ranks)
-            .map(|(prog, &rank)| ProgramInfo {
+            .zip(&states)
+            .map(|((prog, &rank), st)| ProgramInfo {
                 rank,
                 stage: prog.stage,
+                split_backward: st.split,
             })
             .collect(),
+        steps,
         labels,
         mode: job.mode,
         job_name: job.name.clone(),
@@ -1117,6 +1157,17 @@ pub fn finish(
     engine: &Engine,
     config: &SimConfig,
 ) -> Result<(Timeline, Summary), SimError> {
+    let (timeline, summary, _) = finish_all(meta, engine, config)?;
+    Ok((timeline, summary))
+}
+
+/// Turn a finished run into its timeline, summary and activation memory
+/// over time per simulated rank ([`summary::activation_series`]).
+pub fn finish_all(
+    meta: &Meta,
+    engine: &Engine,
+    config: &SimConfig,
+) -> Result<(Timeline, Summary, Vec<ActivationSeries>), SimError> {
     let times = engine.all_times();
     let mut tb = TimelineBuilder::new();
     for l in &meta.labels {
@@ -1199,6 +1250,7 @@ pub fn finish(
     let path = summary::critical_path_tasks(times);
     tb.critical_path(path.iter().map(|t| primary[*t as usize]).collect());
     let timeline = tb.build();
-    let summary = summary::summarize(meta, engine, &path, timeline.end_ns());
-    Ok((timeline, summary))
+    let activations = summary::activation_series(meta, engine);
+    let summary = summary::summarize(meta, engine, &path, timeline.end_ns(), &activations);
+    Ok((timeline, summary, activations))
 }

@@ -155,6 +155,9 @@ pub struct SimResult {
     pub timeline: Timeline,
     /// Iteration time and its decomposition.
     pub summary: Summary,
+    /// Activation memory over time per simulated rank, in program order
+    /// (its peaks are in the summary's stages).
+    pub activations: Vec<summary::ActivationSeries>,
     /// Engine counters.
     pub stats: engine::EngineStats,
 }
@@ -267,10 +270,11 @@ pub fn simulate_with(
     let mut engine = engine::Engine::new(graph)?;
     engine.run().map_err(|e| meta.explain_stall(e, &engine))?;
     let stats = engine.stats();
-    let (timeline, summary) = build::finish(&meta, &engine, config)?;
+    let (timeline, summary, activations) = build::finish_all(&meta, &engine, config)?;
     Ok(SimResult {
         timeline,
         summary,
+        activations,
         stats,
     })
 }

@@ -218,6 +218,8 @@ fn stage_json(s: &StageSummary) -> Value {
         "send_busy_ns": s.send_busy_ns,
         "recv_busy_ns": s.recv_busy_ns,
         "end_ns": s.end_ns,
+        "peak_activation_chunks": s.peak_activation_chunks,
+        "peak_activation_micro_batches": s.peak_activation_micro_batches,
     })
 }
 
