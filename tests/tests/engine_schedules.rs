@@ -521,3 +521,70 @@ fn activation_series_steps() {
     .unwrap();
     assert_eq!(r.summary.stages[1].peak_activation_chunks, 2);
 }
+
+/// ZB-V: two V-shaped chunks per rank (a block of 2 layers is 1 layer per
+/// chunk). With equal forward, input-gradient and weight-gradient times per
+/// chunk (the paper's assumption), 2m(f + b + w) + (p - 1)f, f, b, w per
+/// chunk; every stage holds at most 2p chunk activations (p micro-batches,
+/// 1F1B's peak); the last stage sends nothing to itself, so there are
+/// 2m(2p - 2) transfers.
+#[test]
+fn zbv_matches_the_formula() {
+    for p in 1..=6u32 {
+        for m in (2 * p)..=(2 * p + 5) {
+            for t in [1u64, 7] {
+                let j = job(p, m, 2, t, t, t);
+                let want = 2 * u64::from(m) * 3 * t + u64::from(p - 1) * t;
+                assert_eq!(
+                    run(&j, ScheduleKind::ZbV, 1).unwrap(),
+                    want,
+                    "zbv p={p} m={m} t={t}"
+                );
+                let pk = peaks(&j, ScheduleKind::ZbV, 1);
+                assert!(pk.iter().all(|x| *x == (2 * p, f64::from(p))), "{pk:?}");
+            }
+        }
+    }
+    let mut j = job(3, 6, 2, 5, 5, 5);
+    j.activation_bytes = 1 << 20;
+    let r = sim::simulate(
+        &j,
+        &SimConfig {
+            schedule: ScheduleKind::ZbV,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.summary.virtual_stages, 2);
+    assert_eq!(r.timeline.flows().len(), 2 * 6 * (2 * 3 - 2));
+    // An odd number of layers per stage cannot make two chunks.
+    assert!(matches!(
+        run(&job(2, 4, 3, 1, 1, 1), ScheduleKind::ZbV, 1),
+        Err(SimError::LayersNotDivisible { .. })
+    ));
+    assert!(matches!(
+        run(&job(2, 3, 2, 1, 1, 1), ScheduleKind::ZbV, 1),
+        Err(SimError::ScheduleNeeds {
+            schedule: "zbv",
+            ..
+        })
+    ));
+}
+
+proptest! {
+    #![proptest_config(trainscope_tests::proptest_config(48))]
+    /// ZB-V with random times: never slower than 1F1B on the same stages,
+    /// never faster than the last stage's own work allows.
+    #[test]
+    fn zbv_is_never_slower_than_1f1b(
+        p in 1u32..6, extra in 0u32..5,
+        f in 1u64..30, ig in 1u64..30, wg in 0u64..30,
+    ) {
+        let m = 2 * p + extra;
+        let j = job(p, m, 2, f, ig, wg);
+        let one = run(&j, ScheduleKind::OneFOneB, 1).unwrap();
+        let v = run(&j, ScheduleKind::ZbV, 1).unwrap();
+        prop_assert!(v <= one, "zbv {} > 1f1b {}", v, one);
+        prop_assert!(v >= 2 * u64::from(m) * (f + ig + wg) + u64::from(p - 1) * f);
+    }
+}

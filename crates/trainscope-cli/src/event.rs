@@ -47,6 +47,9 @@ pub enum Schedule {
     /// flight, no bubble once full (needs m >= 2p - 1).
     #[value(name = "zb-h2")]
     ZbH2,
+    /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
+    /// memory (needs m >= 2p and an even number of layers per stage).
+    Zbv,
 }
 
 impl From<Schedule> for ScheduleKind {
@@ -57,6 +60,7 @@ impl From<Schedule> for ScheduleKind {
             Schedule::Interleaved => ScheduleKind::Interleaved,
             Schedule::ZbH1 => ScheduleKind::ZbH1,
             Schedule::ZbH2 => ScheduleKind::ZbH2,
+            Schedule::Zbv => ScheduleKind::ZbV,
         }
     }
 }

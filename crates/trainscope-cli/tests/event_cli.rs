@@ -496,6 +496,15 @@ fn zero_bubble_schedules() {
     assert!(text.contains("schedule: zb-h1"), "{text}");
     assert!(text.contains("peak act."), "{text}");
     assert!(text.contains("      16 mb"), "{text}");
+    // ZB-V: two chunks of 4 layers per stage, p micro-batches' activations.
+    let v = run(&["--schedule", "zbv", "--micro-batches", "32"]);
+    assert_eq!(v["schedule"], "zbv");
+    assert_eq!(u(&v, "virtual_stages"), 2);
+    assert!(u(&v, "iteration_time_ns") < u(&flat32, "iteration_time_ns"));
+    assert_eq!(
+        v["stages"][0]["peak_activation_micro_batches"].as_f64(),
+        Some(16.0)
+    );
     let out = simulate(SEED001, &["--schedule", "zb-h2"]);
     assert_eq!(out.status.code(), Some(4));
     assert!(

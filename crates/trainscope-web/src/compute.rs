@@ -188,6 +188,7 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
         Schedule::Interleaved => ScheduleKind::Interleaved,
         Schedule::ZbH1 => ScheduleKind::ZbH1,
         Schedule::ZbH2 => ScheduleKind::ZbH2,
+        Schedule::Zbv => ScheduleKind::ZbV,
     };
     if settings.schedule == Schedule::Interleaved {
         config.virtual_stages = settings.virtual_stages;

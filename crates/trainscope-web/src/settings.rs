@@ -102,15 +102,17 @@ pub enum Schedule {
     ZbH1,
     #[serde(rename = "zb-h2")]
     ZbH2,
+    Zbv,
 }
 
 impl Schedule {
-    pub const ALL: [Schedule; 5] = [
+    pub const ALL: [Schedule; 6] = [
         Schedule::Gpipe,
         Schedule::OneFOneB,
         Schedule::Interleaved,
         Schedule::ZbH1,
         Schedule::ZbH2,
+        Schedule::Zbv,
     ];
 }
 
@@ -574,6 +576,7 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         Schedule::Interleaved => "interleaved",
         Schedule::ZbH1 => "zb-h1",
         Schedule::ZbH2 => "zb-h2",
+        Schedule::Zbv => "zbv",
     }
 }
 pub fn algorithm_name(a: Algorithm) -> &'static str {

@@ -513,18 +513,19 @@ impl Builder<'_> {
     /// The program and output index a step needs from a neighbour, if any.
     fn upstream(&self, prog: u32, step: PipeStep) -> Option<(u32, usize)> {
         let s = self.job.programs[prog as usize].stage;
-        let k = step.chunk * self.p + s;
+        let placement = self.config.schedule.placement();
+        let k = placement.virtual_stage(self.p, s, step.chunk);
         let last = self.v * self.p - 1;
         match step.direction {
             Direction::Forward if k > 0 => {
-                let (st, ch) = ((k - 1) % self.p, (k - 1) / self.p);
+                let (st, ch) = placement.locate(self.p, k - 1);
                 Some((
                     self.peer(prog, st),
                     self.out_index(Direction::Forward, step.micro_batch, ch),
                 ))
             }
             Direction::Backward if k < last => {
-                let (st, ch) = ((k + 1) % self.p, (k + 1) / self.p);
+                let (st, ch) = placement.locate(self.p, k + 1);
                 Some((
                     self.peer(prog, st),
                     self.out_index(Direction::Backward, step.micro_batch, ch),

@@ -546,7 +546,13 @@ pub fn run_files(
                 }
                 c.micro_batches = None;
                 c.virtual_stages = 1;
-                if c.schedule == ScheduleKind::Interleaved {
+                if c.schedule != ScheduleKind::GPipe && c.schedule != ScheduleKind::OneFOneB {
+                    if c.schedule != ScheduleKind::Interleaved {
+                        warnings.push(format!(
+                            "the replay follows the measured step order: the {} schedule is not applied",
+                            c.schedule.name()
+                        ));
+                    }
                     c.schedule = ScheduleKind::OneFOneB;
                 }
             }

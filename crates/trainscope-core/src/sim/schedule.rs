@@ -16,6 +16,7 @@
 //! | `interleaved` | [`super::schedules::interleaved`] | `virtual_stages` | B and W together |
 //! | `zb-h1` | [`super::schedules::zb_h1`] | 1 | split: B, later W |
 //! | `zb-h2` | [`super::schedules::zb_h2`] | 1 | split: B, later W |
+//! | `zbv` | [`super::schedules::zbv`] | 2, V-shaped | split: B, later W |
 //!
 //! A backward step of a schedule that does not split the backward runs the
 //! chunk's input-gradient and weight-gradient work together (in reverse
@@ -26,10 +27,13 @@
 //! (in reverse layer order). An explicit per-rank order (measured runs)
 //! splits the backward when it lists weight steps.
 //!
-//! With v chunks per rank the model is cut into p·v virtual
-//! stages; chunk c of stage s is virtual stage c·p + s (Megatron's
-//! interleaving), and the layers of a chunk are whole transformer layers
-//! ([`super::chunks`]).
+//! With v chunks per rank the model is cut into p·v virtual stages, and the
+//! layers of a chunk are whole transformer layers ([`super::chunks`]).
+//! Chunk placement ([`ChunkPlacement`]): looped (Megatron's interleaving),
+//! chunk c of stage s is virtual stage c·p + s; V-shaped (two chunks),
+//! chunk 0 of stage s is virtual stage s and chunk 1 is virtual stage
+//! 2p - 1 - s, so the last stage runs the two middle virtual stages (no
+//! transfer between them) and the first stage both ends of the model.
 //!
 //! The AICB header's `vpp` is layers per stage, not virtual stages: the
 //! schedule ignores it (the count comes from the settings), and only SimAI's
@@ -57,20 +61,56 @@ pub enum ScheduleKind {
     /// the first stage), no bubble once the pipeline is full.
     #[serde(rename = "zb-h2")]
     ZbH2,
+    /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
+    /// memory, no bubble once full when F = B = W.
+    #[serde(rename = "zbv")]
+    ZbV,
+}
+
+/// How a rank's chunks map to virtual stages (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkPlacement {
+    /// Chunk c of stage s is virtual stage c·p + s (Megatron's interleaving).
+    Looped,
+    /// Two chunks: chunk 0 of stage s is virtual stage s, chunk 1 is
+    /// virtual stage 2p - 1 - s.
+    VShape,
+}
+
+impl ChunkPlacement {
+    /// The virtual stage (0-based, model order) of `chunk` on `stage` of `p`.
+    pub fn virtual_stage(self, p: u32, stage: u32, chunk: u32) -> u32 {
+        match self {
+            ChunkPlacement::Looped => chunk * p + stage,
+            ChunkPlacement::VShape if chunk == 0 => stage,
+            ChunkPlacement::VShape => 2 * p - 1 - stage,
+        }
+    }
+
+    /// The (stage, chunk) that runs virtual stage `k` (0 <= k < p x chunks).
+    pub fn locate(self, p: u32, k: u32) -> (u32, u32) {
+        match self {
+            ChunkPlacement::Looped => (k % p, k / p),
+            ChunkPlacement::VShape if k < p => (k, 0),
+            ChunkPlacement::VShape => (2 * p - 1 - k, 1),
+        }
+    }
 }
 
 impl ScheduleKind {
     /// Every schedule, in the order the CLI and the page list them.
-    pub const ALL: [ScheduleKind; 5] = [
+    pub const ALL: [ScheduleKind; 6] = [
         ScheduleKind::GPipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
         ScheduleKind::ZbH1,
         ScheduleKind::ZbH2,
+        ScheduleKind::ZbV,
     ];
 
-    /// `gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2` (CLI and JSON
-    /// names).
+    /// `gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2`, `zbv` (CLI and
+    /// JSON names).
     pub fn name(self) -> &'static str {
         match self {
             ScheduleKind::GPipe => "gpipe",
@@ -78,6 +118,7 @@ impl ScheduleKind {
             ScheduleKind::Interleaved => "interleaved",
             ScheduleKind::ZbH1 => "zb-h1",
             ScheduleKind::ZbH2 => "zb-h2",
+            ScheduleKind::ZbV => "zbv",
         }
     }
 
@@ -87,17 +128,29 @@ impl ScheduleKind {
     }
 
     /// Model chunks per rank: `virtual_stages` for the interleaved
-    /// schedule, else 1.
+    /// schedule, 2 for the V-shaped one, else 1.
     pub fn chunks(self, virtual_stages: u32) -> u32 {
         match self {
             ScheduleKind::Interleaved => virtual_stages,
+            ScheduleKind::ZbV => 2,
             _ => 1,
+        }
+    }
+
+    /// How chunks map to virtual stages.
+    pub fn placement(self) -> ChunkPlacement {
+        match self {
+            ScheduleKind::ZbV => ChunkPlacement::VShape,
+            _ => ChunkPlacement::Looped,
         }
     }
 
     /// True when the schedule runs the weight gradients as separate W steps.
     pub fn splits_backward(self) -> bool {
-        matches!(self, ScheduleKind::ZbH1 | ScheduleKind::ZbH2)
+        matches!(
+            self,
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV
+        )
     }
 
     /// Steps one stage runs per micro-batch and chunk: 3 when the backward
@@ -135,7 +188,11 @@ impl ScheduleKind {
                 "m >= 2p - 1 micro-batches (the first stage warms up with 2p - 1 forwards); the run has m = {m}, 2p - 1 = {}",
                 2 * u64::from(p) - 1
             )),
-            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => Ok(()),
+            ScheduleKind::ZbV if u64::from(m) < 2 * u64::from(p) => needs(format!(
+                "m >= 2p micro-batches (two chunks per rank in a V shape); the run has m = {m}, 2p = {}",
+                2 * u64::from(p)
+            )),
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV => Ok(()),
         }
     }
 }
@@ -219,6 +276,7 @@ pub fn stage_order(
         ScheduleKind::Interleaved => schedules::interleaved::order(p, m, v, stage),
         ScheduleKind::ZbH1 => schedules::zb_h1::order(p, m, stage),
         ScheduleKind::ZbH2 => schedules::zb_h2::order(p, m, stage),
+        ScheduleKind::ZbV => schedules::zbv::order(p, m, stage),
     })
 }
 
@@ -235,6 +293,31 @@ mod tests {
             assert_eq!(serde_json::from_str::<ScheduleKind>(&json).unwrap(), k);
         }
         assert_eq!(ScheduleKind::from_name("zb-h3"), None);
+    }
+
+    #[test]
+    fn placements_are_inverse() {
+        for p in 1..6 {
+            for (placement, v) in [
+                (ChunkPlacement::Looped, 1),
+                (ChunkPlacement::Looped, 3),
+                (ChunkPlacement::VShape, 2),
+            ] {
+                let mut seen = vec![false; (p * v) as usize];
+                for s in 0..p {
+                    for c in 0..v {
+                        let k = placement.virtual_stage(p, s, c);
+                        assert_eq!(placement.locate(p, k), (s, c));
+                        seen[k as usize] = true;
+                    }
+                }
+                assert!(seen.iter().all(|x| *x));
+            }
+        }
+        // V shape: the last stage holds the two middle virtual stages.
+        assert_eq!(ChunkPlacement::VShape.virtual_stage(4, 3, 0), 3);
+        assert_eq!(ChunkPlacement::VShape.virtual_stage(4, 3, 1), 4);
+        assert_eq!(ChunkPlacement::VShape.virtual_stage(4, 0, 1), 7);
     }
 
     #[test]
@@ -267,6 +350,10 @@ mod tests {
         let e = stage_order(ScheduleKind::ZbH2, 4, 6, 1, 0).unwrap_err();
         assert!(e.to_string().contains("2p - 1 = 7"), "{e}");
         assert!(stage_order(ScheduleKind::ZbH2, 4, 7, 1, 0).is_ok());
+        let e = stage_order(ScheduleKind::ZbV, 4, 7, 2, 0).unwrap_err();
+        assert!(e.to_string().contains("m = 7, 2p = 8"), "{e}");
+        assert!(stage_order(ScheduleKind::ZbV, 4, 8, 2, 0).is_ok());
+        assert!(stage_order(ScheduleKind::ZbV, 4, 8, 1, 0).is_err());
         assert!(stage_order(ScheduleKind::OneFOneB, 4, 1, 2, 0).is_err());
     }
 }

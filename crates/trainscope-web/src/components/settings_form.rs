@@ -65,6 +65,10 @@ fn control(field: Field) -> Control {
                 schedule_name(Schedule::ZbH2),
                 "ZB-H2 (zero bubble, 2p-1 in flight)",
             ),
+            (
+                schedule_name(Schedule::Zbv),
+                "ZB-V (two chunks per rank, V shape)",
+            ),
         ]),
         Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
         Field::Placement => Control::Select(PlacementOrder::NAMES.map(|n| (n, n)).to_vec()),

@@ -11,6 +11,7 @@ pub mod interleaved;
 pub mod one_f_one_b;
 pub mod zb_h1;
 pub mod zb_h2;
+pub mod zbv;
 
 #[cfg(test)]
 pub(crate) fn fmt(steps: &[super::schedule::PipeStep]) -> String {
