@@ -291,7 +291,9 @@ fn check(case: &Case, r: &SimResult) -> Result<(), TestCaseError> {
     );
     let receivers_per_stage = (job.programs.len() as u32) / p;
     // A V-shaped placement's middle boundary stays on the last stage.
-    let local = u32::from(case.config.schedule == ScheduleKind::ZbV);
+    let local = u32::from(
+        case.config.schedule.placement() == trainscope_core::sim::schedule::ChunkPlacement::VShape,
+    );
     let want = if p > 1 && job.activation_bytes > 0 {
         2 * m * (v * p - 1 - local) * receivers_per_stage
     } else {
@@ -336,20 +338,22 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(trainscope_tests::proptest_config(64))]
+    #![proptest_config(trainscope_tests::proptest_config(96))]
     /// The same invariants under the zero-bubble schedules (backward split
-    /// into B and W steps): the random job runs ZB-H1, ZB-H2 or ZB-V with
-    /// enough micro-batches (m >= p, m >= 2p - 1, m >= 2p).
+    /// into B and W steps) and DualPipeV (overlapped pairs): the random job
+    /// runs ZB-H1, ZB-H2, ZB-V or DualPipeV with enough micro-batches
+    /// (m >= p, m >= 2p - 1, m >= 2p, m >= 2p).
     #[test]
-    fn zero_bubble_jobs_keep_the_invariants(case in case_strategy(), which in 0usize..3) {
+    fn zero_bubble_jobs_keep_the_invariants(case in case_strategy(), which in 0usize..4) {
         let mut case = case;
         let p = case.job.parallel.pp;
         let (schedule, least) = [
             (ScheduleKind::ZbH1, p),
             (ScheduleKind::ZbH2, 2 * p - 1),
             (ScheduleKind::ZbV, 2 * p),
+            (ScheduleKind::DualPipeV, 2 * p),
         ][which];
-        if schedule == ScheduleKind::ZbV {
+        if schedule.chunks(1) == 2 {
             // Two chunks of whole layers: an even layer count per block.
             for prog in &mut case.job.programs {
                 for b in &mut prog.blocks {

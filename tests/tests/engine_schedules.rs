@@ -588,3 +588,163 @@ proptest! {
         prop_assert!(v >= 2 * u64::from(m) * (f + ig + wg) + u64::from(p - 1) * f);
     }
 }
+
+/// DualPipeV: two V-shaped chunks per rank, forward and backward of the two
+/// chunks overlapped in the steady phase. With no communication, f = b and
+/// w <= f per chunk, 2m(f + b + w) + (p - 1)(f + 2b - w): the DualPipe
+/// repository's bubble (PP/2 - 1)(F&B + B - 3W) with PP = 2p, F&B = f + b + w,
+/// B = b + w, W = w. Every rank holds at most 2p + 1 chunk activations (the
+/// repository's PP + 1).
+#[test]
+fn dualpipev_matches_the_formula() {
+    for p in 1..=6u32 {
+        for m in (2 * p)..=(2 * p + 5) {
+            for (f, wg) in [(4u64, 4u64), (5, 2), (6, 0)] {
+                let j = job(p, m, 2, f, f, wg);
+                let want = 2 * u64::from(m) * (f + f + wg) + u64::from(p - 1) * (3 * f - wg);
+                assert_eq!(
+                    run(&j, ScheduleKind::DualPipeV, 1).unwrap(),
+                    want,
+                    "dualpipev p={p} m={m} f=b={f} w={wg}"
+                );
+            }
+            let pk = peaks(&job(p, m, 2, 3, 3, 1), ScheduleKind::DualPipeV, 1);
+            assert!(
+                pk.iter()
+                    .all(|x| *x == (2 * p + 1, f64::from(2 * p + 1) / 2.0)),
+                "p={p} m={m} {pk:?}"
+            );
+        }
+    }
+    assert!(matches!(
+        run(&job(3, 5, 2, 1, 1, 1), ScheduleKind::DualPipeV, 1),
+        Err(SimError::ScheduleNeeds {
+            schedule: "dualpipev",
+            ..
+        })
+    ));
+}
+
+/// DualPipeV's overlapped pairs: with a blocking TP collective after every
+/// layer's forward and input gradient, one chunk's compute runs while the
+/// other chunk's collective is in flight on the same rank, which makes the
+/// iteration shorter than the same steps run one after the other.
+#[test]
+fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
+    use trainscope_core::sim::job::{CollectiveKind, CommSpec, GroupKind, PhaseOps};
+    use trainscope_core::sim::timeline::Stream;
+    let comm = Some(CommSpec {
+        collective: CollectiveKind::AllReduce,
+        group: GroupKind::Tp,
+        size_bytes: 64 << 20,
+    });
+    let layer = LayerSpec {
+        name: "l".into(),
+        forward: PhaseOps {
+            compute_ns: 400_000,
+            comm,
+        },
+        input_grad: PhaseOps {
+            compute_ns: 400_000,
+            comm,
+        },
+        weight_grad: PhaseOps::compute(200_000),
+        update_ns: 0,
+    };
+    let j = JobSpec::spmd(
+        "overlap",
+        Parallelism {
+            tp: 8,
+            dp: 1,
+            pp: 2,
+            ep: 1,
+        },
+        8,
+        0,
+        Block {
+            layers: vec![layer.clone(), layer],
+        },
+    );
+    let r = sim::simulate(
+        &j,
+        &SimConfig {
+            schedule: ScheduleKind::DualPipeV,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    let t = &r.timeline;
+    let lane = |stage: u32, stream: Stream| {
+        t.lanes()
+            .iter()
+            .position(|l| l.stage == stage && l.stream == stream)
+            .unwrap() as u32
+    };
+    let mut overlapped = 0;
+    for stage in 0..2 {
+        let colls = t.spans(lane(stage, Stream::Collective));
+        for c in t.spans(lane(stage, Stream::Compute)) {
+            overlapped += colls
+                .iter()
+                .filter(|k| {
+                    k.start_ns < c.end_ns()
+                        && c.start_ns < k.end_ns()
+                        && (k.chunk != c.chunk || k.micro_batch != c.micro_batch)
+                })
+                .count();
+        }
+    }
+    assert!(
+        overlapped > 0,
+        "no compute ran during another chunk's collective"
+    );
+    // The same steps as explicit orders run one after the other (an explicit
+    // order has no overlapped pairs): slower.
+    let mut sequential = j.clone();
+    for prog in &mut sequential.programs {
+        prog.order = Some(
+            trainscope_core::sim::schedule::stage_order(
+                ScheduleKind::DualPipeV,
+                2,
+                8,
+                2,
+                prog.stage,
+            )
+            .unwrap(),
+        );
+    }
+    let config = SimConfig {
+        schedule: ScheduleKind::DualPipeV,
+        ..SimConfig::default()
+    };
+    let seq = sim::simulate(&sequential, &config).unwrap();
+    assert!(
+        r.summary.iteration_time_ns < seq.summary.iteration_time_ns,
+        "overlapped {} vs sequential {}",
+        r.summary.iteration_time_ns,
+        seq.summary.iteration_time_ns
+    );
+}
+
+proptest! {
+    #![proptest_config(trainscope_tests::proptest_config(48))]
+    /// DualPipeV with random times: under its formula's conditions it meets
+    /// it; whatever the times, a rank never holds more than 2p + 1 chunk
+    /// activations and the iteration is never shorter than a rank's work.
+    #[test]
+    fn dualpipev_formula_and_bounds_for_random_times(
+        p in 1u32..6, extra in 0u32..5,
+        f in 1u64..30, ig in 1u64..30, wg in 0u64..30,
+    ) {
+        let m = 2 * p + extra;
+        let j = job(p, m, 2, f, ig, wg);
+        let t = run(&j, ScheduleKind::DualPipeV, 1).unwrap();
+        prop_assert!(t >= 2 * u64::from(m) * (f + ig + wg));
+        if f == ig && wg <= f {
+            prop_assert_eq!(t, 2 * u64::from(m) * (f + ig + wg) + u64::from(p - 1) * (f + 2 * ig - wg));
+        }
+        for (chunks, _) in peaks(&j, ScheduleKind::DualPipeV, 1) {
+            prop_assert!(chunks <= 2 * p + 1);
+        }
+    }
+}

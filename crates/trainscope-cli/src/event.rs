@@ -50,6 +50,9 @@ pub enum Schedule {
     /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
     /// memory (needs m >= 2p and an even number of layers per stage).
     Zbv,
+    /// DeepSeek-V3's DualPipeV: two V-shaped chunks per rank, forward and
+    /// backward of the two chunks overlapped (needs m >= 2p).
+    Dualpipev,
 }
 
 impl From<Schedule> for ScheduleKind {
@@ -61,6 +64,7 @@ impl From<Schedule> for ScheduleKind {
             Schedule::ZbH1 => ScheduleKind::ZbH1,
             Schedule::ZbH2 => ScheduleKind::ZbH2,
             Schedule::Zbv => ScheduleKind::ZbV,
+            Schedule::Dualpipev => ScheduleKind::DualPipeV,
         }
     }
 }

@@ -505,6 +505,11 @@ fn zero_bubble_schedules() {
         v["stages"][0]["peak_activation_micro_batches"].as_f64(),
         Some(16.0)
     );
+    // DualPipeV: 2p + 1 = 33 chunk activations on every rank.
+    let d = run(&["--schedule", "dualpipev", "--micro-batches", "32"]);
+    assert_eq!(d["schedule"], "dualpipev");
+    assert_eq!(d["stages"][3]["peak_activation_chunks"].as_u64(), Some(33));
+    assert!(u(&d, "iteration_time_ns") < u(&flat32, "iteration_time_ns"));
     let out = simulate(SEED001, &["--schedule", "zb-h2"]);
     assert_eq!(out.status.code(), Some(4));
     assert!(

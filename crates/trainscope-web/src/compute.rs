@@ -189,6 +189,7 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
         Schedule::ZbH1 => ScheduleKind::ZbH1,
         Schedule::ZbH2 => ScheduleKind::ZbH2,
         Schedule::Zbv => ScheduleKind::ZbV,
+        Schedule::Dualpipev => ScheduleKind::DualPipeV,
     };
     if settings.schedule == Schedule::Interleaved {
         config.virtual_stages = settings.virtual_stages;

@@ -103,16 +103,18 @@ pub enum Schedule {
     #[serde(rename = "zb-h2")]
     ZbH2,
     Zbv,
+    Dualpipev,
 }
 
 impl Schedule {
-    pub const ALL: [Schedule; 6] = [
+    pub const ALL: [Schedule; 7] = [
         Schedule::Gpipe,
         Schedule::OneFOneB,
         Schedule::Interleaved,
         Schedule::ZbH1,
         Schedule::ZbH2,
         Schedule::Zbv,
+        Schedule::Dualpipev,
     ];
 }
 
@@ -577,6 +579,7 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         Schedule::ZbH1 => "zb-h1",
         Schedule::ZbH2 => "zb-h2",
         Schedule::Zbv => "zbv",
+        Schedule::Dualpipev => "dualpipev",
     }
 }
 pub fn algorithm_name(a: Algorithm) -> &'static str {

@@ -12,11 +12,18 @@
 //! (asynchronous). A step (micro-batch through a chunk) runs the chunk's
 //! layers: forward = compute then collective per layer; backward, in reverse
 //! layer order = input-gradient compute and collective, then
-//! weight-gradient compute and collective. When the rank's order lists
-//! weight-gradient steps (zero-bubble schedules) the backward runs only the
+//! weight-gradient compute and collective. When the rank's order also lists
+//! a weight-gradient step for that micro-batch and chunk (zero-bubble
+//! schedules, DualPipeV's warm-up and cool-down) the backward runs only the
 //! input-gradient part and the weight step, later, the weight-gradient part
 //! (reverse layer order); the previous stage waits only for the backward.
-//! A chunk's layers are whole transformer layers ([`super::chunks`]).
+//! Two steps the plan overlaps ([`schedule::StagePlan::overlapped`],
+//! DualPipeV's forward & backward pairs) start together when both inputs are
+//! there and run as two chains from that anchor, queueing on the rank's
+//! streams first-come-first-served (one's collective runs while the other
+//! computes); both outputs are handed on when both chains are done. A
+//! chunk's layers are whole transformer layers ([`super::chunks`]); its
+//! virtual stage follows the schedule's [`schedule::ChunkPlacement`].
 //! After a collective its layer's
 //! `update_ns` passes before dependents start (an edge lag). A forward step's
 //! first task also waits for the activation from the previous virtual stage
@@ -41,7 +48,7 @@ use super::job::{
     estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
 };
 use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
-use super::schedule::{self, Direction, PipeStep, ScheduleKind};
+use super::schedule::{self, Direction, PipeStep, ScheduleKind, StagePlan};
 use super::summary::{self, ActivationSeries, Summary};
 use super::timeline::{
     CollOp, Flow, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline, TimelineBuilder,
@@ -82,10 +89,6 @@ impl TaskMeta {
 pub struct ProgramInfo {
     pub rank: u32,
     pub stage: u32,
-    /// Its order lists weight-gradient steps (split backward): a
-    /// micro-batch's activations are held until its W step ends, else until
-    /// its backward ends.
-    pub split_backward: bool,
 }
 
 /// The tasks of one step of a rank's order, for activation memory over time
@@ -100,6 +103,9 @@ pub struct StepRecord {
     /// Its last task on the rank's chain (compute or blocking collective;
     /// NONE when it made none).
     pub last: TaskId,
+    /// Its end frees the activations of its micro-batch and chunk: a W
+    /// step, or a backward without a W step of its own.
+    pub releases: bool,
 }
 
 /// Everything known about the tasks of a built model.
@@ -176,8 +182,12 @@ pub struct Model {
 
 struct ProgState {
     order: Vec<PipeStep>,
-    /// The order lists weight-gradient steps: backward steps run only the
-    /// input gradients.
+    /// Per step: it and the next run overlapped (empty: none do).
+    overlapped: Vec<bool>,
+    /// Per (micro-batch, chunk), index mb·v + chunk: the order lists its
+    /// weight-gradient step, so its backward runs only the input gradients.
+    weighted: Vec<bool>,
+    /// The order lists weight-gradient steps.
     split: bool,
     pos: usize,
     frontier: Vec<Dep>,
@@ -535,11 +545,8 @@ impl Builder<'_> {
         }
     }
 
-    fn step(&mut self, states: &mut [ProgState], prog: u32) -> Result<bool, SimError> {
-        let pi = prog as usize;
-        let Some(&step) = states[pi].order.get(states[pi].pos) else {
-            return Ok(false);
-        };
+    /// Check that `step` (of `prog`'s order) is in range and new.
+    fn check_step(&self, st: &ProgState, pi: usize, step: PipeStep) -> Result<(), SimError> {
         if step.micro_batch >= self.m || step.chunk >= self.v {
             return Err(SimError::InvalidJob(format!(
                 "rank {} has step {:?} outside {} micro-batches x {} chunks",
@@ -547,43 +554,123 @@ impl Builder<'_> {
             )));
         }
         let own = self.out_index(step.direction, step.micro_batch, step.chunk);
-        if states[pi].outputs[own].is_some() {
+        if st.outputs[own].is_some() {
             return Err(SimError::InvalidJob(format!(
                 "rank {} runs step {:?} twice",
                 self.ranks[pi], step
             )));
         }
+        Ok(())
+    }
+
+    /// What `step` waits for from a neighbour: `None` when not ready yet
+    /// (its own earlier step or the neighbour's output is missing), else
+    /// the neighbour (if any) and that output.
+    fn inputs(
+        &self,
+        states: &[ProgState],
+        prog: u32,
+        step: PipeStep,
+    ) -> Option<Option<(u32, Vec<Dep>)>> {
+        let st = &states[prog as usize];
         if let Some(before) = match step.direction {
             Direction::Forward => None,
             Direction::Backward => Some(Direction::Forward),
             Direction::Weight => Some(Direction::Backward),
         } {
             let f = self.out_index(before, step.micro_batch, step.chunk);
-            if states[pi].outputs[f].is_none() {
-                return Ok(false);
-            }
+            st.outputs[f].as_ref()?;
         }
-        let mut pending: Vec<Dep> = Vec::new();
-        if let Some((up, idx)) = self.upstream(prog, step) {
-            let Some(up_out) = states
+        match self.upstream(prog, step) {
+            None => Some(None),
+            Some((up, idx)) => states
                 .get(up as usize)
                 .and_then(|s| s.outputs.get(idx))
                 .and_then(|o| o.clone())
-            else {
-                return Ok(false);
-            };
-            if up != prog && self.activation > 0 {
-                pending.push(Dep::on(self.transfer(up, prog, step, &up_out)?));
-            } else {
-                pending = up_out;
-            }
+                .map(|out| Some((up, out))),
         }
+    }
+
+    /// The dependencies of `step` on its input: the transfer from another
+    /// rank, or the neighbour's output directly.
+    fn receive(
+        &mut self,
+        prog: u32,
+        step: PipeStep,
+        input: Option<(u32, Vec<Dep>)>,
+    ) -> Result<Vec<Dep>, SimError> {
+        Ok(match input {
+            None => Vec::new(),
+            Some((up, up_out)) if up != prog && self.activation > 0 => {
+                vec![Dep::on(self.transfer(up, prog, step, &up_out)?)]
+            }
+            Some((_, up_out)) => up_out,
+        })
+    }
+
+    /// Advance `prog` by its next step, or by its next two when the order
+    /// overlaps them ([`schedule::StagePlan::overlapped`]: both start when
+    /// both inputs are there, run as two chains sharing the rank's streams,
+    /// and hand on their outputs when both are done). False when not ready.
+    fn step(&mut self, states: &mut [ProgState], prog: u32) -> Result<bool, SimError> {
+        let pi = prog as usize;
+        let pos = states[pi].pos;
+        let Some(&step) = states[pi].order.get(pos) else {
+            return Ok(false);
+        };
+        self.check_step(&states[pi], pi, step)?;
+        let second = match states[pi].overlapped.get(pos) {
+            Some(true) => states[pi].order.get(pos + 1).copied(),
+            _ => None,
+        };
+        let Some(input) = self.inputs(states, prog, step) else {
+            return Ok(false);
+        };
+        let Some(second) = second else {
+            let pending = self.receive(prog, step, input)?;
+            self.run_step(&mut states[pi], prog, step, pending)?;
+            return Ok(true);
+        };
+        self.check_step(&states[pi], pi, second)?;
+        let Some(input2) = self.inputs(states, prog, second) else {
+            return Ok(false);
+        };
+        let p1 = self.receive(prog, step, input)?;
+        let p2 = self.receive(prog, second, input2)?;
+        let st = &mut states[pi];
+        let mut anchor = Vec::new();
+        merge_deps(&mut anchor, &st.frontier, &p1);
+        let a = anchor.clone();
+        merge_deps(&mut anchor, &a, &p2);
+        st.frontier = anchor.clone();
+        self.run_step(st, prog, step, Vec::new())?;
+        let first_end = std::mem::replace(&mut st.frontier, anchor);
+        self.run_step(st, prog, second, Vec::new())?;
+        let f = std::mem::take(&mut st.frontier);
+        merge_deps(&mut st.frontier, &f, &first_end);
+        for s in [step, second] {
+            let own = self.out_index(s.direction, s.micro_batch, s.chunk);
+            st.outputs[own] = Some(st.frontier.clone());
+        }
+        Ok(true)
+    }
+
+    /// Make the tasks of `step` on `prog`'s chain after its frontier and
+    /// `pending` (its input), record it and advance the order.
+    fn run_step(
+        &mut self,
+        st: &mut ProgState,
+        prog: u32,
+        step: PipeStep,
+        mut pending: Vec<Dep>,
+    ) -> Result<(), SimError> {
+        let pi = prog as usize;
+        let own = self.out_index(step.direction, step.micro_batch, step.chunk);
         let first_task = self.tasks.len() as TaskId;
-        let is_last = states[pi].pos + 1 == states[pi].order.len();
-        if is_last {
+        if st.pos + 1 == st.order.len() {
             let mut d = Vec::new();
-            merge_deps(&mut d, &states[pi].frontier, &pending);
-            states[pi].last_bwd_start = d;
+            merge_deps(&mut d, &st.frontier, &pending);
+            st.last_bwd_start = d;
         }
         let job: &JobSpec = self.job;
         let program = &job.programs[pi];
@@ -603,7 +690,7 @@ impl Builder<'_> {
             Direction::Forward => rows.clone().collect(),
             Direction::Backward | Direction::Weight => rows.clone().rev().collect(),
         };
-        let st = &mut states[pi];
+        let split = st.weighted[step.micro_batch as usize * self.v as usize + step.chunk as usize];
         for li in layers {
             let layer = &block.layers[li];
             let label = self.label(&layer.name);
@@ -621,7 +708,7 @@ impl Builder<'_> {
             };
             let phases: &[(Phase, SpanKind, bool)] = match step.direction {
                 Direction::Forward => &[(Phase::Forward, SpanKind::Forward, true)],
-                Direction::Backward if st.split => &[(Phase::InputGrad, SpanKind::InputGrad, true)],
+                Direction::Backward if split => &[(Phase::InputGrad, SpanKind::InputGrad, true)],
                 Direction::Backward => &[
                     (Phase::InputGrad, SpanKind::InputGrad, true),
                     (Phase::WeightGrad, SpanKind::WeightGrad, false),
@@ -663,10 +750,15 @@ impl Builder<'_> {
                 .filter(|&t| t >= first_task)
                 .max()
                 .unwrap_or(NONE),
+            releases: match step.direction {
+                Direction::Forward => false,
+                Direction::Backward => !split,
+                Direction::Weight => true,
+            },
         });
         st.outputs[own] = Some(st.frontier.clone());
         st.pos += 1;
-        Ok(true)
+        Ok(())
     }
 
     fn transfer(
@@ -1034,13 +1126,27 @@ pub fn build(
     let mut states = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
         let order = match &prog.order {
-            Some(o) => o.clone(),
-            None => schedule::stage_order(config.schedule, p, m, v, prog.stage)?,
+            Some(o) => StagePlan {
+                steps: o.clone(),
+                overlapped: Vec::new(),
+            },
+            None => schedule::stage_plan(config.schedule, p, m, v, prog.stage)?,
         };
-        let split = order.iter().any(|s| s.direction == Direction::Weight);
+        let mut weighted = vec![false; m as usize * v as usize];
+        for s in order
+            .steps
+            .iter()
+            .filter(|s| s.direction == Direction::Weight)
+        {
+            if s.micro_batch < m && s.chunk < v {
+                weighted[s.micro_batch as usize * v as usize + s.chunk as usize] = true;
+            }
+        }
         states.push(ProgState {
-            order,
-            split,
+            split: weighted.iter().any(|w| *w),
+            order: order.steps,
+            overlapped: order.overlapped,
+            weighted,
             pos: 0,
             frontier: Vec::new(),
             outputs: vec![None; 3 * m as usize * v as usize],
@@ -1128,11 +1234,9 @@ pub fn build(
             .programs
             .iter()
             .zip(&ranks)
-            .zip(&states)
-            .map(|((prog, &rank), st)| ProgramInfo {
+            .map(|(prog, &rank)| ProgramInfo {
                 rank,
                 stage: prog.stage,
-                split_backward: st.split,
             })
             .collect(),
         steps,

@@ -17,15 +17,16 @@
 //! | `zb-h1` | [`super::schedules::zb_h1`] | 1 | split: B, later W |
 //! | `zb-h2` | [`super::schedules::zb_h2`] | 1 | split: B, later W |
 //! | `zbv` | [`super::schedules::zbv`] | 2, V-shaped | split: B, later W |
+//! | `dualpipev` | [`super::schedules::dualpipev`] | 2, V-shaped | full, or split in the warm-up and cool-down |
 //!
-//! A backward step of a schedule that does not split the backward runs the
-//! chunk's input-gradient and weight-gradient work together (in reverse
-//! layer order, each layer's input gradient then its weight gradient). A
-//! schedule that splits it lists a [`Direction::Weight`] step per
-//! micro-batch and chunk: its backward runs only the input gradients (what
-//! the previous stage waits for) and the weight step the weight gradients
-//! (in reverse layer order). An explicit per-rank order (measured runs)
-//! splits the backward when it lists weight steps.
+//! A backward step runs the chunk's input-gradient and weight-gradient work
+//! together (in reverse layer order, each layer's input gradient then its
+//! weight gradient) unless the order also lists a [`Direction::Weight`]
+//! step for that micro-batch and chunk: then the backward runs only the
+//! input gradients (what the previous stage waits for) and the weight step
+//! the weight gradients (in reverse layer order). Explicit per-rank orders
+//! (measured runs) follow the same rule. Some steps may run overlapped with
+//! the next ([`StagePlan`], DualPipeV).
 //!
 //! With v chunks per rank the model is cut into p·v virtual stages, and the
 //! layers of a chunk are whole transformer layers ([`super::chunks`]).
@@ -65,6 +66,10 @@ pub enum ScheduleKind {
     /// memory, no bubble once full when F = B = W.
     #[serde(rename = "zbv")]
     ZbV,
+    /// DeepSeek-V3's DualPipeV: two chunks per rank in a V shape, the
+    /// forward of one chunk overlapped with the backward of the other.
+    #[serde(rename = "dualpipev")]
+    DualPipeV,
 }
 
 /// How a rank's chunks map to virtual stages (see the module documentation).
@@ -100,17 +105,18 @@ impl ChunkPlacement {
 
 impl ScheduleKind {
     /// Every schedule, in the order the CLI and the page list them.
-    pub const ALL: [ScheduleKind; 6] = [
+    pub const ALL: [ScheduleKind; 7] = [
         ScheduleKind::GPipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
         ScheduleKind::ZbH1,
         ScheduleKind::ZbH2,
         ScheduleKind::ZbV,
+        ScheduleKind::DualPipeV,
     ];
 
-    /// `gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2`, `zbv` (CLI and
-    /// JSON names).
+    /// `gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2`, `zbv`, `dualpipev`
+    /// (CLI and JSON names).
     pub fn name(self) -> &'static str {
         match self {
             ScheduleKind::GPipe => "gpipe",
@@ -119,6 +125,7 @@ impl ScheduleKind {
             ScheduleKind::ZbH1 => "zb-h1",
             ScheduleKind::ZbH2 => "zb-h2",
             ScheduleKind::ZbV => "zbv",
+            ScheduleKind::DualPipeV => "dualpipev",
         }
     }
 
@@ -128,11 +135,11 @@ impl ScheduleKind {
     }
 
     /// Model chunks per rank: `virtual_stages` for the interleaved
-    /// schedule, 2 for the V-shaped one, else 1.
+    /// schedule, 2 for the V-shaped ones, else 1.
     pub fn chunks(self, virtual_stages: u32) -> u32 {
         match self {
             ScheduleKind::Interleaved => virtual_stages,
-            ScheduleKind::ZbV => 2,
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => 2,
             _ => 1,
         }
     }
@@ -140,27 +147,19 @@ impl ScheduleKind {
     /// How chunks map to virtual stages.
     pub fn placement(self) -> ChunkPlacement {
         match self {
-            ScheduleKind::ZbV => ChunkPlacement::VShape,
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => ChunkPlacement::VShape,
             _ => ChunkPlacement::Looped,
         }
     }
 
-    /// True when the schedule runs the weight gradients as separate W steps.
+    /// True when the schedule runs some weight gradients as separate W
+    /// steps (every one for the zero-bubble schedules, those of the warm-up
+    /// and cool-down for DualPipeV).
     pub fn splits_backward(self) -> bool {
         matches!(
             self,
-            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV | ScheduleKind::DualPipeV
         )
-    }
-
-    /// Steps one stage runs per micro-batch and chunk: 3 when the backward
-    /// is split (F, B, W), else 2 (F, B).
-    pub fn steps_per_micro_batch(self) -> u32 {
-        if self.splits_backward() {
-            3
-        } else {
-            2
-        }
     }
 
     /// Check the schedule's conditions on `p` stages and `m` micro-batches;
@@ -192,7 +191,13 @@ impl ScheduleKind {
                 "m >= 2p micro-batches (two chunks per rank in a V shape); the run has m = {m}, 2p = {}",
                 2 * u64::from(p)
             )),
-            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV => Ok(()),
+            ScheduleKind::DualPipeV if u64::from(m) < 2 * u64::from(p) => needs(format!(
+                "m >= 2p micro-batches (DualPipe's num_chunks >= 2 x ranks); the run has m = {m}, 2p = {}",
+                2 * u64::from(p)
+            )),
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV | ScheduleKind::DualPipeV => {
+                Ok(())
+            }
         }
     }
 }
@@ -246,6 +251,18 @@ impl PipeStep {
     }
 }
 
+/// The order of one stage, with the steps that run overlapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagePlan {
+    pub steps: Vec<PipeStep>,
+    /// Per step: true when it and the next step run overlapped (DualPipeV's
+    /// forward & backward pairs: both start when both inputs are there, run
+    /// as two chains sharing the rank's streams, so one's communication
+    /// overlaps the other's compute, and hand on their outputs when both
+    /// are done). Empty when no step overlaps.
+    pub overlapped: Vec<bool>,
+}
+
 /// The step order of `stage` (0-based) for `p` stages, `m` micro-batches and
 /// `v` chunks per rank ([`ScheduleKind::chunks`]: the interleaved
 /// schedule's virtual stages, else 1). Refuses what the schedule cannot run
@@ -257,6 +274,17 @@ pub fn stage_order(
     v: u32,
     stage: u32,
 ) -> Result<Vec<PipeStep>, SimError> {
+    Ok(stage_plan(kind, p, m, v, stage)?.steps)
+}
+
+/// [`stage_order`] with the overlapped steps ([`StagePlan`]).
+pub fn stage_plan(
+    kind: ScheduleKind,
+    p: u32,
+    m: u32,
+    v: u32,
+    stage: u32,
+) -> Result<StagePlan, SimError> {
     if p == 0 || m == 0 || v == 0 || stage >= p {
         return Err(SimError::InvalidJob(format!(
             "schedule for stage {stage} of {p} with {m} micro-batches and {v} chunks"
@@ -270,13 +298,22 @@ pub fn stage_order(
         )));
     }
     kind.check(p, m)?;
-    Ok(match kind {
+    if kind == ScheduleKind::DualPipeV {
+        let (steps, overlapped) = schedules::dualpipev::plan(p, m, stage);
+        return Ok(StagePlan { steps, overlapped });
+    }
+    let steps = match kind {
         ScheduleKind::GPipe => schedules::gpipe::order(m),
         ScheduleKind::OneFOneB => schedules::one_f_one_b::order(p, m, stage),
         ScheduleKind::Interleaved => schedules::interleaved::order(p, m, v, stage),
         ScheduleKind::ZbH1 => schedules::zb_h1::order(p, m, stage),
         ScheduleKind::ZbH2 => schedules::zb_h2::order(p, m, stage),
         ScheduleKind::ZbV => schedules::zbv::order(p, m, stage),
+        ScheduleKind::DualPipeV => schedules::dualpipev::order(p, m, stage),
+    };
+    Ok(StagePlan {
+        steps,
+        overlapped: Vec::new(),
     })
 }
 
@@ -324,14 +361,22 @@ mod tests {
     fn every_step_exactly_once() {
         for kind in ScheduleKind::ALL {
             let v = kind.chunks(3);
-            let per = kind.steps_per_micro_batch() as usize;
             for p in 1..5 {
                 for s in 0..p {
                     let mut o = stage_order(kind, p, 12, v, s).unwrap();
-                    assert_eq!(o.len(), per * 12 * v as usize, "{kind:?} p={p} s={s}");
+                    let n = o.len();
                     o.sort();
                     o.dedup();
-                    assert_eq!(o.len(), per * 12 * v as usize, "{kind:?} p={p} s={s}");
+                    assert_eq!(o.len(), n, "{kind:?} p={p} s={s}: a step twice");
+                    let count = |d: Direction| o.iter().filter(|x| x.direction == d).count();
+                    assert_eq!(count(Direction::Forward), 12 * v as usize);
+                    assert_eq!(count(Direction::Backward), 12 * v as usize);
+                    let w = count(Direction::Weight);
+                    if kind.splits_backward() {
+                        assert!(w > 0, "{kind:?}");
+                    } else {
+                        assert_eq!(w, 0, "{kind:?}");
+                    }
                 }
             }
         }
@@ -354,6 +399,8 @@ mod tests {
         assert!(e.to_string().contains("m = 7, 2p = 8"), "{e}");
         assert!(stage_order(ScheduleKind::ZbV, 4, 8, 2, 0).is_ok());
         assert!(stage_order(ScheduleKind::ZbV, 4, 8, 1, 0).is_err());
+        let e = stage_order(ScheduleKind::DualPipeV, 3, 5, 2, 0).unwrap_err();
+        assert!(e.to_string().contains("m = 5, 2p = 6"), "{e}");
         assert!(stage_order(ScheduleKind::OneFOneB, 4, 1, 2, 0).is_err());
     }
 }

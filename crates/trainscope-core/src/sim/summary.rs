@@ -160,13 +160,12 @@ pub fn activation_series(meta: &Meta, engine: &Engine) -> Vec<ActivationSeries> 
     let mut last_time = vec![0u64; n];
     for (seq, rec) in meta.steps.iter().enumerate() {
         let p = rec.program as usize;
-        let Some(info) = meta.programs.get(p) else {
+        if p >= n {
             continue;
-        };
+        }
         let releases = match rec.step.direction {
             Direction::Forward => None,
-            Direction::Backward => Some(!info.split_backward),
-            Direction::Weight => Some(true),
+            Direction::Backward | Direction::Weight => Some(rec.releases),
         };
         let time = match releases {
             None => times.get(rec.first as usize).map(|t| t.start_ns),

@@ -69,6 +69,10 @@ fn control(field: Field) -> Control {
                 schedule_name(Schedule::Zbv),
                 "ZB-V (two chunks per rank, V shape)",
             ),
+            (
+                schedule_name(Schedule::Dualpipev),
+                "DualPipeV (V shape, forward & backward overlapped)",
+            ),
         ]),
         Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
         Field::Placement => Control::Select(PlacementOrder::NAMES.map(|n| (n, n)).to_vec()),

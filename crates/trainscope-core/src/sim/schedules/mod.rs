@@ -6,6 +6,7 @@
 //! an order function may assume them. [`super::schedule::stage_order`] is
 //! the entry point.
 
+pub mod dualpipev;
 pub mod gpipe;
 pub mod interleaved;
 pub mod one_f_one_b;
