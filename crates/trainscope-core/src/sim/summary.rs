@@ -26,9 +26,10 @@
 //! micro-batch's activations on a rank are `chunks` of them): one is stored
 //! when a chunk's forward starts (its first task) and freed when the step
 //! that last needs it ends (its last task on the rank's chain): the backward,
-//! or, when the backward is split (zero-bubble schedules), the W step, whose
-//! inputs are held until it runs. So a micro-batch counts as in flight from
-//! its forward to its W. Frees come before stores at the same instant; a
+//! or, when the order lists a W step for that micro-batch and chunk
+//! (zero-bubble schedules, DualPipeV's warm-up and cool-down), the W step,
+//! whose inputs are held until it runs. So a micro-batch counts as in flight
+//! from its forward to its W. Frees come before stores at the same instant; a
 //! step with no work takes the time of the rank's previous event. The peak
 //! per rank is [`StageSummary::peak_activation_micro_batches`]. The series
 //! is not part of the timeline (its lanes hold spans, not levels): it is
