@@ -99,8 +99,13 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 ScheduleKind::OneFOneB,
                 ScheduleKind::Interleaved,
             ][sched_i];
+            // Megatron's chunks are whole layers, layers / v each: the
+            // largest divisor of the layer count not above v_raw.
             let v = if schedule == ScheduleKind::Interleaved {
-                v_raw.min(layers.len() as u32)
+                (1..=v_raw)
+                    .rev()
+                    .find(|d| (layers.len() as u32).is_multiple_of(*d))
+                    .unwrap_or(1)
             } else {
                 1
             };
@@ -285,8 +290,12 @@ fn check(case: &Case, r: &SimResult) -> Result<(), TestCaseError> {
         r.summary.virtual_stages,
     );
     let receivers_per_stage = (job.programs.len() as u32) / p;
+    // A V-shaped placement's middle boundary stays on the last stage.
+    let local = u32::from(
+        case.config.schedule.placement() == trainscope_core::sim::schedule::ChunkPlacement::VShape,
+    );
     let want = if p > 1 && job.activation_bytes > 0 {
-        2 * m * (v * p - 1) * receivers_per_stage
+        2 * m * (v * p - 1 - local) * receivers_per_stage
     } else {
         0
     };
@@ -324,6 +333,47 @@ proptest! {
         // Determinism: a second run gives identical exports.
         let again = sim::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::chrome_trace_json(&r.timeline), export::chrome_trace_json(&again.timeline));
+        prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
+    }
+}
+
+proptest! {
+    #![proptest_config(trainscope_tests::proptest_config(96))]
+    /// The same invariants under the zero-bubble schedules (backward split
+    /// into B and W steps) and DualPipeV (overlapped pairs): the random job
+    /// runs ZB-H1, ZB-H2, ZB-V or DualPipeV with enough micro-batches
+    /// (m >= p, m >= 2p - 1, m >= 2p, m >= 2p).
+    #[test]
+    fn zero_bubble_jobs_keep_the_invariants(case in case_strategy(), which in 0usize..4) {
+        let mut case = case;
+        let p = case.job.parallel.pp;
+        let (schedule, least) = [
+            (ScheduleKind::ZbH1, p),
+            (ScheduleKind::ZbH2, 2 * p - 1),
+            (ScheduleKind::ZbV, 2 * p),
+            (ScheduleKind::DualPipeV, 2 * p),
+        ][which];
+        if schedule.chunks(1) == 2 {
+            // Two chunks of whole layers: an even layer count per block.
+            for prog in &mut case.job.programs {
+                for b in &mut prog.blocks {
+                    if b.layers.len() % 2 == 1 {
+                        let last = b.layers[b.layers.len() - 1].clone();
+                        b.layers.push(last);
+                    }
+                }
+            }
+        }
+        case.config.schedule = schedule;
+        case.config.virtual_stages = 1;
+        case.job.micro_batches = case.job.micro_batches.max(least);
+        let r = match sim::simulate(&case.job, &case.config) {
+            Ok(r) => r,
+            Err(e) => return Err(TestCaseError::fail(format!("simulation failed: {e}"))),
+        };
+        prop_assert_eq!(r.summary.schedule, schedule.name());
+        check(&case, &r)?;
+        let again = sim::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
     }
 }

@@ -41,6 +41,20 @@ pub enum Schedule {
     OneFOneB,
     /// Interleaved 1F1B with --virtual-stages model chunks per rank.
     Interleaved,
+    /// Zero Bubble ZB-H1: backward split into B and W, W delayed into the
+    /// bubbles, 1F1B's peak memory (needs m >= p).
+    #[value(name = "zb-h1")]
+    ZbH1,
+    /// Zero Bubble ZB-H2: longer warm-up, up to 2p - 1 micro-batches in
+    /// flight, no bubble once full (needs m >= 2p - 1).
+    #[value(name = "zb-h2")]
+    ZbH2,
+    /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
+    /// memory (needs m >= 2p and an even number of layers per stage).
+    Zbv,
+    /// DeepSeek-V3's DualPipeV: two V-shaped chunks per rank, forward and
+    /// backward of the two chunks overlapped (needs m >= 2p).
+    Dualpipev,
 }
 
 impl From<Schedule> for ScheduleKind {
@@ -49,6 +63,10 @@ impl From<Schedule> for ScheduleKind {
             Schedule::Gpipe => ScheduleKind::GPipe,
             Schedule::OneFOneB => ScheduleKind::OneFOneB,
             Schedule::Interleaved => ScheduleKind::Interleaved,
+            Schedule::ZbH1 => ScheduleKind::ZbH1,
+            Schedule::ZbH2 => ScheduleKind::ZbH2,
+            Schedule::Zbv => ScheduleKind::ZbV,
+            Schedule::Dualpipev => ScheduleKind::DualPipeV,
         }
     }
 }
@@ -400,6 +418,16 @@ fn ms(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
+/// A micro-batch count that may be fractional (chunks of interleaved
+/// schedules): whole numbers without decimals.
+fn micro_batches(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0} mb")
+    } else {
+        format!("{x:.2} mb")
+    }
+}
+
 fn share(ns: u64, total: u64) -> String {
     if total == 0 {
         "-".to_string()
@@ -493,7 +521,7 @@ pub fn render_text(o: &RunOutput) -> String {
         us(s.simai_bubble_ns)
     ));
     out.push_str(&format!(
-        "  per {}:\n  {:>5} {:>6} {:>12} {:>7} {:>12} {:>14} {:>12}\n",
+        "  per {}:\n  {:>5} {:>6} {:>12} {:>7} {:>12} {:>14} {:>12} {:>10}\n",
         if s.representative_ranks {
             "stage"
         } else {
@@ -505,20 +533,25 @@ pub fn render_text(o: &RunOutput) -> String {
         "busy",
         "bubble us",
         "exp. comm us",
-        "end us"
+        "end us",
+        "peak act."
     ));
     for st in &s.stages {
         out.push_str(&format!(
-            "  {:>5} {:>6} {:>12} {:>6.1}% {:>12} {:>14} {:>12}\n",
+            "  {:>5} {:>6} {:>12} {:>6.1}% {:>12} {:>14} {:>12} {:>10}\n",
             st.stage,
             st.rank,
             us(st.compute_ns),
             st.busy_share * 100.0,
             us(st.bubble_ns),
             us(st.exposed_comm_ns.total()),
-            us(st.end_ns)
+            us(st.end_ns),
+            micro_batches(st.peak_activation_micro_batches)
         ));
     }
+    out.push_str(
+        "  (peak act.: most micro-batches whose activations a rank holds at once, from a forward's start to the end of its backward, or of its W when the backward is split)\n",
+    );
     let cp = &s.critical_path;
     let kinds: Vec<String> = cp
         .by_kind_ns

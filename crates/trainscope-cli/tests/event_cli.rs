@@ -645,3 +645,58 @@ fn values_that_cannot_be_meant_exit_4_naming_the_value() {
         assert_eq!(out.status.code(), Some(0), "{flags:?}: {}", stderr(&out));
     }
 }
+
+/// `--schedule zb-h1|zb-h2`: the zero-bubble schedules by name in the JSON
+/// and the report, with the peak activation memory per stage, each faster
+/// than 1F1B on seed 001 (p = m = 16: ZB-H2 needs m >= 31, so
+/// it runs with 32 micro-batches); too few micro-batches is a configuration
+/// error naming the condition.
+#[test]
+fn zero_bubble_schedules() {
+    let run = |args: &[&str]| {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        json_of(&simulate(SEED001, &a))
+    };
+    let flat = run(&[]);
+    let h1 = run(&["--schedule", "zb-h1"]);
+    assert_eq!(h1["schedule"], "zb-h1");
+    assert!(u(&h1, "iteration_time_ns") < u(&flat, "iteration_time_ns"));
+    // Peak activation memory per stage: 1F1B holds 16 - s micro-batches on
+    // stage s, ZB-H1 16 on every stage (until each W has run).
+    for s in 0..16u64 {
+        let st = |v: &Value| v["stages"][s as usize]["peak_activation_micro_batches"].as_f64();
+        assert_eq!(st(&flat), Some((16 - s) as f64));
+        assert_eq!(st(&h1), Some(16.0));
+    }
+    let flat32 = run(&["--micro-batches", "32"]);
+    let h2 = run(&["--schedule", "zb-h2", "--micro-batches", "32"]);
+    assert_eq!(h2["schedule"], "zb-h2");
+    assert!(u(&h2, "iteration_time_ns") < u(&flat32, "iteration_time_ns"));
+    let text =
+        String::from_utf8_lossy(&simulate(SEED001, &["--schedule", "zb-h1"]).stdout).into_owned();
+    assert!(text.contains("schedule: zb-h1"), "{text}");
+    assert!(text.contains("peak act."), "{text}");
+    assert!(text.contains("      16 mb"), "{text}");
+    // ZB-V: two chunks of 4 layers per stage, p micro-batches' activations.
+    let v = run(&["--schedule", "zbv", "--micro-batches", "32"]);
+    assert_eq!(v["schedule"], "zbv");
+    assert_eq!(u(&v, "virtual_stages"), 2);
+    assert!(u(&v, "iteration_time_ns") < u(&flat32, "iteration_time_ns"));
+    assert_eq!(
+        v["stages"][0]["peak_activation_micro_batches"].as_f64(),
+        Some(16.0)
+    );
+    // DualPipeV: 2p + 1 = 33 chunk activations on every rank.
+    let d = run(&["--schedule", "dualpipev", "--micro-batches", "32"]);
+    assert_eq!(d["schedule"], "dualpipev");
+    assert_eq!(d["stages"][3]["peak_activation_chunks"].as_u64(), Some(33));
+    assert!(u(&d, "iteration_time_ns") < u(&flat32, "iteration_time_ns"));
+    let out = simulate(SEED001, &["--schedule", "zb-h2"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr(&out).contains("m = 16, 2p - 1 = 31"),
+        "{}",
+        stderr(&out)
+    );
+}

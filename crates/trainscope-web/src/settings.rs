@@ -137,10 +137,24 @@ pub enum Schedule {
     #[serde(rename = "1f1b")]
     OneFOneB,
     Interleaved,
+    #[serde(rename = "zb-h1")]
+    ZbH1,
+    #[serde(rename = "zb-h2")]
+    ZbH2,
+    Zbv,
+    Dualpipev,
 }
 
 impl Schedule {
-    pub const ALL: [Schedule; 3] = [Schedule::Gpipe, Schedule::OneFOneB, Schedule::Interleaved];
+    pub const ALL: [Schedule; 7] = [
+        Schedule::Gpipe,
+        Schedule::OneFOneB,
+        Schedule::Interleaved,
+        Schedule::ZbH1,
+        Schedule::ZbH2,
+        Schedule::Zbv,
+        Schedule::Dualpipev,
+    ];
 
     /// The core's schedule.
     pub fn core(self) -> ScheduleKind {
@@ -148,6 +162,10 @@ impl Schedule {
             Schedule::Gpipe => ScheduleKind::GPipe,
             Schedule::OneFOneB => ScheduleKind::OneFOneB,
             Schedule::Interleaved => ScheduleKind::Interleaved,
+            Schedule::ZbH1 => ScheduleKind::ZbH1,
+            Schedule::ZbH2 => ScheduleKind::ZbH2,
+            Schedule::Zbv => ScheduleKind::ZbV,
+            Schedule::Dualpipev => ScheduleKind::DualPipeV,
         }
     }
 }
@@ -633,6 +651,10 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         Schedule::Gpipe => "gpipe",
         Schedule::OneFOneB => "1f1b",
         Schedule::Interleaved => "interleaved",
+        Schedule::ZbH1 => "zb-h1",
+        Schedule::ZbH2 => "zb-h2",
+        Schedule::Zbv => "zbv",
+        Schedule::Dualpipev => "dualpipev",
     }
 }
 pub fn algorithm_name(a: Algorithm) -> &'static str {

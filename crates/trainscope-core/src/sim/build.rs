@@ -12,7 +12,19 @@
 //! (asynchronous). A step (micro-batch through a chunk) runs the chunk's
 //! layers: forward = compute then collective per layer; backward, in reverse
 //! layer order = input-gradient compute and collective, then
-//! weight-gradient compute and collective. After a collective its layer's
+//! weight-gradient compute and collective. When the rank's order also lists
+//! a weight-gradient step for that micro-batch and chunk (zero-bubble
+//! schedules, DualPipeV's warm-up and cool-down) the backward runs only the
+//! input-gradient part and the weight step, later, the weight-gradient part
+//! (reverse layer order); the previous stage waits only for the backward.
+//! Two steps the plan overlaps ([`schedule::StagePlan::overlapped`],
+//! DualPipeV's forward & backward pairs) start together when both inputs are
+//! there and run as two chains from that anchor, queueing on the rank's
+//! streams first-come-first-served (one's collective runs while the other
+//! computes); both outputs are handed on when both chains are done. A
+//! chunk's layers are whole transformer layers ([`super::chunks`]); its
+//! virtual stage follows the schedule's [`schedule::ChunkPlacement`].
+//! After a collective its layer's
 //! `update_ns` passes before dependents start (an edge lag). A forward step's
 //! first task also waits for the activation from the previous virtual stage
 //! (a transfer holding the sender's send stream and the receiver's receive
@@ -21,26 +33,29 @@
 //!
 //! After its last step a rank runs its once-per-iteration rows: compute and
 //! TP/EP collectives in the chain, DP/DP_EP collectives asynchronously (when
-//! `overlap_grad_sync` is on they are issued as the last backward starts).
+//! `overlap_grad_sync` is on they are issued as the rank's last step starts:
+//! its last backward, or its last weight step when the backward is split).
 //! The closing rows wait for all asynchronous collectives of the rank.
 //!
 //! Tasks are created in a topological order by advancing every rank's step
 //! list round-robin as far as its inputs exist; an explicit order that can
 //! never run is reported as [`SimError::Stalled`].
 
+use super::chunks::BlockLayers;
 use super::config::{SimConfig, MAX_MICRO_BATCHES};
 use super::engine::{Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE};
 use super::job::{
     estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
 };
 use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
-use super::schedule::{self, Direction, PipeStep, ScheduleKind};
-use super::summary::{self, Summary};
+use super::schedule::{self, Direction, PipeStep, ScheduleKind, StagePlan};
+use super::summary::{self, ActivationSeries, Summary};
 use super::timeline::{
     CollOp, Flow, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline, TimelineBuilder,
 };
 use super::SimError;
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// Most tasks a simulation may create.
 pub const MAX_TASKS: u64 = 40_000_000;
@@ -76,11 +91,30 @@ pub struct ProgramInfo {
     pub stage: u32,
 }
 
+/// The tasks of one step of a rank's order, for activation memory over time
+/// ([`summary::activation_series`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRecord {
+    /// Program (simulated rank) that ran it.
+    pub program: u32,
+    pub step: PipeStep,
+    /// The step's first task (NONE when it made none: zero work).
+    pub first: TaskId,
+    /// Its last task on the rank's chain (compute or blocking collective;
+    /// NONE when it made none).
+    pub last: TaskId,
+    /// Its end frees the activations of its micro-batch and chunk: a W
+    /// step, or a backward without a W step of its own.
+    pub releases: bool,
+}
+
 /// Everything known about the tasks of a built model.
 #[derive(Debug, Clone)]
 pub struct Meta {
     pub tasks: Vec<TaskMeta>,
     pub programs: Vec<ProgramInfo>,
+    /// Every step run, per program in order.
+    pub steps: Vec<StepRecord>,
     pub labels: Vec<String>,
     pub mode: JobMode,
     pub job_name: String,
@@ -148,6 +182,13 @@ pub struct Model {
 
 struct ProgState {
     order: Vec<PipeStep>,
+    /// Per step: it and the next run overlapped (empty: none do).
+    overlapped: Vec<bool>,
+    /// Per (micro-batch, chunk), index mb·v + chunk: the order lists its
+    /// weight-gradient step, so its backward runs only the input gradients.
+    weighted: Vec<bool>,
+    /// The order lists weight-gradient steps.
+    split: bool,
     pos: usize,
     frontier: Vec<Dep>,
     outputs: Vec<Option<Vec<Dep>>>,
@@ -166,8 +207,11 @@ struct Builder<'a> {
     v: u32,
     p: u32,
     activation: u64,
+    /// Per program, per block: the rows of each chunk ([`BlockLayers`]).
+    chunk_rows: Vec<Vec<Vec<Range<usize>>>>,
     graph: TaskGraph,
     tasks: Vec<TaskMeta>,
+    steps: Vec<StepRecord>,
     labels: Vec<String>,
     label_ids: BTreeMap<String, u32>,
     ranks: Vec<u32>,
@@ -454,7 +498,11 @@ impl Builder<'_> {
     }
 
     fn out_index(&self, dir: Direction, mb: u32, chunk: u32) -> usize {
-        let d = usize::from(dir == Direction::Backward);
+        let d = match dir {
+            Direction::Forward => 0,
+            Direction::Backward => 1,
+            Direction::Weight => 2,
+        };
         (d * self.m as usize + mb as usize) * self.v as usize + chunk as usize
     }
 
@@ -475,18 +523,19 @@ impl Builder<'_> {
     /// The program and output index a step needs from a neighbour, if any.
     fn upstream(&self, prog: u32, step: PipeStep) -> Option<(u32, usize)> {
         let s = self.job.programs[prog as usize].stage;
-        let k = step.chunk * self.p + s;
+        let placement = self.config.schedule.placement();
+        let k = placement.virtual_stage(self.p, s, step.chunk);
         let last = self.v * self.p - 1;
         match step.direction {
             Direction::Forward if k > 0 => {
-                let (st, ch) = ((k - 1) % self.p, (k - 1) / self.p);
+                let (st, ch) = placement.locate(self.p, k - 1);
                 Some((
                     self.peer(prog, st),
                     self.out_index(Direction::Forward, step.micro_batch, ch),
                 ))
             }
             Direction::Backward if k < last => {
-                let (st, ch) = ((k + 1) % self.p, (k + 1) / self.p);
+                let (st, ch) = placement.locate(self.p, k + 1);
                 Some((
                     self.peer(prog, st),
                     self.out_index(Direction::Backward, step.micro_batch, ch),
@@ -496,11 +545,8 @@ impl Builder<'_> {
         }
     }
 
-    fn step(&mut self, states: &mut [ProgState], prog: u32) -> Result<bool, SimError> {
-        let pi = prog as usize;
-        let Some(&step) = states[pi].order.get(states[pi].pos) else {
-            return Ok(false);
-        };
+    /// Check that `step` (of `prog`'s order) is in range and new.
+    fn check_step(&self, st: &ProgState, pi: usize, step: PipeStep) -> Result<(), SimError> {
         if step.micro_batch >= self.m || step.chunk >= self.v {
             return Err(SimError::InvalidJob(format!(
                 "rank {} has step {:?} outside {} micro-batches x {} chunks",
@@ -508,58 +554,143 @@ impl Builder<'_> {
             )));
         }
         let own = self.out_index(step.direction, step.micro_batch, step.chunk);
-        if states[pi].outputs[own].is_some() {
+        if st.outputs[own].is_some() {
             return Err(SimError::InvalidJob(format!(
                 "rank {} runs step {:?} twice",
                 self.ranks[pi], step
             )));
         }
-        if step.direction == Direction::Backward {
-            let f = self.out_index(Direction::Forward, step.micro_batch, step.chunk);
-            if states[pi].outputs[f].is_none() {
-                return Ok(false);
-            }
+        Ok(())
+    }
+
+    /// What `step` waits for from a neighbour: `None` when not ready yet
+    /// (its own earlier step or the neighbour's output is missing), else
+    /// the neighbour (if any) and that output.
+    fn inputs(
+        &self,
+        states: &[ProgState],
+        prog: u32,
+        step: PipeStep,
+    ) -> Option<Option<(u32, Vec<Dep>)>> {
+        let st = &states[prog as usize];
+        if let Some(before) = match step.direction {
+            Direction::Forward => None,
+            Direction::Backward => Some(Direction::Forward),
+            Direction::Weight => Some(Direction::Backward),
+        } {
+            let f = self.out_index(before, step.micro_batch, step.chunk);
+            st.outputs[f].as_ref()?;
         }
-        let mut pending: Vec<Dep> = Vec::new();
-        if let Some((up, idx)) = self.upstream(prog, step) {
-            let Some(up_out) = states
+        match self.upstream(prog, step) {
+            None => Some(None),
+            Some((up, idx)) => states
                 .get(up as usize)
                 .and_then(|s| s.outputs.get(idx))
                 .and_then(|o| o.clone())
-            else {
-                return Ok(false);
-            };
-            if up != prog && self.activation > 0 {
-                pending.push(Dep::on(self.transfer(up, prog, step, &up_out)?));
-            } else {
-                pending = up_out;
-            }
+                .map(|out| Some((up, out))),
         }
-        let is_last = states[pi].pos + 1 == states[pi].order.len();
-        if is_last {
+    }
+
+    /// The dependencies of `step` on its input: the transfer from another
+    /// rank, or the neighbour's output directly.
+    fn receive(
+        &mut self,
+        prog: u32,
+        step: PipeStep,
+        input: Option<(u32, Vec<Dep>)>,
+    ) -> Result<Vec<Dep>, SimError> {
+        Ok(match input {
+            None => Vec::new(),
+            Some((up, up_out)) if up != prog && self.activation > 0 => {
+                vec![Dep::on(self.transfer(up, prog, step, &up_out)?)]
+            }
+            Some((_, up_out)) => up_out,
+        })
+    }
+
+    /// Advance `prog` by its next step, or by its next two when the order
+    /// overlaps them ([`schedule::StagePlan::overlapped`]: both start when
+    /// both inputs are there, run as two chains sharing the rank's streams,
+    /// and hand on their outputs when both are done). False when not ready.
+    fn step(&mut self, states: &mut [ProgState], prog: u32) -> Result<bool, SimError> {
+        let pi = prog as usize;
+        let pos = states[pi].pos;
+        let Some(&step) = states[pi].order.get(pos) else {
+            return Ok(false);
+        };
+        self.check_step(&states[pi], pi, step)?;
+        let second = match states[pi].overlapped.get(pos) {
+            Some(true) => states[pi].order.get(pos + 1).copied(),
+            _ => None,
+        };
+        let Some(input) = self.inputs(states, prog, step) else {
+            return Ok(false);
+        };
+        let Some(second) = second else {
+            let pending = self.receive(prog, step, input)?;
+            self.run_step(&mut states[pi], prog, step, pending)?;
+            return Ok(true);
+        };
+        self.check_step(&states[pi], pi, second)?;
+        let Some(input2) = self.inputs(states, prog, second) else {
+            return Ok(false);
+        };
+        let p1 = self.receive(prog, step, input)?;
+        let p2 = self.receive(prog, second, input2)?;
+        let st = &mut states[pi];
+        let mut anchor = Vec::new();
+        merge_deps(&mut anchor, &st.frontier, &p1);
+        let a = anchor.clone();
+        merge_deps(&mut anchor, &a, &p2);
+        st.frontier = anchor.clone();
+        self.run_step(st, prog, step, Vec::new())?;
+        let first_end = std::mem::replace(&mut st.frontier, anchor);
+        self.run_step(st, prog, second, Vec::new())?;
+        let f = std::mem::take(&mut st.frontier);
+        merge_deps(&mut st.frontier, &f, &first_end);
+        for s in [step, second] {
+            let own = self.out_index(s.direction, s.micro_batch, s.chunk);
+            st.outputs[own] = Some(st.frontier.clone());
+        }
+        Ok(true)
+    }
+
+    /// Make the tasks of `step` on `prog`'s chain after its frontier and
+    /// `pending` (its input), record it and advance the order.
+    fn run_step(
+        &mut self,
+        st: &mut ProgState,
+        prog: u32,
+        step: PipeStep,
+        mut pending: Vec<Dep>,
+    ) -> Result<(), SimError> {
+        let pi = prog as usize;
+        let own = self.out_index(step.direction, step.micro_batch, step.chunk);
+        let first_task = self.tasks.len() as TaskId;
+        if st.pos + 1 == st.order.len() {
             let mut d = Vec::new();
-            merge_deps(&mut d, &states[pi].frontier, &pending);
-            states[pi].last_bwd_start = d;
+            merge_deps(&mut d, &st.frontier, &pending);
+            st.last_bwd_start = d;
         }
         let job: &JobSpec = self.job;
         let program = &job.programs[pi];
-        let Some(block) = program.block_of(step.micro_batch) else {
+        let (Some(block), Some(rows)) = (
+            program.block_of(step.micro_batch),
+            program
+                .block_index_of(step.micro_batch)
+                .and_then(|bi| self.chunk_rows[pi].get(bi))
+                .and_then(|chunks| chunks.get(step.chunk as usize)),
+        ) else {
             return Err(SimError::InvalidJob(format!(
                 "rank {} has no block",
                 self.ranks[pi]
             )));
         };
-        let n = block.layers.len();
-        let v = self.v as usize;
-        let (lo, hi) = (
-            step.chunk as usize * n / v,
-            (step.chunk as usize + 1) * n / v,
-        );
         let layers: Vec<usize> = match step.direction {
-            Direction::Forward => (lo..hi).collect(),
-            Direction::Backward => (lo..hi).rev().collect(),
+            Direction::Forward => rows.clone().collect(),
+            Direction::Backward | Direction::Weight => rows.clone().rev().collect(),
         };
-        let st = &mut states[pi];
+        let split = st.weighted[step.micro_batch as usize * self.v as usize + step.chunk as usize];
         for li in layers {
             let layer = &block.layers[li];
             let label = self.label(&layer.name);
@@ -577,10 +708,12 @@ impl Builder<'_> {
             };
             let phases: &[(Phase, SpanKind, bool)] = match step.direction {
                 Direction::Forward => &[(Phase::Forward, SpanKind::Forward, true)],
+                Direction::Backward if split => &[(Phase::InputGrad, SpanKind::InputGrad, true)],
                 Direction::Backward => &[
                     (Phase::InputGrad, SpanKind::InputGrad, true),
                     (Phase::WeightGrad, SpanKind::WeightGrad, false),
                 ],
+                Direction::Weight => &[(Phase::WeightGrad, SpanKind::WeightGrad, false)],
             };
             for &(phase, kind, blocking) in phases {
                 let meta = TaskMeta { kind, ..meta };
@@ -605,9 +738,27 @@ impl Builder<'_> {
             let f = std::mem::take(&mut st.frontier);
             merge_deps(&mut st.frontier, &f, &pending);
         }
+        let made = self.tasks.len() as TaskId;
+        self.steps.push(StepRecord {
+            program: prog,
+            step,
+            first: if made > first_task { first_task } else { NONE },
+            last: st
+                .frontier
+                .iter()
+                .map(|d| d.task)
+                .filter(|&t| t >= first_task)
+                .max()
+                .unwrap_or(NONE),
+            releases: match step.direction {
+                Direction::Forward => false,
+                Direction::Backward => !split,
+                Direction::Weight => true,
+            },
+        });
         st.outputs[own] = Some(st.frontier.clone());
         st.pos += 1;
-        Ok(true)
+        Ok(())
     }
 
     fn transfer(
@@ -622,7 +773,7 @@ impl Builder<'_> {
         let placement = self.placement.placement_of(&members);
         let phase = match step.direction {
             Direction::Forward => Phase::Forward,
-            Direction::Backward => Phase::InputGrad,
+            Direction::Backward | Direction::Weight => Phase::InputGrad,
         };
         let req = CollectiveRequest {
             collective: CollectiveKind::SendRecv,
@@ -650,7 +801,7 @@ impl Builder<'_> {
         });
         let label = self.label(match step.direction {
             Direction::Forward => "activation",
-            Direction::Backward => "gradient",
+            Direction::Backward | Direction::Weight => "gradient",
         });
         let def = TaskDef {
             resources: [Self::res(from, Stream::Send), Self::res(to, Stream::Recv)],
@@ -777,23 +928,27 @@ impl Builder<'_> {
     }
 }
 
-/// Why no rank can advance: a backward listed before its own forward, or
-/// the blocked ranks and their next steps.
+/// Why no rank can advance: a backward listed before its own forward (a
+/// weight step before its backward), or the blocked ranks and their next
+/// steps.
 fn stall_message(b: &Builder<'_>, states: &[ProgState], ranks: &[u32]) -> String {
     let stage = |i: usize| b.job.programs.get(i).map_or(0, |p| p.stage);
     for (i, st) in states.iter().enumerate() {
         if let Some(step) = st.order.get(st.pos) {
-            if step.direction == Direction::Backward {
-                let f = b.out_index(Direction::Forward, step.micro_batch, step.chunk);
-                if st.outputs.get(f).is_some_and(|o| o.is_none()) {
-                    return format!(
-                        "rank {} (stage {}) lists the backward of micro-batch {} (chunk {}) before its forward",
-                        ranks[i],
-                        stage(i),
-                        step.micro_batch,
-                        step.chunk
-                    );
-                }
+            let (what, before, name) = match step.direction {
+                Direction::Forward => continue,
+                Direction::Backward => ("backward", Direction::Forward, "forward"),
+                Direction::Weight => ("weight-gradient step", Direction::Backward, "backward"),
+            };
+            let f = b.out_index(before, step.micro_batch, step.chunk);
+            if st.outputs.get(f).is_some_and(|o| o.is_none()) {
+                return format!(
+                    "rank {} (stage {}) lists the {what} of micro-batch {} (chunk {}) before its {name}",
+                    ranks[i],
+                    stage(i),
+                    step.micro_batch,
+                    step.chunk
+                );
             }
         }
     }
@@ -833,17 +988,8 @@ pub fn build(
             reason: format!("{m} is not between 1 and {MAX_MICRO_BATCHES}"),
         });
     }
-    let v = if config.schedule == ScheduleKind::Interleaved {
-        config.virtual_stages
-    } else {
-        1
-    };
-    if config.schedule == ScheduleKind::Interleaved && !m.is_multiple_of(p) {
-        return Err(SimError::InterleavedMicroBatches {
-            micro_batches: m,
-            stages: p,
-        });
-    }
+    let v = config.schedule.chunks(config.virtual_stages);
+    config.schedule.check(p, m)?;
     let mut warnings = job.warnings.clone();
     let mut notes = Vec::new();
     let placement = Placement::new(
@@ -853,6 +999,7 @@ pub fn build(
     );
     // Size limit before allocating anything proportional to the work.
     let mut estimate: u64 = 0;
+    let mut chunk_rows = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
         let biggest = prog
             .blocks
@@ -865,21 +1012,24 @@ pub fn build(
             biggest,
             (prog.pre_rows.len() + prog.post_rows.len()) as u64,
         ));
-        for b in &prog.blocks {
-            if (b.layers.len() as u64) < u64::from(v) {
-                return Err(SimError::TooFewLayers {
-                    layers: b.layers.len(),
-                    virtual_stages: v,
-                });
-            }
-        }
+        chunk_rows.push(
+            prog.blocks
+                .iter()
+                .map(|b| BlockLayers::of(b).chunk_rows(v, prog.stage, p))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
         if let Some(order) = &prog.order {
-            if order.len() as u64 > 2 * u64::from(m) * u64::from(v) {
+            let per = if order.iter().any(|s| s.direction == Direction::Weight) {
+                3
+            } else {
+                2
+            };
+            if order.len() as u64 > per * u64::from(m) * u64::from(v) {
                 return Err(SimError::InvalidJob(format!(
                     "rank {} lists {} steps; at most {} exist",
                     prog.rank,
                     order.len(),
-                    2 * m * v
+                    per * u64::from(m) * u64::from(v)
                 )));
             }
         }
@@ -957,8 +1107,10 @@ pub fn build(
         v,
         p,
         activation,
+        chunk_rows,
         graph,
         tasks: Vec::new(),
+        steps: Vec::new(),
         labels: Vec::new(),
         label_ids: BTreeMap::new(),
         ranks: ranks.clone(),
@@ -974,14 +1126,30 @@ pub fn build(
     let mut states = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
         let order = match &prog.order {
-            Some(o) => o.clone(),
-            None => schedule::stage_order(config.schedule, p, m, v, prog.stage)?,
+            Some(o) => StagePlan {
+                steps: o.clone(),
+                overlapped: Vec::new(),
+            },
+            None => schedule::stage_plan(config.schedule, p, m, v, prog.stage)?,
         };
+        let mut weighted = vec![false; m as usize * v as usize];
+        for s in order
+            .steps
+            .iter()
+            .filter(|s| s.direction == Direction::Weight)
+        {
+            if s.micro_batch < m && s.chunk < v {
+                weighted[s.micro_batch as usize * v as usize + s.chunk as usize] = true;
+            }
+        }
         states.push(ProgState {
-            order,
+            split: weighted.iter().any(|w| *w),
+            order: order.steps,
+            overlapped: order.overlapped,
+            weighted,
             pos: 0,
             frontier: Vec::new(),
-            outputs: vec![None; 2 * m as usize * v as usize],
+            outputs: vec![None; 3 * m as usize * v as usize],
             async_tasks: Vec::new(),
             last_bwd_start: Vec::new(),
             coll_seq: [0; 5],
@@ -1012,12 +1180,12 @@ pub fn build(
         }
     }
     for (i, st) in states.iter().enumerate() {
-        if st.order.len() as u64 != 2 * u64::from(m) * u64::from(v) {
+        let all = if st.split { 3 } else { 2 } * u64::from(m) * u64::from(v);
+        if st.order.len() as u64 != all {
             warnings.push(format!(
-                "rank {} runs {} of {} steps",
+                "rank {} runs {} of {all} steps",
                 ranks[i],
                 st.order.len(),
-                2 * m * v
             ));
         }
     }
@@ -1056,6 +1224,7 @@ pub fn build(
     let Builder {
         graph,
         tasks,
+        steps,
         labels,
         ..
     } = b;
@@ -1070,6 +1239,7 @@ pub fn build(
                 stage: prog.stage,
             })
             .collect(),
+        steps,
         labels,
         mode: job.mode,
         job_name: job.name.clone(),
@@ -1092,6 +1262,17 @@ pub fn finish(
     engine: &Engine,
     config: &SimConfig,
 ) -> Result<(Timeline, Summary), SimError> {
+    let (timeline, summary, _) = finish_all(meta, engine, config)?;
+    Ok((timeline, summary))
+}
+
+/// Turn a finished run into its timeline, summary and activation memory
+/// over time per simulated rank ([`summary::activation_series`]).
+pub fn finish_all(
+    meta: &Meta,
+    engine: &Engine,
+    config: &SimConfig,
+) -> Result<(Timeline, Summary, Vec<ActivationSeries>), SimError> {
     let times = engine.all_times();
     let mut tb = TimelineBuilder::new();
     for l in &meta.labels {
@@ -1174,6 +1355,7 @@ pub fn finish(
     let path = summary::critical_path_tasks(times);
     tb.critical_path(path.iter().map(|t| primary[*t as usize]).collect());
     let timeline = tb.build();
-    let summary = summary::summarize(meta, engine, &path, timeline.end_ns());
-    Ok((timeline, summary))
+    let activations = summary::activation_series(meta, engine);
+    let summary = summary::summarize(meta, engine, &path, timeline.end_ns(), &activations);
+    Ok((timeline, summary, activations))
 }

@@ -215,9 +215,10 @@ impl SimConfig {
             return bad(
                 "virtual_stages",
                 format!(
-                    "{} virtual stages need the interleaved schedule (the {} schedule has one stage per rank)",
+                    "{} virtual stages need the interleaved schedule (the {} schedule runs {} model chunk(s) per rank)",
                     self.virtual_stages,
-                    self.schedule.name()
+                    self.schedule.name(),
+                    self.schedule.chunks(1)
                 ),
             );
         }

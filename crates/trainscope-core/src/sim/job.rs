@@ -293,13 +293,19 @@ pub struct RankProgram {
 impl RankProgram {
     /// The block micro-batch `mb` runs (None only when there are no blocks).
     pub fn block_of(&self, mb: u32) -> Option<&Block> {
+        self.block_index_of(mb).and_then(|i| self.blocks.get(i))
+    }
+
+    /// The index in [`RankProgram::blocks`] of the block micro-batch `mb`
+    /// runs (None only when there are no blocks).
+    pub fn block_index_of(&self, mb: u32) -> Option<usize> {
         let idx = if self.micro_batch_blocks.is_empty() {
             0
         } else {
             let i = (mb as usize).min(self.micro_batch_blocks.len() - 1);
             self.micro_batch_blocks[i] as usize
         };
-        self.blocks.get(idx)
+        (idx < self.blocks.len()).then_some(idx)
     }
 }
 

@@ -29,6 +29,7 @@
 //! ```
 
 pub mod build;
+pub mod chunks;
 pub mod config;
 pub mod described;
 pub mod engine;
@@ -40,6 +41,7 @@ pub mod network;
 pub mod replay;
 pub mod run;
 pub mod schedule;
+pub mod schedules;
 pub mod simai_cost;
 pub mod summary;
 pub mod timeline;
@@ -72,9 +74,30 @@ pub enum SimError {
         "the interleaved schedule needs the micro-batch count ({micro_batches}) to be a multiple of the stage count ({stages})"
     )]
     InterleavedMicroBatches { micro_batches: u32, stages: u32 },
-    /// The block cannot be split into the requested number of virtual stages.
+    /// The schedule cannot run with these sizes ([`ScheduleKind::check`]).
+    #[error("the {schedule} schedule needs {needs}")]
+    ScheduleNeeds {
+        schedule: &'static str,
+        /// The condition and the run's numbers.
+        needs: String,
+    },
+    /// The block has fewer transformer layers than the requested number of
+    /// virtual stages ([`chunks`]).
     #[error("cannot split a block of {layers} layers into {virtual_stages} virtual stages")]
     TooFewLayers { layers: usize, virtual_stages: u32 },
+    /// A stage's transformer layers do not split evenly into its model
+    /// chunks (Megatron gives every chunk layers / (pp x virtual stages)
+    /// whole layers; [`chunks`]).
+    #[error(
+        "stage {stage} has {layers} transformer layers, which do not split evenly into {virtual_stages} virtual stages: Megatron gives each chunk layers / (pp x virtual stages) = {} / ({stages} x {virtual_stages}) whole layers",
+        u64::from(*stages) * *layers as u64
+    )]
+    LayersNotDivisible {
+        stage: u32,
+        layers: usize,
+        stages: u32,
+        virtual_stages: u32,
+    },
     /// The collective cost function refused a collective.
     #[error("cost model `{model}`: {message}")]
     Cost { model: String, message: String },
@@ -99,7 +122,13 @@ impl SimError {
             SimError::InterleavedMicroBatches { .. } => {
                 "set the micro-batch count to a multiple of the stage count, or use the 1f1b schedule"
             }
+            SimError::ScheduleNeeds { .. } => {
+                "use more micro-batches (the micro-batch setting), or the 1f1b schedule"
+            }
             SimError::TooFewLayers { .. } => "use fewer virtual stages",
+            SimError::LayersNotDivisible { .. } => {
+                "use a virtual-stage count that divides the layers per stage (a layer starts at each `attention*` row; without such rows every row is a layer)"
+            }
             SimError::CostModelUnavailable(_) => {
                 "use `sim::simulate`, or `SimaiCost` with `simulate_with`, for the SimAI-compatible cost function"
             }
@@ -127,6 +156,9 @@ pub struct SimResult {
     pub timeline: Timeline,
     /// Iteration time and its decomposition.
     pub summary: Summary,
+    /// Activation memory over time per simulated rank, in program order
+    /// (its peaks are in the summary's stages).
+    pub activations: Vec<summary::ActivationSeries>,
     /// Engine counters.
     pub stats: engine::EngineStats,
 }
@@ -239,10 +271,11 @@ pub fn simulate_with(
     let mut engine = engine::Engine::new(graph)?;
     engine.run().map_err(|e| meta.explain_stall(e, &engine))?;
     let stats = engine.stats();
-    let (timeline, summary) = build::finish(&meta, &engine, config)?;
+    let (timeline, summary, activations) = build::finish_all(&meta, &engine, config)?;
     Ok(SimResult {
         timeline,
         summary,
+        activations,
         stats,
     })
 }

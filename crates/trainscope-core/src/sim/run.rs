@@ -386,6 +386,8 @@ fn stage_json(s: &StageSummary) -> Value {
         "send_busy_ns": s.send_busy_ns,
         "recv_busy_ns": s.recv_busy_ns,
         "end_ns": s.end_ns,
+        "peak_activation_chunks": s.peak_activation_chunks,
+        "peak_activation_micro_batches": s.peak_activation_micro_batches,
     })
 }
 
@@ -752,7 +754,13 @@ pub fn run_files(
                 }
                 c.micro_batches = None;
                 c.virtual_stages = 1;
-                if c.schedule == ScheduleKind::Interleaved {
+                if c.schedule != ScheduleKind::GPipe && c.schedule != ScheduleKind::OneFOneB {
+                    if c.schedule != ScheduleKind::Interleaved {
+                        warnings.push(format!(
+                            "the replay follows the measured step order: the {} schedule is not applied",
+                            c.schedule.name()
+                        ));
+                    }
                     c.schedule = ScheduleKind::OneFOneB;
                 }
             }

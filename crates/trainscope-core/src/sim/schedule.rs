@@ -1,43 +1,51 @@
-//! Pipeline schedules: the order in which one stage runs its forward and
-//! backward steps. A step is one micro-batch through one model chunk of the
-//! stage ([`PipeStep`]).
+//! Pipeline schedules: the order in which one stage runs its steps. A step
+//! is one micro-batch through one model chunk of the stage ([`PipeStep`]):
+//! a forward (F), a backward (B) and, in the schedules that split the
+//! backward, a weight-gradient pass (W).
 //!
-//! - GPipe: all m forwards, then all m backwards (micro-batch 0 first).
-//! - 1F1B: on stage s, a warm-up of min(p - s - 1, m) forwards, then
-//!   alternate one forward and one backward, then the remaining backwards.
-//! - Interleaved 1F1B (Megatron ordering) with v model chunks per rank: the
-//!   block's layers are split into v chunks; chunk c of stage s is virtual
-//!   stage c*p + s. Micro-step k (0 <= k < m*v) of the forward sequence runs
-//!   micro-batch (k / (p*v))*p + k % p on chunk (k % (p*v)) / p; backward
-//!   micro-step k runs the same micro-batch on chunk v - 1 - that. Stage s
-//!   warms up with min((p - s - 1)*2 + (v - 1)*p, m*v) forwards, then
-//!   alternates forward k+w / backward k, then cools down; when m == p
-//!   every stage warms up with all m*v forwards and then runs all
-//!   backwards (Megatron's `all_warmup_microbatches`). m must be a multiple
-//!   of p ([`SimError::InterleavedMicroBatches`]). This is the ordering of
-//!   classic Megatron-LM's `forward_backward_pipelining_with_interleaving`
-//!   (`megatron/core/pipeline_parallel/schedules.py`, without the later
-//!   `microbatch_group_size_per_vp_stage` option: groups of p micro-batches
-//!   per chunk).
+//! This module holds the vocabulary ([`ScheduleKind`], [`Direction`],
+//! [`PipeStep`]) and [`stage_order`], which checks a
+//! schedule's conditions and asks its module in [`super::schedules`] for the
+//! order. Each schedule's module documents its source, its ordering rules and
+//! its closed-form makespan:
 //!
-//! With no communication and identical stages, GPipe and 1F1B take
-//! (m + p - 1)(t_f + t_b) and interleaved takes m(t_f + t_b) +
-//! (p - 1)(t_f + t_b)/v, m == p included: the all-forwards-first order then
-//! keeps every stage busy from its first forward to its last (each chunk's
-//! p forwards end exactly when the next chunk's first input arrives), so
-//! the forward pass ends at m t_f + (p - 1) t_f/v on the last stage and the
-//! backward pass mirrors it (tested in `tests/engine_schedules.rs`).
+//! | name | module | chunks per rank | backward |
+//! |---|---|---|---|
+//! | `gpipe` | [`super::schedules::gpipe`] | 1 | B and W together |
+//! | `1f1b` | [`super::schedules::one_f_one_b`] | 1 | B and W together |
+//! | `interleaved` | [`super::schedules::interleaved`] | `virtual_stages` | B and W together |
+//! | `zb-h1` | [`super::schedules::zb_h1`] | 1 | split: B, later W |
+//! | `zb-h2` | [`super::schedules::zb_h2`] | 1 | split: B, later W |
+//! | `zbv` | [`super::schedules::zbv`] | 2, V-shaped | split: B, later W |
+//! | `dualpipev` | [`super::schedules::dualpipev`] | 2, V-shaped | full, or split in the warm-up and cool-down |
+//!
+//! A backward step runs the chunk's input-gradient and weight-gradient work
+//! together (in reverse layer order, each layer's input gradient then its
+//! weight gradient) unless the order also lists a [`Direction::Weight`]
+//! step for that micro-batch and chunk: then the backward runs only the
+//! input gradients (what the previous stage waits for) and the weight step
+//! the weight gradients (in reverse layer order). Explicit per-rank orders
+//! (measured runs) follow the same rule. Some steps may run overlapped with
+//! the next ([`StagePlan`], DualPipeV).
+//!
+//! With v chunks per rank the model is cut into p·v virtual stages, and the
+//! layers of a chunk are whole transformer layers ([`super::chunks`]).
+//! Chunk placement ([`ChunkPlacement`]): looped (Megatron's interleaving),
+//! chunk c of stage s is virtual stage c·p + s; V-shaped (two chunks),
+//! chunk 0 of stage s is virtual stage s and chunk 1 is virtual stage
+//! 2p - 1 - s, so the last stage runs the two middle virtual stages (no
+//! transfer between them) and the first stage both ends of the model.
 //!
 //! The AICB header's `vpp` is layers per stage, not virtual stages: the
 //! schedule ignores it (the count comes from the settings), and only SimAI's
 //! closed-form bubble in the summary uses it, as SimAI does.
 
+use super::schedules;
 use super::SimError;
 use serde::{Deserialize, Serialize};
 
 /// Which pipeline schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
 pub enum ScheduleKind {
     #[serde(rename = "gpipe")]
     GPipe,
@@ -46,36 +54,163 @@ pub enum ScheduleKind {
     OneFOneB,
     #[serde(rename = "interleaved")]
     Interleaved,
+    /// Zero Bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B's peak memory, W
+    /// passes delayed into the bubbles.
+    #[serde(rename = "zb-h1")]
+    ZbH1,
+    /// Zero Bubble ZB-H2: a longer warm-up (2p - 1 micro-batches in flight on
+    /// the first stage), no bubble once the pipeline is full.
+    #[serde(rename = "zb-h2")]
+    ZbH2,
+    /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
+    /// memory, no bubble once full when F = B = W.
+    #[serde(rename = "zbv")]
+    ZbV,
+    /// DeepSeek-V3's DualPipeV: two chunks per rank in a V shape, the
+    /// forward of one chunk overlapped with the backward of the other.
+    #[serde(rename = "dualpipev")]
+    DualPipeV,
+}
+
+/// How a rank's chunks map to virtual stages (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkPlacement {
+    /// Chunk c of stage s is virtual stage c·p + s (Megatron's interleaving).
+    Looped,
+    /// Two chunks: chunk 0 of stage s is virtual stage s, chunk 1 is
+    /// virtual stage 2p - 1 - s.
+    VShape,
+}
+
+impl ChunkPlacement {
+    /// The virtual stage (0-based, model order) of `chunk` on `stage` of `p`.
+    pub fn virtual_stage(self, p: u32, stage: u32, chunk: u32) -> u32 {
+        match self {
+            ChunkPlacement::Looped => chunk * p + stage,
+            ChunkPlacement::VShape if chunk == 0 => stage,
+            ChunkPlacement::VShape => 2 * p - 1 - stage,
+        }
+    }
+
+    /// The (stage, chunk) that runs virtual stage `k` (0 <= k < p x chunks).
+    pub fn locate(self, p: u32, k: u32) -> (u32, u32) {
+        match self {
+            ChunkPlacement::Looped => (k % p, k / p),
+            ChunkPlacement::VShape if k < p => (k, 0),
+            ChunkPlacement::VShape => (2 * p - 1 - k, 1),
+        }
+    }
 }
 
 impl ScheduleKind {
-    /// `gpipe`, `1f1b`, `interleaved` (CLI and JSON names).
+    /// Every schedule, in the order the CLI and the page list them.
+    pub const ALL: [ScheduleKind; 7] = [
+        ScheduleKind::GPipe,
+        ScheduleKind::OneFOneB,
+        ScheduleKind::Interleaved,
+        ScheduleKind::ZbH1,
+        ScheduleKind::ZbH2,
+        ScheduleKind::ZbV,
+        ScheduleKind::DualPipeV,
+    ];
+
+    /// `gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2`, `zbv`, `dualpipev`
+    /// (CLI and JSON names).
     pub fn name(self) -> &'static str {
         match self {
             ScheduleKind::GPipe => "gpipe",
             ScheduleKind::OneFOneB => "1f1b",
             ScheduleKind::Interleaved => "interleaved",
+            ScheduleKind::ZbH1 => "zb-h1",
+            ScheduleKind::ZbH2 => "zb-h2",
+            ScheduleKind::ZbV => "zbv",
+            ScheduleKind::DualPipeV => "dualpipev",
         }
     }
 
     /// Parse a CLI name.
     pub fn from_name(name: &str) -> Option<ScheduleKind> {
-        [
-            ScheduleKind::GPipe,
-            ScheduleKind::OneFOneB,
-            ScheduleKind::Interleaved,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Model chunks per rank: `virtual_stages` for the interleaved
+    /// schedule, 2 for the V-shaped ones, else 1.
+    pub fn chunks(self, virtual_stages: u32) -> u32 {
+        match self {
+            ScheduleKind::Interleaved => virtual_stages,
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => 2,
+            _ => 1,
+        }
+    }
+
+    /// How chunks map to virtual stages.
+    pub fn placement(self) -> ChunkPlacement {
+        match self {
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => ChunkPlacement::VShape,
+            _ => ChunkPlacement::Looped,
+        }
+    }
+
+    /// True when the schedule runs some weight gradients as separate W
+    /// steps (every one for the zero-bubble schedules, those of the warm-up
+    /// and cool-down for DualPipeV).
+    pub fn splits_backward(self) -> bool {
+        matches!(
+            self,
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV | ScheduleKind::DualPipeV
+        )
+    }
+
+    /// Check the schedule's conditions on `p` stages and `m` micro-batches;
+    /// the error names the condition and the numbers.
+    pub fn check(self, p: u32, m: u32) -> Result<(), SimError> {
+        let needs = |needs: String| {
+            Err(SimError::ScheduleNeeds {
+                schedule: self.name(),
+                needs,
+            })
+        };
+        match self {
+            ScheduleKind::GPipe | ScheduleKind::OneFOneB => Ok(()),
+            ScheduleKind::Interleaved if !m.is_multiple_of(p) => {
+                Err(SimError::InterleavedMicroBatches {
+                    micro_batches: m,
+                    stages: p,
+                })
+            }
+            ScheduleKind::Interleaved => Ok(()),
+            ScheduleKind::ZbH1 if m < p => needs(format!(
+                "at least as many micro-batches as stages (m >= p); the run has m = {m}, p = {p}"
+            )),
+            ScheduleKind::ZbH2 if u64::from(m) + 1 < 2 * u64::from(p) => needs(format!(
+                "m >= 2p - 1 micro-batches (the first stage warms up with 2p - 1 forwards); the run has m = {m}, 2p - 1 = {}",
+                2 * u64::from(p) - 1
+            )),
+            ScheduleKind::ZbV if u64::from(m) < 2 * u64::from(p) => needs(format!(
+                "m >= 2p micro-batches (two chunks per rank in a V shape); the run has m = {m}, 2p = {}",
+                2 * u64::from(p)
+            )),
+            ScheduleKind::DualPipeV if u64::from(m) < 2 * u64::from(p) => needs(format!(
+                "m >= 2p micro-batches (DualPipe's num_chunks >= 2 x ranks); the run has m = {m}, 2p = {}",
+                2 * u64::from(p)
+            )),
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV | ScheduleKind::DualPipeV => {
+                Ok(())
+            }
+        }
     }
 }
 
-/// Forward or backward.
+/// Forward, backward (input gradient; with the weight gradient too unless
+/// the order splits it) or weight-gradient pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Forward,
     Backward,
+    /// The weight-gradient pass (W) of a split backward.
+    Weight,
 }
 
 /// One step of a stage: a micro-batch through one of its model chunks.
@@ -83,7 +218,7 @@ pub enum Direction {
 pub struct PipeStep {
     pub direction: Direction,
     pub micro_batch: u32,
-    /// Model chunk on this rank (0 unless interleaved).
+    /// Model chunk on this rank (0 unless the schedule has several).
     pub chunk: u32,
 }
 
@@ -105,10 +240,33 @@ impl PipeStep {
             chunk,
         }
     }
+
+    /// A weight-gradient step (split backward).
+    pub fn w(micro_batch: u32, chunk: u32) -> PipeStep {
+        PipeStep {
+            direction: Direction::Weight,
+            micro_batch,
+            chunk,
+        }
+    }
+}
+
+/// The order of one stage, with the steps that run overlapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagePlan {
+    pub steps: Vec<PipeStep>,
+    /// Per step: true when it and the next step run overlapped (DualPipeV's
+    /// forward & backward pairs: both start when both inputs are there, run
+    /// as two chains sharing the rank's streams, so one's communication
+    /// overlaps the other's compute, and hand on their outputs when both
+    /// are done). Empty when no step overlaps.
+    pub overlapped: Vec<bool>,
 }
 
 /// The step order of `stage` (0-based) for `p` stages, `m` micro-batches and
-/// `v` chunks per rank. `v` must be 1 unless `kind` is interleaved.
+/// `v` chunks per rank ([`ScheduleKind::chunks`]: the interleaved
+/// schedule's virtual stages, else 1). Refuses what the schedule cannot run
+/// ([`ScheduleKind::check`]).
 pub fn stage_order(
     kind: ScheduleKind,
     p: u32,
@@ -116,147 +274,133 @@ pub fn stage_order(
     v: u32,
     stage: u32,
 ) -> Result<Vec<PipeStep>, SimError> {
+    Ok(stage_plan(kind, p, m, v, stage)?.steps)
+}
+
+/// [`stage_order`] with the overlapped steps ([`StagePlan`]).
+pub fn stage_plan(
+    kind: ScheduleKind,
+    p: u32,
+    m: u32,
+    v: u32,
+    stage: u32,
+) -> Result<StagePlan, SimError> {
     if p == 0 || m == 0 || v == 0 || stage >= p {
         return Err(SimError::InvalidJob(format!(
             "schedule for stage {stage} of {p} with {m} micro-batches and {v} chunks"
         )));
     }
-    let mut out = Vec::with_capacity(2 * m as usize * v as usize);
-    match kind {
-        ScheduleKind::GPipe => {
-            out.extend((0..m).map(|j| PipeStep::f(j, 0)));
-            out.extend((0..m).map(|j| PipeStep::b(j, 0)));
-        }
-        ScheduleKind::OneFOneB => {
-            let warm = (p - stage - 1).min(m);
-            out.extend((0..warm).map(|j| PipeStep::f(j, 0)));
-            for i in 0..(m - warm) {
-                out.push(PipeStep::f(warm + i, 0));
-                out.push(PipeStep::b(i, 0));
-            }
-            out.extend((m - warm..m).map(|j| PipeStep::b(j, 0)));
-        }
-        ScheduleKind::Interleaved => {
-            if !m.is_multiple_of(p) {
-                return Err(SimError::InterleavedMicroBatches {
-                    micro_batches: m,
-                    stages: p,
-                });
-            }
-            let total = u64::from(m) * u64::from(v);
-            let warm = if m == p {
-                // Megatron: all_warmup_microbatches.
-                total
-            } else {
-                ((u64::from(p - stage - 1)) * 2 + u64::from(v - 1) * u64::from(p)).min(total)
-            };
-            let step = |k: u64, dir: Direction| -> PipeStep {
-                let pv = u64::from(p) * u64::from(v);
-                let in_group = k % pv;
-                let fwd_chunk = (in_group / u64::from(p)) as u32;
-                let mb = ((k / pv) * u64::from(p) + in_group % u64::from(p)) as u32;
-                let chunk = match dir {
-                    Direction::Forward => fwd_chunk,
-                    Direction::Backward => v - 1 - fwd_chunk,
-                };
-                PipeStep {
-                    direction: dir,
-                    micro_batch: mb,
-                    chunk,
-                }
-            };
-            out.extend((0..warm).map(|k| step(k, Direction::Forward)));
-            for i in 0..(total - warm) {
-                out.push(step(warm + i, Direction::Forward));
-                out.push(step(i, Direction::Backward));
-            }
-            out.extend((total - warm..total).map(|k| step(k, Direction::Backward)));
-        }
+    if v != kind.chunks(v) {
+        return Err(SimError::InvalidJob(format!(
+            "the {} schedule runs {} chunk(s) per rank, not {v}",
+            kind.name(),
+            kind.chunks(v)
+        )));
     }
-    Ok(out)
+    kind.check(p, m)?;
+    if kind == ScheduleKind::DualPipeV {
+        let (steps, overlapped) = schedules::dualpipev::plan(p, m, stage);
+        return Ok(StagePlan { steps, overlapped });
+    }
+    let steps = match kind {
+        ScheduleKind::GPipe => schedules::gpipe::order(m),
+        ScheduleKind::OneFOneB => schedules::one_f_one_b::order(p, m, stage),
+        ScheduleKind::Interleaved => schedules::interleaved::order(p, m, v, stage),
+        ScheduleKind::ZbH1 => schedules::zb_h1::order(p, m, stage),
+        ScheduleKind::ZbH2 => schedules::zb_h2::order(p, m, stage),
+        ScheduleKind::ZbV => schedules::zbv::order(p, m, stage),
+        ScheduleKind::DualPipeV => schedules::dualpipev::order(p, m, stage),
+    };
+    Ok(StagePlan {
+        steps,
+        overlapped: Vec::new(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn fmt(steps: &[PipeStep]) -> String {
-        steps
-            .iter()
-            .map(|s| {
-                format!(
-                    "{}{}.{}",
-                    if s.direction == Direction::Forward {
-                        'F'
-                    } else {
-                        'B'
-                    },
-                    s.micro_batch,
-                    s.chunk
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
     #[test]
-    fn one_f_one_b_warmup() {
-        let s0 = stage_order(ScheduleKind::OneFOneB, 4, 6, 1, 0).unwrap();
-        assert_eq!(
-            fmt(&s0),
-            "F0.0 F1.0 F2.0 F3.0 B0.0 F4.0 B1.0 F5.0 B2.0 B3.0 B4.0 B5.0"
-        );
-        let s3 = stage_order(ScheduleKind::OneFOneB, 4, 6, 1, 3).unwrap();
-        assert!(fmt(&s3).starts_with("F0.0 B0.0 F1.0 B1.0"));
-        // m smaller than the warm-up
-        let s0 = stage_order(ScheduleKind::OneFOneB, 4, 2, 1, 0).unwrap();
-        assert_eq!(fmt(&s0), "F0.0 F1.0 B0.0 B1.0");
-    }
-
-    #[test]
-    fn interleaved_megatron_order() {
-        let s0 = stage_order(ScheduleKind::Interleaved, 2, 4, 2, 0).unwrap();
-        // warm-up (2-0-1)*2 + (2-1)*2 = 4
-        assert_eq!(
-            fmt(&s0),
-            "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0"
-        );
-        // m == p: every stage runs all forwards first (Megatron's
-        // all_warmup_microbatches), stage 1 included (whose usual warm-up
-        // would be (2-1-1)*2 + (2-1)*2 = 2).
-        for stage in 0..2 {
-            let s = stage_order(ScheduleKind::Interleaved, 2, 2, 2, stage).unwrap();
-            assert_eq!(
-                fmt(&s),
-                "F0.0 F1.0 F0.1 F1.1 B0.1 B1.1 B0.0 B1.0",
-                "stage {stage}"
-            );
+    fn names_round_trip() {
+        for k in ScheduleKind::ALL {
+            assert_eq!(ScheduleKind::from_name(k.name()), Some(k));
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+            assert_eq!(serde_json::from_str::<ScheduleKind>(&json).unwrap(), k);
         }
-        assert!(matches!(
-            stage_order(ScheduleKind::Interleaved, 4, 6, 2, 0),
-            Err(SimError::InterleavedMicroBatches { .. })
-        ));
+        assert_eq!(ScheduleKind::from_name("zb-h3"), None);
+    }
+
+    #[test]
+    fn placements_are_inverse() {
+        for p in 1..6 {
+            for (placement, v) in [
+                (ChunkPlacement::Looped, 1),
+                (ChunkPlacement::Looped, 3),
+                (ChunkPlacement::VShape, 2),
+            ] {
+                let mut seen = vec![false; (p * v) as usize];
+                for s in 0..p {
+                    for c in 0..v {
+                        let k = placement.virtual_stage(p, s, c);
+                        assert_eq!(placement.locate(p, k), (s, c));
+                        seen[k as usize] = true;
+                    }
+                }
+                assert!(seen.iter().all(|x| *x));
+            }
+        }
+        // V shape: the last stage holds the two middle virtual stages.
+        assert_eq!(ChunkPlacement::VShape.virtual_stage(4, 3, 0), 3);
+        assert_eq!(ChunkPlacement::VShape.virtual_stage(4, 3, 1), 4);
+        assert_eq!(ChunkPlacement::VShape.virtual_stage(4, 0, 1), 7);
     }
 
     #[test]
     fn every_step_exactly_once() {
-        for kind in [
-            ScheduleKind::GPipe,
-            ScheduleKind::OneFOneB,
-            ScheduleKind::Interleaved,
-        ] {
-            let v = if kind == ScheduleKind::Interleaved {
-                3
-            } else {
-                1
-            };
-            for s in 0..4 {
-                let mut o = stage_order(kind, 4, 8, v, s).unwrap();
-                assert_eq!(o.len(), 2 * 8 * v as usize);
-                o.sort();
-                o.dedup();
-                assert_eq!(o.len(), 2 * 8 * v as usize);
+        for kind in ScheduleKind::ALL {
+            let v = kind.chunks(3);
+            for p in 1..5 {
+                for s in 0..p {
+                    let mut o = stage_order(kind, p, 12, v, s).unwrap();
+                    let n = o.len();
+                    o.sort();
+                    o.dedup();
+                    assert_eq!(o.len(), n, "{kind:?} p={p} s={s}: a step twice");
+                    let count = |d: Direction| o.iter().filter(|x| x.direction == d).count();
+                    assert_eq!(count(Direction::Forward), 12 * v as usize);
+                    assert_eq!(count(Direction::Backward), 12 * v as usize);
+                    let w = count(Direction::Weight);
+                    if kind.splits_backward() {
+                        assert!(w > 0, "{kind:?}");
+                    } else {
+                        assert_eq!(w, 0, "{kind:?}");
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn conditions_name_the_numbers() {
+        assert!(matches!(
+            stage_order(ScheduleKind::Interleaved, 4, 6, 2, 0),
+            Err(SimError::InterleavedMicroBatches { .. })
+        ));
+        let e = stage_order(ScheduleKind::ZbH1, 4, 3, 1, 0).unwrap_err();
+        assert!(e.to_string().contains("m = 3, p = 4"), "{e}");
+        assert!(e.hint().is_some());
+        assert!(stage_order(ScheduleKind::ZbH1, 4, 4, 1, 0).is_ok());
+        let e = stage_order(ScheduleKind::ZbH2, 4, 6, 1, 0).unwrap_err();
+        assert!(e.to_string().contains("2p - 1 = 7"), "{e}");
+        assert!(stage_order(ScheduleKind::ZbH2, 4, 7, 1, 0).is_ok());
+        let e = stage_order(ScheduleKind::ZbV, 4, 7, 2, 0).unwrap_err();
+        assert!(e.to_string().contains("m = 7, 2p = 8"), "{e}");
+        assert!(stage_order(ScheduleKind::ZbV, 4, 8, 2, 0).is_ok());
+        assert!(stage_order(ScheduleKind::ZbV, 4, 8, 1, 0).is_err());
+        let e = stage_order(ScheduleKind::DualPipeV, 3, 5, 2, 0).unwrap_err();
+        assert!(e.to_string().contains("m = 5, 2p = 6"), "{e}");
+        assert!(stage_order(ScheduleKind::OneFOneB, 4, 1, 2, 0).is_err());
     }
 }

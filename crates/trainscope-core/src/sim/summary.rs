@@ -20,10 +20,25 @@
 //! compute + bubble + exposed (all groups) + other = iteration time.
 //! The top-level numbers are those of the rank on which the critical path
 //! ends (the last to finish; ties: the lowest program index).
+//!
+//! Activation memory over time ([`activation_series`]), per simulated rank,
+//! in chunk activations (one micro-batch through one model chunk; a
+//! micro-batch's activations on a rank are `chunks` of them): one is stored
+//! when a chunk's forward starts (its first task) and freed when the step
+//! that last needs it ends (its last task on the rank's chain): the backward,
+//! or, when the order lists a W step for that micro-batch and chunk
+//! (zero-bubble schedules, DualPipeV's warm-up and cool-down), the W step,
+//! whose inputs are held until it runs. So a micro-batch counts as in flight
+//! from its forward to its W. Frees come before stores at the same instant; a
+//! step with no work takes the time of the rank's previous event. The peak
+//! per rank is [`StageSummary::peak_activation_micro_batches`]. The series
+//! is not part of the timeline (its lanes hold spans, not levels): it is
+//! [`super::SimResult::activations`].
 
 use super::build::{Meta, TaskMeta};
 use super::engine::{Engine, TaskId, TaskTimes, NONE};
 use super::job::{GroupKind, JobMode};
+use super::schedule::Direction;
 use super::timeline::{Span, SpanKind, Stream};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -93,6 +108,109 @@ pub struct StageSummary {
     pub recv_busy_ns: u64,
     /// When this rank's last task ended, ns.
     pub end_ns: u64,
+    /// Most chunk activations held at once ([`activation_series`]).
+    pub peak_activation_chunks: u32,
+    /// The same in micro-batches: peak chunks / chunks per rank (1F1B:
+    /// p - stage; GPipe: m).
+    pub peak_activation_micro_batches: f64,
+}
+
+/// From `time_ns` on, `chunks` chunk activations are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ActivationPoint {
+    pub time_ns: u64,
+    pub chunks: u32,
+}
+
+/// Activation memory of one simulated rank over the iteration (see the
+/// module documentation): a step function starting at 0 held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ActivationSeries {
+    pub stage: u32,
+    pub rank: u32,
+    /// Model chunks per rank (a micro-batch's activations are this many
+    /// chunk activations).
+    pub chunks_per_micro_batch: u32,
+    /// Every change, in time order, one point per instant.
+    pub points: Vec<ActivationPoint>,
+    /// Most chunk activations held at once.
+    pub peak_chunks: u32,
+}
+
+impl ActivationSeries {
+    /// [`ActivationSeries::peak_chunks`] in micro-batches.
+    pub fn peak_micro_batches(&self) -> f64 {
+        f64::from(self.peak_chunks) / f64::from(self.chunks_per_micro_batch.max(1))
+    }
+
+    /// Chunk activations held at `time_ns`.
+    pub fn at(&self, time_ns: u64) -> u32 {
+        match self.points.partition_point(|p| p.time_ns <= time_ns) {
+            0 => 0,
+            i => self.points[i - 1].chunks,
+        }
+    }
+}
+
+/// Activation memory over time of every simulated rank, in program order.
+pub fn activation_series(meta: &Meta, engine: &Engine) -> Vec<ActivationSeries> {
+    let times = engine.all_times();
+    let n = meta.programs.len();
+    // (time, 0 = free / 1 = store, sequence)
+    let mut events: Vec<Vec<(u64, u8, usize)>> = vec![Vec::new(); n];
+    let mut last_time = vec![0u64; n];
+    for (seq, rec) in meta.steps.iter().enumerate() {
+        let p = rec.program as usize;
+        if p >= n {
+            continue;
+        }
+        let releases = match rec.step.direction {
+            Direction::Forward => None,
+            Direction::Backward | Direction::Weight => Some(rec.releases),
+        };
+        let time = match releases {
+            None => times.get(rec.first as usize).map(|t| t.start_ns),
+            Some(_) => times.get(rec.last as usize).map(|t| t.end_ns),
+        }
+        .unwrap_or(last_time[p]);
+        last_time[p] = last_time[p].max(time);
+        match releases {
+            None => events[p].push((time, 1, seq)),
+            Some(true) => events[p].push((time, 0, seq)),
+            Some(false) => {}
+        }
+    }
+    events
+        .into_iter()
+        .zip(&meta.programs)
+        .map(|(mut ev, info)| {
+            ev.sort_unstable();
+            let mut points: Vec<ActivationPoint> = Vec::new();
+            let (mut held, mut peak) = (0u32, 0u32);
+            for (time_ns, store, _) in ev {
+                held = if store == 1 {
+                    held + 1
+                } else {
+                    held.saturating_sub(1)
+                };
+                peak = peak.max(held);
+                match points.last_mut() {
+                    Some(last) if last.time_ns == time_ns => last.chunks = held,
+                    _ => points.push(ActivationPoint {
+                        time_ns,
+                        chunks: held,
+                    }),
+                }
+            }
+            ActivationSeries {
+                stage: info.stage,
+                rank: info.rank,
+                chunks_per_micro_batch: meta.virtual_stages,
+                points,
+                peak_chunks: peak,
+            }
+        })
+        .collect()
 }
 
 /// Consecutive critical-path spans of one step on one rank.
@@ -265,8 +383,15 @@ fn step_class(m: &TaskMeta) -> &'static str {
     }
 }
 
-/// Build the summary of a finished run.
-pub fn summarize(meta: &Meta, engine: &Engine, path: &[TaskId], end_ns: u64) -> Summary {
+/// Build the summary of a finished run; `activations` from
+/// [`activation_series`] (per program).
+pub fn summarize(
+    meta: &Meta,
+    engine: &Engine,
+    path: &[TaskId],
+    end_ns: u64,
+    activations: &[ActivationSeries],
+) -> Summary {
     let times = engine.all_times();
     let tasks = &meta.tasks;
     let n = meta.programs.len();
@@ -336,6 +461,10 @@ pub fn summarize(meta: &Meta, engine: &Engine, path: &[TaskId], end_ns: u64) -> 
                 send_busy_ns: busy[p][Stream::Send.index() as usize],
                 recv_busy_ns: busy[p][Stream::Recv.index() as usize],
                 end_ns: rank_end,
+                peak_activation_chunks: activations.get(p).map_or(0, |a| a.peak_chunks),
+                peak_activation_micro_batches: activations
+                    .get(p)
+                    .map_or(0.0, ActivationSeries::peak_micro_batches),
             },
         ));
     }
@@ -374,6 +503,8 @@ pub fn summarize(meta: &Meta, engine: &Engine, path: &[TaskId], end_ns: u64) -> 
         send_busy_ns: 0,
         recv_busy_ns: 0,
         end_ns: 0,
+        peak_activation_chunks: 0,
+        peak_activation_micro_batches: 0.0,
     };
     let r = stages.get(reference).cloned().unwrap_or(fallback);
     // Critical path summary.

@@ -57,6 +57,22 @@ fn control(field: Field) -> Control {
             ),
             (schedule_name(Schedule::OneFOneB), "1F1B"),
             (schedule_name(Schedule::Interleaved), "Interleaved 1F1B"),
+            (
+                schedule_name(Schedule::ZbH1),
+                "ZB-H1 (zero bubble, 1F1B memory)",
+            ),
+            (
+                schedule_name(Schedule::ZbH2),
+                "ZB-H2 (zero bubble, 2p-1 in flight)",
+            ),
+            (
+                schedule_name(Schedule::Zbv),
+                "ZB-V (two chunks per rank, V shape)",
+            ),
+            (
+                schedule_name(Schedule::Dualpipev),
+                "DualPipeV (V shape, forward & backward overlapped)",
+            ),
         ]),
         Field::Algorithm => Control::Select(opts(&Algorithm::ALL, algorithm_name)),
         Field::Placement => Control::Select(PlacementOrder::NAMES.map(|n| (n, n)).to_vec()),
