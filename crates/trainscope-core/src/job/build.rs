@@ -409,8 +409,8 @@ fn iteration_rows(
         dp_ep,
         &mut before,
     );
-    let last = s.pp - 1;
-    if job.model.tied_embeddings && s.pp > 1 && (stage == 0 || stage == last) {
+    let last = job.output_stage();
+    if job.model.tied_embeddings && last != 0 && (stage == 0 || stage == last) {
         let mut o = LayerOp::empty("embedding_grad_allreduce", LayerRole::GradSync);
         let elems = job.padded_vocab_size / u64::from(s.tp) * job.model.hidden_size;
         o.weight_grad.comm = comm(CommKind::AllReduce, CommGroup::Embedding, elems * g);
@@ -476,12 +476,19 @@ pub fn activation_send_bytes(job: &ModelJob) -> u64 {
 }
 
 /// The layers stage `stage` holds, in the order it runs them: chunk c of
-/// the stage holds layers [(c x PP + stage) x per_chunk, + per_chunk).
+/// the stage holds layer group c x PP + stage (looped), or groups stage and
+/// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk).
 pub fn stage_layers(job: &ModelJob, stage: u32) -> Vec<u32> {
     let per = job.layers_per_chunk();
-    (0..job.setup.vpp)
+    let p = job.setup.pp;
+    (0..job.chunks_per_stage())
         .flat_map(|c| {
-            let first = (c * job.setup.pp + stage) * per;
+            let group = if job.v_shape && c == 1 {
+                2 * p - 1 - stage
+            } else {
+                c * p + stage
+            };
+            let first = group * per;
             first..first + per
         })
         .collect()
@@ -519,7 +526,7 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
             for layer in stage_layers(job, stage) {
                 layer_ops(job, layer, &shape, &mut ops);
             }
-            if stage == s.pp - 1 {
+            if stage == job.output_stage() {
                 ops.push(simple(
                     job,
                     "final_output_and_loss",

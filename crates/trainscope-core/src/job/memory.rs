@@ -87,11 +87,11 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
             p.dense += m.max_position_embeddings * m.hidden_size;
         }
     }
-    if stage == s.pp - 1 {
+    if stage == job.output_stage() {
         p.dense += m.norm_params();
-        // Untied: the output layer. Tied over several stages: Megatron
-        // keeps a copy of the word embeddings on the last stage.
-        if !m.tied_embeddings || s.pp > 1 {
+        // Untied: the output layer. Tied on another stage than the
+        // embedding: Megatron keeps a copy of the word embeddings there.
+        if !m.tied_embeddings || stage != 0 {
             p.dense += vocab_rows;
         }
     }
@@ -265,7 +265,7 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
                         .unwrap_or(0),
                 );
             }
-            let logits = if stage == s.pp - 1 {
+            let logits = if stage == job.output_stage() {
                 u64::from(logits_in_flight.max(1)) * logits_bytes(job)
             } else {
                 0

@@ -159,6 +159,10 @@ pub struct ModelJob {
     pub padded_vocab_size: u64,
     /// Assumptions made (one line each).
     pub notes: Vec<String>,
+    /// The stages hold two chunks in a V (ZB-V, DualPipeV: stage s runs
+    /// layer groups s and 2p - 1 - s, so the output layer is on stage 0);
+    /// set by [`run::run_model`] from the schedule. False: looped chunks.
+    pub v_shape: bool,
 }
 
 fn positive(name: &str, v: u32) -> Result<u32, JobError> {
@@ -457,12 +461,32 @@ impl ModelJob {
             global_batch_size: gbs,
             padded_vocab_size,
             notes,
+            v_shape: false,
         })
     }
 
-    /// Layers per virtual-stage chunk (layers / (PP x vpp)).
+    /// Model chunks per stage: the virtual stages, or 2 in a V.
+    pub fn chunks_per_stage(&self) -> u32 {
+        if self.v_shape {
+            2
+        } else {
+            self.setup.vpp
+        }
+    }
+
+    /// Layers per model chunk (layers / (PP x chunks per stage)).
     pub fn layers_per_chunk(&self) -> u32 {
-        self.model.num_layers / (self.setup.pp * self.setup.vpp)
+        self.model.num_layers / (self.setup.pp * self.chunks_per_stage())
+    }
+
+    /// The stage that runs the output layer and the loss (the last stage;
+    /// stage 0 in a V).
+    pub fn output_stage(&self) -> u32 {
+        if self.v_shape {
+            0
+        } else {
+            self.setup.pp - 1
+        }
     }
 
     /// The model as the job runs it (vocabulary padded).

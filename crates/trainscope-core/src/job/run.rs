@@ -17,7 +17,7 @@ use super::memory::{memory_report, MemoryReport};
 use super::{ModelJob, Throughput};
 use crate::sim::described::DescribedOptions;
 use crate::sim::run::{as_warning_lines, push_unique, RunError, RunOutput, RUN_SCHEMA_VERSION};
-use crate::sim::schedule::ScheduleKind;
+use crate::sim::schedule::{ChunkPlacement, ScheduleKind};
 use crate::sim::simai_cost::cost_for;
 use crate::sim::{simulate_with, JobSpec, SimConfig, SimError};
 use serde::Serialize;
@@ -66,6 +66,19 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     }
     c.micro_batches = None;
     if s.vpp > 1 {
+        if !matches!(
+            c.schedule,
+            ScheduleKind::OneFOneB | ScheduleKind::Interleaved
+        ) {
+            return Err(RunError::Sim(SimError::InvalidConfig {
+                name: "virtual_stages",
+                reason: format!(
+                    "{} virtual stages (--vpp) need the interleaved schedule, not {}",
+                    s.vpp,
+                    c.schedule.name()
+                ),
+            }));
+        }
         c.virtual_stages = s.vpp;
         c.schedule = ScheduleKind::Interleaved;
     } else if c.schedule == ScheduleKind::Interleaved && c.virtual_stages > 1 {
@@ -77,6 +90,22 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     c.activation_bytes = None;
     c.backward_factor = None;
     c.validate()?;
+    // V-shaped schedules place two chunks per stage in a V: the builder
+    // needs to know (the output layer moves to stage 0).
+    let mut shaped = job.clone();
+    shaped.v_shape = c.schedule.placement() == ChunkPlacement::VShape;
+    let job = &shaped;
+    let groups = 2 * s.pp;
+    if job.v_shape && !job.model.num_layers.is_multiple_of(groups) {
+        return Err(RunError::Sim(SimError::InvalidConfig {
+            name: "schedule",
+            reason: format!(
+                "{} places two chunks per stage: {} layers are not divisible by 2 x PP = {groups}",
+                c.schedule.name(),
+                job.model.num_layers
+            ),
+        }));
+    }
     let name = job.model.name.clone();
     let described = super::build::described_job(job, &name);
     let spec = JobSpec::from_described(&described, &DescribedOptions::default())?;
@@ -99,8 +128,18 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     push_unique(&mut warnings, spec.warnings.iter().cloned());
     push_unique(&mut warnings, result.summary.warnings.iter().cloned());
     push_unique(&mut notes, result.summary.notes.iter().cloned());
+    // Chunks whose activations are held at the peak: what the simulated
+    // schedule held (closed form where the summary has no count).
     let in_flight: Vec<u32> = (0..s.pp)
-        .map(|st| peak_in_flight(c.schedule, s.pp, job.micro_batches, s.vpp, st))
+        .map(|st| {
+            result
+                .summary
+                .stages
+                .get(st as usize)
+                .map(|x| x.peak_activation_chunks)
+                .filter(|k| *k > 0)
+                .unwrap_or_else(|| peak_in_flight(c.schedule, s.pp, job.micro_batches, s.vpp, st))
+        })
         .collect();
     let logits = if c.schedule == ScheduleKind::GPipe {
         job.micro_batches
@@ -129,7 +168,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     };
     Ok(ModelRunOutput {
         run,
-        job: job.clone(),
+        job: shaped,
         throughput,
         memory,
         calibration: None,
@@ -186,6 +225,16 @@ impl ModelRunOutput {
             "fits": self.memory.fits,
         });
         v["calibration"] = json!(self.calibration);
+        // The schedule's activation peak per stage in bytes, next to its
+        // count of micro-batches in the stage summaries.
+        if let Some(stages) = v["stages"].as_array_mut() {
+            for st in stages {
+                let i = st["stage"].as_u64().unwrap_or(u64::MAX) as usize;
+                if let Some(m) = self.memory.per_stage.get(i) {
+                    st["peak_activation_bytes"] = json!(m.activations_bytes);
+                }
+            }
+        }
         v
     }
 }
@@ -213,5 +262,85 @@ mod tests {
         );
         eprintln!("{:?}", out.run.warnings);
         assert!(out.throughput.mfu > 0.2 && out.throughput.mfu < 0.7);
+    }
+
+    #[test]
+    fn every_schedule_runs_and_memory_follows_its_peak() {
+        let gpu = gpu_preset("H100").unwrap();
+        let mut s = setup(2, 4, 16);
+        s.seq_length = 2048;
+        let j = ModelJob::new(
+            crate::model::presets::preset("llama3-8b").unwrap(),
+            s,
+            gpu,
+            Some(8),
+        )
+        .unwrap();
+        assert_eq!(j.micro_batches, 16);
+        let mut times = Vec::new();
+        for schedule in ScheduleKind::ALL {
+            let c = SimConfig {
+                schedule,
+                virtual_stages: if schedule == ScheduleKind::Interleaved {
+                    2
+                } else {
+                    1
+                },
+                ..SimConfig::default()
+            };
+            let out = match run_model(&j, &c) {
+                Ok(o) => o,
+                // Interleaving needs --vpp on a model-level job.
+                Err(e) => {
+                    assert_eq!(schedule, ScheduleKind::Interleaved, "{e}");
+                    continue;
+                }
+            };
+            let v = out.report_json();
+            assert_eq!(v["schedule"], schedule.name());
+            for (st, m) in out.memory.per_stage.iter().enumerate() {
+                let summary = &out.run.summary().stages[st];
+                assert_eq!(
+                    m.in_flight, summary.peak_activation_chunks,
+                    "{schedule:?} stage {st}"
+                );
+                assert_eq!(
+                    v["stages"][st]["peak_activation_bytes"],
+                    m.activations_bytes
+                );
+            }
+            let output_stage = if schedule.placement() == ChunkPlacement::VShape {
+                0
+            } else {
+                3
+            };
+            assert!(
+                out.memory.per_stage[output_stage].logits_bytes > 0,
+                "{schedule:?}"
+            );
+            times.push((schedule, out.run.summary().iteration_time_ns));
+        }
+        assert_eq!(times.len(), ScheduleKind::ALL.len() - 1);
+        let t = |k: ScheduleKind| times.iter().find(|x| x.0 == k).unwrap().1;
+        assert!(t(ScheduleKind::ZbH1) < t(ScheduleKind::OneFOneB));
+        assert!(t(ScheduleKind::GPipe) >= t(ScheduleKind::OneFOneB));
+        // 1F1B holds p - s micro-batches on stage s.
+        let one = run_model(&j, &SimConfig::default()).unwrap();
+        let held: Vec<u32> = one.memory.per_stage.iter().map(|m| m.in_flight).collect();
+        assert_eq!(held, vec![4, 3, 2, 1]);
+        // --vpp with a non-interleaved schedule is refused.
+        let mut s2 = j.setup.clone();
+        s2.vpp = 2;
+        let j2 = ModelJob::new(j.model.clone(), s2, j.gpu.clone(), Some(8)).unwrap();
+        let c = SimConfig {
+            schedule: ScheduleKind::ZbH1,
+            ..SimConfig::default()
+        };
+        assert!(run_model(&j2, &c)
+            .unwrap_err()
+            .to_string()
+            .contains("need the interleaved schedule"));
+        let out = run_model(&j2, &SimConfig::default()).unwrap();
+        assert_eq!(out.run.summary().schedule, "interleaved");
     }
 }
