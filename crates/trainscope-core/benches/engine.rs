@@ -6,6 +6,9 @@
 //! Run with `cargo bench -p trainscope-core --bench engine [FILTER]`
 //! (filters: `seed001`, `per_rank`, `run_files`).
 
+mod common;
+
+use common::{ms, time};
 use std::time::{Duration, Instant};
 use trainscope_core::formats::simai;
 use trainscope_core::sim::job::{
@@ -23,24 +26,6 @@ const ECHO: &str =
     include_str!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
 const OPTIMUS: &str =
     include_str!("../../../tests/fixtures/seeds/optimus_prime_llama1b_pp8_train.log");
-
-/// Run `f` `n` times; (median, min) wall time and the last result.
-fn time<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
-    let mut times = Vec::with_capacity(n);
-    let mut last = None;
-    for _ in 0..n {
-        let t0 = Instant::now();
-        let r = f();
-        times.push(t0.elapsed());
-        last = Some(r);
-    }
-    times.sort();
-    (times[n / 2], times[0], last.expect("n > 0"))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
 
 fn report(name: &str, med: Duration, min: Duration, r: &SimResult) {
     let spans = r.timeline.span_count();

@@ -5,29 +5,14 @@
 //! needs) and a Mixtral 8x7B MoE job. Run with
 //! `cargo bench -p trainscope-core --bench model`.
 
-use std::time::{Duration, Instant};
+mod common;
+
+use common::{ms, time};
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::presets::preset;
 use trainscope_core::sim::SimConfig;
-
-fn time<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
-    let mut times = Vec::with_capacity(n);
-    let mut last = None;
-    for _ in 0..n {
-        let t0 = Instant::now();
-        let r = f();
-        times.push(t0.elapsed());
-        last = Some(r);
-    }
-    times.sort();
-    (times[n / 2], times[0], last.expect("n > 0"))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
 
 fn case(name: &str, model: &str, setup: TrainingSetup, world: u32, config: &SimConfig) {
     let gpu = gpu_preset("H100-SXM").expect("preset");

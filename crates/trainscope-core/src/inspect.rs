@@ -499,6 +499,16 @@ pub fn to_json(summaries: &[FileSummary]) -> serde_json::Value {
     )
 }
 
+/// The errors of the files that gave nothing usable (a run refuses them;
+/// a usable file with skipped records is not among them).
+pub fn failed_file_errors(summaries: &[FileSummary]) -> Vec<Diagnostic> {
+    summaries
+        .iter()
+        .filter(|s| !s.is_usable())
+        .flat_map(|s| s.diagnostics.iter().filter(|d| d.is_error()).cloned())
+        .collect()
+}
+
 /// Settings for turning files into models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct LoadOptions {

@@ -171,7 +171,83 @@ impl TpComms {
     }
 }
 
-/// The ops of transformer layer `layer` (0-based, global index).
+impl Times {
+    /// `self` plus `other`, phase by phase.
+    fn plus(self, other: Times) -> Times {
+        Times {
+            forward: self.forward + other.forward,
+            input_grad: self.input_grad + other.input_grad,
+            weight_grad: self.weight_grad + other.weight_grad,
+        }
+    }
+}
+
+/// Split a block's ops into its norm (first), body and residual (last).
+fn split_norm(mut ops: Vec<Op>) -> (Vec<Op>, Vec<Op>, Vec<Op>) {
+    let last = ops.pop().into_iter().collect();
+    let first = if ops.is_empty() {
+        Vec::new()
+    } else {
+        vec![ops.remove(0)]
+    };
+    (first, ops, last)
+}
+
+/// One TP block as layer ops: with sequence parallelism the norm (then the
+/// all-gather) and the body (then the reduce-scatter; the backward mirrors
+/// both); without it one op, its all-reduce after the forward and after
+/// the input gradient. `body_fwd` replaces the body's forward collective
+/// (MoE: the dispatch all-to-all), `body_ig` its input-gradient one.
+struct TpBlock<'a> {
+    tp: &'a TpComms,
+    layer: u32,
+}
+
+impl TpBlock<'_> {
+    fn push(&self, out: &mut Vec<LayerOp>, names: [&str; 2], norm: Times, body: Times) {
+        self.push_with(out, names, norm, body, self.tp.after_fwd());
+    }
+
+    fn push_with(
+        &self,
+        out: &mut Vec<LayerOp>,
+        [norm_name, body_name]: [&str; 2],
+        norm: Times,
+        body: Times,
+        body_fwd: Option<CommOp>,
+    ) {
+        let li = Some(self.layer);
+        let name = |part: &str| format!("{part}.{}", self.layer);
+        if self.tp.sp {
+            let gather = self.tp.before_fwd();
+            out.push(op(
+                name(norm_name),
+                LayerRole::Layer,
+                li,
+                norm,
+                gather,
+                None,
+            ));
+            let ig = self.tp.ig_before();
+            out.push(op(
+                name(body_name),
+                LayerRole::Layer,
+                li,
+                body,
+                body_fwd,
+                ig,
+            ));
+        } else {
+            let ig = self.tp.ig();
+            let t = norm.plus(body);
+            out.push(op(name(body_name), LayerRole::Layer, li, t, body_fwd, ig));
+        }
+    }
+}
+
+/// The ops of transformer layer `layer` (0-based, global index). Names
+/// start with their block (`attention*`, `mlp*`, `moe*`): the interleaved
+/// and V-shaped schedules recognise a layer by its first `attention*` op.
 fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) {
     let m = &job.model;
     let s = &job.setup;
@@ -183,157 +259,54 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         size_bytes: shape.tokens() * m.hidden_size * shape.activation_bytes,
         tp: s.tp,
     };
+    let block = TpBlock { tp: &tp, layer };
     let first_out = out.len();
-    let li = Some(layer);
-    // Names start with the block (`attention*`, `mlp*`, `moe*`): the
-    // interleaved schedule recognises a layer by its first `attention*` row.
-    let ln = |part: &str| format!("{part}.{layer}");
-    let split_norm = |ops: Vec<Op>| -> (Vec<Op>, Vec<Op>, Vec<Op>) {
-        // norm first, residual last, the block in between.
-        let mut ops = ops;
-        let last = ops.pop().into_iter().collect();
-        let first: Vec<Op> = if ops.is_empty() {
-            vec![]
-        } else {
-            vec![ops.remove(0)]
-        };
-        (first, ops, last)
-    };
+    let t = |ops: &[Op]| times(gpu, ops, p, rc);
     // Attention block.
     let (norm, body, residual) = split_norm(m.attention_ops(shape));
-    let mut body_t = times(gpu, &body, p, rc);
-    let res_t = times(gpu, &residual, p, rc);
-    body_t.forward += res_t.forward;
-    body_t.input_grad += res_t.input_grad;
-    if tp.sp {
-        out.push(op(
-            ln("attention_norm"),
-            LayerRole::Layer,
-            li,
-            times(gpu, &norm, p, rc),
-            tp.before_fwd(),
-            None,
-        ));
-        out.push(op(
-            ln("attention"),
-            LayerRole::Layer,
-            li,
-            body_t,
-            tp.after_fwd(),
-            tp.ig_before(),
-        ));
-    } else {
-        let n = times(gpu, &norm, p, rc);
-        body_t.forward += n.forward;
-        body_t.input_grad += n.input_grad;
-        out.push(op(
-            ln("attention"),
-            LayerRole::Layer,
-            li,
-            body_t,
-            tp.after_fwd(),
-            tp.ig(),
-        ));
-    }
+    let attention = t(&body).plus(t(&residual));
+    block.push(out, ["attention_norm", "attention"], t(&norm), attention);
     // MLP block.
-    let mlp = m.mlp_ops(layer, shape);
-    let moe_layer = m.is_moe_layer(layer);
-    let (norm, body, residual) = split_norm(mlp);
-    let norm_t = times(gpu, &norm, p, rc);
-    if moe_layer {
-        let moe = m.moe.as_ref().expect("MoE layer of an MoE model");
-        // Router and permutation | experts (routed + shared) | unpermute.
-        let (front, rest): (Vec<Op>, Vec<Op>) = body
-            .into_iter()
-            .partition(|o| o.name == "router" || o.name == "moe_permute");
-        let (experts, back): (Vec<Op>, Vec<Op>) =
-            rest.into_iter().partition(|o| o.name != "moe_unpermute");
-        let tokens_per_rank = shape.tokens().div_ceil(u64::from(s.tp));
-        let a2a_bytes =
-            tokens_per_rank * u64::from(moe.top_k) * m.hidden_size * shape.activation_bytes;
-        let a2a = || {
-            (s.ep > 1)
+    let (norm, body, residual) = split_norm(m.mlp_ops(layer, shape));
+    match &m.moe {
+        Some(moe) if m.is_moe_layer(layer) => {
+            // Router and permutation | experts (routed + shared) | unpermute.
+            let (front, rest): (Vec<Op>, Vec<Op>) = body
+                .into_iter()
+                .partition(|o| o.name == "router" || o.name == "moe_permute");
+            let (experts, back): (Vec<Op>, Vec<Op>) =
+                rest.into_iter().partition(|o| o.name != "moe_unpermute");
+            let tokens_per_rank = shape.tokens().div_ceil(u64::from(s.tp));
+            let a2a_bytes =
+                tokens_per_rank * u64::from(moe.top_k) * m.hidden_size * shape.activation_bytes;
+            let a2a = (s.ep > 1)
                 .then(|| comm(CommKind::AllToAll, CommGroup::Ep, a2a_bytes))
-                .flatten()
-        };
-        let mut front_t = times(gpu, &front, p, rc);
-        if tp.sp {
+                .flatten();
+            // The dispatch ends the router block in the forward; its
+            // backward ends with the TP collective of the block's input.
+            block.push_with(out, ["mlp_norm", "moe_dispatch"], t(&norm), t(&front), a2a);
+            let li = Some(layer);
             out.push(op(
-                ln("mlp_norm"),
+                format!("moe_experts.{layer}"),
                 LayerRole::Layer,
                 li,
-                norm_t,
-                tp.before_fwd(),
-                None,
+                t(&experts),
+                a2a,
+                a2a,
             ));
-        } else {
-            front_t.forward += norm_t.forward;
-            front_t.input_grad += norm_t.input_grad;
+            let combine = t(&back).plus(t(&residual));
+            out.push(op(
+                format!("moe_combine.{layer}"),
+                LayerRole::Layer,
+                li,
+                combine,
+                tp.after_fwd(),
+                a2a,
+            ));
         }
-        // Backward of the router block ends with the TP collective of the
-        // block's input gradient.
-        let front_ig = if tp.sp { tp.ig_before() } else { tp.ig() };
-        out.push(op(
-            ln("moe_dispatch"),
-            LayerRole::Layer,
-            li,
-            front_t,
-            a2a(),
-            front_ig,
-        ));
-        out.push(op(
-            ln("moe_experts"),
-            LayerRole::Layer,
-            li,
-            times(gpu, &experts, p, rc),
-            a2a(),
-            a2a(),
-        ));
-        let mut back_t = times(gpu, &back, p, rc);
-        let r = times(gpu, &residual, p, rc);
-        back_t.forward += r.forward;
-        back_t.input_grad += r.input_grad;
-        out.push(op(
-            ln("moe_combine"),
-            LayerRole::Layer,
-            li,
-            back_t,
-            tp.after_fwd(),
-            a2a(),
-        ));
-    } else {
-        let mut body_t = times(gpu, &body, p, rc);
-        let r = times(gpu, &residual, p, rc);
-        body_t.forward += r.forward;
-        body_t.input_grad += r.input_grad;
-        if tp.sp {
-            out.push(op(
-                ln("mlp_norm"),
-                LayerRole::Layer,
-                li,
-                norm_t,
-                tp.before_fwd(),
-                None,
-            ));
-            out.push(op(
-                ln("mlp"),
-                LayerRole::Layer,
-                li,
-                body_t,
-                tp.after_fwd(),
-                tp.ig_before(),
-            ));
-        } else {
-            body_t.forward += norm_t.forward;
-            body_t.input_grad += norm_t.input_grad;
-            out.push(op(
-                ln("mlp"),
-                LayerRole::Layer,
-                li,
-                body_t,
-                tp.after_fwd(),
-                tp.ig(),
-            ));
+        _ => {
+            let mlp = t(&body).plus(t(&residual));
+            block.push(out, ["mlp_norm", "mlp"], t(&norm), mlp);
         }
     }
     if rc == Recompute::Full {
@@ -346,7 +319,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
             .collect();
         for (i, (ns, c)) in fwd.into_iter().enumerate().rev() {
             let mut r = LayerOp::empty(format!("recompute.{layer}.{i}"), LayerRole::Layer);
-            r.block_index = li;
+            r.block_index = Some(layer);
             r.input_grad = PhaseOp {
                 compute_ns: ns,
                 comm: c,

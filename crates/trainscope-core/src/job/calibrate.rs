@@ -17,9 +17,8 @@
 
 use super::run::ModelRunOutput;
 use super::{ModelJob, TrainingSetup};
-use crate::diag::Diagnostic;
 use crate::formats::Format;
-use crate::inspect::{load_set, LoadOptions};
+use crate::inspect::{failed_file_errors, load_set, LoadOptions};
 use crate::sim::described::DescribedOptions;
 use crate::sim::run::RunError;
 use crate::sim::simai_cost::cost_for;
@@ -74,12 +73,7 @@ pub fn calibrate_from(
     config: &SimConfig,
 ) -> Result<CalibrationFit, RunError> {
     let set = load_set(files, None, &LoadOptions::default());
-    let errors: Vec<Diagnostic> = set
-        .summaries
-        .iter()
-        .filter(|s| !s.is_usable())
-        .flat_map(|s| s.diagnostics.iter().filter(|d| d.is_error()).cloned())
-        .collect();
+    let errors = failed_file_errors(&set.summaries);
     if !errors.is_empty() {
         return Err(RunError::Parse(errors));
     }

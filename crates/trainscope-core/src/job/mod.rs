@@ -543,54 +543,17 @@ pub struct Throughput {
 pub(crate) mod tests {
     use super::*;
     use crate::hardware::gpu_preset;
-    use crate::model::{Family, ModelSpec};
+    use crate::model::ModelSpec;
 
-    /// Llama 3 70B's published config.json (meta-llama/Meta-Llama-3-70B).
     pub(crate) fn llama3_70b() -> ModelSpec {
-        ModelSpec {
-            name: "llama3-70b".into(),
-            source: "test".into(),
-            family: Family::Llama,
-            hidden_size: 8192,
-            num_layers: 80,
-            num_attention_heads: 64,
-            num_kv_heads: 8,
-            head_dim: 128,
-            ffn_hidden_size: 28672,
-            gated_mlp: true,
-            vocab_size: 128256,
-            max_position_embeddings: 8192,
-            learned_positions: false,
-            tied_embeddings: false,
-            linear_bias: false,
-            layernorm: false,
-            moe: None,
-            mla: None,
-        }
+        crate::model::presets::preset("llama3-70b").unwrap()
     }
 
-    /// GPT-3 175B (Brown et al. 2020) with Megatron's padded vocabulary.
+    /// GPT-3 175B with the vocabulary Megatron pads it to (51200).
     pub(crate) fn gpt3_175b() -> ModelSpec {
-        ModelSpec {
-            name: "gpt3-175b".into(),
-            source: "test".into(),
-            family: Family::Gpt,
-            hidden_size: 12288,
-            num_layers: 96,
-            num_attention_heads: 96,
-            num_kv_heads: 96,
-            head_dim: 128,
-            ffn_hidden_size: 4 * 12288,
-            gated_mlp: false,
-            vocab_size: 51200,
-            max_position_embeddings: 2048,
-            learned_positions: true,
-            tied_embeddings: true,
-            linear_bias: true,
-            layernorm: true,
-            moe: None,
-            mla: None,
-        }
+        let mut m = crate::model::presets::preset("gpt3-175b").unwrap();
+        m.vocab_size = 51200;
+        m
     }
 
     pub(crate) fn setup(tp: u32, pp: u32, gbs: u32) -> TrainingSetup {

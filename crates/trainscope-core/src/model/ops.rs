@@ -375,30 +375,13 @@ impl ModelSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Family, ModelSpec};
+    use crate::model::ModelSpec;
 
-    /// GPT-3 175B as in Brown et al. 2020 (vocab 51200 as Megatron pads it).
+    /// GPT-3 175B with the vocabulary Megatron pads it to (51200).
     fn gpt3() -> ModelSpec {
-        ModelSpec {
-            name: "gpt3".into(),
-            source: "test".into(),
-            family: Family::Gpt,
-            hidden_size: 12288,
-            num_layers: 96,
-            num_attention_heads: 96,
-            num_kv_heads: 96,
-            head_dim: 128,
-            ffn_hidden_size: 4 * 12288,
-            gated_mlp: false,
-            vocab_size: 51200,
-            max_position_embeddings: 2048,
-            learned_positions: true,
-            tied_embeddings: true,
-            linear_bias: true,
-            layernorm: true,
-            moe: None,
-            mla: None,
-        }
+        let mut m = crate::model::presets::preset("gpt3-175b").unwrap();
+        m.vocab_size = 51200;
+        m
     }
 
     #[test]

@@ -59,7 +59,7 @@ use crate::analytical::RatioTables;
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
 use crate::formats::{neusight, Format};
-use crate::inspect::{load_set, LoadOptions, LoadedSet};
+use crate::inspect::{failed_file_errors, load_set, LoadOptions, LoadedSet};
 use crate::limits;
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Deserialize, Serialize};
@@ -522,11 +522,7 @@ fn load(
     // A file that gave no result fails the run (`load_set` gives every such
     // file an error saying why); a usable file with skipped records is
     // simulated without them, with a warning naming them.
-    let errors: Vec<Diagnostic> = summaries
-        .iter()
-        .filter(|s| !s.is_usable())
-        .flat_map(|s| s.diagnostics.iter().filter(|d| d.is_error()).cloned())
-        .collect();
+    let errors = failed_file_errors(&summaries);
     if !errors.is_empty() {
         return Err(RunError::Parse(errors));
     }
