@@ -23,7 +23,7 @@ use super::palette;
 use super::viewport::Viewport;
 use gloo::events::{EventListener, EventListenerOptions};
 use gloo::render::{request_animation_frame, AnimationFrame};
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::rc::Rc;
 use trainscope_core::sim::timeline::{LaneGroup, SpanKind, SpanRef, Timeline as Model};
 use wasm_bindgen::closure::Closure;
@@ -163,9 +163,12 @@ pub struct Timeline {
     pointer_x: Option<f64>,
     raf: Option<AnimationFrame>,
     listeners: Vec<EventListener>,
-    /// Window listeners of the drag in progress, attached synchronously by
-    /// the mousedown listeners (so a release that follows at once is seen).
-    drag_listeners: Rc<RefCell<Vec<EventListener>>>,
+    /// A drag is in progress: set by the mousedown listeners and cleared by
+    /// the window's mouseup listener, synchronously in the event handlers.
+    /// The window listeners stay attached for the component's life (they
+    /// return at once when no drag is on), so no attach/detach can race a
+    /// release or the next press.
+    dragging: Rc<Cell<bool>>,
     resize: Option<(ResizeObserver, Closure<dyn FnMut()>)>,
     ctx2d: Option<CanvasRenderingContext2d>,
     overview_ctx: Option<CanvasRenderingContext2d>,
@@ -561,7 +564,7 @@ impl Timeline {
         ));
         let link = ctx.link().clone();
         let e2 = el.clone();
-        let slot = self.drag_listeners.clone();
+        let dragging = self.dragging.clone();
         self.listeners
             .push(EventListener::new(&canvas, "mousedown", move |e| {
                 let Some(e) = e.dyn_ref::<MouseEvent>() else {
@@ -571,7 +574,7 @@ impl Timeline {
                     return;
                 }
                 let (x, y) = relative(&e2, f64::from(e.client_x()), f64::from(e.client_y()));
-                watch_drag(&link, &slot);
+                dragging.set(true);
                 link.send_message(Msg::Down { x, y });
             }));
         let link = ctx.link().clone();
@@ -591,7 +594,7 @@ impl Timeline {
             }));
         let link = ctx.link().clone();
         let ov: Element = overview.clone().into();
-        let slot = self.drag_listeners.clone();
+        let dragging = self.dragging.clone();
         self.listeners.push(EventListener::new_with_options(
             &overview,
             "mousedown",
@@ -605,10 +608,11 @@ impl Timeline {
                 }
                 e.prevent_default();
                 let (x, _) = relative(&ov, f64::from(e.client_x()), f64::from(e.client_y()));
-                watch_drag(&link, &slot);
+                dragging.set(true);
                 link.send_message(Msg::OverviewDown { x });
             },
         ));
+        watch_drag(ctx.link(), &self.dragging, &mut self.listeners);
         // Redraw when the canvas changes size (window, layout, a tab shown).
         let link = ctx.link().clone();
         let cb = Closure::<dyn FnMut()>::new(move || link.send_message(Msg::Resized));
@@ -834,17 +838,20 @@ impl Timeline {
     }
 }
 
-/// Attach window mousemove / mouseup listeners for a drag (once).
-fn watch_drag(link: &yew::html::Scope<Timeline>, slot: &Rc<RefCell<Vec<EventListener>>>) {
-    let Ok(mut slot) = slot.try_borrow_mut() else {
-        return;
-    };
-    if !slot.is_empty() {
-        return;
-    }
+/// The window's mousemove / mouseup listeners of drags: they forward
+/// events while `dragging` is set, and the mouseup clears it.
+fn watch_drag(
+    link: &yew::html::Scope<Timeline>,
+    dragging: &Rc<Cell<bool>>,
+    listeners: &mut Vec<EventListener>,
+) {
     let window = gloo::utils::window();
     let l = link.clone();
-    slot.push(EventListener::new(&window, "mousemove", move |e| {
+    let on = dragging.clone();
+    listeners.push(EventListener::new(&window, "mousemove", move |e| {
+        if !on.get() {
+            return;
+        }
         if let Some(e) = e.dyn_ref::<MouseEvent>() {
             l.send_message(Msg::DragMove {
                 cx: f64::from(e.client_x()),
@@ -853,7 +860,11 @@ fn watch_drag(link: &yew::html::Scope<Timeline>, slot: &Rc<RefCell<Vec<EventList
         }
     }));
     let l = link.clone();
-    slot.push(EventListener::new(&window, "mouseup", move |e| {
+    let on = dragging.clone();
+    listeners.push(EventListener::new(&window, "mouseup", move |e| {
+        if !on.replace(false) {
+            return;
+        }
         if let Some(e) = e.dyn_ref::<MouseEvent>() {
             l.send_message(Msg::DragEnd {
                 cx: f64::from(e.client_x()),
@@ -962,7 +973,7 @@ impl Component for Timeline {
             pointer_x: None,
             raf: None,
             listeners: Vec::new(),
-            drag_listeners: Rc::default(),
+            dragging: Rc::default(),
             resize: None,
             ctx2d: None,
             overview_ctx: None,
@@ -1081,7 +1092,6 @@ impl Component for Timeline {
                 None => return false,
             },
             Msg::DragEnd { cx, cy } => {
-                self.drag_listeners.borrow_mut().clear();
                 let drag = self.drag.take();
                 if let Some(Drag::Plot { moved: false, .. }) = drag {
                     let Some(canvas) = self.canvas.cast::<Element>() else {
@@ -1282,7 +1292,7 @@ impl Component for Timeline {
             obs.disconnect();
         }
         self.listeners.clear();
-        self.drag_listeners.borrow_mut().clear();
+        self.dragging.set(false);
         self.raf = None;
     }
 }
