@@ -312,8 +312,40 @@ pub fn load_job(
     }
 }
 
+/// `--model list`: every model preset (parameters, source) and every GPU
+/// preset (bf16 peak, memory, source).
+fn list_presets() -> String {
+    let mut out = String::from("model presets (--model NAME):\n");
+    for name in presets::NAMES {
+        if let Some(m) = presets::preset(name) {
+            let p = m.parameters();
+            out.push_str(&format!(
+                "  {name:<22} {:>9.2} B parameters  {}\n",
+                p.total as f64 / 1e9,
+                m.source
+            ));
+        }
+    }
+    out.push_str("\nGPU presets (--gpu-type NAME):\n");
+    for name in GPU_NAMES {
+        if let Some(g) = gpu_preset(name) {
+            out.push_str(&format!(
+                "  {name:<10} bf16 {:>7.1} TFLOP/s  {:>6.1} GiB  {}\n",
+                g.peaks.bf16_tflops,
+                g.memory_bytes as f64 / (1u64 << 30) as f64,
+                g.source
+            ));
+        }
+    }
+    out
+}
+
 /// Run `simulate --model`; returns the exit code.
 pub fn run(args: &Args, model: &str) -> Result<u8> {
+    if model == "list" {
+        crate::event::print_stdout(&list_presets())?;
+        return Ok(0);
+    }
     if !args.files.is_empty() {
         eprintln!("error: --model simulates a model-level job; do not also give workload files");
         return Ok(EXIT_USAGE);

@@ -330,3 +330,17 @@ fn calibrate_from_a_measured_run_reports_the_fit() {
     let out = trainscope(&bad);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn model_list_names_every_preset_and_gpu() {
+    let out = trainscope(&["simulate", "--model", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in trainscope_core::model::presets::NAMES {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+    for name in trainscope_core::hardware::GPU_NAMES {
+        assert!(text.contains(name), "{name} missing");
+    }
+    assert!(text.contains("70.55 B parameters"), "{text}");
+}
