@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { serve, launch, newPage, root, waitDone } from './harness.js';
+import { serve, launch, newPage, root, waitDone, screenshot } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -100,6 +100,10 @@ test('a preset job: TP changes memory and MFU, the permalink restores and runs i
   const text = await err.textContent();
   assert.match(text, /invalid model-level job: 32 attention heads are not divisible by TP 3/);
   assert.match(text, /hint: choose a TP that divides the head count/);
+  await settled(page);
+  assert.equal(await page.getByTestId('results').count(), 0, 'no result for a refused job');
+  assert.equal(await page.locator('.timeline-panel').count(), 0, 'nothing to draw');
+  await screenshot(page, 'model-invalid-tp');
   assert.deepEqual(errors, []);
 });
 
@@ -119,6 +123,7 @@ test('a dropped config.json runs as the job with the panel\'s settings', async (
   assert.deepEqual(await shown(page), preset);
   assert.match(await page.evaluate(() => location.hash), /model_file=llama3_8b\.json/);
   await page.getByTestId('job-file-note').waitFor();
+  await screenshot(page, 'model-dropped-config');
   assert.deepEqual(errors, []);
 });
 

@@ -400,7 +400,9 @@ pub fn App() -> Html {
                             <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example), or describe a job, to see its results here."}</p>
                         </section>
                     }
-                    if output.is_some() && state.has_input() {
+                    // A refused job has nothing to draw: its panel says why.
+                    if output.as_ref().is_some_and(|o| o.result.is_some() || o.job.is_none())
+                        && state.has_input() {
                         <TimelinePanel timelines={state.timelines.clone()}
                                        pinned={state.compare_timeline.clone()}
                                        stale={state.timelines_stale()}
