@@ -615,3 +615,52 @@ fn file_view_of_a_loaded_config_is_offered_as_a_model() {
     };
     assert_eq!(s.model_files(), vec!["c.json".to_string()]);
 }
+
+#[wasm_bindgen_test]
+async fn compare_pairs_two_jobs_by_mfu_and_names_the_job_that_changed() {
+    use trainscope_web::components::compare::{Compare, CompareProps};
+    use trainscope_web::state::PinnedResult;
+    let result = |tp| run(&job_request(1, small_job(tp))).result.unwrap();
+    let (a, b) = (result(1), result(2));
+    let host = mount::<Compare>(yew::props!(CompareProps {
+        pinned: PinnedResult {
+            result: a.clone(),
+            settings: Settings::default(),
+            files: Vec::new(),
+            run: 1,
+        },
+        current: Some((b.clone(), Settings::default(), Vec::new())),
+        on_unpin: Callback::noop(),
+    }))
+    .await;
+    let row = testid(&host, "compare")
+        .query_selector("[data-testid='compare-row'][data-key='mfu']")
+        .unwrap()
+        .expect("an MFU row");
+    let cell = |id: &str| {
+        row.query_selector(&format!("[data-testid='{id}']"))
+            .unwrap()
+            .unwrap()
+            .text_content()
+            .unwrap()
+    };
+    assert_eq!(
+        cell("compare-a"),
+        trainscope_web::format::percent(a.model.as_ref().unwrap().mfu)
+    );
+    assert!(
+        cell("compare-delta").ends_with("pts"),
+        "{}",
+        cell("compare-delta")
+    );
+    let changes = testid(&host, "compare-changes").text_content().unwrap();
+    assert!(
+        changes.contains("the job (") && changes.contains("TP 2"),
+        "{changes}"
+    );
+    assert!(testid(&host, "compare")
+        .text_content()
+        .unwrap()
+        .contains("TP 1"));
+    host.remove();
+}

@@ -68,7 +68,10 @@ pub fn Compare(props: &CompareProps) -> Html {
             <header class="results-head">
                 <div>
                     <h2>{"Compare: A (pinned) vs B (current)"}</h2>
-                    <p class="subtitle">{ format!("A: {} — {}", a.result.title, a.files.join(", ")) }</p>
+                    <p class="subtitle">{ format!("A: {} — {}", a.result.title, match &a.result.model {
+                        Some(m) => m.description.clone(),
+                        None => a.files.join(", "),
+                    }) }</p>
                 </div>
                 <button type="button" class="secondary" data-testid="compare-unpin" onclick={on_unpin}>{"Unpin A"}</button>
             </header>
