@@ -177,8 +177,9 @@ impl ModelFlags {
     }
 }
 
-/// The GPU of a model-level job when `--gpu-type` is not given.
-pub const DEFAULT_GPU: &str = "H100-SXM";
+/// The GPU of a model-level job when `--gpu-type` is not given (the
+/// core's, which the page uses too).
+pub use trainscope_core::job::DEFAULT_GPU;
 
 /// `trainscope convert --model ... --to simai-workload -o FILE`: the job
 /// as a SimAI/AICB workload. Returns the exit code.

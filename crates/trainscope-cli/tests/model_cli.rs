@@ -2,14 +2,18 @@
 //! `trainscope simulate --model` with presets and config.json files (JSON
 //! keys, memory per stage, MFU, the same numbers as the core), refusals
 //! naming the numbers (exit 4), a broken config.json (exit 3), flags that
-//! need `--model` (exit 2), and `convert --model --to simai-workload`
-//! whose output simulates like the job itself.
+//! need `--model` (exit 2), `convert --model --to simai-workload`
+//! whose output simulates like the job itself, `--calibrate-from`, and the
+//! cross-check fixture `tests/fixtures/cross/model_llama3_8b.json` that the
+//! web crate's browser tests also assert (the page's worker must print the
+//! CLI's JSON).
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::run::run_model;
-use trainscope_core::job::{ModelJob, TrainingSetup};
+use trainscope_core::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::presets::preset;
 use trainscope_core::sim::SimConfig;
 
@@ -343,4 +347,62 @@ fn model_list_names_every_preset_and_gpu() {
         assert!(text.contains(name), "{name} missing");
     }
     assert!(text.contains("70.55 B parameters"), "{text}");
+}
+
+/// The model-level cross fixture: `trainscope simulate --model llama3-8b
+/// --tp 2 --pp 2 --world 8 ...` equals the core's report, and both equal
+/// the committed fixture (written when missing, or rewritten with
+/// `UPDATE_CROSS_FIXTURES=1` after an intended change). The web crate's
+/// `tests/cross.rs` runs the same job through the page's worker code.
+#[test]
+fn cross_fixture_model_job_cli_equals_core() {
+    let job_args = [
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--world",
+        "8",
+        "--global-batch-size",
+        "32",
+        "--sequence-parallel",
+        "--distributed-optimizer",
+        "--recompute",
+        "selective",
+    ];
+    let mut args = vec!["simulate"];
+    args.extend_from_slice(&job_args);
+    args.push("--json");
+    let cli = json_of(&trainscope(&args));
+    let setup = TrainingSetup {
+        tp: 2,
+        pp: 2,
+        global_batch_size: Some(32),
+        sequence_parallel: true,
+        distributed_optimizer: true,
+        recompute: Recompute::Selective,
+        ..TrainingSetup::default()
+    };
+    let gpu = gpu_preset(DEFAULT_GPU).unwrap();
+    let job = ModelJob::new(preset("llama3-8b").unwrap(), setup, gpu, Some(8)).unwrap();
+    assert_eq!(
+        cli,
+        run_model(&job, &SimConfig::default())
+            .unwrap()
+            .report_json()
+    );
+    let want = json!({
+        "args": job_args,
+        "settings": "cluster defaults (SimConfig::default()); CLI: `trainscope simulate ARGS --json`; the page: the job panel with these values (DP 2), nothing set in Configure",
+        "report": cli,
+    });
+    let path = PathBuf::from(fixture("cross/model_llama3_8b.json"));
+    let update = std::env::var_os("UPDATE_CROSS_FIXTURES").is_some();
+    if update || !path.exists() {
+        std::fs::write(&path, serde_json::to_string_pretty(&want).unwrap() + "\n").unwrap();
+    }
+    let have: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(have, want, "{} differs from this build", path.display());
 }

@@ -1,12 +1,14 @@
 //! The root component: page layout, drag-and-drop anywhere on the page,
 //! reading files (gloo, async), the worker host, when runs start (at once
-//! for new files, [`DEBOUNCE_MS`] after the last settings edit, or on the
-//! Simulate button), and the URL fragment (restored on load and on
-//! `hashchange`, rewritten when the example or settings change).
+//! for new files or the job panel's Run button, [`DEBOUNCE_MS`] after the
+//! last settings or job edit, or on the Simulate button), and the URL
+//! fragment (restored on load and on `hashchange`, rewritten when the
+//! example, the settings or the described job change).
 
 use crate::components::compare::Compare;
 use crate::components::file_card::{diagnostic, FileCard};
 use crate::components::ingest::{load_example, Ingest};
+use crate::components::job_panel::JobPanel;
 use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
 use crate::components::settings_form::SettingsForm;
@@ -194,6 +196,8 @@ pub fn App() -> Html {
                         bytes: f.bytes.as_ref().clone(),
                     })
                     .collect(),
+                job: state.job.clone(),
+                job_active: state.job_active,
             });
             if let Some(h) = host.borrow().as_ref() {
                 h.run(&req);
@@ -221,19 +225,27 @@ pub fn App() -> Html {
             }
         });
     }
-    // Keep the fragment in step with the view.
+    // Keep the fragment in step with the view (a described job whole).
     {
-        let touched = !state.files.is_empty() || !state.pinned_fields.is_empty();
+        let touched =
+            !state.files.is_empty() || !state.pinned_fields.is_empty() || state.job_active;
+        let job = state.job_active.then(|| state.job.clone());
         use_effect_with(
             (
                 state.example.clone(),
                 state.settings.clone(),
                 state.pinned_fields.clone(),
+                job,
                 touched,
             ),
-            move |(example, settings, pinned, touched)| {
+            move |(example, settings, pinned, job, touched)| {
                 if *touched {
-                    url::replace_fragment(&url::to_fragment(example.as_deref(), settings, pinned));
+                    let mut fragment = url::to_fragment(example.as_deref(), settings, pinned);
+                    if let Some(job) = job {
+                        fragment.push('&');
+                        fragment.push_str(&url::job_fragment(job));
+                    }
+                    url::replace_fragment(&fragment);
                 }
             },
         );
@@ -341,7 +353,9 @@ pub fn App() -> Html {
                 <h1>{"trainscope"}</h1>
                 <p class="tagline">{"Distributed-training simulator, entirely in your browser"}</p>
             </header>
-            <Ingest dispatch={state.dispatcher()} loading={state.loading} />
+            <Ingest dispatch={state.dispatcher()} loading={state.loading}>
+                <JobPanel state={state.clone()} />
+            </Ingest>
             if !state.notices.is_empty() {
                 <div class="notices-wrap">
                     <ul class="notices">
@@ -373,16 +387,22 @@ pub fn App() -> Html {
                                  stale_note={state.stale_note().map(AttrValue::from)}
                                  downloads_blocked={state.downloads_blocked().map(AttrValue::from)}
                                  pinned={pinned_is_current} on_error={on_error} {on_export} />
-                    } else if !state.files.is_empty() && output.is_some() {
+                    } else if state.has_input() && output.as_ref().is_some_and(|o| o.job.is_some()) {
+                        <section class="results empty" aria-label="Results">
+                            <p class="note">{"No result for this job: the Describe a job panel says what is wrong with it."}</p>
+                        </section>
+                    } else if state.has_input() && output.is_some() {
                         <section class="results empty" aria-label="Results">
                             <p class="note">{"No result for these files: the messages above say what is wrong with the input or the settings."}</p>
                         </section>
-                    } else if state.files.is_empty() {
+                    } else if !state.has_input() {
                         <section class="results empty" aria-label="Results">
-                            <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example) to see its results here."}</p>
+                            <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example), or describe a job, to see its results here."}</p>
                         </section>
                     }
-                    if output.is_some() && !state.files.is_empty() {
+                    // A refused job has nothing to draw: its panel says why.
+                    if output.as_ref().is_some_and(|o| o.result.is_some() || o.job.is_none())
+                        && state.has_input() {
                         <TimelinePanel timelines={state.timelines.clone()}
                                        pinned={state.compare_timeline.clone()}
                                        stale={state.timelines_stale()}

@@ -7,12 +7,13 @@
 //!
 //! **Where simulation plugs in**: [`simulate`] receives the parsed inputs
 //! and the effective settings and returns the Read panel's
-//! [`ResultView`]. Today it returns the workload as declared (sums of what a
-//! SimAI workload states, no simulation); the SimAI-compatible and
-//! event-level simulators add a `match settings.mode` there, each with a
-//! `fn …_view(report) -> ResultView` conversion next to [`declared_view`].
+//! [`ResultView`]: the SimAI-compatible mode ([`simai_view`]) or the
+//! event-level engine ([`event_view`]). A described job (the job panel's,
+//! or a picked `config.json` with the panel's settings) goes to
+//! [`crate::model_job`] instead.
 
-use crate::protocol::{NamedTimeline, Progress, RunOutput, RunRequest};
+use crate::job::{JobModel, JobSettings};
+use crate::protocol::{JobOutcome, NamedTimeline, Progress, RunOutput, RunRequest};
 use crate::settings::{Field, Mode, Schedule};
 use crate::settings::{Settings, SettingsHints};
 use crate::views::{
@@ -24,6 +25,8 @@ use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, Over
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
 use trainscope_core::inspect::{inspect_set, FileSummary};
+use trainscope_core::job::run::ModelRunOutput;
+use trainscope_core::sim::infer::NetworkOverrides;
 use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput as SimRunOutput};
 use trainscope_core::sim::{self as coresim, SimConfig};
 use trainscope_core::Diagnostic;
@@ -93,7 +96,18 @@ pub fn run_with_source(
     }
     let settings = req.settings.with_hints(&hints, &req.pinned);
     step(n.saturating_add(1), "Simulating".into());
-    let sim = simulate(&pairs, &summaries, &settings, &req.pinned, &mut diagnostics);
+    let sim = if req.job_active {
+        crate::model_job::simulate_job(&pairs, &req.job, &settings, &req.pinned)
+    } else {
+        simulate(
+            &pairs,
+            &summaries,
+            &settings,
+            &req.pinned,
+            &req.job,
+            &mut diagnostics,
+        )
+    };
     step(n.saturating_add(2), "Preparing results".into());
     let output = RunOutput {
         settings,
@@ -102,6 +116,7 @@ pub fn run_with_source(
         result: sim.view,
         timelines: sim.timelines,
         diagnostics,
+        job: sim.job,
     };
     (output, sim.source)
 }
@@ -190,27 +205,46 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
     config.overlap_grad_sync = settings.grad_sync_overlap;
     config.micro_batches = set(Field::MicroBatches).then_some(settings.micro_batches);
     config.backward_factor = set(Field::BackwardFactor).then_some(settings.backward_factor);
+    // Measured replays: a network setting the user set replaces, for its
+    // link, what the replay inferred from the trace (the CLI's rule: the
+    // NVLink bandwidth or GPU type; the NIC bandwidth or type, NICs per
+    // node or the oversubscription; the latency; the algorithm).
+    let network_overrides = NetworkOverrides {
+        nvlink_gbps: set(Field::NvlinkBw) || set(Field::Gpu),
+        nic_gbps: set(Field::NicBw)
+            || set(Field::Nic)
+            || set(Field::NicsPerNode)
+            || set(Field::Oversubscription),
+        latency: set(Field::Latency),
+        algorithm: set(Field::Algorithm),
+    };
     let options = RunOptions {
         world: set(Field::World).then_some(settings.world_size),
         block_repeats: set(Field::Blocks).then_some(settings.blocks),
+        network_overrides,
         ..RunOptions::default()
     };
     (config, options)
 }
 
 /// What a simulation gives: the Read panel, the timelines to draw
-/// (simulated first, then measured if any) and what exports are made from.
+/// (simulated first, then measured if any), what exports are made from,
+/// and for a described job what became of it.
 #[derive(Default)]
 pub struct Simulated {
     pub view: Option<ResultView>,
     pub timelines: Vec<NamedTimeline>,
     pub source: Option<ExportSource>,
+    pub job: Option<JobOutcome>,
 }
 
 /// The data a run's downloads are made from, kept by the worker until the
 /// next run.
 pub enum ExportSource {
     Event(Box<SimRunOutput>),
+    /// A model-level job (its summary JSON is `trainscope simulate --model
+    /// ... --json`).
+    Model(Box<ModelRunOutput>),
     Simai {
         name: String,
         report: Box<AnalyticalReport>,
@@ -230,6 +264,15 @@ pub fn export(source: &ExportSource, testid: &str) -> Option<String> {
         (ExportSource::Event(out), "export-csv") => {
             Some(coresim::export::spans_csv(&out.result.timeline))
         }
+        (ExportSource::Model(out), "export-chrome-trace") => {
+            Some(coresim::export::chrome_trace_json(&out.run.result.timeline))
+        }
+        (ExportSource::Model(out), "export-summary-json") => {
+            Some(serde_json::to_string_pretty(&out.report_json()).unwrap_or_default())
+        }
+        (ExportSource::Model(out), "export-csv") => {
+            Some(coresim::export::spans_csv(&out.run.result.timeline))
+        }
         (ExportSource::Simai { name, report }, "export-csv") => Some(analytical::end_to_end_csv(
             report,
             &format!("{}-", file_stem(name)),
@@ -241,12 +284,15 @@ pub fn export(source: &ExportSource, testid: &str) -> Option<String> {
     }
 }
 
-/// Simulate the picked input in the chosen mode.
+/// Simulate the picked input in the chosen mode. A model config
+/// (`config.json`) picked in the event mode is simulated as a described
+/// job: that model with the job panel's settings (`job`).
 pub fn simulate(
     pairs: &[(&str, &[u8])],
     summaries: &[FileSummary],
     settings: &Settings,
     pinned: &BTreeSet<Field>,
+    job: &JobSettings,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Simulated {
     let input = pick_input(pairs, summaries, diagnostics);
@@ -277,6 +323,7 @@ pub fn simulate(
                         name: name.to_string(),
                         report: Box::new(report),
                     }),
+                    job: None,
                 },
                 Err(mut ds) => {
                     diagnostics.append(&mut ds);
@@ -285,6 +332,14 @@ pub fn simulate(
             }
         }
         Mode::Event => {
+            let format = summaries
+                .iter()
+                .find(|s| s.file == name)
+                .and_then(|s| s.format);
+            if format == Some(Format::HfConfig) {
+                let job = job.with_model(JobModel::File(name.to_string()));
+                return crate::model_job::simulate_job(pairs, &job, settings, pinned);
+            }
             let (config, options) = event_config(settings, pinned);
             match run_files(&input, &config, &options) {
                 Ok(out) => {
@@ -302,6 +357,7 @@ pub fn simulate(
                         view: Some(event_view(&out)),
                         timelines,
                         source: Some(ExportSource::Event(Box::new(out))),
+                        job: None,
                     }
                 }
                 Err(e) => {
@@ -313,7 +369,8 @@ pub fn simulate(
     }
 }
 
-fn run_error_diagnostics(e: &RunError) -> Vec<Diagnostic> {
+/// A run's error as diagnostics.
+pub fn run_error_diagnostics(e: &RunError) -> Vec<Diagnostic> {
     match e {
         RunError::Usage(m) => vec![Diagnostic::error(m.clone())],
         RunError::Parse(ds) => ds.clone(),
@@ -837,13 +894,22 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
 /// the Read panel.
 pub fn event_view(out: &SimRunOutput) -> ResultView {
     let s = out.summary();
-    let stem = file_stem(out.files.first().map_or("run", String::as_str)).to_string();
+    // A model-level job has no file: it is named by its model.
+    let label = if out.files.is_empty() {
+        s.job.clone()
+    } else {
+        out.files.join(", ")
+    };
+    let stem = match out.files.first() {
+        Some(f) => file_stem(f).to_string(),
+        None => s.job.clone(),
+    };
     let mut v = ResultView::new(
         ResultKind::Event,
         "Event-level simulation",
         &format!(
             "{}: {} schedule, {} stage(s) × {} micro-batch(es), {} collectives, {} simulated rank(s){}",
-            out.files.join(", "),
+            label,
             s.schedule,
             s.pipeline_stages,
             s.micro_batches,

@@ -99,3 +99,32 @@ pub fn relative_change(a: f64, b: f64) -> String {
         format!("−{:.1} %", -pct)
     }
 }
+
+/// TFLOP/s with one decimal (`412.3 TFLOP/s`).
+pub fn tflops(t: f64) -> String {
+    if t.is_finite() {
+        format!("{t:.1} TFLOP/s")
+    } else {
+        "—".into()
+    }
+}
+
+/// Tokens per second, rounded, with thousands separators (`14\u{2009}366 tokens/s`).
+pub fn tokens_per_second(t: f64) -> String {
+    if t.is_finite() && t >= 0.0 {
+        format!("{} tokens/s", count(t.round() as u64))
+    } else {
+        "—".into()
+    }
+}
+
+/// A signed difference shown with `unit` (`+12.0 TFLOP/s`, `−1\u{2009}024 tokens/s`).
+pub fn signed(delta: f64, unit: fn(f64) -> String) -> String {
+    if delta > 0.0 {
+        format!("+{}", unit(delta))
+    } else if delta < 0.0 {
+        format!("−{}", unit(-delta))
+    } else {
+        unit(0.0)
+    }
+}

@@ -24,7 +24,7 @@ pub struct Definition {
 }
 
 /// Every figure the Read panel shows, in display order.
-pub const DEFINITIONS: [Definition; 13] = [
+pub const DEFINITIONS: [Definition; 17] = [
     Definition {
         key: "iteration_time",
         label: "Iteration time",
@@ -95,6 +95,30 @@ pub const DEFINITIONS: [Definition; 13] = [
         key: "compute_scale",
         label: "Calibrated compute scale",
         event: Some("The factor every compute duration was multiplied by so that the simulation meets the measured iteration time."),
+        simai: None,
+    },
+    Definition {
+        key: "mfu",
+        label: "MFU",
+        event: Some("Model FLOPs utilisation: the model's FLOPs of one iteration (3 x forward, attention counted in full, no recompute) / (iteration time x GPUs x the GPU's dense peak at the GEMM precision)."),
+        simai: None,
+    },
+    Definition {
+        key: "model_tflops_per_gpu",
+        label: "Model TFLOP/s per GPU",
+        event: Some("The model's FLOPs of one iteration / iteration time / GPUs: comparable with published 'model TFLOP/s per GPU' without agreeing on a peak."),
+        simai: None,
+    },
+    Definition {
+        key: "tokens_per_second",
+        label: "Tokens per second",
+        event: Some("Global batch x sequence length / iteration time, for the whole job (not per GPU)."),
+        simai: None,
+    },
+    Definition {
+        key: "memory_peak",
+        label: "Peak memory (largest stage)",
+        event: Some("The largest stage's first-rank peak: weights, gradients and optimizer states (Megatron's bytes per parameter), activations held at the schedule's peak, and the output stage's logits."),
         simai: None,
     },
     Definition {

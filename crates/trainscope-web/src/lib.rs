@@ -2,11 +2,12 @@
 //!
 //! Two wasm binaries share this library: the page (`main.rs`: [`app`],
 //! [`components`], [`state`]) and a Web Worker (`bin/worker.rs`:
-//! [`compute`]) that parses and simulates so the page never freezes. They
-//! speak [`protocol`] (a run request with an id; progress, then a result
-//! of display data from [`views`]). [`settings`] is the one settings value
-//! (validated, pre-filled from the files, encoded in the URL fragment by
-//! [`url`]). [`glossary`] defines every figure the page shows.
+//! [`compute`], [`model_job`]) that parses and simulates so the page never
+//! freezes. They speak [`protocol`] (a run request with an id; progress,
+//! then a result of display data from [`views`]). [`settings`] is the one
+//! settings value (validated, pre-filled from the files, encoded in the URL
+//! fragment by [`url`]); [`job`] holds the "Describe a job" panel's model
+//! and training setup. [`glossary`] defines every figure the page shows.
 //! [`format`], [`palette`] and [`download`] are small helpers;
 //! [`worker_host`] is the page's handle on the worker.
 
@@ -17,6 +18,8 @@ pub mod download;
 pub mod examples;
 pub mod format;
 pub mod glossary;
+pub mod job;
+pub mod model_job;
 pub mod palette;
 pub mod protocol;
 pub mod settings;

@@ -16,6 +16,7 @@
 //! display data, small next to the inputs), except `Timelines`, which
 //! travels as bytes ([`encode_timelines`]: `TSL1` + bincode, transferred).
 
+use crate::job::{JobModel, JobSettings};
 use crate::settings::{Field, Settings, SettingsHints};
 use crate::views::{FileView, ResultView};
 use bincode::Options;
@@ -42,6 +43,12 @@ pub struct RunRequest {
     /// Fields the user or a link set: the files' hints do not override them.
     pub pinned: BTreeSet<Field>,
     pub files: Vec<InputFile>,
+    /// The "Describe a job" panel's values. Used when `job_active`, and
+    /// when the input picked from the files is a model config
+    /// (`config.json`): that model with these settings.
+    pub job: JobSettings,
+    /// Simulate the described job instead of the files.
+    pub job_active: bool,
 }
 
 /// A download of the last run's data (`testid` names which: see
@@ -54,6 +61,9 @@ pub struct ExportRequest {
 }
 
 /// What the page asks of the worker.
+// One request per user action, built and moved once: boxing the larger
+// variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     Run(RunRequest),
@@ -78,6 +88,10 @@ struct Header {
     files: Vec<FileEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     testid: Option<String>,
+    #[serde(default)]
+    job: JobSettings,
+    #[serde(default)]
+    job_active: bool,
 }
 
 /// Encode a request into one buffer (see the module docs for the layout).
@@ -92,6 +106,8 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 pinned: Vec::new(),
                 files: Vec::new(),
                 testid: Some(x.testid.clone()),
+                job: JobSettings::default(),
+                job_active: false,
             };
             let json = serde_json::to_vec(&header).unwrap_or_default();
             let mut out = Vec::with_capacity(8 + json.len());
@@ -115,6 +131,8 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
             })
             .collect(),
         testid: None,
+        job: run.job.clone(),
+        job_active: run.job_active,
     };
     // Serialising these plain structs cannot fail.
     let json = serde_json::to_vec(&header).unwrap_or_default();
@@ -179,6 +197,8 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
         settings: header.settings,
         pinned: header.pinned.into_iter().collect(),
         files,
+        job: header.job,
+        job_active: header.job_active,
     }))
 }
 
@@ -212,6 +232,21 @@ pub struct RunOutput {
     /// Run-level problems (settings the files contradict, nothing to
     /// simulate, ...). One `warning`/`error` element each on the page.
     pub diagnostics: Vec<Diagnostic>,
+    /// Set when the run simulated a described job (the panel's, or a
+    /// dropped `config.json` with the panel's settings).
+    #[serde(default)]
+    pub job: Option<JobOutcome>,
+}
+
+/// What became of a described job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    /// The model it ran on (a dropped file's name when the file was the
+    /// input: the page's panel then shows that file).
+    pub model: JobModel,
+    /// Why the job could not be built or simulated (the core's message
+    /// and hint, as the CLI prints them); shown in the panel.
+    pub error: Option<Diagnostic>,
 }
 
 /// A timeline with what it shows (`simulated`, `measured`).

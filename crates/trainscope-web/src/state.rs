@@ -2,8 +2,14 @@
 //! suite drives it without mounting anything. Loaded files keep their bytes
 //! (every run re-sends them to the worker). The reducer owns the run
 //! bookkeeping: the current run id, progress, and which worker responses
-//! are stale (an id other than the current run's is ignored).
+//! are stale (an id other than the current run's is ignored). It also
+//! decides what a run simulates: the loaded files, or the job the "Describe
+//! a job" panel describes (`job_active`: set by its Run button, an edit of
+//! the panel, a link that describes a job, or a run that simulated a
+//! dropped `config.json` with the panel's settings; cleared when new files
+//! are loaded).
 
+use crate::job::{JobField, JobModel, JobSettings};
 use crate::protocol::{Progress, Response, RunOutput};
 use crate::settings::{Field, FieldError, Settings, SettingsHints};
 use crate::url::UrlState;
@@ -116,7 +122,16 @@ pub struct AppState {
     pub compare: Option<Rc<PinnedResult>>,
     /// The pinned A's simulated timeline, when it has one.
     pub compare_timeline: Option<SharedTimeline>,
-    /// Bumped when the file set changes (the page runs at once).
+    /// The "Describe a job" panel's values.
+    pub job: JobSettings,
+    /// Runs simulate the described job instead of the files.
+    pub job_active: bool,
+    /// Raw text of job fields being edited.
+    pub job_texts: BTreeMap<JobField, String>,
+    /// Job fields whose text does not parse, with the message.
+    pub job_parse_errors: BTreeMap<JobField, String>,
+    /// Bumped when the input changes: the file set, or the described job
+    /// becoming the input (the page runs at once).
     pub files_rev: u64,
     /// Bumped when the user edits a setting (the page runs after a pause).
     pub edit_rev: u64,
@@ -146,6 +161,10 @@ pub enum Action {
     Clear,
     /// The user set a field to this text.
     Edit(Field, String),
+    /// The user set a job field to this text (the job becomes the input).
+    JobEdit(JobField, String),
+    /// Simulate the described job now (its Run button).
+    RunJob,
     /// A link's settings (from the URL fragment).
     Restore(UrlState),
     /// A message to show (link problems and the like).
@@ -193,9 +212,52 @@ impl AppState {
         out
     }
 
+    /// Text to show in a job field's control.
+    pub fn job_text(&self, field: JobField) -> String {
+        self.job_texts
+            .get(&field)
+            .cloned()
+            .unwrap_or_else(|| self.job.get(field))
+    }
+
+    /// Whether there is something to simulate: files, or the described job.
+    pub fn has_input(&self) -> bool {
+        self.job_active || !self.files.is_empty()
+    }
+
     /// Whether a run can start now.
     pub fn can_run(&self) -> bool {
-        !self.files.is_empty() && self.loading == 0 && self.field_errors().is_empty()
+        self.has_input()
+            && self.loading == 0
+            && self.field_errors().is_empty()
+            && (!self.job_active || self.job_parse_errors.is_empty())
+    }
+
+    /// Whether the described job can be simulated now (its Run button).
+    pub fn can_run_job(&self) -> bool {
+        self.loading == 0 && self.field_errors().is_empty() && self.job_parse_errors.is_empty()
+    }
+
+    /// Why the job cannot be simulated (the shown output's), if it was the
+    /// job that ran: the core's message and hint.
+    pub fn job_error(&self) -> Option<&trainscope_core::Diagnostic> {
+        self.output
+            .as_ref()
+            .and_then(|o| o.job.as_ref())
+            .and_then(|j| j.error.as_ref())
+    }
+
+    /// The loaded files the worker recognised as model configs.
+    pub fn model_files(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|f| {
+                f.view
+                    .as_ref()
+                    .is_some_and(|v| v.format.as_deref() == Some("hf-config"))
+            })
+            .map(|f| f.name.clone())
+            .collect()
     }
 
     /// The result the Read panel shows (the newest finished run's).
@@ -327,7 +389,15 @@ impl AppState {
 
     fn files_changed(&mut self) {
         self.files_rev += 1;
-        if self.files.is_empty() {
+        // The job's model file is gone: back to the panel's preset.
+        if let JobModel::File(name) = &self.job.model {
+            if !self.files.iter().any(|f| &f.name == name) {
+                self.job.model = JobModel::default();
+                self.job_active = false;
+                self.job_texts.remove(&JobField::Model);
+            }
+        }
+        if !self.has_input() {
             self.output = None;
             self.timelines.clear();
             self.run = RunStatus::Idle;
@@ -367,6 +437,9 @@ impl Reducible for AppState {
                     (Some(ex), [only]) if only.name == ex => Some(ex),
                     _ => None,
                 };
+                // New files are the input (a model config among them runs
+                // as the job again: the worker says so).
+                next.job_active = false;
                 next.files_changed();
             }
             Action::ReadFailed(name, reason) => {
@@ -384,6 +457,7 @@ impl Reducible for AppState {
             }
             Action::Clear => {
                 next.files.clear();
+                next.job_active = false;
                 next.drop_link_pins();
                 // The next files form a new set: their values apply.
                 next.unpin_file_fields();
@@ -409,12 +483,39 @@ impl Reducible for AppState {
                 next.link_fields.remove(&field);
                 next.edit_rev += 1;
             }
+            Action::JobEdit(field, text) => {
+                match next.job.set(field, &text) {
+                    Ok(()) => {
+                        next.job_parse_errors.remove(&field);
+                    }
+                    Err(m) => {
+                        next.job_parse_errors.insert(field, m);
+                    }
+                }
+                next.job_texts.insert(field, text);
+                next.job_active = true;
+                next.edit_rev += 1;
+            }
+            Action::RunJob => {
+                next.job_active = true;
+                // Runs at once, like new files.
+                next.files_rev += 1;
+            }
             Action::Restore(url) => {
                 next.settings = url.settings;
                 next.link_fields = url.given.clone();
                 next.pinned_fields = url.given;
                 next.texts.clear();
                 next.parse_errors.clear();
+                next.job_texts.clear();
+                next.job_parse_errors.clear();
+                match url.job {
+                    Some(job) => {
+                        next.job = job;
+                        next.job_active = true;
+                    }
+                    None => next.job_active = false,
+                }
                 next.edit_rev += 1;
             }
             Action::Notice(m) => next.notices.push(m),
@@ -443,6 +544,15 @@ impl Reducible for AppState {
                         }
                         next.settings =
                             next.settings.with_hints(&output.hints, &next.pinned_fields);
+                        // A dropped config.json ran as the job: the panel
+                        // shows that model, and its edits run the job.
+                        if let Some(j) = &output.job {
+                            if !next.job_active && matches!(j.model, JobModel::File(_)) {
+                                next.job.model = j.model.clone();
+                                next.job_texts.remove(&JobField::Model);
+                                next.job_active = true;
+                            }
+                        }
                         next.output = Some(Rc::new(*output));
                         next.output_run = id;
                         next.output_basis = next.run_basis;

@@ -7,8 +7,15 @@
 //! would override what the file says). Reading accepts any subset, ignores unknown keys with a
 //! note, and rejects bad values with a note naming the key. The fragment
 //! never reaches a server. Pure text functions plus two small DOM helpers.
+//!
+//! A described job ("Describe a job" panel) is written whole, after the
+//! settings: `model=llama3-8b&job_gpu=H100-SXM&job_tp=2&…` (every field of
+//! [`crate::job::JobField`]); a dropped `config.json` cannot travel in a
+//! link, so it is named (`model_file=config.json`) and must be dropped
+//! again. Any job key makes the link's input the job.
 
 use crate::examples::EXAMPLES;
+use crate::job::{fragment_parts, JobSettings};
 use crate::settings::{Field, Settings};
 use std::collections::BTreeSet;
 
@@ -21,6 +28,9 @@ pub struct UrlState {
     pub settings: Settings,
     /// The fields the fragment set (they become pinned).
     pub given: BTreeSet<Field>,
+    /// The described job, when the link names one (the defaults with every
+    /// given job field applied).
+    pub job: Option<JobSettings>,
 }
 
 fn encode_component(s: &str) -> String {
@@ -75,6 +85,15 @@ pub fn to_fragment(example: Option<&str>, settings: &Settings, set: &BTreeSet<Fi
     parts.join("&")
 }
 
+/// The job's part of the fragment (without `&` in front): every field.
+pub fn job_fragment(job: &JobSettings) -> String {
+    fragment_parts(job)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={}", encode_component(&v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
 /// Read a fragment (with or without its leading `#`). Returns the state and
 /// one note per ignored part.
 pub fn from_fragment(fragment: &str) -> (UrlState, Vec<String>) {
@@ -92,6 +111,15 @@ pub fn from_fragment(fragment: &str) -> (UrlState, Vec<String>) {
             } else {
                 notes.push(format!("link names an unknown example `{value}`; ignored"));
             }
+            continue;
+        }
+        // A job key (even with a bad value) makes the link describe a job.
+        let mut j = state.job.clone().unwrap_or_default();
+        if let Some(applied) = j.apply_fragment(&key, &value) {
+            if let Err(m) = applied {
+                notes.push(format!("link setting `{key}`: {m}; ignored"));
+            }
+            state.job = Some(j);
             continue;
         }
         match Field::from_key(&key) {

@@ -53,6 +53,10 @@ pub enum Quantity {
     Count(u64),
     /// A fraction in [0, 1] (utilisation), shown as a percentage.
     Fraction(f64),
+    /// TFLOP/s (model FLOPs per GPU).
+    Tflops(f64),
+    /// Tokens per second (the whole job).
+    TokensPerSecond(f64),
 }
 
 impl Quantity {
@@ -62,6 +66,8 @@ impl Quantity {
             Quantity::Bytes(b) => format::bytes(b),
             Quantity::Count(n) => format::count(n),
             Quantity::Fraction(f) => format::percent(f),
+            Quantity::Tflops(t) => format::tflops(t),
+            Quantity::TokensPerSecond(t) => format::tokens_per_second(t),
         }
     }
 
@@ -69,7 +75,7 @@ impl Quantity {
     pub fn as_f64(&self) -> f64 {
         match *self {
             Quantity::DurationNs(v) | Quantity::Bytes(v) | Quantity::Count(v) => v as f64,
-            Quantity::Fraction(f) => f,
+            Quantity::Fraction(f) | Quantity::Tflops(f) | Quantity::TokensPerSecond(f) => f,
         }
     }
 
@@ -104,6 +110,10 @@ impl Quantity {
                 } else {
                     format!("−{:.1} pts", -pts)
                 }
+            }
+            (Quantity::Tflops(a), Quantity::Tflops(b)) => format::signed(b - a, format::tflops),
+            (Quantity::TokensPerSecond(a), Quantity::TokensPerSecond(b)) => {
+                format::signed(b - a, format::tokens_per_second)
             }
             _ => return None,
         };
@@ -280,6 +290,80 @@ pub struct ResultView {
     pub exports: Vec<ExportFile>,
     /// Warnings and errors of the simulation itself.
     pub diagnostics: Vec<Diagnostic>,
+    /// What only a model-level job has (throughput, memory per stage).
+    #[serde(default)]
+    pub model: Option<ModelView>,
+}
+
+/// The figures of a model-level job (`trainscope simulate --model`): MFU,
+/// model TFLOP/s per GPU, tokens/s and the memory per stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelView {
+    /// Preset name or the config's model name.
+    pub name: String,
+    /// One line: parameters, family, where the numbers come from.
+    pub description: String,
+    /// Model FLOPs / (time x world x the GPU's dense peak), in [0, 1].
+    pub mfu: f64,
+    pub model_tflops_per_gpu: f64,
+    /// Global batch x sequence length / iteration time.
+    pub tokens_per_second: f64,
+    pub memory: MemoryView,
+}
+
+/// Memory per pipeline stage (its first rank) against the GPU's capacity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryView {
+    /// The GPU preset (`H100-SXM`).
+    pub gpu: String,
+    pub capacity_bytes: u64,
+    /// Every stage's peak fits.
+    pub fits: bool,
+    pub stages: Vec<StageMemoryView>,
+    /// The core's "does not fit on stage k: needs X GiB of Y GiB" lines.
+    pub messages: Vec<String>,
+}
+
+/// One stage's memory, bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageMemoryView {
+    pub stage: u32,
+    pub weights_bytes: u64,
+    pub gradients_bytes: u64,
+    pub optimizer_bytes: u64,
+    pub activations_bytes: u64,
+    /// Micro-batches (chunks when interleaved) whose activations are held
+    /// at the peak.
+    pub in_flight: u32,
+    pub logits_bytes: u64,
+    pub peak_bytes: u64,
+}
+
+/// The parts of a stage's memory in stacking order: (key, label).
+pub const MEMORY_PARTS: [(&str, &str); 5] = [
+    ("weights", "Weights"),
+    ("gradients", "Gradients"),
+    ("optimizer", "Optimizer"),
+    ("activations", "Activations"),
+    ("logits", "Logits"),
+];
+
+impl StageMemoryView {
+    /// The stacked parts in [`MEMORY_PARTS`] order: (key, label, bytes).
+    pub fn parts(&self) -> [(&'static str, &'static str, u64); 5] {
+        let bytes = [
+            self.weights_bytes,
+            self.gradients_bytes,
+            self.optimizer_bytes,
+            self.activations_bytes,
+            self.logits_bytes,
+        ];
+        let mut out = [("", "", 0); 5];
+        for (o, ((key, label), b)) in out.iter_mut().zip(MEMORY_PARTS.into_iter().zip(bytes)) {
+            *o = (key, label, b);
+        }
+        out
+    }
 }
 
 impl ResultView {
@@ -300,10 +384,12 @@ impl ResultView {
             tables: Vec::new(),
             exports: Vec::new(),
             diagnostics: Vec::new(),
+            model: None,
         }
     }
 
-    /// Figures with the iteration time first (as Compare lists them).
+    /// Figures with the iteration time first and, for a model-level job, its
+    /// throughput and peak memory last (as Compare lists them).
     pub fn all_figures(&self) -> Vec<Figure> {
         let mut out = Vec::with_capacity(self.figures.len() + 1);
         if let Some(ns) = self.iteration_time_ns {
@@ -314,6 +400,25 @@ impl ResultView {
             ));
         }
         out.extend(self.figures.iter().cloned());
+        if let Some(m) = &self.model {
+            out.push(Figure::new("mfu", "MFU", Quantity::Fraction(m.mfu)));
+            out.push(Figure::new(
+                "model_tflops_per_gpu",
+                "Model TFLOP/s per GPU",
+                Quantity::Tflops(m.model_tflops_per_gpu),
+            ));
+            out.push(Figure::new(
+                "tokens_per_second",
+                "Tokens per second",
+                Quantity::TokensPerSecond(m.tokens_per_second),
+            ));
+            let peak = m.memory.stages.iter().map(|s| s.peak_bytes).max();
+            out.push(Figure::new(
+                "memory_peak",
+                "Peak memory (largest stage)",
+                Quantity::Bytes(peak.unwrap_or(0)),
+            ));
+        }
         out
     }
 }

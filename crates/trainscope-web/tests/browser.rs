@@ -52,6 +52,8 @@ fn run_request(id: u64, files: &[(&str, &[u8])]) -> RunRequest {
                 bytes: b.to_vec(),
             })
             .collect(),
+        job: Default::default(),
+        job_active: false,
     }
 }
 
@@ -1498,9 +1500,13 @@ async fn the_timeline_panel_says_drawing_before_the_timelines_arrive() {
 // ---------------------------------------------------------------- models
 
 #[wasm_bindgen_test]
-fn a_model_config_shows_its_model_and_asks_for_a_training_setup() {
+fn a_model_config_shows_its_model_and_runs_as_the_described_job() {
     let mut req = run_request(9, &[("Mixtral-8x7B/config.json", MIXTRAL)]);
     req.settings.mode = Mode::Event;
+    // The job panel's settings (not active: the file is the input).
+    req.job.ep = 2;
+    req.job.dp = 2;
+    req.job.global_batch_size = Some(4);
     let out = compute_output(&req);
     let f = &out.files[0];
     assert_eq!(f.format.as_deref(), Some("hf-config"));
@@ -1521,11 +1527,26 @@ fn a_model_config_shows_its_model_and_asks_for_a_training_setup() {
         field("parameters").as_deref(),
         Some("46\u{2009}702\u{2009}792\u{2009}704 (12\u{2009}879\u{2009}925\u{2009}248 active)")
     );
-    assert!(out.result.is_none());
-    assert!(out
+    // Simulated as a model-level job: that model, the panel's settings.
+    let job = out.job.as_ref().expect("ran as a job");
+    assert_eq!(
+        job.model,
+        trainscope_web::job::JobModel::File("Mixtral-8x7B/config.json".into())
+    );
+    assert_eq!(job.error, None);
+    let r = out.result.expect("simulated");
+    let m = r.model.expect("model figures");
+    assert!(m.description.contains("EP 2"), "{}", m.description);
+    assert!(m.mfu > 0.0 && m.mfu < 1.0);
+    assert!(!out
         .diagnostics
         .iter()
-        .any(|d| d.is_error() && d.message.contains("trainscope simulate --model")));
+        .any(|d| d.message.contains("trainscope simulate --model")));
+    // In the SimAI-compatible mode a model config is still refused.
+    req.settings.mode = Mode::Simai;
+    let out = compute_output(&req);
+    assert!(out.result.is_none() && out.job.is_none());
+    assert!(out.diagnostics.iter().any(|d| d.is_error()));
 }
 
 // ---------------------------------------------------------------- definitions

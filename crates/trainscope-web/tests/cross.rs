@@ -1,8 +1,10 @@
 //! Browser half of the CLI-equals-browser invariant: the core, compiled to
 //! wasm32 and run in headless Chrome, must give exactly the figures the
 //! native CLI wrote into `tests/fixtures/cross/*.json` (event mode, default
-//! settings) and SimAI-Analytical's reference total (SimAI mode), and the
-//! same output twice.
+//! settings; a model-level job through the page's worker code, whose
+//! summary download must be the CLI's `--json` report) and
+//! SimAI-Analytical's reference total (SimAI mode), and the same output
+//! twice.
 
 #![cfg(target_arch = "wasm32")]
 
@@ -20,6 +22,7 @@ const SEED001: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/simai_405b_tp8_pp16_ga16_sp.txt");
 const CROSS000: &str = include_str!("../../../tests/fixtures/cross/event_seed000.json");
 const CROSS001: &str = include_str!("../../../tests/fixtures/cross/event_seed001.json");
+const CROSS_MODEL: &str = include_str!("../../../tests/fixtures/cross/model_llama3_8b.json");
 
 /// The same figures the CLI test extracts from `trainscope simulate --json`.
 fn figures(v: &Value) -> Value {
@@ -74,4 +77,56 @@ fn simai_mode_in_the_browser_equals_the_reference() {
     // tests/fixtures/simai/expected/r000-EndToEnd.csv: Total time 534975 us.
     assert_eq!(report.iteration_time_ns / 1000, 534_975);
     assert_eq!(report.compute_ns / 1000, 280_084);
+}
+
+/// `trainscope simulate --model llama3-8b --tp 2 --pp 2 --world 8
+/// --global-batch-size 32 --sequence-parallel --distributed-optimizer
+/// --recompute selective --json`, entered in the job panel (DP 2 = world 8
+/// / (TP x PP)) and computed by the worker's code: the summary download is
+/// the CLI's JSON, every key and number.
+#[wasm_bindgen_test]
+fn a_model_job_in_the_worker_equals_the_cli() {
+    use std::collections::BTreeSet;
+    use trainscope_core::job::Recompute;
+    use trainscope_web::compute;
+    use trainscope_web::job::JobSettings;
+    use trainscope_web::protocol::RunRequest;
+    use trainscope_web::settings::Settings;
+    let want: Value = serde_json::from_str(CROSS_MODEL).unwrap();
+    assert_eq!(want["args"][1], "llama3-8b");
+    let job = JobSettings {
+        tp: 2,
+        pp: 2,
+        dp: 2,
+        global_batch_size: Some(32),
+        sequence_parallel: true,
+        distributed_optimizer: true,
+        recompute: Recompute::Selective,
+        ..JobSettings::default()
+    };
+    let req = RunRequest {
+        id: 1,
+        settings: Settings::default(),
+        pinned: BTreeSet::new(),
+        files: Vec::new(),
+        job,
+        job_active: true,
+    };
+    let (out, source) = compute::run_with_source(&req, &mut |_| {});
+    let report = compute::export(&source.expect("simulated"), "export-summary-json").unwrap();
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report, want["report"]);
+    // What the page shows is that report's.
+    let r = out.result.unwrap();
+    assert_eq!(
+        r.iteration_time_ns,
+        want["report"]["iteration_time_ns"].as_u64()
+    );
+    let m = r.model.unwrap();
+    assert_eq!(Some(m.mfu), want["report"]["mfu"].as_f64());
+    let stages = want["report"]["memory"]["per_stage"].as_array().unwrap();
+    assert_eq!(m.memory.stages.len(), stages.len());
+    for (page, cli) in m.memory.stages.iter().zip(stages) {
+        assert_eq!(Some(page.peak_bytes), cli["peak_bytes"].as_u64());
+    }
 }

@@ -96,6 +96,9 @@ pub const DEFAULT_GLOBAL_BATCH: u32 = 1024;
 pub const DEFAULT_SEQ_LENGTH: u32 = 4096;
 /// The largest world a model-level job accepts.
 pub const MAX_WORLD: u64 = 1 << 20;
+/// The GPU preset ([`crate::hardware::gpu_preset`]) of a model-level job
+/// when none is named (the CLI's `--gpu-type` default, the page's too).
+pub const DEFAULT_GPU: &str = "H100-SXM";
 
 impl Default for TrainingSetup {
     fn default() -> Self {

@@ -68,7 +68,10 @@ pub fn Compare(props: &CompareProps) -> Html {
             <header class="results-head">
                 <div>
                     <h2>{"Compare: A (pinned) vs B (current)"}</h2>
-                    <p class="subtitle">{ format!("A: {} — {}", a.result.title, a.files.join(", ")) }</p>
+                    <p class="subtitle">{ format!("A: {} — {}", a.result.title, match &a.result.model {
+                        Some(m) => m.description.clone(),
+                        None => a.files.join(", "),
+                    }) }</p>
                 </div>
                 <button type="button" class="secondary" data-testid="compare-unpin" onclick={on_unpin}>{"Unpin A"}</button>
             </header>
@@ -78,16 +81,20 @@ pub fn Compare(props: &CompareProps) -> Html {
                     Some((b, settings, files)) => {
                         let rows = diff_figures(&a.result.all_figures(), &b.all_figures());
                         let changed = a.settings.diff(settings);
+                        // A described job is told by its description.
+                        let job = |r: &ResultView| r.model.as_ref().map(|m| m.description.clone());
+                        let job_changed = job(&a.result) != job(b);
                         html! {
                             <>
                                 <DiffTable a_label="A" b_label="B" {rows} />
                                 <p class="note" data-testid="compare-changes">
-                                    if changed.is_empty() && a.files == *files {
+                                    if changed.is_empty() && a.files == *files && !job_changed {
                                         {"Same files and settings as A."}
                                     } else {
                                         { "B differs from A in: " }
                                         { changed.iter().map(|f| format!("{} ({} → {})", f.label(), a.settings.get(*f), settings.get(*f)))
                                               .chain((a.files != *files).then(|| format!("files ({})", files.join(", "))))
+                                              .chain(job_changed.then(|| format!("the job ({})", job(b).unwrap_or_else(|| "none".into()))))
                                               .collect::<Vec<_>>().join("; ") }
                                     }
                                 </p>

@@ -1,6 +1,7 @@
 //! Ingest panel: the drop zone, the file picker (`data-testid="file-input"`)
 //! and the gallery of bundled examples (`data-testid="example"`), fetched by
-//! relative URL so the site works from any sub-path.
+//! relative URL so the site works from any sub-path. Its children (the
+//! "Describe a job" panel) sit between the drop zone and the gallery.
 
 use crate::app::read_files;
 use crate::examples::{example_url, EXAMPLES};
@@ -12,6 +13,9 @@ use yew::prelude::*;
 pub struct IngestProps {
     pub dispatch: UseReducerDispatcher<AppState>,
     pub loading: usize,
+    /// Shown beside the drop zone (the job panel).
+    #[prop_or_default]
+    pub children: Html,
 }
 
 /// Fetch a bundled example and load it like a dropped file.
@@ -68,6 +72,7 @@ pub fn Ingest(props: &IngestProps) -> Html {
                     <p class="loading" role="status">{ format!("Reading {} file(s)…", props.loading) }</p>
                 }
             </div>
+            { props.children.clone() }
             <div class="gallery" aria-label="Bundled examples">
                 <h2>{"Examples"}</h2>
                 <p class="note small">{"One click loads an example in place of the loaded files."}</p>

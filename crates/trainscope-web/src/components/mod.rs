@@ -6,6 +6,8 @@ pub mod charts;
 pub mod compare;
 pub mod file_card;
 pub mod ingest;
+pub mod job_panel;
+pub mod model_result;
 pub mod results;
 pub mod run_bar;
 pub mod settings_form;

@@ -11,10 +11,13 @@
 //! `export-png` for the charts; disabled, with a title saying why, when the
 //! result cannot be saved) and the Compare pin (`compare-pin`). A stale
 //! result is dimmed, with a note (`data-testid="stale-note"`) saying so.
+//! A model-level job's result adds its throughput under the iteration time
+//! and its memory per stage under the charts ([`crate::components::model_result`]).
 
 use crate::components::charts::Charts;
 use crate::components::compare::DiffTable;
 use crate::components::file_card::diagnostic;
+use crate::components::model_result::{MemoryPanel, ModelFigures};
 use crate::components::table::SortableTable;
 use crate::download::download_canvas_png;
 use crate::format;
@@ -49,7 +52,7 @@ pub struct ResultsProps {
 fn raw_value(q: &Quantity) -> String {
     match q {
         Quantity::DurationNs(v) | Quantity::Bytes(v) | Quantity::Count(v) => v.to_string(),
-        Quantity::Fraction(f) => f.to_string(),
+        Quantity::Fraction(f) | Quantity::Tflops(f) | Quantity::TokensPerSecond(f) => f.to_string(),
     }
 }
 
@@ -121,6 +124,9 @@ pub fn Results(props: &ResultsProps) -> Html {
                     </span>
                 </div>
             }
+            if let Some(m) = &r.model {
+                <ModelFigures model={m.clone()} />
+            }
             <dl class="figures">
                 { for r.figures.iter().map(|f| html! {
                     <div class="figure" data-testid="figure" data-key={f.key.clone()}
@@ -157,6 +163,9 @@ pub fn Results(props: &ResultsProps) -> Html {
                 <Charts canvas={canvas.clone()} breakdown_title={r.breakdown_title.clone()}
                         breakdown={r.breakdown.clone()} bars_title={r.bars_title.clone()}
                         bars={r.bars.clone()} on_outcome={on_chart_outcome} />
+            }
+            if let Some(m) = &r.model {
+                <MemoryPanel memory={m.memory.clone()} />
             }
             if !r.diagnostics.is_empty() {
                 <ul class="diags">{ for r.diagnostics.iter().map(diagnostic) }</ul>

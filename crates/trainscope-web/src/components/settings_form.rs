@@ -269,6 +269,11 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
     html! {
         <form class="settings" aria-label="Simulation settings" {onsubmit} novalidate=true>
             <h2>{"Configure"}</h2>
+            if state.job_active {
+                <p class="derived" data-testid="job-settings-note">
+                    {"Simulating the described job: its parallelism and batch come from the Describe a job panel; the cluster, schedule and collective algorithm from here."}
+                </p>
+            }
             { field_row(state, Field::Mode, error_for(Field::Mode)) }
             { for GROUPS.iter().map(|(title, fields)| {
                 let shown: Vec<Field> = fields.iter().copied().filter(|f| f.used_in(mode)).collect();
@@ -299,8 +304,8 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                     <span class="invalid-note" role="status">
                         { format!("{} setting(s) to fix", errors.len()) }
                     </span>
-                } else if state.files.is_empty() {
-                    <span class="invalid-note">{"Load a file to simulate"}</span>
+                } else if !state.has_input() {
+                    <span class="invalid-note">{"Load a file or describe a job to simulate"}</span>
                 }
             </div>
         </form>

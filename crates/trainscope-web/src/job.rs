@@ -1,0 +1,482 @@
+//! The "Describe a job" settings: a model (a built-in preset or a dropped
+//! HuggingFace `config.json`) with its training setup and parallelism,
+//! which the worker turns into the core's [`TrainingSetup`] and simulates
+//! with [`trainscope_core::job::run::run_model`], as `trainscope simulate
+//! --model` does. [`JobSettings`] holds the panel's values (defaults are
+//! the core's [`TrainingSetup::default`] and [`DEFAULT_GPU`]), [`JobField`]
+//! names each field (URL key, test id, label), [`JobSettings::get`] /
+//! [`JobSettings::set`] are the text form the panel and the URL fragment
+//! use, and [`fragment_parts`] / [`JobSettings::apply_fragment`] put the
+//! whole description in a link. Pure Rust, no DOM: the page and the worker
+//! share it.
+//!
+//! Validation of the combination (heads divisible by TP, layers by PP x
+//! virtual stages, the batch by micro-batch x DP, ...) is the core's
+//! ([`trainscope_core::job::ModelJob::new`]), run in the worker, so the
+//! page shows the CLI's messages word for word; here only text that is not
+//! a value at all is refused.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
+use trainscope_core::model::presets;
+
+/// The preset the panel starts with (the CLI has no default model: `--model`
+/// is required).
+pub const DEFAULT_PRESET: &str = "llama3-8b";
+
+/// Where the job's model comes from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "name", rename_all = "lowercase")]
+pub enum JobModel {
+    /// A built-in preset ([`presets::NAMES`], canonical spelling).
+    Preset(String),
+    /// A loaded HuggingFace `config.json`, by file name. A link cannot carry
+    /// the file: it names it, and the file must be dropped again.
+    File(String),
+}
+
+impl Default for JobModel {
+    fn default() -> Self {
+        JobModel::Preset(DEFAULT_PRESET.to_string())
+    }
+}
+
+impl JobModel {
+    /// The `<select>` value: the preset name, or `file:` + the file name.
+    pub fn value(&self) -> String {
+        match self {
+            JobModel::Preset(n) => n.clone(),
+            JobModel::File(n) => format!("{FILE_PREFIX}{n}"),
+        }
+    }
+
+    /// The name shown (preset name or file name).
+    pub fn name(&self) -> &str {
+        match self {
+            JobModel::Preset(n) | JobModel::File(n) => n,
+        }
+    }
+}
+
+/// Prefix of a file's `<select>` value.
+pub const FILE_PREFIX: &str = "file:";
+
+/// The job panel's values. `Default` is the core's [`TrainingSetup`]
+/// default (DP 1: the CLI's with neither `--dp` nor `--world`), the core's
+/// [`DEFAULT_GPU`] and [`DEFAULT_PRESET`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobSettings {
+    pub model: JobModel,
+    /// GPU preset, canonical name ([`GPU_NAMES`]).
+    pub gpu: String,
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    /// Virtual pipeline stages per rank (`--vpp`).
+    pub vpp: u32,
+    pub sequence_parallel: bool,
+    pub micro_batch_size: u32,
+    /// `None`: the core's default (1024 rounded up to a multiple of
+    /// micro-batch x DP).
+    pub global_batch_size: Option<u32>,
+    pub seq_length: u32,
+    pub precision: Precision,
+    pub recompute: Recompute,
+    pub distributed_optimizer: bool,
+    pub flash_attention: bool,
+}
+
+impl Default for JobSettings {
+    fn default() -> Self {
+        let d = TrainingSetup::default();
+        JobSettings {
+            model: JobModel::default(),
+            gpu: DEFAULT_GPU.to_string(),
+            tp: d.tp,
+            pp: d.pp,
+            dp: d.dp.unwrap_or(1),
+            ep: d.ep,
+            vpp: d.vpp,
+            sequence_parallel: d.sequence_parallel,
+            micro_batch_size: d.micro_batch_size,
+            global_batch_size: d.global_batch_size,
+            seq_length: d.seq_length,
+            precision: d.precision,
+            recompute: d.recompute,
+            distributed_optimizer: d.distributed_optimizer,
+            flash_attention: d.flash_attention,
+        }
+    }
+}
+
+/// One field of the job panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum JobField {
+    Model,
+    Gpu,
+    Tp,
+    Pp,
+    Dp,
+    Ep,
+    Vpp,
+    MicroBatchSize,
+    GlobalBatchSize,
+    SeqLength,
+    Precision,
+    Recompute,
+    SequenceParallel,
+    DistributedOptimizer,
+    FlashAttention,
+}
+
+impl JobField {
+    /// Every field, in panel and URL order.
+    pub const ALL: [JobField; 15] = [
+        JobField::Model,
+        JobField::Gpu,
+        JobField::Tp,
+        JobField::Pp,
+        JobField::Dp,
+        JobField::Ep,
+        JobField::Vpp,
+        JobField::MicroBatchSize,
+        JobField::GlobalBatchSize,
+        JobField::SeqLength,
+        JobField::Precision,
+        JobField::Recompute,
+        JobField::SequenceParallel,
+        JobField::DistributedOptimizer,
+        JobField::FlashAttention,
+    ];
+
+    /// URL fragment key (a dropped file's model is written as
+    /// [`MODEL_FILE_KEY`] instead of `model`).
+    pub fn key(self) -> &'static str {
+        match self {
+            JobField::Model => "model",
+            JobField::Gpu => "job_gpu",
+            JobField::Tp => "job_tp",
+            JobField::Pp => "job_pp",
+            JobField::Dp => "job_dp",
+            JobField::Ep => "job_ep",
+            JobField::Vpp => "job_vpp",
+            JobField::MicroBatchSize => "job_mbs",
+            JobField::GlobalBatchSize => "job_gbs",
+            JobField::SeqLength => "job_seq",
+            JobField::Precision => "job_precision",
+            JobField::Recompute => "job_recompute",
+            JobField::SequenceParallel => "job_sp",
+            JobField::DistributedOptimizer => "job_dist_opt",
+            JobField::FlashAttention => "job_flash",
+        }
+    }
+
+    pub fn from_key(key: &str) -> Option<JobField> {
+        JobField::ALL.into_iter().find(|f| f.key() == key)
+    }
+
+    /// `data-testid` of the field's control (`job-tp`, `job-model`, ...).
+    pub fn testid(self) -> String {
+        match self {
+            JobField::Model => "job-model".into(),
+            f => format!("job-{}", &f.key()["job_".len()..]).replace('_', "-"),
+        }
+    }
+
+    /// Label next to the control.
+    pub fn label(self) -> &'static str {
+        match self {
+            JobField::Model => "Model",
+            JobField::Gpu => "GPU type",
+            JobField::Tp => "TP",
+            JobField::Pp => "PP",
+            JobField::Dp => "DP",
+            JobField::Ep => "EP",
+            JobField::Vpp => "Virtual stages",
+            JobField::MicroBatchSize => "Micro-batch size",
+            JobField::GlobalBatchSize => "Global batch",
+            JobField::SeqLength => "Sequence length",
+            JobField::Precision => "Precision",
+            JobField::Recompute => "Recompute",
+            JobField::SequenceParallel => "Sequence parallel",
+            JobField::DistributedOptimizer => "Distributed optimizer",
+            JobField::FlashAttention => "Flash attention",
+        }
+    }
+
+    /// The CLI flag the field stands for (shown as the control's title).
+    pub fn flag(self) -> &'static str {
+        match self {
+            JobField::Model => "--model",
+            JobField::Gpu => "--gpu-type",
+            JobField::Tp => "--tp",
+            JobField::Pp => "--pp",
+            JobField::Dp => "--dp",
+            JobField::Ep => "--ep",
+            JobField::Vpp => "--vpp",
+            JobField::MicroBatchSize => "--micro-batch-size",
+            JobField::GlobalBatchSize => "--global-batch-size",
+            JobField::SeqLength => "--seq-length",
+            JobField::Precision => "--precision",
+            JobField::Recompute => "--recompute",
+            JobField::SequenceParallel => "--sequence-parallel",
+            JobField::DistributedOptimizer => "--distributed-optimizer",
+            JobField::FlashAttention => "--no-flash-attention (unchecked)",
+        }
+    }
+
+    /// Whether the field is an on/off checkbox.
+    pub fn is_check(self) -> bool {
+        matches!(
+            self,
+            JobField::SequenceParallel | JobField::DistributedOptimizer | JobField::FlashAttention
+        )
+    }
+}
+
+impl fmt::Display for JobField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// URL key of a model that is a dropped file (its name; the file itself
+/// cannot be in a link).
+pub const MODEL_FILE_KEY: &str = "model_file";
+
+fn parse_count(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("enter a whole number".into());
+    }
+    t.parse::<u32>()
+        .map_err(|_| format!("`{t}` is not a whole number ≥ 0"))
+}
+
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        t => Err(format!("`{t}` is not on/off")),
+    }
+}
+
+fn on_off(b: bool) -> String {
+    if b { "1" } else { "0" }.into()
+}
+
+/// The canonical preset name for `text` (case-insensitive), or the core's
+/// message for an unknown preset ([`presets::lookup`]).
+pub fn preset_name(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    match presets::NAMES.iter().find(|n| n.eq_ignore_ascii_case(t)) {
+        Some(n) => Ok((*n).to_string()),
+        None => Err(match presets::lookup(t) {
+            Err(d) => match d.hint {
+                Some(h) => format!("{}; {h}", d.message),
+                None => d.message,
+            },
+            // Unreachable: lookup knows the same names.
+            Ok(m) => m.name,
+        }),
+    }
+}
+
+/// The canonical GPU preset name for `text` (case-insensitive, aliases
+/// such as `H100` accepted), or the CLI's message.
+pub fn gpu_name(text: &str) -> Result<String, String> {
+    gpu_preset(text).map(|g| g.name).ok_or_else(|| {
+        format!(
+            "unknown GPU type `{}`; expected one of: {}",
+            text.trim(),
+            GPU_NAMES.join(", ")
+        )
+    })
+}
+
+impl JobSettings {
+    /// A field's value as text (the control's value, the URL value).
+    pub fn get(&self, field: JobField) -> String {
+        match field {
+            JobField::Model => self.model.value(),
+            JobField::Gpu => self.gpu.clone(),
+            JobField::Tp => self.tp.to_string(),
+            JobField::Pp => self.pp.to_string(),
+            JobField::Dp => self.dp.to_string(),
+            JobField::Ep => self.ep.to_string(),
+            JobField::Vpp => self.vpp.to_string(),
+            JobField::MicroBatchSize => self.micro_batch_size.to_string(),
+            JobField::GlobalBatchSize => self
+                .global_batch_size
+                .map_or_else(String::new, |g| g.to_string()),
+            JobField::SeqLength => self.seq_length.to_string(),
+            JobField::Precision => self.precision.name().into(),
+            JobField::Recompute => self.recompute.name().into(),
+            JobField::SequenceParallel => on_off(self.sequence_parallel),
+            JobField::DistributedOptimizer => on_off(self.distributed_optimizer),
+            JobField::FlashAttention => on_off(self.flash_attention),
+        }
+    }
+
+    /// Set a field from text; a value that does not parse leaves the field
+    /// unchanged and returns the message to show next to it. The global
+    /// batch may be empty (the core's default).
+    pub fn set(&mut self, field: JobField, text: &str) -> Result<(), String> {
+        match field {
+            JobField::Model => {
+                self.model = match text.strip_prefix(FILE_PREFIX) {
+                    Some(name) if !name.is_empty() => JobModel::File(name.to_string()),
+                    _ => JobModel::Preset(preset_name(text)?),
+                }
+            }
+            JobField::Gpu => self.gpu = gpu_name(text)?,
+            JobField::Tp => self.tp = parse_count(text)?,
+            JobField::Pp => self.pp = parse_count(text)?,
+            JobField::Dp => self.dp = parse_count(text)?,
+            JobField::Ep => self.ep = parse_count(text)?,
+            JobField::Vpp => self.vpp = parse_count(text)?,
+            JobField::MicroBatchSize => self.micro_batch_size = parse_count(text)?,
+            JobField::GlobalBatchSize => {
+                self.global_batch_size = if text.trim().is_empty() {
+                    None
+                } else {
+                    Some(parse_count(text)?)
+                }
+            }
+            JobField::SeqLength => self.seq_length = parse_count(text)?,
+            JobField::Precision => {
+                self.precision = Precision::from_name(text).ok_or_else(|| {
+                    format!(
+                        "unknown precision `{}`; expected one of: fp32, bf16, fp16, fp8",
+                        text.trim()
+                    )
+                })?
+            }
+            JobField::Recompute => {
+                self.recompute = Recompute::from_name(text).ok_or_else(|| {
+                    format!(
+                        "unknown recompute mode `{}`; expected one of: none, selective, full",
+                        text.trim()
+                    )
+                })?
+            }
+            JobField::SequenceParallel => self.sequence_parallel = parse_on_off(text)?,
+            JobField::DistributedOptimizer => self.distributed_optimizer = parse_on_off(text)?,
+            JobField::FlashAttention => self.flash_attention = parse_on_off(text)?,
+        }
+        Ok(())
+    }
+
+    /// The core's training setup, exactly as the CLI builds it from the
+    /// same flags (`--dp` given; no `--world`: the world is TP x PP x DP).
+    pub fn setup(&self) -> TrainingSetup {
+        TrainingSetup {
+            tp: self.tp,
+            pp: self.pp,
+            dp: Some(self.dp),
+            ep: self.ep,
+            vpp: self.vpp,
+            sequence_parallel: self.sequence_parallel,
+            micro_batch_size: self.micro_batch_size,
+            global_batch_size: self.global_batch_size,
+            seq_length: self.seq_length,
+            precision: self.precision,
+            recompute: self.recompute,
+            distributed_optimizer: self.distributed_optimizer,
+            flash_attention: self.flash_attention,
+        }
+    }
+
+    /// TP x PP x DP (saturating; the core refuses worlds that are too large).
+    pub fn world(&self) -> u64 {
+        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
+    }
+
+    /// The same settings on another model.
+    pub fn with_model(&self, model: JobModel) -> JobSettings {
+        JobSettings {
+            model,
+            ..self.clone()
+        }
+    }
+
+    /// The CLI command that simulates this job (the model file by its name).
+    pub fn cli_command(&self) -> String {
+        let d = JobSettings::default();
+        let mut out = format!("trainscope simulate --model {}", self.model.name());
+        let mut num = |flag: &str, v: u32, default: u32| {
+            if v != default {
+                out.push_str(&format!(" {flag} {v}"));
+            }
+        };
+        num("--tp", self.tp, d.tp);
+        num("--pp", self.pp, d.pp);
+        num("--dp", self.dp, d.dp);
+        num("--ep", self.ep, d.ep);
+        num("--vpp", self.vpp, d.vpp);
+        num(
+            "--micro-batch-size",
+            self.micro_batch_size,
+            d.micro_batch_size,
+        );
+        if let Some(g) = self.global_batch_size {
+            out.push_str(&format!(" --global-batch-size {g}"));
+        }
+        if self.seq_length != d.seq_length {
+            out.push_str(&format!(" --seq-length {}", self.seq_length));
+        }
+        if self.precision != d.precision {
+            out.push_str(&format!(" --precision {}", self.precision.name()));
+        }
+        if self.recompute != d.recompute {
+            out.push_str(&format!(" --recompute {}", self.recompute.name()));
+        }
+        for (on, flag) in [
+            (self.sequence_parallel, "--sequence-parallel"),
+            (self.distributed_optimizer, "--distributed-optimizer"),
+            (!self.flash_attention, "--no-flash-attention"),
+        ] {
+            if on {
+                out.push(' ');
+                out.push_str(flag);
+            }
+        }
+        if self.gpu != d.gpu {
+            out.push_str(&format!(" --gpu-type {}", self.gpu));
+        }
+        out
+    }
+
+    /// Apply one URL `key=value` if it belongs to the job: `Some(Ok(()))`
+    /// when applied, `Some(Err(message))` for a bad value, `None` when the
+    /// key is not a job key.
+    pub fn apply_fragment(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        if key == MODEL_FILE_KEY {
+            if value.is_empty() {
+                return Some(Err("empty file name".into()));
+            }
+            self.model = JobModel::File(value.to_string());
+            return Some(Ok(()));
+        }
+        let field = JobField::from_key(key)?;
+        Some(self.set(field, value))
+    }
+}
+
+/// The job's `key=value` pairs for the URL fragment (values not yet
+/// percent-encoded): every field, in panel order; the model as `model=` for
+/// a preset or [`MODEL_FILE_KEY`] for a dropped file (named, not carried).
+pub fn fragment_parts(job: &JobSettings) -> Vec<(&'static str, String)> {
+    JobField::ALL
+        .into_iter()
+        .map(|f| match (f, &job.model) {
+            (JobField::Model, JobModel::File(name)) => (MODEL_FILE_KEY, name.clone()),
+            (JobField::Model, JobModel::Preset(name)) => (f.key(), name.clone()),
+            _ => (f.key(), job.get(f)),
+        })
+        .collect()
+}

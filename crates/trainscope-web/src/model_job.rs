@@ -1,0 +1,203 @@
+//! Worker side of a described job ("Describe a job" panel, or a dropped
+//! `config.json` run with the panel's settings): resolve the model (a
+//! preset, or the loaded file parsed with the core's HuggingFace reader),
+//! the GPU preset and the training setup, let the core validate the
+//! combination ([`ModelJob::new`]: its [`JobError`] message and hint are
+//! the CLI's), and simulate with [`run_model`] under the page's event
+//! settings ([`crate::compute::event_config`]): the same entry and the same
+//! settings as `trainscope simulate --model ... [cluster flags]`, so page
+//! and CLI print the same numbers. The result is an ordinary event view
+//! ([`crate::compute::event_view`]: breakdown, per-stage table, timeline,
+//! downloads) plus the model's figures ([`ModelView`]: MFU, model TFLOP/s
+//! per GPU, tokens/s, memory per stage against the capacity).
+//!
+//! NVLink bandwidth: the job's GPU preset sets it, as `--gpu-type` does,
+//! unless the user set the bandwidth (or the cluster's GPU preset) in the
+//! Configure panel, as `--nvlink-gbps` wins on the command line.
+//!
+//! [`JobError`]: trainscope_core::job::JobError
+
+use crate::compute::{event_config, event_view, run_error_diagnostics, ExportSource, Simulated};
+use crate::job::{JobModel, JobSettings};
+use crate::protocol::{JobOutcome, NamedTimeline};
+use crate::settings::{Field, Mode, Settings};
+use crate::views::{MemoryView, ModelView, ResultView, StageMemoryView};
+use std::collections::BTreeSet;
+use trainscope_core::formats::decode_text;
+use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
+use trainscope_core::job::run::{run_model, ModelRunOutput};
+use trainscope_core::job::ModelJob;
+use trainscope_core::model::{hf, presets, ModelSpec};
+use trainscope_core::Diagnostic;
+
+/// The model a job names: a preset, or a loaded config file parsed.
+fn resolve_model(pairs: &[(&str, &[u8])], model: &JobModel) -> Result<ModelSpec, Diagnostic> {
+    match model {
+        JobModel::Preset(name) => presets::lookup(name),
+        JobModel::File(name) => {
+            let Some(&(_, bytes)) = pairs.iter().find(|(n, _)| n == name) else {
+                return Err(Diagnostic::error(format!(
+                    "the model file `{name}` is not loaded"
+                ))
+                .with_hint(format!(
+                    "drop `{name}` on the page (a link names a dropped file but cannot carry it), or choose a preset"
+                )));
+            };
+            let (text, _) = decode_text(name, bytes)?;
+            // The file card lists every message; the first error is the
+            // reason the job cannot run.
+            hf::parse(name, &text).map(|(m, _)| m).map_err(|ds| {
+                ds.into_iter()
+                    .next()
+                    .unwrap_or_else(|| Diagnostic::error(format!("`{name}` is not a model config")))
+            })
+        }
+    }
+}
+
+fn gpu(name: &str) -> Result<GpuSpec, Diagnostic> {
+    gpu_preset(name).ok_or_else(|| {
+        Diagnostic::error(format!(
+            "unknown GPU type `{name}`; expected one of: {}",
+            GPU_NAMES.join(", ")
+        ))
+    })
+}
+
+/// Simulate the described `job` (its model file, if any, among `pairs`)
+/// under the page's event settings. Every reason it cannot run is the
+/// outcome's `error`, shown in the job panel.
+pub fn simulate_job(
+    pairs: &[(&str, &[u8])],
+    job: &JobSettings,
+    settings: &Settings,
+    pinned: &BTreeSet<Field>,
+) -> Simulated {
+    let mut outcome = JobOutcome {
+        model: job.model.clone(),
+        error: None,
+    };
+    match run_job(pairs, job, settings, pinned) {
+        Ok(out) => {
+            let timelines = vec![NamedTimeline {
+                label: "simulated".into(),
+                timeline: out.run.result.timeline.clone(),
+            }];
+            Simulated {
+                view: Some(model_view(&out)),
+                timelines,
+                source: Some(ExportSource::Model(Box::new(out))),
+                job: Some(outcome),
+            }
+        }
+        Err(d) => {
+            outcome.error = Some(d);
+            Simulated {
+                job: Some(outcome),
+                ..Simulated::default()
+            }
+        }
+    }
+}
+
+/// The job built, validated and simulated, or the first reason it cannot be.
+pub fn run_job(
+    pairs: &[(&str, &[u8])],
+    job: &JobSettings,
+    settings: &Settings,
+    pinned: &BTreeSet<Field>,
+) -> Result<ModelRunOutput, Diagnostic> {
+    if settings.mode == Mode::Simai {
+        return Err(Diagnostic::error(
+            "the SimAI-compatible mode reads a SimAI workload; a described job is simulated in the event-level mode",
+        )
+        .with_hint("switch the mode to event-level, or export the job with `trainscope convert --model ... --to simai-workload` and load that"));
+    }
+    let model = resolve_model(pairs, &job.model)?;
+    let gpu = gpu(&job.gpu)?;
+    let nvlink_gbps = gpu.nvlink_busbw_gbps;
+    let model_job = ModelJob::new(model, job.setup(), gpu, None).map_err(|e| e.to_diagnostic())?;
+    let (mut config, _) = event_config(settings, pinned);
+    if !pinned.contains(&Field::NvlinkBw) && !pinned.contains(&Field::Gpu) {
+        config.network.nvlink_gbps = nvlink_gbps;
+    }
+    run_model(&model_job, &config).map_err(|e| {
+        run_error_diagnostics(&e)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Diagnostic::error("the job could not be simulated"))
+    })
+}
+
+/// A model-level run as the Read panel: the event view (breakdown,
+/// per-stage table, downloads named after the model) with the model's
+/// figures; the memory messages move from the warnings to the memory view.
+pub fn model_view(out: &ModelRunOutput) -> ResultView {
+    let mut v = event_view(&out.run);
+    v.title = "Model-level job (event-level simulation)".into();
+    let j = &out.job;
+    let m = &j.model;
+    let p = m.parameters();
+    let active = if p.active != p.total {
+        format!(", {:.2} B active", p.active as f64 / 1e9)
+    } else {
+        String::new()
+    };
+    let s = &j.setup;
+    let description = format!(
+        "{} ({}, {:.2} B parameters{active}) on {} × {}: TP {} · PP {} · DP {} · EP {} · vpp {} · global batch {} = {} micro-batches of {} × {} tokens · {} · recompute {}{}{} — model: {}",
+        m.name,
+        m.family.name(),
+        p.total as f64 / 1e9,
+        j.world,
+        j.gpu.name,
+        s.tp,
+        s.pp,
+        j.dp,
+        s.ep,
+        s.vpp,
+        j.global_batch_size,
+        j.micro_batches,
+        s.micro_batch_size,
+        s.seq_length,
+        s.precision.name(),
+        s.recompute.name(),
+        if s.sequence_parallel { " · sequence parallel" } else { "" },
+        if s.distributed_optimizer { " · distributed optimizer" } else { "" },
+        m.source,
+    );
+    let mem = &out.memory;
+    v.diagnostics.retain(|d| {
+        !mem.messages
+            .iter()
+            .any(|msg| d.message.contains(msg.as_str()))
+    });
+    v.model = Some(ModelView {
+        name: m.name.clone(),
+        description,
+        mfu: out.throughput.mfu,
+        model_tflops_per_gpu: out.throughput.model_tflops_per_gpu,
+        tokens_per_second: out.throughput.tokens_per_second,
+        memory: MemoryView {
+            gpu: j.gpu.name.clone(),
+            capacity_bytes: mem.capacity_bytes,
+            fits: mem.fits,
+            stages: mem
+                .per_stage
+                .iter()
+                .map(|st| StageMemoryView {
+                    stage: st.stage,
+                    weights_bytes: st.weights_bytes,
+                    gradients_bytes: st.gradients_bytes,
+                    optimizer_bytes: st.optimizer_bytes,
+                    activations_bytes: st.activations_bytes,
+                    in_flight: st.in_flight,
+                    logits_bytes: st.logits_bytes,
+                    peak_bytes: st.peak_bytes,
+                })
+                .collect(),
+            messages: mem.messages.clone(),
+        },
+    });
+    v
+}

@@ -1,0 +1,666 @@
+//! Browser tests of the "Describe a job" panel (`wasm-pack test --headless
+//! --chrome`): the job's text fields and their link form, the worker
+//! simulating a preset (memory per stage, MFU, the timeline, the CLI's
+//! JSON as the summary download), the core's refusal of an invalid TP word
+//! for word, the reducer (what activates the job, a dropped config.json
+//! adopted by the panel, removing it), the NVLink bandwidth of the job's
+//! GPU, and the mounted panel and results (test ids, the memory chart
+//! drawn, the error shown).
+
+#![cfg(target_arch = "wasm32")]
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
+use trainscope_core::model::presets::preset;
+use trainscope_web::compute;
+use trainscope_web::job::{JobField, JobModel, JobSettings};
+use trainscope_web::protocol::{
+    decode_request, encode_request, Request, Response, RunOutput, RunRequest,
+};
+use trainscope_web::settings::{Field, Mode, Settings};
+use trainscope_web::state::{Action, AppState, LoadedFile};
+use trainscope_web::url::{from_fragment, job_fragment, to_fragment};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::*;
+use yew::prelude::*;
+use yew::Reducible;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const LLAMA8B_CONFIG: &[u8] = include_bytes!("../../../tests/fixtures/hf/llama3_8b.json");
+
+/// llama3-8b on 8 GPUs, TP 2, DP 4, a small batch (quick to simulate).
+fn small_job(tp: u32) -> JobSettings {
+    JobSettings {
+        tp,
+        dp: 8 / tp,
+        global_batch_size: Some(32),
+        ..JobSettings::default()
+    }
+}
+
+fn job_request(id: u64, job: JobSettings) -> RunRequest {
+    RunRequest {
+        id,
+        settings: Settings::default(),
+        pinned: BTreeSet::new(),
+        files: Vec::new(),
+        job,
+        job_active: true,
+    }
+}
+
+fn run(req: &RunRequest) -> RunOutput {
+    compute::run(req, &mut |_| {})
+}
+
+// ---------------------------------------------------------------- settings and links
+
+#[wasm_bindgen_test]
+fn defaults_are_the_cores_and_fields_parse_as_the_cli_does() {
+    let j = JobSettings::default();
+    assert_eq!(
+        j.setup(),
+        TrainingSetup {
+            dp: Some(1),
+            ..TrainingSetup::default()
+        }
+    );
+    assert_eq!(j.gpu, trainscope_core::job::DEFAULT_GPU);
+    assert_eq!(j.model, JobModel::Preset("llama3-8b".into()));
+    let mut j = JobSettings::default();
+    j.set(JobField::Model, "LLAMA3-70B").unwrap();
+    assert_eq!(j.model, JobModel::Preset("llama3-70b".into()));
+    let e = j.set(JobField::Model, "llama3-7b").unwrap_err();
+    assert!(e.starts_with("unknown model preset `llama3-7b`"), "{e}");
+    assert!(e.contains("did you mean"), "{e}");
+    j.set(JobField::Gpu, "h100").unwrap();
+    assert_eq!(j.gpu, "H100-SXM");
+    assert!(j
+        .set(JobField::Gpu, "V100")
+        .unwrap_err()
+        .starts_with("unknown GPU type `V100`"));
+    j.set(JobField::GlobalBatchSize, "").unwrap();
+    assert_eq!(j.global_batch_size, None);
+    j.set(JobField::GlobalBatchSize, "64").unwrap();
+    assert_eq!(j.get(JobField::GlobalBatchSize), "64");
+    assert_eq!(
+        j.set(JobField::Tp, "two").unwrap_err(),
+        "`two` is not a whole number ≥ 0"
+    );
+    j.set(JobField::Precision, "FP8").unwrap();
+    j.set(JobField::Recompute, "full").unwrap();
+    assert_eq!(
+        (j.precision, j.recompute),
+        (Precision::Fp8, Recompute::Full)
+    );
+    assert!(j
+        .set(JobField::Precision, "fp4")
+        .unwrap_err()
+        .starts_with("unknown precision `fp4`"));
+    j.set(JobField::Model, "file:my/config.json").unwrap();
+    assert_eq!(j.model, JobModel::File("my/config.json".into()));
+    // Test ids.
+    assert_eq!(JobField::Model.testid(), "job-model");
+    assert_eq!(JobField::Tp.testid(), "job-tp");
+    assert_eq!(JobField::DistributedOptimizer.testid(), "job-dist-opt");
+}
+
+#[wasm_bindgen_test]
+fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
+    let job = JobSettings {
+        model: JobModel::Preset("mixtral-8x7b".into()),
+        gpu: "B200".into(),
+        tp: 2,
+        pp: 4,
+        dp: 8,
+        ep: 4,
+        vpp: 2,
+        sequence_parallel: true,
+        micro_batch_size: 2,
+        global_batch_size: Some(256),
+        seq_length: 8192,
+        precision: Precision::Fp8,
+        recompute: Recompute::Selective,
+        distributed_optimizer: true,
+        flash_attention: false,
+    };
+    let fragment = format!(
+        "{}&{}",
+        to_fragment(None, &Settings::default(), &BTreeSet::new()),
+        job_fragment(&job)
+    );
+    for f in JobField::ALL {
+        assert!(
+            fragment.contains(&format!("{}=", f.key())),
+            "{f}: {fragment}"
+        );
+    }
+    let (state, notes) = from_fragment(&fragment);
+    assert_eq!(notes, Vec::<String>::new());
+    assert_eq!(state.job, Some(job.clone()));
+    // A dropped file is named, not carried.
+    let file = job.with_model(JobModel::File("conf ig.json".into()));
+    let frag = job_fragment(&file);
+    assert!(frag.starts_with("model_file=conf%20ig.json&"), "{frag}");
+    assert_eq!(from_fragment(&frag).0.job, Some(file));
+    // No job key: no job; a bad job value is a note, the rest applies.
+    assert_eq!(from_fragment("mode=event&tp=2").0.job, None);
+    let (state, notes) = from_fragment("model=llama3-70b&job_tp=x&job_pp=4");
+    let j = state.job.expect("a job link");
+    assert_eq!((j.model.name(), j.tp, j.pp), ("llama3-70b", 1, 4));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("job_tp"), "{notes:?}");
+    // The request carries the job to the worker.
+    let req = Request::Run(job_request(3, job));
+    assert_eq!(decode_request(&encode_request(&req)).unwrap(), req);
+}
+
+// ---------------------------------------------------------------- the worker
+
+#[wasm_bindgen_test]
+fn a_preset_job_runs_in_the_worker_with_memory_mfu_and_timeline() {
+    let (out, source) = compute::run_with_source(&job_request(1, small_job(2)), &mut |_| {});
+    assert_eq!(out.job.as_ref().and_then(|j| j.error.clone()), None);
+    let r = out.result.expect("simulated");
+    let m = r.model.as_ref().expect("model figures");
+    assert!(m.mfu > 0.05 && m.mfu < 1.0, "{}", m.mfu);
+    assert!(m.model_tflops_per_gpu > 10.0);
+    let t = r.iteration_time_ns.unwrap() as f64 / 1e9;
+    assert!((m.tokens_per_second - 32.0 * 4096.0 / t).abs() / m.tokens_per_second < 1e-9);
+    assert_eq!(m.memory.stages.len(), 1);
+    assert_eq!(m.memory.gpu, "H100-SXM");
+    let st = &m.memory.stages[0];
+    assert_eq!(
+        st.peak_bytes,
+        st.weights_bytes
+            + st.gradients_bytes
+            + st.optimizer_bytes
+            + st.activations_bytes
+            + st.logits_bytes
+    );
+    // The event result around it: breakdown, timeline, downloads named
+    // after the model.
+    assert!(!r.breakdown.is_empty());
+    assert_eq!(out.timelines.len(), 1);
+    assert!(r
+        .exports
+        .iter()
+        .any(|x| x.file_name == "llama3-8b.summary.json"));
+    let json = compute::export(&source.expect("exports"), "export-summary-json").unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["kind"], "model");
+    assert_eq!(v["training"]["tp"], 2);
+    assert_eq!(v["mfu"].as_f64(), Some(m.mfu));
+    // Compare pairs the model's figures by key.
+    let keys: Vec<String> = r.all_figures().into_iter().map(|f| f.key).collect();
+    for k in [
+        "mfu",
+        "model_tflops_per_gpu",
+        "tokens_per_second",
+        "memory_peak",
+    ] {
+        assert!(keys.iter().any(|x| x == k), "{k}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn changing_tp_changes_memory_and_mfu() {
+    let figures = |tp| {
+        let out = run(&job_request(1, small_job(tp)));
+        let m = out.result.unwrap().model.unwrap();
+        (m.mfu, m.memory.stages[0].weights_bytes)
+    };
+    let (mfu1, w1) = figures(1);
+    let (mfu2, w2) = figures(2);
+    assert_ne!(mfu1, mfu2);
+    assert!(w2 < w1, "TP 2 halves the weights: {w1} -> {w2}");
+}
+
+#[wasm_bindgen_test]
+fn an_invalid_tp_gets_the_cores_message_and_hint() {
+    let out = run(&job_request(1, small_job(3)));
+    assert!(out.result.is_none());
+    let err = out.job.unwrap().error.expect("refused");
+    let core = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        TrainingSetup {
+            tp: 3,
+            dp: Some(2),
+            global_batch_size: Some(32),
+            ..TrainingSetup::default()
+        },
+        gpu_preset("H100-SXM").unwrap(),
+        None,
+    )
+    .unwrap_err()
+    .to_diagnostic();
+    assert_eq!(err, core);
+    assert_eq!(
+        err.message,
+        "invalid model-level job: 32 attention heads are not divisible by TP 3"
+    );
+    assert_eq!(
+        err.hint.as_deref(),
+        Some("choose a TP that divides the head count")
+    );
+    // The SimAI-compatible mode does not run a described job.
+    let mut req = job_request(2, small_job(2));
+    req.settings.mode = Mode::Simai;
+    let err = run(&req).job.unwrap().error.unwrap();
+    assert!(err.message.contains("event-level"), "{}", err.message);
+    // A named file that is not loaded (a link) says to drop it.
+    let req = job_request(3, small_job(2).with_model(JobModel::File("c.json".into())));
+    let err = run(&req).job.unwrap().error.unwrap();
+    assert_eq!(err.message, "the model file `c.json` is not loaded");
+}
+
+#[wasm_bindgen_test]
+fn the_jobs_gpu_sets_nvlink_unless_the_user_set_it() {
+    let iter = |job: JobSettings, pinned: &[(Field, &str)]| {
+        let mut req = job_request(1, job);
+        for (f, v) in pinned {
+            req.settings.set(*f, v).unwrap();
+            req.pinned.insert(*f);
+        }
+        run(&req).result.unwrap().iteration_time_ns.unwrap()
+    };
+    let h100 = iter(small_job(8), &[]);
+    let mut a100 = small_job(8);
+    a100.gpu = "A100-80G".into();
+    let slow = iter(a100.clone(), &[]);
+    assert_ne!(h100, slow);
+    // The bandwidth the CLI would use: --gpu-type A100-80G.
+    let core = |nvlink: f64| {
+        let job = ModelJob::new(
+            preset("llama3-8b").unwrap(),
+            a100.setup(),
+            gpu_preset("A100-80G").unwrap(),
+            None,
+        )
+        .unwrap();
+        let mut c = trainscope_core::sim::SimConfig::default();
+        c.network.nvlink_gbps = nvlink;
+        trainscope_core::job::run::run_model(&job, &c)
+            .unwrap()
+            .run
+            .summary()
+            .iteration_time_ns
+    };
+    assert_eq!(
+        slow,
+        core(gpu_preset("A100-80G").unwrap().nvlink_busbw_gbps)
+    );
+    // --nvlink-gbps 100 wins over the GPU's.
+    assert_eq!(iter(a100.clone(), &[(Field::NvlinkBw, "100")]), core(100.0));
+}
+
+#[wasm_bindgen_test]
+fn echo_replays_take_the_network_the_user_set() {
+    const ECHO: &[u8] =
+        include_bytes!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
+    let name = "echo_megatron_trace_rank7_tp2_pp4.txt";
+    let iter = |pinned: &[(Field, &str)]| {
+        let mut req = RunRequest {
+            files: vec![trainscope_web::protocol::InputFile {
+                name: name.into(),
+                bytes: ECHO.to_vec(),
+            }],
+            job_active: false,
+            ..job_request(1, JobSettings::default())
+        };
+        for (f, v) in pinned {
+            req.settings.set(*f, v).unwrap();
+            req.pinned.insert(*f);
+        }
+        let (config, options) = compute::event_config(&req.settings, &req.pinned);
+        let core = trainscope_core::sim::run_files(&[(name, ECHO)], &config, &options)
+            .unwrap()
+            .summary()
+            .iteration_time_ns;
+        let page = run(&req).result.unwrap().iteration_time_ns.unwrap();
+        assert_eq!(page, core);
+        (page, options.network_overrides)
+    };
+    let (inferred, o) = iter(&[]);
+    assert!(!o.nvlink_gbps && !o.nic_gbps && !o.latency && !o.algorithm);
+    let (slow, o) = iter(&[(Field::NvlinkBw, "5")]);
+    assert!(o.nvlink_gbps && !o.nic_gbps);
+    assert_ne!(
+        inferred, slow,
+        "the typed NVLink bandwidth replaces the inferred one"
+    );
+    let (_, o) = iter(&[(Field::Oversubscription, "2"), (Field::Latency, "9")]);
+    assert!(o.nic_gbps && o.latency && !o.nvlink_gbps);
+}
+
+// ---------------------------------------------------------------- the reducer
+
+fn done(s: Rc<AppState>, id: u64, out: RunOutput) -> Rc<AppState> {
+    let s = s.reduce(Action::RunStarted(id));
+    s.reduce(Action::Worker(Response::Done {
+        id,
+        output: Box::new(out),
+    }))
+}
+
+#[wasm_bindgen_test]
+fn editing_the_job_makes_it_the_input_and_new_files_take_over() {
+    let s = Rc::new(AppState::default());
+    assert!(!s.can_run(), "nothing to simulate yet");
+    assert!(s.can_run_job());
+    let s = s.reduce(Action::JobEdit(JobField::Tp, "2".into()));
+    assert!(s.job_active && s.can_run());
+    assert_eq!(s.job.tp, 2);
+    assert_eq!(s.edit_rev, 1, "runs after the pause, like a settings edit");
+    let s = s.reduce(Action::JobEdit(JobField::Pp, "x".into()));
+    assert!(!s.can_run() && !s.can_run_job());
+    assert_eq!(s.job_text(JobField::Pp), "x");
+    let s = s.reduce(Action::JobEdit(JobField::Pp, "1".into()));
+    let rev = s.files_rev;
+    let s = s.reduce(Action::RunJob);
+    assert_eq!(s.files_rev, rev + 1, "the Run button runs at once");
+    // New files replace the job as the input.
+    let s = s.reduce(Action::Loaded {
+        files: vec![("a.txt".into(), b"x".to_vec())],
+        example: None,
+    });
+    assert!(!s.job_active);
+    assert_eq!(s.job.tp, 2, "the panel keeps its values");
+    // A link with a job restores it and makes it the input.
+    let (url, _) = from_fragment("model=llama3-70b&job_tp=8");
+    let s = s.reduce(Action::Restore(url));
+    assert!(s.job_active);
+    assert_eq!((s.job.model.name(), s.job.tp), ("llama3-70b", 8));
+}
+
+#[wasm_bindgen_test]
+fn a_dropped_config_runs_as_the_job_and_the_panel_adopts_it() {
+    let name = "Meta-Llama-3-8B/config.json";
+    let s = Rc::new(AppState::default()).reduce(Action::JobEdit(JobField::Tp, "2".into()));
+    let s = s.reduce(Action::Loaded {
+        files: vec![(name.into(), LLAMA8B_CONFIG.to_vec())],
+        example: None,
+    });
+    assert!(!s.job_active);
+    let req = RunRequest {
+        files: vec![trainscope_web::protocol::InputFile {
+            name: name.into(),
+            bytes: LLAMA8B_CONFIG.to_vec(),
+        }],
+        job_active: s.job_active,
+        ..job_request(1, small_job(2))
+    };
+    let out = run(&req);
+    let m = out.result.as_ref().unwrap().model.as_ref().unwrap();
+    assert!(m.description.contains("TP 2"), "{}", m.description);
+    // The same numbers as the preset of the same model.
+    let preset_out = run(&job_request(2, small_job(2)));
+    assert_eq!(
+        out.result.as_ref().unwrap().iteration_time_ns,
+        preset_out.result.unwrap().iteration_time_ns
+    );
+    let s = done(s, 1, out);
+    assert!(s.job_active);
+    assert_eq!(s.job.model, JobModel::File(name.into()));
+    assert_eq!(s.model_files(), vec![name.to_string()]);
+    // Removing the file: back to the preset, nothing to simulate.
+    let s = s.reduce(Action::Remove(name.into()));
+    assert!(!s.job_active && s.output.is_none());
+    assert_eq!(s.job.model, JobModel::default());
+}
+
+// ---------------------------------------------------------------- mounted
+
+#[derive(Properties, PartialEq)]
+struct PanelHostProps {
+    init: Rc<AppState>,
+}
+
+/// The job panel over a reducer that starts from `init`.
+#[component]
+fn PanelHost(props: &PanelHostProps) -> Html {
+    let init = props.init.clone();
+    let state = use_reducer(move || (*init).clone());
+    html! { <trainscope_web::components::job_panel::JobPanel state={state} /> }
+}
+
+async fn mount<C: yew::BaseComponent>(props: C::Properties) -> web_sys::Element {
+    let document = gloo::utils::document();
+    let host = document.create_element("div").unwrap();
+    document.body().unwrap().append_child(&host).unwrap();
+    yew::Renderer::<C>::with_root_and_props(host.clone(), props).render();
+    gloo::timers::future::TimeoutFuture::new(30).await;
+    host
+}
+
+fn testid(host: &web_sys::Element, id: &str) -> web_sys::Element {
+    host.query_selector(&format!("[data-testid='{id}']"))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{id} rendered"))
+}
+
+#[wasm_bindgen_test]
+async fn the_panel_renders_beside_the_drop_zone_with_its_test_ids() {
+    let host = mount::<trainscope_web::app::App>(()).await;
+    let panel = testid(&host, "job-panel");
+    assert_eq!(panel.get_attribute("data-active").as_deref(), Some("false"));
+    let ingest = host.query_selector(".ingest").unwrap().unwrap();
+    assert!(ingest.contains(Some(&panel)), "beside the file drop");
+    for id in [
+        "job-model",
+        "job-tp",
+        "job-pp",
+        "job-dp",
+        "job-gpu",
+        "job-run",
+    ] {
+        testid(&host, id);
+    }
+    let options = testid(&host, "job-model")
+        .query_selector_all("option")
+        .unwrap();
+    assert_eq!(
+        options.length() as usize,
+        trainscope_core::model::presets::NAMES.len()
+    );
+    let model: web_sys::HtmlSelectElement = testid(&host, "job-model").unchecked_into();
+    assert_eq!(model.value(), "llama3-8b");
+    let gpu: web_sys::HtmlSelectElement = testid(&host, "job-gpu").unchecked_into();
+    assert_eq!(gpu.value(), "H100-SXM");
+    // Every control has a label.
+    let controls = panel.query_selector_all("input, select").unwrap();
+    assert!(controls.length() >= 15);
+    for i in 0..controls.length() {
+        let el: web_sys::Element = controls.get(i).unwrap().unchecked_into();
+        let label = host
+            .query_selector(&format!("label[for='{}']", el.id()))
+            .unwrap();
+        assert!(label.is_some(), "label for #{}", el.id());
+    }
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn an_invalid_tp_shows_the_cores_message_in_the_panel() {
+    let s = Rc::new(AppState::default()).reduce(Action::JobEdit(JobField::Tp, "3".into()));
+    let out = run(&job_request(1, s.job.clone()));
+    let s = done(s, 1, out);
+    let host = mount::<PanelHost>(PanelHostProps { init: s }).await;
+    let tp: web_sys::HtmlInputElement = testid(&host, "job-tp").unchecked_into();
+    assert_eq!(tp.value(), "3");
+    let text = testid(&host, "job-error").text_content().unwrap();
+    assert!(
+        text.contains("invalid model-level job: 32 attention heads are not divisible by TP 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hint: choose a TP that divides the head count"),
+        "{text}"
+    );
+    assert!(testid(&host, "job-cli")
+        .text_content()
+        .unwrap()
+        .contains("--tp 3"));
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn a_preset_jobs_result_shows_mfu_and_draws_the_memory_chart() {
+    let out = run(&job_request(
+        1,
+        JobSettings {
+            pp: 2,
+            ..small_job(2)
+        },
+    ));
+    let r = out.result.unwrap();
+    let m = r.model.clone().unwrap();
+    let host = mount::<trainscope_web::components::results::Results>(yew::props!(
+        trainscope_web::components::results::ResultsProps {
+            result: r,
+            on_pin: Callback::noop(),
+            on_error: Callback::noop(),
+            on_export: Callback::noop(),
+        }
+    ))
+    .await;
+    let mfu = testid(&host, "job-mfu");
+    assert_eq!(
+        mfu.get_attribute("data-value")
+            .unwrap()
+            .parse::<f64>()
+            .unwrap(),
+        m.mfu
+    );
+    assert!(mfu.text_content().unwrap().ends_with('%'));
+    let rows = host
+        .query_selector_all("[data-testid='job-memory-table'] [data-testid='job-memory-row']")
+        .unwrap();
+    assert_eq!(rows.length(), 2, "one row per stage");
+    for i in 0..rows.length() {
+        let row: web_sys::Element = rows.get(i).unwrap().unchecked_into();
+        assert_eq!(
+            row.get_attribute("data-peak-bytes").unwrap(),
+            m.memory.stages[i as usize].peak_bytes.to_string()
+        );
+    }
+    // The chart has ink: bars and the capacity line.
+    let canvas: web_sys::HtmlCanvasElement = testid(&host, "job-memory-chart").unchecked_into();
+    let ctx: web_sys::CanvasRenderingContext2d =
+        canvas.get_context("2d").unwrap().unwrap().unchecked_into();
+    let data = ctx
+        .get_image_data(0.0, 0.0, canvas.width() as f64, canvas.height() as f64)
+        .unwrap()
+        .data();
+    let coloured = data
+        .chunks(4)
+        .filter(|p| p[0] != p[1] || p[1] != p[2])
+        .count();
+    assert!(coloured > 2000, "{coloured} coloured pixels");
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+async fn a_job_that_does_not_fit_says_so_per_stage() {
+    // llama3-8b on one H100 without any parallelism: 8 B x 18 bytes > 80 GB.
+    let out = run(&job_request(
+        1,
+        JobSettings {
+            global_batch_size: Some(2),
+            ..JobSettings::default()
+        },
+    ));
+    let r = out.result.unwrap();
+    let m = r.model.clone().unwrap();
+    assert!(!m.memory.fits);
+    assert_eq!(m.memory.messages.len(), 1);
+    assert!(m.memory.messages[0].starts_with("does not fit on stage 0: needs "));
+    assert!(
+        !r.diagnostics
+            .iter()
+            .any(|d| d.message.contains("does not fit")),
+        "shown once, in the memory panel"
+    );
+    let host = mount::<trainscope_web::components::results::Results>(yew::props!(
+        trainscope_web::components::results::ResultsProps {
+            result: r,
+            on_pin: Callback::noop(),
+            on_error: Callback::noop(),
+            on_export: Callback::noop(),
+        }
+    ))
+    .await;
+    let msg = testid(&host, "job-memory-message").text_content().unwrap();
+    assert_eq!(msg, m.memory.messages[0]);
+    host.remove();
+}
+
+#[wasm_bindgen_test]
+fn file_view_of_a_loaded_config_is_offered_as_a_model() {
+    let s = AppState {
+        files: vec![LoadedFile {
+            name: "c.json".into(),
+            bytes: Rc::new(LLAMA8B_CONFIG.to_vec()),
+            view: Some(trainscope_web::views::FileView {
+                name: "c.json".into(),
+                format: Some("hf-config".into()),
+                fields: Vec::new(),
+                diagnostics: Vec::new(),
+            }),
+        }],
+        ..AppState::default()
+    };
+    assert_eq!(s.model_files(), vec!["c.json".to_string()]);
+}
+
+#[wasm_bindgen_test]
+async fn compare_pairs_two_jobs_by_mfu_and_names_the_job_that_changed() {
+    use trainscope_web::components::compare::{Compare, CompareProps};
+    use trainscope_web::state::PinnedResult;
+    let result = |tp| run(&job_request(1, small_job(tp))).result.unwrap();
+    let (a, b) = (result(1), result(2));
+    let host = mount::<Compare>(yew::props!(CompareProps {
+        pinned: PinnedResult {
+            result: a.clone(),
+            settings: Settings::default(),
+            files: Vec::new(),
+            run: 1,
+        },
+        current: Some((b.clone(), Settings::default(), Vec::new())),
+        on_unpin: Callback::noop(),
+    }))
+    .await;
+    let row = testid(&host, "compare")
+        .query_selector("[data-testid='compare-row'][data-key='mfu']")
+        .unwrap()
+        .expect("an MFU row");
+    let cell = |id: &str| {
+        row.query_selector(&format!("[data-testid='{id}']"))
+            .unwrap()
+            .unwrap()
+            .text_content()
+            .unwrap()
+    };
+    assert_eq!(
+        cell("compare-a"),
+        trainscope_web::format::percent(a.model.as_ref().unwrap().mfu)
+    );
+    assert!(
+        cell("compare-delta").ends_with("pts"),
+        "{}",
+        cell("compare-delta")
+    );
+    let changes = testid(&host, "compare-changes").text_content().unwrap();
+    assert!(
+        changes.contains("the job (") && changes.contains("TP 2"),
+        "{changes}"
+    );
+    assert!(testid(&host, "compare")
+        .text_content()
+        .unwrap()
+        .contains("TP 1"));
+    host.remove();
+}

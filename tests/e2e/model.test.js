@@ -1,0 +1,154 @@
+// The "Describe a job" panel end to end: pick a preset, change TP, see the
+// memory per stage and the MFU change (and equal the CLI's `simulate --model
+// ... --json`), reload the permalink and see the same job restored and run;
+// an invalid TP shows the core's message; a dropped config.json runs as the
+// job with the panel's settings; a figure: Llama 3 70B on 1024 GPUs from the
+// Run button to its result. Screenshot: target/e2e-model-job.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { serve, launch, newPage, root, waitDone, screenshot } from './harness.js';
+
+let site; let browser;
+before(async () => { site = await serve(); browser = await launch(); });
+after(async () => { await browser.close(); site.server.close(); });
+
+/** `trainscope simulate --json ARGS` (the debug binary `cargo test` built). */
+function cli(args) {
+  const bin = path.join(root, 'target', 'debug', 'trainscope');
+  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
+  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
+}
+
+/** Wait until the newest edit's run has finished and its result is shown. */
+async function settled(page) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  });
+  await waitDone(page);
+}
+
+/** What the page shows of a job: MFU, iteration time, peak bytes per stage. */
+async function shown(page) {
+  await page.getByTestId('job-mfu').waitFor();
+  const peaks = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
+  return {
+    mfu: Number(await page.getByTestId('job-mfu').getAttribute('data-value')),
+    ns: Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
+    peaks,
+  };
+}
+
+test('a preset job: TP changes memory and MFU, the permalink restores and runs it, an invalid TP is refused', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  const panel = page.getByTestId('job-panel');
+  assert.equal(await panel.getAttribute('data-active'), 'false');
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-gbs').fill('32');
+  await page.getByTestId('job-pp').fill('2');
+  await settled(page);
+  assert.equal(await panel.getAttribute('data-active'), 'true');
+  const tp1 = await shown(page);
+  assert.equal(tp1.peaks.length, 2, 'one memory row per stage');
+  // The page's numbers are the CLI's.
+  const want1 = cli(['--model', 'llama3-8b', '--pp', '2', '--dp', '4', '--global-batch-size', '32']);
+  assert.equal(tp1.ns, want1.iteration_time_ns);
+  assert.equal(tp1.mfu, want1.mfu);
+  assert.deepEqual(tp1.peaks, want1.memory.per_stage.map((s) => s.peak_bytes));
+
+  await page.getByTestId('job-tp').fill('2');
+  await page.waitForFunction(() => location.hash.includes('job_tp=2'));
+  await settled(page);
+  const tp2 = await shown(page);
+  assert.notEqual(tp2.mfu, tp1.mfu, 'MFU changes with TP');
+  assert.ok(tp2.peaks[0] < tp1.peaks[0], `TP 2 needs less memory per GPU (${tp1.peaks[0]} -> ${tp2.peaks[0]})`);
+  const want2 = cli(['--model', 'llama3-8b', '--tp', '2', '--pp', '2', '--dp', '4', '--global-batch-size', '32']);
+  assert.equal(tp2.mfu, want2.mfu);
+  assert.deepEqual(tp2.peaks, want2.memory.per_stage.map((s) => s.peak_bytes));
+  assert.match(await page.getByTestId('job-world').textContent(), /= 16 GPUs \(2 nodes of 8\)/);
+  const inked = await page.getByTestId('job-memory-chart').evaluate((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] !== d[i + 1] || d[i + 1] !== d[i + 2]) n++; return n;
+  });
+  assert.ok(inked > 2000, `memory chart drawn (${inked} coloured pixels)`);
+  await page.screenshot({ path: path.join(root, 'target', 'e2e-model-job.png'), fullPage: true });
+
+  // The permalink carries every field; a reload restores the job and runs it.
+  const hash = await page.evaluate(() => location.hash);
+  for (const kv of ['model=llama3-8b', 'job_tp=2', 'job_pp=2', 'job_dp=4', 'job_gbs=32', 'job_gpu=H100-SXM', 'job_precision=bf16', 'job_recompute=none']) {
+    assert.ok(hash.includes(kv), `${kv} in ${hash}`);
+  }
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-tp').inputValue(), '2');
+  assert.equal(await page.getByTestId('job-dp').inputValue(), '4');
+  assert.equal(await page.getByTestId('job-model').inputValue(), 'llama3-8b');
+  assert.deepEqual(await shown(page), tp2);
+  assert.equal(await page.evaluate(() => location.hash), hash);
+
+  // An invalid TP: the core's message and hint, as the CLI prints them.
+  await page.getByTestId('job-tp').fill('3');
+  const err = page.getByTestId('job-error');
+  await err.waitFor();
+  const text = await err.textContent();
+  assert.match(text, /invalid model-level job: 32 attention heads are not divisible by TP 3/);
+  assert.match(text, /hint: choose a TP that divides the head count/);
+  await settled(page);
+  assert.equal(await page.getByTestId('results').count(), 0, 'no result for a refused job');
+  assert.equal(await page.locator('.timeline-panel').count(), 0, 'nothing to draw');
+  await screenshot(page, 'model-invalid-tp');
+  assert.deepEqual(errors, []);
+});
+
+test('a dropped config.json runs as the job with the panel\'s settings', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-dp').fill('8');
+  await page.getByTestId('job-gbs').fill('16');
+  await settled(page);
+  const preset = await shown(page);
+  await page.getByTestId('file-input').setInputFiles(path.join(root, 'tests', 'fixtures', 'hf', 'llama3_8b.json'));
+  await page.locator('[data-testid="job-model"] option[value="file:llama3_8b.json"]').waitFor({ state: 'attached' });
+  await settled(page);
+  assert.equal(await page.getByTestId('job-model').inputValue(), 'file:llama3_8b.json');
+  assert.equal(await page.getByTestId('job-panel').getAttribute('data-active'), 'true');
+  // The same architecture as the preset: the same numbers.
+  assert.deepEqual(await shown(page), preset);
+  assert.match(await page.evaluate(() => location.hash), /model_file=llama3_8b\.json/);
+  await page.getByTestId('job-file-note').waitFor();
+  await screenshot(page, 'model-dropped-config');
+  assert.deepEqual(errors, []);
+});
+
+test('figure: Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16, 16 micro-batches) from the Run button to its result', async () => {
+  const { page, errors } = await newPage(browser.context);
+  const job = 'model=llama3-70b&job_tp=8&job_pp=8&job_dp=16&job_gbs=256&job_seq=8192&job_sp=1&job_dist_opt=1';
+  await page.goto(`${site.url}#${job}`);
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  const want = cli(['--model', 'llama3-70b', '--tp', '8', '--pp', '8', '--dp', '16', '--global-batch-size', '256',
+    '--seq-length', '8192', '--sequence-parallel', '--distributed-optimizer']);
+  assert.equal((await shown(page)).ns, want.iteration_time_ns);
+  const times = [];
+  for (let i = 0; i < 5; i++) {
+    const before = await page.getByTestId('run-status').textContent();
+    const next = Number(before.match(/Run (\d+) done/)[1]) + 1;
+    const t0 = await page.evaluate(() => performance.now());
+    await page.getByTestId('job-run').click();
+    await page.waitForFunction((n) => {
+      const s = document.querySelector('[data-testid="run-status"]');
+      return s && s.dataset.state === 'done' && s.textContent.includes(`Run ${n} done`);
+    }, next, { polling: 'raf' });
+    times.push(Math.round(await page.evaluate(() => performance.now()) - t0));
+  }
+  times.sort((a, b) => a - b);
+  console.log(`# figure: llama3-70b on 1024 x H100-SXM, Run click to result in the browser (worker: build + simulate + result; the timeline follows): median ${times[2]} ms (runs: ${times.join(', ')})`);
+  assert.deepEqual(errors, []);
+});
