@@ -215,52 +215,34 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
     Ok(0)
 }
 
-/// What `--model` names: a config file or a preset.
-pub enum ModelSource {
-    File(PathBuf),
-    Preset(String),
-}
-
 /// The model `name` refers to: an existing file is read as a config.json,
 /// anything else must be a preset. `Err(code)`: already reported.
 pub fn load_model(name: &str) -> Result<std::result::Result<ModelSpec, u8>> {
     let path = PathBuf::from(name);
-    let source = if path.is_file() {
-        ModelSource::File(path)
-    } else {
-        ModelSource::Preset(name.to_string())
-    };
-    match source {
-        ModelSource::File(p) => {
-            let bytes =
-                std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
-            let file = p.display().to_string();
-            let text = String::from_utf8_lossy(&bytes);
-            match hf::parse(&file, &text) {
-                Ok((m, warnings)) => {
-                    for w in &warnings {
-                        eprint!("{}", w.render());
-                    }
-                    Ok(Ok(m))
-                }
-                Err(diags) => {
-                    for d in &diags {
-                        eprint!("{}", d.render());
-                    }
-                    Ok(Err(EXIT_PARSE))
-                }
+    if !path.is_file() {
+        return Ok(presets::preset(name).ok_or_else(|| {
+            eprintln!(
+                "error: unknown model `{name}`: no such file and not a preset; presets: {}",
+                presets::NAMES.join(", ")
+            );
+            EXIT_CONFIG
+        }));
+    }
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {name}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    match hf::parse(name, &text) {
+        Ok((m, warnings)) => {
+            for w in &warnings {
+                eprint!("{}", w.render());
             }
+            Ok(Ok(m))
         }
-        ModelSource::Preset(n) => match presets::preset(&n) {
-            Some(m) => Ok(Ok(m)),
-            None => {
-                eprintln!(
-                    "error: unknown model `{n}`: no such file and not a preset; presets: {}",
-                    presets::NAMES.join(", ")
-                );
-                Ok(Err(EXIT_CONFIG))
+        Err(diags) => {
+            for d in &diags {
+                eprint!("{}", d.render());
             }
-        },
+            Ok(Err(EXIT_PARSE))
+        }
     }
 }
 
@@ -351,6 +333,30 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
         eprintln!("error: --model simulates a model-level job; do not also give workload files");
         return Ok(EXIT_USAGE);
     }
+    let e = &args.event;
+    for (set, flag, instead) in [
+        (e.calibrate, "--calibrate", "use --calibrate-from FILE..."),
+        (
+            e.backward_factor.is_some(),
+            "--backward-factor",
+            "the job computes its backward",
+        ),
+        (
+            e.activation_bytes.is_some(),
+            "--activation-bytes",
+            "the job computes its activations",
+        ),
+        (
+            e.block_repeats.is_some(),
+            "--block-repeats",
+            "it is for NeuSight files",
+        ),
+        (e.format.is_some(), "--format", "it is for input files"),
+    ] {
+        if set {
+            eprintln!("warning: {flag} does not apply to a model-level job ({instead}); ignored");
+        }
+    }
     let job = match load_job(
         &args.model,
         model,
@@ -386,7 +392,6 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
     if let Some(f) = fit {
         attach(&mut out, f);
     }
-    let e = &args.event;
     crate::event::write_timeline(
         &out.run.result.timeline,
         e.chrome_trace.as_deref(),

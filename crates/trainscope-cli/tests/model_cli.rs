@@ -406,3 +406,25 @@ fn cross_fixture_model_job_cli_equals_core() {
     let have: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(have, want, "{} differs from this build", path.display());
 }
+
+#[test]
+fn event_flags_that_do_not_apply_are_warned() {
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--calibrate",
+        "--activation-bytes",
+        "1000",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--calibrate does not apply to a model-level job (use --calibrate-from"),
+        "{err}"
+    );
+    assert!(err.contains("--activation-bytes does not apply"), "{err}");
+    let out = trainscope(&["simulate", "--model", "llama3-8b", "--virtual-stages", "2"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(stderr(&out).contains("takes its virtual stages from --vpp"));
+}
