@@ -1,0 +1,100 @@
+// Interaction latency benchmark (issue 16): how long one zoom or pan takes
+// to reach the screen on a large simulated run, next to the same input on a
+// blank page (the floor: Playwright's input round trip plus two animation
+// frames). The run is a generated SimAI workload of 16 stages x 64
+// micro-batches with 120 layers per block (the case the issue reports),
+// simulated by the page's worker from the built site in dist/. Each of N
+// interactions (wheel zoom in/out, drag pan left/right, in turn) is timed
+// from sending the input to the second animation frame after it; prints
+// median, 90th percentile and worst for both pages. Figures only: no
+// assertion on time.
+//
+// Usage: trunk build --release && node tests/e2e/bench-interaction.mjs [--rounds 30]
+import fs from 'node:fs';
+import path from 'node:path';
+import { serve, launch, root, waitDone } from './harness.js';
+
+const args = process.argv.slice(2);
+const rounds = Number(args[args.indexOf('--rounds') + 1] || 30) || 30;
+
+/** 16 stages x 64 micro-batches, each block an embedding row and 120
+ * layer rows (attention and MLP rows of seed 000's shape). */
+function workload() {
+  const header = 'HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 16 vpp: 1 ga: 64 all_gpus: 1024 pp_comm: 1048576';
+  const rows = [];
+  for (let mb = 0; mb < 64; mb += 1) {
+    rows.push('embedding_layer\t-1\t2000\tNONE\t0\t1000\tNONE\t0\t1000\tNONE\t0\t100');
+    for (let l = 0; l < 60; l += 1) {
+      rows.push('attention_column\t-1\t40000\tALLREDUCE\t16777216\t40000\tNONE\t0\t40000\tNONE\t0\t100');
+      rows.push('mlp_column\t-1\t60000\tALLREDUCE\t16777216\t60000\tNONE\t0\t60000\tNONE\t0\t100');
+    }
+  }
+  const file = path.join(root, 'target', 'e2e-interaction-16x64x120.txt');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, [header, String(rows.length), ...rows].join('\n') + '\n');
+  return file;
+}
+
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  return { median: at(0.5), p90: at(0.9), worst: s[s.length - 1] };
+};
+const twoFrames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/** Time `rounds` interactions at (x, y) of `page`. */
+async function interact(page, x, y) {
+  const times = [];
+  for (let i = 0; i < rounds; i += 1) {
+    const kind = i % 4;
+    const t0 = performance.now();
+    await page.mouse.move(x, y);
+    if (kind === 0) await page.mouse.wheel(0, -240);
+    else if (kind === 2) await page.mouse.wheel(0, 240);
+    else {
+      await page.mouse.down();
+      for (let s = 1; s <= 4; s += 1) await page.mouse.move(x + (kind === 1 ? -30 : 30) * s, y);
+      await page.mouse.up();
+    }
+    await twoFrames(page);
+    times.push(performance.now() - t0);
+  }
+  return times;
+}
+
+const { server, url } = await serve();
+const browser = await launch();
+try {
+  // Blank page: the floor.
+  const blank = await browser.context.newPage();
+  await blank.setContent('<html><body style="margin:0;width:1280px;height:800px"></body></html>');
+  const floor = stats(await interact(blank, 640, 400));
+  await blank.close();
+
+  const page = await browser.context.newPage();
+  await page.goto(url);
+  await page.getByTestId('file-input').setInputFiles([workload()]);
+  await waitDone(page, { timeout: 300000 });
+  await page.getByTestId('timeline').waitFor({ timeout: 120000 });
+  await page.waitForFunction(() => {
+    const c = document.querySelector('[data-testid=timeline]');
+    return c && c.width > 0;
+  }, null, { timeout: 120000 });
+  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+  const range = () => page.getByTestId('view-range').evaluate((e) => `${e.dataset.startNs}..${e.dataset.endNs}`);
+  const before = await range();
+  const box = await page.getByTestId('timeline').boundingBox();
+  const groups = await page.locator('[data-testid=run-status]').getAttribute('data-state');
+  fs.mkdirSync(path.join(root, 'target', 'bench'), { recursive: true });
+  await page.screenshot({ path: path.join(root, 'target', 'bench', 'interaction-16x64x120.png') });
+  const run = stats(await interact(page, box.x + 180 + (box.width - 190) / 2, box.y + 60));
+  const after = await range();
+  if (before === after) throw new Error(`the interactions did not move the view (${before})`);
+  const f = (x) => x.toFixed(1);
+  console.log(`interaction to screen (${rounds} rounds: wheel in, drag left, wheel out, drag right):`);
+  console.log(`  blank page (floor):           median ${f(floor.median)} ms, p90 ${f(floor.p90)} ms, worst ${f(floor.worst)} ms`);
+  console.log(`  16 stages x 64 mb x 120 layers (run ${groups}): median ${f(run.median)} ms, p90 ${f(run.p90)} ms, worst ${f(run.worst)} ms`);
+} finally {
+  await browser.close();
+  server.close();
+}
