@@ -15,6 +15,7 @@ pub mod inspect;
 pub mod job;
 pub mod limits;
 pub mod model;
+pub mod search;
 pub mod sim;
 pub mod workload;
 
