@@ -86,7 +86,8 @@ pub struct SweepSpec {
     pub recompute: Option<Vec<Recompute>>,
     /// Default: every schedule ([`ScheduleKind::ALL`]).
     pub schedule: Option<Vec<ScheduleKind>>,
-    /// Default: on (only off where TP is 1: it needs TP > 1).
+    /// Default: on. Where TP is 1 every layout is tried once, without
+    /// (the second value of the list is counted as skipped).
     pub sequence_parallel: Option<Vec<bool>>,
     /// Default: on.
     pub distributed_optimizer: Option<Vec<bool>>,
@@ -386,10 +387,13 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                             }
                             for &mbs in &mbs_list {
                                 for &rc in &recompute {
-                                    for &sp in &sp_list {
-                                        if sp && tp == 1 {
+                                    for (k, &sp) in sp_list.iter().enumerate() {
+                                        // TP 1 has no sequence parallelism:
+                                        // its layouts are tried once, off.
+                                        let sp = sp && tp > 1;
+                                        if tp == 1 && k > 0 {
                                             skip(
-                                                "sequence parallelism needs TP > 1".to_string(),
+                                                SKIP_SP_AT_TP1.to_string(),
                                                 dist_list.len() as u64,
                                             );
                                             continue;
@@ -448,6 +452,10 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
         skipped_reasons: counts_of(skipped),
     }
 }
+
+/// Why a second sequence-parallel value is skipped at TP 1.
+pub const SKIP_SP_AT_TP1: &str =
+    "sequence parallelism needs tensor parallelism: without it each layout is tried once, off";
 
 /// Why the memory check pruned a candidate with a closed-form peak.
 pub const PRUNED_CLOSED_FORM: &str =

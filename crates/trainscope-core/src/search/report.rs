@@ -329,15 +329,15 @@ fn change(from: u64, to: u64) -> String {
         return "unchanged".to_string();
     }
     if from == 0 {
-        return format!("from 0 to {}", ms(to));
+        return "new".to_string();
     }
     let ratio = to as f64 / from as f64;
     if (0.45..=0.55).contains(&ratio) {
         "halves".to_string()
     } else if ratio < 1.0 {
-        format!("-{:.0}%", (1.0 - ratio) * 100.0)
+        format!("-{:.1}%", (1.0 - ratio) * 100.0)
     } else {
-        format!("+{:.0}%", (ratio - 1.0) * 100.0)
+        format!("+{:.1}%", (ratio - 1.0) * 100.0)
     }
 }
 

@@ -102,21 +102,28 @@ fn schedule_conditions_and_sequence_parallel_are_counted() {
     s.recompute = Some(vec![Recompute::Full]);
     s.sequence_parallel = Some(vec![true]);
     s.global_batch_size = 4;
-    // TP 1: sequence parallelism needs TP > 1 (2 schedules). TP 2, PP 4,
-    // DP 1: 4 micro-batches; ZB-H2 needs 7, DualPipeV needs 8.
+    // TP 1 runs without sequence parallelism: PP 4, DP 2, 2
+    // micro-batches; TP 2, PP 4, DP 1: 4 micro-batches. ZB-H2 needs 7,
+    // DualPipeV 8: all four refused.
     let e = enumerate(&s);
     assert_eq!(e.candidates.len(), 0);
     assert_eq!(
         reasons(&e.skipped_reasons),
         vec![
-            ("sequence parallelism needs TP > N", 2),
-            ("the dualpipev schedule needs m >= 2p micro-batches (DualPipe's num_chunks >= N x ranks); the run has m = N, 2p = N", 1),
-            ("the zb-h2 schedule needs m >= 2p - N micro-batches (the first stage warms up with 2p - N forwards); the run has m = N, 2p - N = N", 1),
+            ("the dualpipev schedule needs m >= 2p micro-batches (DualPipe's num_chunks >= N x ranks); the run has m = N, 2p = N", 2),
+            ("the zb-h2 schedule needs m >= 2p - N micro-batches (the first stage warms up with 2p - N forwards); the run has m = N, 2p - N = N", 2),
         ]
     );
     assert_eq!(e.skipped, 4);
+    // Both values at TP 1: the second is skipped, TP 1 runs once, off.
+    s.sequence_parallel = Some(vec![true, false]);
+    s.schedule = Some(vec![ScheduleKind::OneFOneB]);
+    let e = enumerate(&s);
+    assert_eq!(e.candidates.len(), 3);
+    assert!(!e.candidates[0].job.setup.sequence_parallel);
+    assert!(!e.candidates[0].flags("").contains("--sequence-parallel"));
+    assert_eq!(reasons(&e.skipped_reasons), vec![(SKIP_SP_AT_TP1, 1)]);
 }
-
 #[test]
 fn reason_keys_hide_numbers_only() {
     assert_eq!(
@@ -330,6 +337,6 @@ fn explain_names_the_changes_and_what_moved() {
     best.exposed_comm_ns.tp = 20_000_000;
     assert_eq!(
         explain(&best, &second),
-        "PP 8 -> 4, DP 16 -> 32: iteration 900.0 ms -> 800.0 ms (-11%); bubble 100.0 ms -> 50.0 ms (halves); exposed TP comm 30.0 ms -> 20.0 ms (-33%); peak memory 50.0 GiB -> 60.0 GiB of 80.0 GiB"
+        "PP 8 -> 4, DP 16 -> 32: iteration 900.0 ms -> 800.0 ms (-11.1%); bubble 100.0 ms -> 50.0 ms (halves); exposed TP comm 30.0 ms -> 20.0 ms (-33.3%); peak memory 50.0 GiB -> 60.0 GiB of 80.0 GiB"
     );
 }
