@@ -351,6 +351,7 @@ pub fn explain(best: &Row, second: &Row) -> String {
             diffs.push(format!("{name} {a} -> {b}"));
         }
     };
+    d("world", second.world.to_string(), best.world.to_string());
     d("TP", second.tp.to_string(), best.tp.to_string());
     d("PP", second.pp.to_string(), best.pp.to_string());
     d("DP", second.dp.to_string(), best.dp.to_string());
