@@ -35,7 +35,7 @@
 pub mod report;
 
 use crate::hardware::{GpuSpec, Precision};
-use crate::job::memory::memory_report;
+use crate::job::memory::{memory_report, MemoryReport};
 use crate::job::run::{peak_in_flight, run_model};
 use crate::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use crate::model::ModelSpec;
@@ -473,9 +473,10 @@ pub fn has_closed_form(schedule: ScheduleKind) -> bool {
     )
 }
 
-/// Memory without simulating: `Err(reason)` when the candidate cannot fit
-/// (see the module documentation), `Ok` otherwise.
-pub fn precheck(c: &Candidate) -> Result<(), &'static str> {
+/// The memory the check computes without simulating, per stage, and the
+/// reason it gives when that does not fit: the closed-form peak (equal to
+/// the simulated one) or the lower bound (at most the simulated one).
+pub fn precheck_memory(c: &Candidate) -> (MemoryReport, &'static str) {
     let job = c.shaped_job();
     let s = &job.setup;
     let (in_flight, logits, why): (Vec<u32>, u32, &'static str) = if has_closed_form(c.schedule) {
@@ -493,7 +494,14 @@ pub fn precheck(c: &Candidate) -> Result<(), &'static str> {
     } else {
         (vec![1; s.pp as usize], 1, PRUNED_LOWER_BOUND)
     };
-    if memory_report(&job, &in_flight, logits).fits {
+    (memory_report(&job, &in_flight, logits), why)
+}
+
+/// Memory without simulating: `Err(reason)` when the candidate cannot fit
+/// (see the module documentation), `Ok` otherwise.
+pub fn precheck(c: &Candidate) -> Result<(), &'static str> {
+    let (m, why) = precheck_memory(c);
+    if m.fits {
         Ok(())
     } else {
         Err(why)

@@ -189,6 +189,34 @@ fn pruning_never_drops_a_fitting_configuration() {
     );
 }
 
+/// Stage by stage, for every capacity at once: the checked memory is the
+/// simulated memory (closed forms) or at most it (lower bound).
+#[test]
+fn checked_memory_bounds_the_simulated_memory_per_stage() {
+    let mut s = tiny_spec();
+    s.global_batch_size = 16;
+    s.recompute = Some(vec![Recompute::None, Recompute::Full]);
+    s.micro_batch_size = Some(vec![1, 2]);
+    let config = sweep_config(&SimConfig::default());
+    let e = enumerate(&s);
+    assert!(e.candidates.len() > 50);
+    let mut strict = 0;
+    for c in &e.candidates {
+        let row = evaluate(c, &config, "").unwrap();
+        let (m, _) = precheck_memory(c);
+        let checked: Vec<u64> = m.per_stage.iter().map(|x| x.peak_bytes).collect();
+        if has_closed_form(c.schedule) {
+            assert_eq!(checked, row.peak_bytes_per_stage, "{}", c.flags(""));
+        } else {
+            for (a, b) in checked.iter().zip(&row.peak_bytes_per_stage) {
+                assert!(a <= b, "{}: {a} > {b}", c.flags(""));
+                strict += usize::from(a < b);
+            }
+        }
+    }
+    assert!(strict > 0);
+}
+
 fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
     Row {
         index,
