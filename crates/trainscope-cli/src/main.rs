@@ -7,6 +7,7 @@ mod event;
 mod inspect;
 mod model;
 mod simulate;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -29,6 +30,10 @@ enum Command {
     /// Write a measured run's timeline (Echo traces, Optimus-Prime log) as a
     /// Chrome trace or spans CSV, without simulating.
     Convert(Box<event::ConvertArgs>),
+    /// Search the parallel layouts of a model-level job (TP, PP, EP,
+    /// virtual stages, micro-batch size, recompute, schedule): the fastest
+    /// that fit in memory, the Pareto front of time and memory.
+    Sweep(Box<sweep::Args>),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +50,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Convert(args) => event::convert(&args),
+        Command::Sweep(args) => sweep::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

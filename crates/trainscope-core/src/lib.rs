@@ -3,7 +3,8 @@
 //! ([`workload`]), diagnostics as data ([`diag`]), the per-file summary shown by
 //! the CLI and the web page ([`inspect`]), the SimAI-compatible cost model
 //! ([`analytical`]) and the event-level simulator with its timeline model
-//! ([`sim`]), with one range check per user setting ([`limits`]). No IO,
+//! ([`sim`]), model-level jobs ([`job`]) and the configuration search over
+//! them ([`search`]), with one range check per user setting ([`limits`]). No IO,
 //! clocks, threads or DOM; builds for wasm32 and natively, so the CLI and
 //! the browser compute identical numbers.
 
@@ -15,6 +16,7 @@ pub mod inspect;
 pub mod job;
 pub mod limits;
 pub mod model;
+pub mod search;
 pub mod sim;
 pub mod workload;
 

@@ -39,12 +39,15 @@ pub struct ModelRunOutput {
 /// Peak chunks in flight on `stage` (activations of one micro-batch's
 /// chunk of layers held) for the schedule: GPipe all m; 1F1B p - stage
 /// (at most m); interleaved 1F1B Megatron's warm-up 2(p - stage - 1) + (v -
-/// 1)p, plus the one in the steady state (at most m x v).
+/// 1)p, plus the one in the steady state (at most m x v), and all m x v
+/// when m = p (Megatron's `all_warmup_microbatches`, as
+/// [`crate::sim::schedules::interleaved`] runs it).
 pub fn peak_in_flight(schedule: ScheduleKind, p: u32, m: u32, v: u32, stage: u32) -> u32 {
     let (p, m, v, s) = (u64::from(p), u64::from(m), u64::from(v), u64::from(stage));
     let k = match schedule {
         ScheduleKind::GPipe => m * v,
         ScheduleKind::OneFOneB if v == 1 => (p - s).min(m),
+        ScheduleKind::Interleaved if v > 1 && m == p => m * v,
         _ => (2 * (p - s - 1) + (v - 1) * p + 1).min(m * v),
     };
     u32::try_from(k).unwrap_or(u32::MAX)

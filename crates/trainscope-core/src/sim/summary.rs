@@ -50,7 +50,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// Exposed communication per group, ns (JSON keys `tp`, `ep`, `dp`, `dp_ep`,
 /// `pp`, the same in the summary export and in `simulate --json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub struct ExposedComm {
     pub tp: u64,
     pub ep: u64,

@@ -1,0 +1,650 @@
+//! `trainscope sweep --model MODEL --world N [bounds]`: the configuration
+//! search of [`trainscope_core::search`] on every core (rayon), with a
+//! progress bar on stderr when it is a terminal (indicatif). The core
+//! enumerates, prunes and simulates; this file parses the lists, reads the
+//! model, runs the candidates in parallel (the order of the results does not
+//! depend on the threads: rows are sorted with the enumeration index as the
+//! last key) and prints text, JSON (`--json`) or CSV (`--csv PATH`).
+//!
+//! `--shard I/N` evaluates the I-th of N slices (Slurm job arrays,
+//! Kubernetes Indexed Jobs); `sweep --merge FILE...` joins the shards'
+//! `--json` outputs into the report an unsharded run prints.
+//!
+//! The GPU, the cluster and the efficiency flags are given to the sweep as
+//! to `simulate --model`; they are parsed by `simulate`'s own parser
+//! ([`crate::simulate::Args`]) so that each row's `flags` reproduce it.
+//!
+//! Exit codes: 0 success, 2 usage, 3 a `--merge` file is not a sweep's JSON
+//! (or the model's config file failed to parse), 4 an invalid sweep (unknown
+//! preset, GPU, value; shards that do not belong together).
+
+use crate::simulate::{EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
+use anyhow::{Context, Result};
+use clap::Parser;
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use trainscope_core::hardware::Precision;
+use trainscope_core::job::memory::gib;
+use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
+use trainscope_core::search::report::{summary, ShardId};
+use trainscope_core::search::{
+    build, enumerate, merge, process, shard, sweep_config, SweepReport, SweepSpec,
+};
+use trainscope_core::sim::ScheduleKind;
+
+/// Flags of `trainscope sweep`.
+#[derive(clap::Args, Debug, Default)]
+pub struct Args {
+    /// A model preset name or the path of a HuggingFace config.json.
+    #[arg(long, value_name = "MODEL", required_unless_present = "merge")]
+    pub model: Option<String>,
+    /// World sizes to try (GPUs), comma-separated.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub world: Vec<u32>,
+    /// Node counts to try instead of --world (world = nodes x GPUs per
+    /// node), comma-separated.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "world"
+    )]
+    pub nodes: Vec<u32>,
+    /// Sequences per iteration, the same for every candidate (default 1024).
+    #[arg(long, value_name = "N")]
+    pub global_batch_size: Option<u32>,
+    /// Tokens per sequence (default 4096).
+    #[arg(long, value_name = "N")]
+    pub seq_length: Option<u32>,
+    /// GEMM precision: fp32, bf16 (default), fp16, fp8.
+    #[arg(long, value_name = "P")]
+    pub precision: Option<String>,
+    /// Attention without a fused (flash) kernel.
+    #[arg(long)]
+    pub no_flash_attention: bool,
+    /// Tensor-parallel sizes (default: powers of two up to the GPUs per node
+    /// that divide the attention heads).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub tp: Vec<u32>,
+    /// Pipeline stages (default: the divisors of the layer count).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub pp: Vec<u32>,
+    /// Expert-parallel sizes (default 1; MoE: powers of two dividing the
+    /// expert count).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub ep: Vec<u32>,
+    /// Virtual stages of the interleaved schedule (default: every v > 1
+    /// with PP x v dividing the layers).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub vpp: Vec<u32>,
+    /// Micro-batch sizes (default 1,2,4).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub micro_batch_size: Vec<u32>,
+    /// Recompute modes: none, selective, full (default all).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub recompute: Vec<String>,
+    /// Schedules: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zbv, dualpipev
+    /// (default all).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub schedule: Vec<String>,
+    /// Sequence parallelism: on, off or on,off (default on).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub sequence_parallel: Vec<String>,
+    /// Distributed optimizer: on, off or on,off (default on).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub distributed_optimizer: Vec<String>,
+    /// Rows to print (text: default 10; JSON and CSV: default all).
+    #[arg(long, value_name = "K", help_heading = "Output")]
+    pub top: Option<usize>,
+    /// Print the report as JSON (what --merge reads).
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Also write every row as CSV to PATH.
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub csv: Option<PathBuf>,
+    /// Evaluate only the I-th of N deterministic slices (0 <= I < N);
+    /// print with --json and join the outputs with --merge.
+    #[arg(long, value_name = "I/N", help_heading = "Output")]
+    pub shard: Option<String>,
+    /// Join the --json outputs of `sweep --shard I/N` (all N, any order)
+    /// into the report of the unsharded sweep.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["model", "shard"], help_heading = "Output")]
+    pub merge: Vec<PathBuf>,
+    /// GPU preset (default H100-SXM); also sets the NVLink bandwidth.
+    #[arg(long, value_name = "T", help_heading = "Cluster")]
+    pub gpu_type: Option<String>,
+    /// GPUs per node (default 8).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "gpus-per-server",
+        help_heading = "Cluster"
+    )]
+    pub gpus_per_node: Option<u32>,
+    /// NICs per node (default 8).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "nics-per-server",
+        help_heading = "Cluster"
+    )]
+    pub nics_per_node: Option<u32>,
+    /// NVLink bus bandwidth, GB/s.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub nvlink_gbps: Option<f64>,
+    /// Per-NIC bus bandwidth, GB/s.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub nic_gbps: Option<f64>,
+    /// NIC preset: CX6, CX7, BF3.
+    #[arg(long, value_name = "T", help_heading = "Cluster")]
+    pub nic_type: Option<String>,
+    /// Per-step latency across nodes, microseconds.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub latency_us: Option<f64>,
+    /// Rank layout on the nodes (default tp-dp-pp).
+    #[arg(long, value_name = "ORDER", help_heading = "Cluster")]
+    pub placement: Option<String>,
+    /// Fabric oversubscription X >= 1.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub oversubscription: Option<f64>,
+    /// Collective cost: ring (default), tree, simai.
+    #[arg(long, value_name = "A", help_heading = "Cluster")]
+    pub algorithm: Option<String>,
+    /// Overlap the gradient sync with the last backward.
+    #[arg(long, help_heading = "Cluster")]
+    pub overlap_grad_sync: bool,
+    /// Fraction of the dense peak a large GEMM reaches.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of the dense peak the fused attention core reaches.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub attention_efficiency: Option<f64>,
+    /// Fraction of the memory bandwidth bandwidth-bound kernels reach.
+    #[arg(long, value_name = "X", help_heading = "Cluster")]
+    pub hbm_efficiency: Option<f64>,
+    /// Launch overhead per kernel, microseconds.
+    #[arg(long, value_name = "US", help_heading = "Cluster")]
+    pub launch_overhead_us: Option<f64>,
+}
+
+/// `simulate`'s parser, to read the common flags exactly as `simulate`
+/// reads them.
+#[derive(Parser, Debug)]
+struct SimulateCli {
+    #[command(flatten)]
+    args: crate::simulate::Args,
+}
+
+impl Args {
+    /// The flags every row shares: the model, the GPU, the cluster and the
+    /// efficiencies, as `simulate --model` spells them.
+    fn common_flags(&self, model: &str) -> Vec<String> {
+        let mut f = vec!["--model".to_string(), model.to_string()];
+        let mut put = |name: &str, v: Option<String>| {
+            if let Some(v) = v {
+                f.push(name.to_string());
+                f.push(v);
+            }
+        };
+        put("--gpu-type", self.gpu_type.clone());
+        put("--gpus-per-node", self.gpus_per_node.map(|x| x.to_string()));
+        put("--nics-per-node", self.nics_per_node.map(|x| x.to_string()));
+        put("--nvlink-gbps", self.nvlink_gbps.map(|x| x.to_string()));
+        put("--nic-gbps", self.nic_gbps.map(|x| x.to_string()));
+        put("--nic-type", self.nic_type.clone());
+        put("--latency-us", self.latency_us.map(|x| x.to_string()));
+        put("--placement", self.placement.clone());
+        put(
+            "--oversubscription",
+            self.oversubscription.map(|x| x.to_string()),
+        );
+        put("--algorithm", self.algorithm.clone());
+        put(
+            "--gemm-efficiency",
+            self.gemm_efficiency.map(|x| x.to_string()),
+        );
+        put(
+            "--attention-efficiency",
+            self.attention_efficiency.map(|x| x.to_string()),
+        );
+        put(
+            "--hbm-efficiency",
+            self.hbm_efficiency.map(|x| x.to_string()),
+        );
+        put(
+            "--launch-overhead-us",
+            self.launch_overhead_us.map(|x| x.to_string()),
+        );
+        if self.overlap_grad_sync {
+            f.push("--overlap-grad-sync".to_string());
+        }
+        f
+    }
+}
+
+fn on_off(name: &str, values: &[String]) -> std::result::Result<Option<Vec<bool>>, String> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    values
+        .iter()
+        .map(|v| match v.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "yes" | "1" => Ok(true),
+            "off" | "false" | "no" | "0" => Ok(false),
+            other => Err(format!("--{name}: `{other}` is not on or off")),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn numbers(name: &str, values: &[u32]) -> std::result::Result<Option<Vec<u32>>, String> {
+    if values.contains(&0) {
+        return Err(format!(
+            "--{name}: 0 is not a size; give whole numbers >= 1"
+        ));
+    }
+    Ok((!values.is_empty()).then(|| values.to_vec()))
+}
+
+/// `I/N` with 0 <= I < N.
+fn parse_shard(text: &str) -> std::result::Result<ShardId, String> {
+    let bad = || format!("--shard `{text}`: expected I/N with 0 <= I < N (e.g. 0/4)");
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let index: u32 = i.trim().parse().map_err(|_| bad())?;
+    let count: u32 = n.trim().parse().map_err(|_| bad())?;
+    if count == 0 || index >= count {
+        return Err(bad());
+    }
+    Ok(ShardId { index, count })
+}
+
+/// Run `trainscope sweep`; returns the exit code.
+pub fn run(args: &Args) -> Result<u8> {
+    if !args.merge.is_empty() {
+        return run_merge(args);
+    }
+    let Some(model) = &args.model else {
+        eprintln!("error: give --model MODEL (or --merge FILE...)");
+        return Ok(EXIT_USAGE);
+    };
+    if args.world.is_empty() && args.nodes.is_empty() {
+        eprintln!("error: give --world N (or --nodes LIST)");
+        return Ok(EXIT_USAGE);
+    }
+    let shard_id = match args.shard.as_deref().map(parse_shard).transpose() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    if shard_id.is_some() && args.top.is_some() {
+        eprintln!(
+            "error: --top with --shard would drop rows the merge needs; give --top to --merge"
+        );
+        return Ok(EXIT_USAGE);
+    }
+    // The common flags through simulate's own parser.
+    let common = args.common_flags(model);
+    let mut argv = vec!["trainscope-simulate".to_string()];
+    argv.extend(common.iter().cloned());
+    let sim = match SimulateCli::try_parse_from(&argv) {
+        Ok(s) => s.args,
+        Err(e) => {
+            let _ = e.print();
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let config = match crate::event::settings(&sim)? {
+        Ok((c, _)) => c,
+        Err(code) => return Ok(code),
+    };
+    let spec_model = match crate::model::load_model(model)? {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let gpu = match crate::model::load_gpu(&sim.model, sim.simai.gpu_type.as_deref()) {
+        Ok(g) => g,
+        Err(code) => return Ok(code),
+    };
+    let spec = match make_spec(args, spec_model, gpu, &config, &common) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("error: invalid setting: {why}");
+            return Ok(EXIT_CONFIG);
+        }
+    };
+    let started = std::time::Instant::now();
+    let e = enumerate(&spec);
+    let candidates = match shard_id {
+        None => e.candidates,
+        Some(id) => shard(&e.candidates, id.index, id.count).unwrap_or_default(),
+    };
+    let config = sweep_config(&config);
+    let bar = progress(candidates.len() as u64);
+    let outcomes: Vec<_> = candidates
+        .par_iter()
+        .map(|c| {
+            let o = process(c, &config, &spec.common_flags);
+            bar.inc(1);
+            o
+        })
+        .collect();
+    bar.finish_and_clear();
+    let report = build(
+        spec.describe(),
+        shard_id,
+        e.skipped,
+        e.skipped_reasons,
+        outcomes,
+    );
+    eprintln!(
+        "sweep: {} candidates, {} pruned, {} simulated in {:.2} s on {} threads",
+        report.candidates,
+        report.pruned,
+        report.simulated,
+        started.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
+    );
+    output(args, report)
+}
+
+fn make_spec(
+    args: &Args,
+    model: trainscope_core::model::ModelSpec,
+    gpu: trainscope_core::hardware::GpuSpec,
+    config: &trainscope_core::sim::SimConfig,
+    common: &[String],
+) -> std::result::Result<SweepSpec, String> {
+    let gpn = config.network.gpus_per_node;
+    let worlds: Vec<u32> = if args.world.is_empty() {
+        args.nodes
+            .iter()
+            .map(|n| {
+                n.checked_mul(gpn)
+                    .filter(|w| *w > 0)
+                    .ok_or_else(|| format!("--nodes {n} x {gpn} GPUs per node is not a world size"))
+            })
+            .collect::<std::result::Result<_, _>>()?
+    } else {
+        numbers("world", &args.world)?.unwrap_or_default()
+    };
+    let precision = match &args.precision {
+        None => Precision::Bf16,
+        Some(p) => Precision::from_name(p).ok_or_else(|| {
+            format!("unknown precision `{p}`; expected one of: fp32, bf16, fp16, fp8")
+        })?,
+    };
+    let recompute = if args.recompute.is_empty() {
+        None
+    } else {
+        Some(
+            args.recompute
+                .iter()
+                .map(|r| {
+                    Recompute::from_name(r).ok_or_else(|| {
+                        format!("unknown recompute mode `{r}`; expected none, selective, full")
+                    })
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?,
+        )
+    };
+    let schedule = if args.schedule.is_empty() {
+        None
+    } else {
+        Some(
+            args.schedule
+                .iter()
+                .map(|s| {
+                    ScheduleKind::from_name(&s.trim().to_ascii_lowercase()).ok_or_else(|| {
+                        format!(
+                            "unknown schedule `{s}`; expected one of: {}",
+                            ScheduleKind::ALL.map(|k| k.name()).join(", ")
+                        )
+                    })
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?,
+        )
+    };
+    let mut spec = SweepSpec::new(model, gpu, worlds.first().copied().unwrap_or(1));
+    spec.worlds = worlds;
+    spec.gpus_per_node = gpn;
+    spec.global_batch_size = args.global_batch_size.unwrap_or(DEFAULT_GLOBAL_BATCH);
+    spec.seq_length = args.seq_length.unwrap_or(DEFAULT_SEQ_LENGTH);
+    if spec.global_batch_size == 0 || spec.seq_length == 0 {
+        return Err("the global batch and the sequence length must be >= 1".to_string());
+    }
+    spec.precision = precision;
+    spec.flash_attention = !args.no_flash_attention;
+    spec.tp = numbers("tp", &args.tp)?;
+    spec.pp = numbers("pp", &args.pp)?;
+    spec.ep = numbers("ep", &args.ep)?;
+    spec.vpp = numbers("vpp", &args.vpp)?;
+    spec.micro_batch_size = numbers("micro-batch-size", &args.micro_batch_size)?;
+    spec.recompute = recompute;
+    spec.schedule = schedule;
+    spec.sequence_parallel = on_off("sequence-parallel", &args.sequence_parallel)?;
+    spec.distributed_optimizer = on_off("distributed-optimizer", &args.distributed_optimizer)?;
+    spec.common_flags = common.join(" ");
+    Ok(spec)
+}
+
+/// A progress bar on stderr when it is a terminal, else hidden.
+fn progress(n: u64) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(n);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "sweep {bar:40} {pos}/{len} candidates, {per_sec}, eta {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn run_merge(args: &Args) -> Result<u8> {
+    let mut shards = Vec::new();
+    for path in &args.merge {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        match serde_json::from_slice::<SweepReport>(&bytes) {
+            Ok(r) => shards.push(r),
+            Err(e) => {
+                eprintln!(
+                    "error: {}: not the --json output of `trainscope sweep --shard I/N`: {e}",
+                    path.display()
+                );
+                return Ok(EXIT_PARSE);
+            }
+        }
+    }
+    match merge(&shards) {
+        Ok(r) => output(args, r),
+        Err(e) => {
+            eprintln!("error: cannot merge: {e}");
+            Ok(EXIT_CONFIG)
+        }
+    }
+}
+
+fn output(args: &Args, mut report: SweepReport) -> Result<u8> {
+    if let Some(path) = &args.csv {
+        std::fs::write(path, csv(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if args.json {
+        if let Some(k) = args.top {
+            report.results.truncate(k);
+        }
+        crate::event::print_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    } else {
+        crate::event::print_stdout(&render_text(&report, args.top.unwrap_or(10)))?;
+    }
+    Ok(0)
+}
+
+/// Every row as CSV (sorted as in the report).
+pub fn csv(r: &SweepReport) -> String {
+    let mut out = String::from(
+        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,fits,pareto,world,tp,pp,dp,ep,vpp,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,flags\n",
+    );
+    for (i, x) in r.results.iter().enumerate() {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
+            i + 1,
+            x.index,
+            x.iteration_time_ns,
+            x.tokens_per_second,
+            x.mfu,
+            x.peak_bytes,
+            x.fits,
+            x.pareto,
+            x.world,
+            x.tp,
+            x.pp,
+            x.dp,
+            x.ep,
+            x.vpp,
+            x.micro_batch_size,
+            x.micro_batches,
+            x.recompute,
+            x.schedule,
+            x.sequence_parallel,
+            x.distributed_optimizer,
+            x.bubble_ns,
+            x.flags.replace('"', "\"\"")
+        ));
+    }
+    out
+}
+
+/// The readable report: counts and reasons, the top rows, the Pareto
+/// front, the winner's flags and why it wins.
+pub fn render_text(r: &SweepReport, top: usize) -> String {
+    let mut out = format!(
+        "sweep{}: {} candidates ({} combinations skipped), {} pruned by memory before simulating, {} simulated, {} fit\n",
+        r.shard
+            .map(|s| format!(" shard {}/{}", s.index, s.count))
+            .unwrap_or_default(),
+        r.candidates,
+        r.skipped,
+        r.pruned,
+        r.simulated,
+        r.fitting
+    );
+    for (title, list) in [
+        ("skipped", &r.skipped_reasons),
+        ("pruned", &r.pruned_reasons),
+        ("simulation refused", &r.failed_reasons),
+    ] {
+        for x in list {
+            out.push_str(&format!("  {title} {:>6}: {}\n", x.count, x.reason));
+        }
+    }
+    out.push_str(&format!(
+        "\n  {:>4} {:>12} {:>12} {:>6} {:>10} {:>4}  configuration\n",
+        "rank", "iteration", "tokens/s", "MFU", "peak", "fits"
+    ));
+    for (i, x) in r.results.iter().take(top).enumerate() {
+        out.push_str(&format!(
+            "  {:>4} {:>9.1} ms {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
+            i + 1,
+            x.iteration_time_ns as f64 / 1e6,
+            x.tokens_per_second,
+            x.mfu * 100.0,
+            gib(x.peak_bytes),
+            if x.fits { "yes" } else { "no" },
+            if x.pareto { "*" } else { " " },
+            summary(x)
+        ));
+    }
+    let front: Vec<_> = r.results.iter().filter(|x| x.pareto).collect();
+    out.push_str(&format!(
+        "\n  Pareto front (iteration time vs peak memory, marked *): {} configurations\n",
+        front.len()
+    ));
+    for x in &front {
+        out.push_str(&format!(
+            "    {:>9.1} ms {:>10}  {}\n",
+            x.iteration_time_ns as f64 / 1e6,
+            gib(x.peak_bytes),
+            summary(x)
+        ));
+    }
+    match r.results.first().filter(|x| x.fits) {
+        Some(best) => {
+            out.push_str(&format!("\n  best: trainscope simulate {}\n", best.flags));
+            if let Some(why) = &r.explain {
+                out.push_str(&format!("  why: {why}\n"));
+            }
+        }
+        None => out.push_str("\n  no configuration fits in memory\n"),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_spelling() {
+        assert_eq!(parse_shard("2/4"), Ok(ShardId { index: 2, count: 4 }));
+        assert!(parse_shard("4/4").is_err());
+        assert!(parse_shard("1/0").is_err());
+        assert!(parse_shard("x").is_err());
+        assert_eq!(
+            on_off("sp", &["on".into(), "off".into()]),
+            Ok(Some(vec![true, false]))
+        );
+        assert!(on_off("sp", &["maybe".into()]).is_err());
+        assert!(numbers("tp", &[0]).is_err());
+    }
+}

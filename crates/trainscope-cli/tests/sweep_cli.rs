@@ -1,0 +1,282 @@
+//! End-to-end tests of `trainscope sweep`: every row equals `trainscope
+//! simulate` run with the row's flags, `--shard I/N` outputs joined by
+//! `--merge` print exactly the unsharded report (JSON and CSV), the text
+//! report names the winner and why, and refusals exit with the documented
+//! codes.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn trainscope<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trainscope"))
+        .args(args)
+        .output()
+        .expect("run trainscope")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ok(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
+    String::from_utf8(out.stdout.clone()).expect("UTF-8")
+}
+
+/// A small sweep over every schedule on 40 GB GPUs: some layouts are
+/// pruned, some simulated ones do not fit.
+const SWEEP: [&str; 19] = [
+    "sweep",
+    "--model",
+    "llama3-8b",
+    "--world",
+    "8",
+    "--gpu-type",
+    "A100-40G",
+    "--global-batch-size",
+    "16",
+    "--seq-length",
+    "4096",
+    "--tp",
+    "1,2,4",
+    "--pp",
+    "1,2,4",
+    "--micro-batch-size",
+    "1,2",
+    "--recompute",
+    "none,full",
+];
+
+fn sweep(extra: &[&str]) -> Output {
+    let mut a: Vec<&str> = SWEEP.to_vec();
+    a.extend_from_slice(extra);
+    trainscope(&a)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep_cli");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir.join(name)
+}
+
+#[test]
+fn rows_equal_simulate_with_their_flags() {
+    let v: Value = serde_json::from_str(&ok(&sweep(&["--json"]))).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    assert_eq!(
+        v["candidates"].as_u64().unwrap(),
+        v["pruned"].as_u64().unwrap()
+            + v["simulated"].as_u64().unwrap()
+            + v["failed"].as_u64().unwrap()
+    );
+    assert!(v["pruned"].as_u64().unwrap() > 0, "{}", v["pruned"]);
+    assert!(v["skipped"].as_u64().unwrap() > 0);
+    assert!(rows.iter().any(|r| r["fits"] == false));
+    assert!(v["explain"].as_str().unwrap().contains("iteration"));
+    // The winner, the slowest, and one row of each schedule.
+    let mut picked = vec![&rows[0], rows.last().unwrap()];
+    for s in [
+        "gpipe",
+        "1f1b",
+        "interleaved",
+        "zb-h1",
+        "zb-h2",
+        "zbv",
+        "dualpipev",
+    ] {
+        let r = rows
+            .iter()
+            .find(|r| r["schedule"] == s)
+            .unwrap_or_else(|| panic!("no {s} row"));
+        picked.push(r);
+    }
+    for r in picked {
+        let flags = r["flags"].as_str().unwrap();
+        let mut args = vec!["simulate"];
+        args.extend(flags.split(' '));
+        args.push("--json");
+        let s: Value = serde_json::from_str(&ok(&trainscope(&args))).expect("JSON");
+        assert_eq!(r["iteration_time_ns"], s["iteration_time_ns"], "{flags}");
+        assert_eq!(r["tokens_per_second"], s["tokens_per_second"], "{flags}");
+        assert_eq!(r["mfu"], s["mfu"], "{flags}");
+        assert_eq!(r["fits"], s["memory"]["fits"], "{flags}");
+        assert_eq!(r["bubble_ns"], s["bubble_ns"], "{flags}");
+        let peaks: Vec<u64> = s["memory"]["per_stage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| st["peak_bytes"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            r["peak_bytes"],
+            peaks.iter().copied().max().unwrap(),
+            "{flags}"
+        );
+        assert_eq!(
+            r["peak_bytes_per_stage"],
+            serde_json::json!(peaks),
+            "{flags}"
+        );
+        assert_eq!(r["schedule"], s["schedule"], "{flags}");
+    }
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_output() {
+    let csv_whole = tmp("whole.csv");
+    let whole = ok(&sweep(&["--json", "--csv", csv_whole.to_str().unwrap()]));
+    let mut files = Vec::new();
+    for i in [1, 0, 2] {
+        let out = ok(&sweep(&["--json", "--shard", &format!("{i}/3")]));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["shard"]["index"], i);
+        let path = tmp(&format!("shard-{i}.json"));
+        std::fs::write(&path, out).unwrap();
+        files.push(path);
+    }
+    let csv_merged = tmp("merged.csv");
+    let mut args: Vec<String> = vec!["sweep".into(), "--json".into(), "--csv".into()];
+    args.push(csv_merged.to_str().unwrap().into());
+    args.push("--merge".into());
+    args.extend(files.iter().map(|f| f.to_str().unwrap().to_string()));
+    let merged = ok(&trainscope(&args));
+    assert_eq!(merged, whole);
+    assert_eq!(
+        std::fs::read_to_string(&csv_merged).unwrap(),
+        std::fs::read_to_string(&csv_whole).unwrap()
+    );
+    // The text report of the merge is the unsharded one too.
+    let mut text_args: Vec<String> = vec!["sweep".into(), "--merge".into()];
+    text_args.extend(files.iter().map(|f| f.to_str().unwrap().to_string()));
+    assert_eq!(ok(&trainscope(&text_args)), ok(&sweep(&[])));
+    // A missing shard is refused (exit 4), a file that is no sweep too (3).
+    let out = trainscope(&["sweep", "--merge", files[0].to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("shards missing"), "{}", stderr(&out));
+    let junk = tmp("junk.json");
+    std::fs::write(&junk, "{\"x\": 1}").unwrap();
+    let out = trainscope(&["sweep", "--merge", junk.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+}
+
+#[test]
+fn text_report_names_the_winner_and_why() {
+    let text = ok(&sweep(&["--top", "3"]));
+    assert!(
+        text.contains("pruned by memory before simulating"),
+        "{text}"
+    );
+    assert!(text.contains("Pareto front"), "{text}");
+    assert!(
+        text.contains("best: trainscope simulate --model llama3-8b"),
+        "{text}"
+    );
+    assert!(text.contains("why: "), "{text}");
+    assert!(
+        text.lines()
+            .filter(|l| l.contains(" ms ") && l.contains("yes"))
+            .count()
+            >= 3
+    );
+    let v: Value = serde_json::from_str(&ok(&sweep(&["--json", "--top", "2"]))).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    // --nodes: world = nodes x GPUs per node.
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "llama3-8b",
+        "--nodes",
+        "1,2",
+        "--gpus-per-node",
+        "4",
+        "--tp",
+        "4",
+        "--pp",
+        "1,2",
+        "--schedule",
+        "1f1b",
+        "--recompute",
+        "full",
+        "--global-batch-size",
+        "16",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let worlds: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["world"].as_u64().unwrap())
+        .collect();
+    assert!(worlds.contains(&4) && worlds.contains(&8), "{worlds:?}");
+    assert!(v["results"][0]["flags"]
+        .as_str()
+        .unwrap()
+        .starts_with("--model llama3-8b --gpus-per-node 4 --world"));
+}
+
+#[test]
+fn refusals_exit_with_their_codes() {
+    let code = |args: &[&str]| trainscope(args).status.code();
+    assert_eq!(code(&["sweep", "--model", "llama3-8b"]), Some(2));
+    assert_eq!(code(&["sweep", "--world", "8"]), Some(2));
+    assert_eq!(
+        code(&[
+            "sweep",
+            "--model",
+            "llama3-8b",
+            "--world",
+            "8",
+            "--schedule",
+            "zb-h9"
+        ]),
+        Some(4)
+    );
+    assert_eq!(
+        code(&["sweep", "--model", "llama3-8b", "--world", "8", "--tp", "0"]),
+        Some(4)
+    );
+    assert_eq!(
+        code(&[
+            "sweep",
+            "--model",
+            "llama3-8b",
+            "--world",
+            "8",
+            "--shard",
+            "3/3"
+        ]),
+        Some(2)
+    );
+    assert_eq!(
+        code(&[
+            "sweep",
+            "--model",
+            "llama3-8b",
+            "--world",
+            "8",
+            "--shard",
+            "0/3",
+            "--top",
+            "2"
+        ]),
+        Some(2)
+    );
+    assert_eq!(
+        code(&["sweep", "--model", "no-such-model", "--world", "8"]),
+        Some(4)
+    );
+    assert_eq!(
+        code(&[
+            "sweep",
+            "--model",
+            "llama3-8b",
+            "--world",
+            "8",
+            "--algorithm",
+            "bogus"
+        ]),
+        Some(2)
+    );
+}

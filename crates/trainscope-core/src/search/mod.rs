@@ -1,0 +1,574 @@
+//! Configuration search: every valid layout of a model-level job for a
+//! world size (or several), within bounds, pruned by memory before it is
+//! simulated, then ranked. Pure and single-threaded: the front ends
+//! (the CLI with a thread pool, the page with Web Workers) call
+//! [`enumerate`] once, split the candidates with [`shard`], run
+//! [`evaluate`] on each, and join the rows with [`report::build`] /
+//! [`report::merge`].
+//!
+//! - [`SweepSpec`]: the model, GPU, worlds, global batch, sequence length,
+//!   precision and one list per dimension (TP, PP, EP, virtual stages,
+//!   micro-batch size, recompute, schedule, sequence parallelism,
+//!   distributed optimizer); `None` takes the default list
+//!   ([`SweepSpec::tp_values`] and its siblings).
+//! - [`enumerate`]: the cartesian product in a fixed order (world, TP, PP,
+//!   EP, schedule, virtual stages, micro-batch, recompute, sequence
+//!   parallelism, distributed optimizer); each combination
+//!   [`crate::job::ModelJob::new`] refuses, or whose schedule's conditions
+//!   ([`ScheduleKind::check`]) fail, is counted under its reason (the
+//!   message with its numbers written as `N`). Every survivor gets its
+//!   position as [`Candidate::index`].
+//! - [`precheck`]: memory without simulating ([`crate::job::memory`]).
+//!   GPipe, 1F1B and interleaved 1F1B have a closed-form peak of chunks in
+//!   flight ([`peak_in_flight`]), the count the simulation holds; for the
+//!   other schedules only one chunk per stage is assumed, a lower bound
+//!   (every stage holds at least the chunk it runs), so the check never
+//!   prunes a configuration that fits: what it does not prune is simulated
+//!   and the simulation decides.
+//! - [`evaluate`]: [`run_model`] for one candidate; the row carries the
+//!   exact `trainscope simulate --model` flags that give the same numbers.
+//!
+//! A pipeline of one stage has no schedule to choose: with PP 1 only 1F1B
+//! is enumerated when the list holds it (the others are counted as
+//! skipped).
+
+pub mod report;
+
+use crate::hardware::{GpuSpec, Precision};
+use crate::job::memory::{memory_report, MemoryReport};
+use crate::job::run::{peak_in_flight, run_model};
+use crate::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
+use crate::model::ModelSpec;
+use crate::sim::schedule::{ChunkPlacement, ScheduleKind};
+use crate::sim::SimConfig;
+use std::collections::BTreeMap;
+
+pub use report::{
+    build, explain, merge, pareto, process, MergeError, Outcome, ReasonCount, Row, ShardId,
+    SweepReport,
+};
+
+/// Counts per reason, sorted by reason.
+pub(crate) type ReasonCountMap = BTreeMap<String, u64>;
+
+/// Micro-batch sizes tried when none are given.
+pub const DEFAULT_MICRO_BATCH_SIZES: [u32; 3] = [1, 2, 4];
+
+/// What to search: the job every candidate shares and the values of each
+/// dimension (`None`: the default list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepSpec {
+    pub model: ModelSpec,
+    pub gpu: GpuSpec,
+    /// World sizes (GPUs) to try, in order.
+    pub worlds: Vec<u32>,
+    /// GPUs per node: the default TP list stays inside one node.
+    pub gpus_per_node: u32,
+    /// Sequences per iteration, the same for every candidate.
+    pub global_batch_size: u32,
+    pub seq_length: u32,
+    pub precision: Precision,
+    pub flash_attention: bool,
+    /// Default: powers of two up to the GPUs per node that divide the
+    /// attention heads.
+    pub tp: Option<Vec<u32>>,
+    /// Default: the divisors of the layer count up to the largest world.
+    pub pp: Option<Vec<u32>>,
+    /// Default: 1 for a dense model; the powers of two dividing the expert
+    /// count for a mixture of experts.
+    pub ep: Option<Vec<u32>>,
+    /// Virtual stages of the interleaved schedule. Default: every v > 1
+    /// with PP x v dividing the layers.
+    pub vpp: Option<Vec<u32>>,
+    /// Default [`DEFAULT_MICRO_BATCH_SIZES`].
+    pub micro_batch_size: Option<Vec<u32>>,
+    /// Default: none, selective, full.
+    pub recompute: Option<Vec<Recompute>>,
+    /// Default: every schedule ([`ScheduleKind::ALL`]).
+    pub schedule: Option<Vec<ScheduleKind>>,
+    /// Default: on. Where TP is 1 every layout is tried once, without
+    /// (the second value of the list is counted as skipped).
+    pub sequence_parallel: Option<Vec<bool>>,
+    /// Default: on.
+    pub distributed_optimizer: Option<Vec<bool>>,
+    /// The flags every row shares, as the front end spells them (`--model
+    /// NAME`, the GPU and the cluster): prepended to each row's flags.
+    pub common_flags: String,
+}
+
+impl SweepSpec {
+    /// A sweep of `model` on `gpu` for `world` GPUs with every default.
+    pub fn new(model: ModelSpec, gpu: GpuSpec, world: u32) -> SweepSpec {
+        SweepSpec {
+            model,
+            gpu,
+            worlds: vec![world],
+            gpus_per_node: 8,
+            global_batch_size: DEFAULT_GLOBAL_BATCH,
+            seq_length: DEFAULT_SEQ_LENGTH,
+            precision: Precision::Bf16,
+            flash_attention: true,
+            tp: None,
+            pp: None,
+            ep: None,
+            vpp: None,
+            micro_batch_size: None,
+            recompute: None,
+            schedule: None,
+            sequence_parallel: None,
+            distributed_optimizer: None,
+            common_flags: String::new(),
+        }
+    }
+
+    /// The TP values tried.
+    pub fn tp_values(&self) -> Vec<u32> {
+        self.tp.clone().unwrap_or_else(|| {
+            let heads = self.model.num_attention_heads;
+            (0..31)
+                .map(|k| 1u32 << k)
+                .take_while(|t| *t <= self.gpus_per_node.max(1))
+                .filter(|t| heads.is_multiple_of(*t))
+                .collect()
+        })
+    }
+
+    /// The PP values tried.
+    pub fn pp_values(&self) -> Vec<u32> {
+        self.pp.clone().unwrap_or_else(|| {
+            let layers = self.model.num_layers;
+            let max_world = self.worlds.iter().copied().max().unwrap_or(1);
+            (1..=layers.min(max_world))
+                .filter(|p| layers.is_multiple_of(*p))
+                .collect()
+        })
+    }
+
+    /// The EP values tried.
+    pub fn ep_values(&self) -> Vec<u32> {
+        self.ep.clone().unwrap_or_else(|| match &self.model.moe {
+            None => vec![1],
+            Some(moe) => (0..31)
+                .map(|k| 1u32 << k)
+                .take_while(|e| *e <= moe.num_experts)
+                .filter(|e| moe.num_experts.is_multiple_of(*e))
+                .collect(),
+        })
+    }
+
+    /// The virtual-stage counts tried with the interleaved schedule at
+    /// `pp` stages.
+    pub fn vpp_values(&self, pp: u32) -> Vec<u32> {
+        self.vpp.clone().unwrap_or_else(|| {
+            let layers = self.model.num_layers;
+            (2..=layers / pp.max(1))
+                .filter(|v| layers.is_multiple_of(pp * v))
+                .collect()
+        })
+    }
+
+    pub fn micro_batch_values(&self) -> Vec<u32> {
+        self.micro_batch_size
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MICRO_BATCH_SIZES.to_vec())
+    }
+
+    pub fn recompute_values(&self) -> Vec<Recompute> {
+        self.recompute
+            .clone()
+            .unwrap_or_else(|| Recompute::ALL.to_vec())
+    }
+
+    pub fn schedule_values(&self) -> Vec<ScheduleKind> {
+        self.schedule
+            .clone()
+            .unwrap_or_else(|| ScheduleKind::ALL.to_vec())
+    }
+
+    pub fn sequence_parallel_values(&self) -> Vec<bool> {
+        self.sequence_parallel.clone().unwrap_or_else(|| vec![true])
+    }
+
+    pub fn distributed_optimizer_values(&self) -> Vec<bool> {
+        self.distributed_optimizer
+            .clone()
+            .unwrap_or_else(|| vec![true])
+    }
+
+    /// One line naming the sweep's inputs (model, GPU, worlds, batch and
+    /// every list): shards of different sweeps do not merge.
+    pub fn describe(&self) -> String {
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let vpp = match &self.vpp {
+            Some(v) => list(v),
+            None => "auto".to_string(),
+        };
+        format!(
+            "{} | world {} | gbs {} | seq {} | {} | flash {} | tp {} | pp {} | ep {} | vpp {} | mbs {} | recompute {} | schedule {} | sp {:?} | distopt {:?}",
+            self.common_flags,
+            list(&self.worlds),
+            self.global_batch_size,
+            self.seq_length,
+            self.precision.name(),
+            self.flash_attention,
+            list(&self.tp_values()),
+            list(&self.pp_values()),
+            list(&self.ep_values()),
+            vpp,
+            list(&self.micro_batch_values()),
+            self.recompute_values()
+                .iter()
+                .map(|r| r.name())
+                .collect::<Vec<_>>()
+                .join(","),
+            self.schedule_values()
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(","),
+            self.sequence_parallel_values(),
+            self.distributed_optimizer_values(),
+        )
+    }
+}
+
+/// One valid configuration, ready to simulate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Position in the enumeration (the tie-break of every ordering).
+    pub index: u32,
+    pub schedule: ScheduleKind,
+    /// The validated job (its setup holds DP and the global batch).
+    pub job: ModelJob,
+}
+
+impl Candidate {
+    /// The `trainscope simulate --model` flags of this configuration
+    /// after the sweep's common flags.
+    pub fn flags(&self, common: &str) -> String {
+        let j = &self.job;
+        let s = &j.setup;
+        let mut f = String::new();
+        if !common.trim().is_empty() {
+            f.push_str(common.trim());
+            f.push(' ');
+        }
+        f.push_str(&format!("--world {} --tp {} --pp {}", j.world, s.tp, s.pp));
+        if s.ep > 1 {
+            f.push_str(&format!(" --ep {}", s.ep));
+        }
+        if s.vpp > 1 {
+            f.push_str(&format!(" --vpp {}", s.vpp));
+        }
+        f.push_str(&format!(
+            " --micro-batch-size {} --global-batch-size {} --seq-length {} --precision {} --recompute {} --schedule {}",
+            s.micro_batch_size,
+            j.global_batch_size,
+            s.seq_length,
+            s.precision.name(),
+            s.recompute.name(),
+            self.schedule.name()
+        ));
+        if s.sequence_parallel {
+            f.push_str(" --sequence-parallel");
+        }
+        if s.distributed_optimizer {
+            f.push_str(" --distributed-optimizer");
+        }
+        if !s.flash_attention {
+            f.push_str(" --no-flash-attention");
+        }
+        f
+    }
+
+    /// The job as the schedule runs it (V-shaped schedules put two chunks
+    /// per stage in a V).
+    fn shaped_job(&self) -> ModelJob {
+        let mut j = self.job.clone();
+        j.v_shape = self.schedule.placement() == ChunkPlacement::VShape;
+        j
+    }
+}
+
+/// The enumeration: valid candidates and what was skipped, by reason.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Enumeration {
+    pub candidates: Vec<Candidate>,
+    /// Combinations refused, in total.
+    pub skipped: u64,
+    /// Per reason (the message with numbers as `N`), sorted by reason.
+    pub skipped_reasons: Vec<ReasonCount>,
+}
+
+/// A message with each standalone number written as `N`, so that the same
+/// refusal for different numbers counts once.
+pub fn reason_key(message: &str) -> String {
+    let chars: Vec<char> = message.chars().collect();
+    let mut out = String::with_capacity(message.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let prev_word = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '-');
+        if c.is_ascii_digit() && !prev_word {
+            let mut j = i;
+            while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
+                j += 1;
+            }
+            let next_word = j < chars.len() && chars[j].is_alphabetic();
+            if !next_word {
+                out.push('N');
+                i = j;
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+pub(crate) fn counts_of(map: BTreeMap<String, u64>) -> Vec<ReasonCount> {
+    map.into_iter()
+        .map(|(reason, count)| ReasonCount { reason, count })
+        .collect()
+}
+
+/// Every combination of the spec's lists, in the fixed order of the module
+/// documentation; the refused ones counted by reason.
+pub fn enumerate(spec: &SweepSpec) -> Enumeration {
+    let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
+    let mut candidates = Vec::new();
+    let mut skip = |why: String, n: u64| {
+        *skipped.entry(reason_key(&why)).or_insert(0) += n;
+    };
+    let schedules = spec.schedule_values();
+    let has_1f1b = schedules.contains(&ScheduleKind::OneFOneB);
+    let mbs_list = spec.micro_batch_values();
+    let recompute = spec.recompute_values();
+    let sp_list = spec.sequence_parallel_values();
+    let dist_list = spec.distributed_optimizer_values();
+    for &world in &spec.worlds {
+        for tp in spec.tp_values() {
+            for pp in spec.pp_values() {
+                for ep in spec.ep_values() {
+                    for &schedule in &schedules {
+                        let vpps = if schedule == ScheduleKind::Interleaved {
+                            spec.vpp_values(pp)
+                        } else {
+                            vec![1]
+                        };
+                        for vpp in vpps {
+                            let inner = (mbs_list.len()
+                                * recompute.len()
+                                * sp_list.len()
+                                * dist_list.len()) as u64;
+                            if pp == 1 && schedule != ScheduleKind::OneFOneB && has_1f1b {
+                                skip("one pipeline stage has no schedule to choose (1f1b stands for all)".to_string(), inner);
+                                continue;
+                            }
+                            if schedule == ScheduleKind::Interleaved && vpp < 2 {
+                                skip(
+                                    "the interleaved schedule needs virtual stages > 1 (1 is 1f1b)"
+                                        .to_string(),
+                                    inner,
+                                );
+                                continue;
+                            }
+                            if schedule.placement() == ChunkPlacement::VShape
+                                && !spec.model.num_layers.is_multiple_of(2 * pp)
+                            {
+                                skip(format!(
+                                    "{} places two chunks per stage: {} layers are not divisible by 2 x PP = {}",
+                                    schedule.name(),
+                                    spec.model.num_layers,
+                                    2 * pp
+                                ), inner);
+                                continue;
+                            }
+                            for &mbs in &mbs_list {
+                                for &rc in &recompute {
+                                    for (k, &sp) in sp_list.iter().enumerate() {
+                                        // TP 1 has no sequence parallelism:
+                                        // its layouts are tried once, off.
+                                        let sp = sp && tp > 1;
+                                        if tp == 1 && k > 0 {
+                                            skip(
+                                                SKIP_SP_AT_TP1.to_string(),
+                                                dist_list.len() as u64,
+                                            );
+                                            continue;
+                                        }
+                                        for &dist in &dist_list {
+                                            let setup = TrainingSetup {
+                                                tp,
+                                                pp,
+                                                dp: None,
+                                                ep,
+                                                vpp,
+                                                sequence_parallel: sp,
+                                                micro_batch_size: mbs,
+                                                global_batch_size: Some(spec.global_batch_size),
+                                                seq_length: spec.seq_length,
+                                                precision: spec.precision,
+                                                recompute: rc,
+                                                distributed_optimizer: dist,
+                                                flash_attention: spec.flash_attention,
+                                            };
+                                            let job = match ModelJob::new(
+                                                spec.model.clone(),
+                                                setup,
+                                                spec.gpu.clone(),
+                                                Some(world),
+                                            ) {
+                                                Ok(j) => j,
+                                                Err(e) => {
+                                                    skip(e.message, 1);
+                                                    continue;
+                                                }
+                                            };
+                                            if let Err(e) = schedule.check(pp, job.micro_batches) {
+                                                skip(e.to_string(), 1);
+                                                continue;
+                                            }
+                                            candidates.push(Candidate {
+                                                index: candidates.len() as u32,
+                                                schedule,
+                                                job,
+                                            });
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let total = skipped.values().sum();
+    Enumeration {
+        candidates,
+        skipped: total,
+        skipped_reasons: counts_of(skipped),
+    }
+}
+
+/// Why a second sequence-parallel value is skipped at TP 1.
+pub const SKIP_SP_AT_TP1: &str =
+    "sequence parallelism needs tensor parallelism: without it each layout is tried once, off";
+
+/// Why the memory check pruned a candidate with a closed-form peak.
+pub const PRUNED_CLOSED_FORM: &str =
+    "the schedule's peak memory (closed form) exceeds the GPU's capacity";
+/// Why the memory check pruned a candidate by the lower bound.
+pub const PRUNED_LOWER_BOUND: &str =
+    "weights, gradients, optimizer states and one chunk of activations exceed the GPU's capacity";
+
+/// True when the schedule's peak chunks in flight have a closed form
+/// ([`peak_in_flight`]) the simulation holds exactly.
+pub fn has_closed_form(schedule: ScheduleKind) -> bool {
+    matches!(
+        schedule,
+        ScheduleKind::GPipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved
+    )
+}
+
+/// The memory the check computes without simulating, per stage, and the
+/// reason it gives when that does not fit: the closed-form peak (equal to
+/// the simulated one) or the lower bound (at most the simulated one).
+pub fn precheck_memory(c: &Candidate) -> (MemoryReport, &'static str) {
+    let job = c.shaped_job();
+    let s = &job.setup;
+    let (in_flight, logits, why): (Vec<u32>, u32, &'static str) = if has_closed_form(c.schedule) {
+        (
+            (0..s.pp)
+                .map(|st| peak_in_flight(c.schedule, s.pp, job.micro_batches, s.vpp, st))
+                .collect(),
+            if c.schedule == ScheduleKind::GPipe {
+                job.micro_batches
+            } else {
+                1
+            },
+            PRUNED_CLOSED_FORM,
+        )
+    } else {
+        (vec![1; s.pp as usize], 1, PRUNED_LOWER_BOUND)
+    };
+    (memory_report(&job, &in_flight, logits), why)
+}
+
+/// Memory without simulating: `Err(reason)` when the candidate cannot fit
+/// (see the module documentation), `Ok` otherwise.
+pub fn precheck(c: &Candidate) -> Result<(), &'static str> {
+    let (m, why) = precheck_memory(c);
+    if m.fits {
+        Ok(())
+    } else {
+        Err(why)
+    }
+}
+
+/// The simulation settings a sweep runs with: `config` without the
+/// timeline's dependency edges (they change no number).
+pub fn sweep_config(config: &SimConfig) -> SimConfig {
+    let mut c = config.clone();
+    c.record_dependencies = false;
+    c
+}
+
+/// Simulate one candidate: its row (`Err`: why the simulation refused it).
+pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result<Row, String> {
+    let mut cfg = config.clone();
+    cfg.schedule = c.schedule;
+    cfg.virtual_stages = 1;
+    cfg.micro_batches = None;
+    let out = run_model(&c.job, &cfg).map_err(|e| e.to_string())?;
+    let s = &out.job.setup;
+    let summary = out.run.summary();
+    let peak_per_stage: Vec<u64> = out.memory.per_stage.iter().map(|m| m.peak_bytes).collect();
+    Ok(Row {
+        index: c.index,
+        flags: c.flags(common_flags),
+        world: out.job.world,
+        tp: s.tp,
+        pp: s.pp,
+        dp: out.job.dp,
+        ep: s.ep,
+        vpp: s.vpp,
+        micro_batch_size: s.micro_batch_size,
+        micro_batches: out.job.micro_batches,
+        recompute: s.recompute.name().to_string(),
+        schedule: c.schedule.name().to_string(),
+        sequence_parallel: s.sequence_parallel,
+        distributed_optimizer: s.distributed_optimizer,
+        iteration_time_ns: summary.iteration_time_ns,
+        tokens_per_second: out.throughput.tokens_per_second,
+        mfu: out.throughput.mfu,
+        peak_bytes: peak_per_stage.iter().copied().max().unwrap_or(0),
+        peak_bytes_per_stage: peak_per_stage,
+        capacity_bytes: out.memory.capacity_bytes,
+        fits: out.memory.fits,
+        bubble_ns: summary.bubble_ns,
+        exposed_comm_ns: summary.exposed_comm_ns,
+        pareto: false,
+    })
+}
+
+/// The `index`-th of `count` deterministic slices (candidate k goes to
+/// slice k mod count, which spreads the costly layouts evenly). `None`
+/// when `index >= count` or `count` is 0.
+pub fn shard(candidates: &[Candidate], index: u32, count: u32) -> Option<Vec<Candidate>> {
+    if count == 0 || index >= count {
+        return None;
+    }
+    Some(
+        candidates
+            .iter()
+            .filter(|c| c.index % count == index)
+            .cloned()
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,370 @@
+//! Tests of the configuration search: enumeration counts worked by hand,
+//! the memory check never pruning a configuration that fits (exhaustive on
+//! a small model), the Pareto front property, shards merging into the
+//! unsharded report, and the explanation of the winner.
+
+use super::report::{build, merge, pareto, process, Outcome, Row, ShardId};
+use super::*;
+use crate::hardware::gpu_preset;
+use crate::job::tests::llama3_70b;
+use proptest::prelude::*;
+
+/// A small Llama-style model: 8 layers, 8 heads, hidden 1024.
+fn tiny() -> ModelSpec {
+    ModelSpec {
+        name: "tiny".into(),
+        hidden_size: 1024,
+        num_layers: 8,
+        num_attention_heads: 8,
+        num_kv_heads: 8,
+        head_dim: 128,
+        ffn_hidden_size: 4096,
+        vocab_size: 32000,
+        max_position_embeddings: 4096,
+        ..llama3_70b()
+    }
+}
+
+fn tiny_spec() -> SweepSpec {
+    let mut s = SweepSpec::new(tiny(), gpu_preset("H100").unwrap(), 8);
+    s.global_batch_size = 8;
+    s.seq_length = 1024;
+    s
+}
+
+fn reasons(e: &[ReasonCount]) -> Vec<(&str, u64)> {
+    e.iter().map(|r| (r.reason.as_str(), r.count)).collect()
+}
+
+#[test]
+fn default_lists() {
+    let s = tiny_spec();
+    assert_eq!(s.tp_values(), vec![1, 2, 4, 8]);
+    assert_eq!(s.pp_values(), vec![1, 2, 4, 8]);
+    assert_eq!(s.ep_values(), vec![1]);
+    assert_eq!(s.vpp_values(1), vec![2, 4, 8]);
+    assert_eq!(s.vpp_values(2), vec![2, 4]);
+    assert_eq!(s.vpp_values(8), Vec::<u32>::new());
+    let mut big = SweepSpec::new(llama3_70b(), gpu_preset("H100").unwrap(), 1024);
+    big.gpus_per_node = 4;
+    assert_eq!(big.tp_values(), vec![1, 2, 4]);
+    assert_eq!(big.pp_values(), vec![1, 2, 4, 5, 8, 10, 16, 20, 40, 80]);
+}
+
+/// The counts of the module's hand-worked case (see the comments).
+#[test]
+fn enumeration_counts_by_hand() {
+    let mut s = tiny_spec();
+    s.tp = Some(vec![1, 2, 4]);
+    s.pp = Some(vec![1, 2, 4]);
+    s.schedule = Some(vec![ScheduleKind::OneFOneB, ScheduleKind::Interleaved]);
+    s.micro_batch_size = Some(vec![1, 2]);
+    s.recompute = Some(vec![Recompute::None]);
+    s.sequence_parallel = Some(vec![false]);
+    // Combinations: per (TP, PP), (1 + interleaved vpp counts) x 2
+    // micro-batch sizes; vpp lists: PP 1 {2,4,8}, PP 2 {2,4}, PP 4 {2}:
+    // 3 x (8 + 6 + 4) = 54.
+    // Skipped: PP 1 interleaved 3 TP x 3 vpp x 2 = 18; TP 4 PP 4 is 16 >
+    // 8 GPUs: 4; DP 8 with micro-batch 2 exceeds the batch of 8: 1;
+    // interleaving with 1 micro-batch on PP 2 (TP 1, vpp 2 and 4): 2, with
+    // 2 micro-batches on PP 4 (TP 1): 1. 26 skipped, 28 candidates.
+    let e = enumerate(&s);
+    assert_eq!(e.candidates.len(), 28);
+    assert_eq!(e.skipped, 26);
+    assert_eq!(
+        reasons(&e.skipped_reasons),
+        vec![
+            ("global batch N is not divisible by micro-batch x DP = N x N = N", 1),
+            ("one pipeline stage has no schedule to choose (1f1b stands for all)", 18),
+            ("the interleaved schedule needs the micro-batch count (N = N / (N x N)) to be a multiple of PP N", 3),
+            ("world N is not a multiple of TP x PP = N x N = N", 4),
+        ]
+    );
+    // Deterministic order, indices are positions.
+    for (i, c) in e.candidates.iter().enumerate() {
+        assert_eq!(c.index as usize, i);
+    }
+    let first = &e.candidates[0];
+    assert_eq!(
+        (first.job.setup.tp, first.job.setup.pp, first.job.dp),
+        (1, 1, 8)
+    );
+    assert_eq!(enumerate(&s), e);
+}
+
+#[test]
+fn schedule_conditions_and_sequence_parallel_are_counted() {
+    let mut s = tiny_spec();
+    s.tp = Some(vec![1, 2]);
+    s.pp = Some(vec![4]);
+    s.schedule = Some(vec![ScheduleKind::ZbH2, ScheduleKind::DualPipeV]);
+    s.micro_batch_size = Some(vec![1]);
+    s.recompute = Some(vec![Recompute::Full]);
+    s.sequence_parallel = Some(vec![true]);
+    s.global_batch_size = 4;
+    // TP 1 runs without sequence parallelism: PP 4, DP 2, 2
+    // micro-batches; TP 2, PP 4, DP 1: 4 micro-batches. ZB-H2 needs 7,
+    // DualPipeV 8: all four refused.
+    let e = enumerate(&s);
+    assert_eq!(e.candidates.len(), 0);
+    assert_eq!(
+        reasons(&e.skipped_reasons),
+        vec![
+            ("the dualpipev schedule needs m >= 2p micro-batches (DualPipe's num_chunks >= N x ranks); the run has m = N, 2p = N", 2),
+            ("the zb-h2 schedule needs m >= 2p - N micro-batches (the first stage warms up with 2p - N forwards); the run has m = N, 2p - N = N", 2),
+        ]
+    );
+    assert_eq!(e.skipped, 4);
+    // Both values at TP 1: the second is skipped, TP 1 runs once, off.
+    s.sequence_parallel = Some(vec![true, false]);
+    s.schedule = Some(vec![ScheduleKind::OneFOneB]);
+    let e = enumerate(&s);
+    assert_eq!(e.candidates.len(), 3);
+    assert!(!e.candidates[0].job.setup.sequence_parallel);
+    assert!(!e.candidates[0].flags("").contains("--sequence-parallel"));
+    assert_eq!(reasons(&e.skipped_reasons), vec![(SKIP_SP_AT_TP1, 1)]);
+}
+#[test]
+fn reason_keys_hide_numbers_only() {
+    assert_eq!(
+        reason_key("world 1000 is not a multiple of TP x PP = 8 x 8 = 64"),
+        "world N is not a multiple of TP x PP = N x N = N"
+    );
+    assert_eq!(
+        reason_key("zb-h1 on llama3-70b, 2p - 1"),
+        "zb-h1 on llama3-70b, 2p - N"
+    );
+}
+
+/// Every candidate of every schedule: what the memory check prunes does
+/// not fit when simulated; for the closed-form schedules the check and
+/// the simulation agree exactly.
+#[test]
+fn pruning_never_drops_a_fitting_configuration() {
+    let mut s = tiny_spec();
+    s.seq_length = 2048;
+    s.global_batch_size = 16;
+    s.micro_batch_size = Some(vec![1, 4]);
+    s.sequence_parallel = Some(vec![false, true]);
+    s.distributed_optimizer = Some(vec![false, true]);
+    let e = enumerate(&s);
+    assert!(e.candidates.len() > 100, "{}", e.candidates.len());
+    let config = sweep_config(&SimConfig::default());
+    // Capacity: the median simulated peak, so about half fit.
+    let mut peaks: Vec<u64> = e
+        .candidates
+        .iter()
+        .map(|c| evaluate(c, &config, "").unwrap().peak_bytes)
+        .collect();
+    peaks.sort();
+    let capacity = peaks[peaks.len() / 2];
+    let (mut pruned, mut pruned_lower, mut fitting) = (0, 0, 0);
+    for c in &e.candidates {
+        let mut c = c.clone();
+        c.job.gpu.memory_bytes = capacity;
+        let row = evaluate(&c, &config, "").unwrap();
+        match precheck(&c) {
+            Err(why) => {
+                assert!(!row.fits, "pruned but fits: {}", c.flags(""));
+                pruned += 1;
+                if why == PRUNED_LOWER_BOUND {
+                    pruned_lower += 1;
+                }
+            }
+            Ok(()) => {
+                if has_closed_form(c.schedule) {
+                    assert!(
+                        row.fits,
+                        "closed form kept one that does not fit: {}",
+                        c.flags("")
+                    );
+                }
+                fitting += usize::from(row.fits);
+            }
+        }
+    }
+    assert!(
+        pruned > 20 && pruned_lower > 0 && fitting > 20,
+        "{pruned} {pruned_lower} {fitting}"
+    );
+}
+
+/// Stage by stage, for every capacity at once: the checked memory is the
+/// simulated memory (closed forms) or at most it (lower bound).
+#[test]
+fn checked_memory_bounds_the_simulated_memory_per_stage() {
+    let mut s = tiny_spec();
+    s.global_batch_size = 16;
+    s.recompute = Some(vec![Recompute::None, Recompute::Full]);
+    s.micro_batch_size = Some(vec![1, 2]);
+    let config = sweep_config(&SimConfig::default());
+    let e = enumerate(&s);
+    assert!(e.candidates.len() > 50);
+    let mut strict = 0;
+    for c in &e.candidates {
+        let row = evaluate(c, &config, "").unwrap();
+        let (m, _) = precheck_memory(c);
+        let checked: Vec<u64> = m.per_stage.iter().map(|x| x.peak_bytes).collect();
+        if has_closed_form(c.schedule) {
+            assert_eq!(checked, row.peak_bytes_per_stage, "{}", c.flags(""));
+        } else {
+            for (a, b) in checked.iter().zip(&row.peak_bytes_per_stage) {
+                assert!(a <= b, "{}: {a} > {b}", c.flags(""));
+                strict += usize::from(a < b);
+            }
+        }
+    }
+    assert!(strict > 0);
+}
+
+fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
+    Row {
+        index,
+        flags: format!("--tp {index}"),
+        world: 8,
+        tp: 1,
+        pp: 1,
+        dp: 8,
+        ep: 1,
+        vpp: 1,
+        micro_batch_size: 1,
+        micro_batches: 1,
+        recompute: "none".into(),
+        schedule: "1f1b".into(),
+        sequence_parallel: false,
+        distributed_optimizer: true,
+        iteration_time_ns: t,
+        tokens_per_second: 1.0,
+        mfu: 0.5,
+        peak_bytes: peak,
+        peak_bytes_per_stage: vec![peak],
+        capacity_bytes: 100,
+        fits,
+        bubble_ns: 0,
+        exposed_comm_ns: Default::default(),
+        pareto: false,
+    }
+}
+
+fn dominates(a: &Row, b: &Row) -> bool {
+    a.iteration_time_ns <= b.iteration_time_ns
+        && a.peak_bytes <= b.peak_bytes
+        && (a.iteration_time_ns < b.iteration_time_ns || a.peak_bytes < b.peak_bytes)
+}
+
+proptest! {
+    #[test]
+    fn pareto_front_is_exactly_the_undominated(points in prop::collection::vec((0u64..12, 0u64..12, prop::bool::weighted(0.8)), 0..40)) {
+        let mut rows: Vec<Row> = points
+            .iter()
+            .enumerate()
+            .map(|(i, (t, m, f))| row(i as u32, *t, *m, *f))
+            .collect();
+        pareto(&mut rows);
+        for r in &rows {
+            let dominated = rows.iter().any(|o| o.fits && dominates(o, r));
+            prop_assert_eq!(r.pareto, r.fits && !dominated, "{:?}", (r.iteration_time_ns, r.peak_bytes, r.fits));
+        }
+        if rows.iter().any(|r| r.fits) {
+            prop_assert!(rows.iter().any(|r| r.pareto));
+        }
+    }
+}
+
+fn run_all(spec: &SweepSpec, shard_id: Option<ShardId>) -> SweepReport {
+    let e = enumerate(spec);
+    let config = sweep_config(&SimConfig::default());
+    let cands = match shard_id {
+        None => e.candidates.clone(),
+        Some(id) => shard(&e.candidates, id.index, id.count).unwrap(),
+    };
+    let outcomes: Vec<Outcome> = cands
+        .iter()
+        .map(|c| process(c, &config, "--model tiny"))
+        .collect();
+    build(
+        spec.describe(),
+        shard_id,
+        e.skipped,
+        e.skipped_reasons,
+        outcomes,
+    )
+}
+
+fn small_sweep() -> SweepSpec {
+    let mut s = tiny_spec();
+    s.seq_length = 4096;
+    s.global_batch_size = 16;
+    s.micro_batch_size = Some(vec![1, 2]);
+    s.recompute = Some(vec![Recompute::None, Recompute::Full]);
+    // Tight memory so that some are pruned and some fail to fit.
+    s.gpu.memory_bytes = 3 << 30;
+    s
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_report() {
+    let s = small_sweep();
+    let whole = run_all(&s, None);
+    assert!(whole.pruned > 0 && whole.fitting > 1, "{whole:?}");
+    assert!(whole.results.iter().any(|r| r.pareto));
+    assert_eq!(
+        whole.candidates,
+        whole.pruned + whole.simulated + whole.failed
+    );
+    let shards: Vec<SweepReport> = [2, 0, 1]
+        .into_iter()
+        .map(|i| run_all(&s, Some(ShardId { index: i, count: 3 })))
+        .collect();
+    assert_eq!(merge(&shards).unwrap(), whole);
+    // JSON round trip (what `sweep --merge` reads) changes nothing.
+    let back: Vec<SweepReport> = shards
+        .iter()
+        .map(|r| serde_json::from_str(&serde_json::to_string(r).unwrap()).unwrap())
+        .collect();
+    assert_eq!(merge(&back).unwrap(), whole);
+    assert_eq!(
+        merge(&shards[..2]).unwrap_err(),
+        MergeError::Missing {
+            missing: vec![1],
+            count: 3
+        }
+    );
+    let twice = vec![shards[0].clone(), shards[0].clone(), shards[1].clone()];
+    assert!(matches!(
+        merge(&twice),
+        Err(MergeError::Duplicate { shard: 2, .. })
+    ));
+    assert_eq!(
+        merge(std::slice::from_ref(&whole)).unwrap_err(),
+        MergeError::NotAShard { index: 0 }
+    );
+    let mut other = small_sweep();
+    other.global_batch_size = 32;
+    let foreign = run_all(&other, Some(ShardId { index: 1, count: 3 }));
+    let mixed = vec![shards[0].clone(), foreign, shards[2].clone()];
+    assert!(matches!(
+        merge(&mixed),
+        Err(MergeError::OtherSweep { index: 1, .. })
+    ));
+    assert!(shard(&[], 3, 3).is_none());
+}
+
+#[test]
+fn explain_names_the_changes_and_what_moved() {
+    let mut best = row(0, 800_000_000, 60 << 30, true);
+    best.pp = 4;
+    best.dp = 32;
+    best.bubble_ns = 50_000_000;
+    best.capacity_bytes = 80 << 30;
+    let mut second = row(1, 900_000_000, 50 << 30, true);
+    second.pp = 8;
+    second.dp = 16;
+    second.bubble_ns = 100_000_000;
+    second.exposed_comm_ns.tp = 30_000_000;
+    best.exposed_comm_ns.tp = 20_000_000;
+    assert_eq!(
+        explain(&best, &second),
+        "PP 8 -> 4, DP 16 -> 32: iteration 900.0 ms -> 800.0 ms (-11.1%); bubble 100.0 ms -> 50.0 ms (halves); exposed TP comm 30.0 ms -> 20.0 ms (-33.3%); peak memory 50.0 GiB -> 60.0 GiB of 80.0 GiB"
+    );
+}
