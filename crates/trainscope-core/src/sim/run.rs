@@ -81,6 +81,9 @@ pub struct RunOptions {
     /// the header's `all_gpus`; NeuSight TSVs (data parallel): the number of
     /// replicas. Ignored (warned) for measured runs.
     pub world: Option<u32>,
+    /// Kineto traces: the `ProfilerStep` number to analyse (default: the
+    /// last one every rank has).
+    pub iteration: Option<u32>,
     /// Measured runs: fit the compute scale to the measurement first.
     pub calibrate: bool,
     /// Measured runs: the network settings given explicitly; each replaces,
@@ -518,7 +521,16 @@ fn load(
         simai_sources,
         runs,
         models: _,
-    } = load_set(files, options.format, &LoadOptions { neusight });
+    } = load_set(
+        files,
+        options.format,
+        &LoadOptions {
+            neusight,
+            kineto: crate::formats::kineto::KinetoOptions {
+                iteration: options.iteration,
+            },
+        },
+    );
     // A file that gave no result fails the run (`load_set` gives every such
     // file an error saying why); a usable file with skipped records is
     // simulated without them, with a warning naming them.
