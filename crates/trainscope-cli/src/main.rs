@@ -3,6 +3,7 @@
 //! prints text or JSON. Exit codes: 0 success, 2 usage error, 3 a file failed
 //! to parse, 4 an invalid simulation configuration.
 
+mod analyze;
 mod event;
 mod inspect;
 mod model;
@@ -29,6 +30,10 @@ enum Command {
     /// Write a measured run's timeline (Echo traces, Optimus-Prime log) as a
     /// Chrome trace or spans CSV, without simulating.
     Convert(Box<event::ConvertArgs>),
+    /// Break a measured run down per rank (compute, communication, overlap,
+    /// idle), list the top kernels and name the straggler (PyTorch
+    /// profiler traces).
+    Analyze(analyze::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +50,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Convert(args) => event::convert(&args),
+        Command::Analyze(args) => analyze::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -3,7 +3,8 @@
 //! `inspect --json` keys (`format`, `rank`, `world`, `iterations`,
 //! `kernels`, `collectives`), `--iteration`, `simulate --json` giving the
 //! chosen step's `measured_iteration_time_ns` and a replay that meets it,
-//! `convert --to chrome-trace` writing the measured timeline.
+//! `convert --to chrome-trace` writing the measured timeline, `analyze`
+//! naming the straggler.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -120,4 +121,38 @@ fn simulate_and_convert_a_two_rank_job() {
         .unwrap_or("")
         .starts_with("ncclDevKernel_AllReduce")));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn analyze_names_the_straggler() {
+    let r0 = fixture("kineto/job2_rank0.json");
+    let r1 = fixture("kineto/job2_rank1.pt.trace.json.gz");
+    let out = run(&["analyze", &r0, &r1]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("straggler (longest compute): rank 1"),
+        "{text}"
+    );
+    assert!(text.contains("ProfilerStep#8"), "{text}");
+    let out = run(&[
+        "analyze",
+        "--json",
+        "--iteration",
+        "7",
+        "--top",
+        "2",
+        &r0,
+        &r1,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = stdout_json(&out);
+    assert_eq!(v["iteration"], 7);
+    assert_eq!(v["compute_straggler"], 1);
+    assert_eq!(v["ranks"][0]["idle_ns"], 79_625);
+    assert_eq!(v["top_kernels"].as_array().unwrap().len(), 2);
+    assert_eq!(v["collectives"][0]["last_rank"], 1);
+    // A described workload is not a measured run.
+    let out = run(&["analyze", &fixture("seeds/simai_llama65b_tp8_pp4_vpp8.txt")]);
+    assert_eq!(out.status.code(), Some(2));
 }
