@@ -885,8 +885,9 @@ pub fn load_set(
 
     // Kineto traces of the set form one run.
     if !kineto_traces.is_empty() {
-        let traces: Vec<kineto::KinetoTrace> =
-            kineto_traces.iter().map(|(_, t)| t.clone()).collect();
+        // Moved, not copied: a trace's kept events may be large.
+        let (indices, traces): (Vec<usize>, Vec<kineto::KinetoTrace>) =
+            kineto_traces.into_iter().unzip();
         let (run, choice) = kineto::to_run(&traces, &options.kineto);
         let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
         let run_level: Vec<Diagnostic> = run
@@ -896,7 +897,7 @@ pub fn load_set(
             .cloned()
             .collect();
         let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        for (pos, (idx, t)) in kineto_traces.iter().enumerate() {
+        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
             let Some(s) = summaries.get_mut(*idx) else {
                 continue;
             };
