@@ -3,9 +3,10 @@
 //! one within 5 % (uncalibrated), with and without a slowed rank, on the
 //! last and on an earlier `ProfilerStep`; a set holding only some ranks is
 //! simulated as those ranks and says so; a what-if on the network changes
-//! the result.
+//! the result; the measured timeline has one lane per CUDA stream.
 
 use trainscope_core::sim::infer::NetworkOverrides;
+use trainscope_core::sim::run::convert_files;
 use trainscope_core::sim::{run_files, RunOptions, RunOutput, SimConfig};
 use trainscope_tests::kineto_gen::KinetoJob;
 
@@ -97,4 +98,33 @@ fn a_slower_network_is_a_what_if() {
         slow.summary().iteration_time_ns,
         base.summary().iteration_time_ns
     );
+}
+
+#[test]
+fn measured_timeline_has_one_lane_per_cuda_stream() {
+    let job = KinetoJob::default();
+    let files = job.generate();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .collect();
+    let out = convert_files(&refs, &RunOptions::default()).unwrap();
+    let t = &out.measured.timeline;
+    let names: Vec<&str> = t.lanes().iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names.len(), 2 * job.world as usize, "{names:?}");
+    assert_eq!(names[0], "rank 0 (stage 0) / stream 7");
+    assert_eq!(names[1], "rank 0 (stage 0) / stream 20 (nccl)");
+    // Every kept GPU op of the step is a span.
+    let facts = job.expected();
+    let spans: u64 = (0..t.lanes().len() as u32)
+        .map(|l| t.spans(l).len() as u64)
+        .sum();
+    let want: u64 = facts
+        .iter()
+        .map(|r| {
+            let f = r.last().unwrap();
+            f.kernels + f.memcpy + f.memset + f.collectives
+        })
+        .sum();
+    assert_eq!(spans, want);
 }
