@@ -2,14 +2,17 @@
 //! --bench kineto_parse`): a generated PyTorch profiler trace of about 50 MB
 //! (one rank of `trainscope_tests::kineto_gen`), parsed plain and gzip'd
 //! (`kineto::parse`), and an 8-rank job assembled into one run
-//! (`inspect::load_set`), printed as MB/s of JSON text. A plain binary
+//! (`inspect::load_set`), then analysed (`analysis::analyse`) and replayed
+//! (`sim::run_files`), printed as MB/s of JSON text. A plain binary
 //! (`harness = false`): it prints figures and asserts nothing about time.
 //! Goal (issue 15): at least 100 MB/s native, release build.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+use trainscope_core::analysis::analyse;
 use trainscope_core::formats::kineto;
 use trainscope_core::inspect::{load_set, LoadOptions};
+use trainscope_core::sim::{run_files, RunOptions, SimConfig};
 use trainscope_tests::kineto_gen::KinetoJob;
 
 /// Run `f` until at least `min` has elapsed (and at least 3 times); return
@@ -74,4 +77,23 @@ fn main() {
     report("kineto 8 ranks, load_set (one run)", total, min, || {
         black_box(load_set(black_box(&refs), None, &LoadOptions::default()));
     });
+    report("kineto 8 ranks, load + analyse", total, min, || {
+        let set = load_set(black_box(&refs), None, &LoadOptions::default());
+        black_box(analyse(&set.runs[0], 10));
+    });
+    report(
+        "kineto 8 ranks, load + replay (simulate)",
+        total,
+        min,
+        || {
+            black_box(
+                run_files(
+                    black_box(&refs),
+                    &SimConfig::default(),
+                    &RunOptions::default(),
+                )
+                .expect("replays"),
+            );
+        },
+    );
 }

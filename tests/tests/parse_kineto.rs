@@ -199,3 +199,18 @@ fn generated_job_matches_the_generator_facts() {
         }
     }
 }
+
+#[test]
+fn a_trace_without_gpu_work_fails_and_says_why() {
+    let text = br#"{"schemaVersion": 1, "traceEvents": [
+{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.5, "dur": 2.25},
+{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
+]}"#;
+    let s = inspect("cpu_only.json", text, None);
+    assert_eq!(s.format, Some(Format::KinetoTrace));
+    assert!(!s.usable);
+    assert!(s
+        .errors()
+        .iter()
+        .any(|e| e.contains("no GPU kernel, memcpy or memset")));
+}

@@ -809,11 +809,14 @@ pub fn load_set(
                 }
             }
             Format::KinetoTrace => {
-                summary.unit = "trace events";
+                // What counts is the GPU work kept: a trace without any
+                // (CPU-only profiling, a Chrome trace of something else)
+                // has nothing to analyse and fails, saying so.
+                summary.unit = "GPU events";
                 match kineto::parse_text(file, &text, gzip_error.take()) {
                     Ok(mut t) => {
                         t.gzip = gzip;
-                        summary.read = t.counts.events - t.counts.skipped;
+                        summary.read = t.ops.len() as u64;
                         summary.skipped = t.counts.skipped;
                         summary.diagnostics.extend(t.diagnostics.iter().cloned());
                         kineto_traces.push((summaries.len(), t));

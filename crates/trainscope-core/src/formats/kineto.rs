@@ -985,6 +985,14 @@ pub fn parse_text(
             .with_hint("PyTorch writes `distributedInfo` when torch.distributed is initialised before profiling"),
         );
     }
+    if ops.is_empty() {
+        st.sink.push(
+            Diagnostic::error(format!(
+                "`{file}` holds no GPU kernel, memcpy or memset event: nothing to analyse"
+            ))
+            .with_hint("profile with `activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]` so the trace records GPU work"),
+        );
+    }
     if st.steps.is_empty() {
         st.sink.push(
             Diagnostic::warning(format!(
