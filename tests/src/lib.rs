@@ -2,6 +2,8 @@
 //! the seed files bundled with the project, and the one configuration of
 //! every property test (a fixed seed, so `cargo test` is repeatable).
 
+pub mod kineto_gen;
+
 use std::path::PathBuf;
 
 /// Absolute path of `tests/fixtures/<rel>`.

@@ -1,5 +1,5 @@
 //! Bounded mutation fuzzing of every parser through `inspect` (the
-//! HuggingFace config.json reader included): the seeds are
+//! HuggingFace config.json reader and the Kineto trace reader included): the seeds are
 //! mutated by byte flips, byte insertions, multi-byte UTF-8 insertions at
 //! random byte offsets, truncations, line duplications, large growth (one
 //! line repeated up to a few thousand times) and line deletions (a few
@@ -27,6 +27,14 @@ const HF_SEEDS: [&str; 4] = [
     "hf/gpt2.json",
     "hf/mixtral_8x7b.json",
     "hf/deepseek_v3.json",
+];
+
+/// PyTorch profiler (Kineto) traces, plain and gzip'd (a mutated gzip
+/// stream exercises the damaged-stream path).
+const KINETO_SEEDS: [&str; 3] = [
+    "kineto/job2_rank0.json",
+    "kineto/job2_rank1.pt.trace.json.gz",
+    "kineto/no_distributed_info.json",
 ];
 
 #[derive(Debug, Clone)]
@@ -172,6 +180,13 @@ proptest! {
     fn mutated_seeds_forced_to_every_format(seed in 0usize..SEEDS.len(), f in 0usize..Format::ALL.len(), muts in prop::collection::vec(mutation(), 1..4)) {
         let data = apply(fixture_bytes(SEEDS[seed]), &muts);
         check(SEEDS[seed], &data, Some(Format::ALL[f]))?;
+    }
+
+    #[test]
+    fn mutated_kineto_traces_never_panic(seed in 0usize..KINETO_SEEDS.len(), muts in prop::collection::vec(mutation(), 1..6)) {
+        let data = apply(fixture_bytes(KINETO_SEEDS[seed]), &muts);
+        check(KINETO_SEEDS[seed], &data, None)?;
+        check(KINETO_SEEDS[seed], &data, Some(Format::KinetoTrace))?;
     }
 
     #[test]

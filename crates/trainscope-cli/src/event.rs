@@ -148,10 +148,14 @@ pub struct EventFlags {
     #[arg(long, value_name = "N")]
     pub block_repeats: Option<u32>,
     /// Force the input format instead of detecting it: simai-workload,
-    /// neusight-tsv, echo-trace, optimus-prime-log (hf-config files are
-    /// models, simulated with --model).
+    /// neusight-tsv, echo-trace, optimus-prime-log, kineto-trace (hf-config
+    /// files are models, simulated with --model).
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
+    /// Kineto traces: the ProfilerStep number to analyse (default: the last
+    /// one every rank has).
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
     /// Write the simulated timeline as Chrome Trace Event JSON (Perfetto,
     /// chrome://tracing; times in microseconds).
     #[arg(long, value_name = "PATH")]
@@ -183,6 +187,7 @@ impl EventFlags {
         add(self.overlap_grad_sync, "--overlap-grad-sync");
         add(self.block_repeats.is_some(), "--block-repeats");
         add(self.format.is_some(), "--format");
+        add(self.iteration.is_some(), "--iteration");
         add(self.chrome_trace.is_some(), "--chrome-trace");
         add(self.spans_csv.is_some(), "--spans-csv");
         out
@@ -296,6 +301,7 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
         block_repeats: e.block_repeats,
         world: f.world,
         calibrate: e.calibrate,
+        iteration: e.iteration,
         network_overrides,
         ..RunOptions::default()
     };

@@ -7,19 +7,24 @@
 
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
-use trainscope_core::inspect::{inspect_set, to_json, FileSummary};
+use trainscope_core::inspect::{load_set, to_json, FileSummary, LoadOptions};
 use trainscope_core::Format;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Input files (SimAI/AICB workload, NeuSight TSV, Echo trace, Optimus-Prime
-    /// log, HuggingFace config.json).
+    /// log, HuggingFace config.json, PyTorch profiler (Kineto) trace, plain or
+    /// gzip'd).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Force a format instead of detecting it: simai-workload, neusight-tsv,
-    /// echo-trace, optimus-prime-log, hf-config.
+    /// echo-trace, optimus-prime-log, hf-config, kineto-trace.
     #[arg(long = "format", value_name = "NAME")]
     format: Option<String>,
+    /// Kineto traces: the ProfilerStep number to analyse (default: the last
+    /// one every rank has).
+    #[arg(long, value_name = "N")]
+    iteration: Option<u32>,
     /// Print a JSON array with one object per file.
     #[arg(long)]
     json: bool,
@@ -50,7 +55,9 @@ pub fn run(args: &Args) -> Result<u8> {
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
-    let summaries = inspect_set(&refs, forced);
+    let mut options = LoadOptions::default();
+    options.kineto.iteration = args.iteration;
+    let summaries = load_set(&refs, forced, &options).summaries;
     let failed = summaries.iter().any(FileSummary::has_errors);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&to_json(&summaries))?);

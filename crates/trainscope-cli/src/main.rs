@@ -3,6 +3,7 @@
 //! prints text or JSON. Exit codes: 0 success, 2 usage error, 3 a file failed
 //! to parse, 4 an invalid simulation configuration.
 
+mod analyze;
 mod event;
 mod inspect;
 mod model;
@@ -34,6 +35,10 @@ enum Command {
     /// virtual stages, micro-batch size, recompute, schedule): the fastest
     /// that fit in memory, the Pareto front of time and memory.
     Sweep(Box<sweep::Args>),
+    /// Break a measured run down per rank (compute, communication, overlap,
+    /// idle), list the top kernels and name the straggler (PyTorch
+    /// profiler traces).
+    Analyze(analyze::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(&args),
         Command::Convert(args) => event::convert(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Analyze(args) => analyze::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -12,7 +12,7 @@
 
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
-use crate::formats::{self, echo, lex, neusight, optimus, simai, Detection, Format};
+use crate::formats::{self, echo, kineto, lex, neusight, optimus, simai, Detection, Format};
 use crate::model::{hf, Family, ModelSpec};
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Serialize, Serializer};
@@ -65,6 +65,34 @@ pub struct JobSummary {
     pub forward_ns_per_micro_batch: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backward_ns_per_micro_batch: Option<u64>,
+}
+
+/// What a PyTorch profiler (Kineto) trace holds (flattened into the file's
+/// JSON: `rank`, `world` (`null` without `distributedInfo`), `iterations`,
+/// `iteration`, `kernels`, `memcpy`, `memset`, `collectives`, `gzip`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KinetoSummary {
+    /// `distributedInfo.rank`, `null` without it.
+    pub rank: Option<u32>,
+    /// `distributedInfo.world_size`, `null` without it.
+    pub world: Option<u32>,
+    /// The `ProfilerStep` numbers found in this file, ascending.
+    pub iterations: Vec<u32>,
+    /// The step the run analyses (present on every rank of the set; the
+    /// last one unless asked), `null` when there is none.
+    pub iteration: Option<u32>,
+    /// GPU compute kernels (NCCL kernels not counted), memory copies and
+    /// sets, NCCL kernels.
+    pub kernels: u64,
+    pub memcpy: u64,
+    pub memset: u64,
+    pub collectives: u64,
+    /// GPU user annotations (other than `ProfilerStep#N`).
+    pub gpu_annotations: u64,
+    /// The file was gzip'd.
+    pub gzip: bool,
+    pub backend: Option<String>,
+    pub device: Option<String>,
 }
 
 /// The model a HuggingFace `config.json` describes (JSON key `model`).
@@ -137,6 +165,8 @@ pub struct FileSummary {
     pub forced: bool,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub simai: Option<SimaiSummary>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub kineto: Option<KinetoSummary>,
     /// The normalised job, when the file could be parsed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobSummary>,
@@ -193,6 +223,7 @@ impl FileSummary {
             confidence: None,
             forced: false,
             simai: None,
+            kineto: None,
             job: None,
             model: None,
             read: 0,
@@ -265,6 +296,27 @@ impl FileSummary {
             ));
             out.push_str(&format!("  pp_comm: {} bytes\n", h.pp_comm_bytes));
             out.push_str(&format!("  declared records: {}\n", h.declared_records));
+        }
+        if let Some(k) = &self.kineto {
+            let opt = |v: Option<u32>| v.map_or("unknown".to_string(), |x| x.to_string());
+            out.push_str(&format!(
+                "  rank {} of world {} · backend {} · device {}{}\n",
+                opt(k.rank),
+                opt(k.world),
+                k.backend.as_deref().unwrap_or("unknown"),
+                k.device.as_deref().unwrap_or("unknown"),
+                if k.gzip { " · gzip" } else { "" }
+            ));
+            out.push_str(&format!(
+                "  ProfilerSteps: {} · analysed: {}\n",
+                list_u32(&k.iterations),
+                k.iteration
+                    .map_or("none (the whole trace)".to_string(), |i| i.to_string())
+            ));
+            out.push_str(&format!(
+                "  GPU kernels {} · NCCL kernels {} · memcpy {} · memset {} · annotations {}\n",
+                k.kernels, k.collectives, k.memcpy, k.memset, k.gpu_annotations
+            ));
         }
         if let Some(j) = &self.job {
             let p = &j.parallel;
@@ -513,6 +565,7 @@ pub fn failed_file_errors(summaries: &[FileSummary]) -> Vec<Diagnostic> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct LoadOptions {
     pub neusight: neusight::NeusightOptions,
+    pub kineto: kineto::KinetoOptions,
 }
 
 /// Summaries and models of a set of files.
@@ -627,9 +680,20 @@ pub fn load_set(
     let mut models = Vec::new();
     // Echo traces waiting to be grouped: (summary index, trace).
     let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
+    // Kineto traces (all of a set form one run): (summary index, trace).
+    let mut kineto_traces: Vec<(usize, kineto::KinetoTrace)> = Vec::new();
 
     for (file, bytes) in files {
         let mut summary = FileSummary::new(file);
+        // A gzip'd file (Kineto traces often are) is read decompressed.
+        let gzip = kineto::is_gzip(bytes);
+        let (unzipped, mut gzip_error) = if gzip {
+            let (b, e) = kineto::gunzip(file, bytes);
+            (Some(b), e)
+        } else {
+            (None, None)
+        };
+        let bytes: &[u8] = unzipped.as_deref().unwrap_or(bytes);
         let text = match formats::decode_text(file, bytes) {
             Ok((text, lossy)) => {
                 if lossy {
@@ -640,6 +704,7 @@ pub fn load_set(
                 text
             }
             Err(d) => {
+                summary.diagnostics.extend(gzip_error.take());
                 summary.diagnostics.push(d);
                 summaries.push(summary);
                 continue;
@@ -669,12 +734,16 @@ pub fn load_set(
                     d.format
                 }
                 Err(d) => {
+                    summary.diagnostics.extend(gzip_error.take());
                     summary.diagnostics.push(d);
                     summaries.push(summary);
                     continue;
                 }
             },
         };
+        if format != Format::KinetoTrace {
+            summary.diagnostics.extend(gzip_error.take());
+        }
         summary.format = Some(format);
         match format {
             Format::SimaiWorkload => {
@@ -749,6 +818,22 @@ pub fn load_set(
                     Err(ds) => summary.diagnostics.extend(ds),
                 }
             }
+            Format::KinetoTrace => {
+                // What counts is the GPU work kept: a trace without any
+                // (CPU-only profiling, a Chrome trace of something else)
+                // has nothing to analyse and fails, saying so.
+                summary.unit = "GPU events";
+                match kineto::parse_text(file, &text, gzip_error.take()) {
+                    Ok(mut t) => {
+                        t.gzip = gzip;
+                        summary.read = t.ops.len() as u64;
+                        summary.skipped = t.counts.skipped;
+                        summary.diagnostics.extend(t.diagnostics.iter().cloned());
+                        kineto_traces.push((summaries.len(), t));
+                    }
+                    Err(d) => summary.diagnostics.push(d),
+                }
+            }
             Format::EchoTrace => {
                 summary.unit = "op lines";
                 match echo::parse(file, &text) {
@@ -801,6 +886,56 @@ pub fn load_set(
                     .map(|r| r.rank)
                     .collect(),
             );
+            if files.len() > 1 {
+                s.run_files = Some(files.clone());
+            }
+            if pos == 0 {
+                s.diagnostics.extend(run_level.iter().cloned());
+            }
+        }
+        runs.push(run);
+    }
+
+    // Kineto traces of the set form one run.
+    if !kineto_traces.is_empty() {
+        // Moved, not copied: a trace's kept events may be large.
+        let (indices, traces): (Vec<usize>, Vec<kineto::KinetoTrace>) =
+            kineto_traces.into_iter().unzip();
+        let (run, choice) = kineto::to_run(&traces, &options.kineto);
+        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+        let run_level: Vec<Diagnostic> = run
+            .diagnostics
+            .iter()
+            .skip(file_diag_count)
+            .cloned()
+            .collect();
+        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
+            let Some(s) = summaries.get_mut(*idx) else {
+                continue;
+            };
+            fill_run(s, &run);
+            s.file_ranks = Some(
+                run.ranks
+                    .iter()
+                    .filter(|r| r.file == t.file)
+                    .map(|r| r.rank)
+                    .collect(),
+            );
+            s.kineto = Some(KinetoSummary {
+                rank: t.rank,
+                world: t.world,
+                iterations: t.step_numbers(),
+                iteration: choice.chosen,
+                kernels: t.counts.kernels,
+                memcpy: t.counts.memcpy,
+                memset: t.counts.memset,
+                collectives: t.counts.collectives,
+                gpu_annotations: t.counts.gpu_annotations,
+                gzip: t.gzip,
+                backend: t.backend.clone(),
+                device: t.device_name.clone(),
+            });
             if files.len() > 1 {
                 s.run_files = Some(files.clone());
             }

@@ -4,10 +4,12 @@
 //! the CLI and the web page ([`inspect`]), the SimAI-compatible cost model
 //! ([`analytical`]) and the event-level simulator with its timeline model
 //! ([`sim`]), model-level jobs ([`job`]) and the configuration search over
-//! them ([`search`]), with one range check per user setting ([`limits`]). No IO,
+//! them ([`search`]), with one range check per user setting ([`limits`]), and
+//! the per-rank breakdown of measured GPU traces ([`analysis`]). No IO,
 //! clocks, threads or DOM; builds for wasm32 and natively, so the CLI and
 //! the browser compute identical numbers.
 
+pub mod analysis;
 pub mod analytical;
 pub mod diag;
 pub mod formats;

@@ -8,7 +8,8 @@
 //!   after (loss, optimizer). An event-level simulator builds a pipeline
 //!   schedule from it: for micro-batch `m` of stage `s` it runs
 //!   [`StageWorkload::micro_batch`]`(m)` forward, later backward in reverse.
-//! * a [`MeasuredRun`] (Echo per-rank traces, Optimus-Prime logs): per rank and
+//! * a [`MeasuredRun`] (Echo per-rank traces, Optimus-Prime logs, PyTorch
+//!   profiler (Kineto) traces): per rank and
 //!   stage the operations that really ran, with measured start and duration,
 //!   kind, sub-operations, micro-batch where known and message bytes, plus the
 //!   run's measured iteration time(s). A simulator replays it or compares a
@@ -439,6 +440,9 @@ pub struct MeasuredOp {
     /// 1-based line of the input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_line: Option<u32>,
+    /// The device stream the op ran on (Kineto traces: the CUDA stream).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u32>,
 }
 
 impl MeasuredOp {
@@ -460,6 +464,7 @@ impl MeasuredOp {
             detail: None,
             sub_ops: Vec::new(),
             source_line: None,
+            stream: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! name, and explains what it expected when nothing matches.
 
 pub mod echo;
+pub mod kineto;
 pub mod lex;
 pub mod neusight;
 pub mod optimus;
@@ -30,15 +31,19 @@ pub enum Format {
     /// HuggingFace `config.json` of a model (an architecture, not a job).
     #[serde(rename = "hf-config")]
     HfConfig,
+    /// PyTorch profiler (Kineto) trace JSON, plain or gzip'd, one per rank.
+    #[serde(rename = "kineto-trace")]
+    KinetoTrace,
 }
 
 impl Format {
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::SimaiWorkload,
         Format::NeusightTsv,
         Format::EchoTrace,
         Format::OptimusPrimeLog,
         Format::HfConfig,
+        Format::KinetoTrace,
     ];
 
     /// The stable name used in the CLI, JSON and the web page.
@@ -49,6 +54,7 @@ impl Format {
             Format::EchoTrace => "echo-trace",
             Format::OptimusPrimeLog => "optimus-prime-log",
             Format::HfConfig => "hf-config",
+            Format::KinetoTrace => "kineto-trace",
         }
     }
 
@@ -65,6 +71,9 @@ impl Format {
             Format::OptimusPrimeLog => "log lines like `> World size: 8` or `| epoch   1 |`",
             Format::HfConfig => {
                 "a HuggingFace config.json: a JSON object with `model_type` and `hidden_size`"
+            }
+            Format::KinetoTrace => {
+                "a PyTorch profiler trace: a JSON object (optionally gzip'd) with `traceEvents` and `schemaVersion` / `distributedInfo`"
             }
         }
     }
@@ -234,6 +243,14 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
     if let Some((confidence, reason)) = crate::model::hf::looks_like(text) {
         out.push(Detection {
             format: Format::HfConfig,
+            confidence,
+            reason,
+        });
+    }
+    // PyTorch profiler (Kineto) trace: a JSON object with `traceEvents`.
+    if let Some((confidence, reason)) = kineto::looks_like(head) {
+        out.push(Detection {
+            format: Format::KinetoTrace,
             confidence,
             reason,
         });

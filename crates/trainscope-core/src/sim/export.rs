@@ -8,7 +8,8 @@
 //! is a complete event (`ph:"X"`) whose `ts` and `dur` are MICROseconds as
 //! floats (ns / 1000: 1234567 ns is `1234.567`); `pid` is the stage (SPMD)
 //! or the rank, `tid` the stream (0 compute, 1 TP/EP collectives, 2 DP
-//! collectives, 3 send, 4 receive); `ph:"M"` events name processes and
+//! collectives, 3 send, 4 receive; a Kineto rank: one `tid` per CUDA
+//! stream, in the order of its lanes); `ph:"M"` events name processes and
 //! threads; each stage-to-stage transfer adds a flow start (`ph:"s"`, on the
 //! send span) and a flow end (`ph:"f"`, `bp:"e"`, on the receive span) with
 //! a shared `id`.
@@ -49,8 +50,21 @@ pub fn write_chrome_trace<W: Write>(t: &Timeline, mut w: W) -> io::Result<()> {
             w.write_all(b",\n")
         }
     };
+    // `tid`: the lane's position in its group (the stream index for the
+    // five streams of a simulated or Echo rank; one per CUDA stream of a
+    // Kineto rank); its name: the lane name after its group's.
+    let mut per_group: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    let tids: Vec<u32> = t
+        .lanes()
+        .iter()
+        .map(|lane| {
+            let n = per_group.entry(pid(lane)).or_default();
+            *n += 1;
+            *n - 1
+        })
+        .collect();
     let mut named: Vec<u32> = Vec::new();
-    for lane in t.lanes() {
+    for (li, lane) in t.lanes().iter().enumerate() {
         let pid = pid(lane);
         if !named.contains(&pid) {
             named.push(pid);
@@ -74,13 +88,17 @@ pub fn write_chrome_trace<W: Write>(t: &Timeline, mut w: W) -> io::Result<()> {
         write!(
             w,
             "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{},\"args\":{{\"name\":{}}}}}",
-            lane.stream.index(),
-            json_str(lane.stream.name())
+            tids[li],
+            json_str(
+                lane.name
+                    .rsplit_once(" / ")
+                    .map_or(lane.stream.name(), |(_, n)| n)
+            )
         )?;
     }
     for (li, lane) in t.lanes().iter().enumerate() {
         let pid = pid(lane);
-        let tid = lane.stream.index();
+        let tid = tids[li];
         for s in t.spans(li as u32) {
             sep(&mut w)?;
             write!(
@@ -108,7 +126,7 @@ pub fn write_chrome_trace<W: Write>(t: &Timeline, mut w: W) -> io::Result<()> {
             w,
             "{{\"ph\":\"s\",\"name\":\"pp\",\"cat\":\"pp\",\"id\":{i},\"pid\":{},\"tid\":{},\"ts\":{}}}",
             pid(la),
-            la.stream.index(),
+            tids[f.from.lane as usize],
             us(a.start_ns)
         )?;
         sep(&mut w)?;
@@ -116,7 +134,7 @@ pub fn write_chrome_trace<W: Write>(t: &Timeline, mut w: W) -> io::Result<()> {
             w,
             "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"pp\",\"cat\":\"pp\",\"id\":{i},\"pid\":{},\"tid\":{},\"ts\":{}}}",
             pid(lb),
-            lb.stream.index(),
+            tids[f.to.lane as usize],
             us(b.start_ns)
         )?;
     }

@@ -4,8 +4,10 @@
 //! [`TimelineBuilder`] so the web page draws measured and simulated runs
 //! alike.
 //!
-//! - Lanes: per rank (ascending), the five streams of [`Stream::ALL`]
-//!   (lane = rank position x 5 + stream), grouped by rank.
+//! - Lanes: per rank (ascending), the five streams of [`Stream::ALL`],
+//!   grouped by rank; a rank whose ops name their device stream (Kineto
+//!   traces) gets one lane per CUDA stream instead (ascending; a stream
+//!   running only NCCL kernels is a collective lane, named `(nccl)`).
 //! - Streams and kinds: compute ops on the compute stream (forward phase:
 //!   [`SpanKind::Forward`]; backward: [`SpanKind::InputGrad`], a measured
 //!   backward step covers both gradients; other: [`SpanKind::Compute`]);
@@ -124,10 +126,17 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     let mut sends: BTreeMap<TransferKey, SpanRef> = BTreeMap::new();
     let mut recvs: Vec<(TransferKey, SpanRef, u64)> = Vec::new();
     let par = &run.parallel;
-    for (ri, rt) in run.ranks.iter().enumerate() {
+    let mut next_lane = 0u32;
+    for rt in &run.ranks {
         ranks.push(rt.rank);
         let stage = rt.stage.unwrap_or_else(|| par.stage_of_rank(rt.rank));
-        let base = ri as u32 * 5;
+        if rt.ops.iter().any(|o| o.stream.is_some()) {
+            // Device streams named by the trace (Kineto): one lane each.
+            next_lane = device_stream_lanes(&mut tb, rt, stage, origin, next_lane, &mut untimed);
+            continue;
+        }
+        let base = next_lane;
+        next_lane += 5;
         for stream in Stream::ALL {
             tb.lane(Lane {
                 group_kind: LaneGroup::Rank,
@@ -223,10 +232,74 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     }
 }
 
+/// The lanes of a rank whose ops name their device stream: one lane per
+/// stream (ascending), a collective lane when every op on it is
+/// communication, else a compute lane; returns the next free lane index.
+fn device_stream_lanes(
+    tb: &mut TimelineBuilder,
+    rt: &crate::workload::RankTrace,
+    stage: u32,
+    origin: u64,
+    first_lane: u32,
+    untimed: &mut u64,
+) -> u32 {
+    let mut streams: BTreeMap<u32, bool> = BTreeMap::new();
+    for op in &rt.ops {
+        let comm = matches!(
+            op.kind,
+            OpKind::Collective { .. } | OpKind::Send | OpKind::Recv
+        );
+        let all_comm = streams.entry(op.stream.unwrap_or(0)).or_insert(true);
+        *all_comm &= comm;
+    }
+    let mut lane_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for (i, (id, all_comm)) in streams.iter().enumerate() {
+        let stream = if *all_comm {
+            Stream::Collective
+        } else {
+            Stream::Compute
+        };
+        tb.lane(Lane {
+            group_kind: LaneGroup::Rank,
+            group: rt.rank,
+            stage,
+            stream,
+            name: format!(
+                "rank {} (stage {stage}) / stream {id}{}",
+                rt.rank,
+                if *all_comm { " (nccl)" } else { "" }
+            ),
+        });
+        lane_of.insert(*id, first_lane + i as u32);
+    }
+    let mut cursor = 0u64;
+    for op in &rt.ops {
+        let lane = lane_of
+            .get(&op.stream.unwrap_or(0))
+            .copied()
+            .unwrap_or(first_lane);
+        let dur = op.duration_ns.unwrap_or(0);
+        let start = match op.start_ns {
+            Some(s) => s.saturating_sub(origin),
+            None => {
+                *untimed += 1;
+                cursor
+            }
+        };
+        cursor = cursor.max(start.saturating_add(dur));
+        push_on(tb, lane, op, start, dur);
+    }
+    first_lane + streams.len() as u32
+}
+
 fn push_op(tb: &mut TimelineBuilder, base: u32, op: &MeasuredOp, start: u64, dur: u64) -> SpanRef {
-    let (stream, kind, coll) = stream_and_kind(op);
+    let (stream, _, _) = stream_and_kind(op);
+    push_on(tb, base + stream.index(), op, start, dur)
+}
+
+fn push_on(tb: &mut TimelineBuilder, lane: u32, op: &MeasuredOp, start: u64, dur: u64) -> SpanRef {
+    let (_, kind, coll) = stream_and_kind(op);
     let label: LabelId = tb.label(&op.name);
-    let lane = base + stream.index();
     tb.push(
         lane,
         Span {

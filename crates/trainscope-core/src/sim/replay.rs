@@ -31,6 +31,17 @@
 //! - stages without a measured rank (below) get their compute scaled to
 //!   the measured ranks' waits by [`fit_copies`].
 //!
+//! PyTorch profiler (Kineto) traces ([`kineto_job`]), per present rank, the
+//! chosen `ProfilerStep`: the GPU time between one NCCL collective and the
+//! next (compute kernels, copies and idle, as measured) is replayed as
+//! compute, each collective over the whole world (the data-parallel group)
+//! of known size as a collective, split and re-costed like Echo's by
+//! [`infer::infer`]; other NCCL kernels keep their measured time inside the
+//! compute between collectives. Compute that ran while a collective was in
+//! flight (overlap on another stream) is not replayed on its own: the
+//! replay keeps the measured time between collectives, so it meets the
+//! measured step when the collectives are costed as measured.
+//!
 //! Optimus-Prime logs ([`optimus_job`]): per rank, the forward of each logged
 //! layer per micro-batch = its mean per-step total over the steady steps
 //! (step 1, the warm-up, excluded) / GAS; backward = factor x forward, split
@@ -778,6 +789,110 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
             job,
             present_ranks: present,
             assumed,
+            measured,
+            explicit_order: true,
+            network: Some(network),
+        },
+        warnings,
+    ))
+}
+
+/// Rebuild a Kineto run (see the module documentation).
+pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError> {
+    let mut warnings = Vec::new();
+    let parallel = parallel_of(run);
+    check_size(parallel, 0, 1, 1, 0, 0)?;
+    let network = infer::infer(run, parallel);
+    let mut programs = Vec::new();
+    let mut measured = ByKind::default();
+    let mut present = Vec::new();
+    for rt in &run.ranks {
+        if u64::from(rt.rank) >= parallel.world() {
+            warnings.push(format!(
+                "rank {} is outside the world of {} ranks: not simulated",
+                rt.rank,
+                parallel.world()
+            ));
+            continue;
+        }
+        let Some(span) = rt.iterations.first() else {
+            warnings.push(format!(
+                "rank {} has no measured iteration: not simulated",
+                rt.rank
+            ));
+            continue;
+        };
+        let ctx = RankCtx {
+            rank: rt.rank,
+            parallel,
+            network: &network,
+        };
+        let mut items = Vec::new();
+        let mut cursor = span.start_ns;
+        let mut overlapping = 0u32;
+        for (oi, op) in rt.ops.iter().enumerate() {
+            if coll_spec(op, parallel).is_none() {
+                continue;
+            }
+            let (Some(start), Some(end)) = (op.start_ns, op.end_ns()) else {
+                continue;
+            };
+            if start < cursor {
+                overlapping += 1;
+                continue;
+            }
+            items.push(Item::Compute {
+                name: "gpu".to_string(),
+                ns: start - cursor,
+            });
+            items.extend(op_items(op, oi as u32, &ctx, &mut measured));
+            cursor = end;
+        }
+        items.push(Item::Compute {
+            name: "gpu".to_string(),
+            ns: span.end_ns.saturating_sub(cursor),
+        });
+        if overlapping > 0 {
+            warnings.push(format!(
+                "rank {}: {overlapping} collective(s) overlap an earlier one (another NCCL stream): kept in the measured time between collectives",
+                rt.rank
+            ));
+        }
+        let fwd = pieces(&items, FORWARD, &mut measured);
+        present.push(rt.rank);
+        programs.push(RankProgram {
+            rank: rt.rank,
+            stage: 0,
+            blocks: vec![block(fwd, Vec::new())],
+            micro_batch_blocks: Vec::new(),
+            pre_rows: Vec::new(),
+            post_rows: Vec::new(),
+            order: Some(vec![PipeStep::f(0, 0), PipeStep::b(0, 0)]),
+        });
+    }
+    if programs.is_empty() {
+        return Err(SimError::InvalidJob(
+            "no rank of the Kineto traces has a measured iteration to replay".to_string(),
+        ));
+    }
+    check_replay_size(parallel, 1, &programs)?;
+    unmeasured_note(run, &programs, parallel.world(), &mut warnings);
+    let job = JobSpec {
+        name: "kineto replay".to_string(),
+        parallel,
+        micro_batches: 1,
+        activation_bytes: 0,
+        mode: JobMode::PerRank,
+        programs,
+        header_vpp: None,
+        simai_bubble: None,
+        warnings: Vec::new(),
+    };
+    Ok((
+        ReplayJob {
+            job,
+            present_ranks: present,
+            assumed: Vec::new(),
             measured,
             explicit_order: true,
             network: Some(network),

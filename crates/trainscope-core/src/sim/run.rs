@@ -18,6 +18,8 @@
 //!   measured, the measured step order, collectives and transfers re-costed
 //!   with the network inferred from the trace, [`super::infer`]; unmeasured
 //!   stages scaled to the measured ranks' waits, [`replay::fit_copies`]),
+//!   and so are PyTorch profiler (Kineto) traces, all files of a set one
+//!   run, one `ProfilerStep` ([`replay::kineto_job`]),
 //!   compared with the measured iteration; explicit network settings
 //!   ([`RunOptions::network_overrides`]) replace inferred values (what-if);
 //! - an Optimus-Prime log: rebuilt ([`replay::optimus_job`]: per-stage
@@ -81,6 +83,9 @@ pub struct RunOptions {
     /// the header's `all_gpus`; NeuSight TSVs (data parallel): the number of
     /// replicas. Ignored (warned) for measured runs.
     pub world: Option<u32>,
+    /// Kineto traces: the `ProfilerStep` number to analyse (default: the
+    /// last one every rank has).
+    pub iteration: Option<u32>,
     /// Measured runs: fit the compute scale to the measurement first.
     pub calibrate: bool,
     /// Measured runs: the network settings given explicitly; each replaces,
@@ -231,6 +236,9 @@ pub struct InferredReport {
 
 /// The note on every Echo replay.
 pub const ECHO_REPLAY_NOTE: &str = "replay: every traced op keeps its measured duration (compute between collectives, get_batch, loss_func, optimizer_step, the host time between ops, collectives over a group of one such as a DP all-reduce with DP 1); collectives and stage-to-stage transfers are split into waiting and transfer by the measured start skew, re-costed with the bandwidth and latency inferred per group from the trace (`inferred`), and their waiting is re-created by the simulation";
+
+/// The note on every Kineto replay.
+pub const KINETO_REPLAY_NOTE: &str = "replay of the chosen ProfilerStep: the GPU time between one collective and the next (kernels, copies, idle) keeps its measured duration; each NCCL collective over the data-parallel group is split into waiting and transfer by the measured start skew, re-costed with the bandwidth and latency inferred from the traces (`inferred`), and its waiting is re-created by the simulation; compute overlapping a collective is kept inside the measured time between collectives, not replayed on its own";
 
 /// The note of `inferred`.
 pub const INFERRED_NOTE: &str = "effective bandwidth (GB/s = 2^30 bytes/s, on the network model's bus bytes) and latency per group and direction, least squares over the traced transfers (waiting split off by start skew where every member is traced); explicit network settings override them per link";
@@ -518,7 +526,16 @@ fn load(
         simai_sources,
         runs,
         models: _,
-    } = load_set(files, options.format, &LoadOptions { neusight });
+    } = load_set(
+        files,
+        options.format,
+        &LoadOptions {
+            neusight,
+            kineto: crate::formats::kineto::KinetoOptions {
+                iteration: options.iteration,
+            },
+        },
+    );
     // A file that gave no result fails the run (`load_set` gives every such
     // file an error saying why); a usable file with skipped records is
     // simulated without them, with a warning naming them.
@@ -735,6 +752,10 @@ pub fn run_files(
                     let (rj, w) = replay::optimus_job(&run, f)?;
                     (rj, w, Some(ScheduleKind::OneFOneB))
                 }
+                Format::KinetoTrace => {
+                    let (rj, w) = replay::kineto_job(&run)?;
+                    (rj, w, None)
+                }
                 _ => {
                     let (rj, w) = replay::echo_job(&run)?;
                     (rj, w, None)
@@ -883,7 +904,11 @@ pub fn run_files(
             };
             match &rj.network {
                 Some(net) => {
-                    notes.push(ECHO_REPLAY_NOTE.to_string());
+                    notes.push(if run.format == Format::KinetoTrace {
+                        KINETO_REPLAY_NOTE.to_string()
+                    } else {
+                        ECHO_REPLAY_NOTE.to_string()
+                    });
                     notes.extend(basis_notes(net));
                     if let Some(u) = &unmeasured {
                         notes.push(format!(

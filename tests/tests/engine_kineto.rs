@@ -1,0 +1,130 @@
+//! Replay of PyTorch profiler (Kineto) traces on generated multi-rank jobs
+//! (`trainscope_tests::kineto_gen`): the simulated step meets the measured
+//! one within 5 % (uncalibrated), with and without a slowed rank, on the
+//! last and on an earlier `ProfilerStep`; a set holding only some ranks is
+//! simulated as those ranks and says so; a what-if on the network changes
+//! the result; the measured timeline has one lane per CUDA stream.
+
+use trainscope_core::sim::infer::NetworkOverrides;
+use trainscope_core::sim::run::convert_files;
+use trainscope_core::sim::{run_files, RunOptions, RunOutput, SimConfig};
+use trainscope_tests::kineto_gen::KinetoJob;
+
+fn run(files: &[(String, String)], options: &RunOptions) -> RunOutput {
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .collect();
+    run_files(&refs, &SimConfig::default(), options).unwrap()
+}
+
+#[test]
+fn replay_meets_the_measured_step_within_5_percent() {
+    for job in [
+        KinetoJob::default(),
+        KinetoJob {
+            seed: 3,
+            world: 8,
+            layers: 6,
+            slow_rank: Some((5, 30)),
+            ..KinetoJob::default()
+        },
+    ] {
+        for iteration in [None, Some(job.first_step)] {
+            let out = run(
+                &job.generate(),
+                &RunOptions {
+                    iteration,
+                    ..RunOptions::default()
+                },
+            );
+            let facts = job.expected();
+            let step = iteration.unwrap_or(job.first_step + job.steps - 1);
+            let idx = (step - job.first_step) as usize;
+            let start = facts.iter().map(|r| r[idx].start_ns).min().unwrap();
+            let end = facts.iter().map(|r| r[idx].end_ns).max().unwrap();
+            assert_eq!(out.measured_iteration_time_ns(), Some(end - start));
+            let cmp = out.comparison.as_ref().unwrap();
+            assert!(
+                cmp.error_percent.abs() < 5.0,
+                "{job:?} step {step}: {:.2}%",
+                cmp.error_percent
+            );
+            assert_eq!(out.report_json()["format"], "kineto-trace");
+        }
+    }
+}
+
+#[test]
+fn partial_set_is_simulated_as_its_ranks() {
+    let job = KinetoJob::default();
+    let files = job.generate();
+    let out = run(&files[..2], &RunOptions::default());
+    let warnings = out.report_json()["warnings"].to_string();
+    assert!(
+        warnings.contains("the set holds 2 of 4 ranks"),
+        "{warnings}"
+    );
+    assert!(out.measured_iteration_time_ns().is_some());
+}
+
+#[test]
+fn a_slower_network_is_a_what_if() {
+    let job = KinetoJob {
+        world: 16,
+        ..KinetoJob::default()
+    };
+    let files = job.generate();
+    let base = run(&files, &RunOptions::default());
+    let config_slow = RunOptions {
+        network_overrides: NetworkOverrides {
+            nic_gbps: true,
+            nvlink_gbps: true,
+            ..NetworkOverrides::default()
+        },
+        ..RunOptions::default()
+    };
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .collect();
+    let mut config = SimConfig::default();
+    config.network.nic_gbps = 1.0;
+    config.network.nvlink_gbps = 1.0;
+    let slow = run_files(&refs, &config, &config_slow).unwrap();
+    assert!(
+        slow.summary().iteration_time_ns > base.summary().iteration_time_ns,
+        "{} vs {}",
+        slow.summary().iteration_time_ns,
+        base.summary().iteration_time_ns
+    );
+}
+
+#[test]
+fn measured_timeline_has_one_lane_per_cuda_stream() {
+    let job = KinetoJob::default();
+    let files = job.generate();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .collect();
+    let out = convert_files(&refs, &RunOptions::default()).unwrap();
+    let t = &out.measured.timeline;
+    let names: Vec<&str> = t.lanes().iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names.len(), 2 * job.world as usize, "{names:?}");
+    assert_eq!(names[0], "rank 0 (stage 0) / stream 7");
+    assert_eq!(names[1], "rank 0 (stage 0) / stream 20 (nccl)");
+    // Every kept GPU op of the step is a span.
+    let facts = job.expected();
+    let spans: u64 = (0..t.lanes().len() as u32)
+        .map(|l| t.spans(l).len() as u64)
+        .sum();
+    let want: u64 = facts
+        .iter()
+        .map(|r| {
+            let f = r.last().unwrap();
+            f.kernels + f.memcpy + f.memset + f.collectives
+        })
+        .sum();
+    assert_eq!(spans, want);
+}
