@@ -11,9 +11,9 @@
 
 use crate::job::{JobField, JobModel, JobSettings};
 use crate::protocol::{Progress, Response, RunOutput};
-use crate::settings::{Field, FieldError, Settings, SettingsHints};
+use crate::settings::{Field, FieldError, Schedule, Settings, SettingsHints};
 use crate::url::UrlState;
-use crate::views::{FileView, ResultView};
+use crate::views::{FileView, ResultView, ScheduleComparison};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use trainscope_core::sim::Timeline;
@@ -140,6 +140,10 @@ pub struct AppState {
     /// The (`files_rev`, `edit_rev`) the shown output's run started from:
     /// when it differs from the current ones the result is stale.
     pub output_basis: (u64, u64),
+    /// The last Compare-schedules table: kept while the input and the
+    /// settings other than the schedule stay (picking a row runs that
+    /// schedule and keeps the table); dropped by any other change.
+    pub schedules: Option<Rc<ScheduleComparison>>,
 }
 
 /// What can happen to the state.
@@ -183,6 +187,11 @@ pub enum Action {
     /// Pin the current result as "A".
     Pin,
     Unpin,
+    /// Run this schedule now (a row of the Compare-schedules table) with
+    /// the row's virtual stages: the schedule setting (and, for
+    /// interleaved, the virtual stages; for a described job its `--vpp`)
+    /// is set as if typed.
+    RunSchedule(Schedule, u32),
 }
 
 impl AppState {
@@ -389,6 +398,7 @@ impl AppState {
 
     fn files_changed(&mut self) {
         self.files_rev += 1;
+        self.schedules = None;
         // The job's model file is gone: back to the panel's preset.
         if let JobModel::File(name) = &self.job.model {
             if !self.files.iter().any(|f| &f.name == name) {
@@ -482,6 +492,10 @@ impl Reducible for AppState {
                 next.pinned_fields.insert(field);
                 next.link_fields.remove(&field);
                 next.edit_rev += 1;
+                // The table compares schedules on the other settings.
+                if field != Field::Schedule && before != next.settings {
+                    next.schedules = None;
+                }
             }
             Action::JobEdit(field, text) => {
                 match next.job.set(field, &text) {
@@ -495,6 +509,7 @@ impl Reducible for AppState {
                 next.job_texts.insert(field, text);
                 next.job_active = true;
                 next.edit_rev += 1;
+                next.schedules = None;
             }
             Action::RunJob => {
                 next.job_active = true;
@@ -517,6 +532,7 @@ impl Reducible for AppState {
                     None => next.job_active = false,
                 }
                 next.edit_rev += 1;
+                next.schedules = None;
             }
             Action::Notice(m) => next.notices.push(m),
             Action::DismissNotices => next.notices.clear(),
@@ -552,6 +568,9 @@ impl Reducible for AppState {
                                 next.job_texts.remove(&JobField::Model);
                                 next.job_active = true;
                             }
+                        }
+                        if let Some(c) = &output.schedules {
+                            next.schedules = Some(Rc::new(c.clone()));
                         }
                         next.output = Some(Rc::new(*output));
                         next.output_run = id;
@@ -637,6 +656,26 @@ impl Reducible for AppState {
             Action::Unpin => {
                 next.compare = None;
                 next.compare_timeline = None;
+            }
+            Action::RunSchedule(schedule, virtual_stages) => {
+                next.settings.schedule = schedule;
+                next.texts.remove(&Field::Schedule);
+                next.parse_errors.remove(&Field::Schedule);
+                next.pinned_fields.insert(Field::Schedule);
+                next.link_fields.remove(&Field::Schedule);
+                if next.job_active {
+                    next.job.vpp = virtual_stages;
+                    next.job_texts.remove(&JobField::Vpp);
+                    next.job_parse_errors.remove(&JobField::Vpp);
+                } else if schedule == Schedule::Interleaved {
+                    next.settings.virtual_stages = virtual_stages;
+                    next.texts.remove(&Field::VirtualStages);
+                    next.parse_errors.remove(&Field::VirtualStages);
+                    next.pinned_fields.insert(Field::VirtualStages);
+                    next.link_fields.remove(&Field::VirtualStages);
+                }
+                // Runs at once, like new files; the table stays.
+                next.files_rev += 1;
             }
         }
         Rc::new(next)
