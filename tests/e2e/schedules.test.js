@@ -3,9 +3,10 @@
 // with one row per schedule; picking each schedule in the select shows its
 // result (the iteration time of its row), its timeline and the activation
 // memory chart, one step chart per stage; clicking a row runs that
-// schedule. With the file's one micro-batch, the schedules whose conditions
+// schedule; "pin as A" on the 1F1B row then a click on ZB-V draws both
+// timelines on one time axis. With the file's one micro-batch, the schedules whose conditions
 // fail are listed with the core's reason instead of a row. Screenshot:
-// target/e2e/schedules-compare.png.
+// target/e2e/schedules-compare.png, target/e2e/schedules-pinned-pair.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { serve, launch, newPage, waitDone, screenshot } from './harness.js';
@@ -46,7 +47,7 @@ async function loadSeed(page) {
   await waitDone(page);
 }
 
-test('compare every schedule, pick each one and see its timeline and memory chart, click a row', async () => {
+test('compare every schedule, pick each one and see its timeline and memory chart, click a row, pin a pair', async () => {
   const { page, errors } = await newPage(browser.context);
   await loadSeed(page);
   await page.getByTestId('setting-micro_batches').fill('8');
@@ -94,6 +95,23 @@ test('compare every schedule, pick each one and see its timeline and memory char
   await waitDrawn(page);
   await table.scrollIntoViewIfNeeded();
   await screenshot(page, 'schedules-compare');
+
+  // Pin 1F1B as A, click ZB-V: both timelines on one time axis.
+  await table.locator('tr[data-schedule="1f1b"] [data-testid=schedule-compare-pin]').click();
+  await settled(page);
+  assert.equal(await page.getByTestId('setting-schedule').inputValue(), '1f1b');
+  await table.locator('tr[data-schedule="zbv"]').click();
+  await page.getByTestId('compare-row').first().waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('timeline-view').inputValue(), 'a-vs-b');
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.runs === 'A (pinned),B (this run)');
+  await waitDrawn(page);
+  const [start, end] = await page.getByTestId('view-range').evaluate((e) => [Number(e.dataset.startNs), Number(e.dataset.endNs)]);
+  const one = rows.find((r) => r.schedule === '1f1b').ns;
+  assert.equal(start, 0);
+  assert.ok(end >= one, `the shared axis ${end} covers A's (1F1B) ${one} ns`);
+  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+  await screenshot(page, 'schedules-pinned-pair');
   assert.deepEqual(errors, []);
 });
 

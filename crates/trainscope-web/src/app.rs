@@ -355,6 +355,11 @@ pub fn App() -> Html {
         Callback::from(move |(s, v): (Schedule, u32)| dispatch.dispatch(Action::RunSchedule(s, v)))
     };
 
+    let on_pin_schedule = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |(s, v): (Schedule, u32)| dispatch.dispatch(Action::PinSchedule(s, v)))
+    };
+
     let output = state.output.clone();
     let result = state.result().cloned();
     let stale = state.results_stale();
@@ -427,7 +432,8 @@ pub fn App() -> Html {
                                          current={state.settings.schedule}
                                          running={state.run.is_running()}
                                          on_compare={on_compare_schedules}
-                                         on_pick={on_pick_schedule} />
+                                         on_pick={on_pick_schedule}
+                                         on_pin={on_pin_schedule} />
                     }
                     // A refused job has nothing to draw: its panel says why.
                     if output.as_ref().is_some_and(|o| o.result.is_some() || o.job.is_none())

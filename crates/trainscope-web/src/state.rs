@@ -144,6 +144,11 @@ pub struct AppState {
     /// settings other than the schedule stay (picking a row runs that
     /// schedule and keeps the table); dropped by any other change.
     pub schedules: Option<Rc<ScheduleComparison>>,
+    /// Pin the next run's result as "A" when it finishes (a schedule row's
+    /// "pin as A"); becomes `pin_run` when that run starts.
+    pub pin_next_run: bool,
+    /// The run whose result is pinned as "A" when it finishes.
+    pub pin_run: Option<u64>,
 }
 
 /// What can happen to the state.
@@ -192,6 +197,9 @@ pub enum Action {
     /// interleaved, the virtual stages; for a described job its `--vpp`)
     /// is set as if typed.
     RunSchedule(Schedule, u32),
+    /// [`Action::RunSchedule`], then pin that run's result as "A" (its
+    /// timeline then shows with the next run's on one time axis).
+    PinSchedule(Schedule, u32),
 }
 
 impl AppState {
@@ -372,6 +380,52 @@ impl AppState {
             })
     }
 
+    /// Set the schedule a row names (and its virtual stages: the job's vpp
+    /// for a described job, the setting for interleaved) as if typed, and
+    /// run at once.
+    fn run_schedule(&mut self, schedule: Schedule, virtual_stages: u32) {
+        self.settings.schedule = schedule;
+        self.texts.remove(&Field::Schedule);
+        self.parse_errors.remove(&Field::Schedule);
+        self.pinned_fields.insert(Field::Schedule);
+        self.link_fields.remove(&Field::Schedule);
+        if self.job_active {
+            self.job.vpp = virtual_stages;
+            self.job_texts.remove(&JobField::Vpp);
+            self.job_parse_errors.remove(&JobField::Vpp);
+        } else if schedule == Schedule::Interleaved {
+            self.settings.virtual_stages = virtual_stages;
+            self.texts.remove(&Field::VirtualStages);
+            self.parse_errors.remove(&Field::VirtualStages);
+            self.pinned_fields.insert(Field::VirtualStages);
+            self.link_fields.remove(&Field::VirtualStages);
+        }
+        // Runs at once, like new files; the table stays.
+        self.files_rev += 1;
+    }
+
+    /// Pin the shown output's result as "A" (false: there is none).
+    fn pin_output(&mut self) -> bool {
+        let Some(output) = &self.output else {
+            return false;
+        };
+        let Some(result) = &output.result else {
+            return false;
+        };
+        self.compare = Some(Rc::new(PinnedResult {
+            result: result.clone(),
+            settings: output.settings.clone(),
+            files: output.files.iter().map(|f| f.name.clone()).collect(),
+            run: self.output_run,
+        }));
+        self.compare_timeline = if self.timelines_run == self.output_run {
+            self.pinned_timeline()
+        } else {
+            None
+        };
+        true
+    }
+
     /// Forget the pins a link made (its files are gone).
     fn drop_link_pins(&mut self) {
         for f in std::mem::take(&mut self.link_fields) {
@@ -537,6 +591,7 @@ impl Reducible for AppState {
             Action::Notice(m) => next.notices.push(m),
             Action::DismissNotices => next.notices.clear(),
             Action::RunStarted(id) => {
+                next.pin_run = std::mem::take(&mut next.pin_next_run).then_some(id);
                 next.current_run = id;
                 next.run = RunStatus::Running { id, progress: None };
                 next.run_basis = (next.files_rev, next.edit_rev);
@@ -576,6 +631,9 @@ impl Reducible for AppState {
                         next.output_run = id;
                         next.output_basis = next.run_basis;
                         next.run = RunStatus::Done { id };
+                        if next.pin_run.take() == Some(id) {
+                            next.pin_output();
+                        }
                     }
                     Response::Failed { id, message } if running && id == current => {
                         next.run = RunStatus::Failed { id, message };
@@ -635,47 +693,20 @@ impl Reducible for AppState {
                 next.notices.push(format!("download failed: {message}"));
             }
             Action::Pin => {
-                let Some(output) = &next.output else {
+                if !next.pin_output() {
                     return self;
-                };
-                let Some(result) = &output.result else {
-                    return self;
-                };
-                next.compare = Some(Rc::new(PinnedResult {
-                    result: result.clone(),
-                    settings: output.settings.clone(),
-                    files: output.files.iter().map(|f| f.name.clone()).collect(),
-                    run: next.output_run,
-                }));
-                next.compare_timeline = if next.timelines_run == next.output_run {
-                    next.pinned_timeline()
-                } else {
-                    None
-                };
+                }
             }
             Action::Unpin => {
                 next.compare = None;
                 next.compare_timeline = None;
             }
+            Action::PinSchedule(schedule, virtual_stages) => {
+                next.run_schedule(schedule, virtual_stages);
+                next.pin_next_run = true;
+            }
             Action::RunSchedule(schedule, virtual_stages) => {
-                next.settings.schedule = schedule;
-                next.texts.remove(&Field::Schedule);
-                next.parse_errors.remove(&Field::Schedule);
-                next.pinned_fields.insert(Field::Schedule);
-                next.link_fields.remove(&Field::Schedule);
-                if next.job_active {
-                    next.job.vpp = virtual_stages;
-                    next.job_texts.remove(&JobField::Vpp);
-                    next.job_parse_errors.remove(&JobField::Vpp);
-                } else if schedule == Schedule::Interleaved {
-                    next.settings.virtual_stages = virtual_stages;
-                    next.texts.remove(&Field::VirtualStages);
-                    next.parse_errors.remove(&Field::VirtualStages);
-                    next.pinned_fields.insert(Field::VirtualStages);
-                    next.link_fields.remove(&Field::VirtualStages);
-                }
-                // Runs at once, like new files; the table stays.
-                next.files_rev += 1;
+                next.run_schedule(schedule, virtual_stages);
             }
         }
         Rc::new(next)

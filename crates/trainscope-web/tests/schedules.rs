@@ -340,6 +340,44 @@ fn picking_a_row_runs_that_schedule_and_keeps_the_table() {
 }
 
 #[wasm_bindgen_test]
+fn pinning_a_row_pins_that_runs_result_as_a() {
+    let typed = [(Field::MicroBatches, "8"), (Field::VirtualStages, "4")];
+    let s = Rc::new(AppState::default())
+        .reduce(Action::Loaded {
+            files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
+            example: None,
+        })
+        .reduce(Action::Edit(Field::MicroBatches, "8".into()))
+        .reduce(Action::Edit(Field::VirtualStages, "4".into()));
+    let s = done(s, 1, run(&file_request(&typed, true)));
+    assert!(s.compare.is_none());
+    let s = s.reduce(Action::PinSchedule(Schedule::Gpipe, 1));
+    assert_eq!(s.settings.schedule, Schedule::Gpipe);
+    let mut req = file_request(&typed, false);
+    req.settings.schedule = Schedule::Gpipe;
+    let gpipe = run(&req);
+    let s = done(s, 2, gpipe.clone());
+    let pinned = s.compare.as_ref().expect("pinned when its run finished");
+    assert_eq!(pinned.run, 2);
+    assert_eq!(Some(&pinned.result), gpipe.result.as_ref());
+    // Its timeline arrives after the result: it becomes A's.
+    let s = s.reduce(Action::Worker(Response::Timelines {
+        id: 2,
+        timelines: gpipe.timelines.clone(),
+    }));
+    assert_eq!(
+        s.compare_timeline.as_ref().map(|t| t.label.as_str()),
+        Some("A")
+    );
+    // The next row clicked is not pinned: it is B.
+    let s = s.reduce(Action::RunSchedule(Schedule::Zbv, 1));
+    let mut req = file_request(&typed, false);
+    req.settings.schedule = Schedule::Zbv;
+    let s = done(s, 3, run(&req));
+    assert_eq!(s.compare.as_ref().unwrap().run, 2);
+}
+
+#[wasm_bindgen_test]
 fn picking_a_row_of_a_job_sets_its_virtual_stages() {
     let s = Rc::new(AppState::default())
         .reduce(Action::JobEdit(JobField::Vpp, "2".into()))
@@ -392,7 +430,7 @@ async fn the_table_and_the_chart_render_their_test_ids() {
         <>
             <ActivationChart activations={r.activations.clone()} end_ns={r.iteration_time_ns.unwrap()} />
             <ScheduleCompare comparison={Some(c.clone())} current={Schedule::OneFOneB}
-                             running={false} on_compare={Callback::noop()} {on_pick} />
+                             running={false} on_compare={Callback::noop()} {on_pick} on_pin={Callback::noop()} />
         </>
     });
     settle().await;
@@ -410,6 +448,12 @@ async fn the_table_and_the_chart_render_their_test_ids() {
         .query_selector_all("[data-testid=schedule-compare-table] tr[data-schedule]")
         .unwrap();
     assert_eq!(rows.length(), 7);
+    assert_eq!(
+        host.query_selector_all("[data-testid=schedule-compare-pin]")
+            .unwrap()
+            .length(),
+        7
+    );
     let zb = host
         .query_selector("tr[data-schedule=zb-h1]")
         .unwrap()

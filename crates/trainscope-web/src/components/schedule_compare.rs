@@ -7,7 +7,10 @@
 //! the schedules that could not run with the core's reason
 //! (`schedule-compare-refused`). Clicking a row runs that schedule as the
 //! current run (its timeline and memory chart show); the row of the
-//! schedule the settings name is marked current.
+//! schedule the settings name is marked current. A row's "pin as A"
+//! (`schedule-compare-pin`) runs it and pins its result, so the next row
+//! clicked is compared with it (the Compare panel, and both timelines on
+//! one time axis).
 
 use crate::format;
 use crate::settings::{schedule_name, Schedule};
@@ -24,6 +27,8 @@ pub struct ScheduleCompareProps {
     pub on_compare: Callback<()>,
     /// Run this schedule (with the row's virtual stages).
     pub on_pick: Callback<(Schedule, u32)>,
+    /// Run this schedule and pin its result as "A".
+    pub on_pin: Callback<(Schedule, u32)>,
 }
 
 /// Per-stage values as one cell: `2 · 1.5 · 1`.
@@ -31,12 +36,26 @@ fn per_stage<T>(values: &[T], show: impl Fn(&T) -> String) -> String {
     values.iter().map(show).collect::<Vec<_>>().join(" · ")
 }
 
-fn row_html(r: &ScheduleRow, current: Schedule, on_pick: &Callback<(Schedule, u32)>) -> Html {
+fn row_html(
+    r: &ScheduleRow,
+    current: Schedule,
+    on_pick: &Callback<(Schedule, u32)>,
+    on_pin: &Callback<(Schedule, u32)>,
+) -> Html {
     let name = schedule_name(r.schedule);
     let pick = {
         let cb = on_pick.clone();
         let (s, v) = (r.schedule, r.virtual_stages);
         Callback::from(move |_: MouseEvent| cb.emit((s, v)))
+    };
+    let pin = {
+        let cb = on_pin.clone();
+        let (s, v) = (r.schedule, r.virtual_stages);
+        Callback::from(move |e: MouseEvent| {
+            // Not also a row click.
+            e.stop_propagation();
+            cb.emit((s, v))
+        })
     };
     let label = if r.virtual_stages > 1 {
         format!("{name} (vpp {})", r.virtual_stages)
@@ -60,6 +79,12 @@ fn row_html(r: &ScheduleRow, current: Schedule, on_pick: &Callback<(Schedule, u3
             <td data-testid="schedule-speedup" data-value={r.speedup_over_1f1b.map(|x| x.to_string()).unwrap_or_default()}>
                 { r.speedup_over_1f1b.map_or("—".to_string(), |x| format!("{x:.3}×")) }
             </td>
+            <td>
+                <button type="button" class="secondary small" data-testid="schedule-compare-pin"
+                        onclick={pin} title={format!("Run {name} and pin it as A: the next row you click is drawn with it on one time axis")}>
+                    {"pin as A"}
+                </button>
+            </td>
         </tr>
     }
 }
@@ -75,7 +100,7 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
         html! {
             <>
                 <p class="note">{ format!(
-                    "{} under every schedule, with the other settings unchanged. Peak activation memory per stage, stage 0 first. Click a row to run that schedule.",
+                    "{} under every schedule, with the other settings unchanged. Peak activation memory per stage, stage 0 first. Click a row to run that schedule; pin one as A, then click another to see both timelines on one time axis.",
                     c.input
                 ) }</p>
                 <table class="schedule-table" data-testid="schedule-compare-table">
@@ -89,10 +114,11 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
                                 <th scope="col">{"peak activations (bytes)"}</th>
                             }
                             <th scope="col">{"speed-up over 1F1B"}</th>
+                            <th scope="col"><span class="visually-hidden">{"pin"}</span></th>
                         </tr>
                     </thead>
                     <tbody>
-                        { for c.rows.iter().map(|r| row_html(r, props.current, &props.on_pick)) }
+                        { for c.rows.iter().map(|r| row_html(r, props.current, &props.on_pick, &props.on_pin)) }
                     </tbody>
                 </table>
                 if !c.refused.is_empty() {
