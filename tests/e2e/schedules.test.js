@@ -134,3 +134,43 @@ test('with one micro-batch the schedules whose conditions fail are listed with t
   assert.equal(await table.count(), 0);
   assert.deepEqual(errors, []);
 });
+
+test('a described job compares its schedules in bytes, and its memory chart is in bytes', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-gbs').fill('32');
+  await page.getByTestId('job-pp').fill('2');
+  await settled(page);
+  const chart = page.getByTestId('activation-memory-chart');
+  assert.equal(await chart.getAttribute('data-unit'), 'bytes');
+  const peaks = await chart.locator('svg[data-stage]').evaluateAll((s) => s.map((e) => Number(e.dataset.peak)));
+  assert.equal(peaks.length, 2);
+  // Activations are part of each stage's peak memory (the browser test
+  // checks them against the memory model byte for byte).
+  const totals = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
+  assert.equal(totals.length, 2);
+  peaks.forEach((p, i) => assert.ok(p > 1e6 && p < totals[i], `stage ${i}: ${p} of ${totals[i]} bytes`));
+  await page.getByTestId('schedule-compare-run').click();
+  const compare = page.getByTestId('schedule-compare-table');
+  await compare.waitFor({ timeout: 60000 });
+  await settled(page);
+  const rows = await compare.locator('tr[data-schedule]').evaluateAll((t) => t.map((e) => e.dataset.schedule));
+  assert.deepEqual(rows, ['gpipe', '1f1b', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev']);
+  assert.equal(await compare.locator('[data-testid=schedule-peak-bytes]').count(), 6);
+  assert.deepEqual(await page.getByTestId('schedule-compare-refused').evaluateAll((l) => l.map((e) => e.dataset.schedule)),
+    ['interleaved']);
+  // The current run (1F1B) has the 1F1B row's peak on stage 0.
+  const oneF = await compare.locator('tr[data-schedule="1f1b"] [data-testid=schedule-peak-bytes]').innerText();
+  assert.ok(oneF.length > 0);
+  await compare.locator('tr[data-schedule="zbv"]').click();
+  await settled(page);
+  assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zbv');
+  assert.equal(await page.getByTestId('job-panel').getAttribute('data-active'), 'true');
+  await waitDrawn(page);
+  await chart.scrollIntoViewIfNeeded();
+  await screenshot(page, 'schedules-job');
+  assert.deepEqual(errors, []);
+});

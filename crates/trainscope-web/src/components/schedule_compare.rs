@@ -103,6 +103,7 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
                     "{} under every schedule, with the other settings unchanged. Peak activation memory per stage, stage 0 first. Click a row to run that schedule; pin one as A, then click another to see both timelines on one time axis.",
                     c.input
                 ) }</p>
+                <div class="schedule-table-wrap">
                 <table class="schedule-table" data-testid="schedule-compare-table">
                     <thead>
                         <tr>
@@ -121,12 +122,13 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
                         { for c.rows.iter().map(|r| row_html(r, props.current, &props.on_pick, &props.on_pin)) }
                     </tbody>
                 </table>
+                </div>
                 if !c.refused.is_empty() {
                     <ul class="diags schedule-refused">
                         { for c.refused.iter().map(|r| html! {
                             <li class="diag warning" data-testid="schedule-compare-refused"
                                 data-schedule={schedule_name(r.schedule)}>
-                                <strong>{ schedule_name(r.schedule) }</strong>{ ": " }{ &r.message }
+                                <span><strong>{ schedule_name(r.schedule) }</strong>{ ": " }{ &r.message }</span>
                             </li>
                         }) }
                     </ul>
