@@ -110,11 +110,11 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
                             <th scope="col">{"schedule"}</th>
                             <th scope="col">{"iteration time"}</th>
                             <th scope="col">{"bubble"}</th>
-                            <th scope="col">{"peak activations (micro-batches)"}</th>
+                            <th scope="col">{"peak (micro-batches)"}</th>
                             if bytes {
-                                <th scope="col">{"peak activations (bytes)"}</th>
+                                <th scope="col">{"peak (bytes)"}</th>
                             }
-                            <th scope="col">{"speed-up over 1F1B"}</th>
+                            <th scope="col">{"speed-up vs 1F1B"}</th>
                             <th scope="col"><span class="visually-hidden">{"pin"}</span></th>
                         </tr>
                     </thead>
