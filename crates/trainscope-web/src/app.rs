@@ -5,16 +5,19 @@
 //! fragment (restored on load and on `hashchange`, rewritten when the
 //! example, the settings or the described job change).
 
+use crate::components::activation_chart::ActivationChart;
 use crate::components::compare::Compare;
 use crate::components::file_card::{diagnostic, FileCard};
 use crate::components::ingest::{load_example, Ingest};
 use crate::components::job_panel::JobPanel;
 use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
+use crate::components::schedule_compare::ScheduleCompare;
 use crate::components::settings_form::SettingsForm;
 use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
 use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
+use crate::settings::{Mode, Schedule};
 use crate::state::{Action, AppState};
 use crate::url;
 use crate::views::{ExportFile, ResultKind};
@@ -173,7 +176,8 @@ pub fn App() -> Html {
         let host = host.clone();
         let next_id = next_id.clone();
         let debounce = debounce.clone();
-        Callback::from(move |_: ()| {
+        // `compare`: also run every schedule (Compare schedules).
+        Callback::from(move |compare: bool| {
             debounce.borrow_mut().take();
             if !state.can_run() {
                 return;
@@ -198,6 +202,7 @@ pub fn App() -> Html {
                     .collect(),
                 job: state.job.clone(),
                 job_active: state.job_active,
+                compare_schedules: compare,
             });
             if let Some(h) = host.borrow().as_ref() {
                 h.run(&req);
@@ -210,7 +215,7 @@ pub fn App() -> Html {
         let start_run = start_run.clone();
         use_effect_with(state.files_rev, move |rev| {
             if *rev > 0 {
-                start_run.emit(());
+                start_run.emit(false);
             }
         });
     }
@@ -220,7 +225,7 @@ pub fn App() -> Html {
         let debounce = debounce.clone();
         use_effect_with(state.edit_rev, move |rev| {
             if *rev > 0 {
-                let timer = Timeout::new(DEBOUNCE_MS, move || start_run.emit(()));
+                let timer = Timeout::new(DEBOUNCE_MS, move || start_run.emit(false));
                 *debounce.borrow_mut() = Some(timer);
             }
         });
@@ -337,6 +342,24 @@ pub fn App() -> Html {
         })
     };
 
+    let on_simulate = {
+        let start_run = start_run.clone();
+        Callback::from(move |_: ()| start_run.emit(false))
+    };
+    let on_compare_schedules = {
+        let start_run = start_run.clone();
+        Callback::from(move |_: ()| start_run.emit(true))
+    };
+    let on_pick_schedule = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |(s, v): (Schedule, u32)| dispatch.dispatch(Action::RunSchedule(s, v)))
+    };
+
+    let on_pin_schedule = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |(s, v): (Schedule, u32)| dispatch.dispatch(Action::PinSchedule(s, v)))
+    };
+
     let output = state.output.clone();
     let result = state.result().cloned();
     let stale = state.results_stale();
@@ -368,7 +391,7 @@ pub fn App() -> Html {
             }
             <div class="workspace">
                 <aside class="config">
-                    <SettingsForm state={state.clone()} on_simulate={start_run.clone()} />
+                    <SettingsForm state={state.clone()} on_simulate={on_simulate} />
                 </aside>
                 <div class="main-col">
                     <RunBar status={state.run.clone()} {on_cancel} />
@@ -399,6 +422,18 @@ pub fn App() -> Html {
                         <section class="results empty" aria-label="Results">
                             <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example), or describe a job, to see its results here."}</p>
                         </section>
+                    }
+                    if let Some(r) = result.as_ref().filter(|r| r.activations.iter().any(|a| a.peak_chunks > 0)) {
+                        <ActivationChart activations={r.activations.clone()}
+                                         end_ns={r.iteration_time_ns.unwrap_or(0)} />
+                    }
+                    if state.has_input() && state.settings.mode == Mode::Event {
+                        <ScheduleCompare comparison={state.schedules.clone()}
+                                         current={state.settings.schedule}
+                                         running={state.run.is_running()}
+                                         on_compare={on_compare_schedules}
+                                         on_pick={on_pick_schedule}
+                                         on_pin={on_pin_schedule} />
                     }
                     // A refused job has nothing to draw: its panel says why.
                     if output.as_ref().is_some_and(|o| o.result.is_some() || o.job.is_none())

@@ -17,8 +17,8 @@ use crate::protocol::{JobOutcome, NamedTimeline, Progress, RunOutput, RunRequest
 use crate::settings::{Field, Mode, Schedule};
 use crate::settings::{Settings, SettingsHints};
 use crate::views::{
-    Bar, Cell, ExportFile, FieldView, Figure, FileView, Quantity, ResultKind, ResultView, Segment,
-    TableView,
+    ActivationView, Bar, Cell, ExportFile, FieldView, Figure, FileView, Quantity, ResultKind,
+    ResultView, Segment, TableView,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
@@ -46,7 +46,12 @@ pub fn run_with_source(
     progress: &mut dyn FnMut(Progress),
 ) -> (RunOutput, Option<ExportSource>) {
     let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
-    let total = n.saturating_add(3);
+    let compared = if req.compare_schedules {
+        Schedule::ALL.len() as u32
+    } else {
+        0
+    };
+    let total = n.saturating_add(3).saturating_add(compared);
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,
@@ -108,7 +113,36 @@ pub fn run_with_source(
             &mut diagnostics,
         )
     };
-    step(n.saturating_add(2), "Preparing results".into());
+    let mut schedules = None;
+    if req.compare_schedules {
+        let compared = crate::schedule_compare::compare_schedules(
+            &pairs,
+            &summaries,
+            &settings,
+            &req.pinned,
+            &req.job,
+            req.job_active,
+            &mut |i, s| {
+                step(
+                    n.saturating_add(2).saturating_add(i as u32),
+                    format!(
+                        "Comparing schedules: {} ({} of {})",
+                        crate::settings::schedule_name(s),
+                        i + 1,
+                        Schedule::ALL.len()
+                    ),
+                )
+            },
+        );
+        match compared {
+            Ok(c) => schedules = Some(c),
+            Err(d) => diagnostics.push(d),
+        }
+    }
+    step(
+        n.saturating_add(2).saturating_add(compared),
+        "Preparing results".into(),
+    );
     let output = RunOutput {
         settings,
         hints,
@@ -117,6 +151,7 @@ pub fn run_with_source(
         timelines: sim.timelines,
         diagnostics,
         job: sim.job,
+        schedules,
     };
     (output, sim.source)
 }
@@ -1060,6 +1095,18 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
         .warnings
         .iter()
         .map(|w| Diagnostic::warning(w.clone()))
+        .collect();
+    v.activations = out
+        .result
+        .activations
+        .iter()
+        .map(|a| ActivationView {
+            stage: a.stage,
+            chunks_per_micro_batch: a.chunks_per_micro_batch,
+            points: a.points.iter().map(|p| (p.time_ns, p.chunks)).collect(),
+            peak_chunks: a.peak_chunks,
+            bytes_per_chunk: None,
+        })
         .collect();
     v
 }

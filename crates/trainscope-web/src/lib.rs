@@ -2,7 +2,7 @@
 //!
 //! Two wasm binaries share this library: the page (`main.rs`: [`app`],
 //! [`components`], [`state`]) and a Web Worker (`bin/worker.rs`:
-//! [`compute`], [`model_job`]) that parses and simulates so the page never
+//! [`compute`], [`model_job`], [`schedule_compare`]) that parses and simulates so the page never
 //! freezes. They speak [`protocol`] (a run request with an id; progress,
 //! then a result of display data from [`views`]). [`settings`] is the one
 //! settings value (validated, pre-filled from the files, encoded in the URL
@@ -22,6 +22,7 @@ pub mod job;
 pub mod model_job;
 pub mod palette;
 pub mod protocol;
+pub mod schedule_compare;
 pub mod settings;
 pub mod state;
 pub mod timeline;

@@ -25,6 +25,7 @@ use crate::views::{MemoryView, ModelView, ResultView, StageMemoryView};
 use std::collections::BTreeSet;
 use trainscope_core::formats::decode_text;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
+use trainscope_core::job::memory::memory_report;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
 use trainscope_core::job::ModelJob;
 use trainscope_core::model::{hf, presets, ModelSpec};
@@ -129,6 +130,20 @@ pub fn run_job(
     })
 }
 
+/// Bytes of one chunk activation per stage, from the core's memory model:
+/// its activations with two chunks held minus with one (so a full
+/// recompute's one-layer working set, held at any count, cancels out).
+pub fn chunk_activation_bytes(out: &ModelRunOutput) -> Vec<u64> {
+    let pp = out.job.setup.pp as usize;
+    let one = memory_report(&out.job, &vec![1; pp], 1);
+    let two = memory_report(&out.job, &vec![2; pp], 1);
+    one.per_stage
+        .iter()
+        .zip(&two.per_stage)
+        .map(|(a, b)| b.activations_bytes.saturating_sub(a.activations_bytes))
+        .collect()
+}
+
 /// A model-level run as the Read panel: the event view (breakdown,
 /// per-stage table, downloads named after the model) with the model's
 /// figures; the memory messages move from the warnings to the memory view.
@@ -167,6 +182,10 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         m.source,
     );
     let mem = &out.memory;
+    let per_chunk = chunk_activation_bytes(out);
+    for a in &mut v.activations {
+        a.bytes_per_chunk = per_chunk.get(a.stage as usize).copied();
+    }
     v.diagnostics.retain(|d| {
         !mem.messages
             .iter()

@@ -18,7 +18,7 @@
 
 use crate::job::{JobModel, JobSettings};
 use crate::settings::{Field, Settings, SettingsHints};
-use crate::views::{FileView, ResultView};
+use crate::views::{FileView, ResultView, ScheduleComparison};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -49,6 +49,9 @@ pub struct RunRequest {
     pub job: JobSettings,
     /// Simulate the described job instead of the files.
     pub job_active: bool,
+    /// Also run the input under every schedule ("Compare schedules":
+    /// [`crate::schedule_compare`]); the table is [`RunOutput::schedules`].
+    pub compare_schedules: bool,
 }
 
 /// A download of the last run's data (`testid` names which: see
@@ -92,6 +95,8 @@ struct Header {
     job: JobSettings,
     #[serde(default)]
     job_active: bool,
+    #[serde(default)]
+    compare_schedules: bool,
 }
 
 /// Encode a request into one buffer (see the module docs for the layout).
@@ -108,6 +113,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 testid: Some(x.testid.clone()),
                 job: JobSettings::default(),
                 job_active: false,
+                compare_schedules: false,
             };
             let json = serde_json::to_vec(&header).unwrap_or_default();
             let mut out = Vec::with_capacity(8 + json.len());
@@ -133,6 +139,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
         testid: None,
         job: run.job.clone(),
         job_active: run.job_active,
+        compare_schedules: run.compare_schedules,
     };
     // Serialising these plain structs cannot fail.
     let json = serde_json::to_vec(&header).unwrap_or_default();
@@ -199,6 +206,7 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
         files,
         job: header.job,
         job_active: header.job_active,
+        compare_schedules: header.compare_schedules,
     }))
 }
 
@@ -236,6 +244,10 @@ pub struct RunOutput {
     /// dropped `config.json` with the panel's settings).
     #[serde(default)]
     pub job: Option<JobOutcome>,
+    /// The Compare-schedules table, when the request asked for it and the
+    /// input could be compared (else a run diagnostic says why).
+    #[serde(default)]
+    pub schedules: Option<ScheduleComparison>,
 }
 
 /// What became of a described job.

@@ -11,9 +11,9 @@
 
 use crate::job::{JobField, JobModel, JobSettings};
 use crate::protocol::{Progress, Response, RunOutput};
-use crate::settings::{Field, FieldError, Settings, SettingsHints};
+use crate::settings::{Field, FieldError, Schedule, Settings, SettingsHints};
 use crate::url::UrlState;
-use crate::views::{FileView, ResultView};
+use crate::views::{FileView, ResultView, ScheduleComparison};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use trainscope_core::sim::Timeline;
@@ -140,6 +140,15 @@ pub struct AppState {
     /// The (`files_rev`, `edit_rev`) the shown output's run started from:
     /// when it differs from the current ones the result is stale.
     pub output_basis: (u64, u64),
+    /// The last Compare-schedules table: kept while the input and the
+    /// settings other than the schedule stay (picking a row runs that
+    /// schedule and keeps the table); dropped by any other change.
+    pub schedules: Option<Rc<ScheduleComparison>>,
+    /// Pin the next run's result as "A" when it finishes (a schedule row's
+    /// "pin as A"); becomes `pin_run` when that run starts.
+    pub pin_next_run: bool,
+    /// The run whose result is pinned as "A" when it finishes.
+    pub pin_run: Option<u64>,
 }
 
 /// What can happen to the state.
@@ -183,6 +192,14 @@ pub enum Action {
     /// Pin the current result as "A".
     Pin,
     Unpin,
+    /// Run this schedule now (a row of the Compare-schedules table) with
+    /// the row's virtual stages: the schedule setting (and, for
+    /// interleaved, the virtual stages; for a described job its `--vpp`)
+    /// is set as if typed.
+    RunSchedule(Schedule, u32),
+    /// [`Action::RunSchedule`], then pin that run's result as "A" (its
+    /// timeline then shows with the next run's on one time axis).
+    PinSchedule(Schedule, u32),
 }
 
 impl AppState {
@@ -363,6 +380,52 @@ impl AppState {
             })
     }
 
+    /// Set the schedule a row names (and its virtual stages: the job's vpp
+    /// for a described job, the setting for interleaved) as if typed, and
+    /// run at once.
+    fn run_schedule(&mut self, schedule: Schedule, virtual_stages: u32) {
+        self.settings.schedule = schedule;
+        self.texts.remove(&Field::Schedule);
+        self.parse_errors.remove(&Field::Schedule);
+        self.pinned_fields.insert(Field::Schedule);
+        self.link_fields.remove(&Field::Schedule);
+        if self.job_active {
+            self.job.vpp = virtual_stages;
+            self.job_texts.remove(&JobField::Vpp);
+            self.job_parse_errors.remove(&JobField::Vpp);
+        } else if schedule == Schedule::Interleaved {
+            self.settings.virtual_stages = virtual_stages;
+            self.texts.remove(&Field::VirtualStages);
+            self.parse_errors.remove(&Field::VirtualStages);
+            self.pinned_fields.insert(Field::VirtualStages);
+            self.link_fields.remove(&Field::VirtualStages);
+        }
+        // Runs at once, like new files; the table stays.
+        self.files_rev += 1;
+    }
+
+    /// Pin the shown output's result as "A" (false: there is none).
+    fn pin_output(&mut self) -> bool {
+        let Some(output) = &self.output else {
+            return false;
+        };
+        let Some(result) = &output.result else {
+            return false;
+        };
+        self.compare = Some(Rc::new(PinnedResult {
+            result: result.clone(),
+            settings: output.settings.clone(),
+            files: output.files.iter().map(|f| f.name.clone()).collect(),
+            run: self.output_run,
+        }));
+        self.compare_timeline = if self.timelines_run == self.output_run {
+            self.pinned_timeline()
+        } else {
+            None
+        };
+        true
+    }
+
     /// Forget the pins a link made (its files are gone).
     fn drop_link_pins(&mut self) {
         for f in std::mem::take(&mut self.link_fields) {
@@ -389,6 +452,7 @@ impl AppState {
 
     fn files_changed(&mut self) {
         self.files_rev += 1;
+        self.schedules = None;
         // The job's model file is gone: back to the panel's preset.
         if let JobModel::File(name) = &self.job.model {
             if !self.files.iter().any(|f| &f.name == name) {
@@ -482,6 +546,10 @@ impl Reducible for AppState {
                 next.pinned_fields.insert(field);
                 next.link_fields.remove(&field);
                 next.edit_rev += 1;
+                // The table compares schedules on the other settings.
+                if field != Field::Schedule && before != next.settings {
+                    next.schedules = None;
+                }
             }
             Action::JobEdit(field, text) => {
                 match next.job.set(field, &text) {
@@ -495,6 +563,7 @@ impl Reducible for AppState {
                 next.job_texts.insert(field, text);
                 next.job_active = true;
                 next.edit_rev += 1;
+                next.schedules = None;
             }
             Action::RunJob => {
                 next.job_active = true;
@@ -517,10 +586,12 @@ impl Reducible for AppState {
                     None => next.job_active = false,
                 }
                 next.edit_rev += 1;
+                next.schedules = None;
             }
             Action::Notice(m) => next.notices.push(m),
             Action::DismissNotices => next.notices.clear(),
             Action::RunStarted(id) => {
+                next.pin_run = std::mem::take(&mut next.pin_next_run).then_some(id);
                 next.current_run = id;
                 next.run = RunStatus::Running { id, progress: None };
                 next.run_basis = (next.files_rev, next.edit_rev);
@@ -553,10 +624,16 @@ impl Reducible for AppState {
                                 next.job_active = true;
                             }
                         }
+                        if let Some(c) = &output.schedules {
+                            next.schedules = Some(Rc::new(c.clone()));
+                        }
                         next.output = Some(Rc::new(*output));
                         next.output_run = id;
                         next.output_basis = next.run_basis;
                         next.run = RunStatus::Done { id };
+                        if next.pin_run.take() == Some(id) {
+                            next.pin_output();
+                        }
                     }
                     Response::Failed { id, message } if running && id == current => {
                         next.run = RunStatus::Failed { id, message };
@@ -616,27 +693,20 @@ impl Reducible for AppState {
                 next.notices.push(format!("download failed: {message}"));
             }
             Action::Pin => {
-                let Some(output) = &next.output else {
+                if !next.pin_output() {
                     return self;
-                };
-                let Some(result) = &output.result else {
-                    return self;
-                };
-                next.compare = Some(Rc::new(PinnedResult {
-                    result: result.clone(),
-                    settings: output.settings.clone(),
-                    files: output.files.iter().map(|f| f.name.clone()).collect(),
-                    run: next.output_run,
-                }));
-                next.compare_timeline = if next.timelines_run == next.output_run {
-                    next.pinned_timeline()
-                } else {
-                    None
-                };
+                }
             }
             Action::Unpin => {
                 next.compare = None;
                 next.compare_timeline = None;
+            }
+            Action::PinSchedule(schedule, virtual_stages) => {
+                next.run_schedule(schedule, virtual_stages);
+                next.pin_next_run = true;
+            }
+            Action::RunSchedule(schedule, virtual_stages) => {
+                next.run_schedule(schedule, virtual_stages);
             }
         }
         Rc::new(next)

@@ -293,6 +293,87 @@ pub struct ResultView {
     /// What only a model-level job has (throughput, memory per stage).
     #[serde(default)]
     pub model: Option<ModelView>,
+    /// Activation memory over time per stage (event mode; empty otherwise).
+    #[serde(default)]
+    pub activations: Vec<ActivationView>,
+}
+
+/// One stage's activation memory over the iteration (the core's
+/// `ActivationSeries`): a step function of chunk activations held, starting
+/// at 0; `bytes_per_chunk` is known for a model-level job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivationView {
+    pub stage: u32,
+    /// Model chunks per rank: a micro-batch's activations are this many
+    /// chunk activations.
+    pub chunks_per_micro_batch: u32,
+    /// `(time_ns, chunks held from then on)`, in time order.
+    pub points: Vec<(u64, u32)>,
+    pub peak_chunks: u32,
+    /// Bytes of one chunk activation (the memory model's), when known.
+    pub bytes_per_chunk: Option<u64>,
+}
+
+impl ActivationView {
+    /// `chunks` chunk activations in micro-batches.
+    pub fn micro_batches(&self, chunks: u32) -> f64 {
+        f64::from(chunks) / f64::from(self.chunks_per_micro_batch.max(1))
+    }
+
+    /// `chunks` chunk activations in bytes, when the size is known.
+    pub fn bytes(&self, chunks: u32) -> Option<u64> {
+        self.bytes_per_chunk
+            .map(|b| b.saturating_mul(u64::from(chunks)))
+    }
+
+    /// `chunks` as the chart labels it: bytes when known, else
+    /// micro-batches in flight.
+    pub fn label(&self, chunks: u32) -> String {
+        match self.bytes(chunks) {
+            Some(b) => format::bytes(b),
+            None => format!("{} micro-batches", trim_float(self.micro_batches(chunks))),
+        }
+    }
+}
+
+/// `2`, `1.5`: a count without trailing zeros.
+pub fn trim_float(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The Compare-schedules table: the same input run under every schedule
+/// (a row each) and the schedules that could not run (with the core's
+/// refusal message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleComparison {
+    /// What was run (the file or the model).
+    pub input: String,
+    pub rows: Vec<ScheduleRow>,
+    pub refused: Vec<ScheduleRefusal>,
+}
+
+/// One schedule's result on the compared input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleRow {
+    pub schedule: crate::settings::Schedule,
+    /// Virtual stages it ran with (> 1 only for interleaved).
+    pub virtual_stages: u32,
+    pub iteration_time_ns: u64,
+    pub bubble_ns: u64,
+    /// Peak activation memory per stage in micro-batches.
+    pub peak_micro_batches: Vec<f64>,
+    /// The same in bytes (model-level jobs).
+    pub peak_bytes: Option<Vec<u64>>,
+    /// 1F1B's iteration time / this one's (`None` when 1F1B did not run).
+    pub speedup_over_1f1b: Option<f64>,
+}
+
+/// A schedule that was not run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleRefusal {
+    pub schedule: crate::settings::Schedule,
+    pub message: String,
 }
 
 /// The figures of a model-level job (`trainscope simulate --model`): MFU,
@@ -385,6 +466,7 @@ impl ResultView {
             exports: Vec::new(),
             diagnostics: Vec::new(),
             model: None,
+            activations: Vec::new(),
         }
     }
 

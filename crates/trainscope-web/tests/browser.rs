@@ -54,6 +54,7 @@ fn run_request(id: u64, files: &[(&str, &[u8])]) -> RunRequest {
             .collect(),
         job: Default::default(),
         job_active: false,
+        compare_schedules: false,
     }
 }
 

@@ -111,6 +111,7 @@ fn a_model_job_in_the_worker_equals_the_cli() {
         files: Vec::new(),
         job,
         job_active: true,
+        compare_schedules: false,
     };
     let (out, source) = compute::run_with_source(&req, &mut |_| {});
     let report = compute::export(&source.expect("simulated"), "export-summary-json").unwrap();

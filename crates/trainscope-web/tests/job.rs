@@ -49,6 +49,7 @@ fn job_request(id: u64, job: JobSettings) -> RunRequest {
         files: Vec::new(),
         job,
         job_active: true,
+        compare_schedules: false,
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`crate::views`], the reducer's handle or dispatcher where it changes
 //! state); none holds state of its own beyond UI toggles (table sort).
 
+pub mod activation_chart;
 pub mod charts;
 pub mod compare;
 pub mod file_card;
@@ -10,6 +11,7 @@ pub mod job_panel;
 pub mod model_result;
 pub mod results;
 pub mod run_bar;
+pub mod schedule_compare;
 pub mod settings_form;
 pub mod table;
 pub mod timeline_panel;

@@ -196,7 +196,12 @@ fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<Str
                 format!("setting-{}", field.key())
             };
             html! {
+                // `~value`: the property, so a value set from outside (a
+                // schedule row clicked, a link) shows even after the user
+                // has picked an option (then the options' `selected`
+                // attributes no longer move the selection).
                 <select id={id.clone()} name={field.key()} data-testid={testid}
+                        ~value={text.clone()}
                         aria-invalid={invalid.then_some("true")}
                         aria-describedby={described} {onchange}>
                     { for options.iter().map(|(value, label)| html! {

@@ -1,0 +1,152 @@
+//! "Compare schedules": the button (`data-testid="schedule-compare-run"`)
+//! that runs the current input under every pipeline schedule in the worker
+//! ([`crate::schedule_compare`]), and the table of what came back
+//! (`schedule-compare-table`, one row per schedule with `data-schedule`:
+//! iteration time, bubble, peak activation memory per stage in
+//! micro-batches and, for a described job, bytes, speed-up over 1F1B), then
+//! the schedules that could not run with the core's reason
+//! (`schedule-compare-refused`). Clicking a row runs that schedule as the
+//! current run (its timeline and memory chart show); the row of the
+//! schedule the settings name is marked current. A row's "pin as A"
+//! (`schedule-compare-pin`) runs it and pins its result, so the next row
+//! clicked is compared with it (the Compare panel, and both timelines on
+//! one time axis).
+
+use crate::format;
+use crate::settings::{schedule_name, Schedule};
+use crate::views::{trim_float, ScheduleComparison, ScheduleRow};
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq)]
+pub struct ScheduleCompareProps {
+    pub comparison: Option<std::rc::Rc<ScheduleComparison>>,
+    /// The schedule the settings name now.
+    pub current: Schedule,
+    /// A run is in progress (the button waits).
+    pub running: bool,
+    pub on_compare: Callback<()>,
+    /// Run this schedule (with the row's virtual stages).
+    pub on_pick: Callback<(Schedule, u32)>,
+    /// Run this schedule and pin its result as "A".
+    pub on_pin: Callback<(Schedule, u32)>,
+}
+
+/// Per-stage values as one cell: `2 · 1.5 · 1`.
+fn per_stage<T>(values: &[T], show: impl Fn(&T) -> String) -> String {
+    values.iter().map(show).collect::<Vec<_>>().join(" · ")
+}
+
+fn row_html(
+    r: &ScheduleRow,
+    current: Schedule,
+    on_pick: &Callback<(Schedule, u32)>,
+    on_pin: &Callback<(Schedule, u32)>,
+) -> Html {
+    let name = schedule_name(r.schedule);
+    let pick = {
+        let cb = on_pick.clone();
+        let (s, v) = (r.schedule, r.virtual_stages);
+        Callback::from(move |_: MouseEvent| cb.emit((s, v)))
+    };
+    let pin = {
+        let cb = on_pin.clone();
+        let (s, v) = (r.schedule, r.virtual_stages);
+        Callback::from(move |e: MouseEvent| {
+            // Not also a row click.
+            e.stop_propagation();
+            cb.emit((s, v))
+        })
+    };
+    let label = if r.virtual_stages > 1 {
+        format!("{name} (vpp {})", r.virtual_stages)
+    } else {
+        name.to_string()
+    };
+    let is_current = r.schedule == current;
+    html! {
+        <tr data-schedule={name} class={classes!("schedule-row", is_current.then_some("current"))}
+            onclick={pick} title={format!("Run {name} as the current run")}
+            aria-current={is_current.then_some("true")}>
+            <th scope="row">
+                <button type="button" class="link" data-testid="schedule-compare-pick">{ label }</button>
+            </th>
+            <td data-ns={r.iteration_time_ns.to_string()}>{ format::duration_ns(r.iteration_time_ns) }</td>
+            <td data-ns={r.bubble_ns.to_string()}>{ format::duration_ns(r.bubble_ns) }</td>
+            <td data-testid="schedule-peak-mb">{ per_stage(&r.peak_micro_batches, |x| trim_float(*x)) }</td>
+            if let Some(bytes) = &r.peak_bytes {
+                <td data-testid="schedule-peak-bytes">{ per_stage(bytes, |b| format::bytes(*b)) }</td>
+            }
+            <td data-testid="schedule-speedup" data-value={r.speedup_over_1f1b.map(|x| x.to_string()).unwrap_or_default()}>
+                { r.speedup_over_1f1b.map_or("—".to_string(), |x| format!("{x:.3}×")) }
+            </td>
+            <td>
+                <button type="button" class="secondary small" data-testid="schedule-compare-pin"
+                        onclick={pin} title={format!("Run {name} and pin it as A: the next row you click is drawn with it on one time axis")}>
+                    {"pin as A"}
+                </button>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
+    let on_compare = {
+        let cb = props.on_compare.clone();
+        Callback::from(move |_: MouseEvent| cb.emit(()))
+    };
+    let table = props.comparison.as_ref().map(|c| {
+        let bytes = c.rows.iter().any(|r| r.peak_bytes.is_some());
+        html! {
+            <>
+                <p class="note">{ format!(
+                    "{} under every schedule, with the other settings unchanged. Peak activation memory per stage, stage 0 first. Click a row to run that schedule; pin one as A, then click another to see both timelines on one time axis.",
+                    c.input
+                ) }</p>
+                <div class="schedule-table-wrap">
+                <table class="schedule-table" data-testid="schedule-compare-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">{"schedule"}</th>
+                            <th scope="col">{"iteration time"}</th>
+                            <th scope="col">{"bubble"}</th>
+                            <th scope="col">{"peak (micro-batches)"}</th>
+                            if bytes {
+                                <th scope="col">{"peak (bytes)"}</th>
+                            }
+                            <th scope="col">{"speed-up vs 1F1B"}</th>
+                            <th scope="col"><span class="visually-hidden">{"pin"}</span></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        { for c.rows.iter().map(|r| row_html(r, props.current, &props.on_pick, &props.on_pin)) }
+                    </tbody>
+                </table>
+                </div>
+                if !c.refused.is_empty() {
+                    <ul class="diags schedule-refused">
+                        { for c.refused.iter().map(|r| html! {
+                            <li class="diag warning" data-testid="schedule-compare-refused"
+                                data-schedule={schedule_name(r.schedule)}>
+                                <span><strong>{ schedule_name(r.schedule) }</strong>{ ": " }{ &r.message }</span>
+                            </li>
+                        }) }
+                    </ul>
+                }
+            </>
+        }
+    });
+    html! {
+        <section class="schedule-compare" aria-label="Compare schedules">
+            <div class="schedule-compare-head">
+                <h2>{"Schedules"}</h2>
+                <button type="button" class="secondary" data-testid="schedule-compare-run"
+                        disabled={props.running} onclick={on_compare}
+                        title="Run the current input under every pipeline schedule">
+                    {"Compare schedules"}
+                </button>
+            </div>
+            { table.unwrap_or_default() }
+        </section>
+    }
+}

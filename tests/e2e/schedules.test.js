@@ -1,0 +1,176 @@
+// The schedule lab end to end: on the bundled LLaMA-65B example (PP 4) with
+// 8 micro-batches and 4 virtual stages, "Compare schedules" fills a table
+// with one row per schedule; picking each schedule in the select shows its
+// result (the iteration time of its row), its timeline and the activation
+// memory chart, one step chart per stage; clicking a row runs that
+// schedule; "pin as A" on the 1F1B row then a click on ZB-V draws both
+// timelines on one time axis. With the file's one micro-batch, the schedules whose conditions
+// fail are listed with the core's reason instead of a row. Screenshot:
+// target/e2e/schedules-compare.png, target/e2e/schedules-pinned-pair.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { serve, launch, newPage, waitDone, screenshot } from './harness.js';
+
+const SEED = 'simai_llama65b_tp8_pp4_vpp8.txt';
+const SCHEDULES = ['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev'];
+
+let site; let browser;
+before(async () => { site = await serve(); browser = await launch(); });
+after(async () => { await browser.close(); site.server.close(); });
+
+/** Wait until the newest edit's run has finished and its result is shown. */
+async function settled(page) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  }, null, { timeout: 60000 });
+  await waitDone(page);
+}
+
+/** The timeline canvas has drawn coloured spans. */
+async function waitDrawn(page) {
+  await page.waitForFunction(() => {
+    const c = document.querySelector('[data-testid=timeline]');
+    if (!c || !c.width) return false;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
+    }
+    return n > 2000;
+  }, null, { timeout: 20000 });
+}
+
+async function loadSeed(page) {
+  await page.goto(site.url);
+  await page.getByTestId('example').filter({ hasText: SEED }).click();
+  await waitDone(page);
+}
+
+test('compare every schedule, pick each one and see its timeline and memory chart, click a row, pin a pair', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await loadSeed(page);
+  await page.getByTestId('setting-micro_batches').fill('8');
+  await page.getByTestId('setting-virtual_stages').fill('4');
+  await settled(page);
+  await page.getByTestId('schedule-compare-run').click();
+  const table = page.getByTestId('schedule-compare-table');
+  await table.waitFor({ timeout: 60000 });
+  await settled(page);
+  const rows = await table.locator('tr[data-schedule]').evaluateAll((trs) => trs.map((tr) => ({
+    schedule: tr.dataset.schedule,
+    ns: Number(tr.querySelector('td').dataset.ns),
+    speedup: Number(tr.querySelector('[data-testid=schedule-speedup]').dataset.value),
+  })));
+  assert.deepEqual(rows.map((r) => r.schedule), SCHEDULES);
+  assert.equal(await page.getByTestId('schedule-compare-refused').count(), 0);
+  const base = rows.find((r) => r.schedule === '1f1b').ns;
+  for (const r of rows) {
+    assert.ok(r.ns > 0, `${r.schedule} has an iteration time`);
+    assert.ok(Math.abs(r.speedup * r.ns - base) < 1, `${r.schedule}: speed-up = 1F1B / its time`);
+  }
+
+  for (const r of rows) {
+    await page.getByTestId('setting-schedule').selectOption(r.schedule);
+    await settled(page);
+    assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), r.ns,
+      `${r.schedule}: the run shows its row's iteration time`);
+    assert.equal(await table.locator('tr.current').getAttribute('data-schedule'), r.schedule);
+    await waitDrawn(page);
+    const chart = page.getByTestId('activation-memory-chart');
+    assert.equal(await chart.getAttribute('data-unit'), 'micro-batches');
+    const peaks = await chart.locator('svg[data-stage]').evaluateAll((s) => s.map((e) => Number(e.dataset.peak)));
+    assert.equal(peaks.length, 4, `${r.schedule}: one memory chart per stage`);
+    assert.ok(peaks.every((p) => p > 0), `${r.schedule}: every stage holds activations`);
+    if (r.schedule === '1f1b') assert.deepEqual(peaks, [4, 3, 2, 1]);
+    if (r.schedule === 'gpipe') assert.deepEqual(peaks, [8, 8, 8, 8]);
+  }
+
+  // A row click runs that schedule.
+  await table.locator('tr[data-schedule="zb-h1"]').click();
+  await settled(page);
+  assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zb-h1');
+  assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
+    rows.find((r) => r.schedule === 'zb-h1').ns);
+  await waitDrawn(page);
+  await table.scrollIntoViewIfNeeded();
+  await screenshot(page, 'schedules-compare');
+
+  // Pin 1F1B as A, click ZB-V: both timelines on one time axis.
+  await table.locator('tr[data-schedule="1f1b"] [data-testid=schedule-compare-pin]').click();
+  await settled(page);
+  assert.equal(await page.getByTestId('setting-schedule').inputValue(), '1f1b');
+  await table.locator('tr[data-schedule="zbv"]').click();
+  await page.getByTestId('compare-row').first().waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('timeline-view').inputValue(), 'a-vs-b');
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.runs === 'A (pinned),B (this run)');
+  await waitDrawn(page);
+  const [start, end] = await page.getByTestId('view-range').evaluate((e) => [Number(e.dataset.startNs), Number(e.dataset.endNs)]);
+  const one = rows.find((r) => r.schedule === '1f1b').ns;
+  assert.equal(start, 0);
+  assert.ok(end >= one, `the shared axis ${end} covers A's (1F1B) ${one} ns`);
+  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
+  await screenshot(page, 'schedules-pinned-pair');
+  assert.deepEqual(errors, []);
+});
+
+test('with one micro-batch the schedules whose conditions fail are listed with the reason', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await loadSeed(page);
+  await page.getByTestId('schedule-compare-run').click();
+  const table = page.getByTestId('schedule-compare-table');
+  await table.waitFor({ timeout: 60000 });
+  assert.deepEqual(await table.locator('tr[data-schedule]').evaluateAll((t) => t.map((e) => e.dataset.schedule)),
+    ['gpipe', '1f1b']);
+  const refused = page.getByTestId('schedule-compare-refused');
+  assert.deepEqual(await refused.evaluateAll((l) => l.map((e) => e.dataset.schedule)),
+    ['interleaved', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev']);
+  assert.match(await refused.nth(1).innerText(), /m >= p/);
+  assert.match(await refused.nth(3).innerText(), /m >= 2p/);
+  // Another setting: the table compared other settings, so it goes.
+  await page.getByTestId('setting-micro_batches').fill('8');
+  await settled(page);
+  assert.equal(await table.count(), 0);
+  assert.deepEqual(errors, []);
+});
+
+test('a described job compares its schedules in bytes, and its memory chart is in bytes', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-gbs').fill('32');
+  await page.getByTestId('job-pp').fill('2');
+  await settled(page);
+  const chart = page.getByTestId('activation-memory-chart');
+  assert.equal(await chart.getAttribute('data-unit'), 'bytes');
+  const peaks = await chart.locator('svg[data-stage]').evaluateAll((s) => s.map((e) => Number(e.dataset.peak)));
+  assert.equal(peaks.length, 2);
+  // Activations are part of each stage's peak memory (the browser test
+  // checks them against the memory model byte for byte).
+  const totals = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
+  assert.equal(totals.length, 2);
+  peaks.forEach((p, i) => assert.ok(p > 1e6 && p < totals[i], `stage ${i}: ${p} of ${totals[i]} bytes`));
+  await page.getByTestId('schedule-compare-run').click();
+  const compare = page.getByTestId('schedule-compare-table');
+  await compare.waitFor({ timeout: 60000 });
+  await settled(page);
+  const rows = await compare.locator('tr[data-schedule]').evaluateAll((t) => t.map((e) => e.dataset.schedule));
+  assert.deepEqual(rows, ['gpipe', '1f1b', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev']);
+  assert.equal(await compare.locator('[data-testid=schedule-peak-bytes]').count(), 6);
+  assert.deepEqual(await page.getByTestId('schedule-compare-refused').evaluateAll((l) => l.map((e) => e.dataset.schedule)),
+    ['interleaved']);
+  // The current run (1F1B) has the 1F1B row's peak on stage 0.
+  const oneF = await compare.locator('tr[data-schedule="1f1b"] [data-testid=schedule-peak-bytes]').innerText();
+  assert.ok(oneF.length > 0);
+  await compare.locator('tr[data-schedule="zbv"]').click();
+  await settled(page);
+  assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zbv');
+  assert.equal(await page.getByTestId('job-panel').getAttribute('data-active'), 'true');
+  await waitDrawn(page);
+  await chart.scrollIntoViewIfNeeded();
+  await screenshot(page, 'schedules-job');
+  assert.deepEqual(errors, []);
+});
