@@ -180,6 +180,14 @@ pub fn pick_input<'a>(
                 summaries[i].format == Some(Format::EchoTrace) && echo::job_key(pairs[i].0) == job
             })
             .collect()
+    } else if summaries[last].format == Some(Format::KinetoTrace) {
+        // The PyTorch profiler's files of one job: every rank file together
+        // (the core reads all Kineto files of a set as one run).
+        usable
+            .iter()
+            .copied()
+            .filter(|&i| summaries[i].format == Some(Format::KinetoTrace))
+            .collect()
     } else {
         vec![last]
     };

@@ -139,10 +139,14 @@ pub fn definition(kind: ResultKind, key: &str) -> Option<&'static str> {
 }
 
 /// What "measured" covers, per measured input format (its stable name).
-pub const MEASURED: [(&str, &str); 2] = [
+pub const MEASURED: [(&str, &str); 3] = [
     (
         "echo-trace",
         "Echo traces time every op of the traced ranks (compute, collectives, pipeline sends and receives, the optimizer step); the measured iteration runs from a rank's first op to its optimizer step's end, over the traced ranks.",
+    ),
+    (
+        "kineto-trace",
+        "PyTorch profiler (Kineto) traces time every GPU kernel, copy and NCCL collective of the chosen ProfilerStep on each traced rank; the measured iteration is that step's span over the traced ranks (a set of some ranks of a larger job covers only those).",
     ),
     (
         "optimus-prime-log",

@@ -31,6 +31,9 @@ const SEED001: &[u8] =
 const ECHO: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/echo_megatron_trace_rank7_tp2_pp4.txt");
 const MIXTRAL: &[u8] = include_bytes!("../../../tests/fixtures/hf/mixtral_8x7b.json");
+const KINETO_RANK0: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank0.json");
+const KINETO_RANK1: &[u8] =
+    include_bytes!("../../../tests/fixtures/kineto/job2_rank1.pt.trace.json.gz");
 const OPTIMUS: &[u8] =
     include_bytes!("../../../tests/fixtures/seeds/optimus_prime_llama1b_pp8_train.log");
 const NEUSIGHT: &[u8] =
@@ -1602,7 +1605,10 @@ fn every_figure_shown_has_a_definition_and_measured_says_what_it_covers() {
         }
     }
     assert_eq!(measured_formats, ["echo-trace", "optimus-prime-log"]);
-    assert_eq!(MEASURED.len(), 2);
+    assert_eq!(MEASURED.len(), 3);
+    assert!(glossary::measured_covers("kineto-trace")
+        .unwrap()
+        .contains("ProfilerStep"));
     assert!(glossary::measured_covers("optimus-prime-log")
         .unwrap()
         .contains("forward passes only"));
@@ -1686,4 +1692,37 @@ async fn figures_carry_their_definitions_and_the_measured_block_its_coverage() {
         }
         host.remove();
     }
+}
+
+/// The profiler's rank files of one job, one gzip'd, are one measured run on
+/// the page (as on the command line): two ranks, measured and simulated.
+#[wasm_bindgen_test]
+fn kineto_rank_files_are_one_measured_run() {
+    let req = run_request(
+        31,
+        &[
+            ("job2_rank0.json", KINETO_RANK0),
+            ("job2_rank1.pt.trace.json.gz", KINETO_RANK1),
+        ],
+    );
+    let out = compute_output(&req);
+    assert_eq!(out.files.len(), 2);
+    for f in &out.files {
+        assert_eq!(
+            f.format.as_deref(),
+            Some("kineto-trace"),
+            "{:?}",
+            f.diagnostics
+        );
+    }
+    let r = out.result.as_ref().expect("a result");
+    assert_eq!(r.measured_format.as_deref(), Some("kineto-trace"));
+    assert!(!r.measured.is_empty());
+    assert!(
+        out.diagnostics
+            .iter()
+            .all(|d| !d.message.contains("one simulation takes one input")),
+        "{:?}",
+        out.diagnostics
+    );
 }
