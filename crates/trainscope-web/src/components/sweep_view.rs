@@ -446,7 +446,7 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                         <button type="button" class="secondary" data-testid="sweep-cancel" onclick={on_cancel}>{"Cancel"}</button>
                     }
                 </div>
-                if running || total > 0 {
+                if workers > 0 {
                     <div class="sweep-progress" data-testid="sweep-progress" data-done={done.to_string()} data-total={total.to_string()}>
                         <progress max={total.max(1).to_string()} value={done.to_string()} />
                         <span>{ format!("{done} / {total} candidates evaluated by {workers} workers{}", if running { "" } else { " — finished" }) }</span>
