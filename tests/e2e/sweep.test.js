@@ -3,9 +3,10 @@
 // explanation, the plot (one point per row, the GPU capacity line) and the
 // table, whose rows are exactly `trainscope sweep --json`'s (flags in the
 // same order); clicking a row loads it into the job panel and simulates it
-// (its iteration time is the row's, its timeline is drawn); the permalink
-// carries the bounds; Cancel stops a larger sweep's workers.
-// Screenshot: target/e2e/sweep.png.
+// (its iteration time is the row's, its timeline is drawn); "Pin A" on the
+// winner then a click on another row shows the pair in the compare view;
+// the permalink carries the bounds; Cancel stops a larger sweep's workers.
+// Screenshots: target/e2e/sweep.png, target/e2e/sweep-pinned-pair.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -81,8 +82,26 @@ test('a small sweep: progress, plot, table equal to the CLI; a row opens its sim
   assert.equal(await page.getByTestId('job-dp').inputValue(), String(pick.dp));
   assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), pick.iteration_time_ns);
   await page.getByTestId('timeline').waitFor({ timeout: 30000 });
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+    'the table scrolls inside its panel, the page does not');
   const file = await screenshot(page, 'sweep');
   assert.ok(fs.statSync(file).size > 10000);
+
+  // Pin the winner as A, click the slowest fitting row: A vs B.
+  const table = page.locator('[data-testid="sweep-table"]');
+  const best = want.results[0];
+  await table.locator(`tr[data-config="${best.flags}"] [data-testid="sweep-pin"]`).click();
+  await page.waitForFunction((tp) => document.querySelector('[data-testid="job-tp"]').value === String(tp), best.tp);
+  await page.getByTestId('compare-pin').waitFor();
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  });
+  const last = want.results.filter((r) => r.fits).at(-1);
+  await table.locator(`tr[data-config="${last.flags}"]`).click();
+  await page.getByTestId('compare-row').first().waitFor({ timeout: 30000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.runs === 'A (pinned),B (this run)');
+  await screenshot(page, 'sweep-pinned-pair');
 
   // Reloading the link reopens the view with the bounds.
   const again = await newPage(browser.context);

@@ -371,9 +371,11 @@ pub fn App() -> Html {
 
     let on_pick_config = {
         let dispatch = state.dispatcher();
-        Callback::from(move |(job, s): (crate::job::JobSettings, Schedule)| {
-            dispatch.dispatch(Action::RunConfig(Box::new(job), s))
-        })
+        Callback::from(
+            move |(job, s, pin): (crate::job::JobSettings, Schedule, bool)| {
+                dispatch.dispatch(Action::RunConfig(Box::new(job), s, pin))
+            },
+        )
     };
 
     let output = state.output.clone();

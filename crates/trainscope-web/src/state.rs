@@ -201,8 +201,9 @@ pub enum Action {
     /// timeline then shows with the next run's on one time axis).
     PinSchedule(Schedule, u32),
     /// Load a configuration into the job panel (a row of the configuration
-    /// search) with its schedule, and simulate it at once.
-    RunConfig(Box<JobSettings>, Schedule),
+    /// search) with its schedule, and simulate it at once; `true`: then pin
+    /// that run's result as "A" (the next row clicked is compared with it).
+    RunConfig(Box<JobSettings>, Schedule, bool),
 }
 
 impl AppState {
@@ -711,7 +712,7 @@ impl Reducible for AppState {
             Action::RunSchedule(schedule, virtual_stages) => {
                 next.run_schedule(schedule, virtual_stages);
             }
-            Action::RunConfig(job, schedule) => {
+            Action::RunConfig(job, schedule, pin) => {
                 let vpp = job.vpp;
                 next.job = *job;
                 next.job_texts.clear();
@@ -719,6 +720,7 @@ impl Reducible for AppState {
                 next.job_active = true;
                 next.schedules = None;
                 next.run_schedule(schedule, vpp);
+                next.pin_next_run = pin;
             }
         }
         Rc::new(next)

@@ -3,19 +3,23 @@
 //! request through the worker protocol, three shards as three workers
 //! evaluate them, joined with the core's merge) equal to the core's
 //! unsharded search row for row, and a row loaded into the job panel
-//! simulating to the row's numbers.
+//! simulating to the row's numbers, and the reducer taking a clicked row
+//! (the job, the schedule, run at once, pinned as A on "Pin A").
 
 #![cfg(target_arch = "wasm32")]
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use trainscope_core::search::{build, enumerate, merge, process, ShardId};
 use trainscope_core::sim::ScheduleKind;
 use trainscope_web::job::JobSettings;
 use trainscope_web::model_job::run_job;
 use trainscope_web::protocol::{decode_request, encode_request, Request, SweepRequest};
-use trainscope_web::settings::{Field, Settings};
+use trainscope_web::settings::{Field, Schedule, Settings};
+use trainscope_web::state::{Action, AppState};
 use trainscope_web::sweep::{row_job, run_shard, sweep_spec, SweepInputs};
 use wasm_bindgen_test::*;
+use yew::Reducible;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -164,4 +168,29 @@ fn a_row_loaded_into_the_job_panel_simulates_to_its_numbers() {
         );
         assert_eq!(out.job.world, row.world);
     }
+}
+
+#[wasm_bindgen_test]
+fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
+    let (inputs, job) = small();
+    let (spec, config) = sweep_spec(&inputs, &job, &Settings::default(), &BTreeSet::new()).unwrap();
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _| {});
+    let row = report
+        .results
+        .iter()
+        .find(|r| r.pp == 2 && r.schedule == "gpipe")
+        .expect("a gpipe row");
+    let (j, schedule) = row_job(row, &job).unwrap();
+    let s = Rc::new(AppState::default());
+    let before = s.files_rev;
+    let s = s.reduce(Action::RunConfig(Box::new(j.clone()), schedule, false));
+    assert!(s.job_active);
+    assert_eq!(s.job, j);
+    assert_eq!((s.job.tp, s.job.pp, s.job.dp), (row.tp, row.pp, row.dp));
+    assert_eq!(s.settings.schedule, Schedule::Gpipe);
+    assert!(s.pinned_fields.contains(&Field::Schedule));
+    assert_eq!(s.files_rev, before + 1, "runs at once");
+    assert!(!s.pin_next_run);
+    let s = s.reduce(Action::RunConfig(Box::new(j), schedule, true));
+    assert!(s.pin_next_run, "Pin A pins the run it starts");
 }

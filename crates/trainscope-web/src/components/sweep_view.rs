@@ -15,7 +15,9 @@
 //! Pareto front as a line through its points) and a sortable table of the
 //! top [`TOP_ROWS`] rows (`sweep-table`, each `<tr data-config=FLAGS>`).
 //! Clicking a row or a point loads that configuration into the job panel
-//! and simulates it (`on_pick`). Running writes the bounds (and the job)
+//! and simulates it (`on_pick`); a row's "Pin A" (`sweep-pin`) does the
+//! same and pins the result as run A of the compare view, so the next row
+//! clicked is compared with it (run B). Running writes the bounds (and the job)
 //! into the URL fragment as `sweep_*` keys, and a link with them opens
 //! the view with those bounds.
 
@@ -43,8 +45,9 @@ pub struct SweepViewProps {
     pub job: JobSettings,
     pub settings: Settings,
     pub pinned: BTreeSet<Field>,
-    /// Load this configuration into the job panel and simulate it.
-    pub on_pick: Callback<(JobSettings, Schedule)>,
+    /// Load this configuration into the job panel and simulate it (`true`:
+    /// and pin its result as run A of the compare view).
+    pub on_pick: Callback<(JobSettings, Schedule, bool)>,
 }
 
 /// One sweep in progress or finished.
@@ -100,7 +103,7 @@ fn layout(r: &Row) -> String {
 }
 
 /// The scatter plot of every row: peak memory across, iteration time up.
-fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<Row>) -> Html {
+fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html {
     const W: f64 = 640.0;
     const H: f64 = 320.0;
     const L: f64 = 64.0;
@@ -183,7 +186,7 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<Row>) -> Html {
                 { for rows.iter().map(|r| {
                     let row = r.clone();
                     let pick = pick.clone();
-                    let onclick = Callback::from(move |_| pick.emit(row.clone()));
+                    let onclick = Callback::from(move |_| pick.emit((row.clone(), false)));
                     html! {
                         <circle cx={format!("{:.1}", x(r.peak_bytes))} cy={format!("{:.1}", y(r.iteration_time_ns))}
                                 r={if r.pareto { "5" } else { "3.5" }}
@@ -383,9 +386,9 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     let pick = {
         let on_pick = props.on_pick.clone();
         let base = props.job.clone();
-        Callback::from(move |row: Row| {
-            if let Some(choice) = row_job(&row, &base) {
-                on_pick.emit(choice);
+        Callback::from(move |(row, pin): (Row, bool)| {
+            if let Some((job, schedule)) = row_job(&row, &base) {
+                on_pick.emit((job, schedule, pin));
             }
         })
     };
@@ -484,7 +487,11 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     }
 }
 
-fn table(rep: &SweepReport, sort: &UseStateHandle<(SortKey, bool)>, pick: &Callback<Row>) -> Html {
+fn table(
+    rep: &SweepReport,
+    sort: &UseStateHandle<(SortKey, bool)>,
+    pick: &Callback<(Row, bool)>,
+) -> Html {
     let (key, desc) = **sort;
     let rows = sorted_rows(rep, key, desc);
     let head = |label: &'static str, k: SortKey, first_desc: bool| {
@@ -505,7 +512,7 @@ fn table(rep: &SweepReport, sort: &UseStateHandle<(SortKey, bool)>, pick: &Callb
         html! { <th class="sortable" {onclick} data-sort={format!("{k:?}")}>{ label }{ mark }</th> }
     };
     html! {
-        <div class="table-scroll">
+        <div class="table-wrap">
             <table class="data sweep-table" data-testid="sweep-table">
                 <thead>
                     <tr>
@@ -520,13 +527,20 @@ fn table(rep: &SweepReport, sort: &UseStateHandle<(SortKey, bool)>, pick: &Callb
                         { head("Peak memory", SortKey::Peak, false) }
                         <th>{"Fits"}</th>
                         <th>{"Pareto"}</th>
+                        <th></th>
                     </tr>
                 </thead>
                 <tbody>
                     { for rows.into_iter().map(|(rank, r)| {
                         let row = r.clone();
-                        let pick = pick.clone();
-                        let onclick = Callback::from(move |_: MouseEvent| pick.emit(row.clone()));
+                        let pick_row = pick.clone();
+                        let onclick = Callback::from(move |_: MouseEvent| pick_row.emit((row.clone(), false)));
+                        let row = r.clone();
+                        let pick_pin = pick.clone();
+                        let onpin = Callback::from(move |e: MouseEvent| {
+                            e.stop_propagation();
+                            pick_pin.emit((row.clone(), true));
+                        });
                         html! {
                             <tr data-config={r.flags.clone()} class="clickable" {onclick} title="Simulate this configuration">
                                 <td>{ rank + 1 }</td>
@@ -540,6 +554,9 @@ fn table(rep: &SweepReport, sort: &UseStateHandle<(SortKey, bool)>, pick: &Callb
                                 <td>{ format::bytes(r.peak_bytes) }</td>
                                 <td>{ if r.fits { "yes" } else { "no" } }</td>
                                 <td>{ if r.pareto { "●" } else { "" } }</td>
+                                <td><button type="button" class="secondary small" data-testid="sweep-pin"
+                                            title="Simulate it and pin it as run A; the next row clicked is compared with it"
+                                            onclick={onpin}>{"Pin A"}</button></td>
                             </tr>
                         }
                     }) }
