@@ -39,6 +39,9 @@ use yew::prelude::*;
 pub const MAX_WORKERS: u32 = 16;
 /// Rows the table shows.
 pub const TOP_ROWS: usize = 50;
+/// Points the plot draws beyond the Pareto front (the fastest first, the
+/// report's order): a large sweep stays quick to draw.
+pub const MAX_POINTS: usize = 3000;
 
 #[derive(Properties, PartialEq)]
 pub struct SweepViewProps {
@@ -110,7 +113,14 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
     const B: f64 = 40.0;
     const T: f64 = 12.0;
     const R: f64 = 16.0;
-    let rows = &report.results;
+    let all = &report.results;
+    let rows: Vec<Row> = all
+        .iter()
+        .filter(|r| r.pareto)
+        .chain(all.iter().filter(|r| !r.pareto).take(MAX_POINTS))
+        .cloned()
+        .collect();
+    let hidden = all.len() - rows.len();
     if rows.is_empty() {
         return html! { <p class="note">{"No configuration was simulated: nothing to plot."}</p> };
     }
@@ -136,7 +146,7 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
             r.schedule.clone()
         }
     };
-    let mut keys: Vec<String> = rows.iter().map(key).collect();
+    let mut keys: Vec<String> = rows.iter().map(&key).collect();
     keys.sort();
     keys.dedup();
     if by_tp {
@@ -204,6 +214,9 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
                     <span class="legend-item"><span class="swatch" style={format!("background:{}", colour(k))}></span>{ k.clone() }</span>
                 }) }
                 <span class="legend-item">{"— Pareto front · dashed: GPU memory · faded: does not fit"}</span>
+                if hidden > 0 {
+                    <span class="legend-item" data-testid="sweep-plot-hidden">{ format!("{hidden} slower points not drawn (the Pareto front is drawn whole)") }</span>
+                }
             </figcaption>
         </figure>
     }
