@@ -206,8 +206,9 @@ fn names<T>(
 }
 
 /// The flags every row shares, as `trainscope sweep` spells them for the
-/// same settings: the model, then the GPU and cluster flags that differ
-/// from the CLI's defaults.
+/// same settings and in its order: the model, then the GPU and cluster
+/// flags that differ from the CLI's defaults (the NIC type is written as
+/// its bandwidth, `--nic-gbps`).
 pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Field>) -> String {
     let mut f = format!("--model {}", job.model.name());
     if job.gpu != DEFAULT_GPU {
@@ -229,11 +230,17 @@ pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Fi
     if settings.latency_us != d.latency_us {
         f.push_str(&format!(" --latency-us {}", settings.latency_us));
     }
+    if settings.placement != d.placement {
+        f.push_str(&format!(" --placement {}", settings.placement.name()));
+    }
     if settings.oversubscription != d.oversubscription {
         f.push_str(&format!(
             " --oversubscription {}",
             settings.oversubscription
         ));
+    }
+    if settings.algorithm != d.algorithm {
+        f.push_str(&format!(" --algorithm {}", settings.get(Field::Algorithm)));
     }
     if settings.grad_sync_overlap {
         f.push_str(" --overlap-grad-sync");

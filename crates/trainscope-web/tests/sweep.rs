@@ -73,12 +73,17 @@ fn bounds_parse_and_round_trip_through_a_link() {
     let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new()).unwrap_err();
     assert!(err.contains("unknown value `pipedream`"), "{err}");
     // A non-default cluster is in every row's flags, as the CLI writes it.
-    let settings = Settings {
+    let mut settings = Settings {
         gpus_per_node: 4,
         ..Settings::default()
     };
+    settings.set(Field::Placement, "pp-dp-tp").unwrap();
+    settings.set(Field::Algorithm, "tree").unwrap();
     let (spec, _) = sweep_spec(&i, &job, &settings, &BTreeSet::new()).unwrap();
-    assert_eq!(spec.common_flags, "--model llama3-8b --gpus-per-node 4");
+    assert_eq!(
+        spec.common_flags,
+        "--model llama3-8b --gpus-per-node 4 --placement pp-dp-tp --algorithm tree"
+    );
 }
 
 #[wasm_bindgen_test]
