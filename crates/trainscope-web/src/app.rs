@@ -14,6 +14,7 @@ use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
 use crate::components::schedule_compare::ScheduleCompare;
 use crate::components::settings_form::SettingsForm;
+use crate::components::sweep_view::SweepView;
 use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
 use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
@@ -250,6 +251,14 @@ pub fn App() -> Html {
                         fragment.push('&');
                         fragment.push_str(&url::job_fragment(job));
                     }
+                    // The search view's bounds stay in the link.
+                    for part in url::current_fragment()
+                        .split('&')
+                        .filter(|p| p.starts_with("sweep_"))
+                    {
+                        fragment.push('&');
+                        fragment.push_str(part);
+                    }
                     url::replace_fragment(&fragment);
                 }
             },
@@ -360,6 +369,15 @@ pub fn App() -> Html {
         Callback::from(move |(s, v): (Schedule, u32)| dispatch.dispatch(Action::PinSchedule(s, v)))
     };
 
+    let on_pick_config = {
+        let dispatch = state.dispatcher();
+        Callback::from(
+            move |(job, s, pin): (crate::job::JobSettings, Schedule, bool)| {
+                dispatch.dispatch(Action::RunConfig(Box::new(job), s, pin))
+            },
+        )
+    };
+
     let output = state.output.clone();
     let result = state.result().cloned();
     let stale = state.results_stale();
@@ -394,6 +412,8 @@ pub fn App() -> Html {
                     <SettingsForm state={state.clone()} on_simulate={on_simulate} />
                 </aside>
                 <div class="main-col">
+                    <SweepView job={state.job.clone()} settings={state.settings.clone()}
+                               pinned={state.pinned_fields.clone()} on_pick={on_pick_config} />
                     <RunBar status={state.run.clone()} {on_cancel} />
                     if let Some(o) = &output {
                         if !o.diagnostics.is_empty() {

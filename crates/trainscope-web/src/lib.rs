@@ -25,6 +25,7 @@ pub mod protocol;
 pub mod schedule_compare;
 pub mod settings;
 pub mod state;
+pub mod sweep;
 pub mod timeline;
 pub mod url;
 pub mod views;

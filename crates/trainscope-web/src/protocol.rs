@@ -9,6 +9,10 @@
 //! worker and starting a new one (a synchronous computation cannot be
 //! interrupted any other way).
 //!
+//! A sweep request ([`SweepRequest`]) asks for one shard of a
+//! configuration search: answered by `SweepProgress` messages and one
+//! `SweepDone` (that shard's report) or `Failed`.
+//!
 //! Encoding: a request is one binary buffer (transferred, not copied):
 //! the magic `TSR1`, a little-endian u32 header length, the header as JSON
 //! (id, settings, pinned fields, file names and sizes) and then every
@@ -18,10 +22,12 @@
 
 use crate::job::{JobModel, JobSettings};
 use crate::settings::{Field, Settings, SettingsHints};
+use crate::sweep::SweepInputs;
 use crate::views::{FileView, ResultView, ScheduleComparison};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use trainscope_core::search::{ShardId, SweepReport};
 use trainscope_core::Diagnostic;
 
 /// First bytes of an encoded request (format version 1).
@@ -71,6 +77,26 @@ pub struct ExportRequest {
 pub enum Request {
     Run(RunRequest),
     Export(ExportRequest),
+    /// One worker's slice of a configuration search ([`crate::sweep`]).
+    Sweep(SweepRequest),
+}
+
+/// A slice of a configuration search: the job panel's values, the page's
+/// settings, the bounds, and which shard (`index` of `count`) to evaluate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepRequest {
+    pub id: u64,
+    pub settings: Settings,
+    pub pinned: BTreeSet<Field>,
+    pub job: JobSettings,
+    pub inputs: SweepInputs,
+    pub shard: ShardId,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SweepHeader {
+    inputs: SweepInputs,
+    shard: ShardId,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -97,12 +123,37 @@ struct Header {
     job_active: bool,
     #[serde(default)]
     compare_schedules: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sweep: Option<SweepHeader>,
 }
 
 /// Encode a request into one buffer (see the module docs for the layout).
 pub fn encode_request(req: &Request) -> Vec<u8> {
     let run = match req {
         Request::Run(run) => run,
+        Request::Sweep(x) => {
+            let header = Header {
+                kind: "sweep".into(),
+                id: x.id,
+                settings: x.settings.clone(),
+                pinned: x.pinned.iter().copied().collect(),
+                files: Vec::new(),
+                testid: None,
+                job: x.job.clone(),
+                job_active: true,
+                compare_schedules: false,
+                sweep: Some(SweepHeader {
+                    inputs: x.inputs.clone(),
+                    shard: x.shard,
+                }),
+            };
+            let json = serde_json::to_vec(&header).unwrap_or_default();
+            let mut out = Vec::with_capacity(8 + json.len());
+            out.extend_from_slice(MAGIC);
+            out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            out.extend_from_slice(&json);
+            return out;
+        }
         Request::Export(x) => {
             let header = Header {
                 kind: "export".into(),
@@ -114,6 +165,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 job: JobSettings::default(),
                 job_active: false,
                 compare_schedules: false,
+                sweep: None,
             };
             let json = serde_json::to_vec(&header).unwrap_or_default();
             let mut out = Vec::with_capacity(8 + json.len());
@@ -140,6 +192,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
         job: run.job.clone(),
         job_active: run.job_active,
         compare_schedules: run.compare_schedules,
+        sweep: None,
     };
     // Serialising these plain structs cannot fail.
     let json = serde_json::to_vec(&header).unwrap_or_default();
@@ -171,6 +224,20 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
         .map_err(|e| format!("run request header: {e}"))?;
     match header.kind.as_str() {
         "run" => {}
+        "sweep" => {
+            if json_end != buf.len() {
+                return Err("sweep request has trailing bytes".into());
+            }
+            let sweep = header.sweep.ok_or("sweep request without its bounds")?;
+            return Ok(Request::Sweep(SweepRequest {
+                id: header.id,
+                settings: header.settings,
+                pinned: header.pinned.into_iter().collect(),
+                job: header.job,
+                inputs: sweep.inputs,
+                shard: sweep.shard,
+            }));
+        }
         "export" => {
             if json_end != buf.len() {
                 return Err("export request has trailing bytes".into());
@@ -304,6 +371,17 @@ pub enum Response {
         testid: String,
         content: String,
     },
+    /// Candidates of sweep slice `id` evaluated so far, of `total`.
+    SweepProgress {
+        id: u64,
+        done: u32,
+        total: u32,
+    },
+    /// The report of sweep slice `id` (its shard; the page merges them).
+    SweepDone {
+        id: u64,
+        report: Box<SweepReport>,
+    },
 }
 
 impl Response {
@@ -316,7 +394,9 @@ impl Response {
             | Response::Failed { id, .. }
             | Response::ExportFailed { id, .. }
             | Response::Timelines { id, .. }
-            | Response::Export { id, .. } => Some(*id),
+            | Response::Export { id, .. }
+            | Response::SweepProgress { id, .. }
+            | Response::SweepDone { id, .. } => Some(*id),
         }
     }
 }

@@ -200,6 +200,10 @@ pub enum Action {
     /// [`Action::RunSchedule`], then pin that run's result as "A" (its
     /// timeline then shows with the next run's on one time axis).
     PinSchedule(Schedule, u32),
+    /// Load a configuration into the job panel (a row of the configuration
+    /// search) with its schedule, and simulate it at once; `true`: then pin
+    /// that run's result as "A" (the next row clicked is compared with it).
+    RunConfig(Box<JobSettings>, Schedule, bool),
 }
 
 impl AppState {
@@ -707,6 +711,16 @@ impl Reducible for AppState {
             }
             Action::RunSchedule(schedule, virtual_stages) => {
                 next.run_schedule(schedule, virtual_stages);
+            }
+            Action::RunConfig(job, schedule, pin) => {
+                let vpp = job.vpp;
+                next.job = *job;
+                next.job_texts.clear();
+                next.job_parse_errors.clear();
+                next.job_active = true;
+                next.schedules = None;
+                next.run_schedule(schedule, vpp);
+                next.pin_next_run = pin;
             }
         }
         Rc::new(next)

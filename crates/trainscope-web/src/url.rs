@@ -105,6 +105,10 @@ pub fn from_fragment(fragment: &str) -> (UrlState, Vec<String>) {
         let (key, value) = part.split_once('=').unwrap_or((part, ""));
         let key = decode_component(key);
         let value = decode_component(value);
+        // The configuration search's bounds: read by its view.
+        if key.starts_with("sweep_") {
+            continue;
+        }
         if key == "example" {
             if EXAMPLES.iter().any(|e| e.file_name == value) {
                 state.example = Some(value);

@@ -103,7 +103,9 @@ impl WorkerHost {
                             me.in_flight = Some(id);
                         }
                     }
-                    Response::Done { id, .. } | Response::Failed { id, .. } => {
+                    Response::Done { id, .. }
+                    | Response::Failed { id, .. }
+                    | Response::SweepDone { id, .. } => {
                         if me.in_flight == Some(*id) {
                             me.in_flight = None;
                         }
@@ -111,7 +113,8 @@ impl WorkerHost {
                     Response::Progress(_)
                     | Response::Timelines { .. }
                     | Response::Export { .. }
-                    | Response::ExportFailed { .. } => {}
+                    | Response::ExportFailed { .. }
+                    | Response::SweepProgress { .. } => {}
                 }
                 me.sink.clone()
             };
@@ -203,12 +206,16 @@ impl WorkerHost {
         self.0.borrow().in_flight.is_some()
     }
 
-    /// Post a run. A run still in progress is abandoned (the worker is
+    /// Post a run (or a sweep slice). A run still in progress is abandoned (the worker is
     /// replaced) so the newest settings are computed at once.
     pub fn run(&self, req: &Request) {
-        let Request::Run(run) = req else {
-            let _ = self.export(req);
-            return;
+        let id = match req {
+            Request::Run(run) => run.id,
+            Request::Sweep(sweep) => sweep.id,
+            Request::Export(_) => {
+                let _ = self.export(req);
+                return;
+            }
         };
         if self.busy() {
             self.restart();
@@ -219,9 +226,9 @@ impl WorkerHost {
         match (&me.worker, me.ready) {
             (Some(w), true) => {
                 post(w, &buf);
-                me.in_flight = Some(run.id);
+                me.in_flight = Some(id);
             }
-            _ => me.queued = Some((run.id, buf)),
+            _ => me.queued = Some((id, buf)),
         }
     }
 

@@ -4,6 +4,9 @@
 //! synchronously while posting progress, and posts `Done` then the run's
 //! timelines as bytes (or `Failed`,
 //! including for a panic, whose message is sent before the worker traps).
+//! A sweep request evaluates its shard of a configuration search
+//! ([`trainscope_web::sweep::run_shard`]), posting progress after each
+//! candidate, then the shard's report.
 //! It keeps the last run's data so export requests are answered on demand.
 
 use std::cell::{Cell, RefCell};
@@ -11,6 +14,7 @@ use trainscope_web::compute::{self, ExportSource};
 use trainscope_web::protocol::{
     decode_request, encode_response, encode_timelines, Request, Response,
 };
+use trainscope_web::sweep;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
@@ -65,6 +69,31 @@ fn on_message(e: MessageEvent) {
             // bytes, transferred.
             send_bytes(&encode_timelines(run.id, &timelines));
             LAST.with(|l| *l.borrow_mut() = source.map(|s| (run.id, s)));
+        }
+        Ok(Request::Sweep(x)) => {
+            CURRENT.with(|c| c.set(x.id));
+            match sweep::sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned) {
+                Ok((spec, config)) => {
+                    let report = sweep::run_shard(
+                        &spec,
+                        &config,
+                        x.shard.index,
+                        x.shard.count,
+                        &mut |done, total| {
+                            send(&Response::SweepProgress {
+                                id: x.id,
+                                done,
+                                total,
+                            })
+                        },
+                    );
+                    send(&Response::SweepDone {
+                        id: x.id,
+                        report: Box::new(report),
+                    });
+                }
+                Err(message) => send(&Response::Failed { id: x.id, message }),
+            }
         }
         Ok(Request::Export(x)) => {
             let content = LAST.with(|l| match l.borrow().as_ref() {

@@ -13,5 +13,6 @@ pub mod results;
 pub mod run_bar;
 pub mod schedule_compare;
 pub mod settings_form;
+pub mod sweep_view;
 pub mod table;
 pub mod timeline_panel;

@@ -1,0 +1,580 @@
+//! The "Search configurations" view (`data-testid="sweep-view"`): the job
+//! panel's model, GPU and batch with the Configure panel's cluster, one
+//! bound per dimension ([`crate::sweep::BOUNDS`], empty = the core's
+//! default list), and a Run button (`sweep-run`). A run starts a pool of
+//! Web Workers (one per `navigator.hardwareConcurrency`, at most
+//! [`MAX_WORKERS`]), worker `i` of `n` evaluating the core's `shard(i, n)`
+//! ([`crate::sweep::run_shard`]) and reporting progress after each
+//! candidate (`sweep-progress`, with a Cancel button that terminates the
+//! workers); the page joins the shards' reports with the core's
+//! [`merge`], so the result is the unsharded one (`trainscope sweep
+//! --json`'s rows). Results: counts (candidates, skipped, pruned,
+//! simulated, fitting), the explanation of the winner (`sweep-explain`),
+//! a scatter plot (`sweep-plot`, SVG: peak memory across, iteration time
+//! up, colour by TP or schedule, the GPU's capacity as a dashed line, the
+//! Pareto front as a line through its points) and a sortable table of the
+//! top [`TOP_ROWS`] rows (`sweep-table`, each `<tr data-config=FLAGS>`).
+//! Clicking a row or a point loads that configuration into the job panel
+//! and simulates it (`on_pick`); a row's "Pin A" (`sweep-pin`) does the
+//! same and pins the result as run A of the compare view, so the next row
+//! clicked is compared with it (run B). Running writes the bounds (and the job)
+//! into the URL fragment as `sweep_*` keys, and a link with them opens
+//! the view with those bounds.
+
+use crate::format;
+use crate::job::JobSettings;
+use crate::palette::{colour_for, css};
+use crate::protocol::{Request, Response, SweepRequest};
+use crate::settings::{Field, Schedule, Settings};
+use crate::sweep::{row_job, SweepInputs, BOUNDS};
+use crate::url;
+use crate::worker_host::{HostEvent, WorkerHost, WORKER_URL};
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use trainscope_core::search::{merge, Row, ShardId, SweepReport};
+use web_sys::HtmlInputElement;
+use yew::prelude::*;
+
+/// Most workers a sweep starts, whatever the core count.
+pub const MAX_WORKERS: u32 = 16;
+/// Rows the table shows.
+pub const TOP_ROWS: usize = 50;
+/// Points the plot draws beyond the Pareto front (the fastest first, the
+/// report's order): a large sweep stays quick to draw.
+pub const MAX_POINTS: usize = 3000;
+
+#[derive(Properties, PartialEq)]
+pub struct SweepViewProps {
+    pub job: JobSettings,
+    pub settings: Settings,
+    pub pinned: BTreeSet<Field>,
+    /// Load this configuration into the job panel and simulate it (`true`:
+    /// and pin its result as run A of the compare view).
+    pub on_pick: Callback<(JobSettings, Schedule, bool)>,
+}
+
+/// One sweep in progress or finished.
+#[derive(Default)]
+struct Run {
+    /// Sequence number of the run (message ids are `seq << 16 | shard`).
+    seq: u64,
+    running: bool,
+    /// Per shard: (done, total).
+    progress: Vec<(u32, u32)>,
+    reports: Vec<Option<SweepReport>>,
+    result: Option<Rc<SweepReport>>,
+    error: Option<String>,
+}
+
+/// The column the table is sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SortKey {
+    Rank,
+    Time,
+    Tokens,
+    Mfu,
+    Peak,
+}
+
+fn sorted_rows(report: &SweepReport, key: SortKey, descending: bool) -> Vec<(usize, Row)> {
+    let mut rows: Vec<(usize, Row)> = report.results.iter().cloned().enumerate().collect();
+    let cmp = |a: &(usize, Row), b: &(usize, Row)| -> std::cmp::Ordering {
+        let o = match key {
+            SortKey::Rank => a.0.cmp(&b.0),
+            SortKey::Time => a.1.iteration_time_ns.cmp(&b.1.iteration_time_ns),
+            SortKey::Tokens => a.1.tokens_per_second.total_cmp(&b.1.tokens_per_second),
+            SortKey::Mfu => a.1.mfu.total_cmp(&b.1.mfu),
+            SortKey::Peak => a.1.peak_bytes.cmp(&b.1.peak_bytes),
+        };
+        // Ties: the report's order.
+        o.then(a.0.cmp(&b.0))
+    };
+    rows.sort_by(|a, b| if descending { cmp(b, a) } else { cmp(a, b) });
+    rows.truncate(TOP_ROWS);
+    rows
+}
+
+fn layout(r: &Row) -> String {
+    let mut s = format!("TP {} · PP {} · DP {}", r.tp, r.pp, r.dp);
+    if r.ep > 1 {
+        s.push_str(&format!(" · EP {}", r.ep));
+    }
+    if r.vpp > 1 {
+        s.push_str(&format!(" · vpp {}", r.vpp));
+    }
+    s
+}
+
+/// The scatter plot of every row: peak memory across, iteration time up.
+fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html {
+    const W: f64 = 640.0;
+    const H: f64 = 320.0;
+    const L: f64 = 64.0;
+    const B: f64 = 40.0;
+    const T: f64 = 12.0;
+    const R: f64 = 16.0;
+    let all = &report.results;
+    let rows: Vec<Row> = all
+        .iter()
+        .filter(|r| r.pareto)
+        .chain(all.iter().filter(|r| !r.pareto).take(MAX_POINTS))
+        .cloned()
+        .collect();
+    let hidden = all.len() - rows.len();
+    if rows.is_empty() {
+        return html! { <p class="note">{"No configuration was simulated: nothing to plot."}</p> };
+    }
+    let capacity = rows.iter().map(|r| r.capacity_bytes).max().unwrap_or(0);
+    let max_mem = rows
+        .iter()
+        .map(|r| r.peak_bytes)
+        .max()
+        .unwrap_or(1)
+        .max(capacity)
+        .max(1) as f64
+        * 1.05;
+    let t_min = rows.iter().map(|r| r.iteration_time_ns).min().unwrap_or(0) as f64;
+    let t_max = rows.iter().map(|r| r.iteration_time_ns).max().unwrap_or(1) as f64;
+    let t_lo = t_min * 0.95;
+    let t_span = (t_max * 1.05 - t_lo).max(1.0);
+    let x = |b: u64| L + (b as f64 / max_mem) * (W - L - R);
+    let y = |t: u64| H - B - ((t as f64 - t_lo) / t_span) * (H - B - T);
+    let key = |r: &Row| {
+        if by_tp {
+            format!("TP {}", r.tp)
+        } else {
+            r.schedule.clone()
+        }
+    };
+    let mut keys: Vec<String> = rows.iter().map(&key).collect();
+    keys.sort();
+    keys.dedup();
+    if by_tp {
+        keys.sort_by_key(|k| k[3..].parse::<u32>().unwrap_or(0));
+    }
+    let colour = |k: &str| {
+        let i = keys.iter().position(|x| x == k).unwrap_or(0);
+        css(colour_for(k, i))
+    };
+    let mut front: Vec<&Row> = rows.iter().filter(|r| r.pareto).collect();
+    front.sort_by_key(|r| (r.peak_bytes, r.iteration_time_ns));
+    let front_points = front
+        .iter()
+        .map(|r| format!("{:.1},{:.1}", x(r.peak_bytes), y(r.iteration_time_ns)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let gib = |b: f64| b / (1u64 << 30) as f64;
+    let x_ticks: Vec<f64> = (0..=4).map(|k| max_mem * k as f64 / 4.0).collect();
+    let y_ticks: Vec<f64> = (0..=4).map(|k| t_lo + t_span * k as f64 / 4.0).collect();
+    html! {
+        <figure class="sweep-plot-wrap">
+            <svg data-testid="sweep-plot" class="sweep-plot" viewBox={format!("0 0 {W} {H}")}
+                 role="img" aria-label="Iteration time against peak memory per configuration">
+                <line x1={L.to_string()} y1={(H - B).to_string()} x2={(W - R).to_string()} y2={(H - B).to_string()} class="axis" />
+                <line x1={L.to_string()} y1={T.to_string()} x2={L.to_string()} y2={(H - B).to_string()} class="axis" />
+                { for x_ticks.iter().map(|b| html! {
+                    <text x={format!("{:.1}", x(*b as u64))} y={(H - B + 16.0).to_string()} text-anchor="middle" class="tick">{ format!("{:.0}", gib(*b)) }</text>
+                }) }
+                { for y_ticks.iter().map(|t| html! {
+                    <text x={(L - 6.0).to_string()} y={format!("{:.1}", y(*t as u64) + 4.0)} text-anchor="end" class="tick">{ format!("{:.0}", t / 1e6) }</text>
+                }) }
+                <text x={((L + W - R) / 2.0).to_string()} y={(H - 6.0).to_string()} text-anchor="middle" class="axis-label">{"peak memory per GPU (GiB)"}</text>
+                <text x="12" y={((H - B) / 2.0).to_string()} text-anchor="middle" class="axis-label"
+                      transform={format!("rotate(-90 12 {})", (H - B) / 2.0)}>{"iteration time (ms)"}</text>
+                if capacity > 0 {
+                    <line data-testid="sweep-capacity" class="capacity"
+                          x1={format!("{:.1}", x(capacity))} y1={T.to_string()}
+                          x2={format!("{:.1}", x(capacity))} y2={(H - B).to_string()}
+                          stroke="#c00" stroke-dasharray="4 3" />
+                    <text x={format!("{:.1}", x(capacity) - 4.0)} y={(T + 10.0).to_string()} text-anchor="end" class="tick">
+                        { format!("{} capacity", format::bytes(capacity)) }
+                    </text>
+                }
+                if front.len() > 1 {
+                    <polyline data-testid="sweep-front" points={front_points} fill="none" stroke="#333" stroke-width="1.5" />
+                }
+                { for rows.iter().map(|r| {
+                    let row = r.clone();
+                    let pick = pick.clone();
+                    let onclick = Callback::from(move |_| pick.emit((row.clone(), false)));
+                    html! {
+                        <circle cx={format!("{:.1}", x(r.peak_bytes))} cy={format!("{:.1}", y(r.iteration_time_ns))}
+                                r={if r.pareto { "5" } else { "3.5" }}
+                                fill={colour(&key(r))}
+                                fill-opacity={if r.fits { "0.9" } else { "0.3" }}
+                                stroke={if r.pareto { "#000" } else { "none" }}
+                                data-config={r.flags.clone()} class="sweep-point" {onclick}>
+                            <title>{ format!("{} · {} · {} · {}", layout(r), r.schedule, format::duration_ns(r.iteration_time_ns), format::bytes(r.peak_bytes)) }</title>
+                        </circle>
+                    }
+                }) }
+            </svg>
+            <figcaption class="legend">
+                { for keys.iter().map(|k| html! {
+                    <span class="legend-item"><span class="swatch" style={format!("background:{}", colour(k))}></span>{ k.clone() }</span>
+                }) }
+                <span class="legend-item">{"— Pareto front · dashed: GPU memory · faded: does not fit"}</span>
+                if hidden > 0 {
+                    <span class="legend-item" data-testid="sweep-plot-hidden">{ format!("{hidden} slower points not drawn (the Pareto front is drawn whole)") }</span>
+                }
+            </figcaption>
+        </figure>
+    }
+}
+
+/// `navigator.hardwareConcurrency` (1 when the browser does not say),
+/// at most [`MAX_WORKERS`].
+pub fn worker_count() -> u32 {
+    use js_sys::Reflect;
+    use wasm_bindgen::JsValue;
+    let cores = Reflect::get(&gloo::utils::window(), &JsValue::from_str("navigator"))
+        .and_then(|n| Reflect::get(&n, &JsValue::from_str("hardwareConcurrency")))
+        .ok()
+        .and_then(|v| v.as_f64())
+        .unwrap_or(1.0);
+    cores.clamp(1.0, f64::from(MAX_WORKERS)) as u32
+}
+
+/// Replace the fragment's `sweep_*` keys by the bounds (and add the job
+/// when the link does not describe one yet).
+fn write_link(inputs: &SweepInputs, job: &JobSettings) {
+    let current = url::current_fragment();
+    let mut parts: Vec<String> = current
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("sweep_"))
+        .map(str::to_string)
+        .collect();
+    if !parts.iter().any(|p| p.starts_with("model=")) {
+        parts.push(url::job_fragment(job));
+    }
+    let sweep = inputs.fragment();
+    if !sweep.is_empty() {
+        parts.push(sweep);
+    } else {
+        // The view's state: an empty search still opens with the link.
+        parts.push("sweep_world=".to_string() + &job.world().to_string());
+    }
+    url::replace_fragment(&parts.join("&"));
+}
+
+#[component]
+pub fn SweepView(props: &SweepViewProps) -> Html {
+    let from_link = use_memo((), |_| SweepInputs::from_fragment(&url::current_fragment()));
+    let open = use_state(|| from_link.is_some());
+    let inputs = use_state(|| (*from_link).clone().unwrap_or_default());
+    let run = use_mut_ref(Run::default);
+    let hosts = use_mut_ref(Vec::<WorkerHost>::new);
+    let redraw = use_force_update();
+    let sort = use_state(|| (SortKey::Rank, false));
+    let by_tp = use_state(|| true);
+
+    let sink = {
+        let run = run.clone();
+        let hosts = hosts.clone();
+        let redraw = redraw.clone();
+        Callback::from(move |event: HostEvent| {
+            let mut r = run.borrow_mut();
+            let (seq, live) = (r.seq, r.running);
+            let shard_of = move |id: u64| -> Option<usize> {
+                (id >> 16 == seq && live).then_some((id & 0xffff) as usize)
+            };
+            match event {
+                HostEvent::Response(Response::SweepProgress { id, done, total }) => {
+                    let Some(i) = shard_of(id) else { return };
+                    if let Some(p) = r.progress.get_mut(i) {
+                        *p = (done, total);
+                    }
+                }
+                HostEvent::Response(Response::SweepDone { id, report }) => {
+                    let Some(i) = shard_of(id) else { return };
+                    if let Some(slot) = r.reports.get_mut(i) {
+                        *slot = Some(*report);
+                    }
+                    if r.reports.iter().all(Option::is_some) {
+                        let shards: Vec<SweepReport> =
+                            r.reports.iter().flatten().cloned().collect();
+                        match merge(&shards) {
+                            Ok(m) => r.result = Some(Rc::new(m)),
+                            Err(e) => {
+                                r.error = Some(format!("cannot join the workers' results: {e}"))
+                            }
+                        }
+                        r.running = false;
+                    }
+                }
+                HostEvent::Response(Response::Failed { id, message }) => {
+                    if shard_of(id).is_none() {
+                        return;
+                    }
+                    r.error = Some(message);
+                    r.running = false;
+                    for h in hosts.borrow().iter() {
+                        h.cancel();
+                    }
+                }
+                HostEvent::Crashed { id, message } => {
+                    if !live || id.is_some_and(|id| shard_of(id).is_none()) {
+                        return;
+                    }
+                    r.error = Some(format!("a search worker stopped: {message}"));
+                    r.running = false;
+                }
+                HostEvent::Response(_) => return,
+            }
+            drop(r);
+            redraw.force_update();
+        })
+    };
+
+    let on_run = {
+        let run = run.clone();
+        let hosts = hosts.clone();
+        let inputs = inputs.clone();
+        let redraw = redraw.clone();
+        let job = props.job.clone();
+        let settings = props.settings.clone();
+        let pinned = props.pinned.clone();
+        Callback::from(move |_: MouseEvent| {
+            let n = worker_count();
+            {
+                let mut hs = hosts.borrow_mut();
+                for h in hs.iter() {
+                    if h.busy() {
+                        h.cancel();
+                    }
+                }
+                while hs.len() < n as usize {
+                    hs.push(WorkerHost::new(WORKER_URL, sink.clone()));
+                }
+            }
+            let seq = {
+                let mut r = run.borrow_mut();
+                let seq = r.seq + 1;
+                *r = Run {
+                    seq,
+                    running: true,
+                    progress: vec![(0, 0); n as usize],
+                    reports: vec![None; n as usize],
+                    result: None,
+                    error: None,
+                };
+                seq
+            };
+            write_link(&inputs, &job);
+            for (i, h) in hosts.borrow().iter().take(n as usize).enumerate() {
+                h.run(&Request::Sweep(SweepRequest {
+                    id: seq << 16 | i as u64,
+                    settings: settings.clone(),
+                    pinned: pinned.clone(),
+                    job: job.clone(),
+                    inputs: (*inputs).clone(),
+                    shard: ShardId {
+                        index: i as u32,
+                        count: n,
+                    },
+                }));
+            }
+            redraw.force_update();
+        })
+    };
+
+    let on_cancel = {
+        let run = run.clone();
+        let hosts = hosts.clone();
+        let redraw = redraw.clone();
+        Callback::from(move |_: MouseEvent| {
+            for h in hosts.borrow().iter() {
+                h.cancel();
+            }
+            let mut r = run.borrow_mut();
+            if r.running {
+                r.running = false;
+                r.error = Some("cancelled".into());
+            }
+            drop(r);
+            redraw.force_update();
+        })
+    };
+
+    let pick = {
+        let on_pick = props.on_pick.clone();
+        let base = props.job.clone();
+        Callback::from(move |(row, pin): (Row, bool)| {
+            if let Some((job, schedule)) = row_job(&row, &base) {
+                on_pick.emit((job, schedule, pin));
+            }
+        })
+    };
+
+    let toggle = {
+        let open = open.clone();
+        Callback::from(move |_: MouseEvent| open.set(!*open))
+    };
+
+    let r = run.borrow();
+    let (done, total) = r
+        .progress
+        .iter()
+        .fold((0u32, 0u32), |(d, t), (a, b)| (d + a, t + b));
+    let result = r.result.clone();
+    let error = r.error.clone();
+    let running = r.running;
+    let workers = r.progress.len();
+    drop(r);
+
+    html! {
+        <section class="sweep" data-testid="sweep-view" aria-label="Search configurations">
+            <div class="files-head">
+                <h2>{"Search configurations"}</h2>
+                <button type="button" class="secondary small" data-testid="sweep-toggle" onclick={toggle}>
+                    { if *open { "Hide" } else { "Show" } }
+                </button>
+            </div>
+            if *open {
+                <p class="note">
+                    { format!("Every layout of {} on {} GPUs within these bounds (empty: the default list, as `trainscope sweep`), pruned by memory, then simulated in {} Web Workers. The model, GPU, batch, sequence length and precision are the job panel's; the cluster is the Configure panel's.",
+                        props.job.model.name(), props.job.gpu,
+                        worker_count()) }
+                </p>
+                <div class="sweep-bounds">
+                    { for BOUNDS.iter().map(|b| {
+                        let value = inputs.get(b.key).to_string();
+                        let inputs = inputs.clone();
+                        let key = b.key;
+                        let oninput = Callback::from(move |e: InputEvent| {
+                            let el: HtmlInputElement = e.target_unchecked_into();
+                            let mut next = (*inputs).clone();
+                            next.set(key, el.value());
+                            inputs.set(next);
+                        });
+                        html! {
+                            <label class="field">
+                                <span>{ b.label }</span>
+                                <input type="text" data-testid={format!("sweep-{}", b.key)}
+                                       {value} placeholder={b.placeholder} {oninput} />
+                            </label>
+                        }
+                    }) }
+                </div>
+                <div class="sweep-actions">
+                    <button type="button" data-testid="sweep-run" onclick={on_run} disabled={running}>{"Run search"}</button>
+                    if running {
+                        <button type="button" class="secondary" data-testid="sweep-cancel" onclick={on_cancel}>{"Cancel"}</button>
+                    }
+                </div>
+                if workers > 0 {
+                    <div class="sweep-progress" data-testid="sweep-progress" data-done={done.to_string()} data-total={total.to_string()}>
+                        <progress max={total.max(1).to_string()} value={done.to_string()} />
+                        <span>{ format!("{done} / {total} candidates evaluated by {workers} workers{}", if running { "" } else { " — finished" }) }</span>
+                    </div>
+                }
+                if let Some(e) = &error {
+                    <p class="diag error" data-testid="sweep-error">{ e.clone() }</p>
+                }
+                if let Some(rep) = &result {
+                    <p class="note" data-testid="sweep-counts">
+                        { format!("{} candidates ({} combinations skipped) · {} pruned by memory · {} simulated · {} fit",
+                            rep.candidates, rep.skipped, rep.pruned, rep.simulated, rep.fitting) }
+                    </p>
+                    if let Some(x) = &rep.explain {
+                        <p class="sweep-explain" data-testid="sweep-explain"><strong>{"Winner: "}</strong>{ x.clone() }</p>
+                    }
+                    <label class="field inline">
+                        <span>{"Colour by"}</span>
+                        <select data-testid="sweep-colour" onchange={{
+                            let by_tp = by_tp.clone();
+                            Callback::from(move |e: Event| {
+                                let el: web_sys::HtmlSelectElement = e.target_unchecked_into();
+                                by_tp.set(el.value() == "tp");
+                            })
+                        }}>
+                            <option value="tp" selected={*by_tp}>{"TP"}</option>
+                            <option value="schedule" selected={!*by_tp}>{"schedule"}</option>
+                        </select>
+                    </label>
+                    { plot(rep, *by_tp, &pick) }
+                    { table(rep, &sort, &pick) }
+                }
+            }
+        </section>
+    }
+}
+
+fn table(
+    rep: &SweepReport,
+    sort: &UseStateHandle<(SortKey, bool)>,
+    pick: &Callback<(Row, bool)>,
+) -> Html {
+    let (key, desc) = **sort;
+    let rows = sorted_rows(rep, key, desc);
+    let head = |label: &'static str, k: SortKey, first_desc: bool| {
+        let sort = sort.clone();
+        let onclick = Callback::from(move |_: MouseEvent| {
+            let (cur, d) = *sort;
+            sort.set(if cur == k { (k, !d) } else { (k, first_desc) });
+        });
+        let mark = if key == k {
+            if desc {
+                " ▼"
+            } else {
+                " ▲"
+            }
+        } else {
+            ""
+        };
+        html! { <th class="sortable" {onclick} data-sort={format!("{k:?}")}>{ label }{ mark }</th> }
+    };
+    html! {
+        <div class="table-wrap">
+            <table class="data sweep-table" data-testid="sweep-table">
+                <thead>
+                    <tr>
+                        { head("#", SortKey::Rank, false) }
+                        <th>{"Layout"}</th>
+                        <th>{"Schedule"}</th>
+                        <th>{"mbs"}</th>
+                        <th>{"Recompute"}</th>
+                        { head("Iteration", SortKey::Time, false) }
+                        { head("Tokens/s", SortKey::Tokens, true) }
+                        { head("MFU", SortKey::Mfu, true) }
+                        { head("Peak memory", SortKey::Peak, false) }
+                        <th>{"Fits"}</th>
+                        <th>{"Pareto"}</th>
+                        <th></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    { for rows.into_iter().map(|(rank, r)| {
+                        let row = r.clone();
+                        let pick_row = pick.clone();
+                        let onclick = Callback::from(move |_: MouseEvent| pick_row.emit((row.clone(), false)));
+                        let row = r.clone();
+                        let pick_pin = pick.clone();
+                        let onpin = Callback::from(move |e: MouseEvent| {
+                            e.stop_propagation();
+                            pick_pin.emit((row.clone(), true));
+                        });
+                        html! {
+                            <tr data-config={r.flags.clone()} class="clickable" {onclick} title="Simulate this configuration">
+                                <td>{ rank + 1 }</td>
+                                <td>{ layout(&r) }</td>
+                                <td>{ r.schedule.clone() }</td>
+                                <td>{ r.micro_batch_size }</td>
+                                <td>{ r.recompute.clone() }</td>
+                                <td>{ format::duration_ns(r.iteration_time_ns) }</td>
+                                <td>{ format::tokens_per_second(r.tokens_per_second) }</td>
+                                <td>{ format::percent(r.mfu) }</td>
+                                <td>{ format::bytes(r.peak_bytes) }</td>
+                                <td>{ if r.fits { "yes" } else { "no" } }</td>
+                                <td>{ if r.pareto { "●" } else { "" } }</td>
+                                <td><button type="button" class="secondary small" data-testid="sweep-pin"
+                                            title="Simulate it and pin it as run A; the next row clicked is compared with it"
+                                            onclick={onpin}>{"Pin A"}</button></td>
+                            </tr>
+                        }
+                    }) }
+                </tbody>
+            </table>
+        </div>
+    }
+}

@@ -1,0 +1,352 @@
+//! The "Search configurations" view's logic, pure Rust (the page and the
+//! worker share it): the bounds the user types ([`SweepInputs`], one
+//! comma-separated list per dimension, empty = the core's default list),
+//! the core's [`SweepSpec`] built from them with the job panel's model,
+//! GPU, batch and sequence length and the page's cluster settings
+//! ([`sweep_spec`], the same spec `trainscope sweep` builds from the same
+//! flags), one worker's slice ([`run_shard`]: enumerate, take
+//! [`shard`]`(i, n)`, precheck and simulate each candidate with the core's
+//! [`process`], build that shard's report), and the row a click loads into
+//! the job panel ([`row_job`]). The page joins the workers' reports with
+//! the core's [`trainscope_core::search::merge`].
+
+use crate::compute::event_config;
+use crate::job::{JobModel, JobSettings};
+use crate::settings::{Field, Schedule, Settings};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use trainscope_core::hardware::gpu_preset;
+use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
+use trainscope_core::model::presets;
+use trainscope_core::search::report::ShardId;
+use trainscope_core::search::{
+    build, enumerate, process, shard, sweep_config, Row, SweepReport, SweepSpec,
+};
+use trainscope_core::sim::{ScheduleKind, SimConfig};
+
+/// The bounds of a sweep as typed: comma-separated lists, empty for the
+/// core's default list (`world` empty: the job panel's TP x PP x DP).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SweepInputs {
+    pub world: String,
+    pub tp: String,
+    pub pp: String,
+    pub ep: String,
+    pub vpp: String,
+    pub micro_batch_size: String,
+    pub recompute: String,
+    pub schedule: String,
+}
+
+/// One bound of the view: URL key, test id suffix, label, placeholder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub placeholder: &'static str,
+}
+
+/// Every bound, in the view's and the link's order.
+pub const BOUNDS: [Bound; 8] = [
+    Bound {
+        key: "world",
+        label: "GPUs",
+        placeholder: "the job's TP x PP x DP",
+    },
+    Bound {
+        key: "tp",
+        label: "TP",
+        placeholder: "powers of 2 <= GPUs per node",
+    },
+    Bound {
+        key: "pp",
+        label: "PP",
+        placeholder: "divisors of the layers",
+    },
+    Bound {
+        key: "ep",
+        label: "EP",
+        placeholder: "1 (MoE: powers of 2)",
+    },
+    Bound {
+        key: "vpp",
+        label: "Virtual stages",
+        placeholder: "every v > 1 dividing the layers",
+    },
+    Bound {
+        key: "mbs",
+        label: "Micro-batch size",
+        placeholder: "1,2,4",
+    },
+    Bound {
+        key: "recompute",
+        label: "Recompute",
+        placeholder: "none,selective,full",
+    },
+    Bound {
+        key: "schedule",
+        label: "Schedule",
+        placeholder: "every schedule",
+    },
+];
+
+impl SweepInputs {
+    /// The text of bound `key` ([`BOUNDS`]).
+    pub fn get(&self, key: &str) -> &str {
+        match key {
+            "world" => &self.world,
+            "tp" => &self.tp,
+            "pp" => &self.pp,
+            "ep" => &self.ep,
+            "vpp" => &self.vpp,
+            "mbs" => &self.micro_batch_size,
+            "recompute" => &self.recompute,
+            "schedule" => &self.schedule,
+            _ => "",
+        }
+    }
+
+    /// Set bound `key` (an unknown key changes nothing).
+    pub fn set(&mut self, key: &str, text: String) {
+        let slot = match key {
+            "world" => &mut self.world,
+            "tp" => &mut self.tp,
+            "pp" => &mut self.pp,
+            "ep" => &mut self.ep,
+            "vpp" => &mut self.vpp,
+            "mbs" => &mut self.micro_batch_size,
+            "recompute" => &mut self.recompute,
+            "schedule" => &mut self.schedule,
+            _ => return,
+        };
+        *slot = text;
+    }
+
+    /// The link's part: `sweep_KEY=LIST` for each bound given (`,` kept).
+    pub fn fragment(&self) -> String {
+        BOUNDS
+            .iter()
+            .filter(|b| !self.get(b.key).trim().is_empty())
+            .map(|b| {
+                format!(
+                    "sweep_{}={}",
+                    b.key,
+                    self.get(b.key).trim().replace(' ', "")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// The bounds a link carries (`sweep_KEY=LIST` pairs of a fragment);
+    /// `None` when it carries none.
+    pub fn from_fragment(fragment: &str) -> Option<SweepInputs> {
+        let mut inputs = SweepInputs::default();
+        let mut any = false;
+        for (k, v) in fragment
+            .trim_start_matches('#')
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+        {
+            if let Some(key) = k.strip_prefix("sweep_") {
+                if BOUNDS.iter().any(|b| b.key == key) {
+                    inputs.set(key, v.to_string());
+                    any = true;
+                }
+            }
+        }
+        any.then_some(inputs)
+    }
+}
+
+/// `1,2,4` → `Some([1, 2, 4])`; empty → `None`; every value >= 1.
+fn numbers(label: &str, text: &str) -> Result<Option<Vec<u32>>, String> {
+    let items: Vec<&str> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if items.is_empty() {
+        return Ok(None);
+    }
+    items
+        .iter()
+        .map(|s| match s.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!(
+                "{label}: `{s}` is not a whole number >= 1 (give a list like 1,2,4)"
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn names<T>(
+    label: &str,
+    text: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    expected: &str,
+) -> Result<Option<Vec<T>>, String> {
+    let items: Vec<String> = text
+        .split(',')
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if items.is_empty() {
+        return Ok(None);
+    }
+    items
+        .iter()
+        .map(|s| {
+            parse(s).ok_or_else(|| format!("{label}: unknown value `{s}`; expected {expected}"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// The flags every row shares, as `trainscope sweep` spells them for the
+/// same settings and in its order: the model, then the GPU and cluster
+/// flags that differ from the CLI's defaults (the NIC type is written as
+/// its bandwidth, `--nic-gbps`).
+pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Field>) -> String {
+    let mut f = format!("--model {}", job.model.name());
+    if job.gpu != DEFAULT_GPU {
+        f.push_str(&format!(" --gpu-type {}", job.gpu));
+    }
+    let d = Settings::default();
+    if settings.gpus_per_node != d.gpus_per_node {
+        f.push_str(&format!(" --gpus-per-node {}", settings.gpus_per_node));
+    }
+    if settings.nics_per_node != d.nics_per_node {
+        f.push_str(&format!(" --nics-per-node {}", settings.nics_per_node));
+    }
+    if pinned.contains(&Field::NvlinkBw) || pinned.contains(&Field::Gpu) {
+        f.push_str(&format!(" --nvlink-gbps {}", settings.nvlink_bw_gbps));
+    }
+    if settings.nic_bw_gbps != d.nic_bw_gbps {
+        f.push_str(&format!(" --nic-gbps {}", settings.nic_bw_gbps));
+    }
+    if settings.latency_us != d.latency_us {
+        f.push_str(&format!(" --latency-us {}", settings.latency_us));
+    }
+    if settings.placement != d.placement {
+        f.push_str(&format!(" --placement {}", settings.placement.name()));
+    }
+    if settings.oversubscription != d.oversubscription {
+        f.push_str(&format!(
+            " --oversubscription {}",
+            settings.oversubscription
+        ));
+    }
+    if settings.algorithm != d.algorithm {
+        f.push_str(&format!(" --algorithm {}", settings.get(Field::Algorithm)));
+    }
+    if settings.grad_sync_overlap {
+        f.push_str(" --overlap-grad-sync");
+    }
+    f
+}
+
+/// The core's spec and simulation settings of a sweep: the job panel's
+/// model (a preset), GPU, global batch, sequence length, precision and
+/// flash attention, the page's cluster, and the bounds. `Err`: why not
+/// (a bound that does not parse, a model file, an unknown GPU).
+pub fn sweep_spec(
+    inputs: &SweepInputs,
+    job: &JobSettings,
+    settings: &Settings,
+    pinned: &BTreeSet<Field>,
+) -> Result<(SweepSpec, SimConfig), String> {
+    let model = match &job.model {
+        JobModel::Preset(name) => presets::lookup(name).map_err(|d| d.message)?,
+        JobModel::File(name) => {
+            return Err(format!(
+                "the search runs on a preset model; `{name}` is a loaded file (use `trainscope sweep --model {name}` on the command line)"
+            ))
+        }
+    };
+    let gpu = gpu_preset(&job.gpu).ok_or_else(|| format!("unknown GPU type `{}`", job.gpu))?;
+    let nvlink_gbps = gpu.nvlink_busbw_gbps;
+    let (mut config, _) = event_config(settings, pinned);
+    if !pinned.contains(&Field::NvlinkBw) && !pinned.contains(&Field::Gpu) {
+        config.network.nvlink_gbps = nvlink_gbps;
+    }
+    let worlds = match numbers("GPUs", &inputs.world)? {
+        Some(w) => w,
+        None => vec![u32::try_from(job.world()).map_err(|_| "the job's world is too large")?],
+    };
+    let mut spec = SweepSpec::new(model, gpu, worlds[0]);
+    spec.worlds = worlds;
+    spec.gpus_per_node = settings.gpus_per_node;
+    spec.global_batch_size = job.global_batch_size.unwrap_or(DEFAULT_GLOBAL_BATCH);
+    spec.seq_length = job.seq_length;
+    spec.precision = job.precision;
+    spec.flash_attention = job.flash_attention;
+    spec.tp = numbers("TP", &inputs.tp)?;
+    spec.pp = numbers("PP", &inputs.pp)?;
+    spec.ep = numbers("EP", &inputs.ep)?;
+    spec.vpp = numbers("Virtual stages", &inputs.vpp)?;
+    spec.micro_batch_size = numbers("Micro-batch size", &inputs.micro_batch_size)?;
+    spec.recompute = names(
+        "Recompute",
+        &inputs.recompute,
+        Recompute::from_name,
+        "none, selective, full",
+    )?;
+    spec.schedule = names(
+        "Schedule",
+        &inputs.schedule,
+        ScheduleKind::from_name,
+        &ScheduleKind::ALL.map(|k| k.name()).join(", "),
+    )?;
+    spec.common_flags = common_flags(job, settings, pinned);
+    Ok((spec, sweep_config(&config)))
+}
+
+/// Shard `index` of `count` of the sweep: its report, with `progress(done,
+/// total)` called after each candidate.
+pub fn run_shard(
+    spec: &SweepSpec,
+    config: &SimConfig,
+    index: u32,
+    count: u32,
+    progress: &mut dyn FnMut(u32, u32),
+) -> SweepReport {
+    let e = enumerate(spec);
+    let mine = shard(&e.candidates, index, count).unwrap_or_default();
+    let total = mine.len() as u32;
+    let mut outcomes = Vec::with_capacity(mine.len());
+    for (k, c) in mine.iter().enumerate() {
+        outcomes.push(process(c, config, &spec.common_flags));
+        progress(k as u32 + 1, total);
+    }
+    build(
+        spec.describe(),
+        Some(ShardId { index, count }),
+        e.skipped,
+        e.skipped_reasons,
+        outcomes,
+    )
+}
+
+/// The job panel's values and the schedule a row stands for (the base's
+/// model, GPU, sequence length, precision and flash attention are the
+/// sweep's).
+pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)> {
+    let schedule = Schedule::ALL
+        .into_iter()
+        .find(|s| s.core().name() == row.schedule)?;
+    let mut job = base.clone();
+    job.tp = row.tp;
+    job.pp = row.pp;
+    job.dp = row.dp;
+    job.ep = row.ep;
+    job.vpp = row.vpp;
+    job.micro_batch_size = row.micro_batch_size;
+    job.global_batch_size = Some(row.micro_batch_size * row.micro_batches * row.dp);
+    job.recompute = Recompute::from_name(&row.recompute)?;
+    job.sequence_parallel = row.sequence_parallel;
+    job.distributed_optimizer = row.distributed_optimizer;
+    Some((job, schedule))
+}

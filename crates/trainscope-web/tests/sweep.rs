@@ -1,0 +1,201 @@
+//! Browser tests of the configuration search (`wasm-pack test --headless
+//! --chrome`): the bounds' text and link form, the page's sweep (the
+//! request through the worker protocol, three shards as three workers
+//! evaluate them, joined with the core's merge) equal to the core's
+//! unsharded search row for row, and a row loaded into the job panel
+//! simulating to the row's numbers, and the reducer taking a clicked row
+//! (the job, the schedule, run at once, pinned as A on "Pin A").
+
+#![cfg(target_arch = "wasm32")]
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use trainscope_core::search::{build, enumerate, merge, process, ShardId};
+use trainscope_core::sim::ScheduleKind;
+use trainscope_web::job::JobSettings;
+use trainscope_web::model_job::run_job;
+use trainscope_web::protocol::{decode_request, encode_request, Request, SweepRequest};
+use trainscope_web::settings::{Field, Schedule, Settings};
+use trainscope_web::state::{Action, AppState};
+use trainscope_web::sweep::{row_job, run_shard, sweep_spec, SweepInputs};
+use wasm_bindgen_test::*;
+use yew::Reducible;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// llama3-8b on 8 GPUs, a small batch, narrow bounds.
+fn small() -> (SweepInputs, JobSettings) {
+    let mut i = SweepInputs::default();
+    i.set("world", "8".into());
+    i.set("tp", "2,4".into());
+    i.set("pp", "1,2".into());
+    i.set("mbs", "1".into());
+    i.set("recompute", "selective".into());
+    i.set("schedule", "1f1b,gpipe".into());
+    let job = JobSettings {
+        global_batch_size: Some(16),
+        ..JobSettings::default()
+    };
+    (i, job)
+}
+
+#[wasm_bindgen_test]
+fn bounds_parse_and_round_trip_through_a_link() {
+    let (i, job) = small();
+    let frag = i.fragment();
+    assert_eq!(
+        frag,
+        "sweep_world=8&sweep_tp=2,4&sweep_pp=1,2&sweep_mbs=1&sweep_recompute=selective&sweep_schedule=1f1b,gpipe"
+    );
+    let back = SweepInputs::from_fragment(&format!("#model=llama3-8b&{frag}")).unwrap();
+    assert_eq!(back, i);
+    assert!(SweepInputs::from_fragment("model=x").is_none());
+    let (spec, _) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new()).unwrap();
+    assert_eq!(spec.worlds, vec![8]);
+    assert_eq!(spec.tp, Some(vec![2, 4]));
+    assert_eq!(
+        spec.schedule,
+        Some(vec![ScheduleKind::OneFOneB, ScheduleKind::GPipe])
+    );
+    assert_eq!(spec.global_batch_size, 16);
+    assert_eq!(spec.common_flags, "--model llama3-8b");
+    // An empty world: the job panel's TP x PP x DP.
+    let mut no_world = i.clone();
+    no_world.set("world", String::new());
+    let (spec, _) = sweep_spec(&no_world, &job, &Settings::default(), &BTreeSet::new()).unwrap();
+    assert_eq!(spec.worlds, vec![1]);
+    let mut bad = i.clone();
+    bad.set("pp", "0".into());
+    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new()).unwrap_err();
+    assert!(err.contains("PP: `0`"), "{err}");
+    bad.set("pp", "1".into());
+    bad.set("schedule", "pipedream".into());
+    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new()).unwrap_err();
+    assert!(err.contains("unknown value `pipedream`"), "{err}");
+    // A non-default cluster is in every row's flags, as the CLI writes it.
+    let mut settings = Settings {
+        gpus_per_node: 4,
+        ..Settings::default()
+    };
+    settings.set(Field::Placement, "pp-dp-tp").unwrap();
+    settings.set(Field::Algorithm, "tree").unwrap();
+    let (spec, _) = sweep_spec(&i, &job, &settings, &BTreeSet::new()).unwrap();
+    assert_eq!(
+        spec.common_flags,
+        "--model llama3-8b --gpus-per-node 4 --placement pp-dp-tp --algorithm tree"
+    );
+}
+
+#[wasm_bindgen_test]
+fn the_pages_sharded_sweep_equals_the_cores_search() {
+    let (inputs, job) = small();
+    let settings = Settings::default();
+    let pinned: BTreeSet<Field> = BTreeSet::new();
+    // The core, unsharded (what `trainscope sweep --json` prints).
+    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned).unwrap();
+    let e = enumerate(&spec);
+    assert!(e.candidates.len() >= 4, "{}", e.candidates.len());
+    let outcomes = e
+        .candidates
+        .iter()
+        .map(|c| process(c, &config, &spec.common_flags))
+        .collect();
+    let whole = build(
+        spec.describe(),
+        None,
+        e.skipped,
+        e.skipped_reasons.clone(),
+        outcomes,
+    );
+    // The page: three workers, each its decoded request's shard.
+    let n = 3;
+    let mut shards = Vec::new();
+    let mut progress_calls = 0;
+    for i in 0..n {
+        let req = Request::Sweep(SweepRequest {
+            id: 7 << 16 | u64::from(i),
+            settings: settings.clone(),
+            pinned: pinned.clone(),
+            job: job.clone(),
+            inputs: inputs.clone(),
+            shard: ShardId { index: i, count: n },
+        });
+        let Ok(Request::Sweep(x)) = decode_request(&encode_request(&req)) else {
+            panic!("the sweep request does not round-trip");
+        };
+        assert_eq!(Request::Sweep(x.clone()), req);
+        let (spec, config) = sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned).unwrap();
+        shards.push(run_shard(
+            &spec,
+            &config,
+            x.shard.index,
+            x.shard.count,
+            &mut |done, total| {
+                assert!(done <= total);
+                progress_calls += 1;
+            },
+        ));
+    }
+    assert_eq!(progress_calls, e.candidates.len());
+    let merged = merge(&shards).unwrap();
+    assert_eq!(merged, whole);
+    assert!(merged.fitting >= 1);
+    assert!(merged.explain.is_some());
+}
+
+#[wasm_bindgen_test]
+fn a_row_loaded_into_the_job_panel_simulates_to_its_numbers() {
+    let (inputs, job) = small();
+    let settings = Settings::default();
+    let pinned: BTreeSet<Field> = BTreeSet::new();
+    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned).unwrap();
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _| {});
+    // The best row and one with the other schedule.
+    let best = &report.results[0];
+    let other = report
+        .results
+        .iter()
+        .find(|r| r.schedule != best.schedule)
+        .expect("both schedules simulated");
+    for row in [best, other] {
+        let (j, schedule) = row_job(row, &job).unwrap();
+        assert_eq!(schedule.core().name(), row.schedule);
+        let s = Settings {
+            schedule,
+            ..Settings::default()
+        };
+        let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
+        assert_eq!(
+            out.run.summary().iteration_time_ns,
+            row.iteration_time_ns,
+            "{}",
+            row.flags
+        );
+        assert_eq!(out.job.world, row.world);
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
+    let (inputs, job) = small();
+    let (spec, config) = sweep_spec(&inputs, &job, &Settings::default(), &BTreeSet::new()).unwrap();
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _| {});
+    let row = report
+        .results
+        .iter()
+        .find(|r| r.pp == 2 && r.schedule == "gpipe")
+        .expect("a gpipe row");
+    let (j, schedule) = row_job(row, &job).unwrap();
+    let s = Rc::new(AppState::default());
+    let before = s.files_rev;
+    let s = s.reduce(Action::RunConfig(Box::new(j.clone()), schedule, false));
+    assert!(s.job_active);
+    assert_eq!(s.job, j);
+    assert_eq!((s.job.tp, s.job.pp, s.job.dp), (row.tp, row.pp, row.dp));
+    assert_eq!(s.settings.schedule, Schedule::Gpipe);
+    assert!(s.pinned_fields.contains(&Field::Schedule));
+    assert_eq!(s.files_rev, before + 1, "runs at once");
+    assert!(!s.pin_next_run);
+    let s = s.reduce(Action::RunConfig(Box::new(j), schedule, true));
+    assert!(s.pin_next_run, "Pin A pins the run it starts");
+}
