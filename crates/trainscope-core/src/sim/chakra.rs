@@ -1,0 +1,415 @@
+//! Chakra execution traces (FORMATS.md section 7) to and from the simulator.
+//!
+//! In ([`chakra_job`]): a run read by [`crate::formats::chakra::to_run`]
+//! becomes a per-rank [`JobSpec`] with an explicit order: each rank's kept
+//! nodes in their topological order, the compute between two collectives
+//! one piece of compute (its nodes' `duration_micros` summed), each
+//! collective re-costed by the configured network model over the whole
+//! world (one data-parallel group: a collective without `pg_name` spans all
+//! ranks in ASTRA-sim). Sizes: Chakra's `comm_size` is the full buffer for
+//! all-reduce, reduce-scatter and all-to-all and the per-rank input for
+//! all-gather, whose full size is `comm_size` x world. Branches of a rank's
+//! graph that ASTRA-sim could run concurrently run one after another here
+//! (trainscope's per-rank programs are sequences; the order is a
+//! topological one, ties in file order).
+//!
+//! Out ([`write_timeline`]): a simulated timeline becomes one `.et` file per
+//! simulated lane group (a rank of a per-rank job, a stage of an SPMD job:
+//! the stage's program, which every rank of the stage runs). Per group,
+//! every span is a node in start order (ids 0, 1, ...): compute spans are
+//! `COMP_NODE` with `duration_micros` (ns rounded to the nearest µs) and
+//! `is_cpu_op` false; collectives are `COMM_COLL_NODE` with integer
+//! `comm_type` and `comm_size` (bytes; all-gather: the per-rank input, the
+//! full size / the group's members) and `is_cpu_op` false; no `pg_name`
+//! and no `involved_dim`, so ASTRA-sim runs each collective over all ranks
+//! and all network dimensions (its defaults; a `pg_name` would need a
+//! `--comm-group-configuration` file), while `trainscope_group` (a string
+//! ASTRA-sim ignores) names the simulated group kind (`TP`, `DP`, ...);
+//! stage-to-stage
+//! transfers are `COMM_SEND_NODE` / `COMM_RECV_NODE` with `comm_src` /
+//! `comm_dst` (the peer file's index), `comm_size` and `comm_tag` (the
+//! transfer's index). Waits are not written (the replay re-creates them).
+//! `data_deps`: the previous node of the same lane, the timeline's
+//! recorded dependencies within the group, and, for a node with no
+//! dependency on another lane, the last node of another lane of the group
+//! that ended before it started.
+
+use super::job::{
+    check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
+    Parallelism, PhaseOps, RankProgram,
+};
+use super::replay::{ByKind, ReplayJob};
+use super::schedule::PipeStep;
+use super::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Timeline};
+use super::SimError;
+use crate::formats::chakra::{
+    encode,
+    schema::{AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value},
+    SCHEMA_VERSION,
+};
+use crate::workload::{CommKind, MeasuredRun, OpKind};
+use std::collections::BTreeMap;
+
+/// The note on every Chakra replay.
+pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over all ranks; each rank's nodes run in one topological order (no concurrent branches)";
+
+fn comm_spec(collective: CommKind, size_bytes: u64, world: u32) -> Option<CommSpec> {
+    let (collective, size_bytes) = match collective {
+        CommKind::AllReduce => (CollectiveKind::AllReduce, size_bytes),
+        CommKind::ReduceScatter => (CollectiveKind::ReduceScatter, size_bytes),
+        CommKind::AllToAll => (CollectiveKind::AllToAll, size_bytes),
+        CommKind::AllGather => (
+            CollectiveKind::AllGather,
+            size_bytes.saturating_mul(u64::from(world)),
+        ),
+        _ => return None,
+    };
+    Some(CommSpec {
+        collective,
+        group: GroupKind::Dp,
+        size_bytes,
+    })
+}
+
+/// Rebuild a Chakra run as a per-rank job (see the module documentation).
+pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError> {
+    let world = run.parallel.world.max(1);
+    let parallel = Parallelism {
+        tp: 1,
+        dp: world,
+        pp: 1,
+        ep: 1,
+    };
+    check_size(parallel, 0, 1, 1, 0, 0)?;
+    let mut programs = Vec::new();
+    let mut present = Vec::new();
+    for rt in &run.ranks {
+        let mut layers = Vec::new();
+        let mut acc = 0u64;
+        for op in &rt.ops {
+            match op.kind {
+                OpKind::Collective { collective, .. } => {
+                    if let Some(spec) = comm_spec(collective, op.message_bytes.unwrap_or(0), world)
+                    {
+                        layers.push(LayerSpec {
+                            name: op.name.clone(),
+                            forward: PhaseOps {
+                                compute_ns: acc,
+                                comm: Some(spec),
+                            },
+                            input_grad: PhaseOps::default(),
+                            weight_grad: PhaseOps::default(),
+                            update_ns: 0,
+                        });
+                        acc = 0;
+                    }
+                }
+                _ => acc = acc.saturating_add(op.duration_ns.unwrap_or(0)),
+            }
+        }
+        if acc > 0 || layers.is_empty() {
+            layers.push(LayerSpec::compute("compute", acc, 0, 0));
+        }
+        present.push(rt.rank);
+        programs.push(RankProgram {
+            rank: rt.rank,
+            stage: 0,
+            blocks: vec![Block { layers }],
+            micro_batch_blocks: Vec::new(),
+            pre_rows: Vec::new(),
+            post_rows: Vec::new(),
+            order: Some(vec![PipeStep::f(0, 0), PipeStep::b(0, 0)]),
+        });
+    }
+    if programs.is_empty() {
+        return Err(SimError::InvalidJob(
+            "no Chakra file of the set has a node to simulate".to_string(),
+        ));
+    }
+    let layers = programs
+        .iter()
+        .map(|p| p.blocks[0].layers.len() as u64)
+        .max()
+        .unwrap_or(0);
+    check_size(parallel, programs.len() as u64, 1, 1, layers, 0)?;
+    let mut warnings = Vec::new();
+    if (programs.len() as u64) < parallel.world() {
+        warnings.push(format!(
+            "{} of {} ranks have a Chakra file; collectives are assumed to start with the simulated members",
+            programs.len(),
+            parallel.world()
+        ));
+    }
+    let job = JobSpec {
+        name: "chakra replay".to_string(),
+        parallel,
+        micro_batches: 1,
+        activation_bytes: 0,
+        mode: JobMode::PerRank,
+        programs,
+        header_vpp: None,
+        simai_bubble: None,
+        warnings: Vec::new(),
+    };
+    Ok((
+        ReplayJob {
+            job,
+            present_ranks: present,
+            assumed: Vec::new(),
+            measured: ByKind::default(),
+            explicit_order: true,
+            network: None,
+        },
+        warnings,
+    ))
+}
+
+/// The Chakra files of a simulated timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChakraExport {
+    /// (file index = the rank ASTRA-sim gives it, what it stands for, bytes).
+    pub files: Vec<(u32, String, Vec<u8>)>,
+    /// Assumptions made.
+    pub warnings: Vec<String>,
+}
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        doc_string: String::new(),
+        value: Some(Value::Int64Val(v)),
+    }
+}
+
+fn bool_attr(name: &str, v: bool) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        doc_string: String::new(),
+        value: Some(Value::BoolVal(v)),
+    }
+}
+
+fn string_attr(name: &str, v: &str) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        doc_string: String::new(),
+        value: Some(Value::StringVal(v.to_string())),
+    }
+}
+
+fn group_of(kind: SpanKind) -> Option<GroupKind> {
+    match kind {
+        SpanKind::CollTp => Some(GroupKind::Tp),
+        SpanKind::CollEp => Some(GroupKind::Ep),
+        SpanKind::CollDp => Some(GroupKind::Dp),
+        SpanKind::CollDpEp => Some(GroupKind::DpEp),
+        _ => None,
+    }
+}
+
+fn micros(ns: u64) -> u64 {
+    ns / 1000 + u64::from(ns % 1000 >= 500)
+}
+
+/// Write `timeline` (of a job with `parallel`) as Chakra files (see the
+/// module documentation).
+pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExport {
+    let mut warnings = Vec::new();
+    // Lane groups in lane order: (group kind, group) → file index.
+    let mut groups: BTreeMap<(u8, u32), u32> = BTreeMap::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut lane_file: Vec<u32> = Vec::new();
+    let mut spmd = false;
+    for lane in timeline.lanes() {
+        let key = (
+            match lane.group_kind {
+                LaneGroup::Rank => 0u8,
+                _ => 1u8,
+            },
+            lane.group,
+        );
+        spmd |= lane.group_kind != LaneGroup::Rank;
+        let next = groups.len() as u32;
+        let idx = *groups.entry(key).or_insert_with(|| {
+            names.push(if key.0 == 0 {
+                format!("rank {}", lane.group)
+            } else {
+                format!("stage {}", lane.stage)
+            });
+            next
+        });
+        lane_file.push(idx);
+    }
+    if spmd && parallel.world() > groups.len() as u64 {
+        warnings.push(format!(
+            "the job is simulated per stage: one file per stage ({} files) stands for all {} ranks; run ASTRA-sim with {} NPUs, or give each rank of a stage its stage's file",
+            groups.len(),
+            parallel.world(),
+            groups.len()
+        ));
+    }
+    // Per file: spans (lane, index) in start order.
+    let nfiles = groups.len();
+    let mut per_file: Vec<Vec<SpanRef>> = vec![Vec::new(); nfiles];
+    let mut skipped_waits = 0u64;
+    for (li, _) in timeline.lanes().iter().enumerate() {
+        let lane = li as u32;
+        for (si, s) in timeline.spans(lane).iter().enumerate() {
+            if s.kind == SpanKind::Wait {
+                skipped_waits += 1;
+                continue;
+            }
+            per_file[lane_file[li] as usize].push(SpanRef {
+                lane,
+                index: si as u32,
+            });
+        }
+    }
+    if skipped_waits > 0 {
+        warnings.push(format!(
+            "{skipped_waits} wait span(s) are not written: the replay re-creates waiting"
+        ));
+    }
+    // Transfers: span → (peer file, tag).
+    let mut peer: BTreeMap<SpanRef, (u32, u64)> = BTreeMap::new();
+    for (tag, f) in timeline.flows().iter().enumerate() {
+        let (Some(a), Some(b)) = (
+            lane_file.get(f.from.lane as usize),
+            lane_file.get(f.to.lane as usize),
+        ) else {
+            continue;
+        };
+        peer.insert(f.from, (*b, tag as u64));
+        peer.insert(f.to, (*a, tag as u64));
+    }
+    let mut files = Vec::with_capacity(nfiles);
+    let mut unpaired = 0u64;
+    for (fi, mut refs) in per_file.into_iter().enumerate() {
+        refs.sort_by_key(|r| {
+            let s = timeline.span(*r).map_or(0, |s| s.start_ns);
+            (s, r.lane, r.index)
+        });
+        let id_of: BTreeMap<SpanRef, u64> = refs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (*r, i as u64))
+            .collect();
+        // Ends seen so far, for the cross-lane fallback: (end, lane, id).
+        let mut by_end: Vec<(u64, u32, u64)> = refs
+            .iter()
+            .filter_map(|r| Some((timeline.span(*r)?.end_ns(), r.lane, id_of[r])))
+            .collect();
+        by_end.sort_unstable();
+        let mut last_on_lane: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut nodes = Vec::with_capacity(refs.len());
+        for r in &refs {
+            let Some(s) = timeline.span(*r) else {
+                continue;
+            };
+            let id = id_of[r];
+            let mut deps: Vec<u64> = Vec::new();
+            if let Some(p) = last_on_lane.insert(r.lane, id) {
+                deps.push(p);
+            }
+            let mut cross = false;
+            for d in timeline.dependencies(*r) {
+                if let Some(did) = id_of.get(d) {
+                    if *did < id {
+                        deps.push(*did);
+                        cross |= d.lane != r.lane;
+                    }
+                }
+            }
+            if !cross {
+                // The last node of another lane that ended by this start.
+                let upto = by_end.partition_point(|(e, _, _)| *e <= s.start_ns);
+                if let Some((_, _, did)) = by_end[..upto]
+                    .iter()
+                    .rev()
+                    .find(|(_, l, did)| *l != r.lane && *did < id)
+                {
+                    deps.push(*did);
+                }
+            }
+            deps.sort_unstable();
+            deps.dedup();
+            let name = timeline.label(s.label).to_string();
+            let mut node = Node {
+                id,
+                name,
+                r#type: NodeType::CompNode as i32,
+                ctrl_deps: Vec::new(),
+                data_deps: deps,
+                start_time_micros: micros(s.start_ns),
+                duration_micros: 0,
+                inputs: None,
+                outputs: None,
+                attr: Vec::new(),
+            };
+            let coll_type = match s.coll {
+                CollOp::AllReduce => Some(CollectiveCommType::AllReduce),
+                CollOp::AllGather => Some(CollectiveCommType::AllGather),
+                CollOp::ReduceScatter => Some(CollectiveCommType::ReduceScatter),
+                CollOp::AllToAll => Some(CollectiveCommType::AllToAll),
+                _ => None,
+            };
+            let size = i64::try_from(s.bytes).unwrap_or(i64::MAX);
+            match (s.kind, coll_type) {
+                (SpanKind::Send | SpanKind::Recv, _) => {
+                    let send = s.kind == SpanKind::Send;
+                    node.r#type = if send {
+                        NodeType::CommSendNode as i32
+                    } else {
+                        NodeType::CommRecvNode as i32
+                    };
+                    let (p, tag) = peer.get(r).copied().unwrap_or_else(|| {
+                        unpaired += 1;
+                        (fi as u32, u64::MAX)
+                    });
+                    node.attr.push(int_attr(
+                        if send { "comm_dst" } else { "comm_src" },
+                        i64::from(p),
+                    ));
+                    node.attr.push(int_attr("comm_size", size));
+                    node.attr
+                        .push(int_attr("comm_tag", i64::try_from(tag).unwrap_or(-1)));
+                }
+                (_, Some(ct)) => {
+                    let group = group_of(s.kind);
+                    let members = group.map_or(1, |g| parallel.group_size(g)).max(1);
+                    let size = if ct == CollectiveCommType::AllGather {
+                        size / i64::from(members)
+                    } else {
+                        size
+                    };
+                    node.r#type = NodeType::CommCollNode as i32;
+                    node.attr.push(int_attr("comm_type", ct as i64));
+                    node.attr.push(int_attr("comm_size", size));
+                    node.attr.push(bool_attr("is_cpu_op", false));
+                    node.attr.push(string_attr(
+                        "trainscope_group",
+                        group.map_or("ALL", GroupKind::name),
+                    ));
+                }
+                _ => {
+                    // Compute (and collectives trainscope has no Chakra
+                    // type for, kept as their simulated time).
+                    node.duration_micros = micros(s.duration_ns);
+                    node.attr.push(bool_attr("is_cpu_op", false));
+                }
+            }
+            nodes.push(node);
+        }
+        let meta = GlobalMetadata {
+            version: SCHEMA_VERSION.to_string(),
+            attr: vec![string_attr("producer", "trainscope")],
+        };
+        files.push((fi as u32, names[fi].clone(), encode(&meta, &nodes)));
+    }
+    if unpaired > 0 {
+        warnings.push(format!(
+            "{unpaired} transfer(s) have no simulated peer: written with the own file as peer and tag -1"
+        ));
+    }
+    ChakraExport { files, warnings }
+}
