@@ -413,3 +413,200 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
     }
     ChakraExport { files, warnings }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::chakra::{parse, schema::Value, NodeWork};
+    use crate::sim::timeline::{Lane, Span, Stream, TimelineBuilder};
+    use prost::Message;
+
+    /// Two ranks: forward (2 µs), a DP all-reduce of 1 MiB (3 µs), an
+    /// all-gather of 4096 bytes gathered (1 µs), backward (1.5 µs), with
+    /// the engine's dependencies between them.
+    fn timeline() -> Timeline {
+        let mut tb = TimelineBuilder::new();
+        for rank in 0..2u32 {
+            let c = tb.lane(Lane {
+                group_kind: LaneGroup::Rank,
+                group: rank,
+                stage: 0,
+                stream: Stream::Compute,
+                name: format!("rank {rank} / compute"),
+            });
+            let g = tb.lane(Lane {
+                group_kind: LaneGroup::Rank,
+                group: rank,
+                stage: 0,
+                stream: Stream::GradSync,
+                name: format!("rank {rank} / dp"),
+            });
+            let span = |tb: &mut TimelineBuilder, name: &str, start, dur, bytes, kind, coll| Span {
+                start_ns: start,
+                duration_ns: dur,
+                bytes,
+                label: tb.label(name),
+                layer: Span::NONE,
+                micro_batch: 0,
+                kind,
+                coll,
+                chunk: 0,
+            };
+            let f = span(&mut tb, "fwd", 0, 2000, 0, SpanKind::Forward, CollOp::None);
+            let f = tb.push(c, f);
+            let ar = span(
+                &mut tb,
+                "ar",
+                2000,
+                3000,
+                1 << 20,
+                SpanKind::CollDp,
+                CollOp::AllReduce,
+            );
+            let ar = tb.push(g, ar);
+            let ag = span(
+                &mut tb,
+                "ag",
+                5000,
+                1000,
+                4096,
+                SpanKind::CollDp,
+                CollOp::AllGather,
+            );
+            let ag = tb.push(g, ag);
+            let b = span(
+                &mut tb,
+                "bwd",
+                6000,
+                1500,
+                0,
+                SpanKind::InputGrad,
+                CollOp::None,
+            );
+            let b = tb.push(c, b);
+            tb.dependency(f, ar);
+            tb.dependency(ag, b);
+        }
+        tb.build()
+    }
+
+    fn parallel() -> Parallelism {
+        Parallelism {
+            tp: 1,
+            dp: 2,
+            pp: 1,
+            ep: 1,
+        }
+    }
+
+    #[test]
+    fn written_files_carry_the_attributes_astra_sim_requires() {
+        let ex = write_timeline(&timeline(), parallel());
+        assert_eq!(ex.files.len(), 2);
+        for (_, _, bytes) in &ex.files {
+            let mut buf: &[u8] = bytes;
+            let meta = GlobalMetadata::decode_length_delimited(&mut buf).unwrap();
+            assert_eq!(meta.version, SCHEMA_VERSION);
+            let mut ids = Vec::new();
+            while !buf.is_empty() {
+                let n = Node::decode_length_delimited(&mut buf).unwrap();
+                for d in n.data_deps.iter().chain(&n.ctrl_deps) {
+                    assert!(
+                        ids.contains(d),
+                        "node {} depends on {d}, not written before",
+                        n.id
+                    );
+                }
+                let int = |name: &str| {
+                    n.attr
+                        .iter()
+                        .find(|a| a.name == name)
+                        .map(|a| match a.value {
+                            Some(Value::Int64Val(v)) => v,
+                            ref other => panic!("{name} is not an int64: {other:?}"),
+                        })
+                };
+                let cpu = n.attr.iter().find(|a| a.name == "is_cpu_op");
+                assert_eq!(cpu.unwrap().value, Some(Value::BoolVal(false)));
+                match NodeType::try_from(n.r#type).unwrap() {
+                    NodeType::CompNode => assert!(n.duration_micros > 0),
+                    NodeType::CommCollNode => {
+                        let t = int("comm_type").expect("comm_type");
+                        let s = int("comm_size").expect("comm_size");
+                        match n.name.as_str() {
+                            "ar" => {
+                                assert_eq!((t, s), (CollectiveCommType::AllReduce as i64, 1 << 20))
+                            }
+                            // The per-rank input: 4096 gathered over 2 ranks.
+                            "ag" => {
+                                assert_eq!((t, s), (CollectiveCommType::AllGather as i64, 2048))
+                            }
+                            other => panic!("unexpected collective {other}"),
+                        }
+                        assert!(!n.attr.iter().any(|a| a.name == "pg_name"));
+                    }
+                    other => panic!("unexpected node type {other:?}"),
+                }
+                ids.push(n.id);
+            }
+            assert_eq!(ids, vec![0, 1, 2, 3]);
+        }
+    }
+
+    #[test]
+    fn round_trip_keeps_nodes_durations_sizes_and_dependencies() {
+        let ex = write_timeline(&timeline(), parallel());
+        let (_, _, bytes) = &ex.files[1];
+        let t = parse("job.1.et", bytes);
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.rank, Some(1));
+        let got: Vec<(u64, &str, NodeWork, u64, u64, Vec<u64>)> = t
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.id,
+                    n.name.as_str(),
+                    n.work,
+                    n.duration_ns,
+                    n.size_bytes,
+                    n.deps.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, "fwd", NodeWork::Compute, 2000, 0, vec![]),
+                (
+                    1,
+                    "ar",
+                    NodeWork::Collective(CommKind::AllReduce),
+                    0,
+                    1 << 20,
+                    vec![0]
+                ),
+                (
+                    2,
+                    "ag",
+                    NodeWork::Collective(CommKind::AllGather),
+                    0,
+                    2048,
+                    vec![0, 1]
+                ),
+                (3, "bwd", NodeWork::Compute, 2000, 0, vec![0, 2]),
+            ]
+        );
+        // The replay job gets the full all-gather size back and the
+        // compute between collectives.
+        let run = crate::formats::chakra::to_run(&[t]);
+        let (rj, _) = chakra_job(&run).unwrap();
+        let layers = &rj.job.programs[0].blocks[0].layers;
+        assert_eq!(layers[0].forward.compute_ns, 2000);
+        assert_eq!(layers[0].forward.comm.unwrap().size_bytes, 1 << 20);
+        assert_eq!(layers[1].forward.compute_ns, 0);
+        assert_eq!(layers[1].forward.comm.unwrap().size_bytes, 4096);
+        assert_eq!(layers[2].forward.compute_ns, 2000);
+        assert_eq!(rj.job.parallel.dp, 2);
+    }
+}
