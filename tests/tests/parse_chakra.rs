@@ -79,10 +79,10 @@ fn fixture_nodes(rank: u32) -> Vec<Node> {
     p2p.attr = vec![
         attr(
             if rank == 0 { "comm_dst" } else { "comm_src" },
-            Value::Int64Val(1 - i64::from(rank)),
+            Value::Int32Val(1 - rank as i32),
         ),
         attr("comm_size", Value::Int64Val(1024)),
-        attr("comm_tag", Value::Int64Val(0)),
+        attr("comm_tag", Value::Int32Val(0)),
     ];
     let mut roofline = node(9, "roofline_op", NodeType::CompNode, &[7], 0);
     roofline.attr = vec![
@@ -203,6 +203,10 @@ fn kept_nodes_in_topological_order_with_warnings_for_the_rest() {
     assert!(all.contains("1 COMM_RECV_NODE node(s) skipped"), "{all}");
     assert!(all.contains("1 METADATA_NODE node(s) skipped"), "{all}");
     assert!(all.contains("compute node 9"), "{all}");
+    assert!(
+        all.contains("collective node 4 has comm_size in another integer encoding than int64"),
+        "{all}"
+    );
     assert!(t.diagnostics.iter().all(|d| !d.is_error()), "{all}");
 }
 

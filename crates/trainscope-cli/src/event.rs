@@ -708,13 +708,14 @@ pub enum ConvertTo {
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
     /// A measured run: the rank traces of one Echo job, or an Optimus-Prime
-    /// log (or none with --model).
+    /// log (or none with --model); with --to chakra-et any input that
+    /// simulates (its simulated job is written).
     #[arg(required_unless_present = "model", value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ConvertTo::ChromeTrace)]
     pub to: ConvertTo,
-    /// Output file.
+    /// Output file (with --to chakra-et: the output directory).
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: PathBuf,
     /// Force the input format instead of detecting it.

@@ -12,7 +12,9 @@
 //!   `num_ops` / `tensor_size` alone (ASTRA-sim's roofline) has no time here
 //!   and is kept at 0 ns with a warning;
 //! - `COMM_COLL_NODE`: `comm_type` (the schema's `CollectiveCommType`) and
-//!   `comm_size` (bytes) as integer attributes, optional `pg_name`; the
+//!   `comm_size` (bytes) as integer attributes (any integer encoding; one
+//!   other than `int64_val`, which ASTRA-sim alone reads, is warned about),
+//!   optional `pg_name`; the
 //!   collectives trainscope simulates (all-reduce, all-gather,
 //!   reduce-scatter, all-to-all) are kept, others are skipped with a
 //!   warning; a missing or non-integer `comm_type` / `comm_size` is an error
@@ -410,6 +412,18 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
                         continue;
                     }
                 };
+                // ASTRA-sim's feeder reads both from `int64_val` only.
+                for name in ["comm_type", "comm_size"] {
+                    if attr(n, name).is_some_and(|a| !matches!(a.value, Some(Value::Int64Val(_)))) {
+                        sink.push(
+                            Diagnostic::warning(format!(
+                                "`{file}`: collective node {} has {name} in another integer encoding than int64: read here, but ASTRA-sim reads int64_val only (it would see 0)",
+                                n.id
+                            ))
+                            .at(at(file, off, &format!("node {}", n.id))),
+                        );
+                    }
+                }
                 let Some(kind) = collective_of(ty) else {
                     trace.nodes_skipped += 1;
                     let name = i32::try_from(ty)

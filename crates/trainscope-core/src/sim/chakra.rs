@@ -27,8 +27,10 @@
 //! ASTRA-sim ignores) names the simulated group kind (`TP`, `DP`, ...);
 //! stage-to-stage
 //! transfers are `COMM_SEND_NODE` / `COMM_RECV_NODE` with `comm_src` /
-//! `comm_dst` (the peer file's index), `comm_size` and `comm_tag` (the
-//! transfer's index). Waits are not written (the replay re-creates them).
+//! `comm_dst` (the peer file's index) and `comm_tag` (the transfer's index)
+//! as int32 values, `comm_size` as int64 (the encodings ASTRA-sim's feeder
+//! reads: `comm_type` / `comm_size` from `int64_val`, peers and tags from
+//! `int32_val`). Waits are not written (the replay re-creates them).
 //! `data_deps`: the previous node of the same lane, the timeline's
 //! recorded dependencies within the group, and, for a node with no
 //! dependency on another lane, the last node of another lane of the group
@@ -178,6 +180,14 @@ fn int_attr(name: &str, v: i64) -> AttributeProto {
         name: name.to_string(),
         doc_string: String::new(),
         value: Some(Value::Int64Val(v)),
+    }
+}
+
+fn int32_attr(name: &str, v: i32) -> AttributeProto {
+    AttributeProto {
+        name: name.to_string(),
+        doc_string: String::new(),
+        value: Some(Value::Int32Val(v)),
     }
 }
 
@@ -366,13 +376,14 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
                         unpaired += 1;
                         (fi as u32, u64::MAX)
                     });
-                    node.attr.push(int_attr(
+                    // ASTRA-sim reads peers and tags as int32_val.
+                    node.attr.push(int32_attr(
                         if send { "comm_dst" } else { "comm_src" },
-                        i64::from(p),
+                        i32::try_from(p).unwrap_or(i32::MAX),
                     ));
                     node.attr.push(int_attr("comm_size", size));
                     node.attr
-                        .push(int_attr("comm_tag", i64::try_from(tag).unwrap_or(-1)));
+                        .push(int32_attr("comm_tag", i32::try_from(tag).unwrap_or(-1)));
                 }
                 (_, Some(ct)) => {
                     let group = group_of(s.kind);
@@ -608,5 +619,71 @@ mod tests {
         assert_eq!(layers[1].forward.comm.unwrap().size_bytes, 4096);
         assert_eq!(layers[2].forward.compute_ns, 2000);
         assert_eq!(rj.job.parallel.dp, 2);
+    }
+
+    #[test]
+    fn transfers_name_their_peer_and_tag_as_int32() {
+        let mut tb = TimelineBuilder::new();
+        let mut refs = Vec::new();
+        for (rank, stream, kind) in [
+            (0u32, Stream::Send, SpanKind::Send),
+            (1, Stream::Recv, SpanKind::Recv),
+        ] {
+            let l = tb.lane(Lane {
+                group_kind: LaneGroup::Rank,
+                group: rank,
+                stage: rank,
+                stream,
+                name: format!("rank {rank}"),
+            });
+            let label = tb.label("act");
+            refs.push(tb.push(
+                l,
+                Span {
+                    start_ns: 0,
+                    duration_ns: 1000,
+                    bytes: 512,
+                    label,
+                    layer: Span::NONE,
+                    micro_batch: 0,
+                    kind,
+                    coll: CollOp::SendRecv,
+                    chunk: 0,
+                },
+            ));
+        }
+        tb.flow(crate::sim::timeline::Flow {
+            from: refs[0],
+            to: refs[1],
+            bytes: 512,
+            micro_batch: 0,
+        });
+        let p = Parallelism {
+            tp: 1,
+            dp: 1,
+            pp: 2,
+            ep: 1,
+        };
+        let ex = write_timeline(&tb.build(), p);
+        let expect = [
+            (NodeType::CommSendNode, "comm_dst", 1),
+            (NodeType::CommRecvNode, "comm_src", 0),
+        ];
+        for ((_, _, bytes), (ty, peer, value)) in ex.files.iter().zip(expect) {
+            let mut buf: &[u8] = bytes;
+            GlobalMetadata::decode_length_delimited(&mut buf).unwrap();
+            let n = Node::decode_length_delimited(&mut buf).unwrap();
+            assert_eq!(n.r#type, ty as i32);
+            let get = |name: &str| {
+                n.attr
+                    .iter()
+                    .find(|a| a.name == name)
+                    .and_then(|a| a.value.clone())
+            };
+            assert_eq!(get(peer), Some(Value::Int32Val(value)));
+            assert_eq!(get("comm_tag"), Some(Value::Int32Val(0)));
+            assert_eq!(get("comm_size"), Some(Value::Int64Val(512)));
+        }
+        assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
     }
 }
