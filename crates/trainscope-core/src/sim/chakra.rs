@@ -571,7 +571,8 @@ mod tests {
         let t = parse("job.1.et", bytes);
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         assert_eq!(t.rank, Some(1));
-        let got: Vec<(u64, &str, NodeWork, u64, u64, Vec<u64>)> = t
+        type Row<'a> = (u64, &'a str, NodeWork, u64, u64, Vec<u64>);
+        let got: Vec<Row> = t
             .nodes
             .iter()
             .map(|n| {
