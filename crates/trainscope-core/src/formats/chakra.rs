@@ -28,7 +28,10 @@
 //!
 //! [`to_run`] makes one [`MeasuredRun`] of a set of files: ranks from the
 //! file names (`.<rank>.et`), else in input order; each rank's kept nodes
-//! in one topological order of their dependencies (ties: file order), which
+//! (with their `start_time_micros` when the file has any, so the measured
+//! timeline shows them where the trace put them; collectives have no
+//! duration there) in one topological order of their dependencies (ties:
+//! file order), which
 //! [`crate::sim::chakra::chakra_job`] replays. Collectives without
 //! `pg_name` span all ranks (ASTRA-sim's rule) and are simulated over the
 //! whole world as one data-parallel group; a `pg_name` is kept in the op's
@@ -69,6 +72,9 @@ pub struct ChakraNode {
     pub work: NodeWork,
     /// Run time, ns (`duration_micros` x 1000).
     pub duration_ns: u64,
+    /// `start_time_micros` x 1000, when the file times its nodes (some node
+    /// has a non-zero start; proto3 cannot tell 0 from absent).
+    pub start_ns: Option<u64>,
     /// `comm_size`, bytes (collectives).
     pub size_bytes: u64,
     /// `pg_name`, when given.
@@ -314,6 +320,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
         }
         pos = end;
     }
+    let timed = raw.iter().any(|(_, n)| n.start_time_micros > 0);
     // Keep what trainscope runs.
     let mut kept: Vec<ChakraNode> = Vec::new();
     let mut all_ids: BTreeMap<u64, usize> = BTreeMap::new();
@@ -345,6 +352,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
             name: n.name.clone(),
             work: NodeWork::Compute,
             duration_ns: n.duration_micros.saturating_mul(1000),
+            start_ns: timed.then(|| n.start_time_micros.saturating_mul(1000)),
             size_bytes: 0,
             pg_name: None,
             deps,
@@ -575,6 +583,7 @@ pub fn to_run(traces: &[ChakraTrace]) -> MeasuredRun {
                 };
                 let mut op = MeasuredOp::new(n.name.clone(), kind);
                 op.duration_ns = Some(n.duration_ns);
+                op.start_ns = n.start_ns;
                 if matches!(n.work, NodeWork::Collective(_)) {
                     op.duration_ns = None;
                     op.message_bytes = Some(n.size_bytes);

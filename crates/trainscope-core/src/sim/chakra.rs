@@ -609,6 +609,9 @@ mod tests {
                 (3, "bwd", NodeWork::Compute, 2000, 0, vec![0, 2]),
             ]
         );
+        // Start times come back (µs on the file).
+        let starts: Vec<Option<u64>> = t.nodes.iter().map(|n| n.start_ns).collect();
+        assert_eq!(starts, vec![Some(0), Some(2000), Some(5000), Some(6000)]);
         // The replay job gets the full all-gather size back and the
         // compute between collectives.
         let run = crate::formats::chakra::to_run(&[t]);
