@@ -3,7 +3,10 @@
 //! message structs: field numbers and types mirror the schema one for one,
 //! so no protobuf compiler runs at build time and the crate still builds for
 //! wasm32. Only the schema's declarations are mirrored; the `Tensor` message
-//! (unused by the execution layer) is left out.
+//! (unused by the execution layer) is left out. Provenance: `et_def.proto`
+//! and `LICENSE.md` are unmodified copies of `schema/protobuf/et_def.proto`
+//! and `LICENSE.md` of the public mlcommons/chakra repository at commit
+//! 21585d8f2d65603d791d2121e3d4632351120262 (2026-05-20).
 
 #![allow(clippy::derive_partial_eq_without_eq)]
 
