@@ -698,19 +698,24 @@ pub enum ConvertTo {
     SpansCsv,
     /// A SimAI/AICB workload (model-level jobs: `--model`).
     SimaiWorkload,
+    /// Chakra execution traces of the simulated job, one `.et` per
+    /// simulated rank (per stage for model-level jobs), into the directory
+    /// given by -o (ASTRA-sim's input).
+    ChakraEt,
 }
 
 /// `trainscope convert FILE... --to chrome-trace -o PATH`.
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
     /// A measured run: the rank traces of one Echo job, or an Optimus-Prime
-    /// log (or none with --model).
+    /// log (or none with --model); with --to chakra-et any input that
+    /// simulates (its simulated job is written).
     #[arg(required_unless_present = "model", value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ConvertTo::ChromeTrace)]
     pub to: ConvertTo,
-    /// Output file.
+    /// Output file (with --to chakra-et: the output directory).
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: PathBuf,
     /// Force the input format instead of detecting it.
@@ -724,6 +729,33 @@ pub struct ConvertArgs {
     pub gpu_type: Option<String>,
     #[command(flatten)]
     pub model: crate::model::ModelFlags,
+}
+
+/// Write a simulated timeline as Chakra ET files `DIR/trainscope.<i>.et`
+/// (created if missing); `what` names the input in the message.
+pub fn write_chakra(
+    what: &str,
+    timeline: &trainscope_core::sim::timeline::Timeline,
+    parallel: trainscope_core::sim::job::Parallelism,
+    dir: &std::path::Path,
+) -> Result<u8> {
+    let export = trainscope_core::sim::chakra::write_timeline(timeline, parallel);
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (i, _, bytes) in &export.files {
+        let path = dir.join(format!("trainscope.{i}.et"));
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    for w in &export.warnings {
+        eprintln!("warning: {w}");
+    }
+    let stands: Vec<&str> = export.files.iter().map(|(_, s, _)| s.as_str()).collect();
+    print_stdout(&format!(
+        "{what}: {} Chakra ET file(s) ({}) written to {}\n",
+        export.files.len(),
+        stands.join(", "),
+        dir.display()
+    ))?;
+    Ok(0)
 }
 
 /// Run `convert`; returns the exit code.
@@ -747,6 +779,21 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
+    if args.to == ConvertTo::ChakraEt {
+        let out = match trainscope_core::sim::run::run_files(
+            &refs,
+            &trainscope_core::sim::SimConfig::default(),
+            &options,
+        ) {
+            Ok(o) => o,
+            Err(e) => return Ok(report_error(&e)),
+        };
+        for w in &out.warnings {
+            eprintln!("{w}");
+        }
+        let what = out.files.join(", ");
+        return write_chakra(&what, &out.result.timeline, out.parallel, &args.output);
+    }
     let out = match convert_files(&refs, &options) {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
@@ -755,7 +802,8 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
     match args.to {
         ConvertTo::ChromeTrace => write_timeline(t, Some(&args.output), None)?,
         ConvertTo::SpansCsv => write_timeline(t, None, Some(&args.output))?,
-        ConvertTo::SimaiWorkload => return Ok(EXIT_USAGE), // refused above
+        // Refused or handled above.
+        ConvertTo::SimaiWorkload | ConvertTo::ChakraEt => return Ok(EXIT_USAGE),
     }
     for w in &out.warnings {
         eprintln!("{w}");

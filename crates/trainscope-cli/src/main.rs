@@ -29,7 +29,8 @@ enum Command {
     /// run (`--mode simai`: SimAI-Analytical's numbers).
     Simulate(Box<simulate::Args>),
     /// Write a measured run's timeline (Echo traces, Optimus-Prime log) as a
-    /// Chrome trace or spans CSV, without simulating.
+    /// Chrome trace or spans CSV, without simulating; or a simulated job
+    /// (files or --model) as Chakra execution traces (--to chakra-et).
     Convert(Box<event::ConvertArgs>),
     /// Search the parallel layouts of a model-level job (TP, PP, EP,
     /// virtual stages, micro-batch size, recompute, schedule): the fastest

@@ -188,6 +188,25 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
         eprintln!("error: --model converts a model-level job; do not also give files");
         return Ok(EXIT_USAGE);
     }
+    if args.to == crate::event::ConvertTo::ChakraEt {
+        let job = match load_job(&args.model, model, args.gpu_type.as_deref(), args.world)? {
+            Ok(j) => j,
+            Err(code) => return Ok(code),
+        };
+        let out = match run_model(&job, &trainscope_core::sim::SimConfig::default()) {
+            Ok(o) => o,
+            Err(e) => return Ok(crate::event::report_error(&e)),
+        };
+        for w in &out.run.warnings {
+            eprintln!("{w}");
+        }
+        return crate::event::write_chakra(
+            &job.model.name,
+            &out.run.result.timeline,
+            out.run.parallel,
+            &args.output,
+        );
+    }
     if args.to != crate::event::ConvertTo::SimaiWorkload {
         eprintln!("error: a model-level job converts to `--to simai-workload` (its simulated timeline: `simulate --model ... --chrome-trace PATH`)");
         return Ok(EXIT_USAGE);

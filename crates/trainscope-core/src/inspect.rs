@@ -12,7 +12,9 @@
 
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
-use crate::formats::{self, echo, kineto, lex, neusight, optimus, simai, Detection, Format};
+use crate::formats::{
+    self, chakra, echo, kineto, lex, neusight, optimus, simai, Detection, Format,
+};
 use crate::model::{hf, Family, ModelSpec};
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Serialize, Serializer};
@@ -682,9 +684,39 @@ pub fn load_set(
     let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
     // Kineto traces (all of a set form one run): (summary index, trace).
     let mut kineto_traces: Vec<(usize, kineto::KinetoTrace)> = Vec::new();
+    // Chakra execution traces (binary; all of a set form one run).
+    let mut chakra_traces: Vec<(usize, chakra::ChakraTrace)> = Vec::new();
 
     for (file, bytes) in files {
         let mut summary = FileSummary::new(file);
+        // Chakra ET files are binary protobuf: detected on bytes, before
+        // any text decoding.
+        let chakra_seen = if forced.is_none() {
+            chakra::looks_like(bytes)
+        } else {
+            None
+        };
+        if forced == Some(Format::ChakraEt) || chakra_seen.is_some() {
+            if let Some((confidence, _)) = chakra_seen {
+                summary.confidence = Some(confidence);
+            } else {
+                summary.forced = true;
+                if chakra::looks_like(bytes).is_none() {
+                    summary.diagnostics.push(Diagnostic::warning(format!(
+                        "format forced to {}, but the content does not look like it",
+                        Format::ChakraEt.name()
+                    )));
+                }
+            }
+            summary.format = Some(Format::ChakraEt);
+            summary.unit = "nodes";
+            let t = chakra::parse(file, bytes);
+            summary.read = t.nodes.len() as u64;
+            summary.skipped = t.nodes_skipped;
+            chakra_traces.push((summaries.len(), t));
+            summaries.push(summary);
+            continue;
+        }
         // A gzip'd file (Kineto traces often are) is read decompressed.
         let gzip = kineto::is_gzip(bytes);
         let (unzipped, mut gzip_error) = if gzip {
@@ -818,6 +850,13 @@ pub fn load_set(
                     Err(ds) => summary.diagnostics.extend(ds),
                 }
             }
+            // Binary Chakra files are read before text decoding (above);
+            // text never detects as Chakra.
+            Format::ChakraEt => {
+                summary.diagnostics.push(Diagnostic::error(format!(
+                    "`{file}` is text, not a binary Chakra execution trace"
+                )));
+            }
             Format::KinetoTrace => {
                 // What counts is the GPU work kept: a trace without any
                 // (CPU-only profiling, a Chrome trace of something else)
@@ -941,6 +980,37 @@ pub fn load_set(
             }
             if pos == 0 {
                 s.diagnostics.extend(run_level.iter().cloned());
+            }
+        }
+        runs.push(run);
+    }
+
+    // Chakra traces of the set form one run.
+    if !chakra_traces.is_empty() {
+        let (indices, traces): (Vec<usize>, Vec<chakra::ChakraTrace>) =
+            chakra_traces.into_iter().unzip();
+        let run = chakra::to_run(&traces);
+        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
+            let Some(s) = summaries.get_mut(*idx) else {
+                continue;
+            };
+            fill_run(s, &run);
+            s.diagnostics.extend(t.diagnostics.iter().cloned());
+            s.file_ranks = Some(
+                run.ranks
+                    .iter()
+                    .filter(|r| r.file == t.file)
+                    .map(|r| r.rank)
+                    .collect(),
+            );
+            if files.len() > 1 {
+                s.run_files = Some(files.clone());
+            }
+            if pos == 0 {
+                s.diagnostics
+                    .extend(run.diagnostics.iter().skip(file_diag_count).cloned());
             }
         }
         runs.push(run);

@@ -3,6 +3,7 @@
 //! [`crate::model::hf`]). Detection looks at the bytes, never at the file
 //! name, and explains what it expected when nothing matches.
 
+pub mod chakra;
 pub mod echo;
 pub mod kineto;
 pub mod lex;
@@ -34,16 +35,20 @@ pub enum Format {
     /// PyTorch profiler (Kineto) trace JSON, plain or gzip'd, one per rank.
     #[serde(rename = "kineto-trace")]
     KinetoTrace,
+    /// Chakra execution trace (protobuf `.et`, one per rank).
+    #[serde(rename = "chakra-et")]
+    ChakraEt,
 }
 
 impl Format {
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::SimaiWorkload,
         Format::NeusightTsv,
         Format::EchoTrace,
         Format::OptimusPrimeLog,
         Format::HfConfig,
         Format::KinetoTrace,
+        Format::ChakraEt,
     ];
 
     /// The stable name used in the CLI, JSON and the web page.
@@ -55,6 +60,7 @@ impl Format {
             Format::OptimusPrimeLog => "optimus-prime-log",
             Format::HfConfig => "hf-config",
             Format::KinetoTrace => "kineto-trace",
+            Format::ChakraEt => "chakra-et",
         }
     }
 
@@ -74,6 +80,9 @@ impl Format {
             }
             Format::KinetoTrace => {
                 "a PyTorch profiler trace: a JSON object (optionally gzip'd) with `traceEvents` and `schemaVersion` / `distributedInfo`"
+            }
+            Format::ChakraEt => {
+                "a Chakra execution trace: binary protobuf, a length-prefixed GlobalMetadata (version such as 0.0.4) then Node messages"
             }
         }
     }

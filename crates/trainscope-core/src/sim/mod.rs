@@ -29,6 +29,7 @@
 //! ```
 
 pub mod build;
+pub mod chakra;
 pub mod chunks;
 pub mod config;
 pub mod described;

@@ -756,6 +756,10 @@ pub fn run_files(
                     let (rj, w) = replay::kineto_job(&run)?;
                     (rj, w, None)
                 }
+                Format::ChakraEt => {
+                    let (rj, w) = super::chakra::chakra_job(&run)?;
+                    (rj, w, None)
+                }
                 _ => {
                     let (rj, w) = replay::echo_job(&run)?;
                     (rj, w, None)
@@ -917,6 +921,9 @@ pub fn run_files(
                         ));
                     }
                     notes.extend(override_notes(net, overrides, &c));
+                }
+                None if run.format == Format::ChakraEt => {
+                    notes.push(super::chakra::CHAKRA_NOTE.to_string())
                 }
                 None => notes.push(FORWARD_ONLY_NOTE.to_string()),
             }

@@ -1,0 +1,636 @@
+//! Chakra execution traces (format `chakra-et`, FORMATS.md section 7): the
+//! protobuf `.et` files of mlcommons/chakra that ASTRA-sim replays, one per
+//! rank (`NAME.<rank>.et`), each a varint-length-prefixed `GlobalMetadata`
+//! message followed by varint-length-prefixed `Node` messages to the end of
+//! the file. The schema (`chakra/et_def.proto`, Apache-2.0, licence in
+//! `chakra/LICENSE.md`) is mirrored by the hand-written prost messages of
+//! [`schema`]; no protobuf compiler runs at build time.
+//!
+//! Reading ([`parse`]): every node is decoded, located by its byte offset;
+//! what ASTRA-sim's workload layer runs is kept:
+//! - `COMP_NODE`: its `duration_micros` (µs → ns); a compute node priced by
+//!   `num_ops` / `tensor_size` alone (ASTRA-sim's roofline) has no time here
+//!   and is kept at 0 ns with a warning;
+//! - `COMM_COLL_NODE`: `comm_type` (the schema's `CollectiveCommType`) and
+//!   `comm_size` (bytes) as integer attributes (any integer encoding; one
+//!   other than `int64_val`, which ASTRA-sim alone reads, is warned about),
+//!   optional `pg_name`; the
+//!   collectives trainscope simulates (all-reduce, all-gather,
+//!   reduce-scatter, all-to-all) are kept, others are skipped with a
+//!   warning; a missing or non-integer `comm_type` / `comm_size` is an error
+//!   at the node;
+//! - `COMM_SEND_NODE` / `COMM_RECV_NODE`, memory and metadata nodes are
+//!   skipped with a warning (trainscope's per-rank programs have no
+//!   arbitrary point-to-point transfers);
+//! - dependencies (`data_deps` and `ctrl_deps`) must name nodes of the same
+//!   file: unknown ids, duplicate ids and cycles are named (ASTRA-sim skips
+//!   such nodes silently).
+//!
+//! [`to_run`] makes one [`MeasuredRun`] of a set of files: ranks from the
+//! file names (`.<rank>.et`), else in input order; each rank's kept nodes
+//! (with their `start_time_micros` when the file has any, so the measured
+//! timeline shows them where the trace put them; collectives have no
+//! duration there) in one topological order of their dependencies (ties:
+//! file order), which
+//! [`crate::sim::chakra::chakra_job`] replays. Collectives without
+//! `pg_name` span all ranks (ASTRA-sim's rule) and are simulated over the
+//! whole world as one data-parallel group; a `pg_name` is kept in the op's
+//! detail and simulated the same way, with a warning.
+//!
+//! Writing ([`encode`]) frames messages the same way; the conversion of a
+//! simulated timeline into nodes is [`crate::sim::chakra`].
+
+pub mod schema;
+
+use crate::diag::{Diagnostic, Location};
+use crate::formats::lex::DiagSink;
+use crate::formats::Format;
+use crate::workload::{
+    CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, RankTrace,
+};
+use prost::Message;
+use schema::{AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+/// The schema version the writer puts in `GlobalMetadata.version`.
+pub const SCHEMA_VERSION: &str = "0.0.4";
+
+/// What a kept node does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeWork {
+    /// Compute for `duration_ns`.
+    Compute,
+    /// A collective of `size_bytes` (Chakra's `comm_size`).
+    Collective(CommKind),
+}
+
+/// One kept node of a rank's trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChakraNode {
+    pub id: u64,
+    pub name: String,
+    pub work: NodeWork,
+    /// Run time, ns (`duration_micros` x 1000).
+    pub duration_ns: u64,
+    /// `start_time_micros` x 1000, when the file times its nodes (some node
+    /// has a non-zero start; proto3 cannot tell 0 from absent).
+    pub start_ns: Option<u64>,
+    /// `comm_size`, bytes (collectives).
+    pub size_bytes: u64,
+    /// `pg_name`, when given.
+    pub pg_name: Option<String>,
+    /// Ids this node waits for (data and control dependencies, kept nodes
+    /// only), ascending.
+    pub deps: Vec<u64>,
+    /// Byte offset of the node's length prefix in the file.
+    pub offset: u64,
+}
+
+/// One parsed `.et` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChakraTrace {
+    pub file: String,
+    /// Rank from the file name (`NAME.<rank>.et`), when it has one.
+    pub rank: Option<u32>,
+    /// `GlobalMetadata.version`.
+    pub version: String,
+    /// Kept nodes in one topological order (ties: file order).
+    pub nodes: Vec<ChakraNode>,
+    /// Nodes in the file.
+    pub nodes_read: u64,
+    /// Nodes skipped (unsupported type or collective, errors, cycles).
+    pub nodes_skipped: u64,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Append `msg` to `out` with its varint length prefix.
+pub fn encode_delimited<M: Message>(msg: &M, out: &mut Vec<u8>) {
+    // Writing into a Vec cannot run out of space.
+    let _ = msg.encode_length_delimited(out);
+}
+
+/// A whole `.et` file: metadata then nodes, each length-prefixed.
+pub fn encode(meta: &GlobalMetadata, nodes: &[Node]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_delimited(meta, &mut out);
+    for n in nodes {
+        encode_delimited(n, &mut out);
+    }
+    out
+}
+
+/// Read a varint at `pos`: (value, bytes used), or None when cut or too long.
+fn varint(bytes: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *bytes.get(pos + i)?;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// The next length-delimited message body at `pos`: (body range end, body
+/// start), or a description of what is wrong.
+fn frame(bytes: &[u8], pos: usize) -> Result<(usize, usize), String> {
+    let (len, used) = varint(bytes, pos).ok_or("the length prefix is cut or malformed")?;
+    let start = pos + used;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| start.checked_add(l))
+        .filter(|e| *e <= bytes.len())
+        .ok_or_else(|| {
+            format!(
+                "the message claims {len} bytes but only {} remain (the file is cut)",
+                bytes.len() - start
+            )
+        })?;
+    Ok((end, start))
+}
+
+/// A location for a byte offset of a binary file (line 1, column = offset + 1).
+fn at(file: &str, offset: usize, what: &str) -> Location {
+    Location {
+        file: file.to_string(),
+        line: 1,
+        column: u32::try_from(offset + 1).unwrap_or(u32::MAX),
+        text: format!("byte offset {offset}: {what}"),
+        text_column: None,
+    }
+}
+
+/// Whether `bytes` look like a Chakra ET file: a `GlobalMetadata` with a
+/// version such as `0.0.4`, then a `Node` of a known type. (confidence,
+/// reason).
+pub fn looks_like(bytes: &[u8]) -> Option<(u8, String)> {
+    let (end, start) = frame(bytes, 0).ok()?;
+    let meta = GlobalMetadata::decode(&bytes[start..end]).ok()?;
+    let v = meta.version.as_bytes();
+    let versioned = v.first().is_some_and(u8::is_ascii_digit)
+        && v.len() <= 32
+        && v.iter().all(|b| b.is_ascii_digit() || *b == b'.')
+        && v.contains(&b'.');
+    if !versioned {
+        return None;
+    }
+    if end == bytes.len() {
+        return Some((
+            60,
+            format!(
+                "a Chakra GlobalMetadata (version {}) and no nodes",
+                meta.version
+            ),
+        ));
+    }
+    let (nend, nstart) = frame(bytes, end).ok()?;
+    let node = Node::decode(&bytes[nstart..nend]).ok()?;
+    NodeType::try_from(node.r#type)
+        .ok()
+        .filter(|t| *t != NodeType::InvalidNode)?;
+    Some((
+        100,
+        format!(
+            "a Chakra GlobalMetadata (version {}) followed by a Node",
+            meta.version
+        ),
+    ))
+}
+
+/// The rank in a file name `NAME.<rank>.et` (directories ignored).
+pub fn rank_of_file_name(file: &str) -> Option<u32> {
+    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let stem = base.strip_suffix(".et")?;
+    let (_, digits) = stem.rsplit_once('.')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// An integer attribute value (any of the schema's integer encodings); a
+/// float, string or list is `Err(kind)`.
+pub fn int_value(a: &AttributeProto) -> Result<i128, &'static str> {
+    match &a.value {
+        Some(Value::Int32Val(v)) | Some(Value::Sint32Val(v)) | Some(Value::Sfixed32Val(v)) => {
+            Ok(i128::from(*v))
+        }
+        Some(Value::Int64Val(v)) | Some(Value::Sint64Val(v)) | Some(Value::Sfixed64Val(v)) => {
+            Ok(i128::from(*v))
+        }
+        Some(Value::Uint32Val(v)) | Some(Value::Fixed32Val(v)) => Ok(i128::from(*v)),
+        Some(Value::Uint64Val(v)) | Some(Value::Fixed64Val(v)) => Ok(i128::from(*v)),
+        Some(Value::DoubleVal(_)) | Some(Value::FloatVal(_)) => Err("a float"),
+        Some(Value::StringVal(_)) => Err("a string"),
+        Some(Value::BoolVal(_)) => Err("a bool"),
+        None => Err("empty"),
+        Some(_) => Err("a list or bytes"),
+    }
+}
+
+fn attr<'a>(node: &'a Node, name: &str) -> Option<&'a AttributeProto> {
+    node.attr.iter().find(|a| a.name == name)
+}
+
+fn type_name(t: i32) -> String {
+    NodeType::try_from(t).map_or(format!("unknown type {t}"), |t| t.as_str_name().to_string())
+}
+
+/// The trainscope collective of a Chakra `comm_type`, or None when
+/// trainscope does not simulate it.
+pub fn collective_of(comm_type: i128) -> Option<CommKind> {
+    let t = CollectiveCommType::try_from(i32::try_from(comm_type).ok()?).ok()?;
+    match t {
+        CollectiveCommType::AllReduce => Some(CommKind::AllReduce),
+        CollectiveCommType::AllGather => Some(CommKind::AllGather),
+        CollectiveCommType::ReduceScatter => Some(CommKind::ReduceScatter),
+        CollectiveCommType::AllToAll => Some(CommKind::AllToAll),
+        _ => None,
+    }
+}
+
+/// Parse one `.et` file (see the module documentation).
+pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
+    let mut sink = DiagSink::default();
+    let mut trace = ChakraTrace {
+        file: file.to_string(),
+        rank: rank_of_file_name(file),
+        version: String::new(),
+        nodes: Vec::new(),
+        nodes_read: 0,
+        nodes_skipped: 0,
+        diagnostics: Vec::new(),
+    };
+    let meta_end =
+        match frame(bytes, 0) {
+            Ok((end, start)) => match GlobalMetadata::decode(&bytes[start..end]) {
+                Ok(m) => {
+                    trace.version = m.version;
+                    end
+                }
+                Err(e) => {
+                    sink.push(
+                        Diagnostic::error(format!(
+                            "`{file}`: the GlobalMetadata message does not decode ({e})"
+                        ))
+                        .at(at(file, 0, "GlobalMetadata")),
+                    );
+                    trace.diagnostics = sink.finish(file);
+                    return trace;
+                }
+            },
+            Err(why) => {
+                sink.push(
+                    Diagnostic::error(format!("`{file}`: no GlobalMetadata message: {why}"))
+                        .at(at(file, 0, "GlobalMetadata")),
+                );
+                trace.diagnostics = sink.finish(file);
+                return trace;
+            }
+        };
+    // Decode every node, keeping (offset, node).
+    let mut raw: Vec<(usize, Node)> = Vec::new();
+    let mut pos = meta_end;
+    while pos < bytes.len() {
+        let (end, start) = match frame(bytes, pos) {
+            Ok(f) => f,
+            Err(why) => {
+                sink.push(
+                    Diagnostic::error(format!(
+                        "`{file}`: the node at byte offset {pos} is cut: {why}; the {} node(s) before it are kept",
+                        raw.len()
+                    ))
+                    .at(at(file, pos, "node")),
+                );
+                break;
+            }
+        };
+        trace.nodes_read += 1;
+        match Node::decode(&bytes[start..end]) {
+            Ok(n) => raw.push((pos, n)),
+            Err(e) => {
+                trace.nodes_skipped += 1;
+                sink.push(
+                    Diagnostic::error(format!(
+                        "`{file}`: the node at byte offset {pos} does not decode ({e}): skipped"
+                    ))
+                    .at(at(file, pos, "node")),
+                );
+            }
+        }
+        pos = end;
+    }
+    let timed = raw.iter().any(|(_, n)| n.start_time_micros > 0);
+    // Keep what trainscope runs.
+    let mut kept: Vec<ChakraNode> = Vec::new();
+    let mut all_ids: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut skipped_by_type: BTreeMap<String, u64> = BTreeMap::new();
+    for (offset, n) in &raw {
+        let off = *offset;
+        if let Some(first) = all_ids.get(&n.id) {
+            trace.nodes_skipped += 1;
+            sink.push(
+                Diagnostic::error(format!(
+                    "`{file}`: node id {} at byte offset {off} repeats the node at byte offset {first}: skipped",
+                    n.id
+                ))
+                .at(at(file, off, &format!("node {}", n.id))),
+            );
+            continue;
+        }
+        all_ids.insert(n.id, off);
+        let deps: Vec<u64> = n
+            .data_deps
+            .iter()
+            .chain(&n.ctrl_deps)
+            .copied()
+            .collect::<BTreeSet<u64>>()
+            .into_iter()
+            .collect();
+        let base = ChakraNode {
+            id: n.id,
+            name: n.name.clone(),
+            work: NodeWork::Compute,
+            duration_ns: n.duration_micros.saturating_mul(1000),
+            start_ns: timed.then(|| n.start_time_micros.saturating_mul(1000)),
+            size_bytes: 0,
+            pg_name: None,
+            deps,
+            offset: off as u64,
+        };
+        let located =
+            |msg: String| Diagnostic::error(msg).at(at(file, off, &format!("node {}", n.id)));
+        match NodeType::try_from(n.r#type) {
+            Ok(NodeType::CompNode) => {
+                if n.duration_micros == 0 && attr(n, "num_ops").is_some() {
+                    sink.push(
+                        Diagnostic::warning(format!(
+                            "`{file}`: compute node {} (`{}`) has no duration_micros, only num_ops (ASTRA-sim's roofline): run as 0 ns",
+                            n.id, n.name
+                        ))
+                        .at(at(file, off, &format!("node {}", n.id))),
+                    );
+                }
+                kept.push(base);
+            }
+            Ok(NodeType::CommCollNode) => {
+                let ty = match attr(n, "comm_type").map(int_value) {
+                    Some(Ok(v)) => v,
+                    Some(Err(kind)) => {
+                        trace.nodes_skipped += 1;
+                        sink.push(located(format!(
+                            "`{file}`: collective node {} has comm_type as {kind}, not an integer: skipped",
+                            n.id
+                        )));
+                        continue;
+                    }
+                    None => {
+                        trace.nodes_skipped += 1;
+                        sink.push(located(format!(
+                            "`{file}`: collective node {} has no comm_type attribute: skipped",
+                            n.id
+                        )));
+                        continue;
+                    }
+                };
+                let size = match attr(n, "comm_size").map(int_value) {
+                    Some(Ok(v)) if v >= 0 => u64::try_from(v).unwrap_or(u64::MAX),
+                    Some(Ok(v)) => {
+                        trace.nodes_skipped += 1;
+                        sink.push(located(format!(
+                            "`{file}`: collective node {} has a negative comm_size {v}: skipped",
+                            n.id
+                        )));
+                        continue;
+                    }
+                    Some(Err(kind)) => {
+                        trace.nodes_skipped += 1;
+                        sink.push(located(format!(
+                            "`{file}`: collective node {} has comm_size as {kind}, not an integer: skipped",
+                            n.id
+                        )));
+                        continue;
+                    }
+                    None => {
+                        trace.nodes_skipped += 1;
+                        sink.push(located(format!(
+                            "`{file}`: collective node {} has no comm_size attribute: skipped",
+                            n.id
+                        )));
+                        continue;
+                    }
+                };
+                // ASTRA-sim's feeder reads both from `int64_val` only.
+                for name in ["comm_type", "comm_size"] {
+                    if attr(n, name).is_some_and(|a| !matches!(a.value, Some(Value::Int64Val(_)))) {
+                        sink.push(
+                            Diagnostic::warning(format!(
+                                "`{file}`: collective node {} has {name} in another integer encoding than int64: read here, but ASTRA-sim reads int64_val only (it would see 0)",
+                                n.id
+                            ))
+                            .at(at(file, off, &format!("node {}", n.id))),
+                        );
+                    }
+                }
+                let Some(kind) = collective_of(ty) else {
+                    trace.nodes_skipped += 1;
+                    let name = i32::try_from(ty)
+                        .ok()
+                        .and_then(|t| CollectiveCommType::try_from(t).ok())
+                        .map_or(format!("unknown comm_type {ty}"), |t| {
+                            t.as_str_name().to_string()
+                        });
+                    sink.push(
+                        Diagnostic::warning(format!(
+                            "`{file}`: collective node {} is {name}, which trainscope does not simulate (all-reduce, all-gather, reduce-scatter, all-to-all): skipped",
+                            n.id
+                        ))
+                        .at(at(file, off, &format!("node {}", n.id))),
+                    );
+                    continue;
+                };
+                let pg_name = attr(n, "pg_name").and_then(|a| match &a.value {
+                    Some(Value::StringVal(s)) => Some(s.clone()),
+                    _ => None,
+                });
+                kept.push(ChakraNode {
+                    work: NodeWork::Collective(kind),
+                    size_bytes: size,
+                    pg_name,
+                    ..base
+                });
+            }
+            _ => {
+                trace.nodes_skipped += 1;
+                *skipped_by_type.entry(type_name(n.r#type)).or_insert(0) += 1;
+            }
+        }
+    }
+    for (t, count) in &skipped_by_type {
+        sink.push(Diagnostic::warning(format!(
+            "`{file}`: {count} {t} node(s) skipped (trainscope replays compute and collective nodes; point-to-point, memory and metadata nodes are not simulated)"
+        )));
+    }
+    // Dependencies: unknown ids are named; deps on skipped (but present)
+    // nodes are dropped (they do not delay anything simulated).
+    let kept_ids: BTreeMap<u64, usize> = kept.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+    for n in &mut kept {
+        let mut ok = Vec::with_capacity(n.deps.len());
+        for d in &n.deps {
+            if kept_ids.contains_key(d) {
+                ok.push(*d);
+            } else if !all_ids.contains_key(d) {
+                let off = n.offset as usize;
+                sink.push(
+                    Diagnostic::warning(format!(
+                        "`{file}`: node {} depends on node {d}, which is not in the file: dependency ignored",
+                        n.id
+                    ))
+                    .at(at(file, off, &format!("node {}", n.id))),
+                );
+            }
+        }
+        n.deps = ok;
+    }
+    // Topological order (Kahn), ties by file order.
+    let mut indeg: Vec<usize> = kept.iter().map(|n| n.deps.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); kept.len()];
+    for (i, n) in kept.iter().enumerate() {
+        for d in &n.deps {
+            dependents[kept_ids[d]].push(i);
+        }
+    }
+    let mut ready: BinaryHeap<std::cmp::Reverse<usize>> = indeg
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d == 0)
+        .map(|(i, _)| std::cmp::Reverse(i))
+        .collect();
+    let mut order = Vec::with_capacity(kept.len());
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &j in &dependents[i] {
+            indeg[j] -= 1;
+            if indeg[j] == 0 {
+                ready.push(std::cmp::Reverse(j));
+            }
+        }
+    }
+    if order.len() < kept.len() {
+        let stuck: Vec<u64> = (0..kept.len())
+            .filter(|i| indeg[*i] > 0)
+            .map(|i| kept[i].id)
+            .collect();
+        trace.nodes_skipped += stuck.len() as u64;
+        let first = kept
+            .iter()
+            .find(|n| n.id == stuck[0])
+            .map_or(0, |n| n.offset);
+        let shown: Vec<String> = stuck.iter().take(10).map(u64::to_string).collect();
+        sink.push(
+            Diagnostic::error(format!(
+                "`{file}`: {} node(s) are in or behind a dependency cycle and never run: {}{}",
+                stuck.len(),
+                shown.join(", "),
+                if stuck.len() > 10 { ", ..." } else { "" }
+            ))
+            .at(at(file, first as usize, &format!("node {}", stuck[0]))),
+        );
+    }
+    let mut slots: Vec<Option<ChakraNode>> = kept.into_iter().map(Some).collect();
+    trace.nodes = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    trace.diagnostics = sink.finish(file);
+    trace
+}
+
+/// One measured run of a set of traces (see the module documentation).
+pub fn to_run(traces: &[ChakraTrace]) -> MeasuredRun {
+    let mut diagnostics: Vec<Diagnostic> = traces
+        .iter()
+        .flat_map(|t| t.diagnostics.iter().cloned())
+        .collect();
+    let named = traces.iter().all(|t| t.rank.is_some());
+    if !named && traces.len() > 1 {
+        diagnostics.push(Diagnostic::warning(
+            "not every Chakra file is named `NAME.<rank>.et`: ranks are taken in input order",
+        ));
+    }
+    let mut ranks: BTreeMap<u32, RankTrace> = BTreeMap::new();
+    let mut pg_names: BTreeSet<String> = BTreeSet::new();
+    for (i, t) in traces.iter().enumerate() {
+        let rank = if named {
+            t.rank.unwrap_or(0)
+        } else {
+            u32::try_from(i).unwrap_or(u32::MAX)
+        };
+        if ranks.contains_key(&rank) {
+            diagnostics.push(Diagnostic::error(format!(
+                "`{}` is a second file for rank {rank}: ignored",
+                t.file
+            )));
+            continue;
+        }
+        let ops = t
+            .nodes
+            .iter()
+            .map(|n| {
+                let kind = match n.work {
+                    NodeWork::Compute => OpKind::Compute,
+                    NodeWork::Collective(c) => OpKind::Collective {
+                        collective: c,
+                        group: CommGroup::Dp,
+                    },
+                };
+                let mut op = MeasuredOp::new(n.name.clone(), kind);
+                op.duration_ns = Some(n.duration_ns);
+                op.start_ns = n.start_ns;
+                if matches!(n.work, NodeWork::Collective(_)) {
+                    op.duration_ns = None;
+                    op.message_bytes = Some(n.size_bytes);
+                }
+                if let Some(pg) = &n.pg_name {
+                    pg_names.insert(pg.clone());
+                    op.detail = Some(format!("pg_name {pg}"));
+                }
+                op
+            })
+            .collect();
+        ranks.insert(
+            rank,
+            RankTrace {
+                rank,
+                stage: Some(0),
+                file: t.file.clone(),
+                ops,
+                iterations: Vec::new(),
+            },
+        );
+    }
+    let world = ranks
+        .keys()
+        .next_back()
+        .map_or(1, |r| r.saturating_add(1))
+        .max(1);
+    let missing: Vec<u32> = (0..world).filter(|r| !ranks.contains_key(r)).collect();
+    if !missing.is_empty() {
+        diagnostics.push(Diagnostic::warning(format!(
+            "Chakra files for rank(s) {missing:?} of {world} are missing: the set is simulated as the ranks it holds"
+        )));
+    }
+    if !pg_names.is_empty() {
+        let names: Vec<&str> = pg_names.iter().map(String::as_str).collect();
+        diagnostics.push(Diagnostic::warning(format!(
+            "process group(s) {} are simulated over all ranks of the job (no --comm-group-configuration is read)",
+            names.join(", ")
+        )));
+    }
+    let (parallel, _) = ParallelConfig::resolve(Some(world), 1, 1, 1, 1);
+    MeasuredRun {
+        format: Format::ChakraEt,
+        files: traces.iter().map(|t| t.file.clone()).collect(),
+        parallel,
+        ranks: ranks.into_values().collect(),
+        iterations: Vec::new(),
+        diagnostics,
+    }
+}
