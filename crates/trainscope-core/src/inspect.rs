@@ -654,6 +654,35 @@ fn measured_summary(run: &MeasuredRun) -> JobSummary {
     }
 }
 
+/// Fill the summary of `file`, one of the `files` of a multi-file
+/// measured run: the run's job, the ranks this file holds, the set's files,
+/// and, on the first file only (`first`), the run-level diagnostics (those
+/// after the files' own `file_diag_count`).
+fn fill_run_file(
+    s: &mut FileSummary,
+    run: &MeasuredRun,
+    file: &str,
+    files: &[String],
+    first: bool,
+    file_diag_count: usize,
+) {
+    fill_run(s, run);
+    s.file_ranks = Some(
+        run.ranks
+            .iter()
+            .filter(|r| r.file == file)
+            .map(|r| r.rank)
+            .collect(),
+    );
+    if files.len() > 1 {
+        s.run_files = Some(files.to_vec());
+    }
+    if first {
+        s.diagnostics
+            .extend(run.diagnostics.iter().skip(file_diag_count).cloned());
+    }
+}
+
 fn fill_run(s: &mut FileSummary, run: &MeasuredRun) {
     s.job = Some(measured_summary(run));
     s.ranks = Some(run.ranks.iter().map(|r| r.rank).collect());
@@ -905,31 +934,11 @@ pub fn load_set(
             members.iter().map(|k| echo_traces[*k].1.clone()).collect();
         let run = echo::to_run(&traces);
         let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let run_level: Vec<Diagnostic> = run
-            .diagnostics
-            .iter()
-            .skip(file_diag_count)
-            .cloned()
-            .collect();
         let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
         for (pos, k) in members.iter().enumerate() {
             let (idx, trace) = &echo_traces[*k];
-            let Some(s) = summaries.get_mut(*idx) else {
-                continue;
-            };
-            fill_run(s, &run);
-            s.file_ranks = Some(
-                run.ranks
-                    .iter()
-                    .filter(|r| r.file == trace.file)
-                    .map(|r| r.rank)
-                    .collect(),
-            );
-            if files.len() > 1 {
-                s.run_files = Some(files.clone());
-            }
-            if pos == 0 {
-                s.diagnostics.extend(run_level.iter().cloned());
+            if let Some(s) = summaries.get_mut(*idx) {
+                fill_run_file(s, &run, &trace.file, &files, pos == 0, file_diag_count);
             }
         }
         runs.push(run);
@@ -942,25 +951,12 @@ pub fn load_set(
             kineto_traces.into_iter().unzip();
         let (run, choice) = kineto::to_run(&traces, &options.kineto);
         let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let run_level: Vec<Diagnostic> = run
-            .diagnostics
-            .iter()
-            .skip(file_diag_count)
-            .cloned()
-            .collect();
         let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
         for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
             let Some(s) = summaries.get_mut(*idx) else {
                 continue;
             };
-            fill_run(s, &run);
-            s.file_ranks = Some(
-                run.ranks
-                    .iter()
-                    .filter(|r| r.file == t.file)
-                    .map(|r| r.rank)
-                    .collect(),
-            );
+            fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
             s.kineto = Some(KinetoSummary {
                 rank: t.rank,
                 world: t.world,
@@ -975,12 +971,6 @@ pub fn load_set(
                 backend: t.backend.clone(),
                 device: t.device_name.clone(),
             });
-            if files.len() > 1 {
-                s.run_files = Some(files.clone());
-            }
-            if pos == 0 {
-                s.diagnostics.extend(run_level.iter().cloned());
-            }
         }
         runs.push(run);
     }
@@ -993,24 +983,9 @@ pub fn load_set(
         let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
         let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
         for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
-            let Some(s) = summaries.get_mut(*idx) else {
-                continue;
-            };
-            fill_run(s, &run);
-            s.diagnostics.extend(t.diagnostics.iter().cloned());
-            s.file_ranks = Some(
-                run.ranks
-                    .iter()
-                    .filter(|r| r.file == t.file)
-                    .map(|r| r.rank)
-                    .collect(),
-            );
-            if files.len() > 1 {
-                s.run_files = Some(files.clone());
-            }
-            if pos == 0 {
-                s.diagnostics
-                    .extend(run.diagnostics.iter().skip(file_diag_count).cloned());
+            if let Some(s) = summaries.get_mut(*idx) {
+                s.diagnostics.extend(t.diagnostics.iter().cloned());
+                fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
             }
         }
         runs.push(run);

@@ -37,8 +37,8 @@
 //! that ended before it started.
 
 use super::job::{
-    check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
-    Parallelism, PhaseOps, RankProgram,
+    check_size, Block, CollectiveKind, CommSpec, GroupKind, LayerSpec, Parallelism, PhaseOps,
+    RankProgram,
 };
 use super::replay::{ByKind, ReplayJob};
 use super::schedule::PipeStep;
@@ -142,26 +142,15 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             parallel.world()
         ));
     }
-    let job = JobSpec {
-        name: "chakra replay".to_string(),
-        parallel,
-        micro_batches: 1,
-        activation_bytes: 0,
-        mode: JobMode::PerRank,
-        programs,
-        header_vpp: None,
-        simai_bubble: None,
-        warnings: Vec::new(),
-    };
     Ok((
-        ReplayJob {
-            job,
-            present_ranks: present,
-            assumed: Vec::new(),
-            measured: ByKind::default(),
-            explicit_order: true,
-            network: None,
-        },
+        ReplayJob::per_rank(
+            "chakra replay",
+            parallel,
+            programs,
+            present,
+            ByKind::default(),
+            None,
+        ),
         warnings,
     ))
 }

@@ -195,6 +195,39 @@ pub struct ReplayJob {
     pub network: Option<InferredNetwork>,
 }
 
+impl ReplayJob {
+    /// A replay of every present rank in its own recorded order (Kineto
+    /// steps, Chakra graphs): one program per rank, one pass, no assumed
+    /// copies.
+    pub fn per_rank(
+        name: &str,
+        parallel: Parallelism,
+        programs: Vec<RankProgram>,
+        present_ranks: Vec<u32>,
+        measured: ByKind,
+        network: Option<InferredNetwork>,
+    ) -> ReplayJob {
+        ReplayJob {
+            job: JobSpec {
+                name: name.to_string(),
+                parallel,
+                micro_batches: 1,
+                activation_bytes: 0,
+                mode: JobMode::PerRank,
+                programs,
+                header_vpp: None,
+                simai_bubble: None,
+                warnings: Vec::new(),
+            },
+            present_ranks,
+            assumed: Vec::new(),
+            measured,
+            explicit_order: true,
+            network,
+        }
+    }
+}
+
 /// One piece of measured work.
 #[derive(Debug, Clone)]
 enum Item {
@@ -877,26 +910,15 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
     }
     check_replay_size(parallel, 1, &programs)?;
     unmeasured_note(run, &programs, parallel.world(), &mut warnings);
-    let job = JobSpec {
-        name: "kineto replay".to_string(),
-        parallel,
-        micro_batches: 1,
-        activation_bytes: 0,
-        mode: JobMode::PerRank,
-        programs,
-        header_vpp: None,
-        simai_bubble: None,
-        warnings: Vec::new(),
-    };
     Ok((
-        ReplayJob {
-            job,
-            present_ranks: present,
-            assumed: Vec::new(),
+        ReplayJob::per_rank(
+            "kineto replay",
+            parallel,
+            programs,
+            present,
             measured,
-            explicit_order: true,
-            network: Some(network),
-        },
+            Some(network),
+        ),
         warnings,
     ))
 }
