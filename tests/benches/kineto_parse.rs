@@ -8,27 +8,16 @@
 //! Goal (issue 15): at least 100 MB/s native, release build.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+#[path = "../../crates/trainscope-core/benches/common/mod.rs"]
+mod common;
+
+use common::measure;
+use std::time::Duration;
 use trainscope_core::analysis::analyse;
 use trainscope_core::formats::kineto;
 use trainscope_core::inspect::{load_set, LoadOptions};
 use trainscope_core::sim::{run_files, RunOptions, SimConfig};
 use trainscope_tests::kineto_gen::KinetoJob;
-
-/// Run `f` until at least `min` has elapsed (and at least 3 times); return
-/// the best MB/s.
-fn measure(bytes: usize, min: Duration, mut f: impl FnMut()) -> (f64, u32) {
-    let mut best = f64::MAX;
-    let mut runs = 0u32;
-    let start = Instant::now();
-    while runs < 3 || start.elapsed() < min {
-        let t = Instant::now();
-        f();
-        best = best.min(t.elapsed().as_secs_f64());
-        runs += 1;
-    }
-    (bytes as f64 / 1e6 / best, runs)
-}
 
 fn report(name: &str, bytes: usize, min: Duration, f: impl FnMut()) {
     let (mbps, runs) = measure(bytes, min, f);

@@ -5,7 +5,10 @@
 //! time. Goal: at least 100 MB/s for SimAI workloads, native release build.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+mod common;
+
+use common::measure;
+use std::time::Duration;
 use trainscope_core::formats::{echo, neusight, optimus, simai};
 
 const SEED001: &str = include_str!("../../../tests/fixtures/seeds/simai_405b_tp8_pp16_ga16_sp.txt");
@@ -32,21 +35,6 @@ fn generated_workload(n: usize) -> String {
         s.push_str(rows[i % rows.len()]);
     }
     s
-}
-
-/// Run `f` until at least `min` has elapsed (and at least 3 times); return
-/// the best MB/s.
-fn measure(bytes: usize, min: Duration, mut f: impl FnMut()) -> (f64, u32) {
-    let mut best = f64::MAX;
-    let mut runs = 0u32;
-    let start = Instant::now();
-    while runs < 3 || start.elapsed() < min {
-        let t = Instant::now();
-        f();
-        best = best.min(t.elapsed().as_secs_f64());
-        runs += 1;
-    }
-    (bytes as f64 / 1e6 / best, runs)
 }
 
 fn report(name: &str, bytes: usize, min: Duration, f: impl FnMut()) {

@@ -1,5 +1,7 @@
 //! Timing helpers shared by the benchmarks (each bench is its own crate and
-//! includes this file as a module).
+//! includes this file as a module; the tests crate's Kineto bench too).
+
+#![allow(dead_code)] // each bench uses some of them
 
 use std::time::{Duration, Instant};
 
@@ -20,4 +22,19 @@ pub fn time<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
 /// Milliseconds.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Run `f` until at least `min` has elapsed (and at least 3 times); return
+/// the best throughput in MB/s of `bytes` and the number of runs.
+pub fn measure(bytes: usize, min: Duration, mut f: impl FnMut()) -> (f64, u32) {
+    let mut best = f64::MAX;
+    let mut runs = 0u32;
+    let start = Instant::now();
+    while runs < 3 || start.elapsed() < min {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed().as_secs_f64());
+        runs += 1;
+    }
+    (bytes as f64 / 1e6 / best, runs)
 }
