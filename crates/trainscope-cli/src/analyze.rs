@@ -6,10 +6,10 @@
 //! when a file failed to parse, 2 on usage errors (no measured run, or more
 //! than one).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::path::PathBuf;
 use trainscope_core::analysis::analyse;
-use trainscope_core::inspect::{load_set, LoadOptions};
+use trainscope_core::inspect::{failed_file_errors, load_set, LoadOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -30,12 +30,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let mut contents = Vec::new();
-    for path in &args.files {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        contents.push((path.display().to_string(), bytes));
-    }
+    let contents = crate::event::read_files(&args.files)?;
     let refs: Vec<(&str, &[u8])> = contents
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
@@ -43,12 +38,10 @@ pub fn run(args: &Args) -> Result<u8> {
     let mut options = LoadOptions::default();
     options.kineto.iteration = args.iteration;
     let set = load_set(&refs, None, &options);
-    let failed: Vec<_> = set.summaries.iter().filter(|s| !s.is_usable()).collect();
-    if !failed.is_empty() {
-        for s in failed {
-            for d in s.diagnostics.iter().filter(|d| d.is_error()) {
-                eprint!("{}", d.render());
-            }
+    let errors = failed_file_errors(&set.summaries);
+    if !errors.is_empty() {
+        for d in &errors {
+            eprint!("{}", d.render());
         }
         return Ok(3);
     }

@@ -248,7 +248,18 @@ pub fn load_model(name: &str) -> Result<std::result::Result<ModelSpec, u8>> {
         }));
     }
     let bytes = std::fs::read(&path).with_context(|| format!("cannot read {name}"))?;
-    let text = String::from_utf8_lossy(&bytes);
+    // The one text decoding every input goes through (BOM, binary refusal,
+    // a warning when bytes were replaced).
+    let (text, replaced) = match trainscope_core::formats::decode_text(name, &bytes) {
+        Ok(t) => t,
+        Err(d) => {
+            eprint!("{}", d.render());
+            return Ok(Err(EXIT_PARSE));
+        }
+    };
+    if replaced {
+        eprintln!("warning: `{name}` is not valid UTF-8; invalid bytes were replaced");
+    }
     match hf::parse(name, &text) {
         Ok((m, warnings)) => {
             for w in &warnings {

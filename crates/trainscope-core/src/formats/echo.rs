@@ -774,25 +774,6 @@ fn to_measured(op: &EchoOp) -> MeasuredOp {
     m
 }
 
-/// Compress sorted numbers into `a-b` ranges: `0-3, 5, 7-9`.
-fn ranges(v: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
-        i = j + 1;
-    }
-    out.join(", ")
-}
-
 /// Parse several rank files of one job and assemble them into one measured
 /// run. Files that cannot be read at all contribute an error diagnostic; the
 /// others are kept.
@@ -919,7 +900,7 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
                 diags.push(Diagnostic::warning(format!(
                     "`{}`: the file name says rank {r} but its lines are rank {}; using the lines",
                     t.file,
-                    ranges(&content)
+                    super::lex::number_ranges(&content)
                 )));
             }
         }
@@ -989,8 +970,8 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
             "the run has {} of {} ranks (present: {}); missing: {}",
             present.len(),
             parallel.world,
-            ranges(&present),
-            ranges(&missing)
+            super::lex::number_ranges(&present),
+            super::lex::number_ranges(&missing)
         )));
     }
     let beyond: Vec<u32> = present
@@ -1001,7 +982,7 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
     if !beyond.is_empty() {
         diags.push(Diagnostic::warning(format!(
             "rank(s) {} are outside the world size {}",
-            ranges(&beyond),
+            super::lex::number_ranges(&beyond),
             parallel.world
         )));
     }

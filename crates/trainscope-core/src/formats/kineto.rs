@@ -1134,24 +1134,10 @@ fn measured_op(t: &KinetoTrace, op: &GpuOp, world: u32, step: Option<u32>) -> Me
 }
 
 fn ranges(v: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
-        i = j + 1;
-    }
-    if out.is_empty() {
+    if v.is_empty() {
         "none".to_string()
     } else {
-        out.join(", ")
+        super::lex::number_ranges(v)
     }
 }
 

@@ -380,6 +380,25 @@ pub fn ns_to_ms_f64(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// Ascending numbers as runs: `[0, 1, 2, 3, 5]` -> `0-3, 5` (empty: "").
+pub fn number_ranges(v: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -249,7 +249,7 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
     }
 
     // HuggingFace config.json: a JSON object with model keys.
-    if let Some((confidence, reason)) = crate::model::hf::looks_like(text) {
+    if let Some((confidence, reason)) = crate::model::hf::looks_like(head) {
         out.push(Detection {
             format: Format::HfConfig,
             confidence,

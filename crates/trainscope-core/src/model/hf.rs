@@ -117,7 +117,8 @@ enum Kind {
 }
 
 /// How sure `text` is a HuggingFace `config.json` (0-100) and why; `None`
-/// when nothing points to one. Looks at the first 64 KiB only: a JSON
+/// when nothing points to one. Given the head of a file (format detection
+/// passes its first 64 KiB): a JSON
 /// object whose keys name a model (`model_type` / `architectures`) and its
 /// size (`hidden_size` / `n_embd` / `num_hidden_layers` / `n_layer`).
 pub fn looks_like(text: &str) -> Option<(u8, String)> {
@@ -125,12 +126,7 @@ pub fn looks_like(text: &str) -> Option<(u8, String)> {
     if !text.trim_start().starts_with('{') {
         return None;
     }
-    let mut end = text.len().min(64 * 1024);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let head = &text[..end];
-    let has = |k: &str| head.contains(&format!("\"{k}\""));
+    let has = |k: &str| text.contains(&format!("\"{k}\""));
     let names = ["model_type", "architectures"]
         .into_iter()
         .filter(|k| has(k))
