@@ -191,7 +191,7 @@ fn phases(job: &JobSpec, config: &SimConfig) {
     let mut engine = Engine::new(model.graph).expect("engine");
     engine.run().expect("runs");
     let t2 = Instant::now();
-    let _ = build::finish(&model.meta, &engine, config).expect("finishes");
+    let _ = build::finish_all(&model.meta, &engine, config).expect("finishes");
     let t3 = Instant::now();
     println!(
         "  phases: build {:.1} ms, engine {:.1} ms ({:.2} M events/s), timeline + summary {:.1} ms",

@@ -1256,15 +1256,6 @@ pub fn build(
     Ok(Model { graph, meta })
 }
 
-/// Turn a finished run into its timeline and summary.
-pub fn finish(
-    meta: &Meta,
-    engine: &Engine,
-    config: &SimConfig,
-) -> Result<(Timeline, Summary), SimError> {
-    let (timeline, summary, _) = finish_all(meta, engine, config)?;
-    Ok((timeline, summary))
-}
 
 /// Turn a finished run into its timeline, summary and activation memory
 /// over time per simulated rank ([`summary::activation_series`]).

@@ -298,10 +298,6 @@ pub fn stage_plan(
         )));
     }
     kind.check(p, m)?;
-    if kind == ScheduleKind::DualPipeV {
-        let (steps, overlapped) = schedules::dualpipev::plan(p, m, stage);
-        return Ok(StagePlan { steps, overlapped });
-    }
     let steps = match kind {
         ScheduleKind::GPipe => schedules::gpipe::order(m),
         ScheduleKind::OneFOneB => schedules::one_f_one_b::order(p, m, stage),
@@ -309,7 +305,10 @@ pub fn stage_plan(
         ScheduleKind::ZbH1 => schedules::zb_h1::order(p, m, stage),
         ScheduleKind::ZbH2 => schedules::zb_h2::order(p, m, stage),
         ScheduleKind::ZbV => schedules::zbv::order(p, m, stage),
-        ScheduleKind::DualPipeV => schedules::dualpipev::order(p, m, stage),
+        ScheduleKind::DualPipeV => {
+            let (steps, overlapped) = schedules::dualpipev::plan(p, m, stage);
+            return Ok(StagePlan { steps, overlapped });
+        }
     };
     Ok(StagePlan {
         steps,

@@ -140,11 +140,6 @@ pub fn plan(p: u32, m: u32, rank: u32) -> (Vec<PipeStep>, Vec<bool>) {
     (x.steps, x.overlapped)
 }
 
-/// The order of rank `rank` of `p` with `m >= 2p` micro-batches.
-pub fn order(p: u32, m: u32, rank: u32) -> Vec<PipeStep> {
-    plan(p, m, rank).0
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::fmt;
