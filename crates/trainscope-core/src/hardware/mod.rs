@@ -10,6 +10,7 @@
 //! bandwidth in GB/s of 2^30 bytes (the unit of [`crate::sim::NetworkConfig`]
 //! and SimAI). Pure data and arithmetic.
 
+use crate::analytical::GpuType;
 use crate::model::ops::OpClass;
 use serde::{Deserialize, Serialize};
 
@@ -264,7 +265,7 @@ const ALIASES: [(&str, &str); 6] = [
 /// 10^9): the ratio SimAI's H100 preset implies (370.8 GiB/s of 450 GB/s),
 /// used for the GPUs SimAI has no preset for.
 fn busbw_from_unidirectional(gbps: f64) -> f64 {
-    (gbps * 370.8 / 450.0 * 10.0).round() / 10.0
+    (gbps * GpuType::H100.nvlink_busbw_gbps() / 450.0 * 10.0).round() / 10.0
 }
 
 /// The preset named `name` (case-insensitive; aliases such as SimAI's
@@ -293,7 +294,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(19.5, 312.0, None),
             1555.0,
             40_960,
-            240.0,
+            GpuType::A100.nvlink_busbw_gbps(),
             AMPERE,
         ),
         "A100-80G" => gpu(
@@ -302,7 +303,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(19.5, 312.0, None),
             2039.0,
             81_920,
-            240.0,
+            GpuType::A100.nvlink_busbw_gbps(),
             AMPERE,
         ),
         "A800" => gpu(
@@ -311,7 +312,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(19.5, 312.0, None),
             2039.0,
             81_920,
-            160.0,
+            GpuType::A800.nvlink_busbw_gbps(),
             AMPERE,
         ),
         "H100-SXM" => gpu(
@@ -320,7 +321,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(67.0, 989.4, Some(1978.9)),
             3350.0,
             81_559,
-            370.8,
+            GpuType::H100.nvlink_busbw_gbps(),
             HOPPER,
         ),
         "H800" => gpu(
@@ -329,7 +330,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(67.0, 989.4, Some(1978.9)),
             3350.0,
             81_559,
-            164.8,
+            GpuType::H800.nvlink_busbw_gbps(),
             HOPPER,
         ),
         "H20" => gpu(
@@ -338,7 +339,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(44.0, 148.0, Some(296.0)),
             4000.0,
             97_871,
-            370.8,
+            GpuType::H20.nvlink_busbw_gbps(),
             HOPPER,
         ),
         "H200" => gpu(

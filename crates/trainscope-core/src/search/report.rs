@@ -9,6 +9,7 @@
 //! run builds (the same rows, counts, front and explanation).
 
 use super::{counts_of, evaluate, precheck, Candidate, ReasonCountMap};
+use crate::job::memory::gib;
 use crate::sim::summary::ExposedComm;
 use crate::sim::SimConfig;
 use serde::{Deserialize, Serialize};
@@ -298,10 +299,6 @@ pub fn merge(shards: &[SweepReport]) -> Result<SweepReport, MergeError> {
 
 fn ms(ns: u64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
-}
-
-fn gib(bytes: u64) -> String {
-    crate::job::memory::gib(bytes)
 }
 
 /// A row's layout in one phrase ("TP 8 PP 4 DP 32 1f1b mbs 1 recompute

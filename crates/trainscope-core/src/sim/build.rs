@@ -1256,7 +1256,6 @@ pub fn build(
     Ok(Model { graph, meta })
 }
 
-
 /// Turn a finished run into its timeline, summary and activation memory
 /// over time per simulated rank ([`summary::activation_series`]).
 pub fn finish_all(

@@ -293,12 +293,25 @@ fn device_stream_lanes(
 }
 
 fn push_op(tb: &mut TimelineBuilder, base: u32, op: &MeasuredOp, start: u64, dur: u64) -> SpanRef {
-    let (stream, _, _) = stream_and_kind(op);
-    push_on(tb, base + stream.index(), op, start, dur)
+    let (stream, kind, coll) = stream_and_kind(op);
+    push_span(tb, base + stream.index(), op, start, dur, kind, coll)
 }
 
 fn push_on(tb: &mut TimelineBuilder, lane: u32, op: &MeasuredOp, start: u64, dur: u64) -> SpanRef {
     let (_, kind, coll) = stream_and_kind(op);
+    push_span(tb, lane, op, start, dur, kind, coll)
+}
+
+/// One span of `op` on `lane`, classified once by the caller.
+fn push_span(
+    tb: &mut TimelineBuilder,
+    lane: u32,
+    op: &MeasuredOp,
+    start: u64,
+    dur: u64,
+    kind: SpanKind,
+    coll: CollOp,
+) -> SpanRef {
     let label: LabelId = tb.label(&op.name);
     tb.push(
         lane,
