@@ -244,7 +244,12 @@ fn write_link(inputs: &SweepInputs, job: &JobSettings) {
         .filter(|p| !p.is_empty() && !p.starts_with("sweep_"))
         .map(str::to_string)
         .collect();
-    if !parts.iter().any(|p| p.starts_with("model=")) {
+    // The job is in the link already when it names its model (a preset, or a
+    // dropped file by name).
+    if !parts
+        .iter()
+        .any(|p| p.starts_with("model=") || p.starts_with("model_file="))
+    {
         parts.push(url::job_fragment(job));
     }
     let sweep = inputs.fragment();
