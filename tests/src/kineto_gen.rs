@@ -107,6 +107,9 @@ fn us(ns: u64) -> String {
 }
 
 const HOST_PID: u64 = 41_000;
+/// How far the host runs ahead of the GPU: each launch is this long before
+/// its GPU op starts, each host `ProfilerStep#N` this long before the GPU one.
+const HOST_LEAD_NS: u64 = 1_500_000;
 const COMPUTE_STREAM: u32 = 7;
 const NCCL_STREAM: u32 = 20;
 const CLOCK_BASE_NS: u64 = 1_732_000_000_000_000_000;
@@ -434,16 +437,18 @@ impl KinetoJob {
         for s in [COMPUTE_STREAM, NCCL_STREAM] {
             ev(&mut o, format!("{{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 1732000000000000.000, \"pid\": {rank}, \"tid\": {s}, \"args\": {{\"name\": \"stream {s}\"}}}}"));
         }
-        // Host side: steps, then per GPU event its CPU op and launch.
+        // Host side: steps, then per GPU event its CPU op and launch. The
+        // host runs HOST_LEAD_NS ahead of the GPU, so a host step holds the
+        // launches of exactly the GPU work of its step.
         for (step, s, e) in steps {
             ev(&mut o, format!(
                 "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{step}\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {step}, \"Record function id\": 0, \"Ev Idx\": {step}}}}}",
-                us(s.saturating_sub(1_500_000)), us(e - s)));
+                us(s.saturating_sub(HOST_LEAD_NS)), us(e - s)));
         }
         let group: Vec<String> = (0..w).map(|r| r.to_string()).collect();
         let group = format!("[{}]", group.join(", "));
         for (k, g) in evs.iter().enumerate() {
-            let launch = g.start.saturating_sub(1_200_000);
+            let launch = g.start.saturating_sub(HOST_LEAD_NS);
             let corr = 10_000 + k as u64;
             let (op, launch_name) = match (g.cat, g.coll) {
                 ("kernel", Some(_)) => ("record_param_comms", "cudaLaunchKernel"),

@@ -12,6 +12,12 @@
 //!   `cuda_runtime`, `user_annotation` (`ProfilerStep#N` on the host),
 //!   `gpu_user_annotation` (annotations on a stream, `ProfilerStep#N` too);
 //!   older traces spell the GPU categories `Kernel` / `Memcpy` / `Memset`;
+//! - a step's GPU extent: PyTorch 2.x writes the GPU `ProfilerStep#N`
+//!   annotation as a mark about a microsecond long (seen in the H100 traces
+//!   of `tests/fixtures/measured/`), so the step is the span of the GPU ops
+//!   whose runtime call (`cuda_runtime`/`cuda_driver`, joined by the args'
+//!   `correlation`) ran inside the host `ProfilerStep#N`; a GPU annotation
+//!   that covers that work is kept as it is;
 //! - NCCL kernels are named `ncclDevKernel_<Coll>_...` or `ncclKernel_...`;
 //!   their collective, message size and process group come from the args
 //!   `Collective name`, `In msg nelems`, `Out msg nelems`, `dtype`,
@@ -333,6 +339,10 @@ struct RawArgs<'a> {
     stream: Option<&'a RawValue>,
     #[serde(borrow)]
     device: Option<&'a RawValue>,
+    /// Joins a GPU op to the runtime call (`cudaLaunchKernel`, ...) that
+    /// launched it.
+    #[serde(borrow)]
+    correlation: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -352,6 +362,8 @@ struct Pending {
     op: GpuOp,
     external_id: Option<u64>,
     kernel_kind: Option<CommKind>,
+    /// `correlation` of the runtime call that launched it.
+    correlation: Option<u64>,
 }
 
 struct State<'a> {
@@ -366,6 +378,9 @@ struct State<'a> {
     /// `record_param_comms` metadata by `External id`.
     param_comms: BTreeMap<u64, CommMeta>,
     steps: Vec<StepSpan>,
+    /// Host time (ns) of each runtime call by `correlation`: when a GPU op
+    /// was launched, which tells the host step it belongs to.
+    launches: HashMap<u64, u64>,
     counts: KinetoCounts,
     schema_version: Option<u64>,
     distributed: Option<RawDistributed>,
@@ -445,6 +460,21 @@ impl<'a> State<'a> {
         });
         let is_gpu_annotation = cat == "gpu_user_annotation";
         let is_param_comms = name == "record_param_comms";
+        if matches!(cat, "cuda_runtime" | "cuda_driver") {
+            self.counts.host_events += 1;
+            let correlation = ev
+                .args
+                .as_ref()
+                .and_then(|a| a.correlation)
+                .and_then(|r| id_value(r.get()));
+            let launched = ev
+                .ts
+                .and_then(|ts| lex::parse_decimal_scaled(ts.get(), 3).ok());
+            if let (Some(c), Some(t)) = (correlation, launched) {
+                self.launches.insert(c, t);
+            }
+            return;
+        }
         if gpu_kind.is_none() && step.is_none() && !is_gpu_annotation && !is_param_comms {
             self.counts.host_events += 1;
             return;
@@ -587,6 +617,7 @@ impl<'a> State<'a> {
         };
         let name_id = self.intern(name);
         let external_id = args.external_id.and_then(|r| id_value(r.get()));
+        let correlation = args.correlation.and_then(|r| id_value(r.get()));
         self.pending.push(Pending {
             op: GpuOp {
                 start_ns,
@@ -599,6 +630,7 @@ impl<'a> State<'a> {
             },
             external_id,
             kernel_kind,
+            correlation,
         });
     }
 
@@ -873,6 +905,7 @@ pub fn parse_text(
         comms: Vec::new(),
         param_comms: BTreeMap::new(),
         steps: Vec::new(),
+        launches: HashMap::new(),
         counts: KinetoCounts::default(),
         schema_version: None,
         distributed: None,
@@ -918,6 +951,8 @@ pub fn parse_text(
     // `record_param_comms` op they were launched from.
     let mut ops = Vec::with_capacity(st.pending.len());
     let pending = std::mem::take(&mut st.pending);
+    launched_step_spans(&mut st.steps, &pending, &st.launches);
+    st.launches = HashMap::new();
     let mut unjoined = 0u64;
     for p in pending {
         let mut op = p.op;
@@ -1022,6 +1057,57 @@ pub fn parse_text(
         counts: st.counts,
         diagnostics: st.sink.finish(file),
     })
+}
+
+/// The GPU span of each host `ProfilerStep#N`, from the GPU ops whose
+/// runtime call (joined by `correlation`) ran inside the host step: from the
+/// first such op's start to the last one's end. It replaces the step's GPU
+/// annotation when that does not cover the work (recent PyTorch writes the
+/// GPU `ProfilerStep#N` annotation as a microsecond-long mark, not as the
+/// step's extent) and stands for the step when there is no GPU annotation.
+/// A trace without runtime calls or correlations keeps its annotations.
+fn launched_step_spans(
+    steps: &mut Vec<StepSpan>,
+    pending: &[Pending],
+    launches: &HashMap<u64, u64>,
+) {
+    if launches.is_empty() {
+        return;
+    }
+    let mut host: Vec<StepSpan> = steps.iter().filter(|s| !s.gpu).copied().collect();
+    host.sort_by_key(|s| (s.start_ns, s.number));
+    let mut windows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for p in pending {
+        let Some(t) = p.correlation.and_then(|c| launches.get(&c)) else {
+            continue;
+        };
+        // The last host step starting at or before the launch.
+        let i = host.partition_point(|s| s.start_ns <= *t);
+        let Some(step) = i.checked_sub(1).map(|i| host[i]) else {
+            continue;
+        };
+        if *t >= step.end_ns {
+            continue;
+        }
+        let end = p.op.start_ns.saturating_add(p.op.duration_ns);
+        let w = windows.entry(step.number).or_insert((p.op.start_ns, end));
+        w.0 = w.0.min(p.op.start_ns);
+        w.1 = w.1.max(end);
+    }
+    for (number, (start_ns, end_ns)) in windows {
+        let covered = steps
+            .iter()
+            .any(|s| s.gpu && s.number == number && s.start_ns <= start_ns && s.end_ns >= end_ns);
+        if !covered {
+            steps.retain(|s| !(s.gpu && s.number == number));
+            steps.push(StepSpan {
+                number,
+                start_ns,
+                end_ns,
+                gpu: true,
+            });
+        }
+    }
 }
 
 fn error_location(file: &str, text: &str, line: usize, column: usize) -> Location {
