@@ -72,7 +72,9 @@ pub struct ModelFlags {
     /// preset's).
     #[arg(long, value_name = "X")]
     pub gemm_efficiency: Option<f64>,
-    /// Fraction of the dense peak the fused attention core reaches.
+    /// Fraction of the dense peak the fused attention core reaches on long
+    /// sequences, forward and backward (the preset's curve over the
+    /// sequence length keeps its shape).
     #[arg(long, value_name = "X")]
     pub attention_efficiency: Option<f64>,
     /// Fraction of the memory bandwidth bandwidth-bound kernels reach.
@@ -161,6 +163,7 @@ impl ModelFlags {
         }
         if let Some(x) = self.attention_efficiency {
             e.attention = x;
+            e.attention_backward = x;
         }
         if let Some(x) = self.hbm_efficiency {
             e.memory = x;

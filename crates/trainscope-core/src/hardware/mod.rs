@@ -82,8 +82,11 @@ pub struct Peaks {
 /// How close to the roofline an op gets. GEMM efficiency grows with the
 /// op's size: `max x flops / (flops + gemm_half_flops)` where `max` is
 /// `gemm_max` (`gemm_fp8_max` for FP8 GEMMs), so a small GEMM is launch-
-/// and tail-bound and a large one approaches `max`. The attention core
-/// (fused / flash attention) reaches `attention` of the bf16 peak;
+/// and tail-bound and a large one approaches `max`. The fused (flash)
+/// attention core's efficiency grows with the sequence length: its forward
+/// reaches `attention x s / (s + attention_half_seq)` of the bf16 peak for
+/// sequences of `s` tokens, its backward `attention_backward x s / (s +
+/// attention_backward_half_seq)`;
 /// bandwidth-bound kernels reach `memory x bytes / (bytes +
 /// memory_half_bytes)` of the memory bandwidth; every kernel costs
 /// `launch_ns` on top. The numbers per GPU and their sources are in
@@ -94,12 +97,21 @@ pub struct Efficiency {
     pub gemm_max: f64,
     /// Fraction of the FP8 dense peak a large FP8 GEMM reaches.
     pub gemm_fp8_max: f64,
-    /// FLOPs of one GEMM at which it reaches half of its large-GEMM
-    /// efficiency.
+    /// FLOPs of one bf16 GEMM at which it reaches half of its large-GEMM
+    /// efficiency (an FP8 GEMM at this x its peak over the bf16 peak: the
+    /// same time).
     pub gemm_half_flops: f64,
-    /// Fraction of the dense bf16 peak the fused attention core reaches
-    /// (FLOPs of the causal half, backward = 2.5 x forward).
+    /// Fraction of the dense bf16 peak the fused attention core's forward
+    /// reaches on long sequences (FLOPs of the causal half).
     pub attention: f64,
+    /// Tokens per sequence at which the forward reaches half of
+    /// `attention`.
+    pub attention_half_seq: f64,
+    /// The same for the backward (2.5 x the forward's FLOPs).
+    pub attention_backward: f64,
+    /// Tokens per sequence at which the backward reaches half of
+    /// `attention_backward`.
+    pub attention_backward_half_seq: f64,
     /// Fraction of the memory bandwidth a large streaming kernel reaches.
     pub memory: f64,
     /// Bytes moved at which a kernel reaches half of `memory`.
@@ -111,23 +123,53 @@ pub struct Efficiency {
 /// Where the efficiency numbers come from (README "Time model" repeats
 /// this table). None is fitted to a validation case.
 pub const EFFICIENCY_SOURCES: &str = "\
-GEMM, large-size efficiency: the 'Maximum Achievable Matmul FLOPS' table of Stas Bekman's \
-ml-engineering book (compute/accelerator/README.md): A100 SXM bf16 86.9%, H100 SXM bf16 80.3%, \
-H100 fp8 70.9%, B200 bf16 77.6% / fp8 76.3%, MI300X bf16 51.4%. \
-GEMM half-efficiency size: measured cuBLAS H100 bf16 shapes in XLA's GPU cost model \
-(xla/service/gpu/model/matmul_interpolator_data.h, sm_90: 4096^3 79%, 4096x4096x2048 75%, \
-2048^3 64%, 4096x4096x256 40%, 1024x1024x2048 35%) give about 5 GFLOP; NVIDIA's A100 cuBLAS \
-mixed-precision figure (1024^3 ~29%, 2048^3 ~70%) about 4 GFLOP; other GPUs: H100's scaled by \
-their bf16 peak (an assumption). \
-Attention: FlashAttention-2 (Dao 2023) and FlashAttention-3 (Shah et al. 2024) report forward + \
-backward at about 55% of the bf16 peak on A100 and H100 for head size 128 (causal FLOPs, \
-backward 2.5 x forward); MI300X assumed 35%. \
+GEMM on H100-class GPUs (H100, H800, H200, H20): fitted to a sweep measured on an H100 SXM 80GB \
+with scripts/measure-gpu.py (tests/fixtures/measured/h100-sxm/gemm.csv: 1,011 shapes, M 256..16384, \
+N and K 1024..28672, three layouts, bf16 and fp8, each the kernels' own time under CUDA graphs; \
+PyTorch 2.11, CUDA 13.0): bf16 69.5% at large sizes and half of it at 2.8 GFLOP, fp8 63% and \
+half of it at twice the FLOPs (the same time; the fit's median error 5% bf16, 7% fp8). \
+GEMM on other GPUs: the 'Maximum Achievable Matmul FLOPS' table of Stas Bekman's ml-engineering \
+book (compute/accelerator/README.md: A100 SXM bf16 86.9%, H100 SXM bf16 80.3%, B200 bf16 77.6% / \
+fp8 76.3%, MI300X bf16 51.4%) gives the best shape a search finds; each is scaled by the H100's \
+measured typical level over its best-shape figure (69.5 / 80.3, an assumption until measured). \
+Half-efficiency size: A100 from NVIDIA's A100 cuBLAS mixed-precision figure (1024^3 ~29%, \
+2048^3 ~70%: about 4 GFLOP); B200 and MI300X the H100's scaled by their bf16 peak (an assumption). \
+Attention: on H100-class GPUs fitted to the H100 SXM sweep (attention.csv: PyTorch SDPA with \
+cuDNN/flash kernels, causal, head size 128): forward 60.5% of the bf16 peak on long sequences, \
+half of it at 450 tokens; backward 57.5%, half at 1,800 tokens (fit within 4% and 2% median). \
+Other GPUs: FlashAttention-2 (Dao 2023) and FlashAttention-3 (Shah et al. 2024) report forward + \
+backward at about 55% of the bf16 peak on A100 and H100 for head size 128 on long sequences (the \
+H100 sweep gives 54% at 16k tokens), used for both passes with the H100's curve shape; MI300X \
+assumed 35%. \
 Memory: Calculon's system tables (calculon-ai/calculon systems/a100_80g.json, h100_80g_nvl8.json): \
 90% of HBM bandwidth at >= 100 MB, 75% at 10 MB, 60% at 1 MB (half of 90% at about 1 MB). \
 Launch: about 1 us per kernel when launches overlap execution (NVIDIA, 'Getting Started with CUDA \
 Graphs'). A40 and L40S have no published sweep here: A100's curve is assumed.";
 
+/// Which pass of the attention core an op time is asked for, and the
+/// tokens per sequence it works on (the efficiency depends on both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AttentionPass {
+    pub seq_length: u64,
+    pub backward: bool,
+}
+
 impl Efficiency {
+    /// Efficiency of the fused attention core for `pass`; a sequence
+    /// length of 0 (unknown) takes the long-sequence level.
+    pub fn attention_efficiency(&self, pass: AttentionPass) -> f64 {
+        let (max, half) = if pass.backward {
+            (self.attention_backward, self.attention_backward_half_seq)
+        } else {
+            (self.attention, self.attention_half_seq)
+        };
+        if pass.seq_length == 0 {
+            return max;
+        }
+        let s = pass.seq_length as f64;
+        max * s / (s + half)
+    }
+
     /// Check every field: fractions in (0, 1], the half-efficiency size
     /// finite and >= 0, the launch overhead at most a second. The error
     /// names the field and the value.
@@ -136,6 +178,7 @@ impl Efficiency {
             ("GEMM efficiency", self.gemm_max),
             ("FP8 GEMM efficiency", self.gemm_fp8_max),
             ("attention efficiency", self.attention),
+            ("attention backward efficiency", self.attention_backward),
             ("HBM efficiency", self.memory),
         ] {
             if !v.is_finite() || v <= 0.0 || v > 1.0 {
@@ -145,6 +188,14 @@ impl Efficiency {
         for (name, v) in [
             ("GEMM half-efficiency size", self.gemm_half_flops),
             ("memory half-efficiency size", self.memory_half_bytes),
+            (
+                "attention half-efficiency sequence",
+                self.attention_half_seq,
+            ),
+            (
+                "attention backward half-efficiency sequence",
+                self.attention_backward_half_seq,
+            ),
         ] {
             if !v.is_finite() || !(0.0..=1e18).contains(&v) {
                 return Err(format!("{name} {v} is not a size between 0 and 1e18"));
@@ -182,43 +233,76 @@ pub struct GpuSpec {
 
 const MIB: u64 = 1 << 20;
 
-/// Efficiency of an NVIDIA H100-class GPU (H100, H800, H200, H20).
+/// Typical large-GEMM efficiency over the best-shape figure: Bekman's table
+/// gives the best shape a search finds (H100 SXM bf16 80.3%); the sweep
+/// measured here on an H100 SXM gives 69.5% as the large-size level of
+/// every shape a transformer uses (the best single shape reached 75%).
+/// GPUs without a sweep of their own take Bekman's figure times this ratio
+/// (an assumption until one is measured).
+const TYPICAL_OF_BEST: f64 = 0.695 / 0.803;
+
+/// Sequence lengths at which fused attention reaches half of its
+/// long-sequence efficiency, forward and backward: fitted to the H100 SXM
+/// sweep (`tests/fixtures/measured/h100-sxm/attention.csv`, PyTorch SDPA,
+/// causal, head size 128, 512..16384 tokens); other GPUs assume the same
+/// shape of curve.
+const HALF_SEQ_FORWARD: f64 = 450.0;
+const HALF_SEQ_BACKWARD: f64 = 1800.0;
+
+/// Efficiency of an NVIDIA H100-class GPU (H100, H800, H200, H20): the
+/// GEMM curve fitted to the sweep measured here on an H100 SXM
+/// (`tests/fixtures/measured/h100-sxm/gemm.csv`, 1 011 shapes; the test
+/// `measured_h100` checks the fit).
 const HOPPER: Efficiency = Efficiency {
-    gemm_max: 0.80,
-    gemm_fp8_max: 0.71,
-    gemm_half_flops: 5.0e9,
-    attention: 0.55,
+    gemm_max: 0.695,
+    gemm_fp8_max: 0.63,
+    gemm_half_flops: 2.8e9,
+    attention: 0.605,
+    attention_half_seq: HALF_SEQ_FORWARD,
+    attention_backward: 0.575,
+    attention_backward_half_seq: HALF_SEQ_BACKWARD,
     memory: 0.90,
     memory_half_bytes: 1.0e6,
     launch_ns: 1_000,
 };
 /// Efficiency of an NVIDIA A100-class GPU (A100, A800; assumed for A40
-/// and L40S).
+/// and L40S): Bekman's best-shape figure x [`TYPICAL_OF_BEST`].
 const AMPERE: Efficiency = Efficiency {
-    gemm_max: 0.87,
+    gemm_max: 0.869 * TYPICAL_OF_BEST,
     gemm_fp8_max: 0.71,
     gemm_half_flops: 4.0e9,
     attention: 0.55,
+    attention_half_seq: HALF_SEQ_FORWARD,
+    attention_backward: 0.55,
+    attention_backward_half_seq: HALF_SEQ_BACKWARD,
     memory: 0.90,
     memory_half_bytes: 1.0e6,
     launch_ns: 1_000,
 };
-/// Efficiency of an NVIDIA B200 (half size: H100's x 2250 / 989).
+/// Efficiency of an NVIDIA B200 (Bekman's figures x [`TYPICAL_OF_BEST`];
+/// half size: the H100's x 2250 / 989).
 const BLACKWELL: Efficiency = Efficiency {
-    gemm_max: 0.776,
-    gemm_fp8_max: 0.763,
-    gemm_half_flops: 11.4e9,
+    gemm_max: 0.776 * TYPICAL_OF_BEST,
+    gemm_fp8_max: 0.763 * TYPICAL_OF_BEST,
+    gemm_half_flops: 6.4e9,
     attention: 0.55,
+    attention_half_seq: HALF_SEQ_FORWARD,
+    attention_backward: 0.55,
+    attention_backward_half_seq: HALF_SEQ_BACKWARD,
     memory: 0.90,
     memory_half_bytes: 1.0e6,
     launch_ns: 1_000,
 };
-/// Efficiency of an AMD MI300X (half size: H100's x 1307 / 989).
+/// Efficiency of an AMD MI300X (Bekman's figure x [`TYPICAL_OF_BEST`];
+/// half size: the H100's x 1307 / 989).
 const CDNA3: Efficiency = Efficiency {
-    gemm_max: 0.514,
-    gemm_fp8_max: 0.514,
-    gemm_half_flops: 6.6e9,
+    gemm_max: 0.514 * TYPICAL_OF_BEST,
+    gemm_fp8_max: 0.514 * TYPICAL_OF_BEST,
+    gemm_half_flops: 3.7e9,
     attention: 0.35,
+    attention_half_seq: HALF_SEQ_FORWARD,
+    attention_backward: 0.35,
+    attention_backward_half_seq: HALF_SEQ_BACKWARD,
     memory: 0.90,
     memory_half_bytes: 1.0e6,
     launch_ns: 1_000,
@@ -414,16 +498,21 @@ impl GpuSpec {
         bytes: f64,
         kernels: u32,
         precision: Precision,
+        attention: AttentionPass,
     ) -> u64 {
         let e = &self.efficiency;
         let compute_s = match class {
             OpClass::Gemm if flops > 0.0 => {
-                let max = if precision == Precision::Fp8 && self.peaks.fp8_tflops.is_some() {
-                    e.gemm_fp8_max
-                } else {
-                    e.gemm_max
+                // FP8 reaches the same fraction at the same time, so at
+                // (its peak / the bf16 peak) x the FLOPs.
+                let (max, half) = match self.peaks.fp8_tflops {
+                    Some(fp8) if precision == Precision::Fp8 => (
+                        e.gemm_fp8_max,
+                        e.gemm_half_flops * fp8 / self.peaks.bf16_tflops,
+                    ),
+                    _ => (e.gemm_max, e.gemm_half_flops),
                 };
-                let eff = max * flops / (flops + e.gemm_half_flops);
+                let eff = max * flops / (flops + half);
                 flops / (self.peak_tflops(precision) * 1e12 * eff)
             }
             OpClass::Attention if flops > 0.0 => {
@@ -431,7 +520,7 @@ impl GpuSpec {
                     Precision::Fp32 => self.peaks.fp32_tflops,
                     _ => self.peaks.bf16_tflops,
                 };
-                flops / (peak * 1e12 * e.attention)
+                flops / (peak * 1e12 * e.attention_efficiency(attention))
             }
             _ => 0.0,
         };
@@ -471,19 +560,66 @@ mod tests {
         let g = gpu_preset("H100").unwrap();
         // A huge GEMM approaches gemm_max of the peak.
         let flops = 1e15;
-        let t = g.op_time_ns(OpClass::Gemm, flops, 0.0, 0, Precision::Bf16) as f64;
-        let ideal = flops / (989.4e12 * 0.80) * 1e9;
+        let t = g.op_time_ns(
+            OpClass::Gemm,
+            flops,
+            0.0,
+            0,
+            Precision::Bf16,
+            AttentionPass::default(),
+        ) as f64;
+        let e = g.efficiency;
+        let ideal = flops / (989.4e12 * e.gemm_max) * 1e9;
         assert!((t / ideal - 1.0).abs() < 0.01, "{t} vs {ideal}");
         // FP8: twice the peak at its own efficiency.
-        let t8 = g.op_time_ns(OpClass::Gemm, flops, 0.0, 0, Precision::Fp8) as f64;
-        assert!((t / t8 - 2.0 * 0.71 / 0.80).abs() < 0.01);
+        let t8 = g.op_time_ns(
+            OpClass::Gemm,
+            flops,
+            0.0,
+            0,
+            Precision::Fp8,
+            AttentionPass::default(),
+        ) as f64;
+        assert!((t / t8 - 2.0 * e.gemm_fp8_max / e.gemm_max).abs() < 0.01);
         // Memory-bound: bytes / (bw x eff) plus launches; a large transfer
         // is close to 90% of the bandwidth.
-        let m = g.op_time_ns(OpClass::Memory, 0.0, 3.35e9, 2, Precision::Bf16);
+        let m = g.op_time_ns(
+            OpClass::Memory,
+            0.0,
+            3.35e9,
+            2,
+            Precision::Bf16,
+            AttentionPass::default(),
+        );
         let ideal = 3.35e9 / (3350e9 * 0.9) * 1e9;
         assert!(((m - 2_000) as f64 / ideal - 1.0).abs() < 0.001, "{m}");
         // Small GEMMs are less efficient per FLOP.
-        let small = g.op_time_ns(OpClass::Gemm, 2e9, 0.0, 0, Precision::Bf16) as f64;
+        let small = g.op_time_ns(
+            OpClass::Gemm,
+            2e9,
+            0.0,
+            0,
+            Precision::Bf16,
+            AttentionPass::default(),
+        ) as f64;
         assert!(small / 2e9 > t / flops * 1.9);
+    }
+
+    #[test]
+    fn attention_efficiency_grows_with_the_sequence_and_backward_lags() {
+        let e = gpu_preset("H100").unwrap().efficiency;
+        let at = |seq_length, backward| {
+            e.attention_efficiency(AttentionPass {
+                seq_length,
+                backward,
+            })
+        };
+        // Half of the long-sequence level at the half-efficiency length.
+        assert!((at(450, false) - e.attention / 2.0).abs() < 1e-12);
+        assert!((at(1800, true) - e.attention_backward / 2.0).abs() < 1e-12);
+        assert!(at(2048, false) < at(8192, false) && at(8192, false) < e.attention);
+        assert!(at(4096, true) < at(4096, false));
+        // Unknown length: the long-sequence level.
+        assert_eq!(at(0, true), e.attention_backward);
     }
 }

@@ -29,7 +29,7 @@
 use super::memory::{stage_params, StageParams};
 use super::{ModelJob, Recompute};
 use crate::formats::Format;
-use crate::hardware::{GpuSpec, Precision};
+use crate::hardware::{AttentionPass, GpuSpec, Precision};
 use crate::model::ops::{Op, OpClass, OpWork, Shape};
 use crate::workload::{
     CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
@@ -70,12 +70,26 @@ pub fn shape(job: &ModelJob) -> Shape {
     }
 }
 
-/// Time of one phase of an op on `gpu`, ns.
-fn phase_ns(gpu: &GpuSpec, op: &Op, work: &OpWork, precision: Precision) -> u64 {
+/// Time of one phase of an op on `gpu`, ns (`attention`: the pass and
+/// sequence length, used by the attention core's efficiency).
+fn phase_ns(
+    gpu: &GpuSpec,
+    op: &Op,
+    work: &OpWork,
+    precision: Precision,
+    attention: AttentionPass,
+) -> u64 {
     if work.flops == 0.0 && work.bytes == 0.0 && work.kernels == 0 {
         return 0;
     }
-    gpu.op_time_ns(op.class, work.flops, work.bytes, work.kernels, precision)
+    gpu.op_time_ns(
+        op.class,
+        work.flops,
+        work.bytes,
+        work.kernels,
+        precision,
+        attention,
+    )
 }
 
 /// Summed phase times of a group of ops.
@@ -86,13 +100,23 @@ struct Times {
     weight_grad: u64,
 }
 
-fn times(gpu: &GpuSpec, ops: &[Op], precision: Precision, recompute: Recompute) -> Times {
+fn times(
+    gpu: &GpuSpec,
+    ops: &[Op],
+    precision: Precision,
+    recompute: Recompute,
+    seq_length: u64,
+) -> Times {
     let mut t = Times::default();
+    let pass = |backward| AttentionPass {
+        seq_length,
+        backward,
+    };
     for op in ops {
-        let f = phase_ns(gpu, op, &op.forward, precision);
+        let f = phase_ns(gpu, op, &op.forward, precision, pass(false));
         t.forward += f;
-        t.input_grad += phase_ns(gpu, op, &op.input_grad, precision);
-        t.weight_grad += phase_ns(gpu, op, &op.weight_grad, precision);
+        t.input_grad += phase_ns(gpu, op, &op.input_grad, precision, pass(true));
+        t.weight_grad += phase_ns(gpu, op, &op.weight_grad, precision, pass(true));
         if recompute == Recompute::Selective && op.class == OpClass::Attention {
             t.input_grad += f;
         }
@@ -261,7 +285,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     };
     let block = TpBlock { tp: &tp, layer };
     let first_out = out.len();
-    let t = |ops: &[Op]| times(gpu, ops, p, rc);
+    let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.seq_length);
     // Attention block.
     let (norm, body, residual) = split_norm(m.attention_ops(shape));
     let attention = t(&body).plus(t(&residual));
@@ -331,7 +355,13 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
 
 /// Per-op times of a list of memory-bound or GEMM ops as one op.
 fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
-    let t = times(&job.gpu, ops, job.setup.precision, Recompute::None);
+    let t = times(
+        &job.gpu,
+        ops,
+        job.setup.precision,
+        Recompute::None,
+        u64::from(job.setup.seq_length),
+    );
     op(name.to_string(), role, None, t, None, None)
 }
 
