@@ -2,8 +2,9 @@
 // memory per stage and the MFU change (and equal the CLI's `simulate --model
 // ... --json`), reload the permalink and see the same job restored and run;
 // an invalid TP shows the core's message; a dropped config.json runs as the
-// job with the panel's settings; a figure: Llama 3 70B on 1024 GPUs from the
-// Run button to its result. Screenshot: target/e2e-model-job.png.
+// job with the panel's settings; an uneven pipeline split (DeepSeek-V3's 61
+// layers on 16 stages) equals the CLI's; a figure: Llama 3 70B on 1024 GPUs
+// from the Run button to its result. Screenshot: target/e2e-model-job.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -124,6 +125,33 @@ test('a dropped config.json runs as the job with the panel\'s settings', async (
   assert.match(await page.evaluate(() => location.hash), /model_file=llama3_8b\.json/);
   await page.getByTestId('job-file-note').waitFor();
   await screenshot(page, 'model-dropped-config');
+  assert.deepEqual(errors, []);
+});
+
+test('an uneven pipeline split: 61 layers of DeepSeek-V3 on 16 stages, as the CLI gives it', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('deepseek-v3');
+  await page.getByTestId('job-pp').fill('16');
+  await page.getByTestId('job-dp').fill('64');
+  await page.getByTestId('job-ep').fill('64');
+  await page.getByTestId('job-gbs').fill('128');
+  // 61 layers do not split evenly over 16 stages: refused, naming the flags.
+  const err = page.getByTestId('job-error');
+  await err.waitFor();
+  assert.match(await err.textContent(), /61 layers are not divisible by PP x virtual stages = 16 x 1 = 16/);
+  await page.getByTestId('job-first-layers').fill('4');
+  await page.getByTestId('job-last-layers').fill('1');
+  await page.waitForFunction(() => location.hash.includes('job_last_layers=1'));
+  await settled(page);
+  const got = await shown(page);
+  assert.equal(got.peaks.length, 16, 'one memory row per stage');
+  const want = cli(['--model', 'deepseek-v3', '--pp', '16', '--dp', '64', '--ep', '64', '--global-batch-size', '128',
+    '--first-stage-layers', '4', '--last-stage-layers', '1']);
+  assert.equal(got.ns, want.iteration_time_ns);
+  assert.deepEqual(got.peaks, want.memory.per_stage.map((s) => s.peak_bytes));
+  assert.deepEqual(want.training.stage_layers, [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1]);
+  await screenshot(page, 'model-uneven-split');
   assert.deepEqual(errors, []);
 });
 

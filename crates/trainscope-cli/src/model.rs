@@ -43,6 +43,15 @@ pub struct ModelFlags {
     /// Virtual pipeline stages per rank (interleaved 1F1B; default 1).
     #[arg(long, value_name = "N")]
     pub vpp: Option<u32>,
+    /// Transformer layers on the first pipeline stage (Megatron's
+    /// --decoder-first-pipeline-num-layers); the stages between share the
+    /// rest evenly. Default: an even split.
+    #[arg(long, value_name = "N", alias = "decoder-first-pipeline-num-layers")]
+    pub first_stage_layers: Option<u32>,
+    /// Transformer layers on the last pipeline stage (Megatron's
+    /// --decoder-last-pipeline-num-layers). Default: an even split.
+    #[arg(long, value_name = "N", alias = "decoder-last-pipeline-num-layers")]
+    pub last_stage_layers: Option<u32>,
     /// Megatron sequence parallelism (needs TP > 1).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -104,6 +113,8 @@ impl ModelFlags {
         add(self.dp.is_some(), "--dp");
         add(self.ep.is_some(), "--ep");
         add(self.vpp.is_some(), "--vpp");
+        add(self.first_stage_layers.is_some(), "--first-stage-layers");
+        add(self.last_stage_layers.is_some(), "--last-stage-layers");
         add(self.sequence_parallel, "--sequence-parallel");
         add(self.micro_batch_size.is_some(), "--micro-batch-size");
         add(self.global_batch_size.is_some(), "--global-batch-size");
@@ -152,6 +163,8 @@ impl ModelFlags {
             recompute,
             distributed_optimizer: self.distributed_optimizer,
             flash_attention: !self.no_flash_attention,
+            first_stage_layers: self.first_stage_layers,
+            last_stage_layers: self.last_stage_layers,
         })
     }
 

@@ -217,6 +217,85 @@ fn invalid_jobs_exit_4_naming_the_numbers() {
 }
 
 #[test]
+fn uneven_pipeline_split_runs_deepseek_v3_and_refuses_bad_counts() {
+    // DeepSeek-V3's 61 layers on 16 stages: 4 on the first, 1 on the last,
+    // 4 on each of the 14 others.
+    let base = [
+        "simulate",
+        "--model",
+        "deepseek-v3",
+        "--pp",
+        "16",
+        "--ep",
+        "64",
+        "--world",
+        "2048",
+        "--global-batch-size",
+        "256",
+        "--json",
+    ];
+    let mut a = base.to_vec();
+    a.extend_from_slice(&["--first-stage-layers", "4", "--last-stage-layers", "1"]);
+    let out = trainscope(&a);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json_of(&out);
+    let mut want = vec![4u64; 16];
+    want[15] = 1;
+    let got: Vec<u64> = v["training"]["stage_layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    // The one-layer last stage computes least.
+    let compute: Vec<u64> = v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["compute_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(compute.len(), 16);
+    assert!(compute[15] < compute[1], "{compute:?}");
+    // Without the split, 61 layers on 16 stages are refused with the way out.
+    let out = trainscope(&base);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr(&out).contains("--first-stage-layers"),
+        "{}",
+        stderr(&out)
+    );
+    // Megatron's flag names are accepted; bad counts exit 4.
+    let mut a = base.to_vec();
+    a.extend_from_slice(&["--decoder-first-pipeline-num-layers", "5"]);
+    let out = trainscope(&a);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr(&out)
+            .contains("61 layers less first 5 leave 56, not divisible by the other 15 stage(s)"),
+        "{}",
+        stderr(&out)
+    );
+    // A V-shaped schedule needs an even split.
+    let mut a = base.to_vec();
+    a.extend_from_slice(&[
+        "--first-stage-layers",
+        "4",
+        "--last-stage-layers",
+        "1",
+        "--schedule",
+        "zbv",
+    ]);
+    let out = trainscope(&a);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("one chunk per stage"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn broken_config_exits_3_and_model_flags_need_model() {
     let out = trainscope(&["simulate", "--model", &fixture("hf/wrong_type.json")]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));

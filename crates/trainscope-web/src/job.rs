@@ -88,6 +88,9 @@ pub struct JobSettings {
     pub recompute: Recompute,
     pub distributed_optimizer: bool,
     pub flash_attention: bool,
+    /// Layers on the first / last pipeline stage; `None`: an even split.
+    pub first_stage_layers: Option<u32>,
+    pub last_stage_layers: Option<u32>,
 }
 
 impl Default for JobSettings {
@@ -109,6 +112,8 @@ impl Default for JobSettings {
             recompute: d.recompute,
             distributed_optimizer: d.distributed_optimizer,
             flash_attention: d.flash_attention,
+            first_stage_layers: d.first_stage_layers,
+            last_stage_layers: d.last_stage_layers,
         }
     }
 }
@@ -125,6 +130,8 @@ pub enum JobField {
     Vpp,
     MicroBatchSize,
     GlobalBatchSize,
+    FirstStageLayers,
+    LastStageLayers,
     SeqLength,
     Precision,
     Recompute,
@@ -135,7 +142,7 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 15] = [
+    pub const ALL: [JobField; 17] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -146,6 +153,8 @@ impl JobField {
         JobField::MicroBatchSize,
         JobField::GlobalBatchSize,
         JobField::SeqLength,
+        JobField::FirstStageLayers,
+        JobField::LastStageLayers,
         JobField::Precision,
         JobField::Recompute,
         JobField::SequenceParallel,
@@ -166,6 +175,8 @@ impl JobField {
             JobField::Vpp => "job_vpp",
             JobField::MicroBatchSize => "job_mbs",
             JobField::GlobalBatchSize => "job_gbs",
+            JobField::FirstStageLayers => "job_first_layers",
+            JobField::LastStageLayers => "job_last_layers",
             JobField::SeqLength => "job_seq",
             JobField::Precision => "job_precision",
             JobField::Recompute => "job_recompute",
@@ -199,6 +210,8 @@ impl JobField {
             JobField::Vpp => "Virtual stages",
             JobField::MicroBatchSize => "Micro-batch size",
             JobField::GlobalBatchSize => "Global batch",
+            JobField::FirstStageLayers => "First-stage layers",
+            JobField::LastStageLayers => "Last-stage layers",
             JobField::SeqLength => "Sequence length",
             JobField::Precision => "Precision",
             JobField::Recompute => "Recompute",
@@ -220,6 +233,8 @@ impl JobField {
             JobField::Vpp => "--vpp",
             JobField::MicroBatchSize => "--micro-batch-size",
             JobField::GlobalBatchSize => "--global-batch-size",
+            JobField::FirstStageLayers => "--first-stage-layers",
+            JobField::LastStageLayers => "--last-stage-layers",
             JobField::SeqLength => "--seq-length",
             JobField::Precision => "--precision",
             JobField::Recompute => "--recompute",
@@ -255,6 +270,19 @@ fn parse_count(text: &str) -> Result<u32, String> {
     }
     t.parse::<u32>()
         .map_err(|_| format!("`{t}` is not a whole number ≥ 0"))
+}
+
+/// An optional count: empty is `None` (the core's default).
+fn parse_optional(text: &str) -> Result<Option<u32>, String> {
+    if text.trim().is_empty() {
+        Ok(None)
+    } else {
+        parse_count(text).map(Some)
+    }
+}
+
+fn optional(v: Option<u32>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
 }
 
 fn parse_on_off(text: &str) -> Result<bool, String> {
@@ -310,9 +338,9 @@ impl JobSettings {
             JobField::Ep => self.ep.to_string(),
             JobField::Vpp => self.vpp.to_string(),
             JobField::MicroBatchSize => self.micro_batch_size.to_string(),
-            JobField::GlobalBatchSize => self
-                .global_batch_size
-                .map_or_else(String::new, |g| g.to_string()),
+            JobField::GlobalBatchSize => optional(self.global_batch_size),
+            JobField::FirstStageLayers => optional(self.first_stage_layers),
+            JobField::LastStageLayers => optional(self.last_stage_layers),
             JobField::SeqLength => self.seq_length.to_string(),
             JobField::Precision => self.precision.name().into(),
             JobField::Recompute => self.recompute.name().into(),
@@ -340,13 +368,9 @@ impl JobSettings {
             JobField::Ep => self.ep = parse_count(text)?,
             JobField::Vpp => self.vpp = parse_count(text)?,
             JobField::MicroBatchSize => self.micro_batch_size = parse_count(text)?,
-            JobField::GlobalBatchSize => {
-                self.global_batch_size = if text.trim().is_empty() {
-                    None
-                } else {
-                    Some(parse_count(text)?)
-                }
-            }
+            JobField::GlobalBatchSize => self.global_batch_size = parse_optional(text)?,
+            JobField::FirstStageLayers => self.first_stage_layers = parse_optional(text)?,
+            JobField::LastStageLayers => self.last_stage_layers = parse_optional(text)?,
             JobField::SeqLength => self.seq_length = parse_count(text)?,
             JobField::Precision => {
                 self.precision = Precision::from_name(text).ok_or_else(|| {
@@ -388,6 +412,8 @@ impl JobSettings {
             recompute: self.recompute,
             distributed_optimizer: self.distributed_optimizer,
             flash_attention: self.flash_attention,
+            first_stage_layers: self.first_stage_layers,
+            last_stage_layers: self.last_stage_layers,
         }
     }
 

@@ -181,6 +181,14 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         if s.distributed_optimizer { " · distributed optimizer" } else { "" },
         m.source,
     );
+    let description = if j.is_uneven() {
+        let layers: Vec<String> = (0..s.pp)
+            .map(|st| j.stage_layer_range(st).len().to_string())
+            .collect();
+        format!("{description} · layers per stage {}", layers.join("/"))
+    } else {
+        description
+    };
     let mem = &out.memory;
     let per_chunk = chunk_activation_bytes(out);
     for a in &mut v.activations {

@@ -85,6 +85,13 @@ fn defaults_are_the_cores_and_fields_parse_as_the_cli_does() {
         .starts_with("unknown GPU type `V100`"));
     j.set(JobField::GlobalBatchSize, "").unwrap();
     assert_eq!(j.global_batch_size, None);
+    // Uneven pipeline split: empty is the even split, a count the CLI's flag.
+    j.set(JobField::FirstStageLayers, "4").unwrap();
+    assert_eq!(j.setup().first_stage_layers, Some(4));
+    assert_eq!(JobField::FirstStageLayers.flag(), "--first-stage-layers");
+    j.set(JobField::FirstStageLayers, " ").unwrap();
+    assert_eq!(j.first_stage_layers, None);
+    assert!(j.set(JobField::LastStageLayers, "x").is_err());
     j.set(JobField::GlobalBatchSize, "64").unwrap();
     assert_eq!(j.get(JobField::GlobalBatchSize), "64");
     assert_eq!(
@@ -127,6 +134,8 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         recompute: Recompute::Selective,
         distributed_optimizer: true,
         flash_attention: false,
+        first_stage_layers: Some(7),
+        last_stage_layers: Some(9),
     };
     let fragment = format!(
         "{}&{}",

@@ -480,8 +480,12 @@ pub fn activation_send_bytes(job: &ModelJob) -> u64 {
 
 /// The layers stage `stage` holds, in the order it runs them: chunk c of
 /// the stage holds layer group c x PP + stage (looped), or groups stage and
-/// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk).
+/// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk). With
+/// first/last-stage layer counts, the stage's own range.
 pub fn stage_layers(job: &ModelJob, stage: u32) -> Vec<u32> {
+    if job.is_uneven() {
+        return job.stage_layer_range(stage).collect();
+    }
     let per = job.layers_per_chunk();
     let p = job.setup.pp;
     (0..job.chunks_per_stage())

@@ -121,6 +121,8 @@ pub fn calibrate_from(
         recompute: super::Recompute::None,
         distributed_optimizer: false,
         flash_attention: job.setup.flash_attention,
+        first_stage_layers: None,
+        last_stage_layers: None,
     };
     let ref_job = ModelJob::new(job.model.clone(), reference.clone(), job.gpu.clone(), None)
         .map_err(|e| {

@@ -88,6 +88,15 @@ pub struct TrainingSetup {
     pub distributed_optimizer: bool,
     /// Fused (flash) attention: the score matrix is never stored.
     pub flash_attention: bool,
+    /// Transformer layers on the first pipeline stage (Megatron's
+    /// `--decoder-first-pipeline-num-layers`); `None`: an even split.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_stage_layers: Option<u32>,
+    /// Transformer layers on the last pipeline stage (Megatron's
+    /// `--decoder-last-pipeline-num-layers`); `None`: an even split. The
+    /// stages between share the other layers evenly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_stage_layers: Option<u32>,
 }
 
 /// Sequences per iteration when the global batch is not given.
@@ -116,6 +125,8 @@ impl Default for TrainingSetup {
             recompute: Recompute::None,
             distributed_optimizer: false,
             flash_attention: true,
+            first_stage_layers: None,
+            last_stage_layers: None,
         }
     }
 }
@@ -166,6 +177,68 @@ pub struct ModelJob {
     /// layer groups s and 2p - 1 - s, so the output layer is on stage 0);
     /// set by [`run::run_model`] from the schedule. False: looped chunks.
     pub v_shape: bool,
+}
+
+/// Check a first/last-stage layer split: pipeline stages to split, one
+/// chunk per stage, every stage at least one layer, the middle stages an
+/// even share.
+fn uneven_split(setup: &TrainingSetup, layers: u32) -> Result<(), JobError> {
+    let pp = setup.pp;
+    let (first, last) = (setup.first_stage_layers, setup.last_stage_layers);
+    if pp < 2 {
+        return Err(JobError::new(
+            format!("first/last-stage layer counts need pipeline parallelism (PP is {pp})"),
+            "use --pp 2 or more, or drop --first-stage-layers / --last-stage-layers",
+        ));
+    }
+    if setup.vpp > 1 {
+        return Err(JobError::new(
+            format!(
+                "first/last-stage layer counts are modelled with one chunk per stage ({} virtual stages given)",
+                setup.vpp
+            ),
+            "use --vpp 1 with an uneven split",
+        ));
+    }
+    for (name, v) in [("first", first), ("last", last)] {
+        if v == Some(0) {
+            return Err(JobError::new(
+                format!("the {name} stage is given 0 layers"),
+                "give every stage at least one layer",
+            ));
+        }
+    }
+    let given = u64::from(first.unwrap_or(0)) + u64::from(last.unwrap_or(0));
+    let middle = pp - u32::from(first.is_some()) - u32::from(last.is_some());
+    let split = match (first, last) {
+        (Some(f), Some(l)) => format!("first {f} and last {l}"),
+        (Some(f), None) => format!("first {f}"),
+        (None, Some(l)) => format!("last {l}"),
+        (None, None) => String::new(),
+    };
+    if given > u64::from(layers) {
+        return Err(JobError::new(
+            format!("{split} layers are more than the model's {layers}"),
+            "give the first and last stages fewer layers",
+        ));
+    }
+    let rest = u64::from(layers) - given;
+    if middle == 0 {
+        if rest != 0 {
+            return Err(JobError::new(
+                format!("{split} = {given} layers on the 2 stages, but the model has {layers}"),
+                "with PP 2 the first and last counts must add up to the layer count",
+            ));
+        }
+    } else if rest < u64::from(middle) || rest % u64::from(middle) != 0 {
+        return Err(JobError::new(
+            format!(
+                "{layers} layers less {split} leave {rest}, not divisible by the other {middle} stage(s) (at least one layer each)"
+            ),
+            "choose first/last counts that leave a multiple of the remaining stages",
+        ));
+    }
+    Ok(())
 }
 
 fn positive(name: &str, v: u32) -> Result<u32, JobError> {
@@ -329,12 +402,14 @@ impl ModelJob {
         }
         let layers = m.num_layers;
         let chunks = u64::from(pp) * u64::from(vpp);
-        if u64::from(layers) % chunks != 0 {
+        if setup.first_stage_layers.is_some() || setup.last_stage_layers.is_some() {
+            uneven_split(&setup, layers)?;
+        } else if u64::from(layers) % chunks != 0 {
             return Err(JobError::new(
                 format!(
                     "{layers} layers are not divisible by PP x virtual stages = {pp} x {vpp} = {chunks}"
                 ),
-                "choose PP and virtual stages whose product divides the layer count",
+                "choose PP and virtual stages whose product divides the layer count, or give the first and last stages their own layer counts (--first-stage-layers, --last-stage-layers)",
             ));
         }
         if vpp > 1 && pp == 1 {
@@ -477,9 +552,40 @@ impl ModelJob {
         }
     }
 
-    /// Layers per model chunk (layers / (PP x chunks per stage)).
+    /// Layers per model chunk (layers / (PP x chunks per stage)); with an
+    /// uneven split (one chunk per stage), the most any stage holds.
     pub fn layers_per_chunk(&self) -> u32 {
+        if self.is_uneven() {
+            return (0..self.setup.pp)
+                .map(|s| self.stage_layer_range(s).len() as u32)
+                .max()
+                .unwrap_or(0);
+        }
         self.model.num_layers / (self.setup.pp * self.chunks_per_stage())
+    }
+
+    /// Whether the first or last stage has its own layer count.
+    pub fn is_uneven(&self) -> bool {
+        self.setup.first_stage_layers.is_some() || self.setup.last_stage_layers.is_some()
+    }
+
+    /// The layers of stage `stage` with one chunk per stage: the first and
+    /// last stages' counts as given, the others' even share of the rest.
+    pub fn stage_layer_range(&self, stage: u32) -> std::ops::Range<u32> {
+        let pp = self.setup.pp;
+        let layers = self.model.num_layers;
+        let first = self.setup.first_stage_layers;
+        let last = self.setup.last_stage_layers.filter(|_| pp > 1);
+        let middle_stages = pp - u32::from(first.is_some()) - u32::from(last.is_some());
+        let rest = layers - first.unwrap_or(0) - last.unwrap_or(0);
+        let per = rest.checked_div(middle_stages).unwrap_or(0);
+        let count = |s: u32| match (s, first, last) {
+            (0, Some(f), _) => f,
+            (s, _, Some(l)) if s == pp - 1 => l,
+            _ => per,
+        };
+        let start: u32 = (0..stage).map(count).sum();
+        start..start + count(stage)
     }
 
     /// The stage that runs the output layer and the loss (the last stage;
@@ -616,6 +722,77 @@ pub(crate) mod tests {
         );
         assert_eq!(err(setup(0, 8, 128), None), "TP is 0");
         assert_eq!(err(setup(8, 8, 128), Some(0)), "world is 0");
+    }
+
+    #[test]
+    fn uneven_split_places_the_first_and_last_stages_layers() {
+        let gpu = gpu_preset("H100").unwrap();
+        // 80 layers on PP 6: first 10, last 10, the 4 others 15 each.
+        let mut s = setup(8, 6, 96);
+        s.first_stage_layers = Some(10);
+        s.last_stage_layers = Some(10);
+        let j = ModelJob::new(llama3_70b(), s, gpu.clone(), None).unwrap();
+        let ranges: Vec<_> = (0..6).map(|st| j.stage_layer_range(st)).collect();
+        assert_eq!(
+            ranges,
+            vec![0..10, 10..25, 25..40, 40..55, 55..70, 70..80],
+            "every layer once, in order"
+        );
+        assert_eq!(
+            crate::job::build::stage_layers(&j, 1),
+            (10..25).collect::<Vec<_>>()
+        );
+        assert_eq!(j.layers_per_chunk(), 15);
+        // Only the last given: the first 3 stages share 80 - 5 = 75.
+        let mut s = setup(8, 4, 96);
+        s.last_stage_layers = Some(5);
+        let j = ModelJob::new(llama3_70b(), s, gpu.clone(), None).unwrap();
+        assert_eq!(j.stage_layer_range(0), 0..25);
+        assert_eq!(j.stage_layer_range(3), 75..80);
+        // The stage with fewer layers holds fewer parameters.
+        let p = |st| crate::job::memory::stage_params(&j, st).total();
+        assert!(p(3) < p(2));
+    }
+
+    #[test]
+    fn uneven_split_refusals_name_the_numbers() {
+        let gpu = gpu_preset("H100").unwrap();
+        let err = |first: Option<u32>, last: Option<u32>, pp: u32, vpp: u32| {
+            let mut s = setup(8, pp, 96);
+            s.vpp = vpp;
+            s.first_stage_layers = first;
+            s.last_stage_layers = last;
+            ModelJob::new(llama3_70b(), s, gpu.clone(), None)
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            err(Some(4), None, 4, 1),
+            "80 layers less first 4 leave 76, not divisible by the other 3 stage(s) (at least one layer each)"
+        );
+        assert_eq!(
+            err(Some(40), Some(41), 4, 1),
+            "first 40 and last 41 layers are more than the model's 80"
+        );
+        assert_eq!(
+            err(Some(30), Some(40), 2, 1),
+            "first 30 and last 40 = 70 layers on the 2 stages, but the model has 80"
+        );
+        assert_eq!(
+            err(Some(10), None, 1, 1),
+            "first/last-stage layer counts need pipeline parallelism (PP is 1)"
+        );
+        assert_eq!(
+            err(Some(8), Some(8), 4, 2),
+            "first/last-stage layer counts are modelled with one chunk per stage (2 virtual stages given)"
+        );
+        assert_eq!(err(None, Some(0), 4, 1), "the last stage is given 0 layers");
+        // 80 layers, first 2 and last 2: 76 over 2 middle stages leaves 38
+        // each: fine, while 80 on PP 3 evenly is refused.
+        let mut s = setup(8, 4, 96);
+        s.first_stage_layers = Some(2);
+        s.last_stage_layers = Some(2);
+        assert!(ModelJob::new(llama3_70b(), s, gpu, None).is_ok());
     }
 
     #[test]

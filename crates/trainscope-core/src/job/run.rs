@@ -99,6 +99,15 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     shaped.v_shape = c.schedule.placement() == ChunkPlacement::VShape;
     let job = &shaped;
     let groups = 2 * s.pp;
+    if job.v_shape && job.is_uneven() {
+        return Err(RunError::Sim(SimError::InvalidConfig {
+            name: "schedule",
+            reason: format!(
+                "{} places two chunks per stage in a V: first/last-stage layer counts are modelled with one chunk per stage",
+                c.schedule.name()
+            ),
+        }));
+    }
     if job.v_shape && !job.model.num_layers.is_multiple_of(groups) {
         return Err(RunError::Sim(SimError::InvalidConfig {
             name: "schedule",
@@ -208,6 +217,13 @@ impl ModelRunOutput {
             "flash_attention": s.flash_attention,
             "gpu": self.job.gpu.name,
         });
+        if self.job.is_uneven() {
+            // The layers of every stage, first to last.
+            v["training"]["stage_layers"] = (0..s.pp)
+                .map(|st| self.job.stage_layer_range(st).len())
+                .collect::<Vec<_>>()
+                .into();
+        }
         v["mfu"] = json!(self.throughput.mfu);
         v["model_tflops_per_gpu"] = json!(self.throughput.model_tflops_per_gpu);
         v["tokens_per_second"] = json!(self.throughput.tokens_per_second);

@@ -413,6 +413,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                 recompute: rc,
                                                 distributed_optimizer: dist,
                                                 flash_attention: spec.flash_attention,
+                                                first_stage_layers: None,
+                                                last_stage_layers: None,
                                             };
                                             let job = match ModelJob::new(
                                                 spec.model.clone(),

@@ -98,7 +98,11 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
                 let input: HtmlInputElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::JobEdit(field, input.value()));
             });
-            let placeholder = (field == JobField::GlobalBatchSize).then_some("auto");
+            let placeholder = match field {
+                JobField::GlobalBatchSize => Some("auto"),
+                JobField::FirstStageLayers | JobField::LastStageLayers => Some("even"),
+                _ => None,
+            };
             html! {
                 <input id={id.clone()} name={field.key()} type="number" step="1" min="1"
                        inputmode="numeric" value={text} {placeholder} {title}
@@ -175,6 +179,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::Tp, JobField::Pp, JobField::Dp, JobField::Ep]) }
                     { fields(&[JobField::Vpp, JobField::MicroBatchSize, JobField::GlobalBatchSize, JobField::SeqLength]) }
                     { fields(&[JobField::Precision, JobField::Recompute]) }
+                    { fields(&[JobField::FirstStageLayers, JobField::LastStageLayers]) }
                 </div>
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
