@@ -123,6 +123,8 @@ fn evaluate(c: &Case) -> Row {
         recompute: Recompute::from_name(&c.recompute).expect("recompute"),
         distributed_optimizer: c.distributed_optimizer,
         flash_attention: true,
+        first_stage_layers: None,
+        last_stage_layers: None,
     };
     let gpu = gpu_preset(&c.gpu).unwrap_or_else(|| panic!("{}: no GPU {}", c.id, c.gpu));
     let nvlink_gbps = gpu.nvlink_busbw_gbps;
