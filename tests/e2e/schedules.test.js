@@ -12,7 +12,8 @@
 // fail are listed with the core's reason instead of a row. Screenshot:
 // target/e2e/schedules-compare.png, target/e2e/schedules-pinned-pair.png,
 // target/e2e/schedules-stacked.png (the stacked view alone),
-// target/e2e/schedules-memory-lanes.png (the run's timeline with its lanes).
+// target/e2e/schedules-memory-lanes.png (the run's timeline with its lanes),
+// target/e2e/schedules-job-memory-lanes.png (a described job's, in bytes).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -230,6 +231,18 @@ test('a described job compares its schedules in bytes, and its memory chart is i
   assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zbv');
   assert.equal(await page.getByTestId('job-panel').getAttribute('data-active'), 'true');
   await waitDrawn(page);
+  // The job's timeline has its two memory lanes, in bytes.
+  const tl = page.getByTestId('timeline');
+  assert.equal(Number(await tl.getAttribute('data-memory-lanes')), 2);
+  await tl.scrollIntoViewIfNeeded();
+  const box = await tl.boundingBox();
+  await page.mouse.move(box.x + Number(await tl.getAttribute('data-plot-left')) + 200,
+    box.y + Number(await tl.getAttribute('data-memory-first-y')));
+  const tip = page.getByTestId('tooltip');
+  await tip.waitFor();
+  assert.match(await tip.innerText(), /peak\s+[\d.]+ (MiB|GiB)/);
+  await shoot(page.locator('.ts-timeline').last(), 'schedules-job-memory-lanes');
+  await page.mouse.move(0, 0);
   await chart.scrollIntoViewIfNeeded();
   await screenshot(page, 'schedules-job');
   assert.deepEqual(errors, []);
