@@ -4,12 +4,21 @@
 // result (the iteration time of its row), its timeline and the activation
 // memory chart, one step chart per stage; clicking a row runs that
 // schedule; "pin as A" on the 1F1B row then a click on ZB-V draws both
-// timelines on one time axis. With the file's one micro-batch, the schedules whose conditions
+// timelines on one time axis. Each schedule's timeline has one activation
+// memory lane per stage (`data-memory-lanes` on the canvas; hovering one shows
+// its value), and under the table every schedule's timeline is stacked on one
+// time axis (`schedule-compare-timelines`, `data-count`). With the file's one
+// micro-batch, the schedules whose conditions
 // fail are listed with the core's reason instead of a row. Screenshot:
-// target/e2e/schedules-compare.png, target/e2e/schedules-pinned-pair.png.
+// target/e2e/schedules-compare.png, target/e2e/schedules-pinned-pair.png,
+// target/e2e/schedules-stacked.png (the stacked view alone),
+// target/e2e/schedules-memory-lanes.png (the run's timeline with its lanes),
+// target/e2e/schedules-job-memory-lanes.png (a described job's, in bytes).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, launch, newPage, waitDone, screenshot } from './harness.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { serve, launch, newPage, waitDone, screenshot, shots } from './harness.js';
 
 const SEED = 'simai_llama65b_tp8_pp4_vpp8.txt';
 const SCHEDULES = ['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev'];
@@ -41,6 +50,12 @@ async function waitDrawn(page) {
   }, null, { timeout: 20000 });
 }
 
+/** A screenshot of one element (legible at its own size). */
+async function shoot(locator, name) {
+  fs.mkdirSync(shots, { recursive: true });
+  await locator.screenshot({ path: path.join(shots, `${name}.png`) });
+}
+
 async function loadSeed(page) {
   await page.goto(site.url);
   await page.getByTestId('example').filter({ hasText: SEED }).click();
@@ -70,6 +85,37 @@ test('compare every schedule, pick each one and see its timeline and memory char
     assert.ok(Math.abs(r.speedup * r.ns - base) < 1, `${r.schedule}: speed-up = 1F1B / its time`);
   }
 
+  // Every schedule's timeline stacked under the table on one time axis.
+  const stacked = page.getByTestId('schedule-compare-timelines');
+  await page.waitForFunction(() => document.querySelector('[data-testid="schedule-compare-timelines"]')?.dataset.count === '7',
+    null, { timeout: 20000 });
+  const sc = page.getByTestId('schedule-timeline');
+  assert.equal(await sc.getAttribute('data-runs'),
+    'gpipe,1f1b,interleaved (vpp 4),zb-h1,zb-h2,zbv,dualpipev');
+  assert.equal(Number(await sc.getAttribute('data-counters')), 7 * 4, 'a memory lane per stage per schedule');
+  assert.equal(Number(await sc.getAttribute('data-memory-lanes')), 0, 'collapsed: one row per stage');
+  const [sStart, sEnd] = await page.getByTestId('schedule-view-range')
+    .evaluate((e) => [Number(e.dataset.startNs), Number(e.dataset.endNs)]);
+  assert.equal(sStart, 0);
+  assert.ok(sEnd >= Math.max(...rows.map((r) => r.ns)), 'the shared axis covers the slowest schedule');
+  await sc.scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => {
+    const c = document.querySelector('[data-testid=schedule-timeline]');
+    if (!c || !c.width) return false;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
+    }
+    return n > 2000;
+  }, null, { timeout: 20000 });
+  await shoot(stacked, 'schedules-stacked');
+  // A click on a stage's name expands it: its memory lane shows.
+  const box = await sc.boundingBox();
+  const rulerH = Number(await sc.getAttribute('data-ruler-height'));
+  await page.mouse.click(box.x + 40, box.y + rulerH + 22 + 10);
+  await page.waitForFunction(() => document.querySelector('[data-testid=schedule-timeline]')?.dataset.memoryLanes === '1');
+
   for (const r of rows) {
     await page.getByTestId('setting-schedule').selectOption(r.schedule);
     await settled(page);
@@ -77,6 +123,9 @@ test('compare every schedule, pick each one and see its timeline and memory char
       `${r.schedule}: the run shows its row's iteration time`);
     assert.equal(await table.locator('tr.current').getAttribute('data-schedule'), r.schedule);
     await waitDrawn(page);
+    // The timeline has a memory lane per stage.
+    assert.equal(Number(await page.getByTestId('timeline').getAttribute('data-memory-lanes')), 4,
+      `${r.schedule}: one memory lane per stage in the timeline`);
     const chart = page.getByTestId('activation-memory-chart');
     assert.equal(await chart.getAttribute('data-unit'), 'micro-batches');
     const peaks = await chart.locator('svg[data-stage]').evaluateAll((s) => s.map((e) => Number(e.dataset.peak)));
@@ -93,6 +142,18 @@ test('compare every schedule, pick each one and see its timeline and memory char
   assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
     rows.find((r) => r.schedule === 'zb-h1').ns);
   await waitDrawn(page);
+  // Hovering stage 0's memory lane shows its value.
+  const tl = page.getByTestId('timeline');
+  await tl.scrollIntoViewIfNeeded();
+  const laneY = Number(await tl.getAttribute('data-memory-first-y'));
+  const tlBox = await tl.boundingBox();
+  await page.mouse.move(tlBox.x + Number(await tl.getAttribute('data-plot-left')) + 120, tlBox.y + laneY);
+  const tip = page.getByTestId('tooltip');
+  await tip.waitFor();
+  assert.equal(await tip.getAttribute('data-counter'), 'stage 0 / activation memory');
+  assert.match(await tip.innerText(), /micro-batch/);
+  await shoot(page.locator('.ts-timeline').last(), 'schedules-memory-lanes');
+  await page.mouse.move(0, 0);
   await table.scrollIntoViewIfNeeded();
   await screenshot(page, 'schedules-compare');
 
@@ -170,6 +231,18 @@ test('a described job compares its schedules in bytes, and its memory chart is i
   assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zbv');
   assert.equal(await page.getByTestId('job-panel').getAttribute('data-active'), 'true');
   await waitDrawn(page);
+  // The job's timeline has its two memory lanes, in bytes.
+  const tl = page.getByTestId('timeline');
+  assert.equal(Number(await tl.getAttribute('data-memory-lanes')), 2);
+  await tl.scrollIntoViewIfNeeded();
+  const box = await tl.boundingBox();
+  await page.mouse.move(box.x + Number(await tl.getAttribute('data-plot-left')) + 200,
+    box.y + Number(await tl.getAttribute('data-memory-first-y')));
+  const tip = page.getByTestId('tooltip');
+  await tip.waitFor();
+  assert.match(await tip.innerText(), /peak\s+[\d.]+ (MiB|GiB)/);
+  await shoot(page.locator('.ts-timeline').last(), 'schedules-job-memory-lanes');
+  await page.mouse.move(0, 0);
   await chart.scrollIntoViewIfNeeded();
   await screenshot(page, 'schedules-job');
   assert.deepEqual(errors, []);

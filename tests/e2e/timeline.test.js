@@ -51,7 +51,9 @@ async function openTimeline(page) {
 }
 
 /** Coloured (non-grey) pixels of the canvas's plot area, and one of them
- * (CSS px relative to the canvas) in the middle of a horizontal run. */
+ * (CSS px relative to the canvas) in the middle of a horizontal run of a
+ * span: the rows of the activation memory lanes (`data-memory-rows`, CSS px
+ * `top-bottom` pairs) are left out. */
 function samplePixels(canvas) {
   return canvas.evaluate((c) => {
     const ctx = c.getContext('2d');
@@ -61,12 +63,16 @@ function samplePixels(canvas) {
     const x0 = Math.ceil(left * dpr); const y0 = Math.ceil(top * dpr);
     const w = c.width - x0 - Math.ceil(12 * dpr); const h = c.height - y0;
     const d = ctx.getImageData(x0, y0, w, h).data;
+    const memory = (c.dataset.memoryRows || '').split(',').filter((r) => r)
+      .map((r) => r.split('-').map((v) => Number(v) * dpr));
+    const inMemory = (y) => memory.some(([a, b]) => y0 + y >= a - 1 && y0 + y <= b + 1);
     const coloured = (i) => {
       const r = d[i]; const g = d[i + 1]; const b = d[i + 2];
       return Math.max(r, g, b) - Math.min(r, g, b) > 40;
     };
     let count = 0; let best = null; let bestRun = 0;
     for (let y = 0; y < h; y += 1) {
+      if (inMemory(y)) continue;
       let run = 0;
       for (let x = 0; x < w; x += 1) {
         if (coloured((y * w + x) * 4)) {

@@ -102,6 +102,37 @@ fn chrome_trace_names_and_flows() {
     }
 }
 
+/// Each stage's activation memory over time is a Chrome counter track:
+/// one `ph:"C"` event per change of its counter lane, in the stage's `pid`,
+/// in micro-batches (stage 0 of 1F1B with p = m = 2 holds 2 at its peak).
+#[test]
+fn chrome_trace_counters_are_the_memory_lanes() {
+    let r = result();
+    let ev = events(&export::chrome_trace_json(&r.timeline));
+    for c in r.timeline.counters() {
+        let mine: Vec<&Value> = ev
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["pid"] == c.group)
+            .collect();
+        assert_eq!(mine.len(), c.points.len());
+        for (e, p) in mine.iter().zip(&c.points) {
+            assert_eq!(e["name"], "activation memory");
+            assert_eq!(
+                (e["ts"].as_f64().unwrap() * 1000.0).round() as u64,
+                p.time_ns
+            );
+            assert_eq!(e["args"]["micro_batches"].as_f64(), Some(p.value));
+        }
+    }
+    let peak = |pid: u64| {
+        ev.iter()
+            .filter(|e| e["ph"] == "C" && e["pid"] == pid)
+            .filter_map(|e| e["args"]["micro_batches"].as_f64())
+            .fold(0.0, f64::max)
+    };
+    assert_eq!((peak(0), peak(1)), (2.0, 1.0));
+}
+
 #[test]
 fn summary_json_and_spans_csv() {
     let r = result();

@@ -179,3 +179,47 @@ fn seeds_are_deterministic() {
         );
     }
 }
+
+/// Interleaved 1F1B with one virtual stage on seed 000 (p = 4, m = 8) takes
+/// exactly GPipe's iteration time, not 1F1B's. From the definitions
+/// (`sim::schedules`): with v = 1 Megatron's interleaved warm-up
+/// 2(p - s - 1) + (v - 1)p is 2(p - s - 1) forwards, twice 1F1B's p - s - 1,
+/// so its order is neither GPipe's (all m forwards first) nor 1F1B's. On
+/// identical stages without communication all three take (m + p - 1)(F + B);
+/// with the seed's stage-to-stage transfers they differ: 1F1B's stage s
+/// cannot send forward p - s until the first backward has come back over
+/// the transfers, so the last stage waits for forwards (a longer
+/// iteration), while the doubled warm-up covers that round trip: every
+/// forward reaches the last stage as early as under GPipe, the last stage
+/// runs its m forwards and backwards back to back as under GPipe, and the
+/// backward of the last micro-batch travels back the same way, so the
+/// iteration ends at the same nanosecond. Its activation peak is GPipe's
+/// minus the difference: 2(p - s - 1) + 1 micro-batches on stage s.
+#[test]
+fn seed000_interleaved_with_one_virtual_stage_takes_gpipes_time() {
+    let j = job(SEED000);
+    let time_and_peaks = |schedule: ScheduleKind| {
+        let c = SimConfig {
+            schedule,
+            virtual_stages: 1,
+            micro_batches: Some(8),
+            ..SimConfig::default()
+        };
+        let r = run(&j, &c);
+        let peaks: Vec<u32> = r
+            .summary
+            .stages
+            .iter()
+            .map(|s| s.peak_activation_chunks)
+            .collect();
+        (r.summary.iteration_time_ns, peaks)
+    };
+    let (gpipe, gpipe_peaks) = time_and_peaks(ScheduleKind::GPipe);
+    let (one, one_peaks) = time_and_peaks(ScheduleKind::OneFOneB);
+    let (inter, inter_peaks) = time_and_peaks(ScheduleKind::Interleaved);
+    assert_eq!(inter, gpipe);
+    assert!(one > gpipe, "1f1b {one} vs gpipe {gpipe}");
+    assert_eq!(gpipe_peaks, vec![8; 4]);
+    assert_eq!(one_peaks, vec![4, 3, 2, 1]);
+    assert_eq!(inter_peaks, vec![7, 5, 3, 1]);
+}

@@ -453,7 +453,8 @@ pub fn App() -> Html {
                                          running={state.run.is_running()}
                                          on_compare={on_compare_schedules}
                                          on_pick={on_pick_schedule}
-                                         on_pin={on_pin_schedule} />
+                                         on_pin={on_pin_schedule}
+                                         timelines={state.schedule_timelines.clone()} />
                     }
                     // A refused job has nothing to draw: its panel says why.
                     if output.as_ref().is_some_and(|o| o.result.is_some() || o.job.is_none())

@@ -114,6 +114,7 @@ pub fn run_with_source(
         )
     };
     let mut schedules = None;
+    let mut timelines = sim.timelines;
     if req.compare_schedules {
         let compared = crate::schedule_compare::compare_schedules(
             &pairs,
@@ -122,6 +123,7 @@ pub fn run_with_source(
             &req.pinned,
             &req.job,
             req.job_active,
+            sim.source.as_ref(),
             &mut |i, s| {
                 step(
                     n.saturating_add(2).saturating_add(i as u32),
@@ -135,7 +137,11 @@ pub fn run_with_source(
             },
         );
         match compared {
-            Ok(c) => schedules = Some(c),
+            Ok(c) => {
+                schedules = Some(c.table);
+                // The stacked view's timelines travel with the run's.
+                timelines.extend(c.timelines);
+            }
             Err(d) => diagnostics.push(d),
         }
     }
@@ -148,7 +154,7 @@ pub fn run_with_source(
         hints,
         files,
         result: sim.view,
-        timelines: sim.timelines,
+        timelines,
         diagnostics,
         job: sim.job,
         schedules,

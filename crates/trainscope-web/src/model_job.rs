@@ -25,14 +25,14 @@ use crate::views::{MemoryView, ModelView, ResultView, StageMemoryView};
 use std::collections::BTreeSet;
 use trainscope_core::formats::decode_text;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
-use trainscope_core::job::memory::memory_report;
+use trainscope_core::job::memory;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
 use trainscope_core::job::ModelJob;
 use trainscope_core::model::{hf, presets, ModelSpec};
 use trainscope_core::Diagnostic;
 
 /// The model a job names: a preset, or a loaded config file parsed.
-fn resolve_model(pairs: &[(&str, &[u8])], model: &JobModel) -> Result<ModelSpec, Diagnostic> {
+pub fn resolve_model(pairs: &[(&str, &[u8])], model: &JobModel) -> Result<ModelSpec, Diagnostic> {
     match model {
         JobModel::Preset(name) => presets::lookup(name),
         JobModel::File(name) => {
@@ -115,6 +115,17 @@ pub fn run_job(
         .with_hint("switch the mode to event-level, or export the job with `trainscope convert --model ... --to simai-workload` and load that"));
     }
     let model = resolve_model(pairs, &job.model)?;
+    run_job_with(model, job, settings, pinned)
+}
+
+/// [`run_job`] with the model already resolved (parsed once when one
+/// model is simulated several times, as Compare schedules does).
+pub fn run_job_with(
+    model: ModelSpec,
+    job: &JobSettings,
+    settings: &Settings,
+    pinned: &BTreeSet<Field>,
+) -> Result<ModelRunOutput, Diagnostic> {
     let gpu = gpu(&job.gpu)?;
     let nvlink_gbps = gpu.nvlink_busbw_gbps;
     let model_job = ModelJob::new(model, job.setup(), gpu, None).map_err(|e| e.to_diagnostic())?;
@@ -134,14 +145,7 @@ pub fn run_job(
 /// its activations with two chunks held minus with one (so a full
 /// recompute's one-layer working set, held at any count, cancels out).
 pub fn chunk_activation_bytes(out: &ModelRunOutput) -> Vec<u64> {
-    let pp = out.job.setup.pp as usize;
-    let one = memory_report(&out.job, &vec![1; pp], 1);
-    let two = memory_report(&out.job, &vec![2; pp], 1);
-    one.per_stage
-        .iter()
-        .zip(&two.per_stage)
-        .map(|(a, b)| b.activations_bytes.saturating_sub(a.activations_bytes))
-        .collect()
+    memory::chunk_activation_bytes(&out.job)
 }
 
 /// A model-level run as the Read panel: the event view (breakdown,

@@ -17,18 +17,33 @@
 //! `peak_activation_bytes`), and the speed-up over 1F1B (1F1B's iteration
 //! time / the row's).
 //!
+//! The input is parsed once (a file set with the core's `load_files`, a
+//! described job's model with [`crate::model_job::resolve_model`]) and each
+//! schedule simulated once; the schedule the run itself used is not
+//! simulated again: its row and timeline come from the run
+//! ([`ExportSource`]) when the settings are the same. Every row's timeline
+//! comes back too, compacted ([`compact_timeline`]: the compute and
+//! collective lanes and the activation memory lanes), labelled [`TIMELINE_PREFIX`] + the row's
+//! name, for the stacked view under the table.
+//!
 //! [`ScheduleKind::ALL`]: trainscope_core::sim::ScheduleKind::ALL
 
-use crate::compute::{event_config, pick_input, run_error_diagnostics};
+use crate::compute::{event_config, pick_input, run_error_diagnostics, ExportSource};
 use crate::job::{JobModel, JobSettings};
-use crate::settings::{Field, Mode, Schedule, Settings};
+use crate::protocol::NamedTimeline;
+use crate::settings::{schedule_name, Field, Mode, Schedule, Settings};
 use crate::views::{ScheduleComparison, ScheduleRefusal, ScheduleRow};
 use std::collections::BTreeSet;
 use trainscope_core::formats::Format;
 use trainscope_core::inspect::FileSummary;
-use trainscope_core::sim::run::run_files;
+use trainscope_core::sim::run::{load_files, run_loaded};
+use trainscope_core::sim::timeline::{Stream, Timeline, TimelineBuilder};
 use trainscope_core::sim::Summary;
 use trainscope_core::Diagnostic;
+
+/// Label prefix of a compared schedule's timeline (`schedule:zb-h1`), so
+/// the page tells them from the run's own (`simulated`, `measured`).
+pub const TIMELINE_PREFIX: &str = "schedule:";
 
 /// What is compared.
 enum Input<'a> {
@@ -36,9 +51,55 @@ enum Input<'a> {
     Job(JobSettings),
 }
 
-/// Run the input under every schedule. `progress(i, schedule)` is called
-/// before the i-th (0-based) schedule. An error when nothing can be
-/// compared (no input, the SimAI-compatible mode).
+/// The table and each row's compacted timeline (in row order).
+#[derive(Debug, Clone)]
+pub struct Compared {
+    pub table: ScheduleComparison,
+    pub timelines: Vec<NamedTimeline>,
+}
+
+/// A compact copy of a simulated timeline for the stacked view: its
+/// compute and collective lanes (the spans and their labels; the DP
+/// collectives keep the iteration's end) and its counter lanes (activation
+/// memory); no pipeline send / receive lanes, flows, dependencies or
+/// critical path.
+pub fn compact_timeline(tl: &Timeline) -> Timeline {
+    let mut tb = TimelineBuilder::new();
+    // Labels keep their ids: a timeline's labels are already interned.
+    for l in tl.labels() {
+        tb.label(l);
+    }
+    for (i, lane) in tl.lanes().iter().enumerate() {
+        if matches!(lane.stream, Stream::Send | Stream::Recv) {
+            continue;
+        }
+        let k = tb.lane(lane.clone());
+        for s in tl.spans(i as u32) {
+            tb.push(k, *s);
+        }
+    }
+    for c in tl.counters() {
+        tb.counter(c.clone());
+    }
+    tb.build()
+}
+
+/// A row's name: `zb-h1`, `interleaved (vpp 2)`.
+pub fn row_label(schedule: Schedule, virtual_stages: u32) -> String {
+    let name = schedule_name(schedule);
+    if virtual_stages > 1 {
+        format!("{name} (vpp {virtual_stages})")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Run the input under every schedule. `current` is what the run itself
+/// produced with `settings` and `job` (reused for the schedule it ran, not
+/// simulated again). `progress(i, schedule)` is called before the i-th
+/// (0-based) schedule. An error when nothing can be compared (no input,
+/// the SimAI-compatible mode).
+#[allow(clippy::too_many_arguments)]
 pub fn compare_schedules(
     pairs: &[(&str, &[u8])],
     summaries: &[FileSummary],
@@ -46,8 +107,9 @@ pub fn compare_schedules(
     pinned: &BTreeSet<Field>,
     job: &JobSettings,
     job_active: bool,
+    current: Option<&ExportSource>,
     progress: &mut dyn FnMut(usize, Schedule),
-) -> Result<ScheduleComparison, Diagnostic> {
+) -> Result<Compared, Diagnostic> {
     if settings.mode == Mode::Simai {
         return Err(Diagnostic::error(
             "schedules are compared in the event-level mode (the SimAI-compatible mode has no schedule: it scales one stage by the closed-form bubble)",
@@ -82,8 +144,19 @@ pub fn compare_schedules(
         Input::Job(j) => j.vpp,
         Input::Files(_) => settings.virtual_stages,
     };
+    // Parsed once: the files, or the job's model.
+    let (main_config, options) = event_config(settings, pinned);
+    let loaded = match &input {
+        Input::Files(files) => Some(load_files(files, &options).map_err(|e| first_error(&e))),
+        Input::Job(_) => None,
+    };
+    let model = match &input {
+        Input::Job(j) => Some(crate::model_job::resolve_model(pairs, &j.model)),
+        Input::Files(_) => None,
+    };
     let mut rows = Vec::new();
     let mut refused = Vec::new();
+    let mut timelines = Vec::new();
     for (i, schedule) in Schedule::ALL.into_iter().enumerate() {
         progress(i, schedule);
         let interleaved = schedule == Schedule::Interleaved;
@@ -98,41 +171,72 @@ pub fn compare_schedules(
         s.schedule = schedule;
         let virtual_stages = if interleaved { vpp } else { 1 };
         let outcome = match &input {
-            Input::Files(files) => {
+            Input::Files(_) => {
                 if interleaved {
                     s.virtual_stages = vpp;
                 }
-                let (config, options) = event_config(&s, pinned);
-                run_files(files, &config, &options)
-                    .map(|out| row(schedule, virtual_stages, &out.result.summary, None))
-                    .map_err(|e| {
-                        run_error_diagnostics(&e)
-                            .into_iter()
-                            .next()
-                            .unwrap_or_else(|| Diagnostic::error("the run failed"))
-                    })
+                let (config, _) = event_config(&s, pinned);
+                match (current, &loaded) {
+                    (Some(ExportSource::Event(out)), _) if config == main_config => Ok((
+                        row(schedule, virtual_stages, &out.result.summary, None),
+                        compact_timeline(&out.result.timeline),
+                    )),
+                    (_, Some(Ok(l))) => run_loaded(l, &config, &options)
+                        .map(|out| {
+                            (
+                                row(schedule, virtual_stages, &out.result.summary, None),
+                                compact_timeline(&out.result.timeline),
+                            )
+                        })
+                        .map_err(|e| first_error(&e)),
+                    (_, Some(Err(d))) => Err(d.clone()),
+                    (_, None) => Err(Diagnostic::error("no input")),
+                }
             }
             Input::Job(j) => {
-                let mut j = j.clone();
-                j.vpp = virtual_stages;
-                crate::model_job::run_job(pairs, &j, &s, pinned).map(|out| {
+                let mut jr = j.clone();
+                jr.vpp = virtual_stages;
+                let reuse = match current {
+                    Some(ExportSource::Model(out)) if &jr == j && &s == settings => Some(&**out),
+                    _ => None,
+                };
+                let fresh;
+                let out = match (reuse, &model) {
+                    (Some(out), _) => Ok(out),
+                    (None, Some(Ok(m))) => {
+                        fresh = crate::model_job::run_job_with(m.clone(), &jr, &s, pinned);
+                        fresh.as_ref().map_err(Clone::clone)
+                    }
+                    (None, Some(Err(d))) => Err(d.clone()),
+                    (None, None) => Err(Diagnostic::error("no model")),
+                };
+                out.map(|out| {
                     let bytes = out
                         .memory
                         .per_stage
                         .iter()
                         .map(|m| m.activations_bytes)
                         .collect();
-                    row(
-                        schedule,
-                        virtual_stages,
-                        &out.run.result.summary,
-                        Some(bytes),
+                    (
+                        row(
+                            schedule,
+                            virtual_stages,
+                            &out.run.result.summary,
+                            Some(bytes),
+                        ),
+                        compact_timeline(&out.run.result.timeline),
                     )
                 })
             }
         };
         match outcome {
-            Ok(r) => rows.push(r),
+            Ok((r, tl)) => {
+                timelines.push(NamedTimeline {
+                    label: format!("{TIMELINE_PREFIX}{}", row_label(schedule, virtual_stages)),
+                    timeline: tl,
+                });
+                rows.push(r);
+            }
             Err(d) => refused.push(ScheduleRefusal {
                 schedule,
                 message: d.message,
@@ -148,11 +252,22 @@ pub fn compare_schedules(
             .filter(|_| r.iteration_time_ns > 0)
             .map(|b| b as f64 / r.iteration_time_ns as f64);
     }
-    Ok(ScheduleComparison {
-        input: name,
-        rows,
-        refused,
+    Ok(Compared {
+        table: ScheduleComparison {
+            input: name,
+            rows,
+            refused,
+        },
+        timelines,
     })
+}
+
+/// A run error's first diagnostic.
+fn first_error(e: &trainscope_core::sim::RunError) -> Diagnostic {
+    run_error_diagnostics(e)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| Diagnostic::error("the run failed"))
 }
 
 fn job_name(job: &JobSettings) -> String {

@@ -144,6 +144,10 @@ pub struct AppState {
     /// settings other than the schedule stay (picking a row runs that
     /// schedule and keeps the table); dropped by any other change.
     pub schedules: Option<Rc<ScheduleComparison>>,
+    /// The timelines of the last Compare-schedules table's rows (compacted,
+    /// labelled `schedule:NAME`), drawn stacked under the table while it is
+    /// shown; they arrive with that run's timelines.
+    pub schedule_timelines: Vec<SharedTimeline>,
     /// Pin the next run's result as "A" when it finishes (a schedule row's
     /// "pin as A"); becomes `pin_run` when that run starts.
     pub pin_next_run: bool,
@@ -630,6 +634,8 @@ impl Reducible for AppState {
                         }
                         if let Some(c) = &output.schedules {
                             next.schedules = Some(Rc::new(c.clone()));
+                            // This table's timelines follow.
+                            next.schedule_timelines.clear();
                         }
                         next.output = Some(Rc::new(*output));
                         next.output_run = id;
@@ -665,13 +671,22 @@ impl Reducible for AppState {
                     Response::Timelines { id, timelines }
                         if next.output.is_some() && next.output_run == id =>
                     {
-                        next.timelines = timelines
+                        let (compared, own): (Vec<_>, Vec<_>) = timelines
                             .into_iter()
                             .map(|t| SharedTimeline {
                                 label: t.label,
                                 timeline: Rc::new(t.timeline),
                             })
-                            .collect();
+                            .partition(|t| {
+                                t.label
+                                    .starts_with(crate::schedule_compare::TIMELINE_PREFIX)
+                            });
+                        next.timelines = own;
+                        // A schedule row's run keeps the table and its
+                        // timelines; a new comparison replaces them.
+                        if !compared.is_empty() || next.schedules.is_none() {
+                            next.schedule_timelines = compared;
+                        }
                         next.timelines_run = id;
                         if next.compare.as_ref().is_some_and(|p| p.run == id) {
                             next.compare_timeline = next.pinned_timeline();

@@ -5,12 +5,16 @@
 //! the request flag on the wire, the reducer (the table arrives with the
 //! run, picking a row runs that schedule and keeps the table, another edit
 //! drops it), the activation series in the result (peaks equal the core's,
-//! bytes per chunk from the memory model), and the mounted chart and table.
+//! bytes per chunk from the memory model), and the mounted chart and table;
+//! every row's timeline (compacted, with its activation memory lanes) comes
+//! back with the run, the reducer keeps them with the table, and the stacked
+//! view and the memory lanes render their data attributes.
 
 #![cfg(target_arch = "wasm32")]
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use trainscope_core::sim::timeline::Stream;
 use trainscope_core::sim::{run_files, ScheduleKind};
 use trainscope_web::components::activation_chart::{step_path, ActivationChart};
 use trainscope_web::components::schedule_compare::ScheduleCompare;
@@ -19,8 +23,11 @@ use trainscope_web::job::{JobField, JobSettings};
 use trainscope_web::protocol::{
     decode_request, encode_request, InputFile, Request, Response, RunOutput, RunRequest,
 };
+use trainscope_web::schedule_compare::compact_timeline;
 use trainscope_web::settings::{Field, Schedule, Settings};
+use trainscope_web::state::SharedTimeline;
 use trainscope_web::state::{Action, AppState};
+use trainscope_web::timeline::Timeline;
 use trainscope_web::views::{ScheduleComparison, ScheduleRow};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
@@ -466,4 +473,139 @@ async fn the_table_and_the_chart_render_their_test_ids() {
         current.get_attribute("data-schedule").as_deref(),
         Some("1f1b")
     );
+}
+
+// ---------------------------------------------------------------- stacked timelines
+
+/// The comparison's timelines come with the run's: the run's own first,
+/// then one per row (`schedule:NAME`), compacted to the compute and
+/// collective lanes and the activation memory lanes; the current schedule's (1F1B) is the run's
+/// own, compacted (not simulated again).
+#[wasm_bindgen_test]
+fn compare_returns_every_rows_timeline_with_memory_lanes() {
+    let out = run(&file_request(
+        &[(Field::MicroBatches, "8"), (Field::VirtualStages, "4")],
+        true,
+    ));
+    let labels: Vec<&str> = out.timelines.iter().map(|t| t.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        vec![
+            "simulated",
+            "schedule:gpipe",
+            "schedule:1f1b",
+            "schedule:interleaved (vpp 4)",
+            "schedule:zb-h1",
+            "schedule:zb-h2",
+            "schedule:zbv",
+            "schedule:dualpipev"
+        ]
+    );
+    let own = &out.timelines[0].timeline;
+    assert_eq!(own.counters().len(), 4, "a memory lane per stage");
+    assert_eq!(
+        out.timelines[2].timeline,
+        compact_timeline(own),
+        "1F1B is the run's own"
+    );
+    let c = out.schedules.unwrap();
+    for (t, r) in out.timelines[1..].iter().zip(&c.rows) {
+        let tl = &t.timeline;
+        assert!(tl
+            .lanes()
+            .iter()
+            .all(|l| !matches!(l.stream, Stream::Send | Stream::Recv)));
+        assert_eq!(tl.lanes().len(), 4 * 3, "compute and collectives");
+        assert!(tl.flows().is_empty() && tl.critical_path().is_empty());
+        assert_eq!(tl.counters().len(), 4, "{}", t.label);
+        assert_eq!(tl.end_ns(), r.iteration_time_ns, "{}", t.label);
+        // The memory lanes' peaks are the row's peaks per stage.
+        let peaks: Vec<f64> = tl.counters().iter().map(|c| c.max_value()).collect();
+        assert_eq!(peaks, r.peak_micro_batches, "{}", t.label);
+    }
+}
+
+/// The reducer keeps the rows' timelines apart from the run's own: a
+/// comparison's replace them; a row's run (no comparison) keeps them.
+#[wasm_bindgen_test]
+fn the_rows_timelines_are_kept_with_the_table() {
+    let typed = [(Field::MicroBatches, "8"), (Field::VirtualStages, "4")];
+    let s = Rc::new(AppState::default())
+        .reduce(Action::Loaded {
+            files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
+            example: None,
+        })
+        .reduce(Action::Edit(Field::MicroBatches, "8".into()))
+        .reduce(Action::Edit(Field::VirtualStages, "4".into()));
+    let mut out = run(&file_request(&typed, true));
+    let timelines = std::mem::take(&mut out.timelines);
+    let s = done(s, 1, out).reduce(Action::Worker(Response::Timelines { id: 1, timelines }));
+    assert_eq!(s.timelines.len(), 1);
+    assert_eq!(s.timelines[0].label, "simulated");
+    assert_eq!(s.schedule_timelines.len(), 7);
+    let s = s.reduce(Action::RunSchedule(Schedule::ZbH1, 1));
+    let mut req = file_request(&typed, false);
+    req.settings.schedule = Schedule::ZbH1;
+    let mut out = run(&req);
+    let timelines = std::mem::take(&mut out.timelines);
+    let s = done(s, 2, out).reduce(Action::Worker(Response::Timelines { id: 2, timelines }));
+    assert_eq!(s.timelines.len(), 1);
+    assert_eq!(s.schedule_timelines.len(), 7, "kept with the table");
+}
+
+#[wasm_bindgen_test]
+async fn the_stacked_timelines_and_the_memory_lanes_render() {
+    let out = run(&file_request(
+        &[(Field::MicroBatches, "8"), (Field::VirtualStages, "4")],
+        true,
+    ));
+    let c = Rc::new(out.schedules.clone().unwrap());
+    let shared: Vec<SharedTimeline> = out
+        .timelines
+        .iter()
+        .map(|t| SharedTimeline {
+            label: t.label.clone(),
+            timeline: Rc::new(t.timeline.clone()),
+        })
+        .collect();
+    let own = shared[0].timeline.clone();
+    let stacked = shared[1..].to_vec();
+    let host = mount(html! {
+        <>
+            <ScheduleCompare comparison={Some(c)} current={Schedule::OneFOneB}
+                             running={false} on_compare={Callback::noop()} on_pick={Callback::noop()}
+                             on_pin={Callback::noop()} timelines={stacked} />
+            <Timeline timeline={own} />
+        </>
+    });
+    settle().await;
+    let wrap = host
+        .query_selector("[data-testid=schedule-compare-timelines]")
+        .unwrap()
+        .expect("stacked view");
+    assert_eq!(wrap.get_attribute("data-count").as_deref(), Some("7"));
+    let sc = host
+        .query_selector("[data-testid=schedule-timeline]")
+        .unwrap()
+        .expect("its canvas");
+    assert_eq!(
+        sc.get_attribute("data-runs").as_deref(),
+        Some("gpipe,1f1b,interleaved (vpp 4),zb-h1,zb-h2,zbv,dualpipev")
+    );
+    assert_eq!(sc.get_attribute("data-counters").as_deref(), Some("28"));
+    assert_eq!(
+        sc.get_attribute("data-memory-lanes").as_deref(),
+        Some("0"),
+        "collapsed"
+    );
+    // The run's own timeline (its own test ids) shows a lane per stage.
+    let main = host
+        .query_selector("[data-testid=timeline]")
+        .unwrap()
+        .expect("the run's timeline");
+    assert_eq!(
+        main.get_attribute("data-memory-lanes").as_deref(),
+        Some("4")
+    );
+    assert!(main.get_attribute("data-memory-first-y").is_some());
 }

@@ -406,11 +406,23 @@ fn layout_groups_stages_and_collapses() {
     let open = Layout::build(groups.clone(), 1, &[], false);
     let shut = Layout::build(groups.clone(), 1, &[true, false, true, false], true);
     let lanes: usize = groups.iter().map(|g| g.lanes.len()).sum();
-    assert_eq!(open.rows.len(), lanes);
+    // Each stage's activation memory lane joins its group, shown when
+    // expanded (one counter row each, under the span lanes).
+    for (i, g) in groups.iter().enumerate() {
+        assert_eq!(g.counters.len(), 1, "stage {i}");
+        assert_eq!(tl.counters()[g.counters[0] as usize].stage, i as u32);
+    }
+    assert_eq!(open.rows.len(), lanes + 4);
+    assert_eq!(open.counter_rows(), 4);
+    assert!(matches!(
+        open.rows[groups[0].lanes.len()].kind,
+        RowKind::Counter { group: 0, .. }
+    ));
     assert_eq!(
         shut.rows.len(),
-        1 + 2 + groups[1].lanes.len() + groups[3].lanes.len()
+        1 + 2 + groups[1].lanes.len() + groups[3].lanes.len() + 2
     );
+    assert_eq!(shut.counter_rows(), 2);
     assert!(matches!(shut.rows[0].kind, RowKind::Section(0)));
     // A collapsed group's lanes all map to its single row.
     let g0 = &groups[0];

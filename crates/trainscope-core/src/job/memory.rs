@@ -211,6 +211,22 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// Bytes of one chunk activation per stage (one micro-batch through one
+/// model chunk): the stage's activations with two chunks held minus with
+/// one, so a full recompute's one-layer working set, held at any count,
+/// cancels out. The activation counter lanes of a model-level run are the
+/// simulated chunk counts times these.
+pub fn chunk_activation_bytes(job: &ModelJob) -> Vec<u64> {
+    let pp = job.setup.pp as usize;
+    let one = memory_report(job, &vec![1; pp], 1);
+    let two = memory_report(job, &vec![2; pp], 1);
+    one.per_stage
+        .iter()
+        .zip(&two.per_stage)
+        .map(|(a, b)| b.activations_bytes.saturating_sub(a.activations_bytes))
+        .collect()
+}
+
 /// The memory of every stage given, per stage, how many chunks of its
 /// layers hold activations at the peak (`in_flight[stage]`; a chunk is
 /// layers / (PP x vpp) layers of one micro-batch; without interleaving a

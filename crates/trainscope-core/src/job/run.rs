@@ -2,8 +2,8 @@
 //! ([`super::build::described_job`]), runs it through the same adapter,
 //! cost model and engine as a dropped workload file
 //! ([`crate::sim::JobSpec::from_described`], [`crate::sim::simulate_with`]),
-//! and adds what only a model-level job knows: memory per stage, MFU,
-//! tokens/s. [`ModelRunOutput::report_json`] is `trainscope simulate
+//! and adds what only a model-level job knows: memory per stage (and the
+//! timeline's activation memory lanes in bytes), MFU, tokens/s. [`ModelRunOutput::report_json`] is `trainscope simulate
 //! --model ... --json`: the file run's keys plus `model`, `mfu`,
 //! `model_tflops_per_gpu`, `tokens_per_second` and `memory`.
 //!
@@ -13,12 +13,13 @@
 //! collective algorithm and the schedule otherwise come from the
 //! [`SimConfig`].
 
-use super::memory::{memory_report, MemoryReport};
+use super::memory::{chunk_activation_bytes, memory_report, MemoryReport};
 use super::{ModelJob, Throughput};
 use crate::sim::described::DescribedOptions;
 use crate::sim::run::{as_warning_lines, push_unique, RunError, RunOutput, RUN_SCHEMA_VERSION};
 use crate::sim::schedule::{ChunkPlacement, ScheduleKind};
 use crate::sim::simai_cost::cost_for;
+use crate::sim::summary::activation_counters;
 use crate::sim::{simulate_with, JobSpec, SimConfig, SimError};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -122,7 +123,15 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     let described = super::build::described_job(job, &name);
     let spec = JobSpec::from_described(&described, &DescribedOptions::default())?;
     let cost = cost_for(spec.parallel, &c, None)?;
-    let result = simulate_with(&spec, &c, cost.as_ref())?;
+    let mut result = simulate_with(&spec, &c, cost.as_ref())?;
+    // The timeline's activation memory lanes in bytes: the simulated chunk
+    // counts times the memory model's bytes per chunk.
+    let counters = activation_counters(
+        &result.timeline,
+        &result.activations,
+        Some(&chunk_activation_bytes(job)),
+    );
+    result.timeline.set_counters(counters);
     let mut notes = vec![format!(
         "model-level job: {} ({:.2} B parameters) on {} x {}, TP {} PP {} DP {} EP {}, {} micro-batches of {} x {} tokens",
         job.model.name,
@@ -269,6 +278,19 @@ mod tests {
         let gpu = gpu_preset("H100").unwrap();
         let j = ModelJob::new(llama3_70b(), setup(8, 8, 256), gpu, Some(1024)).unwrap();
         let out = run_model(&j, &SimConfig::default()).unwrap();
+        // One activation memory lane per stage, in bytes, peaking at the
+        // memory model's activations of the schedule's peak.
+        let counters = out.run.result.timeline.counters();
+        assert_eq!(counters.len(), out.memory.per_stage.len());
+        for (c, m) in counters.iter().zip(&out.memory.per_stage) {
+            assert_eq!(c.unit, crate::sim::timeline::CounterUnit::Bytes);
+            assert_eq!(
+                c.max_value(),
+                m.activations_bytes as f64,
+                "stage {}",
+                c.stage
+            );
+        }
         let v = out.report_json();
         eprintln!("{}", serde_json::to_string_pretty(&v["memory"]).unwrap());
         eprintln!(

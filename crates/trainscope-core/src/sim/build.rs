@@ -1257,7 +1257,9 @@ pub fn build(
 }
 
 /// Turn a finished run into its timeline, summary and activation memory
-/// over time per simulated rank ([`summary::activation_series`]).
+/// over time per simulated rank ([`summary::activation_series`]; the
+/// timeline gets it as counter lanes in micro-batches,
+/// [`summary::activation_counters`]).
 pub fn finish_all(
     meta: &Meta,
     engine: &Engine,
@@ -1344,8 +1346,9 @@ pub fn finish_all(
     }
     let path = summary::critical_path_tasks(times);
     tb.critical_path(path.iter().map(|t| primary[*t as usize]).collect());
-    let timeline = tb.build();
+    let mut timeline = tb.build();
     let activations = summary::activation_series(meta, engine);
+    timeline.set_counters(summary::activation_counters(&timeline, &activations, None));
     let summary = summary::summarize(meta, engine, &path, timeline.end_ns(), &activations);
     Ok((timeline, summary, activations))
 }

@@ -12,7 +12,12 @@
 //! stream, in the order of its lanes); `ph:"M"` events name processes and
 //! threads; each stage-to-stage transfer adds a flow start (`ph:"s"`, on the
 //! send span) and a flow end (`ph:"f"`, `bp:"e"`, on the receive span) with
-//! a shared `id`.
+//! a shared `id`. Each counter lane (a simulated stage's activation memory
+//! over time) is a series of counter events (`ph:"C"`, one per change, in the
+//! group's `pid`, named after the lane, e.g. `activation memory`, with one
+//! argument named after its unit: `{"micro_batches":1.5}` or
+//! `{"bytes":268435456}`), which Perfetto and chrome://tracing draw as a
+//! counter track.
 
 use super::summary::Summary;
 use super::timeline::{Lane, LaneGroup, Span, Timeline};
@@ -138,7 +143,37 @@ pub fn write_chrome_trace<W: Write>(t: &Timeline, mut w: W) -> io::Result<()> {
             us(b.start_ns)
         )?;
     }
+    for c in t.counters() {
+        let name = c
+            .name
+            .rsplit_once(" / ")
+            .map_or(c.name.as_str(), |(_, n)| n);
+        for p in &c.points {
+            sep(&mut w)?;
+            write!(
+                w,
+                "{{\"ph\":\"C\",\"name\":{},\"pid\":{},\"ts\":{},\"args\":{{\"{}\":{}}}}}",
+                json_str(name),
+                c.group,
+                us(p.time_ns),
+                c.unit.name(),
+                json_number(p.value)
+            )?;
+        }
+    }
     w.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")
+}
+
+/// A counter value as a JSON number: integers without a fraction, else the
+/// shortest decimal that reads back as the same f64 (non-finite: 0).
+fn json_number(x: f64) -> String {
+    if !x.is_finite() {
+        return "0".to_string();
+    }
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        return format!("{}", x as i64);
+    }
+    format!("{x}")
 }
 
 fn write_args<W: Write>(w: &mut W, s: &Span) -> io::Result<()> {
@@ -230,7 +265,15 @@ pub fn spans_csv(t: &Timeline) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::us;
+    use super::{json_number, us};
+
+    #[test]
+    fn counter_values_are_plain_numbers() {
+        assert_eq!(json_number(3.0), "3");
+        assert_eq!(json_number(1.5), "1.5");
+        assert_eq!(json_number(268_435_456.0), "268435456");
+        assert_eq!(json_number(f64::NAN), "0");
+    }
 
     #[test]
     fn microseconds_are_exact() {

@@ -50,7 +50,7 @@ pub mod timeline;
 pub use config::{Algorithm, NetworkConfig, SimConfig};
 pub use job::JobSpec;
 pub use network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};
-pub use run::{run_files, RunError, RunOptions, RunOutput};
+pub use run::{load_files, run_files, run_loaded, LoadedInput, RunError, RunOptions, RunOutput};
 pub use schedule::ScheduleKind;
 pub use simai_cost::SimaiCost;
 pub use summary::Summary;

@@ -677,7 +677,8 @@ fn apply_world(
     Ok(())
 }
 
-/// Simulate the one input in `files` (see the module documentation).
+/// Simulate the one input in `files` (see the module documentation):
+/// [`load_files`] then [`run_loaded`].
 pub fn run_files(
     files: &[(&str, &[u8])],
     config: &SimConfig,
@@ -685,7 +686,45 @@ pub fn run_files(
 ) -> Result<RunOutput, RunError> {
     config.validate()?;
     options.validate()?;
+    let loaded = load_files(files, options)?;
+    run_loaded(&loaded, config, options)
+}
+
+/// The one input of a set of files, parsed: what [`run_loaded`] simulates,
+/// any number of times (the page's schedule comparison parses once and
+/// simulates every schedule).
+pub struct LoadedInput {
+    input: Input,
+    used: Vec<String>,
+    file_warnings: Vec<String>,
+}
+
+/// Parse `files` and pick the one input (see the module documentation);
+/// `options` as for [`run_files`] (the parser options: block repeats, world).
+pub fn load_files(files: &[(&str, &[u8])], options: &RunOptions) -> Result<LoadedInput, RunError> {
+    options.validate()?;
     let (input, used, file_warnings) = load(files, options)?;
+    Ok(LoadedInput {
+        input,
+        used,
+        file_warnings,
+    })
+}
+
+/// Simulate a [`load_files`] input under `config`; `options` must be the
+/// ones it was loaded with. The same output as [`run_files`].
+pub fn run_loaded(
+    loaded: &LoadedInput,
+    config: &SimConfig,
+    options: &RunOptions,
+) -> Result<RunOutput, RunError> {
+    config.validate()?;
+    options.validate()?;
+    let (input, used, file_warnings) = (
+        &loaded.input,
+        loaded.used.clone(),
+        loaded.file_warnings.clone(),
+    );
     let mut warnings = Vec::new();
     let tables = options.ratio_tables.as_ref();
     let mut notes = Vec::new();
@@ -693,7 +732,8 @@ pub fn run_files(
         notes.push(SIMAI_P2P_NOTE.to_string());
     }
     match input {
-        Input::Described(mut d, source) => {
+        Input::Described(d, source) => {
+            let mut d = d.clone();
             if let Some(w) = options.world {
                 apply_world(&mut d, w, &mut warnings)?;
             }
@@ -741,7 +781,7 @@ pub fn run_files(
                         .to_string(),
                 );
             }
-            let measured = measured_timeline(&run);
+            let measured = measured_timeline(run);
             push_unique(&mut warnings, measured.warnings.iter().cloned());
             let mut c = config.clone();
             // Backward estimates of measured runs are made here, not by the builder.
@@ -749,19 +789,19 @@ pub fn run_files(
             let (mut rj, replay_warnings, logged) = match run.format {
                 Format::OptimusPrimeLog => {
                     let f = config.backward_factor.unwrap_or(2.0);
-                    let (rj, w) = replay::optimus_job(&run, f)?;
+                    let (rj, w) = replay::optimus_job(run, f)?;
                     (rj, w, Some(ScheduleKind::OneFOneB))
                 }
                 Format::KinetoTrace => {
-                    let (rj, w) = replay::kineto_job(&run)?;
+                    let (rj, w) = replay::kineto_job(run)?;
                     (rj, w, None)
                 }
                 Format::ChakraEt => {
-                    let (rj, w) = super::chakra::chakra_job(&run)?;
+                    let (rj, w) = super::chakra::chakra_job(run)?;
                     (rj, w, None)
                 }
                 _ => {
-                    let (rj, w) = replay::echo_job(&run)?;
+                    let (rj, w) = replay::echo_job(run)?;
                     (rj, w, None)
                 }
             };
@@ -844,7 +884,7 @@ pub fn run_files(
                     ..c.clone()
                 };
                 if let Some((job, scales)) =
-                    replay::fit_copies(&rj, &run, &base, logged_cost, &mut warnings)?
+                    replay::fit_copies(&rj, run, &base, logged_cost, &mut warnings)?
                 {
                     rj.job = job;
                     unmeasured = Some(scales);

@@ -32,14 +32,17 @@
 //! from its forward to its W. Frees come before stores at the same instant; a
 //! step with no work takes the time of the rank's previous event. The peak
 //! per rank is [`StageSummary::peak_activation_micro_batches`]. The series
-//! is not part of the timeline (its lanes hold spans, not levels): it is
-//! [`super::SimResult::activations`].
+//! is [`super::SimResult::activations`]; [`activation_counters`] turns it
+//! into the timeline's counter lanes (one per stage or rank, in its lane
+//! group: micro-batches in flight, or bytes for a model-level job).
 
 use super::build::{Meta, TaskMeta};
 use super::engine::{Engine, TaskId, TaskTimes, NONE};
 use super::job::{GroupKind, JobMode};
 use super::schedule::Direction;
-use super::timeline::{Span, SpanKind, Stream};
+use super::timeline::{
+    CounterLane, CounterPoint, CounterUnit, LaneGroup, Span, SpanKind, Stream, Timeline,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -150,6 +153,76 @@ impl ActivationSeries {
             i => self.points[i - 1].chunks,
         }
     }
+}
+
+impl ActivationSeries {
+    /// The series as a counter lane of the timeline's lane group
+    /// (`group_kind`, `group`): bytes when `bytes_per_chunk` is known
+    /// (chunks x bytes), else micro-batches in flight (chunks / chunks per
+    /// micro-batch).
+    pub fn counter_lane(
+        &self,
+        group_kind: LaneGroup,
+        group: u32,
+        bytes_per_chunk: Option<u64>,
+    ) -> CounterLane {
+        let unit = match bytes_per_chunk {
+            Some(_) => CounterUnit::Bytes,
+            None => CounterUnit::MicroBatches,
+        };
+        let per = f64::from(self.chunks_per_micro_batch.max(1));
+        let value = |chunks: u32| match bytes_per_chunk {
+            Some(b) => b.saturating_mul(u64::from(chunks)) as f64,
+            None => f64::from(chunks) / per,
+        };
+        let name = match group_kind {
+            LaneGroup::Stage => format!("stage {} / activation memory", self.stage),
+            LaneGroup::Rank => format!(
+                "rank {} (stage {}) / activation memory",
+                self.rank, self.stage
+            ),
+        };
+        CounterLane {
+            group_kind,
+            group,
+            stage: self.stage,
+            name,
+            unit,
+            points: self
+                .points
+                .iter()
+                .map(|p| CounterPoint {
+                    time_ns: p.time_ns,
+                    value: value(p.chunks),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The counter lanes of `timeline` for `series` (one per simulated rank
+/// whose series has points, in order): each goes in the lane group of its
+/// rank (the group of the timeline's first lane of that stage, for SPMD
+/// jobs, or of that rank), in bytes where `bytes_per_chunk` has the
+/// stage's entry, else in micro-batches. No memory is computed here: the
+/// values are [`activation_series`]'.
+pub fn activation_counters(
+    timeline: &Timeline,
+    series: &[ActivationSeries],
+    bytes_per_chunk: Option<&[u64]>,
+) -> Vec<CounterLane> {
+    series
+        .iter()
+        .filter(|a| !a.points.is_empty())
+        .filter_map(|a| {
+            let lane = timeline.lanes().iter().find(|l| match l.group_kind {
+                LaneGroup::Stage => l.group == a.stage,
+                LaneGroup::Rank => l.group == a.rank,
+            })?;
+            let bytes = bytes_per_chunk.and_then(|b| b.get(a.stage as usize).copied());
+            Some(a.counter_lane(lane.group_kind, lane.group, bytes))
+        })
+        .collect()
 }
 
 /// Activation memory over time of every simulated rank, in program order.
@@ -593,5 +666,100 @@ pub fn summarize(
             }
             w
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::job::{Block, JobSpec, LayerSpec, Parallelism};
+    use crate::sim::timeline::{CounterUnit, LaneGroup};
+    use crate::sim::{simulate, ScheduleKind, SimConfig};
+
+    /// p stages of one layer (forward 10 ns, backward 10 ns), m
+    /// micro-batches, no communication.
+    fn job(p: u32, m: u32) -> JobSpec {
+        let block = Block {
+            layers: vec![LayerSpec::compute("l0", 10, 10, 0)],
+        };
+        let par = Parallelism {
+            tp: 1,
+            dp: 1,
+            pp: p,
+            ep: 1,
+        };
+        JobSpec::spmd("counters", par, m, 0, block)
+    }
+
+    /// 1F1B, p = 3, m = 4: stage 0 runs F0 [0, 10), F1 [10, 20), F2 [20,
+    /// 30), then waits for B0 [50, 60); the last stage alternates F0 [20, 30),
+    /// B0 [30, 40), F1 [40, 50), ... Stage i holds p - i micro-batches at
+    /// its peak; each stage's counter lane sits in its stage group.
+    #[test]
+    fn one_f_one_b_counter_lanes() {
+        let (p, m) = (3u32, 4u32);
+        let r = simulate(&job(p, m), &SimConfig::default()).unwrap();
+        let counters = r.timeline.counters();
+        assert_eq!(counters.len(), p as usize);
+        for (i, c) in counters.iter().enumerate() {
+            assert_eq!(
+                (c.group_kind, c.group, c.stage),
+                (LaneGroup::Stage, i as u32, i as u32)
+            );
+            assert_eq!(c.unit, CounterUnit::MicroBatches);
+            assert_eq!(c.name, format!("stage {i} / activation memory"));
+            assert_eq!(c.max_value(), f64::from(p - i as u32), "stage {i}");
+            // The same steps as the series: nothing computed twice.
+            let a = &r.activations[i];
+            assert_eq!(c.points.len(), a.points.len());
+            for (cp, ap) in c.points.iter().zip(&a.points) {
+                assert_eq!((cp.time_ns, cp.value), (ap.time_ns, f64::from(ap.chunks)));
+            }
+            assert_eq!(c.points.last().map(|x| x.value), Some(0.0), "all freed");
+        }
+        let (s0, s2) = (&counters[0], &counters[2]);
+        assert_eq!(s0.points[0].time_ns, 0);
+        assert_eq!(
+            [5, 15, 25, 45].map(|t| s0.value_at(t)),
+            [1.0, 2.0, 3.0, 3.0]
+        );
+        assert_eq!(s0.value_at(r.summary.iteration_time_ns), 0.0);
+        assert_eq!(
+            [15, 25, 35, 45].map(|t| s2.value_at(t)),
+            [0.0, 1.0, 1.0, 1.0]
+        );
+        // Bytes when a chunk's size is known (a model-level job).
+        let bytes = super::activation_counters(&r.timeline, &r.activations, Some(&[100, 200, 300]));
+        assert_eq!(bytes[1].unit, CounterUnit::Bytes);
+        assert_eq!(bytes[1].max_value(), 400.0);
+        assert_eq!(bytes[2].max_value(), 300.0);
+    }
+
+    /// Interleaved with two chunks per rank: values are chunk activations
+    /// over 2 (fractions of a micro-batch).
+    #[test]
+    fn interleaved_counter_lanes_count_micro_batches() {
+        let block = Block {
+            layers: vec![
+                LayerSpec::compute("l0", 10, 10, 0),
+                LayerSpec::compute("l1", 10, 10, 0),
+            ],
+        };
+        let par = Parallelism {
+            tp: 1,
+            dp: 1,
+            pp: 2,
+            ep: 1,
+        };
+        let j = JobSpec::spmd("counters", par, 4, 0, block);
+        let config = SimConfig {
+            schedule: ScheduleKind::Interleaved,
+            virtual_stages: 2,
+            ..SimConfig::default()
+        };
+        let r = simulate(&j, &config).unwrap();
+        for (c, a) in r.timeline.counters().iter().zip(&r.activations) {
+            assert_eq!(c.max_value(), f64::from(a.peak_chunks) / 2.0);
+            assert!(c.points.iter().any(|p| p.value.fract() == 0.5));
+        }
     }
 }

@@ -17,6 +17,11 @@
 //! draw it lane by lane. A [`Span`] is 40 bytes; labels are interned
 //! ([`LabelId`]).
 //! Measured-run parsers build timelines with [`TimelineBuilder`] too.
+//!
+//! Besides span lanes a timeline holds counter lanes ([`CounterLane`]): a
+//! piecewise-constant series of (time, value) with a unit, placed in a lane
+//! group (a simulated stage's activation memory over time, one point per
+//! forward or backward: few points, so they need no level-of-detail index).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -437,6 +442,79 @@ impl KindSummary {
     }
 }
 
+/// What a counter lane's values count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterUnit {
+    /// Bytes (a model-level job's activation memory, from the memory model).
+    Bytes,
+    /// Micro-batches whose activations are held (fractions: chunks of
+    /// interleaved or V-shaped schedules).
+    MicroBatches,
+}
+
+impl CounterUnit {
+    /// Stable name (JSON, the Chrome trace's counter argument): `bytes`,
+    /// `micro_batches`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterUnit::Bytes => "bytes",
+            CounterUnit::MicroBatches => "micro_batches",
+        }
+    }
+}
+
+/// From `time_ns` on, a counter holds `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CounterPoint {
+    pub time_ns: u64,
+    pub value: f64,
+}
+
+/// A counter lane: a step function over the iteration, 0 before its first
+/// point, drawn in the lane group (`group_kind`, `group`) as a filled step
+/// area.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterLane {
+    pub group_kind: LaneGroup,
+    /// Stage index (`Stage`) or global rank (`Rank`).
+    pub group: u32,
+    /// Pipeline stage of the group.
+    pub stage: u32,
+    /// `stage 3 / activation memory`.
+    pub name: String,
+    pub unit: CounterUnit,
+    /// Every change, in time order, one point per instant.
+    pub points: Vec<CounterPoint>,
+}
+
+impl CounterLane {
+    /// The largest value (0 for an empty series).
+    pub fn max_value(&self) -> f64 {
+        self.points.iter().map(|p| p.value).fold(0.0, f64::max)
+    }
+
+    /// The value at `time_ns` (0 before the first point).
+    pub fn value_at(&self, time_ns: u64) -> f64 {
+        match self.points.partition_point(|p| p.time_ns <= time_ns) {
+            0 => 0.0,
+            i => self.points[i - 1].value,
+        }
+    }
+
+    /// The points that shape `[start_ns, end_ns)`: the one in force at
+    /// `start_ns` (if any) and every later one before `end_ns` (a binary
+    /// search, then a slice).
+    pub fn points_in(&self, start_ns: u64, end_ns: u64) -> &[CounterPoint] {
+        let a = self
+            .points
+            .partition_point(|p| p.time_ns <= start_ns)
+            .saturating_sub(1);
+        let b = self.points.partition_point(|p| p.time_ns < end_ns);
+        self.points.get(a..b.max(a)).unwrap_or(&[])
+    }
+}
+
 /// A stage-to-stage transfer: the send span and the receive span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Flow {
@@ -465,10 +543,23 @@ pub struct Timeline {
     critical_path: Vec<SpanRef>,
     /// Per lane, the indices of its critical-path spans, ascending.
     critical_lane: Vec<Vec<u32>>,
+    counters: Vec<CounterLane>,
     end_ns: u64,
 }
 
 impl Timeline {
+    /// The counter lanes (activation memory per stage of a simulated run;
+    /// none for measured runs).
+    pub fn counters(&self) -> &[CounterLane] {
+        &self.counters
+    }
+
+    /// Replace the counter lanes (a model-level job's series in bytes
+    /// replace the simulator's micro-batches).
+    pub fn set_counters(&mut self, counters: Vec<CounterLane>) {
+        self.counters = counters;
+    }
+
     /// The lanes.
     pub fn lanes(&self) -> &[Lane] {
         &self.lanes
@@ -680,6 +771,11 @@ impl Timeline {
                 .iter()
                 .map(|c| c.len() * 4 + 24)
                 .sum::<usize>()
+            + self
+                .counters
+                .iter()
+                .map(|c| c.points.len() * std::mem::size_of::<CounterPoint>() + c.name.len() + 48)
+                .sum::<usize>()
     }
 }
 
@@ -695,6 +791,7 @@ pub struct TimelineBuilder {
     flows: Vec<Flow>,
     deps: Vec<(SpanRef, SpanRef)>,
     critical_path: Vec<SpanRef>,
+    counters: Vec<CounterLane>,
 }
 
 impl TimelineBuilder {
@@ -751,6 +848,11 @@ impl TimelineBuilder {
     /// Set the critical path (provisional references, first to last).
     pub fn critical_path(&mut self, path: Vec<SpanRef>) {
         self.critical_path = path;
+    }
+
+    /// Add a counter lane.
+    pub fn counter(&mut self, counter: CounterLane) {
+        self.counters.push(counter);
     }
 
     /// Sort, index and remap.
@@ -869,6 +971,7 @@ impl TimelineBuilder {
             deps,
             critical_path,
             critical_lane,
+            counters: self.counters,
             end_ns,
         }
     }
@@ -883,6 +986,7 @@ struct TimelineView<'a> {
     flows: &'a [Flow],
     dependencies: Vec<[SpanRef; 2]>,
     critical_path: &'a [SpanRef],
+    counters: &'a [CounterLane],
 }
 
 /// What [`Timeline`] deserialises from.
@@ -897,6 +1001,8 @@ struct TimelineData {
     dependencies: Vec<[SpanRef; 2]>,
     #[serde(default)]
     critical_path: Vec<SpanRef>,
+    #[serde(default)]
+    counters: Vec<CounterLane>,
 }
 
 impl Serialize for Timeline {
@@ -920,6 +1026,7 @@ impl Serialize for Timeline {
             flows: &self.flows,
             dependencies,
             critical_path: &self.critical_path,
+            counters: &self.counters,
         }
         .serialize(s)
     }
@@ -946,6 +1053,9 @@ impl<'de> Deserialize<'de> for Timeline {
             tb.dependency(from, to);
         }
         tb.critical_path(data.critical_path);
+        for c in data.counters {
+            tb.counter(c);
+        }
         Ok(tb.build())
     }
 }
@@ -1091,6 +1201,33 @@ mod tests {
     }
 
     #[test]
+    fn counter_lane_is_a_step_function() {
+        let pts = |v: &[(u64, f64)]| {
+            v.iter()
+                .map(|&(time_ns, value)| CounterPoint { time_ns, value })
+                .collect::<Vec<_>>()
+        };
+        let c = CounterLane {
+            group_kind: LaneGroup::Stage,
+            group: 1,
+            stage: 1,
+            name: String::new(),
+            unit: CounterUnit::Bytes,
+            points: pts(&[(10, 2.0), (20, 5.0), (30, 1.0)]),
+        };
+        assert_eq!(c.max_value(), 5.0);
+        assert_eq!(c.value_at(0), 0.0);
+        assert_eq!(c.value_at(10), 2.0);
+        assert_eq!(c.value_at(29), 5.0);
+        assert_eq!(c.value_at(1000), 1.0);
+        // The point in force at the window's start and the later ones.
+        assert_eq!(c.points_in(25, 35), &c.points[1..3]);
+        assert_eq!(c.points_in(0, 15), &c.points[0..1]);
+        assert_eq!(c.points_in(0, 10), &c.points[0..0]);
+        assert_eq!(c.points_in(40, 50), &c.points[2..3]);
+    }
+
+    #[test]
     fn serde_round_trip_is_identity() {
         let mut b = TimelineBuilder::new();
         let l0 = b.lane(Lane {
@@ -1133,7 +1270,25 @@ mod tests {
         b.dependency(c, r);
         b.dependency(a, r);
         b.critical_path(vec![c, r]);
+        b.counter(CounterLane {
+            group_kind: LaneGroup::Stage,
+            group: 0,
+            stage: 0,
+            name: "stage 0 / activation memory".into(),
+            unit: CounterUnit::MicroBatches,
+            points: vec![
+                CounterPoint {
+                    time_ns: 10,
+                    value: 1.5,
+                },
+                CounterPoint {
+                    time_ns: 15,
+                    value: 0.0,
+                },
+            ],
+        });
         let t = b.build();
+        assert_eq!(t.counters().len(), 1);
         let json = serde_json::to_string(&t).unwrap();
         let back: Timeline = serde_json::from_str(&json).unwrap();
         assert_eq!(back, t);

@@ -11,9 +11,21 @@
 //! (`schedule-compare-pin`) runs it and pins its result, so the next row
 //! clicked is compared with it (the Compare panel, and both timelines on
 //! one time axis).
+//!
+//! Below the table every row's timeline, stacked on one time axis
+//! (`schedule-compare-timelines`, `data-count` = how many): one canvas
+//! [`Timeline`] whose sections are the schedules (the same ns-to-pixel
+//! mapping for all, so a shorter schedule ends further left), each stage
+//! collapsed to its compute row (spans coloured forward / input gradient /
+//! weight gradient); expanding a stage shows its activation memory lane.
+//! Its elements' test ids carry the prefix `schedule-` (`schedule-timeline`
+//! is its canvas), apart from the run's own timeline's.
 
 use crate::format;
+use crate::schedule_compare::TIMELINE_PREFIX;
 use crate::settings::{schedule_name, Schedule};
+use crate::state::SharedTimeline;
+use crate::timeline::Timeline;
 use crate::views::{trim_float, ScheduleComparison, ScheduleRow};
 use yew::prelude::*;
 
@@ -29,6 +41,37 @@ pub struct ScheduleCompareProps {
     pub on_pick: Callback<(Schedule, u32)>,
     /// Run this schedule and pin its result as "A".
     pub on_pin: Callback<(Schedule, u32)>,
+    /// The rows' timelines (labelled `schedule:NAME`), stacked under the
+    /// table.
+    #[prop_or_default]
+    pub timelines: Vec<SharedTimeline>,
+}
+
+/// The rows' timelines stacked on one time axis.
+fn stacked(timelines: &[SharedTimeline]) -> Html {
+    let Some((first, rest)) = timelines.split_first() else {
+        return html! {};
+    };
+    let name = |t: &SharedTimeline| {
+        AttrValue::from(
+            t.label
+                .strip_prefix(TIMELINE_PREFIX)
+                .unwrap_or(&t.label)
+                .to_string(),
+        )
+    };
+    let stack: Vec<(AttrValue, std::rc::Rc<trainscope_core::sim::Timeline>)> =
+        rest.iter().map(|t| (name(t), t.timeline.clone())).collect();
+    html! {
+        <div class="schedule-compare-timelines" data-testid="schedule-compare-timelines"
+             data-count={timelines.len().to_string()}>
+            <h3>{"Timelines on one time axis"}</h3>
+            <p class="note">{ "Every schedule's compute, one row per stage (forward, input gradient, weight gradient), on the same time scale: a shorter iteration ends further left. Click a stage's name to expand it and see its activation memory over time." }</p>
+            <Timeline timeline={first.timeline.clone()} label={name(first)} {stack}
+                      start_collapsed={true} max_height_px={900.0}
+                      testid_prefix="schedule-" />
+        </div>
+    }
 }
 
 /// Per-stage values as one cell: `2 · 1.5 · 1`.
@@ -133,6 +176,7 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
                         }) }
                     </ul>
                 }
+                { stacked(&props.timelines) }
             </>
         }
     });

@@ -48,6 +48,18 @@ pub struct TimelineProps {
     /// The second run's name (default `B`).
     #[prop_or_default]
     pub compare_label: AttrValue,
+    /// More runs stacked below, each with its name, on the same time axis
+    /// (the schedule comparison's timelines).
+    #[prop_or_default]
+    pub stack: Vec<(AttrValue, Rc<Model>)>,
+    /// Start with every group collapsed (one row per stage or rank).
+    #[prop_or_default]
+    pub start_collapsed: bool,
+    /// Prefix of every `data-testid` inside (`schedule-` gives
+    /// `schedule-timeline`, `schedule-view-range`, ...), so a second
+    /// timeline on the page has its own names; empty for the main one.
+    #[prop_or_default]
+    pub testid_prefix: AttrValue,
     /// Highlight the critical path (initial state of the toggle; a change of
     /// this prop sets the toggle).
     #[prop_or_default]
@@ -70,6 +82,14 @@ impl PartialEq for TimelineProps {
                 (Some(a), Some(b)) => Rc::ptr_eq(a, b),
                 _ => false,
             }
+            && self.stack.len() == other.stack.len()
+            && self
+                .stack
+                .iter()
+                .zip(&other.stack)
+                .all(|((la, a), (lb, b))| la == lb && Rc::ptr_eq(a, b))
+            && self.start_collapsed == other.start_collapsed
+            && self.testid_prefix == other.testid_prefix
             && self.label == other.label
             && self.compare_label == other.compare_label
             && self.critical_path == other.critical_path
@@ -145,6 +165,16 @@ struct HoverInfo {
     y: f64,
 }
 
+/// The pointer over a counter lane: which one, the time under it, where.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CounterHover {
+    section: usize,
+    counter: u32,
+    t_ns: u64,
+    x: f64,
+    y: f64,
+}
+
 /// The timeline component (see the module docs).
 pub struct Timeline {
     canvas: NodeRef,
@@ -157,6 +187,9 @@ pub struct Timeline {
     vp: Viewport,
     scroll_y: f64,
     hover: Option<HoverInfo>,
+    counter_hover: Option<CounterHover>,
+    start_collapsed: bool,
+    testid_prefix: AttrValue,
     selection: Selection,
     critical: bool,
     drag: Option<Drag>,
@@ -208,6 +241,12 @@ fn sections_of(props: &TimelineProps) -> Vec<Section> {
             label: name(&props.compare_label, "B"),
         });
     }
+    for (label, tl) in &props.stack {
+        v.push(Section {
+            tl: tl.clone(),
+            label: label.to_string(),
+        });
+    }
     v
 }
 
@@ -254,6 +293,11 @@ fn group_name(tl: &Model, lane: u32) -> String {
 }
 
 impl Timeline {
+    /// `data-testid` of an element inside: the prop's prefix + `name`.
+    fn tid(&self, name: &str) -> String {
+        format!("{}{name}", self.testid_prefix)
+    }
+
     fn rows_height(&self, props: &TimelineProps) -> f64 {
         let max_rows = (props.max_height_px - RULER_H).max(2.0 * layout::LANE_H);
         self.layout.height.min(max_rows)
@@ -274,6 +318,7 @@ impl Timeline {
     fn install(&mut self, sections: Vec<Section>) {
         self.sections = sections;
         self.hover = None;
+        self.counter_hover = None;
         self.overview_cache = None;
         self.legend = kinds_present(&self.sections);
     }
@@ -284,7 +329,7 @@ impl Timeline {
         self.install(sections);
         let rows: usize = groups.iter().map(|g| g.lanes.len()).sum();
         // Large runs start collapsed (one row per stage or rank).
-        self.collapsed = vec![rows > 80; groups.len()];
+        self.collapsed = vec![rows > 80 || self.start_collapsed; groups.len()];
         self.layout = Layout::build(groups, self.sections.len(), &self.collapsed, false);
         self.relayout();
         self.vp = Viewport::new(extent_of(&self.sections), self.vp.width_px());
@@ -472,6 +517,31 @@ impl Timeline {
             section,
             lane,
             index,
+        })
+    }
+
+    /// The counter lane under (x, y) and the time there.
+    fn counter_at(&self, x: f64, y: f64) -> Option<CounterHover> {
+        if x < LABEL_W || y < RULER_H {
+            return None;
+        }
+        let ri = self.layout.row_at(y - RULER_H + self.scroll_y)?;
+        let RowKind::Counter {
+            section, counter, ..
+        } = self.layout.rows.get(ri)?.kind
+        else {
+            return None;
+        };
+        let t = self.vp.px_to_ns_f64(x - LABEL_W);
+        if !t.is_finite() || t < 0.0 {
+            return None;
+        }
+        Some(CounterHover {
+            section,
+            counter,
+            t_ns: t as u64,
+            x,
+            y,
         })
     }
 
@@ -735,7 +805,64 @@ impl Timeline {
         }
     }
 
+    /// Where a tooltip at pointer (x, y) goes.
+    fn tooltip_style(&self, x: f64, y: f64) -> String {
+        let width = self
+            .canvas
+            .cast::<HtmlCanvasElement>()
+            .map_or(1000.0, |c| f64::from(c.client_width()));
+        let top = OVERVIEW_H + 4.0 + y + 16.0;
+        if x > width - 300.0 {
+            format!(
+                "position:absolute;pointer-events:none;right:{:.0}px;top:{top:.0}px",
+                (width - x + 12.0).max(0.0)
+            )
+        } else {
+            format!(
+                "position:absolute;pointer-events:none;left:{:.0}px;top:{top:.0}px",
+                x + 14.0
+            )
+        }
+    }
+
+    /// The tooltip of a counter lane: its value at the pointer's time and
+    /// its peak.
+    fn view_counter_tooltip(&self, h: &CounterHover) -> Html {
+        let Some(sec) = self.sections.get(h.section) else {
+            return html! {};
+        };
+        let Some(c) = sec.tl.counters().get(h.counter as usize) else {
+            return html! {};
+        };
+        let mut rows: Vec<(&str, String)> = vec![
+            (
+                "value",
+                format::counter_value(c.value_at(h.t_ns), c.unit, false),
+            ),
+            ("at", format::instant(h.t_ns, 1_000)),
+            ("peak", format::counter_value(c.max_value(), c.unit, false)),
+        ];
+        if !sec.label.is_empty() {
+            rows.push(("run", sec.label.clone()));
+        }
+        html! {
+            <div class="ts-tl-tooltip" data-testid={self.tid("tooltip")} data-counter={c.name.clone()}
+                 role="tooltip" style={self.tooltip_style(h.x, h.y)}>
+                <div class="ts-tl-name">
+                    <span class="ts-tl-swatch" style={format!("background:{}", palette::COUNTER_LINE)}></span>
+                    { c.name.replace(" / ", " · ") }
+                </div>
+                <dl class="ts-tl-fields">
+                    { for rows.into_iter().map(|(k, v)| html! { <><dt>{ k }</dt><dd>{ v }</dd></> }) }
+                </dl>
+            </div>
+        }
+    }
+
     fn view_tooltip(&self) -> Html {
+        if let Some(c) = &self.counter_hover {
+            return self.view_counter_tooltip(c);
+        }
         let Some(h) = &self.hover else {
             return html! {};
         };
@@ -745,24 +872,9 @@ impl Timeline {
         let Some(s) = sec.tl.span(h.hit.span_ref()) else {
             return html! {};
         };
-        let width = self
-            .canvas
-            .cast::<HtmlCanvasElement>()
-            .map_or(1000.0, |c| f64::from(c.client_width()));
-        let top = OVERVIEW_H + 4.0 + h.y + 16.0;
-        let style = if h.x > width - 300.0 {
-            format!(
-                "position:absolute;pointer-events:none;right:{:.0}px;top:{top:.0}px",
-                (width - h.x + 12.0).max(0.0)
-            )
-        } else {
-            format!(
-                "position:absolute;pointer-events:none;left:{:.0}px;top:{top:.0}px",
-                h.x + 14.0
-            )
-        };
+        let style = self.tooltip_style(h.x, h.y);
         html! {
-            <div class="ts-tl-tooltip" data-testid="tooltip" role="tooltip" style={style}>
+            <div class="ts-tl-tooltip" data-testid={self.tid("tooltip")} role="tooltip" style={style}>
                 { span_fields(sec, h.hit, s, false) }
             </div>
         }
@@ -829,7 +941,7 @@ impl Timeline {
             }
         };
         html! {
-            <aside class="ts-tl-details" data-testid="timeline-details" aria-live="polite" tabindex="-1" ref={self.details.clone()}
+            <aside class="ts-tl-details" data-testid={self.tid("timeline-details")} aria-live="polite" tabindex="-1" ref={self.details.clone()}
                 data-lane={self.selection.hit.map(|h| h.lane.to_string())} data-index={self.selection.hit.map(|h| h.index.to_string())}>
                 <h3>{ "Selected span" }</h3>
                 { body }
@@ -967,6 +1079,9 @@ impl Component for Timeline {
             vp: Viewport::new(1, 800.0),
             scroll_y: 0.0,
             hover: None,
+            counter_hover: None,
+            start_collapsed: ctx.props().start_collapsed,
+            testid_prefix: ctx.props().testid_prefix.clone(),
             selection: Selection::default(),
             critical: ctx.props().critical_path,
             drag: None,
@@ -992,7 +1107,14 @@ impl Component for Timeline {
                 (None, None) => true,
                 (Some(a), Some(b)) => Rc::ptr_eq(a, b),
                 _ => false,
-            };
+            }
+            && p.stack.len() == old.stack.len()
+            && p.stack
+                .iter()
+                .zip(&old.stack)
+                .all(|((la, a), (lb, b))| la == lb && Rc::ptr_eq(a, b));
+        self.start_collapsed = p.start_collapsed;
+        self.testid_prefix = p.testid_prefix.clone();
         if !same_data || p.label != old.label || p.compare_label != old.compare_label {
             self.refresh(p);
         }
@@ -1038,6 +1160,7 @@ impl Component for Timeline {
                 }
                 let _ = y;
                 self.hover = None;
+                self.counter_hover = None;
             }
             Msg::Down { x, y } => {
                 // The root (tabindex 0) takes the focus from the press
@@ -1080,6 +1203,7 @@ impl Component for Timeline {
                     self.scroll_y = *scroll0 + (*y0 - y);
                     self.clamp_scroll(props);
                     self.hover = None;
+                    self.counter_hover = None;
                 }
                 Some(Drag::Overview) => {
                     let Some(ov) = self.overview.cast::<Element>() else {
@@ -1117,14 +1241,20 @@ impl Component for Timeline {
                 let h = self.hit_at(x, y);
                 let old = self.hover.as_ref().map(|h| h.hit);
                 self.hover = h.map(|hit| HoverInfo { hit, x, y });
+                let old_counter = self.counter_hover.take();
+                self.counter_hover = self.counter_at(x, y);
                 if old != h {
                     self.request_frame(ctx);
                 }
-                return old.is_some() || h.is_some();
+                return old.is_some()
+                    || h.is_some()
+                    || old_counter.is_some()
+                    || self.counter_hover.is_some();
             }
             Msg::Leave => {
                 self.pointer_x = None;
-                if self.hover.take().is_none() {
+                let had_counter = self.counter_hover.take().is_some();
+                if self.hover.take().is_none() && !had_counter {
                     return false;
                 }
             }
@@ -1185,6 +1315,7 @@ impl Component for Timeline {
                 }
                 e.prevent_default();
                 self.hover = None;
+                self.counter_hover = None;
             }
             Msg::ZoomIn => self.vp.zoom_around(self.vp.width_px() / 2.0, KEY_ZOOM),
             Msg::ZoomOut => self
@@ -1244,30 +1375,34 @@ impl Component for Timeline {
                 aria-label="Timeline. Keys: W and S zoom, A and D pan, F fits; arrow keys select the previous or next span on a lane (Left, Right) or on the neighbouring lane (Up, Down); Enter or Space opens the selected span's details; C collapses or expands its group; Escape clears the selection.">
                 <div class="ts-tl-toolbar">
                     <div class="ts-tl-group" role="group" aria-label="Zoom">
-                        <button class="secondary ts-tl-btn" data-testid="timeline-zoom-out" title="Zoom out (S)" aria-label="Zoom out"
+                        <button class="secondary ts-tl-btn" data-testid={self.tid("timeline-zoom-out")} title="Zoom out (S)" aria-label="Zoom out"
                             onclick={link.callback(|_| Msg::ZoomOut)}>{ "−" }</button>
-                        <button class="secondary ts-tl-btn" data-testid="timeline-zoom-in" title="Zoom in (W)" aria-label="Zoom in"
+                        <button class="secondary ts-tl-btn" data-testid={self.tid("timeline-zoom-in")} title="Zoom in (W)" aria-label="Zoom in"
                             onclick={link.callback(|_| Msg::ZoomIn)}>{ "+" }</button>
-                        <button class="secondary ts-tl-btn" data-testid="timeline-fit" title="Show the whole iteration (F)"
+                        <button class="secondary ts-tl-btn" data-testid={self.tid("timeline-fit")} title="Show the whole iteration (F)"
                             onclick={link.callback(|_| Msg::Fit)}>{ "Fit" }</button>
                     </div>
-                    <button class={classes!("secondary", "ts-tl-btn", self.critical.then_some("on"))} data-testid="timeline-critical"
+                    <button class={classes!("secondary", "ts-tl-btn", self.critical.then_some("on"))} data-testid={self.tid("timeline-critical")}
                         aria-pressed={self.critical.to_string()} title={crate::glossary::definition(crate::views::ResultKind::Event, "critical_path")}
                         onclick={link.callback(|_| Msg::ToggleCritical)}>{ "Critical path" }</button>
-                    <button class="secondary ts-tl-btn" data-testid="timeline-collapse"
+                    <button class="secondary ts-tl-btn" data-testid={self.tid("timeline-collapse")}
                         onclick={link.callback(|_| Msg::ToggleAll)}>{ if all_collapsed { "Expand all" } else { "Collapse all" } }</button>
-                    <span class="ts-tl-range" data-testid="view-range"
+                    <span class="ts-tl-range" data-testid={self.tid("view-range")}
                         data-start-ns={self.vp.start_ns().to_string()} data-end-ns={self.vp.end_ns().to_string()}>{ range_text }</span>
                     <span class="ts-tl-hint">{ "wheel / W S: zoom · drag / A D: pan · click / arrows: select · Enter: details · C: collapse group · Esc: clear" }</span>
                 </div>
                 <div class="ts-tl-main">
                     <div class="ts-tl-canvases" style="position:relative">
-                        <canvas ref={self.overview.clone()} class="ts-tl-overview" data-testid="timeline-overview"
+                        <canvas ref={self.overview.clone()} class="ts-tl-overview" data-testid={self.tid("timeline-overview")}
                             style={format!("display:block;width:100%;height:{OVERVIEW_H}px")} aria-label="Overview of the whole iteration; click or drag to move the view" />
-                        <canvas ref={self.canvas.clone()} class="ts-tl-canvas" data-testid="timeline"
+                        <canvas ref={self.canvas.clone()} class="ts-tl-canvas" data-testid={self.tid("timeline")}
                             data-plot-left={LABEL_W.to_string()} data-ruler-height={RULER_H.to_string()}
                             data-runs={self.sections.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(",")}
                             data-lanes={self.sections.iter().map(|s| s.tl.lanes().len()).sum::<usize>().to_string()}
+                            data-memory-lanes={self.layout.counter_rows().to_string()}
+                            data-memory-rows={self.layout.rows.iter().filter(|r| matches!(r.kind, RowKind::Counter { .. })).map(|r| format!("{}-{}", RULER_H + r.y, RULER_H + r.y + r.h)).collect::<Vec<_>>().join(",")}
+                            data-memory-first-y={self.layout.rows.iter().find(|r| matches!(r.kind, RowKind::Counter { .. })).map(|r| (RULER_H + r.y + r.h / 2.0).to_string())}
+                            data-counters={self.sections.iter().map(|s| s.tl.counters().len()).sum::<usize>().to_string()}
                             data-groups={self.layout.groups.iter().map(|g| format!("{}:{}", g.section, g.name)).collect::<Vec<_>>().join("|")}
                             style={format!("display:block;width:100%;height:{canvas_h}px")} role="img"
                             aria-label="Timeline of the run's lanes; hover a span for its details" />
@@ -1275,7 +1410,7 @@ impl Component for Timeline {
                     </div>
                     { self.view_details(ctx) }
                 </div>
-                <ul class="ts-tl-legend" data-testid="timeline-legend" aria-label="Span kinds">{ legend }</ul>
+                <ul class="ts-tl-legend" data-testid={self.tid("timeline-legend")} aria-label="Span kinds">{ legend }</ul>
             </div>
         }
     }

@@ -2,7 +2,9 @@
 //! (level-of-detail primitives from [`super::lod`], batched by colour so a
 //! frame issues one fill per kind), micro-batch numbers on wide spans, the
 //! critical-path overlay, the selection with its dependencies and flow
-//! arrows, and the overview strip. Everything is in CSS pixels; the caller
+//! arrows, the counter lanes (activation memory per stage: a filled step
+//! area scaled to the lane's peak, one vertex pair per change in view), and
+//! the overview strip. Everything is in CSS pixels; the caller
 //! scales the context by the device pixel ratio. Work per frame is bounded
 //! by the visible rows x plot width, never by the span count.
 
@@ -96,6 +98,9 @@ pub struct FrameStats {
     /// Most critical-path rectangles of one lane (at most the plot's
     /// pixel columns).
     pub max_lane_critical: u32,
+    /// Counter lanes drawn, and the points they drew.
+    pub counters: u32,
+    pub counter_points: u32,
 }
 
 /// Reusable buffers (no allocation per frame once warm).
@@ -192,7 +197,7 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     // Group bands and section headers (full width).
     ctx.set_fill_style_str(palette::BAND);
     for row in &scene.layout.rows[visible.clone()] {
-        if let RowKind::Lane { group, .. } = row.kind {
+        if let RowKind::Lane { group, .. } | RowKind::Counter { group, .. } = row.kind {
             if group % 2 == 1 {
                 ctx.fill_rect(0.0, screen_y(scene, row.y), w, row.h);
             }
@@ -217,6 +222,7 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     ctx.rect(LABEL_W, RULER_H, plot_w, rows_h);
     ctx.clip();
     draw_lanes(ctx, scene, scratch, visible.clone(), &mut stats);
+    draw_counters(ctx, scene, visible.clone(), &mut stats);
     if scene.critical {
         draw_critical(ctx, scene, scratch, visible.clone(), &mut stats);
     }
@@ -329,6 +335,71 @@ fn draw_lanes(
         }
         ctx.fill();
         stats.rects += rects.len() as u32;
+    }
+}
+
+/// The counter lanes in view: per row a filled step area from the value in
+/// force at the window's start through every change in the window (a binary
+/// search, then the few points of a series: one per forward or backward),
+/// scaled so the lane's peak fills the row.
+fn draw_counters(
+    ctx: &Ctx,
+    scene: &Scene,
+    visible: std::ops::Range<usize>,
+    stats: &mut FrameStats,
+) {
+    let vp = scene.vp;
+    let plot_w = vp.width_px();
+    let (lo, hi) = (LABEL_W - 2.0, LABEL_W + plot_w + 2.0);
+    for row in &scene.layout.rows[visible] {
+        let RowKind::Counter {
+            section, counter, ..
+        } = row.kind
+        else {
+            continue;
+        };
+        let Some(c) = scene
+            .sections
+            .get(section)
+            .and_then(|sec| sec.tl.counters().get(counter as usize))
+        else {
+            continue;
+        };
+        let max = c.max_value();
+        if max <= 0.0 {
+            continue;
+        }
+        let top = screen_y(scene, row.y) + PAD_Y;
+        let h = row.h - 2.0 * PAD_Y;
+        let base = top + h;
+        let y_of = |v: f64| base - h * (v / max).clamp(0.0, 1.0);
+        let x_of = |t: u64| (LABEL_W + vp.ns_to_px(t)).clamp(lo, hi);
+        let (t0, t1) = (vp.start_ns(), vp.end_ns());
+        let mut cur = c.value_at(t0);
+        ctx.begin_path();
+        ctx.move_to(lo, base);
+        ctx.line_to(lo, y_of(cur));
+        let mut n = 0u32;
+        for p in c.points_in(t0, t1) {
+            if p.time_ns <= t0 {
+                continue;
+            }
+            let x = x_of(p.time_ns);
+            ctx.line_to(x, y_of(cur));
+            ctx.line_to(x, y_of(p.value));
+            cur = p.value;
+            n += 1;
+        }
+        ctx.line_to(hi, y_of(cur));
+        ctx.line_to(hi, base);
+        ctx.close_path();
+        ctx.set_fill_style_str(palette::COUNTER_FILL);
+        ctx.fill();
+        ctx.set_stroke_style_str(palette::COUNTER_LINE);
+        ctx.set_line_width(1.0);
+        ctx.stroke();
+        stats.counters += 1;
+        stats.counter_points += n;
     }
 }
 
@@ -639,6 +710,26 @@ fn draw_labels(ctx: &Ctx, scene: &Scene, visible: std::ops::Range<usize>) {
                 };
                 let _ = ctx.fill_text(&name, LABEL_W - 8.0, mid);
             }
+            RowKind::Counter {
+                section, counter, ..
+            } => {
+                let Some(c) = scene
+                    .sections
+                    .get(section)
+                    .and_then(|sec| sec.tl.counters().get(counter as usize))
+                else {
+                    continue;
+                };
+                ctx.set_fill_style_str(palette::MUTED);
+                ctx.set_font(FONT_SMALL);
+                ctx.set_text_align("right");
+                let peak = format::counter_value(c.max_value(), c.unit, true);
+                let _ = ctx.fill_text(
+                    &format!("act. memory · peak {peak}"),
+                    LABEL_W - 8.0,
+                    y + row.h / 2.0,
+                );
+            }
         }
     }
     // Separators: above each group, and the label column's edge.
@@ -652,7 +743,7 @@ fn draw_labels(ctx: &Ctx, scene: &Scene, visible: std::ops::Range<usize>) {
     }
     let x = LABEL_W.round() - 0.5;
     for row in &scene.layout.rows[visible] {
-        if let RowKind::Lane { .. } = row.kind {
+        if let RowKind::Lane { .. } | RowKind::Counter { .. } = row.kind {
             let y = screen_y(scene, row.y);
             ctx.move_to(x, y.max(RULER_H));
             ctx.line_to(x, y + row.h);

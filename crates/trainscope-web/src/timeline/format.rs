@@ -3,6 +3,8 @@
 //! 1024) and bandwidths (GB/s with GB = 2^30 bytes, as
 //! `Span::achieved_gbps`), plus the ruler's tick spacing and tick labels.
 
+use trainscope_core::sim::timeline::CounterUnit;
+
 /// A time unit for labels: its symbol and nanoseconds per unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unit {
@@ -66,6 +68,22 @@ pub fn bytes(n: u64) -> String {
         format!("{:.2} MiB", v / (K * K))
     } else {
         format!("{:.2} GiB", v / (K * K * K))
+    }
+}
+
+/// A counter lane's value in its unit, long (`3 micro-batches`, `1.5
+/// micro-batches`, `1.25 GiB`) or short for the label column (`3 mb`).
+pub fn counter_value(value: f64, unit: CounterUnit, short: bool) -> String {
+    match unit {
+        CounterUnit::Bytes => bytes(value.max(0.0).round() as u64),
+        CounterUnit::MicroBatches => {
+            let n = crate::views::trim_float(value);
+            match (short, value == 1.0) {
+                (true, _) => format!("{n} mb"),
+                (false, true) => format!("{n} micro-batch"),
+                (false, false) => format!("{n} micro-batches"),
+            }
+        }
     }
 }
 

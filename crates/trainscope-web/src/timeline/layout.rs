@@ -1,9 +1,12 @@
 //! Vertical layout of the timeline: the rows under the ruler. Lanes are
 //! grouped per stage or rank (a [`Group`]); an expanded group shows one row
 //! per non-empty lane (one per stream), a collapsed group one row drawing
-//! its primary (compute) lane. In compare mode every timeline gets a
-//! section header row with its label ("measured", "simulated", "A", "B").
-//! Rows are stacked from y = 0 (CSS px, before scrolling).
+//! its primary (compute) lane. An expanded group also shows its counter
+//! lanes (a simulated stage's activation memory over time) below its span
+//! lanes, one row each ([`COUNTER_H`] high). In compare mode every timeline
+//! gets a section header row with its label ("measured", "simulated", "A",
+//! "B", a schedule's name). Rows are stacked from y = 0 (CSS px, before
+//! scrolling).
 
 use trainscope_core::sim::timeline::{LaneGroup, Timeline as Model};
 
@@ -11,6 +14,8 @@ use trainscope_core::sim::timeline::{LaneGroup, Timeline as Model};
 pub const LANE_H: f64 = 20.0;
 /// Height of a section header row (compare mode), CSS px.
 pub const SECTION_H: f64 = 22.0;
+/// Height of a counter lane's row (a step area needs some height), CSS px.
+pub const COUNTER_H: f64 = 30.0;
 
 /// A stage or rank: its lanes in one timeline.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +29,9 @@ pub struct Group {
     pub lanes: Vec<u32>,
     /// Lane drawn when collapsed (the first non-empty lane, compute first).
     pub primary: u32,
+    /// Counter lanes of the group (indices into the timeline's counters),
+    /// shown when expanded.
+    pub counters: Vec<u32>,
 }
 
 /// What a row shows.
@@ -39,6 +47,12 @@ pub enum RowKind {
         /// First row of its group (draws the group's name).
         first: bool,
         collapsed: bool,
+    },
+    /// Counter lane `counter` of `group` (an expanded group's last rows).
+    Counter {
+        section: usize,
+        group: usize,
+        counter: u32,
     },
 }
 
@@ -83,6 +97,7 @@ pub fn groups(sections: &[&Model]) -> Vec<Group> {
                         name,
                         lanes: Vec::new(),
                         primary: i as u32,
+                        counters: Vec::new(),
                     });
                     keys.push((key, out.len() - 1));
                     out.len() - 1
@@ -90,6 +105,18 @@ pub fn groups(sections: &[&Model]) -> Vec<Group> {
             };
             if let Some(grp) = out.get_mut(g) {
                 grp.lanes.push(i as u32);
+            }
+        }
+        // Counters join the group of their (kind, group); one without span
+        // lanes is not shown.
+        for (c, counter) in tl.counters().iter().enumerate() {
+            let key = (counter.group_kind as u8, counter.group);
+            if let Some(grp) = keys
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, g)| out.get_mut(*g))
+            {
+                grp.counters.push(c as u32);
             }
         }
         for grp in out.iter_mut().skip(first) {
@@ -171,6 +198,18 @@ impl Layout {
                         });
                         y += LANE_H;
                     }
+                    for &counter in &grp.counters {
+                        rows.push(Row {
+                            kind: RowKind::Counter {
+                                section,
+                                group: g,
+                                counter,
+                            },
+                            y,
+                            h: COUNTER_H,
+                        });
+                        y += COUNTER_H;
+                    }
                 }
             }
         }
@@ -180,6 +219,14 @@ impl Layout {
             height: y,
             lane_rows,
         }
+    }
+
+    /// Counter rows laid out (expanded groups' memory lanes).
+    pub fn counter_rows(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| matches!(r.kind, RowKind::Counter { .. }))
+            .count()
     }
 
     /// Index of the row at `y` (CSS px from the top of the rows).

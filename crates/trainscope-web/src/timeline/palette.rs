@@ -24,6 +24,12 @@ pub fn kind_color(kind: SpanKind) -> &'static str {
     }
 }
 
+/// Fill of a counter lane's step area (activation memory): Okabe-Ito
+/// reddish purple, translucent so the grid shows through.
+pub const COUNTER_FILL: &str = "rgba(204,121,167,0.45)";
+/// Outline of a counter lane's step area.
+pub const COUNTER_LINE: &str = "#8E3B6B";
+
 /// Text colour legible on [`kind_color`] (black on light fills, white on
 /// dark ones; WCAG relative luminance above 0.4 counts as light).
 pub fn text_on(kind: SpanKind) -> &'static str {
