@@ -732,28 +732,48 @@ pub struct ConvertArgs {
 }
 
 /// Write a simulated timeline as Chakra ET files `DIR/trainscope.<i>.et`
-/// (created if missing); `what` names the input in the message.
+/// (created if missing), one per rank, and the collective groups their
+/// `pg_name`s use as `DIR/comm_groups.json`; `what` names the input in the
+/// message, which ends with the ASTRA-sim flags that read them.
 pub fn write_chakra(
     what: &str,
     timeline: &trainscope_core::sim::timeline::Timeline,
     parallel: trainscope_core::sim::job::Parallelism,
+    order: trainscope_core::sim::network::PlacementOrder,
     dir: &std::path::Path,
 ) -> Result<u8> {
-    let export = trainscope_core::sim::chakra::write_timeline(timeline, parallel);
+    let export = trainscope_core::sim::chakra::write_timeline(timeline, parallel, order);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (i, _, bytes) in &export.files {
+    let mut stands = Vec::new();
+    for i in 0..export.len() {
+        let (what, bytes) = export.file(i);
         let path = dir.join(format!("trainscope.{i}.et"));
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        if stands.len() < 8 {
+            stands.push(what);
+        }
     }
+    if export.len() > 8 {
+        stands.push("...".to_string());
+    }
+    let groups = match export.comm_groups_json() {
+        Some(json) => {
+            let path = dir.join("comm_groups.json");
+            std::fs::write(&path, json)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            format!(" --comm-group-configuration={}", path.display())
+        }
+        None => String::new(),
+    };
     for w in &export.warnings {
         eprintln!("warning: {w}");
     }
-    let stands: Vec<&str> = export.files.iter().map(|(_, s, _)| s.as_str()).collect();
     print_stdout(&format!(
-        "{what}: {} Chakra ET file(s) ({}) written to {}\n",
-        export.files.len(),
+        "{what}: {} Chakra ET file(s) ({}) written to {}\nASTRA-sim: --workload-configuration={}{groups}\n",
+        export.len(),
         stands.join(", "),
-        dir.display()
+        dir.display(),
+        dir.join("trainscope").display()
     ))?;
     Ok(0)
 }
@@ -792,7 +812,14 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
             eprintln!("{w}");
         }
         let what = out.files.join(", ");
-        return write_chakra(&what, &out.result.timeline, out.parallel, &args.output);
+        let order = trainscope_core::sim::SimConfig::default().network.placement;
+        return write_chakra(
+            &what,
+            &out.result.timeline,
+            out.parallel,
+            order,
+            &args.output,
+        );
     }
     let out = match convert_files(&refs, &options) {
         Ok(o) => o,

@@ -209,7 +209,8 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
             Ok(j) => j,
             Err(code) => return Ok(code),
         };
-        let out = match run_model(&job, &trainscope_core::sim::SimConfig::default()) {
+        let config = trainscope_core::sim::SimConfig::default();
+        let out = match run_model(&job, &config) {
             Ok(o) => o,
             Err(e) => return Ok(crate::event::report_error(&e)),
         };
@@ -220,6 +221,7 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
             &job.model.name,
             &out.run.result.timeline,
             out.run.parallel,
+            config.network.placement,
             &args.output,
         );
     }

@@ -1,6 +1,6 @@
 //! End-to-end tests of Chakra execution traces in the CLI: `convert --to
 //! chakra-et -o DIR` of a model-level job and of a workload file writes one
-//! `trainscope.<i>.et` per simulated rank / stage, `inspect --json` detects
+//! `trainscope.<i>.et` per rank (and `comm_groups.json` for ASTRA-sim), `inspect --json` detects
 //! them as `chakra-et`, and `simulate` runs the written files; the committed
 //! fixture (`tests/fixtures/chakra/`) simulates too.
 
@@ -42,6 +42,7 @@ fn et_files(dir: &PathBuf) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".et"))
         .collect();
     v.sort();
     v
@@ -65,14 +66,30 @@ fn convert_a_model_job_then_simulate_the_files() {
         &d,
     ]);
     ok(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("2 Chakra ET file(s)"));
+    // World 4 = PP 2 x DP 2: one file per rank, the stage's program with
+    // each collective naming its group (`pg_name`) in comm_groups.json.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("4 Chakra ET file(s)"), "{stdout}");
+    assert!(stdout.contains("--comm-group-configuration="), "{stdout}");
     let files = et_files(&dir);
     assert_eq!(
         files
             .iter()
             .map(|f| f.rsplit('/').next().unwrap())
             .collect::<Vec<_>>(),
-        vec!["trainscope.0.et", "trainscope.1.et"]
+        vec![
+            "trainscope.0.et",
+            "trainscope.1.et",
+            "trainscope.2.et",
+            "trainscope.3.et"
+        ]
+    );
+    let groups: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("comm_groups.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        groups,
+        serde_json::json!({"1": [0, 1], "2": [2, 3]})
     );
     let mut args = vec!["inspect", "--json"];
     args.extend(files.iter().map(String::as_str));

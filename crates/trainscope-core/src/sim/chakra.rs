@@ -14,20 +14,26 @@
 //! topological one, ties in file order).
 //!
 //! Out ([`write_timeline`]): a simulated timeline becomes one `.et` file per
-//! simulated lane group (a rank of a per-rank job, a stage of an SPMD job:
-//! the stage's program, which every rank of the stage runs). Per group,
-//! every span is a node in start order (ids 0, 1, ...): compute spans are
-//! `COMP_NODE` with `duration_micros` (ns rounded to the nearest µs) and
-//! `is_cpu_op` false; collectives are `COMM_COLL_NODE` with integer
-//! `comm_type` and `comm_size` (bytes; all-gather: the per-rank input, the
-//! full size / the group's members) and `is_cpu_op` false; no `pg_name`
-//! and no `involved_dim`, so ASTRA-sim runs each collective over all ranks
-//! and all network dimensions (its defaults; a `pg_name` would need a
-//! `--comm-group-configuration` file), while `trainscope_group` (a string
-//! ASTRA-sim ignores) names the simulated group kind (`TP`, `DP`, ...);
-//! stage-to-stage
+//! world rank ([`ChakraExport::file`] makes each on demand). A job
+//! simulated per stage (SPMD) gives every rank its stage's program; a
+//! per-rank job's files are its ranks. Per file, every span is a node in
+//! start order (ids 0, 1, ...): compute spans are `COMP_NODE` with
+//! `duration_micros` (ns rounded to the nearest µs) and `is_cpu_op` false;
+//! collectives are `COMM_COLL_NODE` with integer `comm_type` and
+//! `comm_size` (bytes; all-gather: the per-rank input, the full size / the
+//! group's members), `is_cpu_op` false and `pg_name`: the id of the rank's
+//! group (TP, DP, EP, DP_EP by Megatron's placement; the tied-embedding
+//! all-reduce: the first and last stages' ranks) in the comm-group file
+//! [`ChakraExport::comm_groups_json`] (ASTRA-sim's
+//! `--comm-group-configuration`: `{"id": [ranks]}`); a group of every rank
+//! has no `pg_name` (ASTRA-sim's default group). `trainscope_group` (a
+//! string ASTRA-sim ignores) names the group kind. Above
+//! [`MAX_RANK_FILES`] ranks, or for a per-rank job missing ranks, the files
+//! are as simulated (one per stage / present rank) and collectives carry
+//! no `pg_name`, with a warning. Stage-to-stage
 //! transfers are `COMM_SEND_NODE` / `COMM_RECV_NODE` with `comm_src` /
-//! `comm_dst` (the peer file's index) and `comm_tag` (the transfer's index)
+//! `comm_dst` (the peer's rank: the same TP and DP index on the other
+//! stage) and `comm_tag` (the transfer's index)
 //! as int32 values, `comm_size` as int64 (the encodings ASTRA-sim's feeder
 //! reads: `comm_type` / `comm_size` from `int64_val`, peers and tags from
 //! `int32_val`). Waits are not written (the replay re-creates them).
@@ -40,6 +46,7 @@ use super::job::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
+use super::network::{Coords, Placement, PlacementOrder};
 use super::replay::{ByKind, ReplayJob};
 use super::schedule::PipeStep;
 use super::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Timeline};
@@ -155,13 +162,147 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
     ))
 }
 
-/// The Chakra files of a simulated timeline.
+/// Jobs simulated per stage are written one file per world rank up to
+/// this many ranks (above it, one file per stage, with a warning).
+pub const MAX_RANK_FILES: u64 = 4096;
+
+/// What a written node needs per rank: its collective's group, or its
+/// transfer peer (the attribute to set and the peer's template file).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Patch {
+    None,
+    Coll(GroupKind),
+    Peer { attr: usize, file: u32 },
+}
+
+/// One file as simulated: a rank of a per-rank job or a stage of an SPMD
+/// job.
+#[derive(Debug, Clone, PartialEq)]
+struct Template {
+    stands_for: String,
+    nodes: Vec<Node>,
+    patches: Vec<Patch>,
+}
+
+/// Per-rank files: where ranks are and which group has which id.
+#[derive(Debug, Clone, PartialEq)]
+struct Ranks {
+    placement: Placement,
+    /// Per-stage templates (SPMD): the template of each stage; per-rank
+    /// templates: `None` (file i is rank i).
+    stage_template: Option<Vec<u32>>,
+    /// Template file → the stage (SPMD) or rank it stands for.
+    template_index: Vec<u32>,
+    /// Collective groups by (kind, members): their `pg_name` ids (1, 2,
+    /// ...; a group of every rank has none: ASTRA-sim's default).
+    groups: BTreeMap<(GroupKind, Vec<u32>), u32>,
+}
+
+/// The Chakra files of a simulated timeline: [`ChakraExport::file`] makes
+/// each on demand (a job of a thousand ranks is not held in memory at once).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChakraExport {
-    /// (file index = the rank ASTRA-sim gives it, what it stands for, bytes).
-    pub files: Vec<(u32, String, Vec<u8>)>,
+    templates: Vec<Template>,
+    ranks: Option<Ranks>,
     /// Assumptions made.
     pub warnings: Vec<String>,
+}
+
+impl ChakraExport {
+    /// How many `.et` files (ASTRA-sim's NPU count).
+    pub fn len(&self) -> u32 {
+        match &self.ranks {
+            Some(r) => r.placement.parallel.world() as u32,
+            None => self.templates.len() as u32,
+        }
+    }
+
+    /// Whether there is no file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// File `i` (the rank ASTRA-sim gives it): what it stands for and its
+    /// bytes.
+    pub fn file(&self, i: u32) -> (String, Vec<u8>) {
+        let meta = GlobalMetadata {
+            version: SCHEMA_VERSION.to_string(),
+            attr: vec![string_attr("producer", "trainscope")],
+        };
+        let Some(ranks) = &self.ranks else {
+            let t = &self.templates[i as usize];
+            return (t.stands_for.clone(), encode(&meta, &t.nodes));
+        };
+        let coords = ranks.placement.coords_of(i);
+        let ti = match &ranks.stage_template {
+            Some(by_stage) => by_stage[coords.pp as usize],
+            None => i,
+        };
+        let t = &self.templates[ti as usize];
+        let mut nodes = t.nodes.clone();
+        for (node, patch) in nodes.iter_mut().zip(&t.patches) {
+            match *patch {
+                Patch::None => {}
+                Patch::Coll(kind) => {
+                    let members = group_members(&ranks.placement, i, kind);
+                    if let Some(id) = ranks.groups.get(&(kind, members)) {
+                        node.attr.push(string_attr("pg_name", &id.to_string()));
+                    }
+                }
+                Patch::Peer { attr, file } => {
+                    let peer = match &ranks.stage_template {
+                        Some(_) => ranks.placement.rank_of(Coords {
+                            pp: ranks.template_index[file as usize],
+                            ..coords
+                        }),
+                        None => ranks.template_index[file as usize],
+                    };
+                    if let Some(a) = node.attr.get_mut(attr) {
+                        a.value = Some(Value::Int32Val(i32::try_from(peer).unwrap_or(i32::MAX)));
+                    }
+                }
+            }
+        }
+        let stands_for = match &ranks.stage_template {
+            Some(_) => format!("rank {i} ({})", t.stands_for),
+            None => t.stands_for.clone(),
+        };
+        (stands_for, encode(&meta, &nodes))
+    }
+
+    /// Every file, in order (small jobs and tests; see [`ChakraExport::file`]).
+    pub fn files(&self) -> Vec<(u32, String, Vec<u8>)> {
+        (0..self.len())
+            .map(|i| {
+                let (s, b) = self.file(i);
+                (i, s, b)
+            })
+            .collect()
+    }
+
+    /// ASTRA-sim's `--comm-group-configuration` JSON: each group id the
+    /// files' `pg_name`s use and its ranks; `None` when no collective names
+    /// a group.
+    pub fn comm_groups_json(&self) -> Option<String> {
+        let ranks = self.ranks.as_ref()?;
+        if ranks.groups.is_empty() {
+            return None;
+        }
+        let mut by_id: Vec<(u32, &Vec<u32>)> =
+            ranks.groups.iter().map(|((_, m), id)| (*id, m)).collect();
+        by_id.sort_unstable();
+        let mut out = String::from("{\n");
+        for (n, (id, members)) in by_id.iter().enumerate() {
+            let list: Vec<String> = members.iter().map(u32::to_string).collect();
+            out.push_str(&format!(
+                "  \"{id}\": [{}]{}\n",
+                list.join(", "),
+                if n + 1 < by_id.len() { "," } else { "" }
+            ));
+        }
+        out.push_str("}\n");
+        Some(out)
+    }
 }
 
 fn int_attr(name: &str, v: i64) -> AttributeProto {
@@ -196,28 +337,55 @@ fn string_attr(name: &str, v: &str) -> AttributeProto {
     }
 }
 
+/// The group of a simulated collective span (`CollOther` is the one
+/// collective between pipeline stages: the tied-embedding all-reduce of
+/// the first and last stage).
 fn group_of(kind: SpanKind) -> Option<GroupKind> {
     match kind {
         SpanKind::CollTp => Some(GroupKind::Tp),
         SpanKind::CollEp => Some(GroupKind::Ep),
         SpanKind::CollDp => Some(GroupKind::Dp),
         SpanKind::CollDpEp => Some(GroupKind::DpEp),
+        SpanKind::CollOther => Some(GroupKind::Pp),
         _ => None,
     }
+}
+
+/// The ranks of `rank`'s group of kind `kind`: the placement's groups,
+/// and for `Pp` (the embedding all-reduce) the first and last stages'
+/// ranks at the same TP and DP index.
+fn group_members(placement: &Placement, rank: u32, kind: GroupKind) -> Vec<u32> {
+    if kind != GroupKind::Pp {
+        return placement.group_members(rank, kind);
+    }
+    let c = placement.coords_of(rank);
+    let last = placement.parallel.pp.saturating_sub(1);
+    let mut v = vec![
+        placement.rank_of(Coords { pp: 0, ..c }),
+        placement.rank_of(Coords { pp: last, ..c }),
+    ];
+    v.dedup();
+    v
 }
 
 fn micros(ns: u64) -> u64 {
     ns / 1000 + u64::from(ns % 1000 >= 500)
 }
 
-/// Write `timeline` (of a job with `parallel`) as Chakra files (see the
-/// module documentation).
-pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExport {
+/// Write `timeline` (of a job with `parallel`, ranks placed in `order`) as
+/// Chakra files (see the module documentation).
+pub fn write_timeline(
+    timeline: &Timeline,
+    parallel: Parallelism,
+    order: PlacementOrder,
+) -> ChakraExport {
     let mut warnings = Vec::new();
     // Lane groups in lane order: (group kind, group) → file index.
     let mut groups: BTreeMap<(u8, u32), u32> = BTreeMap::new();
     let mut names: Vec<String> = Vec::new();
     let mut lane_file: Vec<u32> = Vec::new();
+    // Per file: the stage (SPMD) or rank it stands for.
+    let mut file_index: Vec<u32> = Vec::new();
     let mut spmd = false;
     for lane in timeline.lanes() {
         let key = (
@@ -235,15 +403,16 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
             } else {
                 format!("stage {}", lane.stage)
             });
+            file_index.push(if key.0 == 0 { lane.group } else { lane.stage });
             next
         });
         lane_file.push(idx);
     }
-    if spmd && parallel.world() > groups.len() as u64 {
+    let world = parallel.world();
+    if spmd && world > MAX_RANK_FILES {
         warnings.push(format!(
-            "the job is simulated per stage: one file per stage ({} files) stands for all {} ranks; run ASTRA-sim with {} NPUs, or give each rank of a stage its stage's file",
+            "the job is simulated per stage and has {world} ranks, more than the {MAX_RANK_FILES} files written one per rank: one file per stage ({} files) stands for all ranks, its collectives without `pg_name` (over every rank); run ASTRA-sim with {} NPUs",
             groups.len(),
-            parallel.world(),
             groups.len()
         ));
     }
@@ -281,7 +450,7 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
         peer.insert(f.from, (*b, tag as u64));
         peer.insert(f.to, (*a, tag as u64));
     }
-    let mut files = Vec::with_capacity(nfiles);
+    let mut templates = Vec::with_capacity(nfiles);
     let mut unpaired = 0u64;
     for (fi, mut refs) in per_file.into_iter().enumerate() {
         refs.sort_by_key(|r| {
@@ -301,6 +470,7 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
         by_end.sort_unstable();
         let mut last_on_lane: BTreeMap<u32, u64> = BTreeMap::new();
         let mut nodes = Vec::with_capacity(refs.len());
+        let mut patches = Vec::with_capacity(refs.len());
         for r in &refs {
             let Some(s) = timeline.span(*r) else {
                 continue;
@@ -353,6 +523,7 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
                 _ => None,
             };
             let size = i64::try_from(s.bytes).unwrap_or(i64::MAX);
+            let mut patch = Patch::None;
             match (s.kind, coll_type) {
                 (SpanKind::Send | SpanKind::Recv, _) => {
                     let send = s.kind == SpanKind::Send;
@@ -366,6 +537,10 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
                         (fi as u32, u64::MAX)
                     });
                     // ASTRA-sim reads peers and tags as int32_val.
+                    patch = Patch::Peer {
+                        attr: node.attr.len(),
+                        file: p,
+                    };
                     node.attr.push(int32_attr(
                         if send { "comm_dst" } else { "comm_src" },
                         i32::try_from(p).unwrap_or(i32::MAX),
@@ -390,6 +565,9 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
                         "trainscope_group",
                         group.map_or("ALL", GroupKind::name),
                     ));
+                    if let Some(g) = group {
+                        patch = Patch::Coll(g);
+                    }
                 }
                 _ => {
                     // Compute (and collectives trainscope has no Chakra
@@ -399,19 +577,112 @@ pub fn write_timeline(timeline: &Timeline, parallel: Parallelism) -> ChakraExpor
                 }
             }
             nodes.push(node);
+            patches.push(patch);
         }
-        let meta = GlobalMetadata {
-            version: SCHEMA_VERSION.to_string(),
-            attr: vec![string_attr("producer", "trainscope")],
-        };
-        files.push((fi as u32, names[fi].clone(), encode(&meta, &nodes)));
+        templates.push(Template {
+            stands_for: names[fi].clone(),
+            nodes,
+            patches,
+        });
     }
     if unpaired > 0 {
         warnings.push(format!(
             "{unpaired} transfer(s) have no simulated peer: written with the own file as peer and tag -1"
         ));
     }
-    ChakraExport { files, warnings }
+    let ranks = rank_files(
+        &templates,
+        &file_index,
+        spmd,
+        parallel,
+        order,
+        &mut warnings,
+    );
+    ChakraExport {
+        templates,
+        ranks,
+        warnings,
+    }
+}
+
+/// How the templates become one file per world rank, with the collective
+/// groups they name: an SPMD job's stage templates repeated over the ranks
+/// of each stage (up to [`MAX_RANK_FILES`]), a per-rank job's files when
+/// they are every rank of the world in order. `None` (files as simulated,
+/// collectives without `pg_name`) otherwise, with a warning.
+fn rank_files(
+    templates: &[Template],
+    file_index: &[u32],
+    spmd: bool,
+    parallel: Parallelism,
+    order: PlacementOrder,
+    warnings: &mut Vec<String>,
+) -> Option<Ranks> {
+    let world = parallel.world();
+    let placement = Placement::new(parallel, order, 1);
+    let stage_template = if spmd {
+        if world > MAX_RANK_FILES {
+            return None;
+        }
+        let by_stage: Option<Vec<u32>> = (0..parallel.pp)
+            .map(|st| file_index.iter().position(|s| *s == st).map(|i| i as u32))
+            .collect();
+        match by_stage {
+            Some(v) => Some(v),
+            None => {
+                warnings.push(format!(
+                    "not every one of the {} stages was simulated: one file per simulated stage, collectives without `pg_name`",
+                    parallel.pp
+                ));
+                return None;
+            }
+        }
+    } else {
+        let all: Vec<u32> = (0..templates.len() as u32).collect();
+        if templates.len() as u64 != world || file_index != all.as_slice() {
+            if templates
+                .iter()
+                .any(|t| t.patches.iter().any(|p| matches!(p, Patch::Coll(_))))
+            {
+                warnings.push(format!(
+                    "the files are {} of the {world} ranks: collectives carry no `pg_name` and run over every file in ASTRA-sim",
+                    templates.len()
+                ));
+            }
+            return None;
+        }
+        None
+    };
+    let mut seen: BTreeMap<(GroupKind, Vec<u32>), u32> = BTreeMap::new();
+    for rank in 0..world as u32 {
+        let t = match &stage_template {
+            Some(by_stage) => by_stage[placement.coords_of(rank).pp as usize],
+            None => rank,
+        };
+        let kinds: std::collections::BTreeSet<GroupKind> = templates[t as usize]
+            .patches
+            .iter()
+            .filter_map(|p| match p {
+                Patch::Coll(k) => Some(*k),
+                _ => None,
+            })
+            .collect();
+        for kind in kinds {
+            let members = group_members(&placement, rank, kind);
+            if members.len() as u64 != world {
+                seen.insert((kind, members), 0);
+            }
+        }
+    }
+    for (id, v) in seen.values_mut().enumerate() {
+        *v = id as u32 + 1;
+    }
+    Some(Ranks {
+        placement,
+        stage_template,
+        template_index: file_index.to_vec(),
+        groups: seen,
+    })
 }
 
 #[cfg(test)]
@@ -501,9 +772,9 @@ mod tests {
 
     #[test]
     fn written_files_carry_the_attributes_astra_sim_requires() {
-        let ex = write_timeline(&timeline(), parallel());
-        assert_eq!(ex.files.len(), 2);
-        for (_, _, bytes) in &ex.files {
+        let ex = write_timeline(&timeline(), parallel(), PlacementOrder::default());
+        assert_eq!(ex.len(), 2);
+        for (_, _, bytes) in &ex.files() {
             let mut buf: &[u8] = bytes;
             let meta = GlobalMetadata::decode_length_delimited(&mut buf).unwrap();
             assert_eq!(meta.version, SCHEMA_VERSION);
@@ -555,8 +826,8 @@ mod tests {
 
     #[test]
     fn round_trip_keeps_nodes_durations_sizes_and_dependencies() {
-        let ex = write_timeline(&timeline(), parallel());
-        let (_, _, bytes) = &ex.files[1];
+        let ex = write_timeline(&timeline(), parallel(), PlacementOrder::default());
+        let (_, _, bytes) = &ex.files()[1];
         let t = parse("job.1.et", bytes);
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         assert_eq!(t.rank, Some(1));
@@ -657,12 +928,12 @@ mod tests {
             pp: 2,
             ep: 1,
         };
-        let ex = write_timeline(&tb.build(), p);
+        let ex = write_timeline(&tb.build(), p, PlacementOrder::default());
         let expect = [
             (NodeType::CommSendNode, "comm_dst", 1),
             (NodeType::CommRecvNode, "comm_src", 0),
         ];
-        for ((_, _, bytes), (ty, peer, value)) in ex.files.iter().zip(expect) {
+        for ((_, _, bytes), (ty, peer, value)) in ex.files().iter().zip(expect) {
             let mut buf: &[u8] = bytes;
             GlobalMetadata::decode_length_delimited(&mut buf).unwrap();
             let n = Node::decode_length_delimited(&mut buf).unwrap();
@@ -676,6 +947,81 @@ mod tests {
             assert_eq!(get(peer), Some(Value::Int32Val(value)));
             assert_eq!(get("comm_tag"), Some(Value::Int32Val(0)));
             assert_eq!(get("comm_size"), Some(Value::Int64Val(512)));
+        }
+        assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
+    }
+
+    #[test]
+    fn a_stage_simulated_job_is_written_per_rank_with_its_groups() {
+        use crate::hardware::gpu_preset;
+        use crate::job::{run::run_model, ModelJob, TrainingSetup};
+        // Llama 3.2 1B, PP 2 x DP 2 (Megatron placement: rank = dp + 2 pp).
+        let setup = TrainingSetup {
+            pp: 2,
+            dp: Some(2),
+            global_batch_size: Some(8),
+            seq_length: 1024,
+            ..TrainingSetup::default()
+        };
+        let model = crate::model::presets::preset("llama3.2-1b").unwrap();
+        let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
+        let out = run_model(&job, &crate::sim::SimConfig::default()).unwrap();
+        let ex = write_timeline(
+            &out.run.result.timeline,
+            out.run.parallel,
+            PlacementOrder::default(),
+        );
+        assert_eq!(ex.len(), 4, "one file per rank");
+        assert_eq!(
+            ex.comm_groups_json().unwrap(),
+            "{\n  \"1\": [0, 1],\n  \"2\": [2, 3],\n  \"3\": [0, 2],\n  \"4\": [1, 3]\n}\n"
+        );
+        for rank in 0..4u32 {
+            let (what, bytes) = ex.file(rank);
+            assert_eq!(what, format!("rank {rank} (stage {})", rank / 2));
+            let mut buf: &[u8] = &bytes;
+            GlobalMetadata::decode_length_delimited(&mut buf).unwrap();
+            let (mut colls, mut transfers) = (0, 0);
+            let peer = if rank < 2 { rank + 2 } else { rank - 2 } as i32;
+            while !buf.is_empty() {
+                let n = Node::decode_length_delimited(&mut buf).unwrap();
+                let attr = |name: &str| {
+                    n.attr
+                        .iter()
+                        .find(|a| a.name == name)
+                        .and_then(|a| a.value.clone())
+                };
+                match NodeType::try_from(n.r#type).unwrap() {
+                    NodeType::CommCollNode => {
+                        // The DP group of this rank (stage 0 → 1, stage 1 →
+                        // 2); the tied-embedding all-reduce: the first and
+                        // last stages' ranks at its DP index (3, 4).
+                        let want = if n.name == "embedding_grad_allreduce" {
+                            rank % 2 + 3
+                        } else {
+                            rank / 2 + 1
+                        }
+                        .to_string();
+                        assert_eq!(attr("pg_name"), Some(Value::StringVal(want)), "{}", n.name);
+                        colls += 1;
+                    }
+                    // Transfers go to and come from the same DP index on
+                    // the other stage (activations forward, gradients back).
+                    NodeType::CommSendNode => {
+                        assert_eq!(attr("comm_dst"), Some(Value::Int32Val(peer)));
+                        transfers += 1;
+                    }
+                    NodeType::CommRecvNode => {
+                        assert_eq!(attr("comm_src"), Some(Value::Int32Val(peer)));
+                        transfers += 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(
+                colls > 0 && transfers > 0,
+                "rank {rank}: {colls} {transfers}"
+            );
         }
         assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
     }
