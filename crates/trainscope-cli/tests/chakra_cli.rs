@@ -87,10 +87,7 @@ fn convert_a_model_job_then_simulate_the_files() {
     let groups: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("comm_groups.json")).unwrap())
             .unwrap();
-    assert_eq!(
-        groups,
-        serde_json::json!({"1": [0, 1], "2": [2, 3]})
-    );
+    assert_eq!(groups, serde_json::json!({"1": [0, 1], "2": [2, 3]}));
     let mut args = vec!["inspect", "--json"];
     args.extend(files.iter().map(String::as_str));
     let out = run(&args);
