@@ -307,8 +307,10 @@ struct RawEvent<'a> {
     ts: Option<&'a RawValue>,
     #[serde(borrow)]
     dur: Option<&'a RawValue>,
+    /// Kept raw (one skip-scan, nothing built): read into [`RawArgs`]
+    /// only for an event the checks on `ph`, `cat` and `name` keep.
     #[serde(borrow)]
-    args: Option<RawArgs<'a>>,
+    args: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -498,7 +500,20 @@ impl<'a> State<'a> {
                 return;
             }
         };
-        let args = ev.args.unwrap_or_default();
+        let args: RawArgs<'_> = match ev.args.map(|raw| serde_json::from_str(raw.get())) {
+            None => RawArgs::default(),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                let off = ev.args.map_or(at, |raw| self.offset(raw.get()));
+                self.skip(
+                    off,
+                    Severity::Error,
+                    format!("`{}`: unreadable `args` ({e})", lex::quote(name, 60)),
+                    None,
+                );
+                return;
+            }
+        };
         if let Some(step) = step {
             if gpu_kind.is_none() {
                 match step {
