@@ -21,6 +21,7 @@ use crate::views::{
     ResultView, Segment, TableView,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use trainscope_core::analysis::Analysis;
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
@@ -152,6 +153,7 @@ pub fn run_with_source(
         diagnostics,
         job: sim.job,
         schedules,
+        analysis: sim.analysis,
     };
     (output, sim.source)
 }
@@ -279,6 +281,8 @@ pub struct Simulated {
     pub timelines: Vec<NamedTimeline>,
     pub source: Option<ExportSource>,
     pub job: Option<JobOutcome>,
+    /// A Kineto run's analysis (the core's, from the replay's run).
+    pub analysis: Option<Analysis>,
 }
 
 /// The data a run's downloads are made from, kept by the worker until the
@@ -367,6 +371,7 @@ pub fn simulate(
                         report: Box::new(report),
                     }),
                     job: None,
+                    analysis: None,
                 },
                 Err(mut ds) => {
                     diagnostics.append(&mut ds);
@@ -399,6 +404,7 @@ pub fn simulate(
                     Simulated {
                         view: Some(event_view(&out)),
                         timelines,
+                        analysis: out.analysis.clone(),
                         source: Some(ExportSource::Event(Box::new(out))),
                         job: None,
                     }

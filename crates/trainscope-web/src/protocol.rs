@@ -27,6 +27,7 @@ use crate::views::{FileView, ResultView, ScheduleComparison};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use trainscope_core::analysis::Analysis;
 use trainscope_core::search::{ShardId, SweepReport};
 use trainscope_core::Diagnostic;
 
@@ -315,6 +316,11 @@ pub struct RunOutput {
     /// input could be compared (else a run diagnostic says why).
     #[serde(default)]
     pub schedules: Option<ScheduleComparison>,
+    /// A measured run with timed GPU work (Kineto traces): the core's
+    /// analysis ([`trainscope_core::analysis::analyse`], what `trainscope
+    /// analyze` prints), shown in the Kineto analysis panel.
+    #[serde(default)]
+    pub analysis: Option<Analysis>,
 }
 
 /// What became of a described job.
