@@ -6,7 +6,8 @@
 // groups (measured and simulated), and the analysis panel names rank 5 as
 // the straggler, the last to arrive at the gradient all-reduces, with the
 // per-rank breakdown of the core's analysis. Screenshots go to
-// target/e2e/kineto-*.png.
+// target/e2e/kineto-*.png. A single large generated trace (48 MiB) shows
+// its own parse progress in the run bar (bytes read of the file).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -103,5 +104,42 @@ test('eight Kineto rank files dropped: eight rank groups, the straggler named', 
   await panel.screenshot({ path: path.join(root, 'target', 'e2e', 'kineto-analysis.png') });
   await canvas.scrollIntoViewIfNeeded();
   await canvas.screenshot({ path: path.join(root, 'target', 'e2e', 'kineto-timeline.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('a large Kineto file shows its own parse progress in the run bar', { skip }, async () => {
+  const dir = path.join(root, 'target', 'e2e-kineto-big');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const out = execFileSync('cargo', ['run', '--locked', '--quiet', '-p', 'trainscope-tests', '--bin', 'kineto_gen', '--',
+    dir, '--world', '1', '--bytes', String(48 << 20)],
+  { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const big = out.trim().split('\n')[0];
+  const size = fs.statSync(big).size;
+  assert.ok(size > 32 << 20, `generated ${size} bytes`);
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  // Record every state of the run bar while the file is read.
+  await page.evaluate(() => {
+    window.seen = [];
+    new MutationObserver(() => {
+      const p = document.querySelector('[data-testid=run-progress]');
+      const l = document.querySelector('.run-bar .run-label');
+      if (p && l) window.seen.push([p.dataset.parsedBytes ?? null, Number(p.value), Number(p.max), l.textContent]);
+    }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+  await page.getByTestId('file-input').setInputFiles(big);
+  await waitDone(page, { timeout: 120000 });
+  const seen = await page.evaluate(() => window.seen);
+  const within = seen.filter(([b]) => b !== null);
+  assert.ok(within.length >= 2, `progress within the file: ${JSON.stringify(seen.slice(0, 20))}`);
+  const name = path.basename(big);
+  for (const [b, value, max, label] of within) {
+    assert.equal(Number(b), value);
+    assert.ok(value <= max && max >= size * 0.99, `${value} of ${max}`);
+    assert.match(label, new RegExp(`Parsing ${name.replace(/\./g, '\\.')} \\(file 1 of 1\\): [0-9.]+ [KMG]i?B of [0-9.]+ [KMG]i?B`));
+  }
+  const values = within.map(([, v]) => v);
+  assert.ok(values.some((v, i) => i > 0 && v > values[0]), `the bar moves: ${values}`);
+  assert.equal((await page.locator('[data-testid="file-card"] [data-testid="format"]').textContent()).trim(), 'kineto-trace');
   assert.deepEqual(errors, []);
 });

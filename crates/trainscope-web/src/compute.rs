@@ -25,12 +25,16 @@ use trainscope_core::analysis::Analysis;
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
-use trainscope_core::inspect::{inspect_set, FileSummary};
+use trainscope_core::inspect::{inspect_set_with_progress, FileSummary};
 use trainscope_core::job::run::ModelRunOutput;
 use trainscope_core::sim::infer::NetworkOverrides;
 use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput as SimRunOutput};
 use trainscope_core::sim::{self as coresim, SimConfig};
 use trainscope_core::Diagnostic;
+
+/// Files from this size on report progress while they are parsed
+/// ([`Progress::parsed_bytes`]); smaller ones parse in a blink.
+pub const PARSE_PROGRESS_MIN_BYTES: u64 = 4 << 20;
 
 /// Run one request: parse every file (Echo rank files of one job form one
 /// run), pre-fill settings from the headers, then simulate in the chosen
@@ -53,21 +57,46 @@ pub fn run_with_source(
         0
     };
     let total = n.saturating_add(3).saturating_add(compared);
+    progress(Progress {
+        id: req.id,
+        done: 0,
+        total,
+        label: format!("Parsing {} file(s)", req.files.len()),
+        parsed_bytes: None,
+    });
+    let pairs: Vec<(&str, &[u8])> = req
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .collect();
+    // Within a large file (a PyTorch profiler trace): bytes read so far.
+    let summaries = inspect_set_with_progress(&pairs, None, &mut |i, read, size| {
+        if size < PARSE_PROGRESS_MIN_BYTES {
+            return;
+        }
+        let name = pairs.get(i).map_or("", |p| p.0);
+        progress(Progress {
+            id: req.id,
+            done: 0,
+            total,
+            label: format!(
+                "Parsing {name} (file {} of {n}): {} of {}",
+                i + 1,
+                crate::format::bytes(read),
+                crate::format::bytes(size)
+            ),
+            parsed_bytes: Some((read, size)),
+        })
+    });
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,
             done,
             total,
             label,
+            parsed_bytes: None,
         })
     };
-    step(0, format!("Parsing {} file(s)", req.files.len()));
-    let pairs: Vec<(&str, &[u8])> = req
-        .files
-        .iter()
-        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
-        .collect();
-    let summaries = inspect_set(&pairs, None);
     let mut hints = SettingsHints::default();
     let mut diagnostics = Vec::new();
     let mut files = Vec::with_capacity(summaries.len());

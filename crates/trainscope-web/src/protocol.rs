@@ -287,6 +287,10 @@ pub struct Progress {
     pub total: u32,
     /// What is being done now (`Parsing a.txt`, `Simulating`).
     pub label: String,
+    /// While a large file is parsed: (bytes read, its size), decompressed
+    /// text; the run bar then shows this file's progress.
+    #[serde(default)]
+    pub parsed_bytes: Option<(u64, u64)>,
 }
 
 /// What a finished run produced.

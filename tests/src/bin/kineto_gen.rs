@@ -1,5 +1,6 @@
 //! `cargo run -p trainscope-tests --bin kineto_gen -- DIR [--world N]
-//! [--layers N] [--seed N] [--slow-rank R:PCT]`: writes the rank files of
+//! [--layers N | --bytes N] [--seed N] [--slow-rank R:PCT]`: writes the
+//! rank files (about `--bytes` each when given) of
 //! one generated PyTorch profiler job ([`trainscope_tests::kineto_gen`]) as
 //! `DIR/rank<R>.pt.trace.json`, for tests that need them on disk (the
 //! end-to-end test that drops 8 ranks on the page). Prints the file paths.
@@ -11,6 +12,7 @@ use trainscope_tests::kineto_gen::KinetoJob;
 fn parse_args(args: &[String]) -> Result<(PathBuf, KinetoJob), String> {
     let mut job = KinetoJob::default();
     let mut dir = None;
+    let mut bytes = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -26,6 +28,7 @@ fn parse_args(args: &[String]) -> Result<(PathBuf, KinetoJob), String> {
             "--world" => job.world = number(a, value(a)?)?,
             "--layers" => job.layers = number(a, value(a)?)?,
             "--seed" => job.seed = u64::from(number(a, value(a)?)?),
+            "--bytes" => bytes = Some(number(a, value(a)?)?),
             "--slow-rank" => {
                 let v = value(a)?;
                 let (r, p) = v
@@ -37,10 +40,16 @@ fn parse_args(args: &[String]) -> Result<(PathBuf, KinetoJob), String> {
             _ => dir = Some(PathBuf::from(a)),
         }
     }
-    let dir =
-        dir.ok_or("usage: kineto_gen DIR [--world N] [--layers N] [--seed N] [--slow-rank R:PCT]")?;
+    let dir = dir.ok_or(
+        "usage: kineto_gen DIR [--world N] [--layers N | --bytes N] [--seed N] [--slow-rank R:PCT]",
+    )?;
     if job.world == 0 {
         return Err("--world must be at least 1".to_string());
+    }
+    if let Some(b) = bytes {
+        let sized = KinetoJob::sized(job.seed, job.world, b as usize);
+        job.layers = sized.layers;
+        job.bucket_layers = sized.bucket_layers;
     }
     Ok((dir, job))
 }

@@ -957,7 +957,11 @@ pub fn kind_from_kernel_name(name: &str) -> Option<CommKind> {
     })
 }
 
-struct TopSeed<'s, 'a>(&'s mut State<'a>);
+/// How often (in events) [`parse_text_with_progress`] reports.
+pub const PROGRESS_EVERY_EVENTS: u64 = 8192;
+
+/// The parse state and the caller's progress callback (bytes read, total).
+struct TopSeed<'s, 'a>(&'s mut State<'a>, &'s mut dyn FnMut(u64, u64));
 
 impl<'de, 's> DeserializeSeed<'de> for TopSeed<'s, 'de> {
     type Value = ();
@@ -976,7 +980,7 @@ impl<'de, 's> Visitor<'de> for TopSeed<'s, 'de> {
             match key.as_ref() {
                 "traceEvents" => {
                     self.0.saw_events = true;
-                    map.next_value_seed(EventsSeed(&mut *self.0))?;
+                    map.next_value_seed(EventsSeed(&mut *self.0, &mut *self.1))?;
                 }
                 "schemaVersion" => {
                     let raw: &RawValue = map.next_value()?;
@@ -1013,11 +1017,11 @@ impl<'de, 's> Visitor<'de> for TopSeed<'s, 'de> {
     fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<(), S::Error> {
         // The older Chrome trace form: a bare array of events.
         self.0.saw_events = true;
-        EventsSeed(self.0).visit_seq(seq)
+        EventsSeed(self.0, self.1).visit_seq(seq)
     }
 }
 
-struct EventsSeed<'s, 'a>(&'s mut State<'a>);
+struct EventsSeed<'s, 'a>(&'s mut State<'a>, &'s mut dyn FnMut(u64, u64));
 
 impl<'de, 's> DeserializeSeed<'de> for EventsSeed<'s, 'de> {
     type Value = ();
@@ -1034,6 +1038,9 @@ impl<'de, 's> Visitor<'de> for EventsSeed<'s, 'de> {
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
         while let Some(element) = seq.next_element_seed(ElementSeed)? {
             self.0.event(element);
+            if self.0.counts.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                (self.1)(self.0.next_at as u64, self.0.text.len() as u64);
+            }
         }
         Ok(())
     }
@@ -1075,6 +1082,18 @@ pub fn parse_text(
     text: &str,
     decompress_error: Option<Diagnostic>,
 ) -> Result<KinetoTrace, Diagnostic> {
+    parse_text_with_progress(file, text, decompress_error, &mut |_, _| {})
+}
+
+/// [`parse_text`], calling `progress(bytes read, total bytes)` of the text
+/// every [`PROGRESS_EVERY_EVENTS`] events and once at the end (bytes read
+/// = total), so a front end can show progress within one large file.
+pub fn parse_text_with_progress(
+    file: &str,
+    text: &str,
+    decompress_error: Option<Diagnostic>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<KinetoTrace, Diagnostic> {
     let mut st = State {
         file,
         text,
@@ -1103,9 +1122,10 @@ pub fn parse_text(
         st.sink.push(d);
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let result = TopSeed(&mut st)
+    let result = TopSeed(&mut st, &mut *progress)
         .deserialize(&mut de)
         .and_then(|()| de.end());
+    progress(text.len() as u64, text.len() as u64);
     if let Err(e) = result {
         let line = u32::try_from(e.line()).unwrap_or(u32::MAX).max(1);
         let cut = e.is_eof();
@@ -1557,6 +1577,33 @@ mod tests {
   {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}
   ]
 }"#;
+
+    /// Progress within one file: every `PROGRESS_EVERY_EVENTS` events and at
+    /// the end, ascending, ending at the text's length.
+    #[test]
+    fn reports_progress_within_a_file() {
+        let mut text = String::from("{\"traceEvents\": [\n");
+        let n = 2 * PROGRESS_EVERY_EVENTS + 100;
+        for i in 0..n {
+            text.push_str(&format!(
+                "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": {i}, \"dur\": 1}}{}\n",
+                if i + 1 < n { "," } else { "" }
+            ));
+        }
+        text.push_str("]}");
+        let mut calls = Vec::new();
+        let t = parse_text_with_progress("p.json", &text, None, &mut |d, total| {
+            calls.push((d, total))
+        })
+        .unwrap();
+        assert_eq!(t.ops.len() as u64, n);
+        let len = text.len() as u64;
+        assert_eq!(calls.len(), 3, "{calls:?}");
+        assert!(calls.iter().all(|(_, total)| *total == len));
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+        assert!(calls[0].0 > len / 4 && calls[0].0 < len / 2, "{calls:?}");
+        assert_eq!(calls.last(), Some(&(len, len)));
+    }
 
     /// Elements read in the one pass: anything that is not an event object
     /// or has a field of the wrong type is a located error, the rest is read;
