@@ -3,10 +3,14 @@
 //! one within 5 % (uncalibrated), with and without a slowed rank, on the
 //! last and on an earlier `ProfilerStep`; a set holding only some ranks is
 //! simulated as those ranks and says so; a what-if on the network changes
-//! the result; the measured timeline has one lane per CUDA stream.
+//! the result; the measured timeline has one lane per CUDA stream; slowing
+//! a rank (`RunOptions::slow_rank`) lengthens the step when it is the
+//! straggler and not when a little slowdown of another rank stays hidden
+//! by the straggler's lateness; the run carries the analysis naming the
+//! straggler.
 
 use trainscope_core::sim::infer::NetworkOverrides;
-use trainscope_core::sim::run::convert_files;
+use trainscope_core::sim::run::{convert_files, SlowRank};
 use trainscope_core::sim::{run_files, RunOptions, RunOutput, SimConfig};
 use trainscope_tests::kineto_gen::KinetoJob;
 
@@ -127,4 +131,77 @@ fn measured_timeline_has_one_lane_per_cuda_stream() {
         })
         .sum();
     assert_eq!(spans, want);
+}
+
+#[test]
+fn slowing_a_rank_is_a_what_if() {
+    let job = KinetoJob {
+        seed: 3,
+        world: 8,
+        layers: 6,
+        slow_rank: Some((5, 30)),
+        ..KinetoJob::default()
+    };
+    let files = job.generate();
+    let base = run(&files, &RunOptions::default());
+    let t0 = base.summary().iteration_time_ns;
+    assert!(base.slow_rank.is_none());
+    // The run's analysis names the generated straggler.
+    let a = base.analysis.as_ref().expect("a Kineto run is analysed");
+    assert_eq!(a.compute_straggler, Some(5));
+    assert_eq!(a.ranks.len(), 8);
+    let slowed = |rank: u32, percent: f64| {
+        run(
+            &files,
+            &RunOptions {
+                slow_rank: Some(SlowRank { rank, percent }),
+                ..RunOptions::default()
+            },
+        )
+    };
+    // The straggler slowed further: the step grows, by less than its
+    // whole compute's share.
+    let more = slowed(5, 20.0);
+    let r = more.slow_rank.as_ref().unwrap();
+    assert_eq!(r.baseline_iteration_time_ns, t0);
+    assert_eq!(r.iteration_time_ns, more.summary().iteration_time_ns);
+    assert!(r.iteration_time_ns > t0, "{} vs {t0}", r.iteration_time_ns);
+    assert!(
+        r.iteration_time_ns < t0 + t0 / 5,
+        "{} vs {t0}",
+        r.iteration_time_ns
+    );
+    assert!(more.report_json()["slow_rank"]["difference_ns"].as_i64() > Some(0));
+    // A rank that waits for the straggler anyway, slowed by 1 %: hidden.
+    let hidden = slowed(2, 1.0);
+    assert_eq!(hidden.summary().iteration_time_ns, t0);
+    // The same rank slowed far past the straggler becomes the critical one.
+    let past = slowed(2, 80.0);
+    assert!(past.summary().iteration_time_ns > more.summary().iteration_time_ns);
+    // Slowing is monotone in the percentage.
+    let mut last = t0;
+    for pct in [10.0, 40.0, 90.0] {
+        let t = slowed(5, pct).summary().iteration_time_ns;
+        assert!(t >= last, "{pct}%: {t} < {last}");
+        last = t;
+    }
+    // A rank the replay does not simulate is refused.
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .collect();
+    let err = run_files(
+        &refs,
+        &SimConfig::default(),
+        &RunOptions {
+            slow_rank: Some(SlowRank {
+                rank: 8,
+                percent: 10.0,
+            }),
+            ..RunOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.exit_code(), 4, "{err}");
+    assert!(err.to_string().contains("rank 8"), "{err}");
 }

@@ -8,7 +8,7 @@
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;
-use trainscope_core::analysis::analyse;
+use trainscope_core::analysis::{analyse, DEFAULT_TOP_KERNELS};
 use trainscope_core::inspect::{failed_file_errors, load_set, LoadOptions};
 
 #[derive(clap::Args, Debug)]
@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     iteration: Option<u32>,
     /// How many kernels to list, longest total first.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TOP_KERNELS)]
     top: usize,
     /// Print the analysis as JSON.
     #[arg(long)]

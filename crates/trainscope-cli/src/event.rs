@@ -26,7 +26,7 @@ use trainscope_core::hardware::{gpu_preset, GPU_NAMES};
 use trainscope_core::sim::export;
 use trainscope_core::sim::infer::{FitBasis, NetworkOverrides};
 use trainscope_core::sim::network::PlacementOrder;
-use trainscope_core::sim::run::{convert_files, InferredReport, RunOutput};
+use trainscope_core::sim::run::{convert_files, InferredReport, RunOutput, SlowRank};
 use trainscope_core::sim::timeline::Timeline;
 use trainscope_core::sim::{run_files, Algorithm, RunError, RunOptions, ScheduleKind, SimConfig};
 use trainscope_core::Format;
@@ -156,6 +156,12 @@ pub struct EventFlags {
     /// one every rank has).
     #[arg(long, value_name = "N")]
     pub iteration: Option<u32>,
+    /// Measured runs replayed per rank (Kineto, Echo, Chakra traces): a
+    /// what-if with rank R's compute PCT percent slower (`5:30`); its
+    /// collectives start later and the others wait for it. The report gives
+    /// the iteration with and without it (JSON `slow_rank`).
+    #[arg(long, value_name = "R:PCT")]
+    pub slow_rank: Option<String>,
     /// Write the simulated timeline as Chrome Trace Event JSON (Perfetto,
     /// chrome://tracing; times in microseconds).
     #[arg(long, value_name = "PATH")]
@@ -188,6 +194,7 @@ impl EventFlags {
         add(self.block_repeats.is_some(), "--block-repeats");
         add(self.format.is_some(), "--format");
         add(self.iteration.is_some(), "--iteration");
+        add(self.slow_rank.is_some(), "--slow-rank");
         add(self.chrome_trace.is_some(), "--chrome-trace");
         add(self.spans_csv.is_some(), "--spans-csv");
         out
@@ -305,6 +312,15 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
         network_overrides,
         ..RunOptions::default()
     };
+    if let Some(text) = &e.slow_rank {
+        match SlowRank::parse(text) {
+            Ok(sr) => options.slow_rank = Some(sr),
+            Err(why) => {
+                eprintln!("error: invalid setting `slow-rank`: {why}");
+                return Ok(Err(EXIT_CONFIG));
+            }
+        }
+    }
     if let Some(name) = &e.format {
         match parse_format(name) {
             Ok(fm) => options.format = Some(fm),

@@ -156,3 +156,37 @@ fn analyze_names_the_straggler() {
     let out = run(&["analyze", &fixture("seeds/simai_llama65b_tp8_pp4_vpp8.txt")]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn simulate_slow_rank_is_a_what_if() {
+    let r0 = fixture("kineto/job2_rank0.json");
+    let r1 = fixture("kineto/job2_rank1.pt.trace.json.gz");
+    let out = run(&["simulate", "--json", "--slow-rank", "1:50", &r0, &r1]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let sr = &v["slow_rank"];
+    assert_eq!(sr["rank"], 1);
+    assert_eq!(sr["percent"], 50.0);
+    let t = sr["iteration_time_ns"].as_u64().unwrap();
+    let base = sr["baseline_iteration_time_ns"].as_u64().unwrap();
+    assert_eq!(v["iteration_time_ns"].as_u64(), Some(t));
+    assert!(t > base, "{t} vs {base}");
+    assert_eq!(sr["difference_ns"].as_i64(), Some(t as i64 - base as i64));
+    // Without the flag there is no `slow_rank` key and the iteration is
+    // the baseline.
+    let plain = stdout_json(&run(&["simulate", "--json", &r0, &r1]));
+    assert!(plain.get("slow_rank").is_none());
+    assert_eq!(plain["iteration_time_ns"].as_u64(), Some(base));
+    // A rank outside the set, or bad text: invalid settings (exit 4).
+    for bad in ["7:10", "1", "1:-5", "x:10"] {
+        let out = run(&["simulate", "--slow-rank", bad, &r0, &r1]);
+        assert_eq!(out.status.code(), Some(4), "--slow-rank {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("slow"), "--slow-rank {bad}: {err}");
+    }
+}

@@ -601,6 +601,17 @@ pub fn inspect_set(files: &[(&str, &[u8])], forced: Option<Format>) -> Vec<FileS
     load_set(files, forced, &LoadOptions::default()).summaries
 }
 
+/// [`inspect_set`], reporting progress within large files:
+/// `progress(file index, bytes read, total bytes)` as
+/// [`load_set_with_progress`] does.
+pub fn inspect_set_with_progress(
+    files: &[(&str, &[u8])],
+    forced: Option<Format>,
+    progress: &mut dyn FnMut(usize, u64, u64),
+) -> Vec<FileSummary> {
+    load_set_with_progress(files, forced, &LoadOptions::default(), progress).summaries
+}
+
 fn described_summary(job: &DescribedJob) -> JobSummary {
     let stored: u64 = job.stages.iter().map(|s| s.stored_op_count() as u64).sum();
     let first = job.stages.first();
@@ -703,6 +714,19 @@ pub fn load_set(
     files: &[(&str, &[u8])],
     forced: Option<Format>,
     options: &LoadOptions,
+) -> LoadedSet {
+    load_set_with_progress(files, forced, options, &mut |_, _, _| {})
+}
+
+/// [`load_set`], calling `progress(file index, bytes read, total bytes)`
+/// while a PyTorch profiler trace is read (every
+/// [`kineto::PROGRESS_EVERY_EVENTS`] events and at its end; bytes of the
+/// decompressed text).
+pub fn load_set_with_progress(
+    files: &[(&str, &[u8])],
+    forced: Option<Format>,
+    options: &LoadOptions,
+    progress: &mut dyn FnMut(usize, u64, u64),
 ) -> LoadedSet {
     let mut summaries: Vec<FileSummary> = Vec::with_capacity(files.len());
     let mut described = Vec::new();
@@ -891,7 +915,13 @@ pub fn load_set(
                 // (CPU-only profiling, a Chrome trace of something else)
                 // has nothing to analyse and fails, saying so.
                 summary.unit = "GPU events";
-                match kineto::parse_text(file, &text, gzip_error.take()) {
+                let index = summaries.len();
+                match kineto::parse_text_with_progress(
+                    file,
+                    &text,
+                    gzip_error.take(),
+                    &mut |done, total| progress(index, done, total),
+                ) {
                     Ok(mut t) => {
                         t.gzip = gzip;
                         summary.read = t.ops.len() as u64;

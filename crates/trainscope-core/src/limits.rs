@@ -106,6 +106,23 @@ pub fn backward_factor(value: f64) -> Result<(), String> {
     }
 }
 
+/// Largest slowdown of one rank, percent (a rank 100 times slower).
+pub const MAX_SLOWDOWN_PERCENT: f64 = 10_000.0;
+
+/// A what-if slowdown of one rank's compute, percent, in
+/// `0..=`[`MAX_SLOWDOWN_PERCENT`].
+pub fn slowdown_percent(value: f64) -> Result<(), String> {
+    if value.is_finite() && (0.0..=MAX_SLOWDOWN_PERCENT).contains(&value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not between 0 and {} (percent)",
+            number(value),
+            number(MAX_SLOWDOWN_PERCENT)
+        ))
+    }
+}
+
 /// A DP, TP or EP overlap ratio, in `[0, 1]`.
 pub fn overlap_ratio(value: f64) -> Result<(), String> {
     if (0.0..=1.0).contains(&value) {

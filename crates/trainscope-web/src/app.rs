@@ -10,6 +10,7 @@ use crate::components::compare::Compare;
 use crate::components::file_card::{diagnostic, FileCard};
 use crate::components::ingest::{load_example, Ingest};
 use crate::components::job_panel::JobPanel;
+use crate::components::kineto_analysis::KinetoAnalysis;
 use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
 use crate::components::schedule_compare::ScheduleCompare;
@@ -442,6 +443,9 @@ pub fn App() -> Html {
                         <section class="results empty" aria-label="Results">
                             <p class="note">{"Load a workload or a training log (drop it, choose it, or pick an example), or describe a job, to see its results here."}</p>
                         </section>
+                    }
+                    if let Some(a) = output.as_ref().and_then(|o| o.analysis.clone()) {
+                        <KinetoAnalysis analysis={a} {stale} />
                     }
                     if let Some(r) = result.as_ref().filter(|r| r.activations.iter().any(|a| a.peak_chunks > 0)) {
                         <ActivationChart activations={r.activations.clone()}

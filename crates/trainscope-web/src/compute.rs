@@ -21,15 +21,20 @@ use crate::views::{
     ResultView, Segment, TableView,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use trainscope_core::analysis::Analysis;
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
-use trainscope_core::inspect::{inspect_set, FileSummary};
+use trainscope_core::inspect::{inspect_set_with_progress, FileSummary};
 use trainscope_core::job::run::ModelRunOutput;
 use trainscope_core::sim::infer::NetworkOverrides;
 use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput as SimRunOutput};
 use trainscope_core::sim::{self as coresim, SimConfig};
 use trainscope_core::Diagnostic;
+
+/// Files from this size on report progress while they are parsed
+/// ([`Progress::parsed_bytes`]); smaller ones parse in a blink.
+pub const PARSE_PROGRESS_MIN_BYTES: u64 = 4 << 20;
 
 /// Run one request: parse every file (Echo rank files of one job form one
 /// run), pre-fill settings from the headers, then simulate in the chosen
@@ -52,21 +57,46 @@ pub fn run_with_source(
         0
     };
     let total = n.saturating_add(3).saturating_add(compared);
+    progress(Progress {
+        id: req.id,
+        done: 0,
+        total,
+        label: format!("Parsing {} file(s)", req.files.len()),
+        parsed_bytes: None,
+    });
+    let pairs: Vec<(&str, &[u8])> = req
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .collect();
+    // Within a large file (a PyTorch profiler trace): bytes read so far.
+    let summaries = inspect_set_with_progress(&pairs, None, &mut |i, read, size| {
+        if size < PARSE_PROGRESS_MIN_BYTES {
+            return;
+        }
+        let name = pairs.get(i).map_or("", |p| p.0);
+        progress(Progress {
+            id: req.id,
+            done: 0,
+            total,
+            label: format!(
+                "Parsing {name} (file {} of {n}): {} of {}",
+                i + 1,
+                crate::format::bytes(read),
+                crate::format::bytes(size)
+            ),
+            parsed_bytes: Some((read, size)),
+        })
+    });
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,
             done,
             total,
             label,
+            parsed_bytes: None,
         })
     };
-    step(0, format!("Parsing {} file(s)", req.files.len()));
-    let pairs: Vec<(&str, &[u8])> = req
-        .files
-        .iter()
-        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
-        .collect();
-    let summaries = inspect_set(&pairs, None);
     let mut hints = SettingsHints::default();
     let mut diagnostics = Vec::new();
     let mut files = Vec::with_capacity(summaries.len());
@@ -158,6 +188,7 @@ pub fn run_with_source(
         diagnostics,
         job: sim.job,
         schedules,
+        analysis: sim.analysis,
     };
     (output, sim.source)
 }
@@ -285,6 +316,8 @@ pub struct Simulated {
     pub timelines: Vec<NamedTimeline>,
     pub source: Option<ExportSource>,
     pub job: Option<JobOutcome>,
+    /// A Kineto run's analysis (the core's, from the replay's run).
+    pub analysis: Option<Analysis>,
 }
 
 /// The data a run's downloads are made from, kept by the worker until the
@@ -373,6 +406,7 @@ pub fn simulate(
                         report: Box::new(report),
                     }),
                     job: None,
+                    analysis: None,
                 },
                 Err(mut ds) => {
                     diagnostics.append(&mut ds);
@@ -405,6 +439,7 @@ pub fn simulate(
                     Simulated {
                         view: Some(event_view(&out)),
                         timelines,
+                        analysis: out.analysis.clone(),
                         source: Some(ExportSource::Event(Box::new(out))),
                         job: None,
                     }

@@ -27,6 +27,7 @@ use crate::views::{FileView, ResultView, ScheduleComparison};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use trainscope_core::analysis::Analysis;
 use trainscope_core::search::{ShardId, SweepReport};
 use trainscope_core::Diagnostic;
 
@@ -286,6 +287,10 @@ pub struct Progress {
     pub total: u32,
     /// What is being done now (`Parsing a.txt`, `Simulating`).
     pub label: String,
+    /// While a large file is parsed: (bytes read, its size), decompressed
+    /// text; the run bar then shows this file's progress.
+    #[serde(default)]
+    pub parsed_bytes: Option<(u64, u64)>,
 }
 
 /// What a finished run produced.
@@ -315,6 +320,11 @@ pub struct RunOutput {
     /// input could be compared (else a run diagnostic says why).
     #[serde(default)]
     pub schedules: Option<ScheduleComparison>,
+    /// A measured run with timed GPU work (Kineto traces): the core's
+    /// analysis ([`trainscope_core::analysis::analyse`], what `trainscope
+    /// analyze` prints), shown in the Kineto analysis panel.
+    #[serde(default)]
+    pub analysis: Option<Analysis>,
 }
 
 /// What became of a described job.

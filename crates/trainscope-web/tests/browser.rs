@@ -430,6 +430,7 @@ fn responses_round_trip_as_json() {
             done: 1,
             total: 2,
             label: "Parsing a.txt".into(),
+            parsed_bytes: None,
         }),
         Response::Done {
             id: 7,
@@ -654,6 +655,7 @@ fn run_ids_make_older_responses_stale() {
             done: 0,
             total: 2,
             label: "Parsing a.txt".into(),
+            parsed_bytes: None,
         })),
     );
     assert!(matches!(&s.run, RunStatus::Running { id: 2, progress: Some(p) } if p.done == 0));

@@ -19,11 +19,11 @@
 //!   the transfer part is the earliest end minus the last start.
 
 use crate::workload::{MeasuredOp, MeasuredRun, OpKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The time breakdown of one rank's iteration, ns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankBreakdown {
     pub rank: u32,
     pub iteration_ns: u64,
@@ -38,7 +38,7 @@ pub struct RankBreakdown {
 }
 
 /// A kernel name's total over the ranks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelTotal {
     pub name: String,
     pub count: u64,
@@ -46,7 +46,7 @@ pub struct KernelTotal {
 }
 
 /// One collective matched across ranks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectiveArrival {
     /// 0-based occurrence of this kind and group on each member.
     pub index: u32,
@@ -65,7 +65,7 @@ pub struct CollectiveArrival {
 }
 
 /// The analysis of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Analysis {
     /// The `ProfilerStep` (or iteration index) analysed.
     pub iteration: Option<u32>,
@@ -129,6 +129,10 @@ fn is_comm(op: &MeasuredOp) -> bool {
 fn interval(op: &MeasuredOp) -> Option<(u64, u64)> {
     Some((op.start_ns?, op.end_ns()?))
 }
+
+/// How many kernels [`analyse`] lists unless told otherwise (`trainscope
+/// analyze --top`, the page, `simulate`'s analysis of a Kineto run).
+pub const DEFAULT_TOP_KERNELS: usize = 10;
 
 /// Analyse `run` (its ranks' ops over their first iteration span); `top`
 /// kernels are listed.

@@ -27,9 +27,12 @@
 //!   CPU op the kernel was launched from (joined by `External id`).
 //!
 //! Streaming: the file is walked once with a serde visitor; each element of
-//! `traceEvents` is taken as a borrowed raw slice and read into a small
-//! borrowed struct, and only GPU work, step annotations and the collective
-//! metadata are kept, compactly ([`GpuOp`]: interned names, integer ns).
+//! `traceEvents` is read in the same single pass into a small struct of
+//! borrowed raw slices (`ph`, `cat`, `name`, `pid`, `tid`, `ts`, `dur`,
+//! `args`; other fields skipped), and `args` is read further only for an
+//! event that its `ph`, `cat` and `name` keep; only GPU work, step
+//! annotations and the collective metadata are kept, compactly
+//! ([`GpuOp`]: interned names, integer ns).
 //! No JSON value of the file is ever built. Times are converted from the
 //! decimal text (`lex::parse_decimal_scaled`, µs → ns, exact, rounded
 //! half-up below the nanosecond). Every skipped event is a located
@@ -297,24 +300,185 @@ impl<'a> Lines<'a> {
     }
 }
 
-#[derive(Deserialize)]
+/// The fields of one trace event that are looked at, read in the one pass
+/// over `traceEvents` ([`ElementSeed`]): each value a borrowed raw slice of
+/// the text (a JSON `null` counts as absent); `ph`, `cat` and `name` are
+/// decoded as strings by [`State::event`], `args` only for an event the
+/// checks on them keep.
+#[derive(Default)]
 struct RawEvent<'a> {
-    #[serde(borrow)]
-    ph: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    cat: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    ph: Option<&'a RawValue>,
+    cat: Option<&'a RawValue>,
+    name: Option<&'a RawValue>,
     pid: Option<&'a RawValue>,
-    #[serde(borrow)]
     tid: Option<&'a RawValue>,
-    #[serde(borrow)]
     ts: Option<&'a RawValue>,
-    #[serde(borrow)]
     dur: Option<&'a RawValue>,
+    args: Option<&'a RawValue>,
+    /// The first and the last value of the object (to locate the event
+    /// and the element after it).
+    first: Option<&'a RawValue>,
+    last: Option<&'a RawValue>,
+    /// A field given twice (the event is refused, as a strict reader would).
+    duplicate: Option<&'static str>,
+}
+
+/// One element of `traceEvents`: an event object, or anything else (its
+/// text, and the element itself when it is a string of the file).
+enum Element<'a> {
+    Event(RawEvent<'a>),
+    NotObject(String, Option<&'a str>),
+}
+
+/// The keys of [`RawEvent`].
+#[derive(Clone, Copy)]
+enum Key {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Args,
+    Other,
+}
+
+impl Key {
+    fn name(self) -> &'static str {
+        match self {
+            Key::Ph => "ph",
+            Key::Cat => "cat",
+            Key::Name => "name",
+            Key::Pid => "pid",
+            Key::Tid => "tid",
+            Key::Ts => "ts",
+            Key::Dur => "dur",
+            Key::Args => "args",
+            Key::Other => "",
+        }
+    }
+}
+
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: de::Error>(self, k: &str) -> Result<Key, E> {
+        Ok(match k {
+            "ph" => Key::Ph,
+            "cat" => Key::Cat,
+            "name" => Key::Name,
+            "pid" => Key::Pid,
+            "tid" => Key::Tid,
+            "ts" => Key::Ts,
+            "dur" => Key::Dur,
+            "args" => Key::Args,
+            _ => Key::Other,
+        })
+    }
+}
+
+/// Reads one element of `traceEvents` in a single pass: an object's
+/// fields as raw slices, anything else as its text.
+struct ElementSeed;
+
+impl<'de> DeserializeSeed<'de> for ElementSeed {
+    type Value = Element<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Element<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ElementSeed {
+    type Value = Element<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a trace event")
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Element<'de>, M::Error> {
+        let mut ev = RawEvent::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let v: &'de RawValue = map.next_value()?;
+            ev.first.get_or_insert(v);
+            ev.last = Some(v);
+            let slot = match key {
+                Key::Ph => &mut ev.ph,
+                Key::Cat => &mut ev.cat,
+                Key::Name => &mut ev.name,
+                Key::Pid => &mut ev.pid,
+                Key::Tid => &mut ev.tid,
+                Key::Ts => &mut ev.ts,
+                Key::Dur => &mut ev.dur,
+                Key::Args => &mut ev.args,
+                Key::Other => continue,
+            };
+            if slot.is_some() {
+                ev.duplicate.get_or_insert(key.name());
+            }
+            if v.get() != "null" {
+                *slot = Some(v);
+            }
+        }
+        Ok(Element::Event(ev))
+    }
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Element<'de>, S::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Element::NotObject("[...]".to_string(), None))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject(format!("\"{v}\""), Some(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject(format!("\"{v}\""), None))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject(v.to_string(), None))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject(v.to_string(), None))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject(v.to_string(), None))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject(v.to_string(), None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Element<'de>, E> {
+        Ok(Element::NotObject("null".to_string(), None))
+    }
+}
+
+/// A raw JSON string's text: borrowed when it has no escapes; `Err` when
+/// the value is not a string.
+fn raw_str(raw: Option<&RawValue>) -> Result<Cow<'_, str>, ()> {
+    let Some(raw) = raw else {
+        return Ok(Cow::Borrowed(""));
+    };
+    let t = raw.get();
+    match t.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Ok(Cow::Borrowed(inner)),
+        Some(_) => serde_json::from_str::<String>(t)
+            .map(Cow::Owned)
+            .map_err(|_| ()),
+        None => Err(()),
+    }
+}
+
+/// The one argument of a runtime call (`cudaLaunchKernel`, ...) kept.
+#[derive(Deserialize)]
+struct LaunchArgs<'a> {
     #[serde(borrow)]
-    args: Option<RawArgs<'a>>,
+    correlation: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -386,6 +550,9 @@ struct State<'a> {
     distributed: Option<RawDistributed>,
     device_name: Option<String>,
     saw_events: bool,
+    /// About where the next element of `traceEvents` starts: after the
+    /// last one read (to locate an element that is not an object).
+    next_at: usize,
 }
 
 impl<'a> State<'a> {
@@ -422,27 +589,72 @@ impl<'a> State<'a> {
         id
     }
 
-    fn event(&mut self, raw: &'a RawValue) {
+    fn event(&mut self, element: Element<'a>) {
         self.counts.events += 1;
-        let at = self.offset(raw.get());
-        let ev: RawEvent<'_> = match serde_json::from_str(raw.get()) {
-            Ok(e) => e,
-            Err(e) => {
-                let what = if raw.get().starts_with('{') {
-                    format!("unreadable trace event ({e})")
-                } else {
+        let ev = match element {
+            Element::Event(ev) => ev,
+            Element::NotObject(text, at) => {
+                // A string of the file is located exactly; another value
+                // where the element after the last located one starts
+                // (the array's start before any: the file's start).
+                let at = at.map_or_else(
+                    || {
+                        let rest = &self.text.as_bytes()[self.next_at.min(self.text.len())..];
+                        let skip = rest
+                            .iter()
+                            .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b','))
+                            .unwrap_or(rest.len());
+                        self.next_at + skip
+                    },
+                    |t| self.offset(t).saturating_sub(1),
+                );
+                self.next_at = at + text.len();
+                self.skip(
+                    at,
+                    Severity::Error,
                     format!(
                         "a trace event must be a JSON object, found `{}`",
-                        lex::quote(raw.get(), 40)
-                    )
-                };
-                self.skip(at, Severity::Error, what, None);
+                        lex::quote(&text, 40)
+                    ),
+                    None,
+                );
                 return;
             }
         };
-        let ph = ev.ph.as_deref().unwrap_or("");
-        let cat = ev.cat.as_deref().unwrap_or("");
-        let name = ev.name.as_deref().unwrap_or("");
+        // The event's `{`: the last one before its first value (keys hold
+        // no braces in practice).
+        let at = ev.first.map_or(self.next_at, |f| {
+            let off = self.offset(f.get());
+            self.text[..off].rfind('{').unwrap_or(off)
+        });
+        if let Some(last) = ev.last {
+            let end = self.offset(last.get()) + last.get().len();
+            self.next_at = self.text[end..].find('}').map_or(end, |p| end + p + 1);
+        }
+        if let Some(field) = ev.duplicate {
+            self.skip(
+                at,
+                Severity::Error,
+                format!("unreadable trace event (duplicate field `{field}`)"),
+                None,
+            );
+            return;
+        }
+        let (Ok(ph), Ok(cat), Ok(name)) = (raw_str(ev.ph), raw_str(ev.cat), raw_str(ev.name))
+        else {
+            let field = [("ph", ev.ph), ("cat", ev.cat), ("name", ev.name)]
+                .into_iter()
+                .find(|(_, r)| raw_str(*r).is_err())
+                .map_or("ph", |(f, _)| f);
+            self.skip(
+                at,
+                Severity::Error,
+                format!("unreadable trace event (`{field}` must be a string)"),
+                None,
+            );
+            return;
+        };
+        let (ph, cat, name) = (ph.as_ref(), cat.as_ref(), name.as_ref());
         if ph != "X" {
             self.counts.host_events += 1;
             return;
@@ -464,7 +676,7 @@ impl<'a> State<'a> {
             self.counts.host_events += 1;
             let correlation = ev
                 .args
-                .as_ref()
+                .and_then(|raw| serde_json::from_str::<LaunchArgs<'_>>(raw.get()).ok())
                 .and_then(|a| a.correlation)
                 .and_then(|r| id_value(r.get()));
             let launched = ev
@@ -528,7 +740,20 @@ impl<'a> State<'a> {
                 return;
             }
         };
-        let args = ev.args.unwrap_or_default();
+        let args: RawArgs<'_> = match ev.args.map(|raw| serde_json::from_str(raw.get())) {
+            None => RawArgs::default(),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                let off = ev.args.map_or(at, |raw| self.offset(raw.get()));
+                self.skip(
+                    off,
+                    Severity::Error,
+                    format!("`{}`: unreadable `args` ({e})", lex::quote(name, 60)),
+                    None,
+                );
+                return;
+            }
+        };
         if let Some(step) = step {
             if gpu_kind.is_none() {
                 match step {
@@ -771,7 +996,11 @@ pub fn kind_from_kernel_name(name: &str) -> Option<CommKind> {
     })
 }
 
-struct TopSeed<'s, 'a>(&'s mut State<'a>);
+/// How often (in events) [`parse_text_with_progress`] reports.
+pub const PROGRESS_EVERY_EVENTS: u64 = 8192;
+
+/// The parse state and the caller's progress callback (bytes read, total).
+struct TopSeed<'s, 'a>(&'s mut State<'a>, &'s mut dyn FnMut(u64, u64));
 
 impl<'de, 's> DeserializeSeed<'de> for TopSeed<'s, 'de> {
     type Value = ();
@@ -790,7 +1019,7 @@ impl<'de, 's> Visitor<'de> for TopSeed<'s, 'de> {
             match key.as_ref() {
                 "traceEvents" => {
                     self.0.saw_events = true;
-                    map.next_value_seed(EventsSeed(&mut *self.0))?;
+                    map.next_value_seed(EventsSeed(&mut *self.0, &mut *self.1))?;
                 }
                 "schemaVersion" => {
                     let raw: &RawValue = map.next_value()?;
@@ -827,11 +1056,11 @@ impl<'de, 's> Visitor<'de> for TopSeed<'s, 'de> {
     fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<(), S::Error> {
         // The older Chrome trace form: a bare array of events.
         self.0.saw_events = true;
-        EventsSeed(self.0).visit_seq(seq)
+        EventsSeed(self.0, self.1).visit_seq(seq)
     }
 }
 
-struct EventsSeed<'s, 'a>(&'s mut State<'a>);
+struct EventsSeed<'s, 'a>(&'s mut State<'a>, &'s mut dyn FnMut(u64, u64));
 
 impl<'de, 's> DeserializeSeed<'de> for EventsSeed<'s, 'de> {
     type Value = ();
@@ -846,8 +1075,11 @@ impl<'de, 's> Visitor<'de> for EventsSeed<'s, 'de> {
         f.write_str("an array of trace events")
     }
     fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
-        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-            self.0.event(raw);
+        while let Some(element) = seq.next_element_seed(ElementSeed)? {
+            self.0.event(element);
+            if self.0.counts.events.is_multiple_of(PROGRESS_EVERY_EVENTS) {
+                (self.1)(self.0.next_at as u64, self.0.text.len() as u64);
+            }
         }
         Ok(())
     }
@@ -889,6 +1121,18 @@ pub fn parse_text(
     text: &str,
     decompress_error: Option<Diagnostic>,
 ) -> Result<KinetoTrace, Diagnostic> {
+    parse_text_with_progress(file, text, decompress_error, &mut |_, _| {})
+}
+
+/// [`parse_text`], calling `progress(bytes read, total bytes)` of the text
+/// every [`PROGRESS_EVERY_EVENTS`] events and once at the end (bytes read
+/// = total), so a front end can show progress within one large file.
+pub fn parse_text_with_progress(
+    file: &str,
+    text: &str,
+    decompress_error: Option<Diagnostic>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<KinetoTrace, Diagnostic> {
     let mut st = State {
         file,
         text,
@@ -911,15 +1155,17 @@ pub fn parse_text(
         distributed: None,
         device_name: None,
         saw_events: false,
+        next_at: 0,
     };
     let mut truncated = decompress_error.is_some();
     if let Some(d) = decompress_error {
         st.sink.push(d);
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let result = TopSeed(&mut st)
+    let result = TopSeed(&mut st, &mut *progress)
         .deserialize(&mut de)
         .and_then(|()| de.end());
+    progress(text.len() as u64, text.len() as u64);
     if let Err(e) = result {
         let line = u32::try_from(e.line()).unwrap_or(u32::MAX).max(1);
         let cut = e.is_eof();
@@ -1424,6 +1670,89 @@ mod tests {
   {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}
   ]
 }"#;
+
+    /// Progress within one file: every `PROGRESS_EVERY_EVENTS` events and at
+    /// the end, ascending, ending at the text's length.
+    #[test]
+    fn reports_progress_within_a_file() {
+        let mut text = String::from("{\"traceEvents\": [\n");
+        let n = 2 * PROGRESS_EVERY_EVENTS + 100;
+        for i in 0..n {
+            text.push_str(&format!(
+                "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": {i}, \"dur\": 1}}{}\n",
+                if i + 1 < n { "," } else { "" }
+            ));
+        }
+        text.push_str("]}");
+        let mut calls = Vec::new();
+        let t = parse_text_with_progress("p.json", &text, None, &mut |d, total| {
+            calls.push((d, total))
+        })
+        .unwrap();
+        assert_eq!(t.ops.len() as u64, n);
+        let len = text.len() as u64;
+        assert_eq!(calls.len(), 3, "{calls:?}");
+        assert!(calls.iter().all(|(_, total)| *total == len));
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+        assert!(calls[0].0 > len / 4 && calls[0].0 < len / 2, "{calls:?}");
+        assert_eq!(calls.last(), Some(&(len, len)));
+    }
+
+    /// Elements read in the one pass: anything that is not an event object
+    /// or has a field of the wrong type is a located error, the rest is read;
+    /// `args` are read only for kept events (a host op's unreadable `args`
+    /// cost nothing and say nothing, a kernel's are an error).
+    #[test]
+    fn odd_elements_are_located_errors() {
+        let text = r#"{"traceEvents": [
+  {"ph": "i", "name": "mark"},
+     5,
+  "text",
+  {"ph": 5, "cat": "kernel", "name": "k"},
+  {"ph": "X", "ph": "X", "cat": "kernel", "name": "k"},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "args": [1, {"a": 2}]},
+  {"args": {"External id": 3}, "ph": "X", "cat": "kernel", "name": "g\u0065mm", "pid": 0, "tid": 7, "ts": 10, "dur": 2},
+  {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 20, "dur": 2, "args": 7},
+  {"ph": "X", "cat": "kernel", "name": "k3", "pid": null, "tid": 7, "ts": 30, "dur": 2},
+  {}, [1, 2]
+]}"#;
+        let t = parse("odd.json", text.as_bytes()).unwrap();
+        assert_eq!(t.ops.len(), 1);
+        assert_eq!(t.names[t.ops[0].name as usize], "gemm");
+        assert_eq!(t.counts.events, 11);
+        let errors: Vec<(u32, &str)> = t
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| (d.location.as_ref().unwrap().line, d.message.as_str()))
+            .collect();
+        let want: [(u32, &str); 6] = [
+            (3, "found `5`"),
+            (4, "found `\"text\"`"),
+            (5, "`ph` must be a string"),
+            (6, "duplicate field `ph`"),
+            (9, "unreadable `args`"),
+            (10, "names no device"),
+        ];
+        assert!(errors.len() >= want.len(), "{errors:?}");
+        for ((line, part), (got_line, got)) in want.iter().zip(&errors) {
+            assert_eq!(line, got_line, "{got}");
+            assert!(got.contains(part), "{got} lacks {part}");
+        }
+        // The `{` of an event, the first byte of another value, is the column.
+        let five = t
+            .diagnostics
+            .iter()
+            .find(|d| d.message.contains("`5`"))
+            .unwrap();
+        assert_eq!(five.location.as_ref().unwrap().column, 6);
+        let dup = t
+            .diagnostics
+            .iter()
+            .find(|d| d.message.contains("duplicate"))
+            .unwrap();
+        assert_eq!(dup.location.as_ref().unwrap().column, 3);
+    }
 
     #[test]
     fn reads_events_exactly_and_skips_with_location() {

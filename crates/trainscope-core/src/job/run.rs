@@ -184,6 +184,8 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         calibration: None,
         assumed_ranks: Vec::new(),
         inferred: None,
+        analysis: None,
+        slow_rank: None,
         warnings: as_warning_lines(Vec::new(), warnings),
         notes,
     };

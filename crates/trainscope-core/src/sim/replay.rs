@@ -947,6 +947,45 @@ pub struct CopyScales {
     pub simulations: u32,
 }
 
+/// `job` with every compute piece of `rank` (its blocks' three phases, the
+/// rows before and after them) times `factor`: the slowed-rank what-if of
+/// a per-rank replay ([`super::run::RunOptions::slow_rank`]). A job that
+/// is not per rank, or does not simulate `rank`, is refused.
+pub fn slow_rank(job: &JobSpec, rank: u32, factor: f64) -> Result<JobSpec, SimError> {
+    let refuse = |reason: String| {
+        Err(SimError::InvalidConfig {
+            name: "slow_rank",
+            reason,
+        })
+    };
+    if job.mode != JobMode::PerRank {
+        return refuse(
+            "the replay simulates one rank per stage for all ranks of it, so one rank cannot be slowed alone".to_string(),
+        );
+    }
+    let mut j = job.clone();
+    let Some(p) = j.programs.iter_mut().find(|p| p.rank == rank) else {
+        let mut ranks: Vec<u32> = job.programs.iter().map(|p| p.rank).collect();
+        ranks.sort_unstable();
+        return refuse(format!(
+            "rank {rank} is not simulated by this replay (its ranks: {})",
+            crate::formats::lex::number_ranges(&ranks)
+        ));
+    };
+    let rows = p.pre_rows.iter_mut().chain(p.post_rows.iter_mut());
+    for l in p
+        .blocks
+        .iter_mut()
+        .flat_map(|b| b.layers.iter_mut())
+        .chain(rows)
+    {
+        for ph in [&mut l.forward, &mut l.input_grad, &mut l.weight_grad] {
+            ph.compute_ns = scale(ph.compute_ns, factor);
+        }
+    }
+    Ok(j)
+}
+
 /// `job` with the compute of `copies` (ranks) scaled: forward by `fwd`,
 /// backward by `bwd`.
 fn scale_copies(job: &JobSpec, copies: &[u32], fwd: f64, bwd: f64) -> JobSpec {

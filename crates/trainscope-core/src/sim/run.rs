@@ -57,6 +57,7 @@ use super::summary::{ExposedComm, StageSummary};
 use super::CollectiveCost;
 use super::{calibrate_compute_scale, simulate_with, Algorithm, JobSpec, SimConfig, SimError};
 use super::{SimResult, Summary};
+use crate::analysis::{analyse, Analysis};
 use crate::analytical::RatioTables;
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
@@ -91,10 +92,62 @@ pub struct RunOptions {
     /// Measured runs: the network settings given explicitly; each replaces,
     /// for its link, what the replay inferred from the trace (a what-if).
     pub network_overrides: NetworkOverrides,
+    /// Measured runs replayed per rank (Kineto, Echo, Chakra): one rank's
+    /// compute slowed by a percentage (a what-if straggler).
+    pub slow_rank: Option<SlowRank>,
     /// Bandwidth-efficiency tables for `Algorithm::Simai` (SimAI's built-in
     /// ones when `None`).
     #[serde(skip)]
     pub ratio_tables: Option<RatioTables>,
+}
+
+/// A what-if straggler: every compute piece of `rank`'s replay (the
+/// measured GPU or host time between its collectives) takes
+/// `1 + percent / 100` times as long; its collectives then start later and
+/// the other members wait for it as the network model says.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SlowRank {
+    pub rank: u32,
+    pub percent: f64,
+}
+
+impl SlowRank {
+    /// `R:PCT` (`5:30` = rank 5 thirty percent slower), as the CLI takes it.
+    pub fn parse(text: &str) -> Result<SlowRank, String> {
+        let (r, p) = text
+            .split_once(':')
+            .ok_or_else(|| format!("`{text}` is not RANK:PERCENT (e.g. `5:30`)"))?;
+        let rank = r
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{r}` in `{text}` is not a rank (a whole number)"))?;
+        let percent = p
+            .trim()
+            .trim_end_matches('%')
+            .parse::<f64>()
+            .map_err(|_| format!("`{p}` in `{text}` is not a percentage"))?;
+        let s = SlowRank { rank, percent };
+        limits::slowdown_percent(percent)?;
+        Ok(s)
+    }
+
+    /// The compute factor, `1 + percent / 100`.
+    pub fn factor(&self) -> f64 {
+        1.0 + self.percent / 100.0
+    }
+}
+
+/// What a [`SlowRank`] what-if did ([`RunOutput::slow_rank`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowRankReport {
+    pub rank: u32,
+    pub percent: f64,
+    /// The replay's iteration with the same settings and no slowdown, ns.
+    pub baseline_iteration_time_ns: u64,
+    /// With the rank slowed (the reported simulation), ns.
+    pub iteration_time_ns: u64,
+    /// `iteration_time_ns - baseline_iteration_time_ns`.
+    pub difference_ns: i64,
 }
 
 impl RunOptions {
@@ -105,6 +158,12 @@ impl RunOptions {
         if let Some(w) = self.world {
             limits::count(w, limits::MAX_WORLD).map_err(|reason| SimError::InvalidConfig {
                 name: "world",
+                reason,
+            })?;
+        }
+        if let Some(s) = &self.slow_rank {
+            limits::slowdown_percent(s.percent).map_err(|reason| SimError::InvalidConfig {
+                name: "slow_rank",
                 reason,
             })?;
         }
@@ -369,6 +428,13 @@ pub struct RunOutput {
     pub inferred: Option<InferredReport>,
     /// Ranks simulated as copies of the nearest measured stage.
     pub assumed_ranks: Vec<AssumedRank>,
+    /// Measured runs with timed GPU work (Kineto): the per-rank breakdown,
+    /// top kernels and stragglers ([`crate::analysis::analyse`]), as
+    /// `trainscope analyze` prints it.
+    pub analysis: Option<Analysis>,
+    /// [`RunOptions::slow_rank`]: the what-if's iteration against the
+    /// replay without it.
+    pub slow_rank: Option<SlowRankReport>,
     /// Every warning (files, adapters, simulation), one line each, in order.
     pub warnings: Vec<String>,
     /// Notes on what was simulated.
@@ -461,6 +527,9 @@ impl RunOutput {
             v["calibration"] = json!(self.calibration);
             v["inferred"] = json!(self.inferred);
             v["assumed_ranks"] = json!(self.assumed_ranks);
+            if let Some(sr) = &self.slow_rank {
+                v["slow_rank"] = json!(sr);
+            }
         }
         v["warnings"] = json!(self.warnings);
         v["notes"] = json!(self.notes);
@@ -737,6 +806,12 @@ pub fn run_loaded(
             if let Some(w) = options.world {
                 apply_world(&mut d, w, &mut warnings)?;
             }
+            if options.slow_rank.is_some() {
+                warnings.push(
+                    "slowing one rank needs a measured run replayed per rank (Kineto, Echo, Chakra traces); ignored for a described workload"
+                        .to_string(),
+                );
+            }
             if options.calibrate {
                 warnings.push(
                     "calibration needs a measured run (Echo trace, Optimus-Prime log); ignored for a described workload"
@@ -770,6 +845,8 @@ pub fn run_loaded(
                 calibration: None,
                 inferred: None,
                 assumed_ranks: Vec::new(),
+                analysis: None,
+                slow_rank: None,
                 warnings: as_warning_lines(file_warnings, warnings),
                 notes,
             })
@@ -890,6 +967,13 @@ pub fn run_loaded(
                     unmeasured = Some(scales);
                 }
             }
+            // The slowed-rank what-if: the replay with one rank's compute
+            // scaled (the logged job stays for calibration and the baseline).
+            let slowed = match options.slow_rank {
+                Some(sr) => Some(replay::slow_rank(&rj.job, sr.rank, sr.factor())?),
+                None => None,
+            };
+            let run_job = slowed.as_ref().unwrap_or(&rj.job);
             let network_what_if = rj.network.is_some() && overrides.any();
             let target = measured.iteration_time_ns;
             let mut calibration = None;
@@ -908,6 +992,7 @@ pub fn run_loaded(
                     let mut fin = c.clone();
                     fin.compute_scale = cal.compute_scale;
                     let what_if = network_what_if
+                        || slowed.is_some()
                         || SimConfig {
                             compute_scale: 1.0,
                             ..c.clone()
@@ -930,7 +1015,7 @@ pub fn run_loaded(
                         cal.compute_scale,
                     ));
                     let r = if what_if {
-                        simulate_with(&rj.job, &fin, cost)?
+                        simulate_with(run_job, &fin, cost)?
                     } else {
                         cal.result
                     };
@@ -942,10 +1027,35 @@ pub fn run_loaded(
                         "the run has no measured iteration time: nothing to calibrate against"
                             .to_string(),
                     );
-                    simulate_with(&rj.job, &c, cost)?
+                    simulate_with(run_job, &c, cost)?
                 }
-                _ => simulate_with(&rj.job, &c, cost)?,
+                _ => simulate_with(run_job, &c, cost)?,
             };
+            let slow_rank = match options.slow_rank {
+                Some(sr) if slowed.is_some() => {
+                    let base = simulate_with(&rj.job, &c, cost)?.summary.iteration_time_ns;
+                    let t = result.summary.iteration_time_ns;
+                    notes.push(format!(
+                        "what-if: rank {} slowed by {}% (its compute x {:.4}): iteration {} ns vs {} ns without ({:+.2}%)",
+                        sr.rank,
+                        limits::number(sr.percent),
+                        sr.factor(),
+                        t,
+                        base,
+                        error_percent(t, base)
+                    ));
+                    Some(SlowRankReport {
+                        rank: sr.rank,
+                        percent: sr.percent,
+                        baseline_iteration_time_ns: base,
+                        iteration_time_ns: t,
+                        difference_ns: diff(t, base),
+                    })
+                }
+                _ => None,
+            };
+            let analysis = (run.format == Format::KinetoTrace)
+                .then(|| analyse(&run, crate::analysis::DEFAULT_TOP_KERNELS));
             match &rj.network {
                 Some(net) => {
                     notes.push(if run.format == Format::KinetoTrace {
@@ -994,6 +1104,8 @@ pub fn run_loaded(
                 calibration,
                 inferred,
                 assumed_ranks: rj.assumed,
+                analysis,
+                slow_rank,
                 warnings: as_warning_lines(file_warnings, warnings),
                 notes,
             })

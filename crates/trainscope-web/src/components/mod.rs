@@ -8,6 +8,7 @@ pub mod compare;
 pub mod file_card;
 pub mod ingest;
 pub mod job_panel;
+pub mod kineto_analysis;
 pub mod model_result;
 pub mod results;
 pub mod run_bar;

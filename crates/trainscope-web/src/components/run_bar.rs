@@ -1,5 +1,7 @@
 //! The run status line: progress of the run in the worker (a `<progress>`
-//! bar and what is being done), the Cancel button (`data-testid="cancel"`)
+//! bar and what is being done; while a large file is parsed, the bar is
+//! that file's bytes read, `data-parsed-bytes` on `run-progress`), the
+//! Cancel button (`data-testid="cancel"`)
 //! while it runs, and why the last run stopped (cancelled, failed — an
 //! `error` element).
 
@@ -32,10 +34,16 @@ pub fn RunBar(props: &RunBarProps) -> Html {
                     RunStatus::Idle => html! {},
                     RunStatus::Running { id, progress } => {
                         let (done, total, label) = progress.as_ref()
-                            .map_or((0, 1, "Starting the worker…".to_string()), |p| (p.done, p.total.max(1), p.label.clone()));
+                            .map_or((0, 1, "Starting the worker…".to_string()), |p| match p.parsed_bytes {
+                                // Within a large file: its bytes read.
+                                Some((read, size)) => (read, size.max(1), p.label.clone()),
+                                None => (u64::from(p.done), u64::from(p.total.max(1)), p.label.clone()),
+                            });
+                        let parsed = progress.as_ref().and_then(|p| p.parsed_bytes).map(|(read, _)| read.to_string());
                         html! {
                             <>
                                 <progress max={total.to_string()} value={done.to_string()}
+                                          data-testid="run-progress" data-parsed-bytes={parsed}
                                           aria-label="Run progress"></progress>
                                 <span class="run-label">{ format!("Run {id}: {label}") }</span>
                                 <button type="button" class="secondary" data-testid="cancel" onclick={on_cancel}>{"Cancel"}</button>

@@ -1,0 +1,145 @@
+// PyTorch profiler (Kineto) traces end to end (issue 15): eight rank files
+// of a generated data-parallel job with rank 5 slowed by 30 % (the
+// repository's generator, `cargo run -p trainscope-tests --bin kineto_gen`,
+// writes them under target/e2e-kineto/) are dropped on the page together:
+// eight file cards read as kineto-trace, the timeline draws eight rank
+// groups (measured and simulated), and the analysis panel names rank 5 as
+// the straggler, the last to arrive at the gradient all-reduces, with the
+// per-rank breakdown of the core's analysis. Screenshots go to
+// target/e2e/kineto-*.png. A single large generated trace (48 MiB) shows
+// its own parse progress in the run bar (bytes read of the file).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { serve, launch, newPage, screenshot, dist, root, waitDone } from './harness.js';
+
+const skip = fs.existsSync(path.join(dist, 'index.html')) ? false : 'dist/ is not built';
+const WORLD = 8;
+const SLOW = 5;
+
+let site; let browser; let files;
+before(async () => {
+  if (skip) return;
+  const dir = path.join(root, 'target', 'e2e-kineto');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const out = execFileSync('cargo', ['run', '--locked', '--quiet', '-p', 'trainscope-tests', '--bin', 'kineto_gen', '--',
+    dir, '--world', String(WORLD), '--layers', '6', '--seed', '3', '--slow-rank', `${SLOW}:30`],
+  { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  files = out.trim().split('\n').map((p) => ({ name: path.basename(p), text: fs.readFileSync(p, 'utf8') }));
+  site = await serve(dist);
+  browser = await launch();
+});
+after(async () => { if (!skip) { await browser.close(); site.server.close(); } });
+
+/** Drop `list` ({name, text}) on the page as one synthetic drag and drop. */
+async function drop(page, list) {
+  await page.evaluate((fs) => {
+    const dt = new DataTransfer();
+    for (const f of fs) dt.items.add(new File([f.text], f.name, { type: 'application/json' }));
+    const target = document.querySelector('.workspace') || document.body;
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, list);
+}
+
+test('eight Kineto rank files dropped: eight rank groups, the straggler named', { skip }, async () => {
+  assert.equal(files.length, WORLD);
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await drop(page, files);
+  await page.locator('[data-testid="file-card"]').nth(WORLD - 1).waitFor();
+  await waitDone(page, { timeout: 60000 });
+  const formats = await page.locator('[data-testid="file-card"] [data-testid="format"]').allTextContents();
+  assert.deepEqual(formats.map((f) => f.trim()), Array(WORLD).fill('kineto-trace'));
+
+  // The timeline: one group per rank in the measured and the simulated run.
+  const canvas = page.getByTestId('timeline');
+  await page.waitForFunction(() => {
+    const c = document.querySelector('[data-testid=timeline]');
+    return c && c.dataset.runs && c.dataset.runs.includes('measured') && c.dataset.groups;
+  }, null, { timeout: 30000 });
+  const runs = (await canvas.getAttribute('data-runs')).split(',');
+  const groups = (await canvas.getAttribute('data-groups')).split('|');
+  const measuredSection = runs.indexOf('measured');
+  const simulatedSection = runs.indexOf('simulated');
+  assert.ok(measuredSection >= 0 && simulatedSection >= 0, `runs: ${runs}`);
+  const of = (s) => groups.filter((g) => g.startsWith(`${s}:`)).map((g) => g.slice(String(s).length + 1));
+  const measured = of(measuredSection);
+  const simulated = of(simulatedSection);
+  assert.equal(measured.length, WORLD, `measured groups: ${measured}`);
+  assert.equal(simulated.length, WORLD, `simulated groups: ${simulated}`);
+  for (let r = 0; r < WORLD; r += 1) {
+    assert.ok(measured.some((g) => g.startsWith(`rank ${r} `) || g === `rank ${r}`), `rank ${r} in ${measured}`);
+  }
+
+  // The analysis: the straggler is the slowed rank, by compute and by
+  // arrival at the gradient all-reduces.
+  const panel = page.getByTestId('kineto-analysis');
+  await panel.waitFor();
+  const straggler = panel.getByTestId('straggler');
+  assert.equal(await straggler.getAttribute('data-rank'), String(SLOW));
+  assert.match(await straggler.textContent(), new RegExp(`rank ${SLOW}\\b`));
+  assert.ok(Number(await straggler.getAttribute('data-excess-ns')) > 0);
+  const rows = panel.getByTestId('analysis-rank');
+  assert.equal(await rows.count(), WORLD);
+  const compute = await rows.evaluateAll((trs) => trs.map((tr) => [Number(tr.dataset.rank), Number(tr.dataset.computeNs)]));
+  const longest = compute.reduce((a, b) => (b[1] > a[1] ? b : a));
+  assert.equal(longest[0], SLOW, `compute per rank: ${compute}`);
+  for (const [, ns] of compute) assert.ok(ns > 0);
+  const lasts = await panel.getByTestId('analysis-collective')
+    .evaluateAll((trs) => trs.map((tr) => [tr.cells[1].textContent, Number(tr.dataset.lastRank), Number(tr.dataset.waitNs)]));
+  const allReduces = lasts.filter(([name]) => name.includes('AllReduce'));
+  assert.ok(allReduces.length > 0, `collectives: ${lasts}`);
+  for (const [, last, wait] of allReduces) {
+    assert.equal(last, SLOW, `all-reduce last arrivals: ${lasts}`);
+    assert.ok(wait > 0);
+  }
+  assert.ok(await panel.getByTestId('analysis-kernel').count() > 0);
+
+  await panel.scrollIntoViewIfNeeded();
+  await screenshot(page, 'kineto-8-ranks');
+  await panel.screenshot({ path: path.join(root, 'target', 'e2e', 'kineto-analysis.png') });
+  await canvas.scrollIntoViewIfNeeded();
+  await canvas.screenshot({ path: path.join(root, 'target', 'e2e', 'kineto-timeline.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('a large Kineto file shows its own parse progress in the run bar', { skip }, async () => {
+  const dir = path.join(root, 'target', 'e2e-kineto-big');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const out = execFileSync('cargo', ['run', '--locked', '--quiet', '-p', 'trainscope-tests', '--bin', 'kineto_gen', '--',
+    dir, '--world', '1', '--bytes', String(48 << 20)],
+  { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const big = out.trim().split('\n')[0];
+  const size = fs.statSync(big).size;
+  assert.ok(size > 32 << 20, `generated ${size} bytes`);
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  // Record every state of the run bar while the file is read.
+  await page.evaluate(() => {
+    window.seen = [];
+    new MutationObserver(() => {
+      const p = document.querySelector('[data-testid=run-progress]');
+      const l = document.querySelector('.run-bar .run-label');
+      if (p && l) window.seen.push([p.dataset.parsedBytes ?? null, Number(p.value), Number(p.max), l.textContent]);
+    }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+  await page.getByTestId('file-input').setInputFiles(big);
+  await waitDone(page, { timeout: 120000 });
+  const seen = await page.evaluate(() => window.seen);
+  const within = seen.filter(([b]) => b !== null);
+  assert.ok(within.length >= 2, `progress within the file: ${JSON.stringify(seen.slice(0, 20))}`);
+  const name = path.basename(big);
+  for (const [b, value, max, label] of within) {
+    assert.equal(Number(b), value);
+    assert.ok(value <= max && max >= size * 0.99, `${value} of ${max}`);
+    assert.match(label, new RegExp(`Parsing ${name.replace(/\./g, '\\.')} \\(file 1 of 1\\): [0-9.]+ [KMG]i?B of [0-9.]+ [KMG]i?B`));
+  }
+  const values = within.map(([, v]) => v);
+  assert.ok(values.some((v, i) => i > 0 && v > values[0]), `the bar moves: ${values}`);
+  assert.equal((await page.locator('[data-testid="file-card"] [data-testid="format"]').textContent()).trim(), 'kineto-trace');
+  assert.deepEqual(errors, []);
+});
