@@ -44,7 +44,7 @@ use crate::sim::SimConfig;
 use std::collections::BTreeMap;
 
 pub use report::{
-    build, explain, merge, pareto, process, MergeError, Outcome, ReasonCount, Row, ShardId,
+    build, explain, merge, pareto, process, rank, MergeError, Outcome, ReasonCount, Row, ShardId,
     SweepReport,
 };
 

@@ -3,7 +3,7 @@
 //! a small model), the Pareto front property, shards merging into the
 //! unsharded report, and the explanation of the winner.
 
-use super::report::{build, merge, pareto, process, Outcome, Row, ShardId};
+use super::report::{build, merge, pareto, process, rank, Outcome, Row, ShardId};
 use super::*;
 use crate::hardware::gpu_preset;
 use crate::job::tests::llama3_70b;
@@ -300,6 +300,33 @@ fn small_sweep() -> SweepSpec {
     // Tight memory so that some are pruned and some fail to fit.
     s.gpu.memory_bytes = 3 << 30;
     s
+}
+
+#[test]
+fn rows_ranked_as_they_arrive_end_as_the_report() {
+    let s = small_sweep();
+    let whole = run_all(&s, None);
+    // The shards' rows arrive interleaved (as from workers); ranking what
+    // has arrived gives the report's order and front on each prefix's rows,
+    // and on all of them exactly the report's rows.
+    let mut arrived: Vec<Row> = Vec::new();
+    let shards: Vec<SweepReport> = (0..3)
+        .map(|i| run_all(&s, Some(ShardId { index: i, count: 3 })))
+        .collect();
+    let longest = shards.iter().map(|r| r.results.len()).max().unwrap();
+    for k in 0..longest {
+        for r in &shards {
+            if let Some(row) = r.results.get(k) {
+                arrived.push(row.clone());
+            }
+        }
+        rank(&mut arrived);
+        let mut want = arrived.clone();
+        want.sort_by_key(|r| (!r.fits, r.iteration_time_ns, r.peak_bytes, r.index));
+        pareto(&mut want);
+        assert_eq!(arrived, want);
+    }
+    assert_eq!(arrived, whole.results);
 }
 
 #[test]
