@@ -20,7 +20,8 @@ use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
-    build, enumerate, process, shard, sweep_config, Outcome, Row, SweepReport, SweepSpec,
+    build, enumerate, process, shard, shell_word, sweep_config, Outcome, Row, SweepReport,
+    SweepSpec,
 };
 use trainscope_core::sim::{ScheduleKind, SimConfig};
 
@@ -210,7 +211,7 @@ fn names<T>(
 /// flags that differ from the CLI's defaults (the NIC type is written as
 /// its bandwidth, `--nic-gbps`).
 pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Field>) -> String {
-    let mut f = format!("--model {}", job.model.name());
+    let mut f = format!("--model {}", shell_word(job.model.name()));
     if job.gpu != DEFAULT_GPU {
         f.push_str(&format!(" --gpu-type {}", job.gpu));
     }

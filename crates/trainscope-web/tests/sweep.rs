@@ -17,7 +17,7 @@ use trainscope_web::model_job::run_job;
 use trainscope_web::protocol::{decode_request, encode_request, InputFile, Request, SweepRequest};
 use trainscope_web::settings::{Field, Schedule, Settings};
 use trainscope_web::state::{Action, AppState};
-use trainscope_web::sweep::{chunk_due, row_job, run_shard, sweep_spec, SweepInputs};
+use trainscope_web::sweep::{chunk_due, common_flags, row_job, run_shard, sweep_spec, SweepInputs};
 use wasm_bindgen_test::*;
 use yew::Reducible;
 
@@ -267,6 +267,15 @@ fn a_dropped_config_json_is_searched_like_its_preset() {
                 .replace("--model llama3-8b", "--model llama3_8b.json")
         );
     }
+    // A file name a shell would split is quoted in the flags.
+    let spaced = JobSettings {
+        model: JobModel::File("my config.json".into()),
+        ..job.clone()
+    };
+    assert_eq!(
+        common_flags(&spaced, &settings, &pinned),
+        "--model 'my config.json'"
+    );
     // Not loaded: the worker says so, with the hint to drop it.
     let err = sweep_spec(&inputs, &file_job, &settings, &pinned, &[]).unwrap_err();
     assert!(err.contains("is not loaded"), "{err}");

@@ -395,3 +395,20 @@ fn explain_names_the_changes_and_what_moved() {
         "PP 8 -> 4, DP 16 -> 32: iteration 900.0 ms -> 800.0 ms (-11.1%); bubble 100.0 ms -> 50.0 ms (halves); exposed TP comm 30.0 ms -> 20.0 ms (-33.3%); peak memory 50.0 GiB -> 60.0 GiB of 80.0 GiB"
     );
 }
+
+#[test]
+fn flags_quote_words_a_shell_would_split() {
+    use super::{shell_join, shell_word};
+    assert_eq!(shell_word("llama3-8b"), "llama3-8b");
+    assert_eq!(
+        shell_word("runs/a_b-1.2/config.json"),
+        "runs/a_b-1.2/config.json"
+    );
+    assert_eq!(shell_word("my runs/config.json"), "'my runs/config.json'");
+    assert_eq!(shell_word("it's"), "'it'\\''s'");
+    assert_eq!(shell_word(""), "''");
+    assert_eq!(
+        shell_join(&["--model", "a b/config.json", "--gpu-type", "H100-SXM"]),
+        "--model 'a b/config.json' --gpu-type H100-SXM"
+    );
+}
