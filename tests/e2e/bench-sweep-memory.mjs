@@ -10,7 +10,9 @@
 // - the page's JS heap (CDP Performance.getMetrics JSHeapUsedSize) and DOM
 //   node count, before the sweep and after it;
 // - the page's wasm memory (the WebAssembly.Memory of the page's module,
-//   its buffer's byteLength), before and after: the rows live there;
+//   its buffer's byteLength), before and after: the rows live there (the
+//   job panel's job is llama3-8b on 128 GPUs, DP 128, whose own timeline is
+//   small: the page's memory before the sweep is mostly the app);
 // - each Web Worker's wasm memory (asked of the worker itself: its
 //   wasm-bindgen module's memory), the sweep's pool and the page's run worker.
 // Figures only: no assertion on size or time.
@@ -42,6 +44,10 @@ try {
   });
   await page.goto(url);
   await page.getByTestId('job-model').selectOption('llama3-8b');
+  // The job panel's own run (the page holds its timeline): 128 GPUs, 8
+  // micro-batches each, so the page's memory before the sweep is small and
+  // what the sweep adds shows.
+  await page.getByTestId('job-dp').fill('128');
   await waitDone(page, { timeout: 120000 });
   const cdp = await browser.context.newCDPSession(page);
   await cdp.send('Performance.enable');
@@ -71,7 +77,7 @@ try {
   console.log(`  ${candidates} candidates, ${rows} rows, ${seconds.toFixed(0)} s in ${page.workers().length} workers (incl. the page's run worker)`);
   console.log(`  page JS heap (after GC):  before ${mib(before.js)}, after ${mib(after.js)}  (DOM nodes ${before.nodes} -> ${after.nodes})`);
   console.log(`  page wasm memory:         before ${mib(before.wasm)}, after ${mib(after.wasm)}`);
-  console.log(`  page total (JS heap + wasm) after: ${mib(after.js + after.wasm)}`);
+  console.log(`  page total (JS heap + wasm) after: ${mib(after.js + after.wasm)} (the sweep added ${mib(after.js + after.wasm - before.js - before.wasm)})`);
   console.log(`  workers' wasm memory:     ${workers.map(mib).join(', ')}`);
   console.log(`  main-thread tasks over 50 ms while it ran: ${longTasks.length}${longTasks.length ? `, longest ${Math.max(...longTasks).toFixed(0)} ms` : ''}`);
 } finally {

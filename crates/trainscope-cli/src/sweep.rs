@@ -473,7 +473,7 @@ fn make_spec(
     spec.schedule = schedule;
     spec.sequence_parallel = on_off("sequence-parallel", &args.sequence_parallel)?;
     spec.distributed_optimizer = on_off("distributed-optimizer", &args.distributed_optimizer)?;
-    spec.common_flags = shell_join(&common);
+    spec.common_flags = shell_join(common);
     Ok(spec)
 }
 

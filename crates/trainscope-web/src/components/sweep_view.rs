@@ -51,10 +51,16 @@ pub const TOP_ROWS: usize = 50;
 /// Points the plot draws beyond the Pareto front (the fastest first, the
 /// report's order): a large sweep stays quick to draw.
 pub const MAX_POINTS: usize = 3000;
+/// The same while a sweep runs (the plot is redrawn as rows arrive).
+pub const PARTIAL_POINTS: usize = 1000;
 /// While a sweep runs, the view is redrawn at most this often (ms): rows
 /// arrive from every worker every 100 ms, a redraw ranks them and draws
 /// the plot and the table.
 pub const REDRAW_MS: u32 = 250;
+/// While a sweep runs, the plot and the table take the rows received at
+/// most this often (ms): ranking and drawing thousands of rows is the
+/// costly part of a redraw, the progress bar is not.
+pub const ROWS_REDRAW_MS: f64 = 1000.0;
 
 #[derive(Properties, PartialEq)]
 pub struct SweepViewProps {
@@ -84,6 +90,14 @@ struct Run {
     /// it is drawn when `unranked`.
     rows: Vec<Row>,
     unranked: bool,
+    /// Bumped when the rows drawn change (rows shown, the result, a new
+    /// run): the plot and the table redraw only then.
+    version: u64,
+    /// When `version` last moved for new rows (`Date.now()`, ms).
+    shown_at_ms: f64,
+    /// The job the sweep ran with: a clicked row is this job with the
+    /// row's layout.
+    base: JobSettings,
     result: Option<Rc<SweepReport>>,
     error: Option<String>,
 }
@@ -104,6 +118,7 @@ impl Run {
             Err(e) => self.error = Some(format!("cannot join the workers' results: {e}")),
         }
         self.running = false;
+        self.version += 1;
     }
 
     /// The rows to draw: the result's, else those received so far, ranked.
@@ -164,7 +179,7 @@ fn layout(r: &Row) -> String {
 /// The scatter plot of every row: peak memory across, iteration time up.
 /// One click handler for the whole plot (`onclick`: the point's
 /// `data-config` names its row), so a redraw makes no closure per point.
-fn plot(all: &[Row], by_tp: bool, onclick: &Callback<MouseEvent>) -> Html {
+fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEvent>) -> Html {
     const W: f64 = 640.0;
     const H: f64 = 320.0;
     const L: f64 = 64.0;
@@ -174,7 +189,7 @@ fn plot(all: &[Row], by_tp: bool, onclick: &Callback<MouseEvent>) -> Html {
     let rows: Vec<&Row> = all
         .iter()
         .filter(|r| r.pareto)
-        .chain(all.iter().filter(|r| !r.pareto).take(MAX_POINTS))
+        .chain(all.iter().filter(|r| !r.pareto).take(max_points))
         .collect();
     let hidden = all.len() - rows.len();
     if rows.is_empty() {
@@ -324,8 +339,6 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     let run = use_mut_ref(Run::default);
     let hosts = use_mut_ref(Vec::<WorkerHost>::new);
     let redraw = use_force_update();
-    let sort = use_state(|| (SortKey::Rank, false));
-    let by_tp = use_state(|| true);
 
     // A redraw within REDRAW_MS is pending (progress and rows only; the
     // end of a run redraws at once).
@@ -373,6 +386,11 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     }
                     r.rows.extend(rows);
                     r.unranked = true;
+                    let now = js_sys::Date::now();
+                    if now - r.shown_at_ms >= ROWS_REDRAW_MS {
+                        r.version += 1;
+                        r.shown_at_ms = now;
+                    }
                     drop(r);
                     later();
                     return;
@@ -387,7 +405,24 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                         later();
                         return;
                     }
-                    r.finish();
+                    // Join the shards in a task of its own, then draw in
+                    // another: neither blocks the page long.
+                    drop(r);
+                    let run = run.clone();
+                    let redraw = redraw.clone();
+                    yew::platform::spawn_local(async move {
+                        gloo::timers::future::TimeoutFuture::new(0).await;
+                        {
+                            let mut r = run.borrow_mut();
+                            if r.seq != seq || !r.running {
+                                return;
+                            }
+                            r.finish();
+                        }
+                        gloo::timers::future::TimeoutFuture::new(0).await;
+                        redraw.force_update();
+                    });
+                    return;
                 }
                 HostEvent::Response(Response::Failed { id, message }) => {
                     if shard_of(id).is_none() {
@@ -443,6 +478,8 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     running: true,
                     progress: vec![(0, 0); n as usize],
                     reports: vec![None; n as usize],
+                    version: r.version + 1,
+                    base: job.clone(),
                     ..Run::default()
                 };
                 seq
@@ -488,6 +525,8 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
             if r.running {
                 r.running = false;
                 r.error = Some("cancelled".into());
+                // Every row received is drawn.
+                r.version += 1;
             }
             drop(r);
             redraw.force_update();
@@ -498,7 +537,6 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     // names the row among those shown; on a row's "Pin A", pin it too.
     let pick = {
         let on_pick = props.on_pick.clone();
-        let base = props.job.clone();
         let run = run.clone();
         Callback::from(move |e: MouseEvent| {
             let Some(target) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else {
@@ -517,12 +555,14 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
             else {
                 return;
             };
-            let found = run
-                .borrow_mut()
+            let mut r = run.borrow_mut();
+            let base = r.base.clone();
+            let found = r
                 .shown()
                 .iter()
                 .find(|r| r.flags == flags)
                 .and_then(|row| row_job(row, &base));
+            drop(r);
             if let Some((job, schedule)) = found {
                 on_pick.emit((job, schedule, pin));
             }
@@ -534,7 +574,7 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
         Callback::from(move |_: MouseEvent| open.set(!*open))
     };
 
-    let mut r = run.borrow_mut();
+    let r = run.borrow();
     let (done, total) = r
         .progress
         .iter()
@@ -542,53 +582,25 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     let error = r.error.clone();
     let running = r.running;
     let workers = r.progress.len();
-    let result = r.result.clone();
-    let shown = r.shown();
-    let results = if shown.is_empty() && result.is_none() {
-        html! {}
-    } else {
-        let fit = shown.iter().filter(|x| x.fits).count();
-        let (counts, winner) = match &result {
-            Some(rep) => (
-                format!("{} candidates ({} combinations skipped) · {} pruned by memory · {} simulated · {} fit",
-                    rep.candidates, rep.skipped, rep.pruned, rep.simulated, rep.fitting),
-                rep.explain.clone().map(|x| ("Winner: ", x)),
-            ),
-            None => (
-                format!("{}: {done} of {total} candidates evaluated · {} simulated · {fit} fit",
-                    if running { "Partial result so far" } else { "Partial result (stopped)" },
-                    shown.len()),
-                match shown {
-                    [a, b, ..] if a.fits && b.fits => Some(("Winner so far: ", explain(a, b))),
-                    _ => None,
-                },
-            ),
-        };
-        let partial = result.is_none();
-        html! {
-            <>
-                <p class="note" data-testid="sweep-counts" data-partial={partial.to_string()}>{ counts }</p>
-                if let Some((label, x)) = winner {
-                    <p class="sweep-explain" data-testid="sweep-explain"><strong>{ label }</strong>{ x }</p>
-                }
-                <label class="field inline">
-                    <span>{"Colour by"}</span>
-                    <select data-testid="sweep-colour" onchange={{
-                        let by_tp = by_tp.clone();
-                        Callback::from(move |e: Event| {
-                            let el: web_sys::HtmlSelectElement = e.target_unchecked_into();
-                            by_tp.set(el.value() == "tp");
-                        })
-                    }}>
-                        <option value="tp" selected={*by_tp}>{"TP"}</option>
-                        <option value="schedule" selected={!*by_tp}>{"schedule"}</option>
-                    </select>
-                </label>
-                { plot(shown, *by_tp, &pick) }
-                { table(shown, partial, &sort, &pick) }
-            </>
-        }
+    let version = r.version;
+    let counts = match &r.result {
+        Some(rep) => Some(format!(
+            "{} candidates ({} combinations skipped) · {} pruned by memory · {} simulated · {} fit",
+            rep.candidates, rep.skipped, rep.pruned, rep.simulated, rep.fitting
+        )),
+        None if r.rows.is_empty() => None,
+        None => Some(format!(
+            "{}: {done} of {total} candidates evaluated · {} simulated · {} fit",
+            if running {
+                "Partial result so far"
+            } else {
+                "Partial result (stopped)"
+            },
+            r.rows.len(),
+            r.rows.iter().filter(|x| x.fits).count()
+        )),
     };
+    let partial = r.result.is_none();
     drop(r);
     let file_note = match &props.job.model {
         JobModel::File(name) => Some(format!(
@@ -644,15 +656,74 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     <div class="sweep-progress" data-testid="sweep-progress" data-done={done.to_string()} data-total={total.to_string()}>
                         <progress max={total.max(1).to_string()} value={done.to_string()} />
                         <span>{ format!("{done} / {total} candidates evaluated by {workers} workers{}",
-                            if running { "" } else if result.is_some() { " — finished" } else { " — stopped" }) }</span>
+                            if running { "" } else if !partial { " — finished" } else { " — stopped" }) }</span>
                     </div>
                 }
                 if let Some(e) = &error {
                     <p class="diag error" data-testid="sweep-error">{ e.clone() }</p>
                 }
-                { results }
+                if let Some(counts) = counts {
+                    <p class="note" data-testid="sweep-counts" data-partial={partial.to_string()}>{ counts }</p>
+                    <RowsView run={run.clone()} {version} {pick} />
+                }
             }
         </section>
+    }
+}
+
+/// The rows part of the view: the explanation of the winner (so far), the
+/// colour choice, the plot and the table. Redrawn only when the rows drawn
+/// change (`version`), not on every progress message.
+#[derive(Properties)]
+struct RowsViewProps {
+    run: Rc<std::cell::RefCell<Run>>,
+    version: u64,
+    pick: Callback<MouseEvent>,
+}
+
+impl PartialEq for RowsViewProps {
+    fn eq(&self, other: &Self) -> bool {
+        // `pick` is made anew on each render of the view and does the same
+        // (it reads the run it holds): it does not count.
+        Rc::ptr_eq(&self.run, &other.run) && self.version == other.version
+    }
+}
+
+#[component]
+fn RowsView(props: &RowsViewProps) -> Html {
+    let sort = use_state(|| (SortKey::Rank, false));
+    let by_tp = use_state(|| true);
+    let mut r = props.run.borrow_mut();
+    let partial = r.result.is_none();
+    let winner = match &r.result {
+        Some(rep) => rep.explain.clone().map(|x| ("Winner: ", x)),
+        None => match r.shown() {
+            [a, b, ..] if a.fits && b.fits => Some(("Winner so far: ", explain(a, b))),
+            _ => None,
+        },
+    };
+    let shown = r.shown();
+    html! {
+        <>
+            if let Some((label, x)) = winner {
+                <p class="sweep-explain" data-testid="sweep-explain"><strong>{ label }</strong>{ x }</p>
+            }
+            <label class="field inline">
+                <span>{"Colour by"}</span>
+                <select data-testid="sweep-colour" onchange={{
+                    let by_tp = by_tp.clone();
+                    Callback::from(move |e: Event| {
+                        let el: web_sys::HtmlSelectElement = e.target_unchecked_into();
+                        by_tp.set(el.value() == "tp");
+                    })
+                }}>
+                    <option value="tp" selected={*by_tp}>{"TP"}</option>
+                    <option value="schedule" selected={!*by_tp}>{"schedule"}</option>
+                </select>
+            </label>
+            { plot(shown, if partial { PARTIAL_POINTS } else { MAX_POINTS }, *by_tp, &props.pick) }
+            { table(shown, partial, &sort, &props.pick) }
+        </>
     }
 }
 
