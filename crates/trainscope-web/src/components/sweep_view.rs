@@ -376,6 +376,13 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     if let Some(p) = r.progress.get_mut(i) {
                         *p = (done, total);
                     }
+                    // Rows received but not drawn yet (a stretch of pruned
+                    // candidates sends none): drawn once their time comes.
+                    let now = js_sys::Date::now();
+                    if r.unranked && now - r.shown_at_ms >= ROWS_REDRAW_MS {
+                        r.version += 1;
+                        r.shown_at_ms = now;
+                    }
                     drop(r);
                     later();
                     return;
