@@ -5,8 +5,13 @@
 // same order); clicking a row loads it into the job panel and simulates it
 // (its iteration time is the row's, its timeline is drawn); "Pin A" on the
 // winner then a click on another row shows the pair in the compare view;
-// the permalink carries the bounds; Cancel stops a larger sweep's workers.
-// Screenshots: target/e2e/sweep.png, target/e2e/sweep-pinned-pair.png.
+// the permalink carries the bounds; rows stream in while a larger sweep
+// runs (the table has rows before the progress reaches its total) and
+// Cancel stops its workers, keeping the rows received as a partial result;
+// a dropped config.json is searched like its preset.
+// Screenshots: target/e2e/sweep.png, target/e2e/sweep-pinned-pair.png,
+// target/e2e/sweep-streaming.png, target/e2e/sweep-cancelled.png,
+// target/e2e/sweep-dropped-config.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -27,6 +32,12 @@ function cliSweep(args) {
 
 const BOUNDS = { world: '8', tp: '2,4', pp: '1,2', mbs: '1', recompute: 'selective', schedule: '1f1b,gpipe' };
 
+/** Wait until the sweep's rows are final (every worker done, merged). */
+async function sweepDone(page, timeout) {
+  await page.waitForFunction(() => document.querySelector('[data-testid="sweep-table"]')?.dataset.partial === 'false',
+    null, { timeout });
+}
+
 async function fillBounds(page, bounds) {
   for (const [k, v] of Object.entries(bounds)) await page.getByTestId(`sweep-${k}`).fill(v);
 }
@@ -42,7 +53,7 @@ test('a small sweep: progress, plot, table equal to the CLI; a row opens its sim
   await fillBounds(page, BOUNDS);
   await page.getByTestId('sweep-run').click();
   await page.getByTestId('sweep-progress').waitFor();
-  await page.locator('[data-testid="sweep-table"] tbody tr').first().waitFor({ timeout: 60000 });
+  await sweepDone(page, 60000);
   const progress = page.getByTestId('sweep-progress');
   assert.equal(await progress.getAttribute('data-done'), await progress.getAttribute('data-total'));
 
@@ -113,20 +124,133 @@ test('a small sweep: progress, plot, table equal to the CLI; a row opens its sim
   await page.close();
 });
 
-test('cancel stops the workers of a larger sweep', async () => {
+/** Record, at every change of the progress or of the rows received, the
+ * pair (candidates evaluated, rows in the table) as `window.__sweepLog`. */
+async function recordStream(page) {
+  await page.evaluate(() => {
+    window.__sweepLog = [];
+    const note = () => {
+      const p = document.querySelector('[data-testid="sweep-progress"]');
+      const t = document.querySelector('[data-testid="sweep-table"]');
+      if (p) window.__sweepLog.push({ done: Number(p.dataset.done), total: Number(p.dataset.total), rows: t ? Number(t.dataset.rows) : 0 });
+    };
+    new MutationObserver(note).observe(document.body,
+      { subtree: true, childList: true, attributes: true, attributeFilter: ['data-done', 'data-rows'] });
+  });
+}
+
+const tableRows = (page) => page.locator('[data-testid="sweep-table"] tbody tr')
+  .evaluateAll((rows) => rows.map((r) => r.dataset.config));
+
+test('rows stream in while a sweep runs; the final table is the CLI\'s', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-gbs').fill('64');
+  await waitDone(page);
+  await page.getByTestId('sweep-toggle').click();
+  const bounds = { world: '16', mbs: '1,2' };
+  await fillBounds(page, bounds);
+  await recordStream(page);
+  await page.getByTestId('sweep-run').click();
+  // A partial table first: rows, marked partial, while candidates remain.
+  await page.waitForFunction(() => {
+    const t = document.querySelector('[data-testid="sweep-table"]');
+    const p = document.querySelector('[data-testid="sweep-progress"]');
+    return t && t.dataset.partial === 'true' && Number(p.dataset.done) < Number(p.dataset.total);
+  }, null, { timeout: 60000, polling: 50 });
+  await screenshot(page, 'sweep-streaming');
+  await sweepDone(page, 120000);
+  const log = await page.evaluate(() => window.__sweepLog);
+  const early = log.filter((e) => e.rows > 0 && e.done < e.total);
+  assert.ok(early.length >= 1, `rows before the end: ${JSON.stringify(log.slice(-5))}`);
+  // The rows received grow as the sweep goes.
+  const counts = log.map((e) => e.rows).filter((n) => n > 0);
+  assert.ok(counts.every((n, i) => i === 0 || n >= counts[i - 1]));
+  console.log(`# streaming: ${early.length} updates with rows before the end; first rows at ${early[0].done}/${early[0].total} candidates (${early[0].rows} rows)`);
+
+  const want = cliSweep(['--model', 'llama3-8b', '--world', '16', '--global-batch-size', '64', '--micro-batch-size', '1,2']);
+  const table = page.getByTestId('sweep-table');
+  assert.equal(Number(await table.getAttribute('data-rows')), want.results.length);
+  assert.deepEqual(await tableRows(page), want.results.slice(0, 50).map((r) => r.flags));
+  assert.equal(await page.getByTestId('sweep-explain').textContent(), `Winner: ${want.explain}`);
+  assert.equal(await page.getByTestId('sweep-counts').getAttribute('data-partial'), 'false');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('cancel stops the workers of a larger sweep and keeps the rows received, marked partial', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
   await page.getByTestId('sweep-toggle').click();
   await fillBounds(page, { world: '64', mbs: '1,2,4' });
   await page.getByTestId('sweep-run').click();
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid="sweep-table"]')?.dataset.rows) > 0,
+    null, { timeout: 60000, polling: 50 });
   await page.getByTestId('sweep-cancel').click();
   await page.getByTestId('sweep-error').waitFor();
   assert.equal(await page.getByTestId('sweep-error').textContent(), 'cancelled');
-  const done = await page.getByTestId('sweep-progress').getAttribute('data-done');
+  const progress = page.getByTestId('sweep-progress');
+  const done = await progress.getAttribute('data-done');
+  const table = page.getByTestId('sweep-table');
+  const rows = await table.getAttribute('data-rows');
+  const shown = await tableRows(page);
   await page.waitForTimeout(1000);
-  assert.equal(await page.getByTestId('sweep-progress').getAttribute('data-done'), done, 'no progress after cancel');
-  assert.equal(await page.getByTestId('sweep-table').count(), 0);
+  assert.equal(await progress.getAttribute('data-done'), done, 'no progress after cancel');
+  assert.ok(Number(done) < Number(await progress.getAttribute('data-total')));
+  assert.equal(await table.getAttribute('data-rows'), rows, 'no rows after cancel');
+  assert.ok(Number(rows) > 0);
+  assert.equal(await table.getAttribute('data-partial'), 'true');
+  assert.equal(await page.getByTestId('sweep-counts').getAttribute('data-partial'), 'true');
+  assert.match(await page.getByTestId('sweep-counts').textContent(), /^Partial result \(stopped\)/);
+  assert.deepEqual(await tableRows(page), shown);
+  assert.equal(shown.length, Math.min(50, Number(rows)));
   assert.equal(await page.getByTestId('sweep-run').isEnabled(), true);
+  await screenshot(page, 'sweep-cancelled');
+  // A partial row still opens its simulation.
+  await page.locator('[data-testid="sweep-table"] tbody tr').first().click();
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a dropped config.json is searched: the rows of its preset, flags naming the file; the link cannot carry it', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-gbs').fill('16');
+  await page.getByTestId('file-input').setInputFiles(path.join(root, 'tests', 'fixtures', 'hf', 'llama3_8b.json'));
+  await page.locator('[data-testid="job-model"] option[value="file:llama3_8b.json"]').waitFor({ state: 'attached' });
+  await waitDone(page);
+  assert.equal(await page.getByTestId('job-model').inputValue(), 'file:llama3_8b.json');
+  await page.getByTestId('sweep-toggle').click();
+  await page.getByTestId('sweep-file-note').waitFor();
+  assert.match(await page.getByTestId('sweep-file-note').textContent(), /cannot carry it/);
+  await fillBounds(page, BOUNDS);
+  await page.getByTestId('sweep-run').click();
+  await sweepDone(page, 60000);
+  const want = cliSweep(['--model', path.join('tests', 'fixtures', 'hf', 'llama3_8b.json'), '--world', '8',
+    '--global-batch-size', '16', '--tp', '2,4', '--pp', '1,2', '--micro-batch-size', '1', '--recompute', 'selective',
+    '--schedule', '1f1b,gpipe']);
+  const flags = await tableRows(page);
+  // The page names the file it was given; the CLI the path it was given.
+  assert.deepEqual(flags, want.results.map((r) => r.flags.replace(/--model \S+/, '--model llama3_8b.json')));
+  assert.ok(flags.every((f) => f.startsWith('--model llama3_8b.json')));
+  const preset = cliSweep(['--model', 'llama3-8b', '--world', '8', '--global-batch-size', '16', '--tp', '2,4',
+    '--pp', '1,2', '--micro-batch-size', '1', '--recompute', 'selective', '--schedule', '1f1b,gpipe']);
+  assert.deepEqual(want.results.map((r) => r.iteration_time_ns), preset.results.map((r) => r.iteration_time_ns),
+    'the same architecture as the preset');
+  assert.match(await page.evaluate(() => location.hash), /model_file=llama3_8b\.json/);
+  // A row opens its simulation on the dropped model.
+  await page.locator('[data-testid="sweep-table"] tbody tr').first().click();
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  });
+  assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), want.results[0].iteration_time_ns);
+  await screenshot(page, 'sweep-dropped-config');
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -146,7 +270,7 @@ test('figure: Llama 3 70B on 1024 H100s, full default bounds, in the worker pool
   });
   const t0 = Date.now();
   await page.getByTestId('sweep-run').click();
-  await page.locator('[data-testid="sweep-table"] tbody tr').first().waitFor({ timeout: 120000 });
+  await sweepDone(page, 120000);
   const ms = Date.now() - t0;
   const want = cliSweep(['--model', 'llama3-70b', '--world', '1024']);
   const progress = page.getByTestId('sweep-progress');

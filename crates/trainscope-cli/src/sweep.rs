@@ -12,7 +12,9 @@
 //!
 //! The GPU, the cluster and the efficiency flags are given to the sweep as
 //! to `simulate --model`; they are parsed by `simulate`'s own parser
-//! ([`crate::simulate::Args`]) so that each row's `flags` reproduce it.
+//! ([`crate::simulate::Args`]) so that each row's `flags` reproduce it;
+//! a word a shell would split (a model path with a space) is quoted in
+//! shell style ([`shell_join`]).
 //!
 //! Exit codes: 0 success, 2 usage, 3 a `--merge` file is not a sweep's JSON
 //! (or the model's config file failed to parse), 4 an invalid sweep (unknown
@@ -29,7 +31,7 @@ use trainscope_core::job::memory::gib;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use trainscope_core::search::report::{summary, ShardId};
 use trainscope_core::search::{
-    build, enumerate, merge, process, shard, sweep_config, SweepReport, SweepSpec,
+    build, enumerate, merge, process, shard, shell_join, sweep_config, SweepReport, SweepSpec,
 };
 use trainscope_core::sim::ScheduleKind;
 
@@ -471,7 +473,7 @@ fn make_spec(
     spec.schedule = schedule;
     spec.sequence_parallel = on_off("sequence-parallel", &args.sequence_parallel)?;
     spec.distributed_optimizer = on_off("distributed-optimizer", &args.distributed_optimizer)?;
-    spec.common_flags = common.join(" ");
+    spec.common_flags = shell_join(common);
     Ok(spec)
 }
 

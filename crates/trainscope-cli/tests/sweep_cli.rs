@@ -1,8 +1,9 @@
 //! End-to-end tests of `trainscope sweep`: every row equals `trainscope
 //! simulate` run with the row's flags, `--shard I/N` outputs joined by
 //! `--merge` print exactly the unsharded report (JSON and CSV), the text
-//! report names the winner and why, and refusals exit with the documented
-//! codes.
+//! report names the winner and why, refusals exit with the documented
+//! codes, and a model path with a space is quoted in the flags so that a
+//! shell reads them back as `simulate`'s arguments.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -279,4 +280,55 @@ fn refusals_exit_with_their_codes() {
         ]),
         Some(2)
     );
+}
+
+#[test]
+fn a_model_path_with_spaces_is_quoted_in_the_flags_and_a_shell_reads_it_back() {
+    let dir = tmp("runs with space");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("config.json");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/hf/llama3_8b.json"
+    );
+    std::fs::copy(fixture, &config).expect("copy the fixture");
+    let path = config.to_str().expect("UTF-8 path");
+    let out = ok(&trainscope(&[
+        "sweep",
+        "--model",
+        path,
+        "--world",
+        "8",
+        "--global-batch-size",
+        "16",
+        "--tp",
+        "2,4",
+        "--pp",
+        "1",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "selective",
+        "--json",
+    ]));
+    let v: Value = serde_json::from_str(&out).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    assert!(!rows.is_empty());
+    for r in rows {
+        let flags = r["flags"].as_str().unwrap();
+        assert!(
+            flags.starts_with(&format!("--model '{path}' --world 8 ")),
+            "{flags}"
+        );
+        // A shell splits the flags back into `simulate`'s arguments.
+        let s = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec \"$0\" simulate {flags} --json"))
+            .arg(env!("CARGO_BIN_EXE_trainscope"))
+            .output()
+            .expect("run sh");
+        let s: Value = serde_json::from_str(&ok(&s)).expect("JSON");
+        assert_eq!(r["iteration_time_ns"], s["iteration_time_ns"], "{flags}");
+        assert_eq!(r["mfu"], s["mfu"], "{flags}");
+    }
 }

@@ -380,6 +380,15 @@ pub fn App() -> Html {
     };
 
     let output = state.output.clone();
+    // The configuration search's model file: the job's dropped config.json.
+    let sweep_model_file = match &state.job.model {
+        crate::job::JobModel::File(name) => state
+            .files
+            .iter()
+            .find(|f| &f.name == name)
+            .map(|f| (f.name.clone(), f.bytes.clone())),
+        crate::job::JobModel::Preset(_) => None,
+    };
     let result = state.result().cloned();
     let stale = state.results_stale();
     let unparsed = AttrValue::from(state.unparsed_label());
@@ -414,7 +423,8 @@ pub fn App() -> Html {
                 </aside>
                 <div class="main-col">
                     <SweepView job={state.job.clone()} settings={state.settings.clone()}
-                               pinned={state.pinned_fields.clone()} on_pick={on_pick_config} />
+                               pinned={state.pinned_fields.clone()} on_pick={on_pick_config}
+                               model_file={sweep_model_file} />
                     <RunBar status={state.run.clone()} {on_cancel} />
                     if let Some(o) = &output {
                         if !o.diagnostics.is_empty() {

@@ -31,7 +31,8 @@ use trainscope_core::job::ModelJob;
 use trainscope_core::model::{hf, presets, ModelSpec};
 use trainscope_core::Diagnostic;
 
-/// The model a job names: a preset, or a loaded config file parsed.
+/// The model a job names: a preset, or a loaded config file (found by
+/// name among `pairs`) parsed; the configuration search takes it too.
 pub fn resolve_model(pairs: &[(&str, &[u8])], model: &JobModel) -> Result<ModelSpec, Diagnostic> {
     match model {
         JobModel::Preset(name) => presets::lookup(name),

@@ -10,8 +10,11 @@
 //! interrupted any other way).
 //!
 //! A sweep request ([`SweepRequest`]) asks for one shard of a
-//! configuration search: answered by `SweepProgress` messages and one
-//! `SweepDone` (that shard's report) or `Failed`.
+//! configuration search (with the dropped `config.json` it searches, if
+//! any, as its one file): answered by `SweepProgress` after each
+//! candidate, `SweepRows` chunks (the rows simulated since the last chunk,
+//! so the page shows rows while the sweep runs) and one `SweepDone` (that
+//! shard's report without its rows, which came in the chunks) or `Failed`.
 //!
 //! Encoding: a request is one binary buffer (transferred, not copied):
 //! the magic `TSR1`, a little-endian u32 header length, the header as JSON
@@ -28,7 +31,7 @@ use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use trainscope_core::analysis::Analysis;
-use trainscope_core::search::{ShardId, SweepReport};
+use trainscope_core::search::{Row, ShardId, SweepReport};
 use trainscope_core::Diagnostic;
 
 /// First bytes of an encoded request (format version 1).
@@ -92,6 +95,9 @@ pub struct SweepRequest {
     pub job: JobSettings,
     pub inputs: SweepInputs,
     pub shard: ShardId,
+    /// The job's model file when it is a dropped `config.json` (each
+    /// worker gets its bytes once, with its request); else empty.
+    pub files: Vec<InputFile>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -138,7 +144,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 id: x.id,
                 settings: x.settings.clone(),
                 pinned: x.pinned.iter().copied().collect(),
-                files: Vec::new(),
+                files: entries(&x.files),
                 testid: None,
                 job: x.job.clone(),
                 job_active: true,
@@ -148,12 +154,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                     shard: x.shard,
                 }),
             };
-            let json = serde_json::to_vec(&header).unwrap_or_default();
-            let mut out = Vec::with_capacity(8 + json.len());
-            out.extend_from_slice(MAGIC);
-            out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-            out.extend_from_slice(&json);
-            return out;
+            return with_files(&header, &x.files);
         }
         Request::Export(x) => {
             let header = Header {
@@ -181,28 +182,36 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
         id: run.id,
         settings: run.settings.clone(),
         pinned: run.pinned.iter().copied().collect(),
-        files: run
-            .files
-            .iter()
-            .map(|f| FileEntry {
-                name: f.name.clone(),
-                size_bytes: f.bytes.len() as u64,
-            })
-            .collect(),
+        files: entries(&run.files),
         testid: None,
         job: run.job.clone(),
         job_active: run.job_active,
         compare_schedules: run.compare_schedules,
         sweep: None,
     };
+    with_files(&header, &run.files)
+}
+
+fn entries(files: &[InputFile]) -> Vec<FileEntry> {
+    files
+        .iter()
+        .map(|f| FileEntry {
+            name: f.name.clone(),
+            size_bytes: f.bytes.len() as u64,
+        })
+        .collect()
+}
+
+/// `TSR1`, the header's length and JSON, then the files' bytes.
+fn with_files(header: &Header, files: &[InputFile]) -> Vec<u8> {
     // Serialising these plain structs cannot fail.
-    let json = serde_json::to_vec(&header).unwrap_or_default();
-    let body: usize = run.files.iter().map(|f| f.bytes.len()).sum();
+    let json = serde_json::to_vec(header).unwrap_or_default();
+    let body: usize = files.iter().map(|f| f.bytes.len()).sum();
     let mut out = Vec::with_capacity(8 + json.len() + body);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
     out.extend_from_slice(&json);
-    for f in &run.files {
+    for f in files {
         out.extend_from_slice(&f.bytes);
     }
     out
@@ -224,21 +233,7 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
     let header: Header = serde_json::from_slice(&buf[8..json_end])
         .map_err(|e| format!("run request header: {e}"))?;
     match header.kind.as_str() {
-        "run" => {}
-        "sweep" => {
-            if json_end != buf.len() {
-                return Err("sweep request has trailing bytes".into());
-            }
-            let sweep = header.sweep.ok_or("sweep request without its bounds")?;
-            return Ok(Request::Sweep(SweepRequest {
-                id: header.id,
-                settings: header.settings,
-                pinned: header.pinned.into_iter().collect(),
-                job: header.job,
-                inputs: sweep.inputs,
-                shard: sweep.shard,
-            }));
-        }
+        "run" | "sweep" => {}
         "export" => {
             if json_end != buf.len() {
                 return Err("export request has trailing bytes".into());
@@ -266,6 +261,18 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
     }
     if at != buf.len() {
         return Err(format!("run request has {} trailing bytes", buf.len() - at));
+    }
+    if header.kind == "sweep" {
+        let sweep = header.sweep.ok_or("sweep request without its bounds")?;
+        return Ok(Request::Sweep(SweepRequest {
+            id: header.id,
+            settings: header.settings,
+            pinned: header.pinned.into_iter().collect(),
+            job: header.job,
+            inputs: sweep.inputs,
+            shard: sweep.shard,
+            files,
+        }));
     }
     Ok(Request::Run(RunRequest {
         id: header.id,
@@ -387,7 +394,15 @@ pub enum Response {
         done: u32,
         total: u32,
     },
-    /// The report of sweep slice `id` (its shard; the page merges them).
+    /// Rows of sweep slice `id` simulated since its last chunk (in the
+    /// order they were simulated): the page shows them while the sweep
+    /// runs and puts them back into the shard's report when it is done.
+    SweepRows {
+        id: u64,
+        rows: Vec<Row>,
+    },
+    /// The report of sweep slice `id` (its shard; the page merges them),
+    /// its `results` empty: its rows came in `SweepRows` chunks before it.
     SweepDone {
         id: u64,
         report: Box<SweepReport>,
@@ -406,6 +421,7 @@ impl Response {
             | Response::Timelines { id, .. }
             | Response::Export { id, .. }
             | Response::SweepProgress { id, .. }
+            | Response::SweepRows { id, .. }
             | Response::SweepDone { id, .. } => Some(*id),
         }
     }

@@ -11,16 +11,17 @@
 //! the core's [`trainscope_core::search::merge`].
 
 use crate::compute::event_config;
-use crate::job::{JobModel, JobSettings};
+use crate::job::JobSettings;
+use crate::model_job::resolve_model;
 use crate::settings::{Field, Schedule, Settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
-use trainscope_core::model::presets;
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
-    build, enumerate, process, shard, sweep_config, Row, SweepReport, SweepSpec,
+    build, enumerate, process, shard, shell_word, sweep_config, Outcome, Row, SweepReport,
+    SweepSpec,
 };
 use trainscope_core::sim::{ScheduleKind, SimConfig};
 
@@ -210,7 +211,7 @@ fn names<T>(
 /// flags that differ from the CLI's defaults (the NIC type is written as
 /// its bandwidth, `--nic-gbps`).
 pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Field>) -> String {
-    let mut f = format!("--model {}", job.model.name());
+    let mut f = format!("--model {}", shell_word(job.model.name()));
     if job.gpu != DEFAULT_GPU {
         f.push_str(&format!(" --gpu-type {}", job.gpu));
     }
@@ -249,23 +250,22 @@ pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Fi
 }
 
 /// The core's spec and simulation settings of a sweep: the job panel's
-/// model (a preset), GPU, global batch, sequence length, precision and
-/// flash attention, the page's cluster, and the bounds. `Err`: why not
-/// (a bound that does not parse, a model file, an unknown GPU).
+/// model (a preset, or a dropped `config.json` found by name among
+/// `files`), GPU, global batch, sequence length, precision and flash
+/// attention, the page's cluster, and the bounds. `Err`: why not (a bound
+/// that does not parse, a model file missing or not a model config, an
+/// unknown GPU).
 pub fn sweep_spec(
     inputs: &SweepInputs,
     job: &JobSettings,
     settings: &Settings,
     pinned: &BTreeSet<Field>,
+    files: &[(&str, &[u8])],
 ) -> Result<(SweepSpec, SimConfig), String> {
-    let model = match &job.model {
-        JobModel::Preset(name) => presets::lookup(name).map_err(|d| d.message)?,
-        JobModel::File(name) => {
-            return Err(format!(
-                "the search runs on a preset model; `{name}` is a loaded file (use `trainscope sweep --model {name}` on the command line)"
-            ))
-        }
-    };
+    let model = resolve_model(files, &job.model).map_err(|d| match d.hint {
+        Some(h) => format!("{} ({h})", d.message),
+        None => d.message,
+    })?;
     let gpu = gpu_preset(&job.gpu).ok_or_else(|| format!("unknown GPU type `{}`", job.gpu))?;
     let nvlink_gbps = gpu.nvlink_busbw_gbps;
     let (mut config, _) = event_config(settings, pinned);
@@ -304,22 +304,30 @@ pub fn sweep_spec(
     Ok((spec, sweep_config(&config)))
 }
 
-/// Shard `index` of `count` of the sweep: its report, with `progress(done,
-/// total)` called after each candidate.
+/// Shard `index` of `count` of the sweep: its report (every row in it).
+/// After each candidate `step(done, total, pending)` is called, where
+/// `pending` holds the rows simulated since the caller last emptied it:
+/// the worker takes them when a chunk is due ([`chunk_due`]), so the page
+/// gets rows while the shard runs. On the last call `done == total`.
 pub fn run_shard(
     spec: &SweepSpec,
     config: &SimConfig,
     index: u32,
     count: u32,
-    progress: &mut dyn FnMut(u32, u32),
+    step: &mut dyn FnMut(u32, u32, &mut Vec<Row>),
 ) -> SweepReport {
     let e = enumerate(spec);
     let mine = shard(&e.candidates, index, count).unwrap_or_default();
     let total = mine.len() as u32;
     let mut outcomes = Vec::with_capacity(mine.len());
+    let mut pending = Vec::new();
     for (k, c) in mine.iter().enumerate() {
-        outcomes.push(process(c, config, &spec.common_flags));
-        progress(k as u32 + 1, total);
+        let o = process(c, config, &spec.common_flags);
+        if let Outcome::Simulated(row) = &o {
+            pending.push((**row).clone());
+        }
+        outcomes.push(o);
+        step(k as u32 + 1, total, &mut pending);
     }
     build(
         spec.describe(),
@@ -328,6 +336,18 @@ pub fn run_shard(
         e.skipped_reasons,
         outcomes,
     )
+}
+
+/// Rows a worker holds back at most before sending them.
+pub const CHUNK_ROWS: usize = 256;
+/// Milliseconds of work a worker holds rows back at most.
+pub const CHUNK_MS: f64 = 100.0;
+
+/// Whether a worker sends its pending rows now: the shard is finished, or
+/// [`CHUNK_ROWS`] rows or [`CHUNK_MS`] of work have piled up since the
+/// last chunk (`since_ms`).
+pub fn chunk_due(pending: usize, done: u32, total: u32, since_ms: f64) -> bool {
+    pending > 0 && (done == total || pending >= CHUNK_ROWS || since_ms >= CHUNK_MS)
 }
 
 /// The job panel's values and the schedule a row stands for (the base's

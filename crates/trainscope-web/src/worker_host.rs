@@ -114,7 +114,8 @@ impl WorkerHost {
                     | Response::Timelines { .. }
                     | Response::Export { .. }
                     | Response::ExportFailed { .. }
-                    | Response::SweepProgress { .. } => {}
+                    | Response::SweepProgress { .. }
+                    | Response::SweepRows { .. } => {}
                 }
                 me.sink.clone()
             };

@@ -10,14 +10,14 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use trainscope_core::search::{build, enumerate, merge, process, ShardId};
+use trainscope_core::search::{build, enumerate, merge, process, rank, Row, ShardId};
 use trainscope_core::sim::ScheduleKind;
-use trainscope_web::job::JobSettings;
+use trainscope_web::job::{JobModel, JobSettings};
 use trainscope_web::model_job::run_job;
-use trainscope_web::protocol::{decode_request, encode_request, Request, SweepRequest};
+use trainscope_web::protocol::{decode_request, encode_request, InputFile, Request, SweepRequest};
 use trainscope_web::settings::{Field, Schedule, Settings};
 use trainscope_web::state::{Action, AppState};
-use trainscope_web::sweep::{row_job, run_shard, sweep_spec, SweepInputs};
+use trainscope_web::sweep::{chunk_due, common_flags, row_job, run_shard, sweep_spec, SweepInputs};
 use wasm_bindgen_test::*;
 use yew::Reducible;
 
@@ -50,7 +50,7 @@ fn bounds_parse_and_round_trip_through_a_link() {
     let back = SweepInputs::from_fragment(&format!("#model=llama3-8b&{frag}")).unwrap();
     assert_eq!(back, i);
     assert!(SweepInputs::from_fragment("model=x").is_none());
-    let (spec, _) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new()).unwrap();
+    let (spec, _) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
     assert_eq!(spec.worlds, vec![8]);
     assert_eq!(spec.tp, Some(vec![2, 4]));
     assert_eq!(
@@ -62,15 +62,16 @@ fn bounds_parse_and_round_trip_through_a_link() {
     // An empty world: the job panel's TP x PP x DP.
     let mut no_world = i.clone();
     no_world.set("world", String::new());
-    let (spec, _) = sweep_spec(&no_world, &job, &Settings::default(), &BTreeSet::new()).unwrap();
+    let (spec, _) =
+        sweep_spec(&no_world, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
     assert_eq!(spec.worlds, vec![1]);
     let mut bad = i.clone();
     bad.set("pp", "0".into());
-    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new()).unwrap_err();
+    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
     assert!(err.contains("PP: `0`"), "{err}");
     bad.set("pp", "1".into());
     bad.set("schedule", "pipedream".into());
-    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new()).unwrap_err();
+    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
     assert!(err.contains("unknown value `pipedream`"), "{err}");
     // A non-default cluster is in every row's flags, as the CLI writes it.
     let mut settings = Settings {
@@ -79,7 +80,7 @@ fn bounds_parse_and_round_trip_through_a_link() {
     };
     settings.set(Field::Placement, "pp-dp-tp").unwrap();
     settings.set(Field::Algorithm, "tree").unwrap();
-    let (spec, _) = sweep_spec(&i, &job, &settings, &BTreeSet::new()).unwrap();
+    let (spec, _) = sweep_spec(&i, &job, &settings, &BTreeSet::new(), &[]).unwrap();
     assert_eq!(
         spec.common_flags,
         "--model llama3-8b --gpus-per-node 4 --placement pp-dp-tp --algorithm tree"
@@ -92,7 +93,7 @@ fn the_pages_sharded_sweep_equals_the_cores_search() {
     let settings = Settings::default();
     let pinned: BTreeSet<Field> = BTreeSet::new();
     // The core, unsharded (what `trainscope sweep --json` prints).
-    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned).unwrap();
+    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned, &[]).unwrap();
     let e = enumerate(&spec);
     assert!(e.candidates.len() >= 4, "{}", e.candidates.len());
     let outcomes = e
@@ -119,24 +120,42 @@ fn the_pages_sharded_sweep_equals_the_cores_search() {
             job: job.clone(),
             inputs: inputs.clone(),
             shard: ShardId { index: i, count: n },
+            files: Vec::new(),
         });
         let Ok(Request::Sweep(x)) = decode_request(&encode_request(&req)) else {
             panic!("the sweep request does not round-trip");
         };
         assert_eq!(Request::Sweep(x.clone()), req);
-        let (spec, config) = sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned).unwrap();
-        shards.push(run_shard(
+        let (spec, config) = sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned, &[]).unwrap();
+        // The rows as the worker sends them: in chunks while it runs (here
+        // every row is due at once, as when 100 ms have passed).
+        let mut chunks: Vec<Row> = Vec::new();
+        let mut report = run_shard(
             &spec,
             &config,
             x.shard.index,
             x.shard.count,
-            &mut |done, total| {
+            &mut |done, total, pending| {
                 assert!(done <= total);
                 progress_calls += 1;
+                if chunk_due(pending.len(), done, total, 1000.0) {
+                    chunks.append(pending);
+                }
             },
-        ));
+        );
+        let mut sorted = chunks.clone();
+        rank(&mut sorted);
+        assert_eq!(sorted, report.results, "the chunks hold the shard's rows");
+        report.results.clear();
+        shards.push((report, chunks));
     }
     assert_eq!(progress_calls, e.candidates.len());
+    // The page: every row back into its shard (candidate k is shard k mod n).
+    let rows: Vec<Row> = shards.iter().flat_map(|(_, c)| c.iter().cloned()).collect();
+    let mut shards: Vec<_> = shards.into_iter().map(|(r, _)| r).collect();
+    for row in rows {
+        shards[row.index as usize % n as usize].results.push(row);
+    }
     let merged = merge(&shards).unwrap();
     assert_eq!(merged, whole);
     assert!(merged.fitting >= 1);
@@ -148,8 +167,8 @@ fn a_row_loaded_into_the_job_panel_simulates_to_its_numbers() {
     let (inputs, job) = small();
     let settings = Settings::default();
     let pinned: BTreeSet<Field> = BTreeSet::new();
-    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned).unwrap();
-    let report = run_shard(&spec, &config, 0, 1, &mut |_, _| {});
+    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned, &[]).unwrap();
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
     // The best row and one with the other schedule.
     let best = &report.results[0];
     let other = report
@@ -178,8 +197,9 @@ fn a_row_loaded_into_the_job_panel_simulates_to_its_numbers() {
 #[wasm_bindgen_test]
 fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
     let (inputs, job) = small();
-    let (spec, config) = sweep_spec(&inputs, &job, &Settings::default(), &BTreeSet::new()).unwrap();
-    let report = run_shard(&spec, &config, 0, 1, &mut |_, _| {});
+    let (spec, config) =
+        sweep_spec(&inputs, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
     let row = report
         .results
         .iter()
@@ -198,4 +218,65 @@ fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
     assert!(!s.pin_next_run);
     let s = s.reduce(Action::RunConfig(Box::new(j), schedule, true));
     assert!(s.pin_next_run, "Pin A pins the run it starts");
+}
+
+#[wasm_bindgen_test]
+fn a_dropped_config_json_is_searched_like_its_preset() {
+    let (inputs, job) = small();
+    let settings = Settings::default();
+    let pinned: BTreeSet<Field> = BTreeSet::new();
+    let (spec, config) = sweep_spec(&inputs, &job, &settings, &pinned, &[]).unwrap();
+    let preset = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    // The same architecture as a dropped file, its bytes in the request.
+    let bytes = include_bytes!("../../../tests/fixtures/hf/llama3_8b.json").to_vec();
+    let file_job = JobSettings {
+        model: JobModel::File("llama3_8b.json".into()),
+        ..job.clone()
+    };
+    let req = Request::Sweep(SweepRequest {
+        id: 1,
+        settings: settings.clone(),
+        pinned: pinned.clone(),
+        job: file_job.clone(),
+        inputs: inputs.clone(),
+        shard: ShardId { index: 0, count: 1 },
+        files: vec![InputFile {
+            name: "llama3_8b.json".into(),
+            bytes,
+        }],
+    });
+    let Ok(Request::Sweep(x)) = decode_request(&encode_request(&req)) else {
+        panic!("the sweep request does not round-trip");
+    };
+    assert_eq!(Request::Sweep(x.clone()), req);
+    let files: Vec<(&str, &[u8])> = x
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .collect();
+    let (spec, config) = sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned, &files).unwrap();
+    assert_eq!(spec.common_flags, "--model llama3_8b.json");
+    let from_file = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    assert_eq!(from_file.results.len(), preset.results.len());
+    for (a, b) in from_file.results.iter().zip(&preset.results) {
+        assert_eq!(a.iteration_time_ns, b.iteration_time_ns);
+        assert_eq!(a.peak_bytes, b.peak_bytes);
+        assert_eq!(
+            a.flags,
+            b.flags
+                .replace("--model llama3-8b", "--model llama3_8b.json")
+        );
+    }
+    // A file name a shell would split is quoted in the flags.
+    let spaced = JobSettings {
+        model: JobModel::File("my config.json".into()),
+        ..job.clone()
+    };
+    assert_eq!(
+        common_flags(&spaced, &settings, &pinned),
+        "--model 'my config.json'"
+    );
+    // Not loaded: the worker says so, with the hint to drop it.
+    let err = sweep_spec(&inputs, &file_job, &settings, &pinned, &[]).unwrap_err();
+    assert!(err.contains("is not loaded"), "{err}");
 }

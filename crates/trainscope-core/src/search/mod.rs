@@ -44,12 +44,39 @@ use crate::sim::SimConfig;
 use std::collections::BTreeMap;
 
 pub use report::{
-    build, explain, merge, pareto, process, MergeError, Outcome, ReasonCount, Row, ShardId,
+    build, explain, merge, pareto, process, rank, MergeError, Outcome, ReasonCount, Row, ShardId,
     SweepReport,
 };
 
 /// Counts per reason, sorted by reason.
 pub(crate) type ReasonCountMap = BTreeMap<String, u64>;
+
+/// One word of a row's flags as a POSIX shell reads it back: unchanged
+/// when it holds only characters a shell takes literally (letters, digits,
+/// `_ - . / , : = + @ %`), else in single quotes (a `'` inside written
+/// `'\''`), so `--model "runs/my model/config.json"` survives a copy
+/// into a shell and stays one argument.
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./,:=+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// Words joined into flags, each quoted by [`shell_word`] where a shell
+/// needs it.
+pub fn shell_join<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| shell_word(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// Micro-batch sizes tried when none are given.
 pub const DEFAULT_MICRO_BATCH_SIZES: [u32; 3] = [1, 2, 4];

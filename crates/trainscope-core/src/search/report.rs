@@ -152,6 +152,15 @@ fn sort_rows(rows: &mut [Row]) {
     rows.sort_by_key(|r| (!r.fits, r.iteration_time_ns, r.peak_bytes, r.index));
 }
 
+/// Put `rows` in the report's order (fits first, then iteration time, peak
+/// memory, enumeration index) and mark their Pareto front: what a report
+/// does to its rows, for a front end showing a sweep's rows as they arrive
+/// (the same rows ranked give the same order and front as the report).
+pub fn rank(rows: &mut [Row]) {
+    sort_rows(rows);
+    pareto(rows);
+}
+
 fn add(map: &mut ReasonCountMap, reasons: &[ReasonCount]) {
     for r in reasons {
         *map.entry(r.reason.clone()).or_insert(0) += r.count;
@@ -196,8 +205,7 @@ pub fn build(
 
 /// Sort, mark the front, count, explain.
 fn finish(mut r: SweepReport) -> SweepReport {
-    sort_rows(&mut r.results);
-    pareto(&mut r.results);
+    rank(&mut r.results);
     r.simulated = r.results.len() as u64;
     r.fitting = r.results.iter().filter(|x| x.fits).count() as u64;
     let fitting: Vec<&Row> = r.results.iter().filter(|x| x.fits).collect();

@@ -3,7 +3,7 @@
 //! a small model), the Pareto front property, shards merging into the
 //! unsharded report, and the explanation of the winner.
 
-use super::report::{build, merge, pareto, process, Outcome, Row, ShardId};
+use super::report::{build, merge, pareto, process, rank, Outcome, Row, ShardId};
 use super::*;
 use crate::hardware::gpu_preset;
 use crate::job::tests::llama3_70b;
@@ -303,6 +303,33 @@ fn small_sweep() -> SweepSpec {
 }
 
 #[test]
+fn rows_ranked_as_they_arrive_end_as_the_report() {
+    let s = small_sweep();
+    let whole = run_all(&s, None);
+    // The shards' rows arrive interleaved (as from workers); ranking what
+    // has arrived gives the report's order and front on each prefix's rows,
+    // and on all of them exactly the report's rows.
+    let mut arrived: Vec<Row> = Vec::new();
+    let shards: Vec<SweepReport> = (0..3)
+        .map(|i| run_all(&s, Some(ShardId { index: i, count: 3 })))
+        .collect();
+    let longest = shards.iter().map(|r| r.results.len()).max().unwrap();
+    for k in 0..longest {
+        for r in &shards {
+            if let Some(row) = r.results.get(k) {
+                arrived.push(row.clone());
+            }
+        }
+        rank(&mut arrived);
+        let mut want = arrived.clone();
+        want.sort_by_key(|r| (!r.fits, r.iteration_time_ns, r.peak_bytes, r.index));
+        pareto(&mut want);
+        assert_eq!(arrived, want);
+    }
+    assert_eq!(arrived, whole.results);
+}
+
+#[test]
 fn shards_merge_into_the_unsharded_report() {
     let s = small_sweep();
     let whole = run_all(&s, None);
@@ -366,5 +393,22 @@ fn explain_names_the_changes_and_what_moved() {
     assert_eq!(
         explain(&best, &second),
         "PP 8 -> 4, DP 16 -> 32: iteration 900.0 ms -> 800.0 ms (-11.1%); bubble 100.0 ms -> 50.0 ms (halves); exposed TP comm 30.0 ms -> 20.0 ms (-33.3%); peak memory 50.0 GiB -> 60.0 GiB of 80.0 GiB"
+    );
+}
+
+#[test]
+fn flags_quote_words_a_shell_would_split() {
+    use super::{shell_join, shell_word};
+    assert_eq!(shell_word("llama3-8b"), "llama3-8b");
+    assert_eq!(
+        shell_word("runs/a_b-1.2/config.json"),
+        "runs/a_b-1.2/config.json"
+    );
+    assert_eq!(shell_word("my runs/config.json"), "'my runs/config.json'");
+    assert_eq!(shell_word("it's"), "'it'\\''s'");
+    assert_eq!(shell_word(""), "''");
+    assert_eq!(
+        shell_join(&["--model", "a b/config.json", "--gpu-type", "H100-SXM"]),
+        "--model 'a b/config.json' --gpu-type H100-SXM"
     );
 }

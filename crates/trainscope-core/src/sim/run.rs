@@ -1055,7 +1055,7 @@ pub fn run_loaded(
                 _ => None,
             };
             let analysis = (run.format == Format::KinetoTrace)
-                .then(|| analyse(&run, crate::analysis::DEFAULT_TOP_KERNELS));
+                .then(|| analyse(run, crate::analysis::DEFAULT_TOP_KERNELS));
             match &rj.network {
                 Some(net) => {
                     notes.push(if run.format == Format::KinetoTrace {

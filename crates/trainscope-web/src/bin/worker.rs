@@ -6,7 +6,9 @@
 //! including for a panic, whose message is sent before the worker traps).
 //! A sweep request evaluates its shard of a configuration search
 //! ([`trainscope_web::sweep::run_shard`]), posting progress after each
-//! candidate, then the shard's report.
+//! candidate and the rows simulated so far in chunks
+//! ([`trainscope_web::sweep::chunk_due`]: every 100 ms of work or 256
+//! rows, and at the end), then the shard's report without its rows.
 //! It keeps the last run's data so export requests are answered on demand.
 
 use std::cell::{Cell, RefCell};
@@ -72,21 +74,37 @@ fn on_message(e: MessageEvent) {
         }
         Ok(Request::Sweep(x)) => {
             CURRENT.with(|c| c.set(x.id));
-            match sweep::sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned) {
+            let files: Vec<(&str, &[u8])> = x
+                .files
+                .iter()
+                .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+                .collect();
+            match sweep::sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned, &files) {
                 Ok((spec, config)) => {
-                    let report = sweep::run_shard(
+                    let mut last_chunk_ms = js_sys::Date::now();
+                    let mut report = sweep::run_shard(
                         &spec,
                         &config,
                         x.shard.index,
                         x.shard.count,
-                        &mut |done, total| {
+                        &mut |done, total, pending| {
                             send(&Response::SweepProgress {
                                 id: x.id,
                                 done,
                                 total,
-                            })
+                            });
+                            let now = js_sys::Date::now();
+                            if sweep::chunk_due(pending.len(), done, total, now - last_chunk_ms) {
+                                send(&Response::SweepRows {
+                                    id: x.id,
+                                    rows: std::mem::take(pending),
+                                });
+                                last_chunk_ms = now;
+                            }
                         },
                     );
+                    // The rows went in the chunks.
+                    report.results = Vec::new();
                     send(&Response::SweepDone {
                         id: x.id,
                         report: Box::new(report),

@@ -6,14 +6,22 @@
 //! [`MAX_WORKERS`]), worker `i` of `n` evaluating the core's `shard(i, n)`
 //! ([`crate::sweep::run_shard`]) and reporting progress after each
 //! candidate (`sweep-progress`, with a Cancel button that terminates the
-//! workers); the page joins the shards' reports with the core's
-//! [`merge`], so the result is the unsharded one (`trainscope sweep
-//! --json`'s rows). Results: counts (candidates, skipped, pruned,
+//! workers) and its rows in chunks while it runs: the plot and the table
+//! show the rows received so far, ranked and with their Pareto front
+//! (the core's [`rank`]), redrawn at most every [`REDRAW_MS`]; when every
+//! worker is done the page joins the shards' reports (each given back
+//! its rows) with the core's [`merge`], so the result is the unsharded one
+//! (`trainscope sweep --json`'s rows). Cancel keeps the rows received,
+//! marked as partial (`data-partial` on the table). The model may be a
+//! dropped `config.json` (its bytes go to each worker once, with its
+//! request); a link names that file but cannot carry it (`sweep-file-note`).
+//! Results: counts (candidates, skipped, pruned,
 //! simulated, fitting), the explanation of the winner (`sweep-explain`),
 //! a scatter plot (`sweep-plot`, SVG: peak memory across, iteration time
 //! up, colour by TP or schedule, the GPU's capacity as a dashed line, the
 //! Pareto front as a line through its points) and a sortable table of the
-//! top [`TOP_ROWS`] rows (`sweep-table`, each `<tr data-config=FLAGS>`).
+//! top [`TOP_ROWS`] rows (`sweep-table`, each `<tr data-config=FLAGS>`,
+//! `data-rows` = the rows received).
 //! Clicking a row or a point loads that configuration into the job panel
 //! and simulates it (`on_pick`); a row's "Pin A" (`sweep-pin`) does the
 //! same and pins the result as run A of the compare view, so the next row
@@ -22,17 +30,18 @@
 //! the view with those bounds.
 
 use crate::format;
-use crate::job::JobSettings;
+use crate::job::{JobModel, JobSettings};
 use crate::palette::{colour_for, css};
-use crate::protocol::{Request, Response, SweepRequest};
+use crate::protocol::{InputFile, Request, Response, SweepRequest};
 use crate::settings::{Field, Schedule, Settings};
 use crate::sweep::{row_job, SweepInputs, BOUNDS};
 use crate::url;
 use crate::worker_host::{HostEvent, WorkerHost, WORKER_URL};
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use trainscope_core::search::{merge, Row, ShardId, SweepReport};
-use web_sys::HtmlInputElement;
+use trainscope_core::search::{explain, merge, rank, Row, ShardId, SweepReport};
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlInputElement};
 use yew::prelude::*;
 
 /// Most workers a sweep starts, whatever the core count.
@@ -42,12 +51,26 @@ pub const TOP_ROWS: usize = 50;
 /// Points the plot draws beyond the Pareto front (the fastest first, the
 /// report's order): a large sweep stays quick to draw.
 pub const MAX_POINTS: usize = 3000;
+/// The same while a sweep runs (the plot is redrawn as rows arrive).
+pub const PARTIAL_POINTS: usize = 1000;
+/// While a sweep runs, the view is redrawn at most this often (ms): rows
+/// arrive from every worker every 100 ms, a redraw ranks them and draws
+/// the plot and the table.
+pub const REDRAW_MS: u32 = 250;
+/// While a sweep runs, the plot and the table take the rows received at
+/// most this often (ms): ranking and drawing thousands of rows is the
+/// costly part of a redraw, the progress bar is not.
+pub const ROWS_REDRAW_MS: f64 = 1000.0;
 
 #[derive(Properties, PartialEq)]
 pub struct SweepViewProps {
     pub job: JobSettings,
     pub settings: Settings,
     pub pinned: BTreeSet<Field>,
+    /// The job's model file (name, bytes) when its model is a dropped
+    /// `config.json` that is loaded.
+    #[prop_or_default]
+    pub model_file: Option<(String, Rc<Vec<u8>>)>,
     /// Load this configuration into the job panel and simulate it (`true`:
     /// and pin its result as run A of the compare view).
     pub on_pick: Callback<(JobSettings, Schedule, bool)>,
@@ -61,9 +84,54 @@ struct Run {
     running: bool,
     /// Per shard: (done, total).
     progress: Vec<(u32, u32)>,
+    /// Per shard: its report once done, without its rows.
     reports: Vec<Option<SweepReport>>,
+    /// Every row received and not yet in `result`: ranked ([`rank`]) before
+    /// it is drawn when `unranked`.
+    rows: Vec<Row>,
+    unranked: bool,
+    /// Bumped when the rows drawn change (rows shown, the result, a new
+    /// run): the plot and the table redraw only then.
+    version: u64,
+    /// When `version` last moved for new rows (`Date.now()`, ms).
+    shown_at_ms: f64,
+    /// The job the sweep ran with: a clicked row is this job with the
+    /// row's layout.
+    base: JobSettings,
     result: Option<Rc<SweepReport>>,
     error: Option<String>,
+}
+
+impl Run {
+    /// Every shard done: give each report its rows back (candidate `k` is
+    /// shard `k mod n`'s) and join them into the unsharded report.
+    fn finish(&mut self) {
+        let n = self.reports.len();
+        let mut shards: Vec<SweepReport> = self.reports.iter_mut().flat_map(Option::take).collect();
+        for row in std::mem::take(&mut self.rows) {
+            if let Some(s) = shards.get_mut(row.index as usize % n) {
+                s.results.push(row);
+            }
+        }
+        match merge(&shards) {
+            Ok(m) => self.result = Some(Rc::new(m)),
+            Err(e) => self.error = Some(format!("cannot join the workers' results: {e}")),
+        }
+        self.running = false;
+        self.version += 1;
+    }
+
+    /// The rows to draw: the result's, else those received so far, ranked.
+    fn shown(&mut self) -> &[Row] {
+        if let Some(r) = &self.result {
+            return &r.results;
+        }
+        if self.unranked {
+            rank(&mut self.rows);
+            self.unranked = false;
+        }
+        &self.rows
+    }
 }
 
 /// The column the table is sorted by.
@@ -76,9 +144,12 @@ enum SortKey {
     Peak,
 }
 
-fn sorted_rows(report: &SweepReport, key: SortKey, descending: bool) -> Vec<(usize, Row)> {
-    let mut rows: Vec<(usize, Row)> = report.results.iter().cloned().enumerate().collect();
-    let cmp = |a: &(usize, Row), b: &(usize, Row)| -> std::cmp::Ordering {
+fn sorted_rows(all: &[Row], key: SortKey, descending: bool) -> Vec<(usize, &Row)> {
+    if key == SortKey::Rank && !descending {
+        return all.iter().take(TOP_ROWS).enumerate().collect();
+    }
+    let mut rows: Vec<(usize, &Row)> = all.iter().enumerate().collect();
+    let cmp = |a: &(usize, &Row), b: &(usize, &Row)| -> std::cmp::Ordering {
         let o = match key {
             SortKey::Rank => a.0.cmp(&b.0),
             SortKey::Time => a.1.iteration_time_ns.cmp(&b.1.iteration_time_ns),
@@ -106,19 +177,19 @@ fn layout(r: &Row) -> String {
 }
 
 /// The scatter plot of every row: peak memory across, iteration time up.
-fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html {
+/// One click handler for the whole plot (`onclick`: the point's
+/// `data-config` names its row), so a redraw makes no closure per point.
+fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEvent>) -> Html {
     const W: f64 = 640.0;
     const H: f64 = 320.0;
     const L: f64 = 64.0;
     const B: f64 = 40.0;
     const T: f64 = 12.0;
     const R: f64 = 16.0;
-    let all = &report.results;
-    let rows: Vec<Row> = all
+    let rows: Vec<&Row> = all
         .iter()
         .filter(|r| r.pareto)
-        .chain(all.iter().filter(|r| !r.pareto).take(MAX_POINTS))
-        .cloned()
+        .chain(all.iter().filter(|r| !r.pareto).take(max_points))
         .collect();
     let hidden = all.len() - rows.len();
     if rows.is_empty() {
@@ -146,7 +217,7 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
             r.schedule.clone()
         }
     };
-    let mut keys: Vec<String> = rows.iter().map(&key).collect();
+    let mut keys: Vec<String> = rows.iter().map(|r| key(r)).collect();
     keys.sort();
     keys.dedup();
     if by_tp {
@@ -156,7 +227,7 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
         let i = keys.iter().position(|x| x == k).unwrap_or(0);
         css(colour_for(k, i))
     };
-    let mut front: Vec<&Row> = rows.iter().filter(|r| r.pareto).collect();
+    let mut front: Vec<&Row> = rows.iter().copied().filter(|r| r.pareto).collect();
     front.sort_by_key(|r| (r.peak_bytes, r.iteration_time_ns));
     let front_points = front
         .iter()
@@ -169,7 +240,8 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
     html! {
         <figure class="sweep-plot-wrap">
             <svg data-testid="sweep-plot" class="sweep-plot" viewBox={format!("0 0 {W} {H}")}
-                 role="img" aria-label="Iteration time against peak memory per configuration">
+                 role="img" aria-label="Iteration time against peak memory per configuration"
+                 onclick={onclick.clone()}>
                 <line x1={L.to_string()} y1={(H - B).to_string()} x2={(W - R).to_string()} y2={(H - B).to_string()} class="axis" />
                 <line x1={L.to_string()} y1={T.to_string()} x2={L.to_string()} y2={(H - B).to_string()} class="axis" />
                 { for x_ticks.iter().map(|b| html! {
@@ -194,16 +266,13 @@ fn plot(report: &SweepReport, by_tp: bool, pick: &Callback<(Row, bool)>) -> Html
                     <polyline data-testid="sweep-front" points={front_points} fill="none" stroke="#333" stroke-width="1.5" />
                 }
                 { for rows.iter().map(|r| {
-                    let row = r.clone();
-                    let pick = pick.clone();
-                    let onclick = Callback::from(move |_| pick.emit((row.clone(), false)));
                     html! {
                         <circle cx={format!("{:.1}", x(r.peak_bytes))} cy={format!("{:.1}", y(r.iteration_time_ns))}
                                 r={if r.pareto { "5" } else { "3.5" }}
                                 fill={colour(&key(r))}
                                 fill-opacity={if r.fits { "0.9" } else { "0.3" }}
                                 stroke={if r.pareto { "#000" } else { "none" }}
-                                data-config={r.flags.clone()} class="sweep-point" {onclick}>
+                                data-config={r.flags.clone()} class="sweep-point">
                             <title>{ format!("{} · {} · {} · {}", layout(r), r.schedule, format::duration_ns(r.iteration_time_ns), format::bytes(r.peak_bytes)) }</title>
                         </circle>
                     }
@@ -270,8 +339,26 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     let run = use_mut_ref(Run::default);
     let hosts = use_mut_ref(Vec::<WorkerHost>::new);
     let redraw = use_force_update();
-    let sort = use_state(|| (SortKey::Rank, false));
-    let by_tp = use_state(|| true);
+
+    // A redraw within REDRAW_MS is pending (progress and rows only; the
+    // end of a run redraws at once).
+    let redraw_due = use_mut_ref(|| false);
+    let later = {
+        let redraw = redraw.clone();
+        let due = redraw_due.clone();
+        move || {
+            if std::mem::replace(&mut *due.borrow_mut(), true) {
+                return;
+            }
+            let redraw = redraw.clone();
+            let due = due.clone();
+            yew::platform::spawn_local(async move {
+                gloo::timers::future::TimeoutFuture::new(REDRAW_MS).await;
+                *due.borrow_mut() = false;
+                redraw.force_update();
+            });
+        }
+    };
 
     let sink = {
         let run = run.clone();
@@ -289,23 +376,60 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     if let Some(p) = r.progress.get_mut(i) {
                         *p = (done, total);
                     }
+                    // Rows received but not drawn yet (a stretch of pruned
+                    // candidates sends none): drawn once their time comes.
+                    let now = js_sys::Date::now();
+                    if r.unranked && now - r.shown_at_ms >= ROWS_REDRAW_MS {
+                        r.version += 1;
+                        r.shown_at_ms = now;
+                    }
+                    drop(r);
+                    later();
+                    return;
+                }
+                HostEvent::Response(Response::SweepRows { id, rows }) => {
+                    if shard_of(id).is_none() {
+                        return;
+                    }
+                    r.rows.extend(rows);
+                    r.unranked = true;
+                    let now = js_sys::Date::now();
+                    if now - r.shown_at_ms >= ROWS_REDRAW_MS {
+                        r.version += 1;
+                        r.shown_at_ms = now;
+                    }
+                    drop(r);
+                    later();
+                    return;
                 }
                 HostEvent::Response(Response::SweepDone { id, report }) => {
                     let Some(i) = shard_of(id) else { return };
                     if let Some(slot) = r.reports.get_mut(i) {
                         *slot = Some(*report);
                     }
-                    if r.reports.iter().all(Option::is_some) {
-                        let shards: Vec<SweepReport> =
-                            r.reports.iter().flatten().cloned().collect();
-                        match merge(&shards) {
-                            Ok(m) => r.result = Some(Rc::new(m)),
-                            Err(e) => {
-                                r.error = Some(format!("cannot join the workers' results: {e}"))
-                            }
-                        }
-                        r.running = false;
+                    if !r.reports.iter().all(Option::is_some) {
+                        drop(r);
+                        later();
+                        return;
                     }
+                    // Join the shards in a task of its own, then draw in
+                    // another: neither blocks the page long.
+                    drop(r);
+                    let run = run.clone();
+                    let redraw = redraw.clone();
+                    yew::platform::spawn_local(async move {
+                        gloo::timers::future::TimeoutFuture::new(0).await;
+                        {
+                            let mut r = run.borrow_mut();
+                            if r.seq != seq || !r.running {
+                                return;
+                            }
+                            r.finish();
+                        }
+                        gloo::timers::future::TimeoutFuture::new(0).await;
+                        redraw.force_update();
+                    });
+                    return;
                 }
                 HostEvent::Response(Response::Failed { id, message }) => {
                     if shard_of(id).is_none() {
@@ -339,6 +463,7 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
         let job = props.job.clone();
         let settings = props.settings.clone();
         let pinned = props.pinned.clone();
+        let model_file = props.model_file.clone();
         Callback::from(move |_: MouseEvent| {
             let n = worker_count();
             {
@@ -360,12 +485,23 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     running: true,
                     progress: vec![(0, 0); n as usize],
                     reports: vec![None; n as usize],
-                    result: None,
-                    error: None,
+                    version: r.version + 1,
+                    base: job.clone(),
+                    ..Run::default()
                 };
                 seq
             };
             write_link(&inputs, &job);
+            // A dropped model file: its bytes, once per worker.
+            let files: Vec<InputFile> = match (&job.model, &model_file) {
+                (JobModel::File(name), Some((loaded, bytes))) if name == loaded => {
+                    vec![InputFile {
+                        name: name.clone(),
+                        bytes: bytes.to_vec(),
+                    }]
+                }
+                _ => Vec::new(),
+            };
             for (i, h) in hosts.borrow().iter().take(n as usize).enumerate() {
                 h.run(&Request::Sweep(SweepRequest {
                     id: seq << 16 | i as u64,
@@ -377,6 +513,7 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                         index: i as u32,
                         count: n,
                     },
+                    files: files.clone(),
                 }));
             }
             redraw.force_update();
@@ -395,17 +532,45 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
             if r.running {
                 r.running = false;
                 r.error = Some("cancelled".into());
+                // Every row received is drawn.
+                r.version += 1;
             }
             drop(r);
             redraw.force_update();
         })
     };
 
+    // A click on a point or a table row: the element's `data-config`
+    // names the row among those shown; on a row's "Pin A", pin it too.
     let pick = {
         let on_pick = props.on_pick.clone();
-        let base = props.job.clone();
-        Callback::from(move |(row, pin): (Row, bool)| {
-            if let Some((job, schedule)) = row_job(&row, &base) {
+        let run = run.clone();
+        Callback::from(move |e: MouseEvent| {
+            let Some(target) = e.target().and_then(|t| t.dyn_into::<Element>().ok()) else {
+                return;
+            };
+            let pin = target
+                .closest("[data-testid=sweep-pin]")
+                .ok()
+                .flatten()
+                .is_some();
+            let Some(flags) = target
+                .closest("[data-config]")
+                .ok()
+                .flatten()
+                .and_then(|el| el.get_attribute("data-config"))
+            else {
+                return;
+            };
+            let mut r = run.borrow_mut();
+            let base = r.base.clone();
+            let found = r
+                .shown()
+                .iter()
+                .find(|r| r.flags == flags)
+                .and_then(|row| row_job(row, &base));
+            drop(r);
+            if let Some((job, schedule)) = found {
                 on_pick.emit((job, schedule, pin));
             }
         })
@@ -421,11 +586,35 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
         .progress
         .iter()
         .fold((0u32, 0u32), |(d, t), (a, b)| (d + a, t + b));
-    let result = r.result.clone();
     let error = r.error.clone();
     let running = r.running;
     let workers = r.progress.len();
+    let version = r.version;
+    let counts = match &r.result {
+        Some(rep) => Some(format!(
+            "{} candidates ({} combinations skipped) · {} pruned by memory · {} simulated · {} fit",
+            rep.candidates, rep.skipped, rep.pruned, rep.simulated, rep.fitting
+        )),
+        None if r.rows.is_empty() => None,
+        None => Some(format!(
+            "{}: {done} of {total} candidates evaluated · {} simulated · {} fit",
+            if running {
+                "Partial result so far"
+            } else {
+                "Partial result (stopped)"
+            },
+            r.rows.len(),
+            r.rows.iter().filter(|x| x.fits).count()
+        )),
+    };
+    let partial = r.result.is_none();
     drop(r);
+    let file_note = match &props.job.model {
+        JobModel::File(name) => Some(format!(
+            "The model is the dropped file {name}: the workers search it, but a link names {name} and cannot carry it: whoever opens the link drops that config.json again."
+        )),
+        JobModel::Preset(_) => None,
+    };
 
     html! {
         <section class="sweep" data-testid="sweep-view" aria-label="Search configurations">
@@ -441,6 +630,9 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                         props.job.model.name(), props.job.gpu,
                         worker_count()) }
                 </p>
+                if let Some(note) = file_note {
+                    <p class="note small" data-testid="sweep-file-note">{ note }</p>
+                }
                 <div class="sweep-bounds">
                     { for BOUNDS.iter().map(|b| {
                         let value = inputs.get(b.key).to_string();
@@ -470,48 +662,88 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                 if workers > 0 {
                     <div class="sweep-progress" data-testid="sweep-progress" data-done={done.to_string()} data-total={total.to_string()}>
                         <progress max={total.max(1).to_string()} value={done.to_string()} />
-                        <span>{ format!("{done} / {total} candidates evaluated by {workers} workers{}", if running { "" } else { " — finished" }) }</span>
+                        <span>{ format!("{done} / {total} candidates evaluated by {workers} workers{}",
+                            if running { "" } else if !partial { " — finished" } else { " — stopped" }) }</span>
                     </div>
                 }
                 if let Some(e) = &error {
                     <p class="diag error" data-testid="sweep-error">{ e.clone() }</p>
                 }
-                if let Some(rep) = &result {
-                    <p class="note" data-testid="sweep-counts">
-                        { format!("{} candidates ({} combinations skipped) · {} pruned by memory · {} simulated · {} fit",
-                            rep.candidates, rep.skipped, rep.pruned, rep.simulated, rep.fitting) }
-                    </p>
-                    if let Some(x) = &rep.explain {
-                        <p class="sweep-explain" data-testid="sweep-explain"><strong>{"Winner: "}</strong>{ x.clone() }</p>
-                    }
-                    <label class="field inline">
-                        <span>{"Colour by"}</span>
-                        <select data-testid="sweep-colour" onchange={{
-                            let by_tp = by_tp.clone();
-                            Callback::from(move |e: Event| {
-                                let el: web_sys::HtmlSelectElement = e.target_unchecked_into();
-                                by_tp.set(el.value() == "tp");
-                            })
-                        }}>
-                            <option value="tp" selected={*by_tp}>{"TP"}</option>
-                            <option value="schedule" selected={!*by_tp}>{"schedule"}</option>
-                        </select>
-                    </label>
-                    { plot(rep, *by_tp, &pick) }
-                    { table(rep, &sort, &pick) }
+                if let Some(counts) = counts {
+                    <p class="note" data-testid="sweep-counts" data-partial={partial.to_string()}>{ counts }</p>
+                    <RowsView run={run.clone()} {version} {pick} />
                 }
             }
         </section>
     }
 }
 
+/// The rows part of the view: the explanation of the winner (so far), the
+/// colour choice, the plot and the table. Redrawn only when the rows drawn
+/// change (`version`), not on every progress message.
+#[derive(Properties)]
+struct RowsViewProps {
+    run: Rc<std::cell::RefCell<Run>>,
+    version: u64,
+    pick: Callback<MouseEvent>,
+}
+
+impl PartialEq for RowsViewProps {
+    fn eq(&self, other: &Self) -> bool {
+        // `pick` is made anew on each render of the view and does the same
+        // (it reads the run it holds): it does not count.
+        Rc::ptr_eq(&self.run, &other.run) && self.version == other.version
+    }
+}
+
+#[component]
+fn RowsView(props: &RowsViewProps) -> Html {
+    let sort = use_state(|| (SortKey::Rank, false));
+    let by_tp = use_state(|| true);
+    let mut r = props.run.borrow_mut();
+    let partial = r.result.is_none();
+    let winner = match &r.result {
+        Some(rep) => rep.explain.clone().map(|x| ("Winner: ", x)),
+        None => match r.shown() {
+            [a, b, ..] if a.fits && b.fits => Some(("Winner so far: ", explain(a, b))),
+            _ => None,
+        },
+    };
+    let shown = r.shown();
+    html! {
+        <>
+            if let Some((label, x)) = winner {
+                <p class="sweep-explain" data-testid="sweep-explain"><strong>{ label }</strong>{ x }</p>
+            }
+            <label class="field inline">
+                <span>{"Colour by"}</span>
+                <select data-testid="sweep-colour" onchange={{
+                    let by_tp = by_tp.clone();
+                    Callback::from(move |e: Event| {
+                        let el: web_sys::HtmlSelectElement = e.target_unchecked_into();
+                        by_tp.set(el.value() == "tp");
+                    })
+                }}>
+                    <option value="tp" selected={*by_tp}>{"TP"}</option>
+                    <option value="schedule" selected={!*by_tp}>{"schedule"}</option>
+                </select>
+            </label>
+            { plot(shown, if partial { PARTIAL_POINTS } else { MAX_POINTS }, *by_tp, &props.pick) }
+            { table(shown, partial, &sort, &props.pick) }
+        </>
+    }
+}
+
+/// The top [`TOP_ROWS`] of `all` (ranked) by the chosen column; one click
+/// handler for the body (`onclick`: the row's `data-config`, "Pin A").
 fn table(
-    rep: &SweepReport,
+    all: &[Row],
+    partial: bool,
     sort: &UseStateHandle<(SortKey, bool)>,
-    pick: &Callback<(Row, bool)>,
+    onclick: &Callback<MouseEvent>,
 ) -> Html {
     let (key, desc) = **sort;
-    let rows = sorted_rows(rep, key, desc);
+    let rows = sorted_rows(all, key, desc);
     let head = |label: &'static str, k: SortKey, first_desc: bool| {
         let sort = sort.clone();
         let onclick = Callback::from(move |_: MouseEvent| {
@@ -531,7 +763,8 @@ fn table(
     };
     html! {
         <div class="table-wrap">
-            <table class="data sweep-table" data-testid="sweep-table">
+            <table class="data sweep-table" data-testid="sweep-table"
+                   data-rows={all.len().to_string()} data-partial={partial.to_string()}>
                 <thead>
                     <tr>
                         { head("#", SortKey::Rank, false) }
@@ -548,21 +781,12 @@ fn table(
                         <th></th>
                     </tr>
                 </thead>
-                <tbody>
+                <tbody onclick={onclick.clone()}>
                     { for rows.into_iter().map(|(rank, r)| {
-                        let row = r.clone();
-                        let pick_row = pick.clone();
-                        let onclick = Callback::from(move |_: MouseEvent| pick_row.emit((row.clone(), false)));
-                        let row = r.clone();
-                        let pick_pin = pick.clone();
-                        let onpin = Callback::from(move |e: MouseEvent| {
-                            e.stop_propagation();
-                            pick_pin.emit((row.clone(), true));
-                        });
                         html! {
-                            <tr data-config={r.flags.clone()} class="clickable" {onclick} title="Simulate this configuration">
+                            <tr data-config={r.flags.clone()} class="clickable" title="Simulate this configuration">
                                 <td>{ rank + 1 }</td>
-                                <td>{ layout(&r) }</td>
+                                <td>{ layout(r) }</td>
                                 <td>{ r.schedule.clone() }</td>
                                 <td>{ r.micro_batch_size }</td>
                                 <td>{ r.recompute.clone() }</td>
@@ -573,8 +797,7 @@ fn table(
                                 <td>{ if r.fits { "yes" } else { "no" } }</td>
                                 <td>{ if r.pareto { "●" } else { "" } }</td>
                                 <td><button type="button" class="secondary small" data-testid="sweep-pin"
-                                            title="Simulate it and pin it as run A; the next row clicked is compared with it"
-                                            onclick={onpin}>{"Pin A"}</button></td>
+                                            title="Simulate it and pin it as run A; the next row clicked is compared with it">{"Pin A"}</button></td>
                             </tr>
                         }
                     }) }
