@@ -12,7 +12,7 @@ use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::hf;
 use trainscope_core::model::ops::OpClass;
 use trainscope_core::sim::SimConfig;
-use trainscope_tests::fixture_bytes;
+use trainscope_tests::{fixture_bytes, median};
 
 const DIR: &str = "measured/h100-sxm";
 
@@ -80,16 +80,6 @@ fn num(row: &std::collections::BTreeMap<String, String>, key: &str) -> f64 {
     row[key]
         .parse()
         .unwrap_or_else(|_| panic!("{key} = {:?}", row[key]))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// The H100 preset's GEMM curve against every shape of the sweep it was

@@ -18,6 +18,7 @@ use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::{presets, Family, ModelSpec};
 use trainscope_core::sim::SimConfig;
+use trainscope_tests::median;
 
 const CASES: &str = include_str!("../fixtures/model_jobs/published.jsonl");
 
@@ -160,16 +161,6 @@ fn evaluate(c: &Case) -> Row {
         predicted_s: out.run.summary().iteration_time_ns as f64 / 1e9,
         mfu: out.throughput.mfu,
         memory,
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

@@ -15,7 +15,9 @@ use super::lod::{self, Prim, LEVELS};
 use super::palette;
 use super::viewport::Viewport;
 use std::rc::Rc;
-use trainscope_core::sim::timeline::{Span, SpanKind, SpanRef, Stream, Timeline as Model};
+use trainscope_core::sim::timeline::{
+    CounterLane, Span, SpanKind, SpanRef, Stream, Timeline as Model,
+};
 use web_sys::{CanvasRenderingContext2d as Ctx, HtmlCanvasElement};
 
 /// Width of the label column, CSS px (the plot starts there).
@@ -78,6 +80,15 @@ pub struct Scene<'a> {
     pub selection: &'a Selection,
     pub hover: Option<Hit>,
     pub critical: bool,
+}
+
+impl Scene<'_> {
+    /// Counter lane `counter` of section `section` (a memory row's series).
+    fn counter(&self, section: usize, counter: u32) -> Option<&CounterLane> {
+        self.sections
+            .get(section)
+            .and_then(|sec| sec.tl.counters().get(counter as usize))
+    }
 }
 
 /// What a frame drew.
@@ -358,11 +369,7 @@ fn draw_counters(
         else {
             continue;
         };
-        let Some(c) = scene
-            .sections
-            .get(section)
-            .and_then(|sec| sec.tl.counters().get(counter as usize))
-        else {
+        let Some(c) = scene.counter(section, counter) else {
             continue;
         };
         let max = c.max_value();
@@ -713,11 +720,7 @@ fn draw_labels(ctx: &Ctx, scene: &Scene, visible: std::ops::Range<usize>) {
             RowKind::Counter {
                 section, counter, ..
             } => {
-                let Some(c) = scene
-                    .sections
-                    .get(section)
-                    .and_then(|sec| sec.tl.counters().get(counter as usize))
-                else {
+                let Some(c) = scene.counter(section, counter) else {
                     continue;
                 };
                 ctx.set_fill_style_str(palette::MUTED);
