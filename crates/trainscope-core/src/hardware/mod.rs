@@ -127,7 +127,9 @@ GEMM on H100-class GPUs (H100, H800, H200, H20): fitted to a sweep measured on a
 with scripts/measure-gpu.py (tests/fixtures/measured/h100-sxm/gemm.csv: 1,011 shapes, M 256..16384, \
 N and K 1024..28672, three layouts, bf16 and fp8, each the kernels' own time under CUDA graphs; \
 PyTorch 2.11, CUDA 13.0): bf16 69.5% at large sizes and half of it at 2.8 GFLOP, fp8 63% and \
-half of it at twice the FLOPs (the same time; the fit's median error 5% bf16, 7% fp8). \
+half of it at twice the FLOPs (the same time; the fit's median error 5% bf16, 7% fp8). On an \
+H200 swept the same way (tests/fixtures/measured/h200/, not fitted) the same curve is within \
+4% (bf16) and 6% (fp8) median. \
 GEMM on other GPUs: the 'Maximum Achievable Matmul FLOPS' table of Stas Bekman's ml-engineering \
 book (compute/accelerator/README.md: A100 SXM bf16 86.9%, H100 SXM bf16 80.3%, B200 bf16 77.6% / \
 fp8 76.3%, MI300X bf16 51.4%) gives the best shape a search finds; each is scaled by the H100's \
@@ -136,7 +138,8 @@ Half-efficiency size: A100 from NVIDIA's A100 cuBLAS mixed-precision figure (102
 2048^3 ~70%: about 4 GFLOP); B200 and MI300X the H100's scaled by their bf16 peak (an assumption). \
 Attention: on H100-class GPUs fitted to the H100 SXM sweep (attention.csv: PyTorch SDPA with \
 cuDNN/flash kernels, causal, head size 128): forward 60.5% of the bf16 peak on long sequences, \
-half of it at 450 tokens; backward 57.5%, half at 1,800 tokens (fit within 4% and 2% median). \
+half of it at 450 tokens; backward 57.5%, half at 1,800 tokens (fit within 4% and 2% median; \
+the H200 sweep within 3% and 8%). \
 Other GPUs: FlashAttention-2 (Dao 2023) and FlashAttention-3 (Shah et al. 2024) report forward + \
 backward at about 55% of the bf16 peak on A100 and H100 for head size 128 on long sequences (the \
 H100 sweep gives 54% at 16k tokens), used for both passes with the H100's curve shape; MI300X \
