@@ -63,15 +63,14 @@ use std::collections::BTreeMap;
 pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over all ranks; each rank's nodes run in one topological order (no concurrent branches)";
 
 fn comm_spec(collective: CommKind, size_bytes: u64, world: u32) -> Option<CommSpec> {
-    let (collective, size_bytes) = match collective {
-        CommKind::AllReduce => (CollectiveKind::AllReduce, size_bytes),
-        CommKind::ReduceScatter => (CollectiveKind::ReduceScatter, size_bytes),
-        CommKind::AllToAll => (CollectiveKind::AllToAll, size_bytes),
-        CommKind::AllGather => (
-            CollectiveKind::AllGather,
-            size_bytes.saturating_mul(u64::from(world)),
-        ),
-        _ => return None,
+    let collective = match super::infer::collective_kind(collective) {
+        CollectiveKind::SendRecv => return None,
+        c => c,
+    };
+    let size_bytes = if collective == CollectiveKind::AllGather {
+        size_bytes.saturating_mul(u64::from(world))
+    } else {
+        size_bytes
     };
     Some(CommSpec {
         collective,
