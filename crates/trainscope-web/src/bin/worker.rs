@@ -65,7 +65,10 @@ fn decode_parts(parts: &[js_sys::Uint8Array]) -> Result<Request, String> {
             if to > start && from < end {
                 let a = start.max(from) - from;
                 let b = end.min(to) - from;
-                out.extend_from_slice(&p.subarray(a as u32, b as u32).to_vec());
+                // Straight into `out` (no temporary copy in wasm memory).
+                let at = out.len();
+                out.resize(at + (b - a), 0);
+                p.subarray(a as u32, b as u32).copy_to(&mut out[at..]);
                 if end >= to {
                     let _ = scope().post_message_with_transfer(p, &js_sys::Array::of1(&p.buffer()));
                 }
