@@ -40,8 +40,9 @@ export function serve(dir = dist, prefix = '/') {
   }));
 }
 
-/** Launch headless Chromium with the flags this closed network needs. */
-export async function launch() {
+/** Launch headless Chromium with the flags this closed network needs
+ * (and `extraArgs`, e.g. `--js-flags=--expose-gc`). */
+export async function launch(extraArgs = []) {
   const userDataDir = fs.mkdtempSync(path.join(root, 'target', 'chromium-'));
   const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -49,15 +50,34 @@ export async function launch() {
     headless: true,
     viewport: { width: 1280, height: 800 },
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extraArgs],
   });
   return {
     context,
+    userDataDir,
     async close() {
       await context.close();
       fs.rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The process ids of the web-content renderer processes of the Chromium
+ * started by `launch()` with `userDataDir` (Linux: read from /proc; every
+ * process of that browser names the directory on its command line, which
+ * Chromium's children rewrite as one string; the browser's own WebUI
+ * renderer is left out). */
+export function rendererProcesses(userDataDir) {
+  const pids = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let cmd;
+    try { cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' '); } catch { continue; }
+    if (cmd.includes(`--user-data-dir=${userDataDir} `) && cmd.includes('--type=renderer') && !cmd.includes('--top-chrome-webui')) {
+      pids.push(Number(name));
+    }
+  }
+  return pids;
 }
 
 /** A new page that records console errors and page errors into `errors`. */

@@ -199,7 +199,7 @@ pub fn App() -> Html {
                     .iter()
                     .map(|f| InputFile {
                         name: f.name.clone(),
-                        bytes: f.bytes.as_ref().clone(),
+                        bytes: f.bytes.clone(),
                     })
                     .collect(),
                 job: state.job.clone(),

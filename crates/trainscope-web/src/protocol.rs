@@ -19,7 +19,13 @@
 //! Encoding: a request is one binary buffer (transferred, not copied):
 //! the magic `TSR1`, a little-endian u32 header length, the header as JSON
 //! (id, settings, pinned fields, file names and sizes) and then every
-//! file's bytes back to back. A response is a JSON string (results are
+//! file's bytes back to back. The page posts that layout in parts (the
+//! head, then one JS buffer per file, all transferred), written straight
+//! from its own copy of each file (shared: [`InputFile::bytes`] is an
+//! `Rc`; [`encode_request_parts`]), and the worker copies each file
+//! straight from its part ([`decode_request_with`]): a run of large files
+//! (8 PyTorch profiler traces of 50 MB) holds one copy of them in each
+//! wasm memory, not three in the page's and two in the worker's. A response is a JSON string (results are
 //! display data, small next to the inputs), except `Timelines`, which
 //! travels as bytes ([`encode_timelines`]: `TSL1` + bincode, transferred).
 
@@ -30,6 +36,7 @@ use crate::views::{FileView, ResultView, ScheduleComparison};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use trainscope_core::analysis::Analysis;
 use trainscope_core::search::{Row, ShardId, SweepReport};
 use trainscope_core::Diagnostic;
@@ -37,11 +44,12 @@ use trainscope_core::Diagnostic;
 /// First bytes of an encoded request (format version 1).
 pub const MAGIC: &[u8; 4] = b"TSR1";
 
-/// One input file.
+/// One input file. The bytes are shared with the page's loaded file (a
+/// request does not copy them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputFile {
     pub name: String,
-    pub bytes: Vec<u8>,
+    pub bytes: Rc<Vec<u8>>,
 }
 
 /// One run: parse every file, then simulate with the settings.
@@ -136,6 +144,21 @@ struct Header {
 
 /// Encode a request into one buffer (see the module docs for the layout).
 pub fn encode_request(req: &Request) -> Vec<u8> {
+    let (head, files) = encode_request_parts(req);
+    let body: usize = files.iter().map(|f| f.len()).sum();
+    let mut out = Vec::with_capacity(head.len() + body);
+    out.extend_from_slice(&head);
+    for f in files {
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// A request's buffer in parts: its head (`TSR1`, the header's length and
+/// JSON) and then the files' bytes, borrowed, in order; concatenated they
+/// are [`encode_request`]'s buffer. The page copies them straight into one
+/// JS buffer.
+pub fn encode_request_parts(req: &Request) -> (Vec<u8>, Vec<&[u8]>) {
     let run = match req {
         Request::Run(run) => run,
         Request::Sweep(x) => {
@@ -169,12 +192,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 compare_schedules: false,
                 sweep: None,
             };
-            let json = serde_json::to_vec(&header).unwrap_or_default();
-            let mut out = Vec::with_capacity(8 + json.len());
-            out.extend_from_slice(MAGIC);
-            out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-            out.extend_from_slice(&json);
-            return out;
+            return with_files(&header, &[]);
         }
     };
     let header = Header {
@@ -202,40 +220,50 @@ fn entries(files: &[InputFile]) -> Vec<FileEntry> {
         .collect()
 }
 
-/// `TSR1`, the header's length and JSON, then the files' bytes.
-fn with_files(header: &Header, files: &[InputFile]) -> Vec<u8> {
+/// `TSR1`, the header's length and JSON; then the files' bytes.
+fn with_files<'a>(header: &Header, files: &'a [InputFile]) -> (Vec<u8>, Vec<&'a [u8]>) {
     // Serialising these plain structs cannot fail.
     let json = serde_json::to_vec(header).unwrap_or_default();
-    let body: usize = files.iter().map(|f| f.bytes.len()).sum();
-    let mut out = Vec::with_capacity(8 + json.len() + body);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-    out.extend_from_slice(&json);
-    for f in files {
-        out.extend_from_slice(&f.bytes);
-    }
-    out
+    let mut head = Vec::with_capacity(8 + json.len());
+    head.extend_from_slice(MAGIC);
+    head.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    head.extend_from_slice(&json);
+    (head, files.iter().map(|f| f.bytes.as_slice()).collect())
 }
 
 /// Decode a buffer made by [`encode_request`]. Never panics: a truncated or
 /// foreign buffer is an error message.
 pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
-    if buf.len() < 8 || &buf[..4] != MAGIC {
+    decode_request_with(buf.len(), &mut |start, end| buf[start..end].to_vec())
+}
+
+/// [`decode_request`] of a buffer of `len` bytes that is read by ranges:
+/// `read(start, end)` returns bytes `start..end` (always within `len`;
+/// the ranges come in increasing order: the first 8 bytes, the header,
+/// then each file, so a range once passed is never read again).
+/// The worker reads each file's bytes straight from the JS buffer it was
+/// sent, never holding the whole buffer in its wasm memory.
+pub fn decode_request_with(
+    len: usize,
+    read: &mut dyn FnMut(usize, usize) -> Vec<u8>,
+) -> Result<Request, String> {
+    let magic = read(0, len.min(8));
+    if magic.len() < 8 || &magic[..4] != MAGIC {
         return Err("not a trainscope run request (bad magic)".into());
     }
-    let mut len = [0u8; 4];
-    len.copy_from_slice(&buf[4..8]);
-    let json_len = u32::from_le_bytes(len) as usize;
+    let mut json_len = [0u8; 4];
+    json_len.copy_from_slice(&magic[4..8]);
+    let json_len = u32::from_le_bytes(json_len) as usize;
     let json_end = 8usize
         .checked_add(json_len)
-        .filter(|end| *end <= buf.len())
+        .filter(|end| *end <= len)
         .ok_or("run request truncated in its header")?;
-    let header: Header = serde_json::from_slice(&buf[8..json_end])
+    let header: Header = serde_json::from_slice(&read(8, json_end))
         .map_err(|e| format!("run request header: {e}"))?;
     match header.kind.as_str() {
         "run" | "sweep" => {}
         "export" => {
-            if json_end != buf.len() {
+            if json_end != len {
                 return Err("export request has trailing bytes".into());
             }
             return Ok(Request::Export(ExportRequest {
@@ -251,16 +279,16 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
         let end = usize::try_from(entry.size_bytes)
             .ok()
             .and_then(|n| at.checked_add(n))
-            .filter(|end| *end <= buf.len())
+            .filter(|end| *end <= len)
             .ok_or_else(|| format!("run request truncated in file `{}`", entry.name))?;
         files.push(InputFile {
             name: entry.name,
-            bytes: buf[at..end].to_vec(),
+            bytes: Rc::new(read(at, end)),
         });
         at = end;
     }
-    if at != buf.len() {
-        return Err(format!("run request has {} trailing bytes", buf.len() - at));
+    if at != len {
+        return Err(format!("run request has {} trailing bytes", len - at));
     }
     if header.kind == "sweep" {
         let sweep = header.sweep.ok_or("sweep request without its bounds")?;

@@ -6,7 +6,7 @@
 //! fresh one. A worker crash (a trap, a failed load) is reported as a
 //! [`HostEvent::Crashed`] for the run in flight and the worker is replaced.
 
-use crate::protocol::{decode_response, decode_timelines, encode_request, Request, Response};
+use crate::protocol::{decode_response, decode_timelines, encode_request_parts, Request, Response};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::closure::Closure;
@@ -37,7 +37,7 @@ struct Inner {
     worker: Option<Worker>,
     ready: bool,
     /// The newest request posted before the worker was ready.
-    queued: Option<(u64, js_sys::Uint8Array)>,
+    queued: Option<(u64, js_sys::Array)>,
     /// The run posted and not yet answered with Done/Failed.
     in_flight: Option<u64>,
     closures: Option<(MessageClosure, ErrorClosure)>,
@@ -91,6 +91,8 @@ impl WorkerHost {
                     id: inner.borrow().in_flight.unwrap_or(0),
                     message: m,
                 },
+                // A request's part the worker has read, handed back so
+                // that this side's collector frees it (`Uint8Array`).
                 None => return,
             };
             let sink = {
@@ -221,8 +223,7 @@ impl WorkerHost {
         if self.busy() {
             self.restart();
         }
-        let bytes = encode_request(req);
-        let buf = js_sys::Uint8Array::from(bytes.as_slice());
+        let buf = request_buffer(req);
         let mut me = self.0.borrow_mut();
         match (&me.worker, me.ready) {
             (Some(w), true) => {
@@ -241,8 +242,7 @@ impl WorkerHost {
         let me = self.0.borrow();
         match (&me.worker, me.ready) {
             (Some(w), true) => {
-                let bytes = encode_request(req);
-                post(w, &js_sys::Uint8Array::from(bytes.as_slice()));
+                post(w, &request_buffer(req));
                 true
             }
             _ => false,
@@ -280,10 +280,27 @@ fn take_early_worker(url: &str) -> Option<(Worker, Vec<web_sys::Event>)> {
     Some((worker, events))
 }
 
-fn post(worker: &Worker, buf: &js_sys::Uint8Array) {
-    let transfer = js_sys::Array::of1(&buf.buffer());
-    if worker.post_message_with_transfer(buf, &transfer).is_err() {
+/// The request as JS buffers (the parts of its `TSR1` layout: the head,
+/// then one buffer per file), each copied straight from the page's own
+/// copy of the file: no whole-request copy in the page's wasm memory (it
+/// would stay grown: wasm memory never shrinks); the worker copies each
+/// file out of its own buffer.
+fn request_buffer(req: &Request) -> js_sys::Array {
+    let (head, files) = encode_request_parts(req);
+    std::iter::once(head.as_slice())
+        .chain(files)
+        .map(js_sys::Uint8Array::from)
+        .collect()
+}
+
+/// Post the request's parts, transferring their buffers.
+fn post(worker: &Worker, parts: &js_sys::Array) {
+    let transfer: js_sys::Array = parts
+        .iter()
+        .map(|p| p.unchecked_into::<js_sys::Uint8Array>().buffer())
+        .collect();
+    if worker.post_message_with_transfer(parts, &transfer).is_err() {
         // A detached buffer cannot be sent twice; fall back to a copy.
-        let _ = worker.post_message(buf);
+        let _ = worker.post_message(parts);
     }
 }

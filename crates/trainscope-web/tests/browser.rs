@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_web::compute;
 use trainscope_web::protocol::{
-    decode_request, decode_response, decode_timelines, encode_request, encode_response,
-    encode_timelines, ExportRequest, InputFile, Progress, Request, Response, RunOutput, RunRequest,
+    decode_request, decode_request_with, decode_response, decode_timelines, encode_request,
+    encode_request_parts, encode_response, encode_timelines, ExportRequest, InputFile, Progress,
+    Request, Response, RunOutput, RunRequest,
 };
 use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
 use trainscope_web::state::{Action, AppState, RunStatus};
@@ -52,7 +53,7 @@ fn run_request(id: u64, files: &[(&str, &[u8])]) -> RunRequest {
             .iter()
             .map(|(n, b)| InputFile {
                 name: n.to_string(),
-                bytes: b.to_vec(),
+                bytes: b.to_vec().into(),
             })
             .collect(),
         job: Default::default(),
@@ -418,6 +419,46 @@ fn request_encoding_round_trips_and_rejects_damage() {
     let mut bad_len = buf.clone();
     bad_len[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
     assert!(decode_request(&bad_len).is_err());
+}
+
+#[wasm_bindgen_test]
+fn request_parts_share_the_files_and_decode_by_ranges() {
+    let req = Request::Run(run_request(5, &[("a.txt", SEED000), ("b.bin", &[1, 2, 3])]));
+    let Request::Run(run) = &req else {
+        unreachable!()
+    };
+    // The parts borrow the request's own bytes (no copy) and concatenate
+    // to the one-buffer encoding.
+    let (head, files) = encode_request_parts(&req);
+    assert_eq!(files.len(), 2);
+    for (part, file) in files.iter().zip(&run.files) {
+        assert_eq!(part.as_ptr(), file.bytes.as_ptr());
+    }
+    let buf = encode_request(&req);
+    let joined: Vec<u8> = std::iter::once(head.as_slice())
+        .chain(files)
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(joined, buf);
+    // Decoding by ranges reads the head, the header, then one range per
+    // file, each exactly that file, never the whole buffer.
+    let mut ranges = Vec::new();
+    let decoded = decode_request_with(buf.len(), &mut |start, end| {
+        ranges.push((start, end));
+        buf[start..end].to_vec()
+    });
+    assert_eq!(decoded, Ok(req.clone()));
+    assert_eq!(ranges.len(), 4, "{ranges:?}");
+    assert_eq!(ranges[2].1 - ranges[2].0, SEED000.len());
+    assert_eq!(ranges[3], (buf.len() - 3, buf.len()));
+    assert!(decode_request_with(buf.len() + 1, &mut |s, e| {
+        let mut v = buf.get(s..e.min(buf.len())).unwrap_or_default().to_vec();
+        v.resize(e - s, 0);
+        v
+    })
+    .unwrap_err()
+    .contains("trailing"));
 }
 
 #[wasm_bindgen_test]

@@ -316,7 +316,7 @@ fn echo_replays_take_the_network_the_user_set() {
         let mut req = RunRequest {
             files: vec![trainscope_web::protocol::InputFile {
                 name: name.into(),
-                bytes: ECHO.to_vec(),
+                bytes: ECHO.to_vec().into(),
             }],
             job_active: false,
             ..job_request(1, JobSettings::default())
@@ -398,7 +398,7 @@ fn a_dropped_config_runs_as_the_job_and_the_panel_adopts_it() {
     let req = RunRequest {
         files: vec![trainscope_web::protocol::InputFile {
             name: name.into(),
-            bytes: LLAMA8B_CONFIG.to_vec(),
+            bytes: LLAMA8B_CONFIG.to_vec().into(),
         }],
         job_active: s.job_active,
         ..job_request(1, small_job(2))

@@ -48,7 +48,7 @@ fn file_request(typed: &[(Field, &str)], compare: bool) -> RunRequest {
         pinned: BTreeSet::new(),
         files: vec![InputFile {
             name: LLAMA65B_NAME.into(),
-            bytes: LLAMA65B.to_vec(),
+            bytes: LLAMA65B.to_vec().into(),
         }],
         job: JobSettings::default(),
         job_active: false,

@@ -242,7 +242,7 @@ fn a_dropped_config_json_is_searched_like_its_preset() {
         shard: ShardId { index: 0, count: 1 },
         files: vec![InputFile {
             name: "llama3_8b.json".into(),
-            bytes,
+            bytes: bytes.into(),
         }],
     });
     let Ok(Request::Sweep(x)) = decode_request(&encode_request(&req)) else {

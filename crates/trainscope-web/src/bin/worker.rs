@@ -14,7 +14,7 @@
 use std::cell::{Cell, RefCell};
 use trainscope_web::compute::{self, ExportSource};
 use trainscope_web::protocol::{
-    decode_request, encode_response, encode_timelines, Request, Response,
+    decode_request_with, encode_response, encode_timelines, Request, Response,
 };
 use trainscope_web::sweep;
 use wasm_bindgen::closure::Closure;
@@ -43,12 +43,51 @@ fn send_bytes(bytes: &[u8]) {
     let _ = scope().post_message_with_transfer(&buf, &js_sys::Array::of1(&buf));
 }
 
+/// Decode a request sent as consecutive parts (see `decode_request_with`):
+/// each file is copied from its part into its own bytes, never the whole
+/// request into wasm memory. A part read to its end (ranges are read in
+/// order) is handed back to the page at once, its buffer transferred: the
+/// worker runs wasm for seconds without allocating JS objects, so its
+/// garbage collector would keep a dropped set's bytes (400 MB) alive for
+/// the whole run; the page, which ignores the message, collects them.
+fn decode_parts(parts: &[js_sys::Uint8Array]) -> Result<Request, String> {
+    // wasm32: a usize is a u32.
+    let mut bounds = Vec::with_capacity(parts.len());
+    let mut total = 0usize;
+    for p in parts {
+        let len = p.length() as usize;
+        bounds.push((total, total + len));
+        total += len;
+    }
+    decode_request_with(total, &mut |start, end| {
+        let mut out = Vec::with_capacity(end - start);
+        for (p, &(from, to)) in parts.iter().zip(&bounds) {
+            if to > start && from < end {
+                let a = start.max(from) - from;
+                let b = end.min(to) - from;
+                // Straight into `out` (no temporary copy in wasm memory).
+                let at = out.len();
+                out.resize(at + (b - a), 0);
+                p.subarray(a as u32, b as u32).copy_to(&mut out[at..]);
+                if end >= to {
+                    let _ = scope().post_message_with_transfer(p, &js_sys::Array::of1(&p.buffer()));
+                }
+            }
+        }
+        out
+    })
+}
+
 fn on_message(e: MessageEvent) {
     let data = e.data();
-    let bytes = if let Some(arr) = data.dyn_ref::<js_sys::Uint8Array>() {
-        arr.to_vec()
+    // The request's parts (the page's `request_buffer`: the head, then one
+    // buffer per file), or one buffer holding them all.
+    let parts: Vec<js_sys::Uint8Array> = if let Some(arr) = data.dyn_ref::<js_sys::Array>() {
+        arr.iter().filter_map(|p| p.dyn_into().ok()).collect()
+    } else if let Some(arr) = data.dyn_ref::<js_sys::Uint8Array>() {
+        vec![arr.clone()]
     } else if let Some(buf) = data.dyn_ref::<js_sys::ArrayBuffer>() {
-        js_sys::Uint8Array::new(buf).to_vec()
+        vec![js_sys::Uint8Array::new(buf)]
     } else {
         send(&Response::Failed {
             id: 0,
@@ -56,7 +95,9 @@ fn on_message(e: MessageEvent) {
         });
         return;
     };
-    match decode_request(&bytes) {
+    let decoded = decode_parts(&parts);
+    drop(parts);
+    match decoded {
         Ok(Request::Run(run)) => {
             CURRENT.with(|c| c.set(run.id));
             LAST.with(|l| l.borrow_mut().take());

@@ -497,7 +497,7 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                 (JobModel::File(name), Some((loaded, bytes))) if name == loaded => {
                     vec![InputFile {
                         name: name.clone(),
-                        bytes: bytes.to_vec(),
+                        bytes: bytes.clone(),
                     }]
                 }
                 _ => Vec::new(),
