@@ -18,7 +18,7 @@
 // Figures only: no assertion on size or time.
 //
 // Usage: trunk build --release && node tests/e2e/bench-sweep-memory.mjs
-import { serve, launch, waitDone } from './harness.js';
+import { serve, launch, waitDone, watchLongTasks, longTasksSeen } from './harness.js';
 
 const MiB = 1 << 20;
 const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
@@ -54,11 +54,7 @@ try {
   await page.getByTestId('sweep-toggle').click();
   for (const [k, v] of Object.entries(BOUNDS)) await page.getByTestId(`sweep-${k}`).fill(v);
   const before = { ...(await heap(cdp)), wasm: await pageWasm(page) };
-  await page.evaluate(() => {
-    window.__longTasks = [];
-    new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longTasks.push(e.duration); })
-      .observe({ type: 'longtask', buffered: false });
-  });
+  await watchLongTasks(page);
   const t0 = Date.now();
   await page.getByTestId('sweep-run').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="sweep-table"]')?.dataset.partial === 'false',
@@ -72,7 +68,7 @@ try {
   for (const w of page.workers()) {
     workers.push(await w.evaluate(async () => (await wasm_bindgen()).memory.buffer.byteLength));
   }
-  const longTasks = await page.evaluate(() => window.__longTasks);
+  const longTasks = await longTasksSeen(page);
   console.log(`sweep: llama3-8b, global batch 1024, worlds ${BOUNDS.world}, micro-batch ${BOUNDS.mbs} (default bounds otherwise)`);
   console.log(`  ${candidates} candidates, ${rows} rows, ${seconds.toFixed(0)} s in ${page.workers().length} workers (incl. the page's run worker)`);
   console.log(`  page JS heap (after GC):  before ${mib(before.js)}, after ${mib(after.js)}  (DOM nodes ${before.nodes} -> ${after.nodes})`);

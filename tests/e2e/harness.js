@@ -97,6 +97,21 @@ export async function screenshot(page, name) {
 }
 
 /** Wait until the newest run has finished (`options`: Playwright's, e.g. a timeout). */
+/** Start recording main-thread tasks over 50 ms (Long Tasks API);
+ * `longTasksSeen(page)` returns their durations, ms. */
+export async function watchLongTasks(page) {
+  await page.evaluate(() => {
+    window.__longTasks = [];
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longTasks.push(e.duration); })
+      .observe({ type: 'longtask', buffered: false });
+  });
+}
+
+/** Durations of the long tasks seen since `watchLongTasks(page)`, ms. */
+export function longTasksSeen(page) {
+  return page.evaluate(() => window.__longTasks);
+}
+
 export async function waitDone(page, options) {
   await page.locator('[data-testid="run-status"][data-state="done"]').waitFor(options);
 }

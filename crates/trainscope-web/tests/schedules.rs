@@ -41,6 +41,18 @@ const LLAMA65B_NAME: &str = "simai_llama65b_tp8_pp4_vpp8.txt";
 
 /// The bundled LLaMA-65B example (PP 4, vpp 8, ga 1), with these settings
 /// typed.
+/// The page with the LLaMA-65B example loaded and `typed` edited in, in
+/// order.
+fn loaded_with(typed: &[(Field, &str)]) -> Rc<AppState> {
+    let loaded = Rc::new(AppState::default()).reduce(Action::Loaded {
+        files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
+        example: None,
+    });
+    typed
+        .iter()
+        .fold(loaded, |s, (f, v)| s.reduce(Action::Edit(*f, (*v).into())))
+}
+
 fn file_request(typed: &[(Field, &str)], compare: bool) -> RunRequest {
     let mut req = RunRequest {
         id: 1,
@@ -349,13 +361,7 @@ fn picking_a_row_runs_that_schedule_and_keeps_the_table() {
 #[wasm_bindgen_test]
 fn pinning_a_row_pins_that_runs_result_as_a() {
     let typed = [(Field::MicroBatches, "8"), (Field::VirtualStages, "4")];
-    let s = Rc::new(AppState::default())
-        .reduce(Action::Loaded {
-            files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
-            example: None,
-        })
-        .reduce(Action::Edit(Field::MicroBatches, "8".into()))
-        .reduce(Action::Edit(Field::VirtualStages, "4".into()));
+    let s = loaded_with(&typed);
     let s = done(s, 1, run(&file_request(&typed, true)));
     assert!(s.compare.is_none());
     let s = s.reduce(Action::PinSchedule(Schedule::Gpipe, 1));
@@ -530,13 +536,7 @@ fn compare_returns_every_rows_timeline_with_memory_lanes() {
 #[wasm_bindgen_test]
 fn the_rows_timelines_are_kept_with_the_table() {
     let typed = [(Field::MicroBatches, "8"), (Field::VirtualStages, "4")];
-    let s = Rc::new(AppState::default())
-        .reduce(Action::Loaded {
-            files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
-            example: None,
-        })
-        .reduce(Action::Edit(Field::MicroBatches, "8".into()))
-        .reduce(Action::Edit(Field::VirtualStages, "4".into()));
+    let s = loaded_with(&typed);
     let mut out = run(&file_request(&typed, true));
     let timelines = std::mem::take(&mut out.timelines);
     let s = done(s, 1, out).reduce(Action::Worker(Response::Timelines { id: 1, timelines }));
