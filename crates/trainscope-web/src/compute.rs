@@ -12,7 +12,7 @@
 //! or a picked `config.json` with the panel's settings) goes to
 //! [`crate::model_job`] instead.
 
-use crate::job::{JobModel, JobSettings};
+use crate::job::JobSettings;
 use crate::protocol::{JobOutcome, NamedTimeline, Progress, RunOutput, RunRequest};
 use crate::settings::{Field, Mode, Schedule};
 use crate::settings::{Settings, SettingsHints};
@@ -415,12 +415,7 @@ pub fn simulate(
             }
         }
         Mode::Event => {
-            let format = summaries
-                .iter()
-                .find(|s| s.file == name)
-                .and_then(|s| s.format);
-            if format == Some(Format::HfConfig) {
-                let job = job.with_model(JobModel::File(name.to_string()));
+            if let Some(job) = crate::model_job::config_file_job(summaries, name, job) {
                 return crate::model_job::simulate_job(pairs, &job, settings, pinned);
             }
             let (config, options) = event_config(settings, pinned);

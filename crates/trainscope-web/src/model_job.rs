@@ -143,11 +143,17 @@ pub fn run_job_with(
     })
 }
 
-/// Bytes of one chunk activation per stage, from the core's memory model:
-/// its activations with two chunks held minus with one (so a full
-/// recompute's one-layer working set, held at any count, cancels out).
-pub fn chunk_activation_bytes(out: &ModelRunOutput) -> Vec<u64> {
-    memory::chunk_activation_bytes(&out.job)
+/// The job to run when the loaded input `name` is a HuggingFace
+/// `config.json` (format from `summaries`): the panel's `job` on that
+/// file's model. `None` for any other input.
+pub fn config_file_job(
+    summaries: &[trainscope_core::inspect::FileSummary],
+    name: &str,
+    job: &JobSettings,
+) -> Option<JobSettings> {
+    let format = summaries.iter().find(|s| s.file == name)?.format;
+    (format == Some(trainscope_core::Format::HfConfig))
+        .then(|| job.with_model(JobModel::File(name.to_string())))
 }
 
 /// A model-level run as the Read panel: the event view (breakdown,
@@ -196,7 +202,7 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         description
     };
     let mem = &out.memory;
-    let per_chunk = chunk_activation_bytes(out);
+    let per_chunk = memory::chunk_activation_bytes(&out.job);
     for a in &mut v.activations {
         a.bytes_per_chunk = per_chunk.get(a.stage as usize).copied();
     }

@@ -34,7 +34,6 @@ use crate::protocol::NamedTimeline;
 use crate::settings::{schedule_name, Field, Mode, Schedule, Settings};
 use crate::views::{ScheduleComparison, ScheduleRefusal, ScheduleRow};
 use std::collections::BTreeSet;
-use trainscope_core::formats::Format;
 use trainscope_core::inspect::FileSummary;
 use trainscope_core::sim::run::{load_files, run_loaded};
 use trainscope_core::sim::timeline::{Stream, Timeline, TimelineBuilder};
@@ -127,17 +126,15 @@ pub fn compare_schedules(
                     .with_hint("load a workload (or pick an example), or describe a job"),
             );
         };
-        let format = summaries
-            .iter()
-            .find(|s| s.file == first)
-            .and_then(|s| s.format);
-        if format == Some(Format::HfConfig) {
-            let job = job.with_model(JobModel::File(first.to_string()));
-            let name = job_name(&job);
-            (Input::Job(job), name)
-        } else {
-            let names: Vec<&str> = picked.iter().map(|(n, _)| *n).collect();
-            (Input::Files(picked), names.join(", "))
+        match crate::model_job::config_file_job(summaries, first, job) {
+            Some(job) => {
+                let name = job_name(&job);
+                (Input::Job(job), name)
+            }
+            None => {
+                let names: Vec<&str> = picked.iter().map(|(n, _)| *n).collect();
+                (Input::Files(picked), names.join(", "))
+            }
         }
     };
     let vpp = match &input {
