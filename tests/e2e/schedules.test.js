@@ -36,10 +36,10 @@ async function settled(page) {
   await waitDone(page);
 }
 
-/** The timeline canvas has drawn coloured spans. */
-async function waitDrawn(page) {
-  await page.waitForFunction(() => {
-    const c = document.querySelector('[data-testid=timeline]');
+/** The timeline canvas `testid` has drawn coloured spans. */
+async function waitDrawn(page, testid = 'timeline') {
+  await page.waitForFunction((id) => {
+    const c = document.querySelector(`[data-testid=${id}]`);
     if (!c || !c.width) return false;
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
     let n = 0;
@@ -47,7 +47,7 @@ async function waitDrawn(page) {
       if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
     }
     return n > 2000;
-  }, null, { timeout: 20000 });
+  }, testid, { timeout: 20000 });
 }
 
 /** A screenshot of one element (legible at its own size). */
@@ -99,16 +99,7 @@ test('compare every schedule, pick each one and see its timeline and memory char
   assert.equal(sStart, 0);
   assert.ok(sEnd >= Math.max(...rows.map((r) => r.ns)), 'the shared axis covers the slowest schedule');
   await sc.scrollIntoViewIfNeeded();
-  await page.waitForFunction(() => {
-    const c = document.querySelector('[data-testid=schedule-timeline]');
-    if (!c || !c.width) return false;
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) {
-      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 40) n += 1;
-    }
-    return n > 2000;
-  }, null, { timeout: 20000 });
+  await waitDrawn(page, 'schedule-timeline');
   await shoot(stacked, 'schedules-stacked');
   // A click on a stage's name expands it: its memory lane shows.
   const box = await sc.boundingBox();

@@ -24,6 +24,17 @@ fn run(args: &[&str]) -> Output {
         .expect("the trainscope binary runs")
 }
 
+/// The JSON of a run that must succeed (exit 0, stderr shown otherwise).
+fn ok_json(out: &Output) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout_json(out)
+}
+
 fn stdout_json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -80,13 +91,7 @@ fn simulate_and_convert_a_two_rank_job() {
     let r0 = fixture("kineto/job2_rank0.json");
     let r1 = fixture("kineto/job2_rank1.pt.trace.json.gz");
     let out = run(&["simulate", "--json", &r0, &r1]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = stdout_json(&out);
+    let v = ok_json(&out);
     assert_eq!(v["format"], "kineto-trace");
     // Step 8: 1001000.000 .. 1001900.500 us on both ranks.
     assert_eq!(v["measured_iteration_time_ns"], 900_500);
@@ -162,13 +167,7 @@ fn simulate_slow_rank_is_a_what_if() {
     let r0 = fixture("kineto/job2_rank0.json");
     let r1 = fixture("kineto/job2_rank1.pt.trace.json.gz");
     let out = run(&["simulate", "--json", "--slow-rank", "1:50", &r0, &r1]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = stdout_json(&out);
+    let v = ok_json(&out);
     let sr = &v["slow_rank"];
     assert_eq!(sr["rank"], 1);
     assert_eq!(sr["percent"], 50.0);
