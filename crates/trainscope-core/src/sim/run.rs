@@ -766,6 +766,9 @@ pub struct LoadedInput {
     input: Input,
     used: Vec<String>,
     file_warnings: Vec<String>,
+    /// A Kineto run's analysis (it depends on the traces alone: made once
+    /// here, not per simulation).
+    analysis: Option<Analysis>,
 }
 
 /// Parse `files` and pick the one input (see the module documentation);
@@ -773,10 +776,17 @@ pub struct LoadedInput {
 pub fn load_files(files: &[(&str, &[u8])], options: &RunOptions) -> Result<LoadedInput, RunError> {
     options.validate()?;
     let (input, used, file_warnings) = load(files, options)?;
+    let analysis = match &input {
+        Input::Measured(run) if run.format == Format::KinetoTrace => {
+            Some(analyse(run, crate::analysis::DEFAULT_TOP_KERNELS))
+        }
+        _ => None,
+    };
     Ok(LoadedInput {
         input,
         used,
         file_warnings,
+        analysis,
     })
 }
 
@@ -1054,8 +1064,7 @@ pub fn run_loaded(
                 }
                 _ => None,
             };
-            let analysis = (run.format == Format::KinetoTrace)
-                .then(|| analyse(run, crate::analysis::DEFAULT_TOP_KERNELS));
+            let analysis = loaded.analysis.clone();
             match &rj.network {
                 Some(net) => {
                     notes.push(if run.format == Format::KinetoTrace {
