@@ -74,7 +74,9 @@ pub struct ModelFlags {
     /// Megatron's distributed optimizer (ZeRO-1 over DP).
     #[arg(long)]
     pub distributed_optimizer: bool,
-    /// Attention without a fused (flash) kernel: the score matrix is stored.
+    /// Megatron's unfused core attention instead of a fused (flash) kernel:
+    /// scores, softmax, dropout and context as separate kernels over the
+    /// full score matrix, which is stored unless recomputed.
     #[arg(long)]
     pub no_flash_attention: bool,
     /// Fraction of the dense peak a large GEMM reaches (default: the GPU

@@ -62,7 +62,7 @@ pub struct Args {
     /// GEMM precision: fp32, bf16 (default), fp16, fp8.
     #[arg(long, value_name = "P")]
     pub precision: Option<String>,
-    /// Attention without a fused (flash) kernel.
+    /// Megatron's unfused core attention instead of a fused (flash) kernel.
     #[arg(long)]
     pub no_flash_attention: bool,
     /// Tensor-parallel sizes (default: powers of two up to the GPUs per node

@@ -67,6 +67,7 @@ pub fn shape(job: &ModelJob) -> Shape {
             Precision::Fp8 => 1,
             p => weight_bytes(p),
         },
+        flash_attention: s.flash_attention,
     }
 }
 
@@ -117,7 +118,7 @@ fn times(
         t.forward += f;
         t.input_grad += phase_ns(gpu, op, &op.input_grad, precision, pass(true));
         t.weight_grad += phase_ns(gpu, op, &op.weight_grad, precision, pass(true));
-        if recompute == Recompute::Selective && op.class == OpClass::Attention {
+        if recompute == Recompute::Selective && op.attention_core {
             t.input_grad += f;
         }
     }
@@ -431,6 +432,7 @@ fn iteration_rows(
     let adam = Op {
         name: "optimizer",
         class: OpClass::Memory,
+        attention_core: false,
         forward: OpWork {
             flops: 0.0,
             bytes: (local * ADAM_BYTES_PER_PARAM) as f64,
@@ -560,5 +562,38 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         parallel,
         stages,
         diagnostics: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::gpu_preset;
+    use crate::model::presets;
+
+    #[test]
+    fn selective_recompute_recomputes_every_op_of_the_attention_core() {
+        let gpu = gpu_preset("A100-80G").unwrap();
+        let m = presets::preset("gpt3-175b").unwrap();
+        for flash in [true, false] {
+            let s = Shape {
+                micro_batch_size: 1,
+                seq_length: 2048,
+                tp: 8,
+                sequence_parallel: true,
+                activation_bytes: 2,
+                gemm_weight_bytes: 2,
+                flash_attention: flash,
+            };
+            let ops = m.attention_ops(&s);
+            let core: Vec<Op> = ops.iter().filter(|o| o.attention_core).cloned().collect();
+            let none = times(&gpu, &ops, Precision::Bf16, Recompute::None, 2048);
+            let sel = times(&gpu, &ops, Precision::Bf16, Recompute::Selective, 2048);
+            let core_fwd = times(&gpu, &core, Precision::Bf16, Recompute::None, 2048).forward;
+            assert!(core_fwd > 0);
+            assert_eq!(sel.forward, none.forward);
+            assert_eq!(sel.input_grad, none.input_grad + core_fwd, "flash {flash}");
+            assert_eq!(sel.weight_grad, none.weight_grad);
+        }
     }
 }

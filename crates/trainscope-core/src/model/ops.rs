@@ -13,6 +13,16 @@
 //!   over the causal half of the score matrix: 2 x 2 x b x s^2 x heads/t x
 //!   head size x 1/2 FLOPs forward; its backward is 2.5 x its forward (the
 //!   fused backward recomputes the scores: five products against two).
+//! - Without a fused kernel (Megatron's unfused core attention, as used
+//!   before flash attention and as Korthikanti et al. 2022 describe it:
+//!   "QK^T matrix multiply, softmax, softmax dropout, and attention over
+//!   V"), the core is four ops over the full (not causal-halved) score
+//!   matrix of E = b x heads/t x s^2 elements: the scores and context
+//!   batched GEMMs (their backward: two GEMMs each, no weight gradient),
+//!   and the bandwidth-bound softmax (forward reads and writes E, backward
+//!   reads the probabilities and their gradient, writes E) and dropout
+//!   (forward and backward: E in, E out and a one-byte mask), the ops whose
+//!   outputs the activation memory's 5as^2b term holds.
 //! - Model FLOPs (MFU) count the attention core in full (not halved), as
 //!   Megatron-LM's and PaLM's MFU formulas do, and no recompute.
 //! - Norms, activations, residual adds, router, permutation and the loss
@@ -51,6 +61,8 @@ pub struct OpWork {
 pub struct Op {
     pub name: &'static str,
     pub class: OpClass,
+    /// Part of the attention core: what selective recompute recomputes.
+    pub attention_core: bool,
     pub forward: OpWork,
     pub input_grad: OpWork,
     pub weight_grad: OpWork,
@@ -71,6 +83,8 @@ pub struct Shape {
     pub activation_bytes: u64,
     /// Bytes of one weight element as the GEMMs read it (1 for FP8).
     pub gemm_weight_bytes: u64,
+    /// A fused (flash) attention kernel; `false`: the unfused core.
+    pub flash_attention: bool,
 }
 
 impl Shape {
@@ -99,6 +113,7 @@ fn gemm(name: &'static str, m: u64, k: u64, n: u64, s: &Shape) -> Op {
     Op {
         name,
         class: OpClass::Gemm,
+        attention_core: false,
         forward: OpWork {
             flops,
             bytes: fwd_bytes,
@@ -127,6 +142,7 @@ fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &
     Op {
         name,
         class: OpClass::Memory,
+        attention_core: false,
         forward: OpWork {
             flops: 0.0,
             bytes: fwd_elems * a,
@@ -198,17 +214,84 @@ impl ModelSpec {
                 s,
             )),
         }
-        // Attention core over the causal half.
+        ops.extend(self.attention_core_ops(s));
+        ops.push(gemm("attn_out_proj", tok, heads * dv / t, h, s));
+        ops.push(memory(
+            "attn_residual",
+            3.0 * nt * h as f64,
+            2.0 * nt * h as f64,
+            1,
+            s,
+        ));
+        ops
+    }
+
+    /// The attention core of one layer: one fused (flash) op, or the four
+    /// ops of the unfused core (see the module's conventions).
+    fn attention_core_ops(&self, s: &Shape) -> Vec<Op> {
+        let t = s.tp.max(1);
+        let tok = s.tokens();
+        let heads = u64::from(self.num_attention_heads);
+        let (dqk, dv) = self.core_head_dims();
         let b = s.micro_batch_size as f64;
         let sq = s.seq_length as f64;
         let local_heads = (heads / t) as f64;
-        let fwd = 2.0 * b * sq * sq * local_heads * (dqk + dv) as f64 * 0.5;
         let a = s.activation_bytes as f64;
+        if !s.flash_attention {
+            // Score matrix elements; K and V are read per query head (GQA
+            // groups expanded), as the batched GEMMs see them.
+            let e = b * local_heads * sq * sq;
+            let q = tok as f64 * local_heads * dqk as f64;
+            let v = tok as f64 * local_heads * dv as f64;
+            let batched = |name, flops: f64, fwd_bytes: f64, bwd_bytes: f64| Op {
+                name,
+                class: OpClass::Gemm,
+                attention_core: true,
+                forward: OpWork {
+                    flops,
+                    bytes: fwd_bytes,
+                    kernels: 1,
+                },
+                input_grad: OpWork {
+                    flops: 2.0 * flops,
+                    bytes: bwd_bytes,
+                    kernels: 2,
+                },
+                weight_grad: OpWork::default(),
+            };
+            let elementwise = |name, fwd_elems: f64, bwd_elems: f64| Op {
+                attention_core: true,
+                ..memory(name, fwd_elems, bwd_elems, 1, s)
+            };
+            // One byte of dropout mask per score: half a 2-byte element.
+            let mask = e / a;
+            return vec![
+                // S = Q K^T; backward dQ = dS K, dK = dS^T Q.
+                batched(
+                    "attn_scores",
+                    2.0 * e * dqk as f64,
+                    (2.0 * q + e) * a,
+                    (2.0 * e + 4.0 * q) * a,
+                ),
+                elementwise("attn_softmax", 2.0 * e, 3.0 * e),
+                elementwise("attn_dropout", 2.0 * e + mask, 2.0 * e + mask),
+                // O = P V; backward dP = dO V^T, dV = P^T dO.
+                batched(
+                    "attn_context",
+                    2.0 * e * dv as f64,
+                    (e + 2.0 * v) * a,
+                    (2.0 * e + 4.0 * v) * a,
+                ),
+            ];
+        }
+        // The fused core computes the causal half.
+        let fwd = 2.0 * b * sq * sq * local_heads * (dqk + dv) as f64 * 0.5;
         let kv_heads = (u64::from(self.num_kv_heads) / t).max(1) as f64;
         let io = tok as f64 * (local_heads * (dqk + dv) as f64 + kv_heads * (dqk + dv) as f64) * a;
-        ops.push(Op {
+        vec![Op {
             name: "attn_core",
             class: OpClass::Attention,
+            attention_core: true,
             forward: OpWork {
                 flops: fwd,
                 bytes: io,
@@ -220,16 +303,7 @@ impl ModelSpec {
                 kernels: 3,
             },
             weight_grad: OpWork::default(),
-        });
-        ops.push(gemm("attn_out_proj", tok, heads * dv / t, h, s));
-        ops.push(memory(
-            "attn_residual",
-            3.0 * nt * h as f64,
-            2.0 * nt * h as f64,
-            1,
-            s,
-        ));
-        ops
+        }]
     }
 
     /// Dense MLP ops of intermediate size `ffn` over `tokens` tokens:
@@ -404,6 +478,7 @@ mod tests {
             sequence_parallel: true,
             activation_bytes: 2,
             gemm_weight_bytes: 2,
+            flash_attention: true,
         };
         let gemm_flops = |ops: &[Op]| -> f64 {
             ops.iter()
@@ -430,5 +505,64 @@ mod tests {
             m.attention_ops(&no_sp)[0].forward.bytes,
             8.0 * sp.forward.bytes
         );
+    }
+
+    #[test]
+    fn unfused_attention_core_is_four_ops_over_the_full_score_matrix() {
+        let m = gpt3();
+        let shape = |flash| Shape {
+            micro_batch_size: 2,
+            seq_length: 2048,
+            tp: 8,
+            sequence_parallel: false,
+            activation_bytes: 2,
+            gemm_weight_bytes: 2,
+            flash_attention: flash,
+        };
+        let core = |flash| -> Vec<Op> {
+            m.attention_ops(&shape(flash))
+                .into_iter()
+                .filter(|o| o.attention_core)
+                .collect()
+        };
+        let fused = core(true);
+        assert_eq!(fused.len(), 1);
+        let unfused = core(false);
+        let names: Vec<_> = unfused.iter().map(|o| o.name).collect();
+        assert_eq!(
+            names,
+            [
+                "attn_scores",
+                "attn_softmax",
+                "attn_dropout",
+                "attn_context"
+            ]
+        );
+        // The full score matrix: twice the causal half the fused kernel
+        // computes; backward two GEMMs per forward one.
+        let flops = |ops: &[Op], f: fn(&Op) -> f64| ops.iter().map(f).sum::<f64>();
+        assert_eq!(
+            flops(&unfused, |o| o.forward.flops),
+            2.0 * fused[0].forward.flops
+        );
+        assert_eq!(
+            flops(&unfused, |o| o.input_grad.flops),
+            2.0 * flops(&unfused, |o| o.forward.flops)
+        );
+        // E = b x heads/t x s^2 scores of 2 bytes: softmax reads and writes
+        // E, dropout also writes a one-byte mask.
+        let e = 2.0 * (96.0 / 8.0) * 2048.0 * 2048.0;
+        assert_eq!(unfused[1].forward.bytes, 2.0 * e * 2.0);
+        assert_eq!(unfused[1].input_grad.bytes, 3.0 * e * 2.0);
+        assert_eq!(unfused[2].forward.bytes, 2.0 * e * 2.0 + e);
+        assert!(unfused.iter().all(|o| o.weight_grad == OpWork::default()));
+        // The other ops of the block are the same either way.
+        let rest = |flash| -> Vec<Op> {
+            m.attention_ops(&shape(flash))
+                .into_iter()
+                .filter(|o| !o.attention_core)
+                .collect()
+        };
+        assert_eq!(rest(true), rest(false));
     }
 }
