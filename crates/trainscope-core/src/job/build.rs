@@ -83,6 +83,11 @@ fn phase_ns(
     if work.flops == 0.0 && work.bytes == 0.0 && work.kernels == 0 {
         return 0;
     }
+    let precision = if precision == Precision::Fp8 && !op.fp8 {
+        Precision::Bf16
+    } else {
+        precision
+    };
     gpu.op_time_ns(
         op.class,
         work.flops,
@@ -433,6 +438,7 @@ fn iteration_rows(
         name: "optimizer",
         class: OpClass::Memory,
         attention_core: false,
+        fp8: false,
         forward: OpWork {
             flops: 0.0,
             bytes: (local * ADAM_BYTES_PER_PARAM) as f64,
@@ -595,5 +601,27 @@ mod tests {
             assert_eq!(sel.input_grad, none.input_grad + core_fwd, "flash {flash}");
             assert_eq!(sel.weight_grad, none.weight_grad);
         }
+    }
+
+    #[test]
+    fn fp8_jobs_run_the_output_layer_at_the_bf16_rate() {
+        let gpu = gpu_preset("H100-SXM").unwrap();
+        let m = presets::preset("llama3-8b").unwrap();
+        let s = |weight_bytes| Shape {
+            micro_batch_size: 1,
+            seq_length: 4096,
+            tp: 1,
+            sequence_parallel: false,
+            activation_bytes: 2,
+            gemm_weight_bytes: weight_bytes,
+            flash_attention: true,
+        };
+        let out = |p, w| times(&gpu, &m.output_ops(&s(w)), p, Recompute::None, 4096);
+        let (fp8, bf16) = (out(Precision::Fp8, 1), out(Precision::Bf16, 2));
+        assert_eq!(fp8.forward, bf16.forward);
+        assert_eq!(fp8.weight_grad, bf16.weight_grad);
+        // The layers' GEMMs do run faster in FP8.
+        let mlp = |p, w| times(&gpu, &m.mlp_ops(0, &s(w)), p, Recompute::None, 4096);
+        assert!(mlp(Precision::Fp8, 1).forward < mlp(Precision::Bf16, 2).forward);
     }
 }

@@ -63,6 +63,10 @@ pub struct Op {
     pub class: OpClass,
     /// Part of the attention core: what selective recompute recomputes.
     pub attention_core: bool,
+    /// An FP8 GEMM when the job's precision is FP8 (the transformer layers'
+    /// linear layers); the output layer, the router and the unfused
+    /// attention core's GEMMs stay in bf16, as Megatron runs them.
+    pub fp8: bool,
     pub forward: OpWork,
     pub input_grad: OpWork,
     pub weight_grad: OpWork,
@@ -93,6 +97,11 @@ impl Shape {
         self.micro_batch_size * self.seq_length
     }
 
+    /// FP8 GEMMs (Transformer Engine's linear layers).
+    pub fn fp8(&self) -> bool {
+        self.gemm_weight_bytes == 1
+    }
+
     /// Tokens the norms and residuals of one rank see (T/t with sequence
     /// parallelism, else T).
     pub fn norm_tokens(&self) -> u64 {
@@ -104,16 +113,34 @@ impl Shape {
     }
 }
 
-fn gemm(name: &'static str, m: u64, k: u64, n: u64, s: &Shape) -> Op {
+/// A linear layer of a transformer layer on `m` tokens, `k` in, `n` out:
+/// its GEMM and, in FP8, the quantization of its input (forward) and of
+/// its output gradient (backward) that Transformer Engine runs on Hopper
+/// (FP8 GEMMs take TN layouts only: each tensor is cast to FP8 and
+/// transposed, reading 2 bytes and writing 1 + 1 per element; counted as
+/// its own kernel, not fused into the producer). The weights' FP8 copies
+/// are made once per iteration and not counted.
+fn linear(ops: &mut Vec<Op>, name: &'static str, m: u64, k: u64, n: u64, s: &Shape) {
+    ops.push(gemm(name, m, k, n, s.fp8(), s));
+    if s.fp8() {
+        let (m, k, n) = (m as f64, k as f64, n as f64);
+        ops.push(memory("fp8_cast_transpose", 2.0 * m * k, 2.0 * m * n, 1, s));
+    }
+}
+
+/// One GEMM (`fp8`: at FP8 with 1-byte weights, else at the activations'
+/// precision).
+fn gemm(name: &'static str, m: u64, k: u64, n: u64, fp8: bool, s: &Shape) -> Op {
     let flops = 2.0 * m as f64 * k as f64 * n as f64;
     let a = s.activation_bytes as f64;
-    let w = s.gemm_weight_bytes as f64;
+    let w = if fp8 { s.gemm_weight_bytes as f64 } else { a };
     let (m, k, n) = (m as f64, k as f64, n as f64);
     let fwd_bytes = k * n * w + m * k * a + m * n * a;
     Op {
         name,
         class: OpClass::Gemm,
         attention_core: false,
+        fp8,
         forward: OpWork {
             flops,
             bytes: fwd_bytes,
@@ -143,6 +170,7 @@ fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &
         name,
         class: OpClass::Memory,
         attention_core: false,
+        fp8: false,
         forward: OpWork {
             flops: 0.0,
             bytes: fwd_elems * a,
@@ -186,36 +214,39 @@ impl ModelSpec {
         match &self.mla {
             Some(m) => {
                 if m.q_lora_rank > 0 {
-                    ops.push(gemm("q_down", tok, h, m.q_lora_rank, s));
-                    ops.push(gemm("q_up", tok, m.q_lora_rank, heads * dqk / t, s));
+                    linear(&mut ops, "q_down", tok, h, m.q_lora_rank, s);
+                    linear(&mut ops, "q_up", tok, m.q_lora_rank, heads * dqk / t, s);
                 } else {
-                    ops.push(gemm("q_proj", tok, h, heads * dqk / t, s));
+                    linear(&mut ops, "q_proj", tok, h, heads * dqk / t, s);
                 }
-                ops.push(gemm(
+                linear(
+                    &mut ops,
                     "kv_down",
                     tok,
                     h,
                     m.kv_lora_rank + m.qk_rope_head_dim,
                     s,
-                ));
-                ops.push(gemm(
+                );
+                linear(
+                    &mut ops,
                     "kv_up",
                     tok,
                     m.kv_lora_rank,
                     heads * (m.qk_nope_head_dim + m.v_head_dim) / t,
                     s,
-                ));
+                );
             }
-            None => ops.push(gemm(
+            None => linear(
+                &mut ops,
                 "qkv_proj",
                 tok,
                 h,
                 (self.q_width() + 2 * self.kv_width()) / t,
                 s,
-            )),
+            ),
         }
         ops.extend(self.attention_core_ops(s));
-        ops.push(gemm("attn_out_proj", tok, heads * dv / t, h, s));
+        linear(&mut ops, "attn_out_proj", tok, heads * dv / t, h, s);
         ops.push(memory(
             "attn_residual",
             3.0 * nt * h as f64,
@@ -247,6 +278,7 @@ impl ModelSpec {
                 name,
                 class: OpClass::Gemm,
                 attention_core: true,
+                fp8: false,
                 forward: OpWork {
                     flops,
                     bytes: fwd_bytes,
@@ -292,6 +324,7 @@ impl ModelSpec {
             name: "attn_core",
             class: OpClass::Attention,
             attention_core: true,
+            fp8: false,
             forward: OpWork {
                 flops: fwd,
                 bytes: io,
@@ -319,11 +352,11 @@ impl ModelSpec {
         } else {
             memory(name[1], 2.0 * tf, 3.0 * tf, 1, s)
         };
-        vec![
-            gemm(name[0], tokens, h, up_width, s),
-            act,
-            gemm(name[2], tokens, f, h, s),
-        ]
+        let mut ops = Vec::new();
+        linear(&mut ops, name[0], tokens, h, up_width, s);
+        ops.push(act);
+        linear(&mut ops, name[2], tokens, f, h, s);
+        ops
     }
 
     /// MLP block ops of layer `layer` (0-based): norm, then the dense MLP or
@@ -342,6 +375,7 @@ impl ModelSpec {
                     tok.div_ceil(t),
                     self.hidden_size,
                     u64::from(m.num_experts),
+                    false,
                     s,
                 ));
                 let pairs = tok * u64::from(m.top_k);
@@ -393,6 +427,8 @@ impl ModelSpec {
     }
 
     /// Final norm, output layer (logits) and cross-entropy (last stage).
+    /// The output layer is Megatron's own column-parallel linear layer, not
+    /// a Transformer Engine one: it stays in bf16 under FP8.
     pub fn output_ops(&self, s: &Shape) -> Vec<Op> {
         let t = s.tp.max(1);
         let tok = s.tokens();
@@ -403,7 +439,7 @@ impl ModelSpec {
         let logits = (tok * v) as f64;
         vec![
             memory("final_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s),
-            gemm("output_layer", tok, self.hidden_size, v, s),
+            gemm("output_layer", tok, self.hidden_size, v, false, s),
             memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s),
         ]
     }
@@ -564,5 +600,56 @@ mod tests {
                 .collect()
         };
         assert_eq!(rest(true), rest(false));
+    }
+
+    #[test]
+    fn fp8_runs_the_layers_linear_gemms_with_their_casts_and_keeps_the_output_layer_bf16() {
+        let m = crate::model::presets::preset("llama3-8b").unwrap();
+        let shape = |weight_bytes| Shape {
+            micro_batch_size: 1,
+            seq_length: 4096,
+            tp: 2,
+            sequence_parallel: true,
+            activation_bytes: 2,
+            gemm_weight_bytes: weight_bytes,
+            flash_attention: true,
+        };
+        let (bf16, fp8) = (shape(2), shape(1));
+        assert!(fp8.fp8() && !bf16.fp8());
+        let ops = m.mlp_ops(0, &fp8);
+        let names: Vec<_> = ops.iter().map(|o| o.name).collect();
+        assert_eq!(
+            names,
+            [
+                "mlp_norm",
+                "mlp_up",
+                "fp8_cast_transpose",
+                "mlp_act",
+                "mlp_down",
+                "fp8_cast_transpose",
+                "mlp_residual"
+            ]
+        );
+        // The down projection's cast: its input (T x f/t) forward, its output
+        // gradient (T x h) backward, 4 bytes per element each.
+        let (t, h, f) = (4096.0, 4096.0, 14336.0 / 2.0);
+        assert_eq!(ops[5].forward.bytes, 4.0 * t * f);
+        assert_eq!(ops[5].input_grad.bytes, 4.0 * t * h);
+        assert!(ops[4].fp8 && ops[1].fp8);
+        // Without FP8 no casts and no FP8 GEMM.
+        let plain = m.mlp_ops(0, &bf16);
+        assert_eq!(plain.len(), 5);
+        assert!(plain.iter().all(|o| !o.fp8));
+        // The output layer and the attention core stay in bf16.
+        assert!(m.output_ops(&fp8).iter().all(|o| !o.fp8));
+        assert!(m
+            .attention_ops(&fp8)
+            .iter()
+            .filter(|o| o.attention_core)
+            .all(|o| !o.fp8));
+        assert_eq!(
+            m.output_ops(&fp8)[1].forward.bytes,
+            m.output_ops(&bf16)[1].forward.bytes
+        );
     }
 }
