@@ -157,6 +157,7 @@ fn synthetic_per_rank() -> JobSpec {
         programs,
         header_vpp: None,
         simai_bubble: None,
+        pipelined: true,
         warnings: vec![],
     }
 }

@@ -739,6 +739,8 @@ pub fn load_set_with_progress(
     let mut kineto_traces: Vec<(usize, kineto::KinetoTrace)> = Vec::new();
     // Chakra execution traces (binary; all of a set form one run).
     let mut chakra_traces: Vec<(usize, chakra::ChakraTrace)> = Vec::new();
+    // ASTRA-sim communicator-group files (one per Chakra set).
+    let mut chakra_groups: Vec<(usize, chakra::groups::CommGroups)> = Vec::new();
 
     for (file, bytes) in files {
         let mut summary = FileSummary::new(file);
@@ -910,6 +912,13 @@ pub fn load_set_with_progress(
                     "`{file}` is text, not a binary Chakra execution trace"
                 )));
             }
+            Format::ChakraCommGroups => {
+                summary.unit = "groups";
+                let g = chakra::groups::parse(file, &text);
+                summary.read = g.groups.len() as u64;
+                summary.diagnostics.extend(g.diagnostics.iter().cloned());
+                chakra_groups.push((summaries.len(), g));
+            }
             Format::KinetoTrace => {
                 // What counts is the GPU work kept: a trace without any
                 // (CPU-only profiling, a Chrome trace of something else)
@@ -1005,24 +1014,70 @@ pub fn load_set_with_progress(
         runs.push(run);
     }
 
+    // A set takes one communicator-group file; the others are refused.
+    for (idx, g) in chakra_groups.iter().skip(1) {
+        if let Some(s) = summaries.get_mut(*idx) {
+            s.diagnostics.push(
+                Diagnostic::error(format!(
+                    "`{}` is a second communicator-group file for the Chakra set (the first is `{}`): not used",
+                    g.file, chakra_groups[0].1.file
+                ))
+                .with_hint("give one comm_groups.json with the .et files of its job"),
+            );
+        }
+    }
+    let groups = chakra_groups.first();
     // Chakra traces of the set form one run.
     if !chakra_traces.is_empty() {
         let (indices, traces): (Vec<usize>, Vec<chakra::ChakraTrace>) =
             chakra_traces.into_iter().unzip();
-        let run = chakra::to_run(&traces);
+        let run = chakra::to_run(&traces, groups.map(|(_, g)| g));
         let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
         let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+        // Run-level diagnostics located in the groups file go to its summary.
+        let in_groups = |d: &Diagnostic| {
+            groups.is_some_and(|(_, g)| d.location.as_ref().is_some_and(|l| l.file == g.file))
+        };
         for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
             if let Some(s) = summaries.get_mut(*idx) {
                 s.diagnostics.extend(t.diagnostics.iter().cloned());
                 fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
+                s.diagnostics.retain(|d| !in_groups(d));
+            }
+        }
+        if let Some((idx, _)) = groups {
+            if let Some(s) = summaries.get_mut(*idx) {
+                fill_run(s, &run);
+                s.file_ranks = Some(Vec::new());
+                s.run_files = Some(run.files.clone());
+                s.diagnostics.extend(
+                    run.diagnostics
+                        .iter()
+                        .skip(file_diag_count)
+                        .filter(|d| in_groups(d))
+                        .cloned(),
+                );
             }
         }
         runs.push(run);
+    } else if let Some((idx, g)) = groups {
+        if let Some(s) = summaries.get_mut(*idx) {
+            s.diagnostics.push(
+                Diagnostic::error(format!(
+                    "`{}` is ASTRA-sim's communicator-group file: it is read with the Chakra .et files of its job, and none is given",
+                    g.file
+                ))
+                .with_hint("give the .et files (one per rank) and this comm_groups.json together"),
+            );
+        }
     }
 
     for s in &mut summaries {
         s.usable = s.format.is_some() && ((s.job.is_some() && s.read > 0) || s.model.is_some());
+        // A communicator-group file is usable with its Chakra set, without errors.
+        if s.format == Some(Format::ChakraCommGroups) && s.has_errors() {
+            s.usable = false;
+        }
         // A file that failed says why, even when the parser only warned
         // (a log cut before its config or its first entry).
         if !s.usable && s.format.is_some() && !s.has_errors() {

@@ -40,6 +40,7 @@
 //! Writing ([`encode`]) frames messages the same way; the conversion of a
 //! simulated timeline into nodes is [`crate::sim::chakra`].
 
+pub mod groups;
 pub mod schema;
 
 use crate::diag::{Diagnostic, Location};
@@ -79,6 +80,10 @@ pub struct ChakraNode {
     pub size_bytes: u64,
     /// `pg_name`, when given.
     pub pg_name: Option<String>,
+    /// `trainscope_group` (trainscope's writer names each collective's
+    /// group kind: `TP`, `DP`, `PP`, `EP`, `DP_EP`), when given: a hint
+    /// for the layout of the groups.
+    pub group_hint: Option<String>,
     /// Ids this node waits for (data and control dependencies, kept nodes
     /// only), ascending.
     pub deps: Vec<u64>,
@@ -355,6 +360,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
             start_ns: timed.then(|| n.start_time_micros.saturating_mul(1000)),
             size_bytes: 0,
             pg_name: None,
+            group_hint: None,
             deps,
             offset: off as u64,
         };
@@ -449,14 +455,17 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
                     );
                     continue;
                 };
-                let pg_name = attr(n, "pg_name").and_then(|a| match &a.value {
-                    Some(Value::StringVal(s)) => Some(s.clone()),
-                    _ => None,
-                });
+                let string = |name: &str| {
+                    attr(n, name).and_then(|a| match &a.value {
+                        Some(Value::StringVal(s)) => Some(s.clone()),
+                        _ => None,
+                    })
+                };
                 kept.push(ChakraNode {
                     work: NodeWork::Collective(kind),
                     size_bytes: size,
-                    pg_name,
+                    pg_name: string("pg_name"),
+                    group_hint: string("trainscope_group"),
                     ..base
                 });
             }
@@ -543,8 +552,152 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
     trace
 }
 
-/// One measured run of a set of traces (see the module documentation).
-pub fn to_run(traces: &[ChakraTrace]) -> MeasuredRun {
+/// What the groups of a set resolve to: the layout (None: every
+/// collective over all ranks as one DP group) and the groups of one rank.
+struct Resolved {
+    layout: Option<groups::Layout>,
+    single: BTreeSet<String>,
+}
+
+/// Map the collectives' `pg_name`s to groups of a Megatron layout (see
+/// [`to_run`]), warning for every assumption.
+fn resolve_groups(
+    world: u32,
+    present: &BTreeSet<u32>,
+    comm: Option<&groups::CommGroups>,
+    pg_hints: &BTreeMap<String, BTreeMap<String, u64>>,
+    unnamed: u64,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Resolved {
+    let none = Resolved {
+        layout: None,
+        single: BTreeSet::new(),
+    };
+    let names = |v: &mut dyn Iterator<Item = &String>| {
+        let all: Vec<&str> = v.map(String::as_str).collect();
+        let shown: Vec<&str> = all.iter().take(10).copied().collect();
+        format!(
+            "{}{}",
+            shown.join(", "),
+            if all.len() > 10 { ", ..." } else { "" }
+        )
+    };
+    let Some(g) = comm else {
+        if !pg_hints.is_empty() {
+            diagnostics.push(
+                Diagnostic::warning(format!(
+                    "process group(s) {} are simulated over all ranks of the job (no comm_groups.json is given)",
+                    names(&mut pg_hints.keys())
+                ))
+                .with_hint("give the comm_groups.json written with the .et files (ASTRA-sim's --comm-group-configuration) beside them to simulate each collective over its group's ranks"),
+            );
+        }
+        return none;
+    };
+    let fallback = "every collective is simulated over all ranks as one data-parallel group";
+    if g.has_errors() {
+        diagnostics.push(Diagnostic::warning(format!(
+            "`{}` has errors and is not used: {fallback}",
+            g.file
+        )));
+        return none;
+    }
+    let outside = g.out_of_world(world);
+    if !outside.is_empty() {
+        diagnostics.extend(outside);
+        diagnostics.push(Diagnostic::warning(format!(
+            "`{}` names ranks outside the Chakra set: {fallback}",
+            g.file
+        )));
+        return none;
+    }
+    if pg_hints.is_empty() {
+        diagnostics.push(Diagnostic::warning(format!(
+            "no collective of the Chakra files names a pg_name: `{}` is not used",
+            g.file
+        )));
+        return none;
+    }
+    let unknown: Vec<&String> = pg_hints.keys().filter(|pg| g.get(pg).is_none()).collect();
+    if !unknown.is_empty() {
+        diagnostics.push(Diagnostic::warning(format!(
+            "pg_name(s) {} of the Chakra files have no group in `{}`: simulated over all ranks (ASTRA-sim's default group)",
+            names(&mut unknown.iter().copied()),
+            g.file
+        )));
+    }
+    let mut used: Vec<(&str, Vec<u32>, Option<&str>)> = Vec::new();
+    let mut single = BTreeSet::new();
+    for (pg, hints) in pg_hints {
+        let Some(entry) = g.get(pg) else { continue };
+        if entry.ranks.len() == 1 {
+            single.insert(pg.clone());
+            continue;
+        }
+        let mut members = entry.ranks.clone();
+        members.sort_unstable();
+        // The most frequent hint (ties: the first name).
+        let hint = hints
+            .iter()
+            .max_by_key(|(h, n)| (**n, std::cmp::Reverse(h.as_str())))
+            .map(|(h, _)| h.as_str());
+        used.push((pg.as_str(), members, hint));
+    }
+    if !single.is_empty() {
+        diagnostics.push(Diagnostic::warning(format!(
+            "group(s) {} of `{}` have one rank: their collectives move nothing and take 0 ns",
+            names(&mut single.iter()),
+            g.file
+        )));
+    }
+    let view: Vec<(&str, &[u32], Option<&str>)> = used
+        .iter()
+        .map(|(id, m, h)| (*id, m.as_slice(), *h))
+        .collect();
+    let layout = match groups::infer_layout(world, &view) {
+        Ok(l) => l,
+        Err(why) => {
+            diagnostics.push(
+                Diagnostic::warning(format!("`{}`: {why}: {fallback}", g.file)).with_hint(
+                    "trainscope simulates the groups of a Megatron layout (TP, DP, EP, DP across experts, the first and last stages' embedding group)",
+                ),
+            );
+            return Resolved {
+                layout: None,
+                single,
+            };
+        }
+    };
+    if (unnamed > 0 || !unknown.is_empty()) && layout.world_kind().is_none() {
+        diagnostics.push(Diagnostic::warning(format!(
+            "collectives over all ranks (without pg_name or with one `{}` lacks) are no group of the layout TP {} x DP {} x PP {} the groups fit: {fallback}",
+            g.file, layout.tp, layout.dp, layout.pp
+        )));
+        return Resolved {
+            layout: None,
+            single,
+        };
+    }
+    if let Some(stage) = (0..layout.pp).find(|s| !present.iter().any(|r| layout.stage_of(*r) == *s))
+    {
+        diagnostics.push(Diagnostic::warning(format!(
+            "the groups fit TP {} x DP {} x PP {}, but no Chakra file is a rank of stage {stage}: {fallback}",
+            layout.tp, layout.dp, layout.pp
+        )));
+        return Resolved {
+            layout: None,
+            single,
+        };
+    }
+    Resolved {
+        layout: Some(layout),
+        single,
+    }
+}
+
+/// One measured run of a set of traces and, when given, their
+/// communicator-group file (see the module documentation).
+pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> MeasuredRun {
     let mut diagnostics: Vec<Diagnostic> = traces
         .iter()
         .flat_map(|t| t.diagnostics.iter().cloned())
@@ -556,7 +709,9 @@ pub fn to_run(traces: &[ChakraTrace]) -> MeasuredRun {
         ));
     }
     let mut ranks: BTreeMap<u32, RankTrace> = BTreeMap::new();
-    let mut pg_names: BTreeSet<String> = BTreeSet::new();
+    // pg_name -> writer's hint -> collectives.
+    let mut pg_hints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut unnamed = 0u64;
     for (i, t) in traces.iter().enumerate() {
         let rank = if named {
             t.rank.unwrap_or(0)
@@ -587,10 +742,17 @@ pub fn to_run(traces: &[ChakraTrace]) -> MeasuredRun {
                 if matches!(n.work, NodeWork::Collective(_)) {
                     op.duration_ns = None;
                     op.message_bytes = Some(n.size_bytes);
-                }
-                if let Some(pg) = &n.pg_name {
-                    pg_names.insert(pg.clone());
-                    op.detail = Some(format!("pg_name {pg}"));
+                    match &n.pg_name {
+                        Some(pg) => {
+                            *pg_hints
+                                .entry(pg.clone())
+                                .or_default()
+                                .entry(n.group_hint.clone().unwrap_or_default())
+                                .or_insert(0) += 1;
+                            op.detail = Some(format!("pg_name {pg}"));
+                        }
+                        None => unnamed += 1,
+                    }
                 }
                 op
             })
@@ -617,20 +779,80 @@ pub fn to_run(traces: &[ChakraTrace]) -> MeasuredRun {
             "Chakra files for rank(s) {missing:?} of {world} are missing: the set is simulated as the ranks it holds"
         )));
     }
-    if !pg_names.is_empty() {
-        let names: Vec<&str> = pg_names.iter().map(String::as_str).collect();
-        diagnostics.push(Diagnostic::warning(format!(
-            "process group(s) {} are simulated over all ranks of the job (no --comm-group-configuration is read)",
-            names.join(", ")
-        )));
+    let present: BTreeSet<u32> = ranks.keys().copied().collect();
+    let resolved = resolve_groups(world, &present, comm, &pg_hints, unnamed, &mut diagnostics);
+    let parallel = match &resolved.layout {
+        Some(l) => {
+            let world_kind = l.world_kind().unwrap_or(CommGroup::Dp);
+            for rt in ranks.values_mut() {
+                rt.stage = Some(l.stage_of(rt.rank));
+                for op in &mut rt.ops {
+                    let OpKind::Collective { group, .. } = &mut op.kind else {
+                        continue;
+                    };
+                    let pg = op
+                        .detail
+                        .as_deref()
+                        .and_then(|d| d.strip_prefix("pg_name "));
+                    let kind = match pg {
+                        Some(pg) if resolved.single.contains(pg) => None,
+                        Some(pg) => Some(l.kinds.get(pg).copied().unwrap_or(world_kind)),
+                        None => Some(world_kind),
+                    };
+                    match kind {
+                        Some(k) => {
+                            *group = k;
+                            if let Some(pg) = pg {
+                                op.detail = Some(format!("pg_name {pg} ({})", group_name(k)));
+                            }
+                        }
+                        None => {
+                            op.kind = OpKind::Compute;
+                            op.duration_ns = Some(0);
+                        }
+                    }
+                }
+            }
+            ParallelConfig::resolve(Some(world), l.tp, l.pp, l.ep, 1).0
+        }
+        None => {
+            for rt in ranks.values_mut() {
+                for op in &mut rt.ops {
+                    let pg = op
+                        .detail
+                        .as_deref()
+                        .and_then(|d| d.strip_prefix("pg_name "));
+                    if pg.is_some_and(|pg| resolved.single.contains(pg)) {
+                        op.kind = OpKind::Compute;
+                        op.duration_ns = Some(0);
+                    }
+                }
+            }
+            ParallelConfig::resolve(Some(world), 1, 1, 1, 1).0
+        }
+    };
+    let mut files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+    if let Some(g) = comm {
+        files.push(g.file.clone());
     }
-    let (parallel, _) = ParallelConfig::resolve(Some(world), 1, 1, 1, 1);
     MeasuredRun {
         format: Format::ChakraEt,
-        files: traces.iter().map(|t| t.file.clone()).collect(),
+        files,
         parallel,
         ranks: ranks.into_values().collect(),
         iterations: Vec::new(),
         diagnostics,
+    }
+}
+
+/// The group kind's name in op details.
+fn group_name(g: CommGroup) -> &'static str {
+    match g {
+        CommGroup::Tp => "TP",
+        CommGroup::Dp => "DP",
+        CommGroup::Ep => "EP",
+        CommGroup::DpEp => "DP_EP",
+        CommGroup::Embedding => "first and last stage",
+        _ => "other",
     }
 }

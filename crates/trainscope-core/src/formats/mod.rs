@@ -38,10 +38,14 @@ pub enum Format {
     /// Chakra execution trace (protobuf `.et`, one per rank).
     #[serde(rename = "chakra-et")]
     ChakraEt,
+    /// ASTRA-sim's communicator-group JSON (`comm_groups.json`) beside a
+    /// set of Chakra `.et` files.
+    #[serde(rename = "chakra-comm-groups")]
+    ChakraCommGroups,
 }
 
 impl Format {
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::SimaiWorkload,
         Format::NeusightTsv,
         Format::EchoTrace,
@@ -49,6 +53,7 @@ impl Format {
         Format::HfConfig,
         Format::KinetoTrace,
         Format::ChakraEt,
+        Format::ChakraCommGroups,
     ];
 
     /// The stable name used in the CLI, JSON and the web page.
@@ -61,6 +66,7 @@ impl Format {
             Format::HfConfig => "hf-config",
             Format::KinetoTrace => "kineto-trace",
             Format::ChakraEt => "chakra-et",
+            Format::ChakraCommGroups => "chakra-comm-groups",
         }
     }
 
@@ -83,6 +89,9 @@ impl Format {
             }
             Format::ChakraEt => {
                 "a Chakra execution trace: binary protobuf, a length-prefixed GlobalMetadata (version such as 0.0.4) then Node messages"
+            }
+            Format::ChakraCommGroups => {
+                "ASTRA-sim's comm_groups.json: a JSON object mapping each group id to a list of ranks, `{\"1\": [0, 1]}`"
             }
         }
     }
@@ -260,6 +269,14 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
     if let Some((confidence, reason)) = kineto::looks_like(head) {
         out.push(Detection {
             format: Format::KinetoTrace,
+            confidence,
+            reason,
+        });
+    }
+    // ASTRA-sim's comm_groups.json: a JSON object of lists of ranks.
+    if let Some((confidence, reason)) = chakra::groups::looks_like(head, text) {
+        out.push(Detection {
+            format: Format::ChakraCommGroups,
             confidence,
             reason,
         });

@@ -522,6 +522,9 @@ impl Builder<'_> {
 
     /// The program and output index a step needs from a neighbour, if any.
     fn upstream(&self, prog: u32, step: PipeStep) -> Option<(u32, usize)> {
+        if !self.job.pipelined {
+            return None;
+        }
         let s = self.job.programs[prog as usize].stage;
         let placement = self.config.schedule.placement();
         let k = placement.virtual_stage(self.p, s, step.chunk);

@@ -56,25 +56,43 @@ use crate::formats::chakra::{
     schema::{AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value},
     SCHEMA_VERSION,
 };
-use crate::workload::{CommKind, MeasuredRun, OpKind};
+use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
 use std::collections::BTreeMap;
 
 /// The note on every Chakra replay.
-pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over all ranks; each rank's nodes run in one topological order (no concurrent branches)";
+pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over their process group (comm_groups.json; without it, over all ranks); each rank's nodes run in one topological order (no concurrent branches), point-to-point nodes are not replayed";
 
-fn comm_spec(collective: CommKind, size_bytes: u64, world: u32) -> Option<CommSpec> {
+/// The engine's group of a collective's group in a Chakra run (a world
+/// group of the fallback is the data-parallel group of every rank).
+fn group_kind(group: CommGroup) -> GroupKind {
+    match group {
+        CommGroup::Tp => GroupKind::Tp,
+        CommGroup::Ep => GroupKind::Ep,
+        CommGroup::DpEp => GroupKind::DpEp,
+        CommGroup::Embedding | CommGroup::PositionEmbedding | CommGroup::Pp => GroupKind::Pp,
+        CommGroup::Dp | CommGroup::Unscoped => GroupKind::Dp,
+    }
+}
+
+fn comm_spec(
+    collective: CommKind,
+    group: CommGroup,
+    size_bytes: u64,
+    parallel: Parallelism,
+) -> Option<CommSpec> {
     let collective = match super::infer::collective_kind(collective) {
         CollectiveKind::SendRecv => return None,
         c => c,
     };
+    let group = group_kind(group);
     let size_bytes = if collective == CollectiveKind::AllGather {
-        size_bytes.saturating_mul(u64::from(world))
+        size_bytes.saturating_mul(u64::from(parallel.group_size(group)))
     } else {
         size_bytes
     };
     Some(CommSpec {
         collective,
-        group: GroupKind::Dp,
+        group,
         size_bytes,
     })
 }
@@ -82,11 +100,21 @@ fn comm_spec(collective: CommKind, size_bytes: u64, world: u32) -> Option<CommSp
 /// Rebuild a Chakra run as a per-rank job (see the module documentation).
 pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError> {
     let world = run.parallel.world.max(1);
-    let parallel = Parallelism {
-        tp: 1,
-        dp: world,
-        pp: 1,
-        ep: 1,
+    let p = &run.parallel;
+    let parallel = if u64::from(p.tp) * u64::from(p.dp) * u64::from(p.pp) == u64::from(world) {
+        Parallelism {
+            tp: p.tp.max(1),
+            dp: p.dp.max(1),
+            pp: p.pp.max(1),
+            ep: p.ep.max(1),
+        }
+    } else {
+        Parallelism {
+            tp: 1,
+            dp: world,
+            pp: 1,
+            ep: 1,
+        }
     };
     check_size(parallel, 0, 1, 1, 0, 0)?;
     let mut programs = Vec::new();
@@ -96,8 +124,9 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
         let mut acc = 0u64;
         for op in &rt.ops {
             match op.kind {
-                OpKind::Collective { collective, .. } => {
-                    if let Some(spec) = comm_spec(collective, op.message_bytes.unwrap_or(0), world)
+                OpKind::Collective { collective, group } => {
+                    if let Some(spec) =
+                        comm_spec(collective, group, op.message_bytes.unwrap_or(0), parallel)
                     {
                         layers.push(LayerSpec {
                             name: op.name.clone(),
@@ -121,7 +150,11 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
         present.push(rt.rank);
         programs.push(RankProgram {
             rank: rt.rank,
-            stage: 0,
+            stage: if parallel.pp > 1 {
+                rt.stage.unwrap_or(0)
+            } else {
+                0
+            },
             blocks: vec![Block { layers }],
             micro_batch_blocks: Vec::new(),
             pre_rows: Vec::new(),
@@ -148,17 +181,18 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             parallel.world()
         ));
     }
-    Ok((
-        ReplayJob::per_rank(
-            "chakra replay",
-            parallel,
-            programs,
-            present,
-            ByKind::default(),
-            None,
-        ),
-        warnings,
-    ))
+    let mut rj = ReplayJob::per_rank(
+        "chakra replay",
+        parallel,
+        programs,
+        present,
+        ByKind::default(),
+        None,
+    );
+    // Ranks meet only in their collectives: the graphs' point-to-point
+    // nodes are not replayed, so stages are not linked as a pipeline.
+    rj.job.pipelined = false;
+    Ok((rj, warnings))
 }
 
 /// Jobs simulated per stage are written one file per world rank up to
@@ -873,7 +907,7 @@ mod tests {
         assert_eq!(starts, vec![Some(0), Some(2000), Some(5000), Some(6000)]);
         // The replay job gets the full all-gather size back and the
         // compute between collectives.
-        let run = crate::formats::chakra::to_run(&[t]);
+        let run = crate::formats::chakra::to_run(&[t], None);
         let (rj, _) = chakra_job(&run).unwrap();
         let layers = &rj.job.programs[0].blocks[0].layers;
         assert_eq!(layers[0].forward.compute_ns, 2000);

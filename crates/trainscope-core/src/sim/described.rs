@@ -374,6 +374,7 @@ impl JobSpec {
             // placeholder values): `run_files` attaches them from the parsed
             // workload (`LoadedSet::simai_sources`).
             simai_bubble: None,
+            pipelined: true,
             warnings,
         })
     }

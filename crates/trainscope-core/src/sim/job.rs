@@ -407,6 +407,12 @@ pub struct JobSpec {
     /// `simai_bubble_ns` uses the fallback over the simulated micro-batches
     /// (see [`super::summary::Summary::simai_bubble_ns`]).
     pub simai_bubble: Option<SimaiBubbleBasis>,
+    /// Whether stages are linked as a pipeline: a step waits for its
+    /// neighbour stage's (a forward for the previous stage's forward, a
+    /// backward for the next stage's backward). False for Chakra graphs,
+    /// whose ranks meet only in their collectives (their point-to-point
+    /// nodes are not replayed): every rank runs its program on its own.
+    pub pipelined: bool,
     /// Assumptions made while building the job.
     pub warnings: Vec<String>,
 }
@@ -440,6 +446,7 @@ impl JobSpec {
             programs,
             header_vpp: None,
             simai_bubble: None,
+            pipelined: true,
             warnings: Vec::new(),
         }
     }
@@ -623,6 +630,7 @@ impl JobSpec {
             programs,
             header_vpp: Some(h.vpp.max(1)),
             simai_bubble: Some(SimaiBubbleBasis::from_workload(w)),
+            pipelined: true,
             warnings,
         })
     }

@@ -217,6 +217,7 @@ impl ReplayJob {
                 programs,
                 header_vpp: None,
                 simai_bubble: None,
+                pipelined: true,
                 warnings: Vec::new(),
             },
             present_ranks,
@@ -815,6 +816,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
         programs,
         header_vpp: None,
         simai_bubble: None,
+        pipelined: true,
         warnings: Vec::new(),
     };
     Ok((
@@ -1288,6 +1290,7 @@ pub fn optimus_job(
         programs,
         header_vpp: None,
         simai_bubble: None,
+        pipelined: true,
         warnings: Vec::new(),
     };
     Ok((

@@ -884,7 +884,20 @@ pub fn run_loaded(
                     (rj, w, None)
                 }
                 Format::ChakraEt => {
-                    let (rj, w) = super::chakra::chakra_job(run)?;
+                    let (rj, mut w) = super::chakra::chakra_job(run)?;
+                    // The groups were matched to Megatron's placement.
+                    let p = rj.job.parallel;
+                    let default = super::network::PlacementOrder::default();
+                    if (p.tp > 1 || p.pp > 1) && c.network.placement != default {
+                        w.push(format!(
+                            "the Chakra groups fit TP {} x DP {} x PP {} with ranks ordered TP fastest, then DP, then PP: that placement is simulated, not the configured {}",
+                            p.tp,
+                            p.dp,
+                            p.pp,
+                            c.network.placement.name()
+                        ));
+                        c.network.placement = default;
+                    }
                     (rj, w, None)
                 }
                 _ => {
