@@ -148,8 +148,9 @@ pub struct EventFlags {
     #[arg(long, value_name = "N")]
     pub block_repeats: Option<u32>,
     /// Force the input format instead of detecting it: simai-workload,
-    /// neusight-tsv, echo-trace, optimus-prime-log, kineto-trace (hf-config
-    /// files are models, simulated with --model).
+    /// neusight-tsv, echo-trace, optimus-prime-log, kineto-trace, chakra-et
+    /// (hf-config files are models, simulated with --model; with chakra-et a
+    /// Chakra set's comm_groups.json is still detected as its groups).
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
     /// Kineto traces: the ProfilerStep number to analyse (default: the last

@@ -14,11 +14,12 @@ use trainscope_core::Format;
 pub struct Args {
     /// Input files (SimAI/AICB workload, NeuSight TSV, Echo trace, Optimus-Prime
     /// log, HuggingFace config.json, PyTorch profiler (Kineto) trace, plain or
-    /// gzip'd).
+    /// gzip'd, Chakra `.et` files with their comm_groups.json).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Force a format instead of detecting it: simai-workload, neusight-tsv,
-    /// echo-trace, optimus-prime-log, hf-config, kineto-trace.
+    /// echo-trace, optimus-prime-log, hf-config, kineto-trace, chakra-et,
+    /// chakra-comm-groups.
     #[arg(long = "format", value_name = "NAME")]
     format: Option<String>,
     /// Kineto traces: the ProfilerStep number to analyse (default: the last

@@ -126,3 +126,94 @@ fn convert_a_workload_file_and_simulate_the_fixture() {
     ok(&run(&args));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_written_groups_file_reads_back_with_the_files() {
+    // Llama 3.2 1B, TP 2 x PP 2 x DP 2: TP, DP and first/last-stage groups.
+    let dir = tmp_dir("groups");
+    let d = dir.display().to_string();
+    ok(&run(&[
+        "convert",
+        "--model",
+        "llama3.2-1b",
+        "--world",
+        "8",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--to",
+        "chakra-et",
+        "-o",
+        &d,
+    ]));
+    let files = et_files(&dir);
+    assert_eq!(files.len(), 8);
+    let groups = dir.join("comm_groups.json").display().to_string();
+    // inspect: the groups file is detected and summarised with the set.
+    let mut args = vec!["inspect"];
+    args.extend(files.iter().map(String::as_str));
+    args.push(&groups);
+    let out = run(&args);
+    ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let part = &stdout[stdout.find("comm_groups.json\n").expect("the groups file")..];
+    assert!(
+        part.contains("format: chakra-comm-groups (detected, 100%)"),
+        "{part}"
+    );
+    assert!(part.contains("world 8 = TP 2 x PP 2 x DP 2"), "{part}");
+    assert!(part.contains("groups: 12 read, 0 skipped"), "{part}");
+    // simulate with the groups: TP 2 x PP 2 x DP 2, no group warning.
+    let mut args = vec!["simulate", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let mut with = args.clone();
+    with.push(&groups);
+    let out = run(&with);
+    ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            &v["parallel"]["tp"],
+            &v["parallel"]["pp"],
+            &v["parallel"]["dp"]
+        ),
+        (
+            &serde_json::json!(2),
+            &serde_json::json!(2),
+            &serde_json::json!(2)
+        )
+    );
+    let warned = |v: &serde_json::Value| {
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no comm_groups.json"))
+    };
+    assert!(!warned(&v), "{}", v["warnings"]);
+    let t_with = v["iteration_time_ns"].as_u64().unwrap();
+    // Without: every collective over the 8 ranks, slower, with the hint.
+    let out = run(&args);
+    ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["parallel"]["dp"], 8);
+    assert!(warned(&v), "{}", v["warnings"]);
+    let t_without = v["iteration_time_ns"].as_u64().unwrap();
+    assert!(t_with < t_without, "{t_with} vs {t_without}");
+    // A bad groups file fails the run (exit 3) with its located error.
+    let bad = dir.join("bad_groups.json");
+    std::fs::write(&bad, "{\"1\": [0, 1],\n \"2\": [2, 2]}\n").unwrap();
+    let bad = bad.display().to_string();
+    let mut args = vec!["simulate"];
+    args.extend(files.iter().map(String::as_str));
+    args.push(&bad);
+    let out = run(&args);
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad_groups.json:2:11") && stderr.contains("lists rank 2 twice"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

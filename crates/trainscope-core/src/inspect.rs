@@ -744,6 +744,20 @@ pub fn load_set_with_progress(
 
     for (file, bytes) in files {
         let mut summary = FileSummary::new(file);
+        // A Chakra set forced to `chakra-et` may hold its comm_groups.json:
+        // that file is detected, not forced.
+        let forced = match forced {
+            Some(Format::ChakraEt)
+                if chakra::looks_like(bytes).is_none()
+                    && std::str::from_utf8(bytes)
+                        .ok()
+                        .and_then(|t| chakra::groups::looks_like(t, t))
+                        .is_some() =>
+            {
+                None
+            }
+            f => f,
+        };
         // Chakra ET files are binary protobuf: detected on bytes, before
         // any text decoding.
         let chakra_seen = if forced.is_none() {
@@ -1048,7 +1062,6 @@ pub fn load_set_with_progress(
         if let Some((idx, _)) = groups {
             if let Some(s) = summaries.get_mut(*idx) {
                 fill_run(s, &run);
-                s.file_ranks = Some(Vec::new());
                 s.run_files = Some(run.files.clone());
                 s.diagnostics.extend(
                     run.diagnostics

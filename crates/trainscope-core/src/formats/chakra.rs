@@ -574,7 +574,9 @@ fn resolve_groups(
         single: BTreeSet::new(),
     };
     let names = |v: &mut dyn Iterator<Item = &String>| {
-        let all: Vec<&str> = v.map(String::as_str).collect();
+        let mut all: Vec<&str> = v.map(String::as_str).collect();
+        // Integer ids in numeric order, then the others.
+        all.sort_by_key(|id| (id.parse::<u64>().map_err(|_| *id), *id));
         let shown: Vec<&str> = all.iter().take(10).copied().collect();
         format!(
             "{}{}",

@@ -1219,7 +1219,7 @@ pub fn build(
             job.micro_batches
         ));
     }
-    if p > 1 && activation == 0 {
+    if p > 1 && activation == 0 && job.pipelined {
         warnings.push(
             "stage-to-stage sends carry 0 bytes: pipeline transfers are not simulated".to_string(),
         );
