@@ -267,3 +267,46 @@ fn groups_that_fit_no_layout_fall_back_with_a_warning() {
         out.warnings
     );
 }
+
+#[test]
+fn a_simai_workload_with_experts_reads_back_with_its_groups() {
+    // TP 2 x EP 2 x PP 2 x DP 2 (world 8): EP = DP, told apart from a DP 4
+    // layout by the files' point-to-point partners.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/parse/simai/ep_types.txt"
+    );
+    let text = std::fs::read(path).unwrap();
+    let original = run_files(
+        &[("ep_types.txt", text.as_slice())],
+        &SimConfig::default(),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    let ex = write_timeline(
+        &original.result.timeline,
+        original.parallel,
+        PlacementOrder::default(),
+    );
+    let files: Vec<(String, Vec<u8>)> = ex
+        .files()
+        .into_iter()
+        .map(|(i, _, b)| (format!("moe.{i}.et"), b))
+        .collect();
+    let groups = ex.comm_groups_json().expect("groups");
+    let back = simulate(&files, Some(&groups));
+    let p = back.parallel;
+    assert_eq!((p.tp, p.dp, p.pp, p.ep), (2, 2, 2, 2));
+    // Every collective of rank 0 takes the time the original gave it.
+    assert!(!colls(&original.result.timeline, 0, SpanKind::CollEp).is_empty());
+    for kind in [
+        SpanKind::CollTp,
+        SpanKind::CollEp,
+        SpanKind::CollDp,
+        SpanKind::CollDpEp,
+        SpanKind::CollOther,
+    ] {
+        let want = colls(&original.result.timeline, 0, kind);
+        assert_eq!(colls(&back.result.timeline, 0, kind), want, "{kind:?}");
+    }
+}

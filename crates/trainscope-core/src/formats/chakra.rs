@@ -105,6 +105,9 @@ pub struct ChakraTrace {
     pub nodes_read: u64,
     /// Nodes skipped (unsupported type or collective, errors, cycles).
     pub nodes_skipped: u64,
+    /// Peers of the skipped point-to-point nodes (`comm_dst` of sends,
+    /// `comm_src` of receives), ascending: a hint for the pipeline layout.
+    pub p2p_peers: Vec<u32>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -264,6 +267,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
         nodes: Vec::new(),
         nodes_read: 0,
         nodes_skipped: 0,
+        p2p_peers: Vec::new(),
         diagnostics: Vec::new(),
     };
     let meta_end =
@@ -330,6 +334,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
     let mut kept: Vec<ChakraNode> = Vec::new();
     let mut all_ids: BTreeMap<u64, usize> = BTreeMap::new();
     let mut skipped_by_type: BTreeMap<String, u64> = BTreeMap::new();
+    let mut peers: BTreeSet<u32> = BTreeSet::new();
     for (offset, n) in &raw {
         let off = *offset;
         if let Some(first) = all_ids.get(&n.id) {
@@ -469,12 +474,24 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
                     ..base
                 });
             }
-            _ => {
+            t => {
+                let peer = match t {
+                    Ok(NodeType::CommSendNode) => attr(n, "comm_dst"),
+                    Ok(NodeType::CommRecvNode) => attr(n, "comm_src"),
+                    _ => None,
+                };
+                if let Some(p) = peer
+                    .and_then(|a| int_value(a).ok())
+                    .and_then(|v| u32::try_from(v).ok())
+                {
+                    peers.insert(p);
+                }
                 trace.nodes_skipped += 1;
                 *skipped_by_type.entry(type_name(n.r#type)).or_insert(0) += 1;
             }
         }
     }
+    trace.p2p_peers = peers.into_iter().collect();
     for (t, count) in &skipped_by_type {
         sink.push(Diagnostic::warning(format!(
             "`{file}`: {count} {t} node(s) skipped (trainscope replays compute and collective nodes; point-to-point, memory and metadata nodes are not simulated)"
@@ -567,6 +584,7 @@ fn resolve_groups(
     comm: Option<&groups::CommGroups>,
     pg_hints: &BTreeMap<String, BTreeMap<String, u64>>,
     unnamed: u64,
+    p2p: &[(u32, u32)],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Resolved {
     let none = Resolved {
@@ -656,7 +674,7 @@ fn resolve_groups(
         .iter()
         .map(|(id, m, h)| (*id, m.as_slice(), *h))
         .collect();
-    let layout = match groups::infer_layout(world, &view) {
+    let layout = match groups::infer_layout(world, &view, p2p) {
         Ok(l) => l,
         Err(why) => {
             diagnostics.push(
@@ -714,6 +732,8 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
     // pg_name -> writer's hint -> collectives.
     let mut pg_hints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut unnamed = 0u64;
+    // Point-to-point partners (rank, peer): pipeline neighbours.
+    let mut p2p: Vec<(u32, u32)> = Vec::new();
     for (i, t) in traces.iter().enumerate() {
         let rank = if named {
             t.rank.unwrap_or(0)
@@ -759,6 +779,7 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
                 op
             })
             .collect();
+        p2p.extend(t.p2p_peers.iter().map(|p| (rank, *p)));
         ranks.insert(
             rank,
             RankTrace {
@@ -782,7 +803,15 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
         )));
     }
     let present: BTreeSet<u32> = ranks.keys().copied().collect();
-    let resolved = resolve_groups(world, &present, comm, &pg_hints, unnamed, &mut diagnostics);
+    let resolved = resolve_groups(
+        world,
+        &present,
+        comm,
+        &pg_hints,
+        unnamed,
+        &p2p,
+        &mut diagnostics,
+    );
     let parallel = match &resolved.layout {
         Some(l) => {
             let world_kind = l.world_kind().unwrap_or(CommGroup::Dp);

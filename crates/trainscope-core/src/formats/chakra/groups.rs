@@ -21,11 +21,13 @@
 //! DP-across-experts and first/last-stage (embedding) groups of such a
 //! layout. The groups the collectives use are matched against every
 //! layout `tp x dp x pp = world` (and `ep` dividing `dp` when a group
-//! needs it); the first layout in which every used group is one of those
-//! groups is taken, preferring the one that agrees with most of the
-//! writer's `trainscope_group` hints (trainscope's own files name each
-//! group's kind), then no EP (or the smaller), then fewer pipeline stages,
-//! then the larger TP. No fitting layout: the caller falls back to one data-parallel
+//! needs it; with `ep = dp` the expert group is the data-parallel one); of
+//! the layouts in which every used group is one of those groups, the one
+//! taken agrees with most of the writer's `trainscope_group` hints
+//! (trainscope's own files name each group's kind), then makes most
+//! point-to-point partners of the files (sends' `comm_dst`, receives'
+//! `comm_src`) pipeline neighbours, then has no EP (or the smaller), then
+//! fewer pipeline stages, then the larger TP. No fitting layout: the caller falls back to one data-parallel
 //! group of every rank, naming a group that does not fit.
 
 use crate::diag::{Diagnostic, Location};
@@ -483,7 +485,12 @@ fn kind_in(members: &[u32], tp: u32, dp: u32, pp: u32, ep: u32) -> Option<CommGr
         return Some(CommGroup::Tp);
     }
     if n == dp && cs.iter().all(|c| c.0 == t0 && c.2 == p0) {
-        return Some(CommGroup::Dp);
+        // With EP = DP the expert group is the data-parallel group.
+        return Some(if ep > 1 && ep == dp {
+            CommGroup::Ep
+        } else {
+            CommGroup::Dp
+        });
     }
     if pp > 1 && n == 2 && cs.iter().all(|c| c.0 == t0 && c.1 == d0) && p0 == 0 && cs[1].2 == pp - 1
     {
@@ -507,12 +514,25 @@ fn divisors(n: u32) -> Vec<u32> {
 /// The Megatron layout the used groups fit (see the module
 /// documentation): `groups` are (id, members ascending, writer's hint);
 /// groups of one member take no part (their collectives are local).
+/// `p2p` are (rank, peer) pairs of the files' point-to-point nodes: among
+/// layouts the hints do not tell apart, the one in which most of them are
+/// pipeline neighbours (same TP and DP index, adjacent stages) wins.
 /// `Err` names a group that fits no layout.
-pub fn infer_layout(world: u32, groups: &[(&str, &[u32], Option<&str>)]) -> Result<Layout, String> {
+pub fn infer_layout(
+    world: u32,
+    groups: &[(&str, &[u32], Option<&str>)],
+    p2p: &[(u32, u32)],
+) -> Result<Layout, String> {
     let used: Vec<&(&str, &[u32], Option<&str>)> =
         groups.iter().filter(|g| g.1.len() > 1).collect();
     // (score key, layout) of the best fit so far.
-    type Key = (usize, std::cmp::Reverse<u32>, std::cmp::Reverse<u32>, u32);
+    type Key = (
+        usize,
+        usize,
+        std::cmp::Reverse<u32>,
+        std::cmp::Reverse<u32>,
+        u32,
+    );
     let mut best: Option<(Key, Layout)> = None;
     // The group that fails the most promising layouts, for the message.
     let mut misfit: BTreeMap<&str, usize> = BTreeMap::new();
@@ -542,7 +562,20 @@ pub fn infer_layout(world: u32, groups: &[(&str, &[u32], Option<&str>)]) -> Resu
                 if !fits || (ep > 1 && !needs_ep) {
                     continue;
                 }
-                let key: Key = (hits, std::cmp::Reverse(ep), std::cmp::Reverse(pp), tp);
+                let neighbours = p2p
+                    .iter()
+                    .filter(|(a, b)| {
+                        let (sa, sb) = (a / (tp * dp), b / (tp * dp));
+                        a % (tp * dp) == b % (tp * dp) && sa.abs_diff(sb) == 1
+                    })
+                    .count();
+                let key: Key = (
+                    hits,
+                    neighbours,
+                    std::cmp::Reverse(ep),
+                    std::cmp::Reverse(pp),
+                    tp,
+                );
                 if best.as_ref().is_none_or(|(k, _)| key > *k) {
                     best = Some((
                         key,
@@ -662,7 +695,7 @@ mod tests {
         ];
         let v: Vec<(&str, &[u32], Option<&str>)> =
             g.iter().map(|(a, b, c)| (*a, b.as_slice(), *c)).collect();
-        let l = infer_layout(8, &v).unwrap();
+        let l = infer_layout(8, &v, &[]).unwrap();
         assert_eq!((l.tp, l.dp, l.pp, l.ep), (2, 2, 2, 1));
         assert_eq!(l.kinds["1"], CommGroup::Tp);
         assert_eq!(l.kinds["4"], CommGroup::Dp);
@@ -670,28 +703,40 @@ mod tests {
         // Without hints the same groups fit only that layout.
         let v2: Vec<(&str, &[u32], Option<&str>)> =
             v.iter().map(|(a, b, _)| (*a, *b, None)).collect();
-        assert_eq!(infer_layout(8, &v2).unwrap(), l);
+        assert_eq!(infer_layout(8, &v2, &[]).unwrap(), l);
         // Groups {0,1},{2,3} of 4 ranks: DP of PP 2 by the hints, TP
         // (fewest stages) without them.
         let dp = [
             ("1", &[0u32, 1][..], Some("DP")),
             ("2", &[2u32, 3][..], Some("DP")),
         ];
-        let l = infer_layout(4, &dp).unwrap();
+        let l = infer_layout(4, &dp, &[]).unwrap();
         assert_eq!((l.tp, l.dp, l.pp), (1, 2, 2));
         let bare = [("1", &[0u32, 1][..], None), ("2", &[2u32, 3][..], None)];
-        let l = infer_layout(4, &bare).unwrap();
+        let l = infer_layout(4, &bare, &[]).unwrap();
         assert_eq!((l.tp, l.dp, l.pp), (2, 2, 1));
+        // ... and of PP 2 when ranks 0 and 2 exchange point-to-point (TP 2
+        // x PP 2 and DP 2 x PP 2 both make them neighbours: the larger TP).
+        let l = infer_layout(4, &bare, &[(0, 2), (2, 0)]).unwrap();
+        assert_eq!((l.tp, l.dp, l.pp), (2, 1, 2));
+        // EP = DP (2 of PP 2, TP 2), told apart from DP 4 by the transfers.
+        let ep = [
+            ("1", &[0u32, 2][..], Some("EP")),
+            ("2", &[5u32, 7][..], Some("EP")),
+        ];
+        let l = infer_layout(8, &ep, &[(0, 4), (5, 1)]).unwrap();
+        assert_eq!((l.tp, l.dp, l.pp, l.ep), (2, 2, 2, 2));
+        assert_eq!(l.kinds["2"], CommGroup::Ep);
         // EP 2 inside DP 4 (TP 1): EP {0,1}, DP_EP {0,2}.
         let moe = [
             ("1", &[0u32, 1][..], Some("EP")),
             ("2", &[0u32, 2][..], Some("DP_EP")),
         ];
-        let l = infer_layout(4, &moe).unwrap();
+        let l = infer_layout(4, &moe, &[]).unwrap();
         assert_eq!((l.tp, l.dp, l.pp, l.ep), (1, 4, 1, 2));
         // {0, 3} of 4 ranks fits nothing.
         let odd = [("7", &[0u32, 3][..], None), ("1", &[0u32, 1][..], None)];
-        let e = infer_layout(4, &odd).unwrap_err();
+        let e = infer_layout(4, &odd, &[]).unwrap_err();
         assert!(e.starts_with("group `7` (ranks 0, 3)"), "{e}");
     }
 }
