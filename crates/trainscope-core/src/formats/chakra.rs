@@ -21,7 +21,8 @@
 //!   at the node;
 //! - `COMM_SEND_NODE` / `COMM_RECV_NODE`, memory and metadata nodes are
 //!   skipped with a warning (trainscope's per-rank programs have no
-//!   arbitrary point-to-point transfers);
+//!   arbitrary point-to-point transfers); the peers of sends and receives
+//!   (`comm_dst` / `comm_src`) are kept as a hint for the pipeline layout;
 //! - dependencies (`data_deps` and `ctrl_deps`) must name nodes of the same
 //!   file: unknown ids, duplicate ids and cycles are named (ASTRA-sim skips
 //!   such nodes silently).
@@ -32,10 +33,25 @@
 //! timeline shows them where the trace put them; collectives have no
 //! duration there) in one topological order of their dependencies (ties:
 //! file order), which
-//! [`crate::sim::chakra::chakra_job`] replays. Collectives without
-//! `pg_name` span all ranks (ASTRA-sim's rule) and are simulated over the
-//! whole world as one data-parallel group; a `pg_name` is kept in the op's
-//! detail and simulated the same way, with a warning.
+//! [`crate::sim::chakra::chakra_job`] replays.
+//!
+//! Process groups: a collective's `pg_name` names a group of ASTRA-sim's
+//! communicator-group file (`comm_groups.json`, format
+//! `chakra-comm-groups`, read by [`groups`]) given beside the `.et` files;
+//! without `pg_name` a collective spans all ranks (ASTRA-sim's rule). With
+//! the file, the groups the collectives use are matched to a Megatron
+//! layout TP x DP x PP (EP) of the set's world ([`groups::infer_layout`]):
+//! the run gets that parallel configuration, each rank its stage, and
+//! each collective the group kind (TP, DP, EP, DP across experts, the
+//! first and last stages' embedding group) whose members its group holds,
+//! so it is simulated over exactly those ranks. Warned and resolved:
+//! a `pg_name` the file lacks (over all ranks), a group of one rank (its
+//! collectives take 0 ns), ranks of the file outside the set (errors
+//! located in the file), groups that fit no layout (the group is named),
+//! collectives over all ranks that are no group of the layout, a stage
+//! without a file: in each of the last four cases every collective is
+//! simulated over the whole world as one data-parallel group, as without
+//! the file, where `pg_name`s get a warning with the hint to add the file.
 //!
 //! Writing ([`encode`]) frames messages the same way; the conversion of a
 //! simulated timeline into nodes is [`crate::sim::chakra`].

@@ -4,14 +4,21 @@
 //! becomes a per-rank [`JobSpec`] with an explicit order: each rank's kept
 //! nodes in their topological order, the compute between two collectives
 //! one piece of compute (its nodes' `duration_micros` summed), each
-//! collective re-costed by the configured network model over the whole
-//! world (one data-parallel group: a collective without `pg_name` spans all
-//! ranks in ASTRA-sim). Sizes: Chakra's `comm_size` is the full buffer for
-//! all-reduce, reduce-scatter and all-to-all and the per-rank input for
-//! all-gather, whose full size is `comm_size` x world. Branches of a rank's
-//! graph that ASTRA-sim could run concurrently run one after another here
-//! (trainscope's per-rank programs are sequences; the order is a
-//! topological one, ties in file order).
+//! collective re-costed by the configured network model over its group:
+//! the run's parallel configuration and each collective's group kind come
+//! from the set's `comm_groups.json` when given (a Megatron layout, ranks
+//! placed TP fastest, then DP, then PP; see
+//! [`crate::formats::chakra::to_run`]), else every collective runs over
+//! the whole world as one data-parallel group (a collective without
+//! `pg_name` spans all ranks in ASTRA-sim). Sizes: Chakra's `comm_size` is
+//! the full buffer for all-reduce, reduce-scatter and all-to-all and the
+//! per-rank input for all-gather, whose full size is `comm_size` x the
+//! group's members. Stages are not linked as a pipeline
+//! ([`super::job::JobSpec::pipelined`] false): the graphs' point-to-point
+//! nodes are not replayed, so ranks meet only in their collectives.
+//! Branches of a rank's graph that ASTRA-sim could run concurrently run
+//! one after another here (trainscope's per-rank programs are sequences;
+//! the order is a topological one, ties in file order).
 //!
 //! Out ([`write_timeline`]): a simulated timeline becomes one `.et` file per
 //! world rank ([`ChakraExport::file`] makes each on demand). A job
