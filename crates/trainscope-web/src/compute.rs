@@ -194,7 +194,8 @@ pub fn run_with_source(
 }
 
 /// The files one simulation takes: the last loaded usable input (with every
-/// rank file of its Echo job). A file with skipped records is usable (the
+/// rank file of its Echo job, every Kineto file, every Chakra `.et` file and
+/// the set's comm_groups.json). A file with skipped records is usable (the
 /// simulation leaves them out and warns); files that gave no result are left
 /// out; a warning names what else is loaded but not simulated.
 pub fn pick_input<'a>(
@@ -224,6 +225,21 @@ pub fn pick_input<'a>(
             .iter()
             .copied()
             .filter(|&i| summaries[i].format == Some(Format::KinetoTrace))
+            .collect()
+    } else if matches!(
+        summaries[last].format,
+        Some(Format::ChakraEt | Format::ChakraCommGroups)
+    ) {
+        // A Chakra set: every rank's .et file and its comm_groups.json.
+        usable
+            .iter()
+            .copied()
+            .filter(|&i| {
+                matches!(
+                    summaries[i].format,
+                    Some(Format::ChakraEt | Format::ChakraCommGroups)
+                )
+            })
             .collect()
     } else {
         vec![last]
