@@ -7,7 +7,8 @@
 //! Without the file every collective spans the 8 ranks (slower) and a
 //! warning says to add the file. Also: detection and inspection of the
 //! groups file (`chakra-comm-groups`), located errors of bad groups files
-//! in a set, and a file whose groups fit no Megatron layout.
+//! in a set, a file whose groups fit no Megatron layout, a pg_name the
+//! file lacks, and a SimAI MoE workload (EP = DP) read back the same way.
 
 use trainscope_core::formats::Format;
 use trainscope_core::hardware::gpu_preset;
@@ -308,5 +309,42 @@ fn a_simai_workload_with_experts_reads_back_with_its_groups() {
     ] {
         let want = colls(&original.result.timeline, 0, kind);
         assert_eq!(colls(&back.result.timeline, 0, kind), want, "{kind:?}");
+    }
+}
+
+#[test]
+fn a_pg_name_the_groups_file_lacks_is_named() {
+    // TP 2 x DP 2: the file keeps the DP groups only. The TP collectives'
+    // pg_names have no entry (over all ranks, ASTRA-sim's default group),
+    // and TP 2 x DP 2 has no group of all 4 ranks: one DP group of all.
+    let (files, groups, _) = written(2, 2, 1);
+    let v: serde_json::Value = serde_json::from_str(&groups).unwrap();
+    let dp: serde_json::Map<String, serde_json::Value> = v
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, m)| {
+            let r: Vec<u64> = m
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
+            r[1] - r[0] == 2
+        })
+        .map(|(k, m)| (k.clone(), m.clone()))
+        .collect();
+    assert_eq!(dp.len(), 2, "{groups}");
+    let out = simulate(&files, Some(&serde_json::Value::Object(dp).to_string()));
+    assert_eq!(out.parallel.dp, 4);
+    for needle in [
+        "have no group in `comm_groups.json`: simulated over all ranks",
+        "are no group of the layout TP 2 x DP 2 x PP 1",
+    ] {
+        assert!(
+            out.warnings.iter().any(|w| w.contains(needle)),
+            "{needle}: {:?}",
+            out.warnings
+        );
     }
 }
