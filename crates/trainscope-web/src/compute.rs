@@ -45,18 +45,31 @@ pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
     run_with_source(req, progress).0
 }
 
-/// [`run`], also returning what the run's downloads are made from.
+/// The steps of a run's progress ([`Progress::total`]): the set's parse,
+/// each file's summary, simulating, each compared schedule, preparing.
+pub fn progress_total(req: &RunRequest) -> u32 {
+    let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
+    n.saturating_add(3).saturating_add(compared_steps(req))
+}
+
+fn compared_steps(req: &RunRequest) -> u32 {
+    if req.compare_schedules {
+        Schedule::ALL.len() as u32
+    } else {
+        0
+    }
+}
+
+/// [`run`], also returning what the run's downloads are made from. Every
+/// file must be bytes (the worker reads a `Blob` file before): one that is
+/// not is reported as a run error and read as empty.
 pub fn run_with_source(
     req: &RunRequest,
     progress: &mut dyn FnMut(Progress),
 ) -> (RunOutput, Option<ExportSource>) {
     let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
-    let compared = if req.compare_schedules {
-        Schedule::ALL.len() as u32
-    } else {
-        0
-    };
-    let total = n.saturating_add(3).saturating_add(compared);
+    let compared = compared_steps(req);
+    let total = progress_total(req);
     progress(Progress {
         id: req.id,
         done: 0,
@@ -67,7 +80,19 @@ pub fn run_with_source(
     let pairs: Vec<(&str, &[u8])> = req
         .files
         .iter()
-        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .map(|f| (f.name.as_str(), f.bytes().unwrap_or_default()))
+        .collect();
+    let unread: Vec<Diagnostic> = req
+        .files
+        .iter()
+        .filter(|f| f.bytes().is_none())
+        .map(|f| {
+            Diagnostic::error(format!(
+                "`{}` was not read: its content did not reach the worker",
+                f.name
+            ))
+            .with_hint("load the file again")
+        })
         .collect();
     // Within a large file (a PyTorch profiler trace): bytes read so far.
     let summaries = inspect_set_with_progress(&pairs, None, &mut |i, read, size| {
@@ -98,7 +123,7 @@ pub fn run_with_source(
         })
     };
     let mut hints = SettingsHints::default();
-    let mut diagnostics = Vec::new();
+    let mut diagnostics = unread;
     let mut files = Vec::with_capacity(summaries.len());
     for (i, (summary, f)) in summaries.iter().zip(&req.files).enumerate() {
         let i = u32::try_from(i).unwrap_or(u32::MAX);
@@ -121,7 +146,7 @@ pub fn run_with_source(
             )));
         }
         let workload = if summary.format == Some(Format::SimaiWorkload) {
-            decode_text(&f.name, &f.bytes)
+            decode_text(&f.name, f.bytes().unwrap_or_default())
                 .ok()
                 .and_then(|(text, _)| simai::parse(&f.name, &text).ok())
         } else {
