@@ -78,9 +78,9 @@ fn decode_parts(parts: &[JsValue]) -> Result<Request, String> {
     let mut files = Vec::with_capacity(infos.len());
     for (info, part) in infos.into_iter().zip(&parts[1..]) {
         let data = if let Some(blob) = part.dyn_ref::<web_sys::Blob>() {
-            let id = info
-                .blob
-                .ok_or_else(|| format!("file `{}`: a Blob where bytes were announced", info.name))?;
+            let id = info.blob.ok_or_else(|| {
+                format!("file `{}`: a Blob where bytes were announced", info.name)
+            })?;
             FileData::Blob(BlobFile {
                 id,
                 size_bytes: blob.size() as u64,
