@@ -10,7 +10,9 @@
 // browser's File until the worker reads it): the first run reads them, a
 // re-run with a changed setting reads nothing again (the worker kept
 // them) and keeps the analysis. A single large generated trace (48 MiB)
-// shows its own parse progress in the run bar (bytes read of the file).
+// shows its own parse progress in the run bar (bytes read of the file),
+// and the page's wasm memory stays below half its size (the page never
+// copies a dropped file).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -171,6 +173,10 @@ test('a large Kineto file shows its own parse progress in the run bar', { skip }
   const size = fs.statSync(big).size;
   assert.ok(size > 32 << 20, `generated ${size} bytes`);
   const { page, errors } = await newPage(browser.context);
+  // The page's wasm memory (Trunk hands the module over when it starts).
+  await page.addInitScript(() => {
+    addEventListener('TrunkApplicationStarted', (e) => { window.__pageWasm = e.detail.wasm; });
+  });
   await page.goto(site.url);
   // Record every state of the run bar while the file is read.
   await page.evaluate(() => {
@@ -195,5 +201,9 @@ test('a large Kineto file shows its own parse progress in the run bar', { skip }
   const values = within.map(([, v]) => v);
   assert.ok(values.some((v, i) => i > 0 && v > values[0]), `the bar moves: ${values}`);
   assert.equal((await page.locator('[data-testid="file-card"] [data-testid="format"]').textContent()).trim(), 'kineto-trace');
+  // The file stayed the browser's File on the page: the page's wasm memory
+  // (which never shrinks) never held its bytes; the worker read them.
+  const pageWasm = await page.evaluate(() => window.__pageWasm.memory.buffer.byteLength);
+  assert.ok(pageWasm < size / 2, `page wasm memory ${pageWasm} bytes for a ${size}-byte file`);
   assert.deepEqual(errors, []);
 });
