@@ -533,7 +533,81 @@ fn a_dropped_file_travels_as_its_blob_not_its_bytes() {
     assert!(
         out.diagnostics
             .iter()
-            .any(|d| d.is_error() && d.message.contains("`rank0.json` was not read")),
+            .any(|d| d.is_error() && d.message.contains("could not read `rank0.json`")),
+        "{:?}",
+        out.diagnostics
+    );
+}
+
+#[wasm_bindgen_test]
+fn a_run_reads_each_file_once_and_equals_the_cores_run() {
+    use trainscope_core::sim::{run_files, RunOptions, SimConfig};
+    use trainscope_web::compute::ExportSource;
+    const K0: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank0.json");
+    const K1: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank1.pt.trace.json.gz");
+    let files = [("job2_rank0.json", K0), ("job2_rank1.pt.trace.json.gz", K1)];
+    let mut req = run_request(4, &files);
+    req.compare_schedules = true;
+    // The worker's reader gives each file's bytes when asked (a `Blob`'s,
+    // read then dropped once parsed): count the reads.
+    let mut reads = Vec::new();
+    let (out, source) = compute::run_with_reader(
+        &req,
+        &mut |i, f| {
+            reads.push(i);
+            Ok(Rc::new(f.bytes().unwrap().to_vec()))
+        },
+        &mut |_| {},
+    );
+    // Parsed once, file by file; the simulation, the analysis and every
+    // compared schedule come from that parse.
+    assert_eq!(reads, vec![0, 1]);
+    let want = run_files(&files, &SimConfig::default(), &RunOptions::default()).unwrap();
+    let Some(ExportSource::Event(got)) = source else {
+        panic!("an event run")
+    };
+    assert_eq!(got.report_json(), want.report_json());
+    assert!(out.analysis.is_some());
+    assert_eq!(out.analysis, want.analysis);
+    assert!(out
+        .files
+        .iter()
+        .all(|f| f.format.as_deref() == Some("kineto-trace")));
+
+    // Another input picked (a SimAI workload loaded last): only it is read
+    // again, to be simulated alone.
+    let mut reads = Vec::new();
+    let three = run_request(5, &[files[0], files[1], ("a.txt", SEED000)]);
+    let out = compute::run_with_reader(
+        &three,
+        &mut |i, f| {
+            reads.push(i);
+            Ok(Rc::new(f.bytes().unwrap().to_vec()))
+        },
+        &mut |_| {},
+    )
+    .0;
+    assert_eq!(reads, vec![0, 1, 2, 2]);
+    assert_eq!(
+        out.result.as_ref().and_then(|r| r.iteration_time_ns),
+        compute_output(&run_request(6, &[("a.txt", SEED000)]))
+            .result
+            .and_then(|r| r.iteration_time_ns)
+    );
+
+    // A file that cannot be read is an error naming it.
+    let out = compute::run_with_reader(
+        &req,
+        &mut |i, f| match i {
+            1 => Err("the file is gone".into()),
+            _ => Ok(Rc::new(f.bytes().unwrap().to_vec())),
+        },
+        &mut |_| {},
+    )
+    .0;
+    assert!(
+        out.diagnostics.iter().any(|d| d.is_error()
+            && d.message == "could not read `job2_rank1.pt.trace.json.gz`: the file is gone"),
         "{:?}",
         out.diagnostics
     );

@@ -9,9 +9,10 @@
 //! candidate and the rows simulated so far in chunks
 //! ([`trainscope_web::sweep::chunk_due`]: every 100 ms of work or 256
 //! rows, and at the end), then the shard's report without its rows.
-//! It keeps the last run's data so export requests are answered on demand,
-//! and the bytes of the dropped files (sent as `Blob`s, read here chunk by
-//! chunk when a request first names them) so that a re-run reads nothing.
+//! It keeps the last run's data so export requests are answered on demand.
+//! Dropped files come as `Blob`s, read here chunk by chunk when a run needs
+//! their bytes, one file at a time (the run parses each and drops its
+//! bytes); small ones are kept for re-runs ([`KEEP_MAX_BYTES`]).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -30,7 +31,8 @@ thread_local! {
     static CURRENT: Cell<u64> = const { Cell::new(0) };
     /// The last finished run's id and what its downloads are made from.
     static LAST: RefCell<Option<(u64, ExportSource)>> = const { RefCell::new(None) };
-    /// The bytes of the `Blob` files of the last request, by the page's id.
+    /// The bytes of the small `Blob` files of the last request, by the
+    /// page's id.
     static READ: RefCell<Vec<(u64, Rc<Vec<u8>>)>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -60,7 +62,7 @@ fn hand_back(part: &js_sys::Uint8Array) {
 /// Decode a request sent in parts (the page's `request_buffer`: the head,
 /// then one part per file: a byte file as a buffer, copied out and handed
 /// back at once; a dropped file as its `Blob`, kept unread: see
-/// [`read_blobs`]).
+/// [`file_bytes`]).
 fn decode_parts(parts: &[JsValue]) -> Result<Request, String> {
     let head = parts
         .first()
@@ -143,12 +145,16 @@ fn read_blob(blob: &web_sys::Blob, size_bytes: u64) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// Replace every `Blob` file of `files` by its bytes: kept from an earlier
-/// request when its id is known (a re-run reads nothing), else read now
-/// (`reading(i)` is called before file i is read). What was kept for files
-/// no longer in the request is dropped first, so its memory is reused. An
-/// error names the file that could not be read.
-fn read_blobs(files: &mut [InputFile], reading: &mut dyn FnMut(usize)) -> Result<(), String> {
+/// `Blob` files up to this size are kept in the worker once read (a re-run
+/// reads them from memory); a larger one is read again whenever a run
+/// needs its bytes, one file at a time, so a set of large files (8 PyTorch
+/// profiler traces of 50 MB) is never held whole: each file's bytes are
+/// dropped once it is parsed.
+const KEEP_MAX_BYTES: u64 = 16 << 20;
+
+/// Forget the files kept for earlier requests that `files` no longer names
+/// (their memory is reused).
+fn forget_other_files(files: &[InputFile]) {
     let ids: Vec<u64> = files
         .iter()
         .filter_map(|f| match &f.data {
@@ -157,31 +163,30 @@ fn read_blobs(files: &mut [InputFile], reading: &mut dyn FnMut(usize)) -> Result
         })
         .collect();
     READ.with(|r| r.borrow_mut().retain(|(id, _)| ids.contains(id)));
-    for (i, f) in files.iter_mut().enumerate() {
-        let FileData::Blob(b) = &f.data else {
-            continue;
-        };
-        let kept = READ.with(|r| {
-            r.borrow()
-                .iter()
-                .find(|(id, _)| *id == b.id)
-                .map(|(_, bytes)| bytes.clone())
-        });
-        let bytes = match kept {
-            Some(bytes) => bytes,
-            None => {
-                reading(i);
-                let bytes = Rc::new(
-                    read_blob(&b.blob, b.size_bytes)
-                        .map_err(|e| format!("could not read `{}`: {e}", f.name))?,
-                );
-                READ.with(|r| r.borrow_mut().push((b.id, bytes.clone())));
-                bytes
-            }
-        };
-        f.data = FileData::Bytes(bytes);
+}
+
+/// File `f`'s bytes: its own, or those kept of its `Blob`, else the `Blob`
+/// read now (`reading()` is called first; kept when small).
+fn file_bytes(f: &InputFile, reading: &mut dyn FnMut()) -> Result<Rc<Vec<u8>>, String> {
+    let b = match &f.data {
+        FileData::Bytes(bytes) => return Ok(bytes.clone()),
+        FileData::Blob(b) => b,
+    };
+    let kept = READ.with(|r| {
+        r.borrow()
+            .iter()
+            .find(|(id, _)| *id == b.id)
+            .map(|(_, bytes)| bytes.clone())
+    });
+    if let Some(bytes) = kept {
+        return Ok(bytes);
     }
-    Ok(())
+    reading();
+    let bytes = Rc::new(read_blob(&b.blob, b.size_bytes)?);
+    if b.size_bytes <= KEEP_MAX_BYTES {
+        READ.with(|r| r.borrow_mut().push((b.id, bytes.clone())));
+    }
+    Ok(bytes)
 }
 
 fn on_message(e: MessageEvent) {
@@ -203,26 +208,26 @@ fn on_message(e: MessageEvent) {
     };
     drop(data);
     match decoded {
-        Ok(Request::Run(mut run)) => {
+        Ok(Request::Run(run)) => {
             CURRENT.with(|c| c.set(run.id));
             LAST.with(|l| l.borrow_mut().take());
+            forget_other_files(&run.files);
             let (id, total, n) = (run.id, compute::progress_total(&run), run.files.len());
-            let names: Vec<String> = run.files.iter().map(|f| f.name.clone()).collect();
-            let read = read_blobs(&mut run.files, &mut |i| {
-                send(&Response::Progress(Progress {
-                    id,
-                    done: 0,
-                    total,
-                    label: format!("Reading {} (file {} of {n})", names[i], i + 1),
-                    parsed_bytes: None,
-                }))
-            });
-            if let Err(message) = read {
-                send(&Response::Failed { id, message });
-                return;
-            }
-            let (mut output, source) =
-                compute::run_with_source(&run, &mut |p| send(&Response::Progress(p)));
+            let (mut output, source) = compute::run_with_reader(
+                &run,
+                &mut |i, f| {
+                    file_bytes(f, &mut || {
+                        send(&Response::Progress(Progress {
+                            id,
+                            done: 0,
+                            total,
+                            label: format!("Reading {} (file {} of {n})", f.name, i + 1),
+                            parsed_bytes: None,
+                        }))
+                    })
+                },
+                &mut |p| send(&Response::Progress(p)),
+            );
             let timelines = std::mem::take(&mut output.timelines);
             send(&Response::Done {
                 id: run.id,
@@ -233,16 +238,25 @@ fn on_message(e: MessageEvent) {
             send_bytes(&encode_timelines(run.id, &timelines));
             LAST.with(|l| *l.borrow_mut() = source.map(|s| (run.id, s)));
         }
-        Ok(Request::Sweep(mut x)) => {
+        Ok(Request::Sweep(x)) => {
             CURRENT.with(|c| c.set(x.id));
-            if let Err(message) = read_blobs(&mut x.files, &mut |_| {}) {
-                send(&Response::Failed { id: x.id, message });
-                return;
+            forget_other_files(&x.files);
+            let mut read = Vec::with_capacity(x.files.len());
+            for f in &x.files {
+                match file_bytes(f, &mut || {}) {
+                    Ok(bytes) => read.push((f.name.as_str(), bytes)),
+                    Err(e) => {
+                        send(&Response::Failed {
+                            id: x.id,
+                            message: format!("could not read `{}`: {e}", f.name),
+                        });
+                        return;
+                    }
+                }
             }
-            let files: Vec<(&str, &[u8])> = x
-                .files
+            let files: Vec<(&str, &[u8])> = read
                 .iter()
-                .map(|f| (f.name.as_str(), f.bytes().unwrap_or_default()))
+                .map(|(name, bytes)| (*name, bytes.as_slice()))
                 .collect();
             match sweep::sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned, &files) {
                 Ok((spec, config)) => {
