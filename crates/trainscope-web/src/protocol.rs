@@ -25,11 +25,12 @@
 //! dropped or picked file is its `Blob` itself ([`FileData::Blob`]: the
 //! page never reads it; posting a `Blob` passes a handle, not its bytes),
 //! a file the page holds as bytes (a bundled example) one JS buffer,
-//! transferred. The worker reads each `Blob` into its own memory when it
-//! needs it and keeps it by id for the next runs, copies each byte part
-//! out of its buffer ([`decode_request_head`], [`RequestHead`]): a run of
-//! large files (8 PyTorch profiler traces of 50 MB) holds one copy of them,
-//! in the worker's wasm memory, none in the page's. A response is a JSON string (results are
+//! transferred. The worker copies each byte part out of its buffer
+//! ([`decode_request_head`], [`RequestHead`]) and reads a `Blob` into its
+//! own memory when the run needs its bytes, one file at a time, dropping
+//! them once the file is parsed (a small file is kept by id for the next
+//! runs): a run of large files (8 PyTorch profiler traces of 50 MB) never
+//! holds them all, in either wasm memory. A response is a JSON string (results are
 //! display data, small next to the inputs), except `Timelines`, which
 //! travels as bytes ([`encode_timelines`]: `TSL1` + bincode, transferred).
 
@@ -122,8 +123,8 @@ impl From<Rc<Vec<u8>>> for FileData {
 }
 
 /// A browser `Blob` (a dropped or picked `File`) and the id the page gave
-/// it: the worker keeps the bytes it read by this id, so a re-run of the
-/// same files reads nothing again.
+/// it: the worker keeps the bytes of a small file it read by this id, so a
+/// re-run of the same small files reads nothing again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlobFile {
     /// Unique within the page (one per file loaded).
