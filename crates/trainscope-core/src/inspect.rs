@@ -728,28 +728,70 @@ pub fn load_set_with_progress(
     options: &LoadOptions,
     progress: &mut dyn FnMut(usize, u64, u64),
 ) -> LoadedSet {
-    let mut summaries: Vec<FileSummary> = Vec::with_capacity(files.len());
-    let mut described = Vec::new();
-    let mut simai_sources = Vec::new();
-    let mut runs = Vec::new();
-    let mut models = Vec::new();
-    // Echo traces waiting to be grouped: (summary index, trace).
-    let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
-    // Kineto traces (all of a set form one run): (summary index, trace).
-    let mut kineto_traces: Vec<(usize, kineto::KinetoTrace)> = Vec::new();
-    // Chakra execution traces (binary; all of a set form one run).
-    let mut chakra_traces: Vec<(usize, chakra::ChakraTrace)> = Vec::new();
+    let mut loader = SetLoader::new(forced, options);
+    for (i, (file, bytes)) in files.iter().enumerate() {
+        loader.add(file, bytes, &mut |done, total| progress(i, done, total));
+    }
+    loader.finish()
+}
 
-    for (file, bytes) in files {
+/// [`load_set`] one file at a time: [`SetLoader::add`] parses a file and
+/// keeps only what it read (a caller can drop each file's bytes before
+/// reading the next: a set of large files never has to be in memory at
+/// once), [`SetLoader::finish`] groups the set (Echo jobs, the Kineto run,
+/// the Chakra run) as [`load_set`] does. Adding the files of a set in order
+/// and finishing gives exactly `load_set` of that set.
+pub struct SetLoader {
+    forced: Option<Format>,
+    options: LoadOptions,
+    summaries: Vec<FileSummary>,
+    described: Vec<DescribedJob>,
+    simai_sources: Vec<Option<SimaiWorkload>>,
+    runs: Vec<MeasuredRun>,
+    models: Vec<ModelSpec>,
+    /// Echo traces waiting to be grouped: (summary index, trace).
+    echo_traces: Vec<(usize, echo::EchoTrace)>,
+    /// Kineto traces (all of a set form one run): (summary index, trace).
+    kineto_traces: Vec<(usize, kineto::KinetoTrace)>,
+    /// Chakra execution traces (binary; all of a set form one run).
+    chakra_traces: Vec<(usize, chakra::ChakraTrace)>,
+}
+
+impl SetLoader {
+    pub fn new(forced: Option<Format>, options: &LoadOptions) -> Self {
+        SetLoader {
+            forced,
+            options: *options,
+            summaries: Vec::new(),
+            described: Vec::new(),
+            simai_sources: Vec::new(),
+            runs: Vec::new(),
+            models: Vec::new(),
+            echo_traces: Vec::new(),
+            kineto_traces: Vec::new(),
+            chakra_traces: Vec::new(),
+        }
+    }
+
+    /// The summaries of the files added so far (a file's is complete once
+    /// the set is finished: a multi-file run's fields are filled then).
+    pub fn summaries(&self) -> &[FileSummary] {
+        &self.summaries
+    }
+
+    /// Detect (unless forced) and parse one file of the set, calling
+    /// `progress(bytes read, total bytes)` while a PyTorch profiler trace
+    /// is read.
+    pub fn add(&mut self, file: &str, bytes: &[u8], progress: &mut dyn FnMut(u64, u64)) {
         let mut summary = FileSummary::new(file);
         // Chakra ET files are binary protobuf: detected on bytes, before
         // any text decoding.
-        let chakra_seen = if forced.is_none() {
+        let chakra_seen = if self.forced.is_none() {
             chakra::looks_like(bytes)
         } else {
             None
         };
-        if forced == Some(Format::ChakraEt) || chakra_seen.is_some() {
+        if self.forced == Some(Format::ChakraEt) || chakra_seen.is_some() {
             if let Some((confidence, _)) = chakra_seen {
                 summary.confidence = Some(confidence);
             } else {
@@ -766,9 +808,9 @@ pub fn load_set_with_progress(
             let t = chakra::parse(file, bytes);
             summary.read = t.nodes.len() as u64;
             summary.skipped = t.nodes_skipped;
-            chakra_traces.push((summaries.len(), t));
-            summaries.push(summary);
-            continue;
+            self.chakra_traces.push((self.summaries.len(), t));
+            self.summaries.push(summary);
+            return;
         }
         // A gzip'd file (Kineto traces often are) is read decompressed.
         let gzip = kineto::is_gzip(bytes);
@@ -791,11 +833,11 @@ pub fn load_set_with_progress(
             Err(d) => {
                 summary.diagnostics.extend(gzip_error.take());
                 summary.diagnostics.push(d);
-                summaries.push(summary);
-                continue;
+                self.summaries.push(summary);
+                return;
             }
         };
-        let format = match forced {
+        let format = match self.forced {
             Some(f) => {
                 summary.forced = true;
                 let best = formats::detect_all(&text).into_iter().next();
@@ -821,8 +863,8 @@ pub fn load_set_with_progress(
                 Err(d) => {
                     summary.diagnostics.extend(gzip_error.take());
                     summary.diagnostics.push(d);
-                    summaries.push(summary);
-                    continue;
+                    self.summaries.push(summary);
+                    return;
                 }
             },
         };
@@ -854,8 +896,8 @@ pub fn load_set_with_progress(
                         let job = simai::to_model(file, &w);
                         summary.job = Some(described_summary(&job));
                         summary.diagnostics.extend(job.diagnostics.iter().cloned());
-                        described.push(job);
-                        simai_sources.push(Some(w));
+                        self.described.push(job);
+                        self.simai_sources.push(Some(w));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -866,11 +908,11 @@ pub fn load_set_with_progress(
                     Ok(t) => {
                         summary.read = t.rows.len() as u64;
                         summary.skipped = u64::from(t.skipped_rows);
-                        let job = neusight::to_model(file, &t, &options.neusight);
+                        let job = neusight::to_model(file, &t, &self.options.neusight);
                         summary.job = Some(described_summary(&job));
                         summary.diagnostics.extend(job.diagnostics.iter().cloned());
-                        described.push(job);
-                        simai_sources.push(None);
+                        self.described.push(job);
+                        self.simai_sources.push(None);
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -886,7 +928,7 @@ pub fn load_set_with_progress(
                         fill_run(&mut summary, &run);
                         summary.file_ranks.clone_from(&summary.ranks);
                         summary.diagnostics.extend(run.diagnostics.iter().cloned());
-                        runs.push(run);
+                        self.runs.push(run);
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -898,7 +940,7 @@ pub fn load_set_with_progress(
                         summary.read = top_level_key_count(&text);
                         summary.model = Some(ModelSummary::of(&model));
                         summary.diagnostics.extend(warnings);
-                        models.push(model);
+                        self.models.push(model);
                     }
                     Err(ds) => summary.diagnostics.extend(ds),
                 }
@@ -915,19 +957,13 @@ pub fn load_set_with_progress(
                 // (CPU-only profiling, a Chrome trace of something else)
                 // has nothing to analyse and fails, saying so.
                 summary.unit = "GPU events";
-                let index = summaries.len();
-                match kineto::parse_text_with_progress(
-                    file,
-                    &text,
-                    gzip_error.take(),
-                    &mut |done, total| progress(index, done, total),
-                ) {
+                match kineto::parse_text_with_progress(file, &text, gzip_error.take(), progress) {
                     Ok(mut t) => {
                         t.gzip = gzip;
                         summary.read = t.ops.len() as u64;
                         summary.skipped = t.counts.skipped;
                         summary.diagnostics.extend(t.diagnostics.iter().cloned());
-                        kineto_traces.push((summaries.len(), t));
+                        self.kineto_traces.push((self.summaries.len(), t));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -939,110 +975,116 @@ pub fn load_set_with_progress(
                         summary.read = t.ops.len() as u64;
                         summary.skipped = u64::from(t.skipped_lines);
                         summary.diagnostics.extend(t.diagnostics.iter().cloned());
-                        echo_traces.push((summaries.len(), t));
+                        self.echo_traces.push((self.summaries.len(), t));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
             }
         }
-        summaries.push(summary);
+        self.summaries.push(summary);
     }
 
-    // Group Echo traces into runs by job key (first appearance order).
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    for (k, (_, t)) in echo_traces.iter().enumerate() {
-        let key = echo::job_key(&t.file);
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
-        }
-        groups.entry(key).or_default().push(k);
-    }
-    for key in order {
-        let members = groups.remove(&key).unwrap_or_default();
-        let traces: Vec<echo::EchoTrace> =
-            members.iter().map(|k| echo_traces[*k].1.clone()).collect();
-        let run = echo::to_run(&traces);
-        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        for (pos, k) in members.iter().enumerate() {
-            let (idx, trace) = &echo_traces[*k];
-            if let Some(s) = summaries.get_mut(*idx) {
-                fill_run_file(s, &run, &trace.file, &files, pos == 0, file_diag_count);
+    /// Group the files added into runs and judge each file usable or not:
+    /// the [`LoadedSet`].
+    pub fn finish(mut self) -> LoadedSet {
+        // Group Echo traces into self.runs by job key (first appearance order).
+        let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        for (k, (_, t)) in self.echo_traces.iter().enumerate() {
+            let key = echo::job_key(&t.file);
+            if !groups.contains_key(&key) {
+                order.push(key.clone());
             }
+            groups.entry(key).or_default().push(k);
         }
-        runs.push(run);
-    }
-
-    // Kineto traces of the set form one run.
-    if !kineto_traces.is_empty() {
-        // Moved, not copied: a trace's kept events may be large.
-        let (indices, traces): (Vec<usize>, Vec<kineto::KinetoTrace>) =
-            kineto_traces.into_iter().unzip();
-        let (run, choice) = kineto::to_run(&traces, &options.kineto);
-        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
-            let Some(s) = summaries.get_mut(*idx) else {
-                continue;
-            };
-            fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
-            s.kineto = Some(KinetoSummary {
-                rank: t.rank,
-                world: t.world,
-                iterations: t.step_numbers(),
-                iteration: choice.chosen,
-                kernels: t.counts.kernels,
-                memcpy: t.counts.memcpy,
-                memset: t.counts.memset,
-                collectives: t.counts.collectives,
-                gpu_annotations: t.counts.gpu_annotations,
-                gzip: t.gzip,
-                backend: t.backend.clone(),
-                device: t.device_name.clone(),
-            });
+        for key in order {
+            let members = groups.remove(&key).unwrap_or_default();
+            let traces: Vec<echo::EchoTrace> = members
+                .iter()
+                .map(|k| self.echo_traces[*k].1.clone())
+                .collect();
+            let run = echo::to_run(&traces);
+            let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+            let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+            for (pos, k) in members.iter().enumerate() {
+                let (idx, trace) = &self.echo_traces[*k];
+                if let Some(s) = self.summaries.get_mut(*idx) {
+                    fill_run_file(s, &run, &trace.file, &files, pos == 0, file_diag_count);
+                }
+            }
+            self.runs.push(run);
         }
-        runs.push(run);
-    }
 
-    // Chakra traces of the set form one run.
-    if !chakra_traces.is_empty() {
-        let (indices, traces): (Vec<usize>, Vec<chakra::ChakraTrace>) =
-            chakra_traces.into_iter().unzip();
-        let run = chakra::to_run(&traces);
-        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
-            if let Some(s) = summaries.get_mut(*idx) {
-                s.diagnostics.extend(t.diagnostics.iter().cloned());
+        // Kineto traces of the set form one run.
+        if !self.kineto_traces.is_empty() {
+            // Moved, not copied: a trace's kept events may be large.
+            let (indices, traces): (Vec<usize>, Vec<kineto::KinetoTrace>) =
+                self.kineto_traces.into_iter().unzip();
+            let (run, choice) = kineto::to_run(&traces, &self.options.kineto);
+            let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+            let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+            for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
+                let Some(s) = self.summaries.get_mut(*idx) else {
+                    continue;
+                };
                 fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
+                s.kineto = Some(KinetoSummary {
+                    rank: t.rank,
+                    world: t.world,
+                    iterations: t.step_numbers(),
+                    iteration: choice.chosen,
+                    kernels: t.counts.kernels,
+                    memcpy: t.counts.memcpy,
+                    memset: t.counts.memset,
+                    collectives: t.counts.collectives,
+                    gpu_annotations: t.counts.gpu_annotations,
+                    gzip: t.gzip,
+                    backend: t.backend.clone(),
+                    device: t.device_name.clone(),
+                });
+            }
+            self.runs.push(run);
+        }
+
+        // Chakra traces of the set form one run.
+        if !self.chakra_traces.is_empty() {
+            let (indices, traces): (Vec<usize>, Vec<chakra::ChakraTrace>) =
+                self.chakra_traces.into_iter().unzip();
+            let run = chakra::to_run(&traces);
+            let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+            let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+            for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
+                if let Some(s) = self.summaries.get_mut(*idx) {
+                    s.diagnostics.extend(t.diagnostics.iter().cloned());
+                    fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
+                }
+            }
+            self.runs.push(run);
+        }
+
+        for s in &mut self.summaries {
+            s.usable = s.format.is_some() && ((s.job.is_some() && s.read > 0) || s.model.is_some());
+            // A file that failed says why, even when the parser only warned
+            // (a log cut before its config or its first entry).
+            if !s.usable && s.format.is_some() && !s.has_errors() {
+                let why = if s.job.is_none() {
+                    "its parallel configuration is missing or unreadable".to_string()
+                } else {
+                    format!("no {} could be read", s.unit)
+                };
+                s.diagnostics.push(
+                    Diagnostic::error(format!("nothing to simulate in `{}`: {why}", s.file))
+                        .with_hint("check that the file is complete (it may be truncated); the warnings above say what was found"),
+                );
             }
         }
-        runs.push(run);
-    }
-
-    for s in &mut summaries {
-        s.usable = s.format.is_some() && ((s.job.is_some() && s.read > 0) || s.model.is_some());
-        // A file that failed says why, even when the parser only warned
-        // (a log cut before its config or its first entry).
-        if !s.usable && s.format.is_some() && !s.has_errors() {
-            let why = if s.job.is_none() {
-                "its parallel configuration is missing or unreadable".to_string()
-            } else {
-                format!("no {} could be read", s.unit)
-            };
-            s.diagnostics.push(
-                Diagnostic::error(format!("nothing to simulate in `{}`: {why}", s.file))
-                    .with_hint("check that the file is complete (it may be truncated); the warnings above say what was found"),
-            );
+        LoadedSet {
+            summaries: self.summaries,
+            described: self.described,
+            simai_sources: self.simai_sources,
+            runs: self.runs,
+            models: self.models,
         }
-    }
-    LoadedSet {
-        summaries,
-        described,
-        simai_sources,
-        runs,
-        models,
     }
 }
 
