@@ -9,7 +9,8 @@
 // until the run is done and the Kineto analysis panel is shown and prints:
 // - the wall time from the drop to the analysis shown, the time the
 //   worker's first pass (the per-file summaries: the run bar's per-file
-//   parse progress) took and its parse rate, and the time of the rest
+//   parse progress; it includes reading the files after the first) took
+//   and its rate, and the time of the rest
 //   (the run's own parse, analysis and replay, preparing and drawing);
 // - the tab's memory before the drop, at its peak while it ran (sampled
 //   every 100 ms) and at the end (after a forced garbage collection, CDP
@@ -18,11 +19,11 @@
 //   WebAssembly.Memory of the page's module) and each Web Worker's wasm
 //   memory (asked of the worker itself; wasm memory never shrinks, so its
 //   final size is its peak);
-//   the JS buffers the files travel in between the two (the page reads
-//   each file into a JS buffer, copies it into its wasm memory, posts a JS
-//   copy to the worker, which copies it into its own and hands the buffer
-//   back) are garbage once read, freed when a collector runs: they show
-//   only in the renderer's figures;
+//   the page keeps each dropped file as the browser's File (a Blob) and
+//   posts that handle; the worker reads one file at a time in 8 MiB
+//   slices (each a JS buffer it copies into its wasm memory and hands back
+//   to the page, garbage once read, freed when a collector runs: they show
+//   only in the renderer's figures), parses it and drops its bytes;
 // - the renderer process's own memory, which holds all of these and the
 //   rest (the workers' JS heaps, array buffers in transit, DOM, canvas):
 //   its private resident memory (/proc RssAnon, what Chromium's task
@@ -194,10 +195,10 @@ try {
   console.log(`  drop to analysis shown: ${sec(analysisAt - dropAt)} (straggler named: rank ${straggler})`);
   if (firstParse && lastParse) {
     const ms = lastParse.t - firstParse.t;
-    console.log(`  worker's first pass (file summaries, run bar's per-file parse progress): ${sec(ms)}, ${(size / 1e6 / (ms / 1000)).toFixed(0)} MB/s (reading the files and sending them to the worker before it: ${sec(firstParse.t - dropAt)})`);
+    console.log(`  worker's first pass (file summaries, run bar's per-file parse progress): ${sec(ms)}, ${(size / 1e6 / (ms / 1000)).toFixed(0)} MB/s (before it, the drop, sending the files to the worker and reading the first: ${sec(firstParse.t - dropAt)})`);
   }
   if (simulating && preparing) {
-    console.log(`  worker's "Simulating" step (the run's own parse of the 8 files, analysis, replay): ${sec(preparing.t - simulating.t)}; from "Preparing results" to the analysis shown: ${sec(analysisAt - preparing.t)}`);
+    console.log(`  worker's "Simulating" step (the analysis and the replay of the parsed run): ${sec(preparing.t - simulating.t)}; from "Preparing results" to the analysis shown: ${sec(analysisAt - preparing.t)}`);
   }
   console.log(`  page JS heap:      before ${mib(before.js)}, peak sampled ${mib(peak.js)} (no GC), after ${mib(after.js)} (after GC)`);
   console.log(`  page wasm memory:  before ${mib(before.wasm)}, after ${mib(after.wasm)} (never shrinks: its peak)`);

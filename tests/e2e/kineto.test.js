@@ -6,8 +6,13 @@
 // groups (measured and simulated), and the analysis panel names rank 5 as
 // the straggler, the last to arrive at the gradient all-reduces, with the
 // per-rank breakdown of the core's analysis. Screenshots go to
-// target/e2e/kineto-*.png. A single large generated trace (48 MiB) shows
-// its own parse progress in the run bar (bytes read of the file).
+// target/e2e/kineto-*.png. The same files chosen from disk (each stays the
+// browser's File until the worker reads it): the first run reads them, a
+// re-run with a changed setting reads nothing again (the worker kept
+// them) and keeps the analysis. A single large generated trace (48 MiB)
+// shows its own parse progress in the run bar (bytes read of the file),
+// and the page's wasm memory stays below half its size (the page never
+// copies a dropped file).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -19,7 +24,7 @@ const skip = fs.existsSync(path.join(dist, 'index.html')) ? false : 'dist/ is no
 const WORLD = 8;
 const SLOW = 5;
 
-let site; let browser; let files;
+let site; let browser; let files; let paths;
 before(async () => {
   if (skip) return;
   const dir = path.join(root, 'target', 'e2e-kineto');
@@ -27,7 +32,8 @@ before(async () => {
   const out = execFileSync('cargo', ['run', '--locked', '--quiet', '-p', 'trainscope-tests', '--bin', 'kineto_gen', '--',
     dir, '--world', String(WORLD), '--layers', '6', '--seed', '3', '--slow-rank', `${SLOW}:30`],
   { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  files = out.trim().split('\n').map((p) => ({ name: path.basename(p), text: fs.readFileSync(p, 'utf8') }));
+  paths = out.trim().split('\n');
+  files = paths.map((p) => ({ name: path.basename(p), text: fs.readFileSync(p, 'utf8') }));
   site = await serve(dist);
   browser = await launch();
 });
@@ -107,6 +113,56 @@ test('eight Kineto rank files dropped: eight rank groups, the straggler named', 
   assert.deepEqual(errors, []);
 });
 
+/** Record the run bar's labels from now on (`window.labels`). */
+async function recordLabels(page) {
+  await page.evaluate(() => {
+    window.labels = [];
+    new MutationObserver(() => {
+      const l = document.querySelector('.run-bar .run-label')?.textContent;
+      if (l && window.labels[window.labels.length - 1] !== l) window.labels.push(l);
+    }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+}
+
+test('rank files chosen from disk: read once by the worker, a re-run with a changed setting reads nothing again', { skip }, async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await recordLabels(page);
+  await page.getByTestId('file-input').setInputFiles(paths);
+  await page.locator('[data-testid="file-card"]').nth(WORLD - 1).waitFor();
+  await waitDone(page, { timeout: 60000 });
+  const panel = page.getByTestId('kineto-analysis');
+  await panel.waitFor();
+  const perRank = () => panel.getByTestId('analysis-rank')
+    .evaluateAll((trs) => trs.map((tr) => [tr.dataset.rank, tr.dataset.computeNs, tr.dataset.communicationNs, tr.dataset.idleNs].join(' ')));
+  const first = { labels: await page.evaluate(() => window.labels), ranks: await perRank(), ns: Number(await page.getByTestId('iteration-time').getAttribute('data-ns')) };
+  // The first run read every file into the worker, one at a time.
+  const reads = first.labels.filter((l) => /: Reading /.test(l));
+  assert.equal(reads.length, WORLD, `labels: ${first.labels}`);
+  for (const [i, p] of paths.entries()) {
+    assert.ok(reads.some((l) => l.includes(`Reading ${path.basename(p)} (file ${i + 1} of ${WORLD})`)), `labels: ${reads}`);
+  }
+  assert.equal(await panel.getByTestId('straggler').getAttribute('data-rank'), String(SLOW));
+
+  // A slower network: a re-run (after the edit's pause) from the bytes the
+  // worker kept: no file read again, the analysis (the traces' facts) the
+  // same, the replay's collectives slower.
+  await page.evaluate(() => { window.labels = []; });
+  await page.getByTestId('setting-latency_us').fill('2000');
+  await page.waitForFunction(() => window.labels.some((l) => l.includes('Simulating')));
+  await waitDone(page, { timeout: 60000 });
+  await page.locator('[data-testid="results"]:not(.stale)').waitFor();
+  const again = await page.evaluate(() => window.labels);
+  assert.deepEqual(again.filter((l) => /Reading /.test(l)), [], `re-run labels: ${again}`);
+  assert.deepEqual(await perRank(), first.ranks);
+  assert.equal(await panel.getByTestId('straggler').getAttribute('data-rank'), String(SLOW));
+  const ns = Number(await page.getByTestId('iteration-time').getAttribute('data-ns'));
+  assert.ok(ns > first.ns, `iteration with 2000 µs latency ${ns} vs ${first.ns} ns`);
+  const formats = await page.locator('[data-testid="file-card"] [data-testid="format"]').allTextContents();
+  assert.deepEqual(formats.map((f) => f.trim()), Array(WORLD).fill('kineto-trace'));
+  assert.deepEqual(errors, []);
+});
+
 test('a large Kineto file shows its own parse progress in the run bar', { skip }, async () => {
   const dir = path.join(root, 'target', 'e2e-kineto-big');
   fs.rmSync(dir, { recursive: true, force: true });
@@ -117,6 +173,10 @@ test('a large Kineto file shows its own parse progress in the run bar', { skip }
   const size = fs.statSync(big).size;
   assert.ok(size > 32 << 20, `generated ${size} bytes`);
   const { page, errors } = await newPage(browser.context);
+  // The page's wasm memory (Trunk hands the module over when it starts).
+  await page.addInitScript(() => {
+    addEventListener('TrunkApplicationStarted', (e) => { window.__pageWasm = e.detail.wasm; });
+  });
   await page.goto(site.url);
   // Record every state of the run bar while the file is read.
   await page.evaluate(() => {
@@ -141,5 +201,9 @@ test('a large Kineto file shows its own parse progress in the run bar', { skip }
   const values = within.map(([, v]) => v);
   assert.ok(values.some((v, i) => i > 0 && v > values[0]), `the bar moves: ${values}`);
   assert.equal((await page.locator('[data-testid="file-card"] [data-testid="format"]').textContent()).trim(), 'kineto-trace');
+  // The file stayed the browser's File on the page: the page's wasm memory
+  // (which never shrinks) never held its bytes; the worker read them.
+  const pageWasm = await page.evaluate(() => window.__pageWasm.memory.buffer.byteLength);
+  assert.ok(pageWasm < size / 2, `page wasm memory ${pageWasm} bytes for a ${size}-byte file`);
   assert.deepEqual(errors, []);
 });

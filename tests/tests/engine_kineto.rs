@@ -7,7 +7,8 @@
 //! a rank (`RunOptions::slow_rank`) lengthens the step when it is the
 //! straggler and not when a little slowdown of another rank stays hidden
 //! by the straggler's lateness; the run carries the analysis naming the
-//! straggler.
+//! straggler; a set parsed one file at a time (`SetLoader`,
+//! `load_from_set`) gives the same set and the same run as all at once.
 
 use trainscope_core::sim::infer::NetworkOverrides;
 use trainscope_core::sim::run::{convert_files, SlowRank};
@@ -204,4 +205,44 @@ fn slowing_a_rank_is_a_what_if() {
     .unwrap_err();
     assert_eq!(err.exit_code(), 4, "{err}");
     assert!(err.to_string().contains("rank 8"), "{err}");
+}
+
+#[test]
+fn a_set_parsed_one_file_at_a_time_gives_the_same_run() {
+    use trainscope_core::inspect::{load_set, SetLoader};
+    use trainscope_core::sim::run::{load_from_set, load_options, run_loaded};
+    let job = KinetoJob::default();
+    let files = job.generate();
+    let options = RunOptions::default();
+    // Each file's text is made, added and dropped before the next (as the
+    // page's worker reads a dropped set), never all at once.
+    let mut loader = SetLoader::new(options.format, &load_options(&options));
+    let mut read = Vec::new();
+    for (name, _) in &files {
+        let text = job
+            .generate()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .unwrap()
+            .1;
+        loader.add(name, text.as_bytes(), &mut |done, total| {
+            read.push((done, total))
+        });
+        assert_eq!(loader.summaries().last().unwrap().file, *name);
+    }
+    assert!(read.iter().all(|(done, total)| done <= total));
+    let set = loader.finish();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .collect();
+    assert_eq!(
+        set,
+        load_set(&refs, options.format, &load_options(&options))
+    );
+    let loaded = load_from_set(set, &options).unwrap();
+    let out = run_loaded(&loaded, &SimConfig::default(), &options).unwrap();
+    let want = run(&files, &options);
+    assert_eq!(out.report_json(), want.report_json());
+    assert_eq!(out.analysis, want.analysis);
 }

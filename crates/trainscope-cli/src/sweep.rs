@@ -74,7 +74,11 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub tp: Vec<u32>,
-    /// Pipeline stages (default: the divisors of the layer count).
+    /// Pipeline stages (default: the divisors of the layer count, and the
+    /// powers of two split unevenly: middle stages a whole share, the
+    /// last stage lighter). A PP that does not divide the layers is run
+    /// with that uneven split (`--first-stage-layers/--last-stage-layers`
+    /// in its row's flags).
     #[arg(
         long,
         value_name = "LIST",

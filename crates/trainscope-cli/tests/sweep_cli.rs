@@ -93,34 +93,75 @@ fn rows_equal_simulate_with_their_flags() {
         picked.push(r);
     }
     for r in picked {
-        let flags = r["flags"].as_str().unwrap();
-        let mut args = vec!["simulate"];
-        args.extend(flags.split(' '));
-        args.push("--json");
-        let s: Value = serde_json::from_str(&ok(&trainscope(&args))).expect("JSON");
-        assert_eq!(r["iteration_time_ns"], s["iteration_time_ns"], "{flags}");
-        assert_eq!(r["tokens_per_second"], s["tokens_per_second"], "{flags}");
-        assert_eq!(r["mfu"], s["mfu"], "{flags}");
-        assert_eq!(r["fits"], s["memory"]["fits"], "{flags}");
-        assert_eq!(r["bubble_ns"], s["bubble_ns"], "{flags}");
-        let peaks: Vec<u64> = s["memory"]["per_stage"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|st| st["peak_bytes"].as_u64().unwrap())
-            .collect();
-        assert_eq!(
-            r["peak_bytes"],
-            peaks.iter().copied().max().unwrap(),
-            "{flags}"
-        );
-        assert_eq!(
-            r["peak_bytes_per_stage"],
-            serde_json::json!(peaks),
-            "{flags}"
-        );
-        assert_eq!(r["schedule"], s["schedule"], "{flags}");
+        assert_row_equals_simulate(r);
     }
+}
+
+/// `simulate` with a row's flags gives the row's numbers.
+fn assert_row_equals_simulate(r: &Value) {
+    let flags = r["flags"].as_str().unwrap();
+    let mut args = vec!["simulate"];
+    args.extend(flags.split(' '));
+    args.push("--json");
+    let s: Value = serde_json::from_str(&ok(&trainscope(&args))).expect("JSON");
+    assert_eq!(r["iteration_time_ns"], s["iteration_time_ns"], "{flags}");
+    assert_eq!(r["tokens_per_second"], s["tokens_per_second"], "{flags}");
+    assert_eq!(r["mfu"], s["mfu"], "{flags}");
+    assert_eq!(r["fits"], s["memory"]["fits"], "{flags}");
+    assert_eq!(r["bubble_ns"], s["bubble_ns"], "{flags}");
+    let peaks: Vec<u64> = s["memory"]["per_stage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["peak_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        r["peak_bytes"],
+        peaks.iter().copied().max().unwrap(),
+        "{flags}"
+    );
+    assert_eq!(
+        r["peak_bytes_per_stage"],
+        serde_json::json!(peaks),
+        "{flags}"
+    );
+    assert_eq!(r["schedule"], s["schedule"], "{flags}");
+}
+
+#[test]
+fn a_pp_that_does_not_divide_the_layers_runs_an_uneven_split_simulate_reproduces() {
+    // Llama 3.2 1B's 16 layers on 3 stages: 6 + 6 + 4.
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "llama3.2-1b",
+        "--world",
+        "6",
+        "--tp",
+        "1",
+        "--pp",
+        "3",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "none",
+        "--global-batch-size",
+        "12",
+        "--seq-length",
+        "2048",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    assert!(!rows.is_empty());
+    for r in rows {
+        let flags = r["flags"].as_str().unwrap();
+        assert!(
+            flags.ends_with("--first-stage-layers 6 --last-stage-layers 4"),
+            "{flags}"
+        );
+    }
+    assert_row_equals_simulate(&rows[0]);
 }
 
 #[test]

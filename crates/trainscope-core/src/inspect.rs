@@ -728,25 +728,68 @@ pub fn load_set_with_progress(
     options: &LoadOptions,
     progress: &mut dyn FnMut(usize, u64, u64),
 ) -> LoadedSet {
-    let mut summaries: Vec<FileSummary> = Vec::with_capacity(files.len());
-    let mut described = Vec::new();
-    let mut simai_sources = Vec::new();
-    let mut runs = Vec::new();
-    let mut models = Vec::new();
-    // Echo traces waiting to be grouped: (summary index, trace).
-    let mut echo_traces: Vec<(usize, echo::EchoTrace)> = Vec::new();
-    // Kineto traces (all of a set form one run): (summary index, trace).
-    let mut kineto_traces: Vec<(usize, kineto::KinetoTrace)> = Vec::new();
-    // Chakra execution traces (binary; all of a set form one run).
-    let mut chakra_traces: Vec<(usize, chakra::ChakraTrace)> = Vec::new();
-    // ASTRA-sim communicator-group files (one per Chakra set).
-    let mut chakra_groups: Vec<(usize, chakra::groups::CommGroups)> = Vec::new();
+    let mut loader = SetLoader::new(forced, options);
+    for (i, (file, bytes)) in files.iter().enumerate() {
+        loader.add(file, bytes, &mut |done, total| progress(i, done, total));
+    }
+    loader.finish()
+}
 
-    for (file, bytes) in files {
+/// [`load_set`] one file at a time: [`SetLoader::add`] parses a file and
+/// keeps only what it read (a caller can drop each file's bytes before
+/// reading the next: a set of large files never has to be in memory at
+/// once), [`SetLoader::finish`] groups the set (Echo jobs, the Kineto run,
+/// the Chakra run) as [`load_set`] does. Adding the files of a set in order
+/// and finishing gives exactly `load_set` of that set.
+pub struct SetLoader {
+    forced: Option<Format>,
+    options: LoadOptions,
+    summaries: Vec<FileSummary>,
+    described: Vec<DescribedJob>,
+    simai_sources: Vec<Option<SimaiWorkload>>,
+    runs: Vec<MeasuredRun>,
+    models: Vec<ModelSpec>,
+    /// Echo traces waiting to be grouped: (summary index, trace).
+    echo_traces: Vec<(usize, echo::EchoTrace)>,
+    /// Kineto traces (all of a set form one run): (summary index, trace).
+    kineto_traces: Vec<(usize, kineto::KinetoTrace)>,
+    /// Chakra execution traces (binary; all of a set form one run).
+    chakra_traces: Vec<(usize, chakra::ChakraTrace)>,
+    /// ASTRA-sim communicator-group files (one per Chakra set).
+    chakra_groups: Vec<(usize, chakra::groups::CommGroups)>,
+}
+
+impl SetLoader {
+    pub fn new(forced: Option<Format>, options: &LoadOptions) -> Self {
+        SetLoader {
+            forced,
+            options: *options,
+            summaries: Vec::new(),
+            described: Vec::new(),
+            simai_sources: Vec::new(),
+            runs: Vec::new(),
+            models: Vec::new(),
+            echo_traces: Vec::new(),
+            kineto_traces: Vec::new(),
+            chakra_traces: Vec::new(),
+            chakra_groups: Vec::new(),
+        }
+    }
+
+    /// The summaries of the files added so far (a file's is complete once
+    /// the set is finished: a multi-file run's fields are filled then).
+    pub fn summaries(&self) -> &[FileSummary] {
+        &self.summaries
+    }
+
+    /// Detect (unless forced) and parse one file of the set, calling
+    /// `progress(bytes read, total bytes)` while a PyTorch profiler trace
+    /// is read.
+    pub fn add(&mut self, file: &str, bytes: &[u8], progress: &mut dyn FnMut(u64, u64)) {
         let mut summary = FileSummary::new(file);
         // A Chakra set forced to `chakra-et` may hold its comm_groups.json:
         // that file is detected, not forced.
-        let forced = match forced {
+        let forced = match self.forced {
             Some(Format::ChakraEt)
                 if chakra::looks_like(bytes).is_none()
                     && std::str::from_utf8(bytes)
@@ -782,9 +825,9 @@ pub fn load_set_with_progress(
             let t = chakra::parse(file, bytes);
             summary.read = t.nodes.len() as u64;
             summary.skipped = t.nodes_skipped;
-            chakra_traces.push((summaries.len(), t));
-            summaries.push(summary);
-            continue;
+            self.chakra_traces.push((self.summaries.len(), t));
+            self.summaries.push(summary);
+            return;
         }
         // A gzip'd file (Kineto traces often are) is read decompressed.
         let gzip = kineto::is_gzip(bytes);
@@ -807,8 +850,8 @@ pub fn load_set_with_progress(
             Err(d) => {
                 summary.diagnostics.extend(gzip_error.take());
                 summary.diagnostics.push(d);
-                summaries.push(summary);
-                continue;
+                self.summaries.push(summary);
+                return;
             }
         };
         let format = match forced {
@@ -837,8 +880,8 @@ pub fn load_set_with_progress(
                 Err(d) => {
                     summary.diagnostics.extend(gzip_error.take());
                     summary.diagnostics.push(d);
-                    summaries.push(summary);
-                    continue;
+                    self.summaries.push(summary);
+                    return;
                 }
             },
         };
@@ -870,8 +913,8 @@ pub fn load_set_with_progress(
                         let job = simai::to_model(file, &w);
                         summary.job = Some(described_summary(&job));
                         summary.diagnostics.extend(job.diagnostics.iter().cloned());
-                        described.push(job);
-                        simai_sources.push(Some(w));
+                        self.described.push(job);
+                        self.simai_sources.push(Some(w));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -882,11 +925,11 @@ pub fn load_set_with_progress(
                     Ok(t) => {
                         summary.read = t.rows.len() as u64;
                         summary.skipped = u64::from(t.skipped_rows);
-                        let job = neusight::to_model(file, &t, &options.neusight);
+                        let job = neusight::to_model(file, &t, &self.options.neusight);
                         summary.job = Some(described_summary(&job));
                         summary.diagnostics.extend(job.diagnostics.iter().cloned());
-                        described.push(job);
-                        simai_sources.push(None);
+                        self.described.push(job);
+                        self.simai_sources.push(None);
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -902,7 +945,7 @@ pub fn load_set_with_progress(
                         fill_run(&mut summary, &run);
                         summary.file_ranks.clone_from(&summary.ranks);
                         summary.diagnostics.extend(run.diagnostics.iter().cloned());
-                        runs.push(run);
+                        self.runs.push(run);
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -914,7 +957,7 @@ pub fn load_set_with_progress(
                         summary.read = top_level_key_count(&text);
                         summary.model = Some(ModelSummary::of(&model));
                         summary.diagnostics.extend(warnings);
-                        models.push(model);
+                        self.models.push(model);
                     }
                     Err(ds) => summary.diagnostics.extend(ds),
                 }
@@ -931,26 +974,20 @@ pub fn load_set_with_progress(
                 let g = chakra::groups::parse(file, &text);
                 summary.read = g.groups.len() as u64;
                 summary.diagnostics.extend(g.diagnostics.iter().cloned());
-                chakra_groups.push((summaries.len(), g));
+                self.chakra_groups.push((self.summaries.len(), g));
             }
             Format::KinetoTrace => {
                 // What counts is the GPU work kept: a trace without any
                 // (CPU-only profiling, a Chrome trace of something else)
                 // has nothing to analyse and fails, saying so.
                 summary.unit = "GPU events";
-                let index = summaries.len();
-                match kineto::parse_text_with_progress(
-                    file,
-                    &text,
-                    gzip_error.take(),
-                    &mut |done, total| progress(index, done, total),
-                ) {
+                match kineto::parse_text_with_progress(file, &text, gzip_error.take(), progress) {
                     Ok(mut t) => {
                         t.gzip = gzip;
                         summary.read = t.ops.len() as u64;
                         summary.skipped = t.counts.skipped;
                         summary.diagnostics.extend(t.diagnostics.iter().cloned());
-                        kineto_traces.push((summaries.len(), t));
+                        self.kineto_traces.push((self.summaries.len(), t));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
@@ -962,155 +999,161 @@ pub fn load_set_with_progress(
                         summary.read = t.ops.len() as u64;
                         summary.skipped = u64::from(t.skipped_lines);
                         summary.diagnostics.extend(t.diagnostics.iter().cloned());
-                        echo_traces.push((summaries.len(), t));
+                        self.echo_traces.push((self.summaries.len(), t));
                     }
                     Err(d) => summary.diagnostics.push(d),
                 }
             }
         }
-        summaries.push(summary);
+        self.summaries.push(summary);
     }
 
-    // Group Echo traces into runs by job key (first appearance order).
-    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    for (k, (_, t)) in echo_traces.iter().enumerate() {
-        let key = echo::job_key(&t.file);
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
-        }
-        groups.entry(key).or_default().push(k);
-    }
-    for key in order {
-        let members = groups.remove(&key).unwrap_or_default();
-        let traces: Vec<echo::EchoTrace> =
-            members.iter().map(|k| echo_traces[*k].1.clone()).collect();
-        let run = echo::to_run(&traces);
-        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        for (pos, k) in members.iter().enumerate() {
-            let (idx, trace) = &echo_traces[*k];
-            if let Some(s) = summaries.get_mut(*idx) {
-                fill_run_file(s, &run, &trace.file, &files, pos == 0, file_diag_count);
+    /// Group the files added into runs and judge each file usable or not:
+    /// the [`LoadedSet`].
+    pub fn finish(mut self) -> LoadedSet {
+        // Group Echo traces into self.runs by job key (first appearance order).
+        let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        for (k, (_, t)) in self.echo_traces.iter().enumerate() {
+            let key = echo::job_key(&t.file);
+            if !groups.contains_key(&key) {
+                order.push(key.clone());
             }
+            groups.entry(key).or_default().push(k);
         }
-        runs.push(run);
-    }
+        for key in order {
+            let members = groups.remove(&key).unwrap_or_default();
+            let traces: Vec<echo::EchoTrace> = members
+                .iter()
+                .map(|k| self.echo_traces[*k].1.clone())
+                .collect();
+            let run = echo::to_run(&traces);
+            let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+            let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+            for (pos, k) in members.iter().enumerate() {
+                let (idx, trace) = &self.echo_traces[*k];
+                if let Some(s) = self.summaries.get_mut(*idx) {
+                    fill_run_file(s, &run, &trace.file, &files, pos == 0, file_diag_count);
+                }
+            }
+            self.runs.push(run);
+        }
 
-    // Kineto traces of the set form one run.
-    if !kineto_traces.is_empty() {
-        // Moved, not copied: a trace's kept events may be large.
-        let (indices, traces): (Vec<usize>, Vec<kineto::KinetoTrace>) =
-            kineto_traces.into_iter().unzip();
-        let (run, choice) = kineto::to_run(&traces, &options.kineto);
-        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
-            let Some(s) = summaries.get_mut(*idx) else {
-                continue;
-            };
-            fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
-            s.kineto = Some(KinetoSummary {
-                rank: t.rank,
-                world: t.world,
-                iterations: t.step_numbers(),
-                iteration: choice.chosen,
-                kernels: t.counts.kernels,
-                memcpy: t.counts.memcpy,
-                memset: t.counts.memset,
-                collectives: t.counts.collectives,
-                gpu_annotations: t.counts.gpu_annotations,
-                gzip: t.gzip,
-                backend: t.backend.clone(),
-                device: t.device_name.clone(),
-            });
-        }
-        runs.push(run);
-    }
-
-    // A set takes one communicator-group file; the others are refused.
-    for (idx, g) in chakra_groups.iter().skip(1) {
-        if let Some(s) = summaries.get_mut(*idx) {
-            s.diagnostics.push(
-                Diagnostic::error(format!(
-                    "`{}` is a second communicator-group file for the Chakra set (the first is `{}`): not used",
-                    g.file, chakra_groups[0].1.file
-                ))
-                .with_hint("give one comm_groups.json with the .et files of its job"),
-            );
-        }
-    }
-    let groups = chakra_groups.first();
-    // Chakra traces of the set form one run.
-    if !chakra_traces.is_empty() {
-        let (indices, traces): (Vec<usize>, Vec<chakra::ChakraTrace>) =
-            chakra_traces.into_iter().unzip();
-        let run = chakra::to_run(&traces, groups.map(|(_, g)| g));
-        let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
-        let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
-        // Run-level diagnostics located in the groups file go to its summary.
-        let in_groups = |d: &Diagnostic| {
-            groups.is_some_and(|(_, g)| d.location.as_ref().is_some_and(|l| l.file == g.file))
-        };
-        for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
-            if let Some(s) = summaries.get_mut(*idx) {
-                s.diagnostics.extend(t.diagnostics.iter().cloned());
+        // Kineto traces of the set form one run.
+        if !self.kineto_traces.is_empty() {
+            // Moved, not copied: a trace's kept events may be large.
+            let (indices, traces): (Vec<usize>, Vec<kineto::KinetoTrace>) =
+                self.kineto_traces.into_iter().unzip();
+            let (run, choice) = kineto::to_run(&traces, &self.options.kineto);
+            let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+            let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+            for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
+                let Some(s) = self.summaries.get_mut(*idx) else {
+                    continue;
+                };
                 fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
-                s.diagnostics.retain(|d| !in_groups(d));
+                s.kineto = Some(KinetoSummary {
+                    rank: t.rank,
+                    world: t.world,
+                    iterations: t.step_numbers(),
+                    iteration: choice.chosen,
+                    kernels: t.counts.kernels,
+                    memcpy: t.counts.memcpy,
+                    memset: t.counts.memset,
+                    collectives: t.counts.collectives,
+                    gpu_annotations: t.counts.gpu_annotations,
+                    gzip: t.gzip,
+                    backend: t.backend.clone(),
+                    device: t.device_name.clone(),
+                });
             }
+            self.runs.push(run);
         }
-        if let Some((idx, _)) = groups {
-            if let Some(s) = summaries.get_mut(*idx) {
-                fill_run(s, &run);
-                s.run_files = Some(run.files.clone());
-                s.diagnostics.extend(
-                    run.diagnostics
-                        .iter()
-                        .skip(file_diag_count)
-                        .filter(|d| in_groups(d))
-                        .cloned(),
+
+        // A set takes one communicator-group file; the others are refused.
+        for (idx, g) in self.chakra_groups.iter().skip(1) {
+            if let Some(s) = self.summaries.get_mut(*idx) {
+                s.diagnostics.push(
+                    Diagnostic::error(format!(
+                        "`{}` is a second communicator-group file for the Chakra set (the first is `{}`): not used",
+                        g.file, self.chakra_groups[0].1.file
+                    ))
+                    .with_hint("give one comm_groups.json with the .et files of its job"),
                 );
             }
         }
-        runs.push(run);
-    } else if let Some((idx, g)) = groups {
-        if let Some(s) = summaries.get_mut(*idx) {
-            s.diagnostics.push(
-                Diagnostic::error(format!(
-                    "`{}` is ASTRA-sim's communicator-group file: it is read with the Chakra .et files of its job, and none is given",
-                    g.file
-                ))
-                .with_hint("give the .et files (one per rank) and this comm_groups.json together"),
-            );
-        }
-    }
-
-    for s in &mut summaries {
-        s.usable = s.format.is_some() && ((s.job.is_some() && s.read > 0) || s.model.is_some());
-        // A communicator-group file is usable with its Chakra set, without errors.
-        if s.format == Some(Format::ChakraCommGroups) && s.has_errors() {
-            s.usable = false;
-        }
-        // A file that failed says why, even when the parser only warned
-        // (a log cut before its config or its first entry).
-        if !s.usable && s.format.is_some() && !s.has_errors() {
-            let why = if s.job.is_none() {
-                "its parallel configuration is missing or unreadable".to_string()
-            } else {
-                format!("no {} could be read", s.unit)
+        let groups = self.chakra_groups.first();
+        // Chakra traces of the set form one run.
+        if !self.chakra_traces.is_empty() {
+            let (indices, traces): (Vec<usize>, Vec<chakra::ChakraTrace>) =
+                self.chakra_traces.into_iter().unzip();
+            let run = chakra::to_run(&traces, groups.map(|(_, g)| g));
+            let file_diag_count: usize = traces.iter().map(|t| t.diagnostics.len()).sum();
+            let files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
+            // Run-level diagnostics located in the groups file go to its summary.
+            let in_groups = |d: &Diagnostic| {
+                groups.is_some_and(|(_, g)| d.location.as_ref().is_some_and(|l| l.file == g.file))
             };
-            s.diagnostics.push(
-                Diagnostic::error(format!("nothing to simulate in `{}`: {why}", s.file))
-                    .with_hint("check that the file is complete (it may be truncated); the warnings above say what was found"),
-            );
+            for (pos, (idx, t)) in indices.iter().zip(&traces).enumerate() {
+                if let Some(s) = self.summaries.get_mut(*idx) {
+                    s.diagnostics.extend(t.diagnostics.iter().cloned());
+                    fill_run_file(s, &run, &t.file, &files, pos == 0, file_diag_count);
+                    s.diagnostics.retain(|d| !in_groups(d));
+                }
+            }
+            if let Some((idx, _)) = groups {
+                if let Some(s) = self.summaries.get_mut(*idx) {
+                    fill_run(s, &run);
+                    s.run_files = Some(run.files.clone());
+                    s.diagnostics.extend(
+                        run.diagnostics
+                            .iter()
+                            .skip(file_diag_count)
+                            .filter(|d| in_groups(d))
+                            .cloned(),
+                    );
+                }
+            }
+            self.runs.push(run);
+        } else if let Some((idx, g)) = groups {
+            if let Some(s) = self.summaries.get_mut(*idx) {
+                s.diagnostics.push(
+                    Diagnostic::error(format!(
+                        "`{}` is ASTRA-sim's communicator-group file: it is read with the Chakra .et files of its job, and none is given",
+                        g.file
+                    ))
+                    .with_hint("give the .et files (one per rank) and this comm_groups.json together"),
+                );
+            }
         }
-    }
-    LoadedSet {
-        summaries,
-        described,
-        simai_sources,
-        runs,
-        models,
+
+        for s in &mut self.summaries {
+            s.usable = s.format.is_some() && ((s.job.is_some() && s.read > 0) || s.model.is_some());
+            // A communicator-group file is usable with its Chakra set, without errors.
+            if s.format == Some(Format::ChakraCommGroups) && s.has_errors() {
+                s.usable = false;
+            }
+            // A file that failed says why, even when the parser only warned
+            // (a log cut before its config or its first entry).
+            if !s.usable && s.format.is_some() && !s.has_errors() {
+                let why = if s.job.is_none() {
+                    "its parallel configuration is missing or unreadable".to_string()
+                } else {
+                    format!("no {} could be read", s.unit)
+                };
+                s.diagnostics.push(
+                    Diagnostic::error(format!("nothing to simulate in `{}`: {why}", s.file))
+                        .with_hint("check that the file is complete (it may be truncated); the warnings above say what was found"),
+                );
+            }
+        }
+        LoadedSet {
+            summaries: self.summaries,
+            described: self.described,
+            simai_sources: self.simai_sources,
+            runs: self.runs,
+            models: self.models,
+        }
     }
 }
 

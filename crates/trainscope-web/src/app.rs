@@ -18,7 +18,7 @@ use crate::components::settings_form::SettingsForm;
 use crate::components::sweep_view::SweepView;
 use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
-use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
+use crate::protocol::{ExportRequest, FileData, InputFile, Request, Response, RunRequest};
 use crate::settings::{Mode, Schedule};
 use crate::state::{Action, AppState};
 use crate::url;
@@ -32,27 +32,21 @@ use yew::prelude::*;
 /// Pause after the last settings edit before re-running.
 pub const DEBOUNCE_MS: u32 = 300;
 
-/// Read browser files to bytes, then hand them to the reducer all at once
-/// (files dropped together belong together, e.g. the ranks of one run).
+/// Hand browser files to the reducer all at once (files dropped together
+/// belong together, e.g. the ranks of one run), unread: each stays the
+/// browser's `Blob` ([`FileData::blob`]), which the worker reads when a
+/// run needs it, so the page's memory never holds a file's bytes.
 pub fn read_files(files: Vec<web_sys::File>, dispatch: UseReducerDispatcher<AppState>) {
     if files.is_empty() {
         return;
     }
-    dispatch.dispatch(Action::Reading(files.len()));
-    yew::platform::spawn_local(async move {
-        let mut loaded = Vec::with_capacity(files.len());
-        for file in files {
-            let name = file.name();
-            let blob = gloo::file::File::from(file);
-            match gloo::file::futures::read_as_bytes(&blob).await {
-                Ok(bytes) => loaded.push((name, bytes)),
-                Err(e) => dispatch.dispatch(Action::ReadFailed(name, e.to_string())),
-            }
-        }
-        dispatch.dispatch(Action::Loaded {
-            files: loaded,
-            example: None,
-        });
+    let loaded = files
+        .into_iter()
+        .map(|file| (file.name(), FileData::blob(file.into())))
+        .collect();
+    dispatch.dispatch(Action::Loaded {
+        files: loaded,
+        example: None,
     });
 }
 
@@ -199,7 +193,7 @@ pub fn App() -> Html {
                     .iter()
                     .map(|f| InputFile {
                         name: f.name.clone(),
-                        bytes: f.bytes.clone(),
+                        data: f.data.clone(),
                     })
                     .collect(),
                 job: state.job.clone(),
@@ -386,7 +380,7 @@ pub fn App() -> Html {
             .files
             .iter()
             .find(|f| &f.name == name)
-            .map(|f| (f.name.clone(), f.bytes.clone())),
+            .map(|f| (f.name.clone(), f.data.clone())),
         crate::job::JobModel::Preset(_) => None,
     };
     let result = state.result().cloned();

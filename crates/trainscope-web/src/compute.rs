@@ -13,7 +13,9 @@
 //! [`crate::model_job`] instead.
 
 use crate::job::JobSettings;
-use crate::protocol::{JobOutcome, NamedTimeline, Progress, RunOutput, RunRequest};
+use crate::protocol::{
+    FileData, InputFile, JobOutcome, NamedTimeline, Progress, RunOutput, RunRequest,
+};
 use crate::settings::{Field, Mode, Schedule};
 use crate::settings::{Settings, SettingsHints};
 use crate::views::{
@@ -21,14 +23,18 @@ use crate::views::{
     ResultView, Segment, TableView,
 };
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 use trainscope_core::analysis::Analysis;
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
-use trainscope_core::inspect::{inspect_set_with_progress, FileSummary};
+use trainscope_core::inspect::{FileSummary, LoadOptions, LoadedSet, SetLoader};
 use trainscope_core::job::run::ModelRunOutput;
 use trainscope_core::sim::infer::NetworkOverrides;
-use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput as SimRunOutput};
+use trainscope_core::sim::run::{
+    load_from_set, load_options, run_loaded, LoadedInput, RunError, RunOptions,
+    RunOutput as SimRunOutput,
+};
 use trainscope_core::sim::{self as coresim, SimConfig};
 use trainscope_core::Diagnostic;
 
@@ -45,18 +51,59 @@ pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
     run_with_source(req, progress).0
 }
 
-/// [`run`], also returning what the run's downloads are made from.
+/// The steps of a run's progress ([`Progress::total`]): the set's parse,
+/// each file's summary, simulating, each compared schedule, preparing.
+pub fn progress_total(req: &RunRequest) -> u32 {
+    let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
+    n.saturating_add(3).saturating_add(compared_steps(req))
+}
+
+fn compared_steps(req: &RunRequest) -> u32 {
+    if req.compare_schedules {
+        Schedule::ALL.len() as u32
+    } else {
+        0
+    }
+}
+
+/// Reads file `i` of a request: its bytes (a byte file's own, shared; the
+/// worker reads a `Blob` file), or why it could not be read.
+pub type ReadFile<'a> = dyn FnMut(usize, &InputFile) -> Result<Rc<Vec<u8>>, String> + 'a;
+
+/// [`run`], also returning what the run's downloads are made from. A
+/// `Blob` file is not read here: it is reported as a file that could not
+/// be read ([`run_with_reader`] reads it).
 pub fn run_with_source(
     req: &RunRequest,
     progress: &mut dyn FnMut(Progress),
 ) -> (RunOutput, Option<ExportSource>) {
+    run_with_reader(req, &mut own_bytes, progress)
+}
+
+/// A byte file's bytes; a `Blob` cannot be read outside the worker.
+fn own_bytes(_: usize, f: &InputFile) -> Result<Rc<Vec<u8>>, String> {
+    match &f.data {
+        FileData::Bytes(b) => Ok(b.clone()),
+        FileData::Blob(_) => Err("its content did not reach the worker".into()),
+    }
+}
+
+/// [`run_with_source`], reading each file with `read` when it is needed,
+/// one at a time: the set is parsed file by file (each file's bytes
+/// dropped once it is parsed: [`SetLoader`]), and a run of all the files
+/// (8 PyTorch profiler ranks) simulates that parsed set without reading
+/// them again ([`RunFiles::load`]); only what needs the text again (a
+/// SimAI workload in the SimAI mode, a model config, a subset of the
+/// files picked) reads it again. A file that cannot be read is an error
+/// naming it (its card then shows it as empty).
+pub fn run_with_reader(
+    req: &RunRequest,
+    read: &mut ReadFile,
+    progress: &mut dyn FnMut(Progress),
+) -> (RunOutput, Option<ExportSource>) {
     let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
-    let compared = if req.compare_schedules {
-        Schedule::ALL.len() as u32
-    } else {
-        0
-    };
-    let total = n.saturating_add(3).saturating_add(compared);
+    let compared = compared_steps(req);
+    let total = progress_total(req);
     progress(Progress {
         id: req.id,
         done: 0,
@@ -64,30 +111,57 @@ pub fn run_with_source(
         label: format!("Parsing {} file(s)", req.files.len()),
         parsed_bytes: None,
     });
-    let pairs: Vec<(&str, &[u8])> = req
-        .files
-        .iter()
-        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
-        .collect();
-    // Within a large file (a PyTorch profiler trace): bytes read so far.
-    let summaries = inspect_set_with_progress(&pairs, None, &mut |i, read, size| {
-        if size < PARSE_PROGRESS_MIN_BYTES {
-            return;
-        }
-        let name = pairs.get(i).map_or("", |p| p.0);
-        progress(Progress {
-            id: req.id,
-            done: 0,
-            total,
-            label: format!(
-                "Parsing {name} (file {} of {n}): {} of {}",
-                i + 1,
-                crate::format::bytes(read),
-                crate::format::bytes(size)
-            ),
-            parsed_bytes: Some((read, size)),
-        })
-    });
+    let mut unread = Vec::new();
+    let mut loader = SetLoader::new(None, &LoadOptions::default());
+    // Per file: its SimAI workload (the file card shows its header), parsed
+    // while its bytes are at hand.
+    let mut workloads: Vec<Option<SimaiWorkload>> = Vec::with_capacity(req.files.len());
+    for (i, f) in req.files.iter().enumerate() {
+        let bytes = match read(i, f) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                unread.push(unread_error(&f.name, &e));
+                Rc::new(Vec::new())
+            }
+        };
+        let name = f.name.as_str();
+        // Within a large file (a PyTorch profiler trace): bytes read so far.
+        loader.add(name, &bytes, &mut |done, size| {
+            if size < PARSE_PROGRESS_MIN_BYTES {
+                return;
+            }
+            progress(Progress {
+                id: req.id,
+                done: 0,
+                total,
+                label: format!(
+                    "Parsing {name} (file {} of {n}): {} of {}",
+                    i + 1,
+                    crate::format::bytes(done),
+                    crate::format::bytes(size)
+                ),
+                parsed_bytes: Some((done, size)),
+            })
+        });
+        let simai_file = loader
+            .summaries()
+            .last()
+            .is_some_and(|s| s.format == Some(Format::SimaiWorkload));
+        workloads.push(if simai_file {
+            decode_text(name, &bytes)
+                .ok()
+                .and_then(|(text, _)| simai::parse(name, &text).ok())
+        } else {
+            None
+        });
+    }
+    let set = loader.finish();
+    let summaries = set.summaries.clone();
+    let mut run_files = RunFiles {
+        files: &req.files,
+        read,
+        set: Some(set),
+    };
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,
@@ -98,9 +172,11 @@ pub fn run_with_source(
         })
     };
     let mut hints = SettingsHints::default();
-    let mut diagnostics = Vec::new();
+    let mut diagnostics = unread;
     let mut files = Vec::with_capacity(summaries.len());
-    for (i, (summary, f)) in summaries.iter().zip(&req.files).enumerate() {
+    for (i, ((summary, f), workload)) in
+        summaries.iter().zip(&req.files).zip(&workloads).enumerate()
+    {
         let i = u32::try_from(i).unwrap_or(u32::MAX);
         step(
             i.saturating_add(1),
@@ -120,22 +196,15 @@ pub fn run_with_source(
                 hints.get(field).unwrap_or_default(),
             )));
         }
-        let workload = if summary.format == Some(Format::SimaiWorkload) {
-            decode_text(&f.name, &f.bytes)
-                .ok()
-                .and_then(|(text, _)| simai::parse(&f.name, &text).ok())
-        } else {
-            None
-        };
         files.push(file_view(summary, workload.as_ref()));
     }
     let settings = req.settings.with_hints(&hints, &req.pinned);
     step(n.saturating_add(1), "Simulating".into());
-    let sim = if req.job_active {
-        crate::model_job::simulate_job(&pairs, &req.job, &settings, &req.pinned)
+    let mut sim = if req.job_active {
+        run_files.simulate_job(&req.job, &settings, &req.pinned, &mut diagnostics)
     } else {
         simulate(
-            &pairs,
+            &mut run_files,
             &summaries,
             &settings,
             &req.pinned,
@@ -144,16 +213,16 @@ pub fn run_with_source(
         )
     };
     let mut schedules = None;
-    let mut timelines = sim.timelines;
+    let mut timelines = std::mem::take(&mut sim.timelines);
     if req.compare_schedules {
         let compared = crate::schedule_compare::compare_schedules(
-            &pairs,
+            &mut run_files,
             &summaries,
             &settings,
             &req.pinned,
             &req.job,
             req.job_active,
-            sim.source.as_ref(),
+            &sim,
             &mut |i, s| {
                 step(
                     n.saturating_add(2).saturating_add(i as u32),
@@ -193,29 +262,30 @@ pub fn run_with_source(
     (output, sim.source)
 }
 
-/// The files one simulation takes: the last loaded usable input (with every
-/// rank file of its Echo job, every Kineto file, every Chakra `.et` file and
-/// the set's comm_groups.json). A file with skipped records is usable (the
+/// The files one simulation takes (their indices): the last loaded usable
+/// input (with every rank file of its Echo job, every Kineto rank file,
+/// every Chakra `.et` file and the set's comm_groups.json). A file with
+/// skipped records is usable (the
 /// simulation leaves them out and warns); files that gave no result are left
 /// out; a warning names what else is loaded but not simulated.
-pub fn pick_input<'a>(
-    pairs: &[(&'a str, &'a [u8])],
+pub fn pick_input(
+    names: &[&str],
     summaries: &[FileSummary],
     diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<(&'a str, &'a [u8])> {
-    let usable: Vec<usize> = (0..pairs.len().min(summaries.len()))
+) -> Vec<usize> {
+    let usable: Vec<usize> = (0..names.len().min(summaries.len()))
         .filter(|&i| summaries[i].is_usable())
         .collect();
     let Some(&last) = usable.last() else {
         return Vec::new();
     };
     let chosen: Vec<usize> = if summaries[last].format == Some(Format::EchoTrace) {
-        let job = echo::job_key(pairs[last].0);
+        let job = echo::job_key(names[last]);
         usable
             .iter()
             .copied()
             .filter(|&i| {
-                summaries[i].format == Some(Format::EchoTrace) && echo::job_key(pairs[i].0) == job
+                summaries[i].format == Some(Format::EchoTrace) && echo::job_key(names[i]) == job
             })
             .collect()
     } else if summaries[last].format == Some(Format::KinetoTrace) {
@@ -247,16 +317,16 @@ pub fn pick_input<'a>(
     let left_out: Vec<&str> = usable
         .iter()
         .filter(|i| !chosen.contains(i))
-        .map(|&i| pairs[i].0)
+        .map(|&i| names[i])
         .collect();
     if !left_out.is_empty() {
         diagnostics.push(Diagnostic::warning(format!(
             "one simulation takes one input: simulating `{}`, the last loaded; also loaded: {}",
-            pairs[last].0,
+            names[last],
             left_out.join(", ")
         )));
     }
-    chosen.into_iter().map(|i| pairs[i]).collect()
+    chosen
 }
 
 /// The SimAI-compatible mode's configuration from the page's settings.
@@ -334,6 +404,17 @@ pub struct Simulated {
     pub job: Option<JobOutcome>,
     /// A Kineto run's analysis (the core's, from the replay's run).
     pub analysis: Option<Analysis>,
+    /// The files' input as the core parsed it for this simulation (Compare
+    /// schedules simulates it under every schedule, parsing nothing again).
+    pub loaded: Option<LoadedFiles>,
+}
+
+/// The core's input of the picked files, with the options it was parsed
+/// under.
+pub struct LoadedFiles {
+    pub picked: Vec<usize>,
+    pub options: RunOptions,
+    pub input: LoadedInput,
 }
 
 /// The data a run's downloads are made from, kept by the worker until the
@@ -386,23 +467,22 @@ pub fn export(source: &ExportSource, testid: &str) -> Option<String> {
 /// (`config.json`) picked in the event mode is simulated as a described
 /// job: that model with the job panel's settings (`job`).
 pub fn simulate(
-    pairs: &[(&str, &[u8])],
+    files: &mut RunFiles,
     summaries: &[FileSummary],
     settings: &Settings,
     pinned: &BTreeSet<Field>,
     job: &JobSettings,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Simulated {
-    let input = pick_input(pairs, summaries, diagnostics);
-    let Some(&(name, bytes)) = input.first() else {
+    let picked = pick_input(&files.names(), summaries, diagnostics);
+    let Some(&first) = picked.first() else {
         return Simulated::default();
     };
+    let name = files.files[first].name.clone();
+    let name = name.as_str();
     match settings.mode {
         Mode::Simai => {
-            let format = summaries
-                .iter()
-                .find(|s| s.file == name)
-                .and_then(|s| s.format);
+            let format = summaries.get(first).and_then(|s| s.format);
             if format != Some(Format::SimaiWorkload) {
                 diagnostics.push(
                     Diagnostic::error(format!(
@@ -413,16 +493,21 @@ pub fn simulate(
                 );
                 return Simulated::default();
             }
-            match simai_report(name, bytes, settings, pinned) {
+            let bytes = match files.read(first) {
+                Ok(bytes) => bytes,
+                Err(d) => {
+                    diagnostics.push(d);
+                    return Simulated::default();
+                }
+            };
+            match simai_report(name, &bytes, settings, pinned) {
                 Ok(report) => Simulated {
                     view: Some(simai_view(name, &report)),
-                    timelines: Vec::new(),
                     source: Some(ExportSource::Simai {
                         name: name.to_string(),
                         report: Box::new(report),
                     }),
-                    job: None,
-                    analysis: None,
+                    ..Simulated::default()
                 },
                 Err(mut ds) => {
                     diagnostics.append(&mut ds);
@@ -432,11 +517,16 @@ pub fn simulate(
         }
         Mode::Event => {
             if let Some(job) = crate::model_job::config_file_job(summaries, name, job) {
-                return crate::model_job::simulate_job(pairs, &job, settings, pinned);
+                return files.simulate_job(&job, settings, pinned, diagnostics);
             }
             let (config, options) = event_config(settings, pinned);
-            match run_files(&input, &config, &options) {
-                Ok(out) => {
+            let ran = config
+                .validate()
+                .map_err(RunError::from)
+                .and_then(|()| files.load(&picked, &options))
+                .and_then(|loaded| run_loaded(&loaded, &config, &options).map(|out| (out, loaded)));
+            match ran {
+                Ok((out, loaded)) => {
                     let mut timelines = vec![NamedTimeline {
                         label: "simulated".into(),
                         timeline: out.result.timeline.clone(),
@@ -453,6 +543,11 @@ pub fn simulate(
                         analysis: out.analysis.clone(),
                         source: Some(ExportSource::Event(Box::new(out))),
                         job: None,
+                        loaded: Some(LoadedFiles {
+                            picked,
+                            options,
+                            input: loaded,
+                        }),
                     }
                 }
                 Err(e) => {
@@ -462,6 +557,120 @@ pub fn simulate(
             }
         }
     }
+}
+
+/// A request's files as a run reads them: on demand, one at a time
+/// (`read`), and the set the run's first pass parsed, until a simulation
+/// of all of them takes it ([`RunFiles::load`]).
+pub struct RunFiles<'a> {
+    pub files: &'a [InputFile],
+    read: &'a mut ReadFile<'a>,
+    /// The whole set as parsed by the first pass (default parser options).
+    set: Option<LoadedSet>,
+}
+
+impl<'a> RunFiles<'a> {
+    /// A request's files with no set parsed yet (every load reads them).
+    pub fn new(files: &'a [InputFile], read: &'a mut ReadFile<'a>) -> Self {
+        RunFiles {
+            files,
+            read,
+            set: None,
+        }
+    }
+
+    pub fn names(&self) -> Vec<&'a str> {
+        self.files.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    /// File `i`'s bytes, or a located error saying why they could not be read.
+    pub fn read(&mut self, i: usize) -> Result<Rc<Vec<u8>>, Diagnostic> {
+        let f = &self.files[i];
+        (self.read)(i, f).map_err(|e| unread_error(&f.name, &e))
+    }
+
+    /// The core's input of the files `picked` (indices, in order) under
+    /// `options`: the first pass's set when `picked` is the whole set and
+    /// the options parse as it did (no file read again), else the picked
+    /// files read and parsed again one at a time. The same input as the
+    /// core's `load_files` of those files.
+    pub fn load(
+        &mut self,
+        picked: &[usize],
+        options: &RunOptions,
+    ) -> Result<LoadedInput, RunError> {
+        options.validate()?;
+        let parse_options = load_options(options);
+        let whole = picked.iter().copied().eq(0..self.files.len());
+        let same = |set: &LoadedSet| {
+            let neusight = set
+                .summaries
+                .iter()
+                .any(|s| s.format == Some(Format::NeusightTsv));
+            let default = LoadOptions::default();
+            options.format.is_none()
+                && parse_options.kineto == default.kineto
+                && (!neusight || parse_options.neusight == default.neusight)
+        };
+        if whole && self.set.as_ref().is_some_and(same) {
+            if let Some(set) = self.set.take() {
+                return load_from_set(set, options);
+            }
+        }
+        if picked.is_empty() {
+            return Err(RunError::Usage("no input file".to_string()));
+        }
+        let mut loader = SetLoader::new(options.format, &parse_options);
+        for &i in picked {
+            let bytes = self.read(i).map_err(|d| RunError::Parse(vec![d]))?;
+            loader.add(&self.files[i].name, &bytes, &mut |_, _| {});
+        }
+        load_from_set(loader.finish(), options)
+    }
+
+    /// Simulate a described job, reading its model file (when it is one of
+    /// these files) for it.
+    pub fn simulate_job(
+        &mut self,
+        job: &JobSettings,
+        settings: &Settings,
+        pinned: &BTreeSet<Field>,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Simulated {
+        let model = self.model_file(job, diagnostics);
+        let pairs: Vec<(&str, &[u8])> = model
+            .iter()
+            .map(|(name, bytes)| (name.as_str(), bytes.as_slice()))
+            .collect();
+        crate::model_job::simulate_job(&pairs, job, settings, pinned)
+    }
+
+    /// The job's model file (name, bytes) when it names one of these files
+    /// (the first of that name), read; a read error is added to
+    /// `diagnostics` (the job then says the file is not loaded).
+    pub fn model_file(
+        &mut self,
+        job: &JobSettings,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Option<(String, Rc<Vec<u8>>)> {
+        let crate::job::JobModel::File(name) = &job.model else {
+            return None;
+        };
+        let i = self.files.iter().position(|f| &f.name == name)?;
+        match self.read(i) {
+            Ok(bytes) => Some((name.clone(), bytes)),
+            Err(d) => {
+                diagnostics.push(d);
+                None
+            }
+        }
+    }
+}
+
+/// A file that could not be read, as a located error.
+fn unread_error(name: &str, why: &str) -> Diagnostic {
+    Diagnostic::error(format!("could not read `{name}`: {why}"))
+        .with_hint("load the file again (it may have been moved or changed on disk)")
 }
 
 /// A run's error as diagnostics.

@@ -90,7 +90,7 @@ pub fn simulate_job(
                 timelines,
                 source: Some(ExportSource::Model(Box::new(out))),
                 job: Some(outcome),
-                analysis: None,
+                ..Simulated::default()
             }
         }
         Err(d) => {

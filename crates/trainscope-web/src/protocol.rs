@@ -18,14 +18,19 @@
 //!
 //! Encoding: a request is one binary buffer (transferred, not copied):
 //! the magic `TSR1`, a little-endian u32 header length, the header as JSON
-//! (id, settings, pinned fields, file names and sizes) and then every
-//! file's bytes back to back. The page posts that layout in parts (the
-//! head, then one JS buffer per file, all transferred), written straight
-//! from its own copy of each file (shared: [`InputFile::bytes`] is an
-//! `Rc`; [`encode_request_parts`]), and the worker copies each file
-//! straight from its part ([`decode_request_with`]): a run of large files
-//! (8 PyTorch profiler traces of 50 MB) holds one copy of them in each
-//! wasm memory, not three in the page's and two in the worker's. A response is a JSON string (results are
+//! (id, settings, pinned fields, file names, sizes and, for a file the
+//! page holds as a browser `Blob`, its id) and then every file's bytes
+//! back to back. The page posts that layout in parts
+//! ([`encode_request_parts`]): the head, then one part per file: a
+//! dropped or picked file is its `Blob` itself ([`FileData::Blob`]: the
+//! page never reads it; posting a `Blob` passes a handle, not its bytes),
+//! a file the page holds as bytes (a bundled example) one JS buffer,
+//! transferred. The worker copies each byte part out of its buffer
+//! ([`decode_request_head`], [`RequestHead`]) and reads a `Blob` into its
+//! own memory when the run needs its bytes, one file at a time, dropping
+//! them once the file is parsed (a small file is kept by id for the next
+//! runs): a run of large files (8 PyTorch profiler traces of 50 MB) never
+//! holds them all, in either wasm memory. A response is a JSON string (results are
 //! display data, small next to the inputs), except `Timelines`, which
 //! travels as bytes ([`encode_timelines`]: `TSL1` + bincode, transferred).
 
@@ -44,12 +49,101 @@ use trainscope_core::Diagnostic;
 /// First bytes of an encoded request (format version 1).
 pub const MAGIC: &[u8; 4] = b"TSR1";
 
-/// One input file. The bytes are shared with the page's loaded file (a
-/// request does not copy them).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One input file: its name and its content ([`FileData`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct InputFile {
     pub name: String,
-    pub bytes: Rc<Vec<u8>>,
+    pub data: FileData,
+}
+
+impl InputFile {
+    /// A file held as bytes.
+    pub fn new(name: impl Into<String>, bytes: impl Into<Rc<Vec<u8>>>) -> Self {
+        InputFile {
+            name: name.into(),
+            data: FileData::Bytes(bytes.into()),
+        }
+    }
+
+    /// Its bytes, `None` for a `Blob` not read yet (the worker reads every
+    /// `Blob` of a request before computing: see `bin/worker.rs`).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.data {
+            FileData::Bytes(b) => Some(b.as_slice()),
+            FileData::Blob(_) => None,
+        }
+    }
+
+    /// Its size in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.data.size_bytes()
+    }
+}
+
+/// The content of a file: bytes (shared: a request does not copy them),
+/// or a browser `Blob` the page holds without reading it (a dropped or
+/// picked file: its bytes stay with the browser, outside both wasm
+/// memories, until the worker reads it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileData {
+    Bytes(Rc<Vec<u8>>),
+    Blob(BlobFile),
+}
+
+impl FileData {
+    /// A browser file (`File` is a `Blob`), with a new id.
+    pub fn blob(blob: web_sys::Blob) -> Self {
+        // A `Blob`'s size is an integer number of bytes (f64 in JS).
+        let size_bytes = blob.size() as u64;
+        FileData::Blob(BlobFile {
+            id: next_blob_id(),
+            size_bytes,
+            blob,
+        })
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        match self {
+            FileData::Bytes(b) => b.len() as u64,
+            FileData::Blob(b) => b.size_bytes,
+        }
+    }
+}
+
+impl From<Vec<u8>> for FileData {
+    fn from(bytes: Vec<u8>) -> Self {
+        FileData::Bytes(Rc::new(bytes))
+    }
+}
+
+impl From<Rc<Vec<u8>>> for FileData {
+    fn from(bytes: Rc<Vec<u8>>) -> Self {
+        FileData::Bytes(bytes)
+    }
+}
+
+/// A browser `Blob` (a dropped or picked `File`) and the id the page gave
+/// it: the worker keeps the bytes of a small file it read by this id, so a
+/// re-run of the same small files reads nothing again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlobFile {
+    /// Unique within the page (one per file loaded).
+    pub id: u64,
+    pub size_bytes: u64,
+    pub blob: web_sys::Blob,
+}
+
+thread_local! {
+    static NEXT_BLOB_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+}
+
+/// A new `Blob` id (1, 2, ...; per page).
+fn next_blob_id() -> u64 {
+    NEXT_BLOB_ID.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    })
 }
 
 /// One run: parse every file, then simulate with the settings.
@@ -118,6 +212,9 @@ struct SweepHeader {
 struct FileEntry {
     name: String,
     size_bytes: u64,
+    /// The page's id of a `Blob` file (its part is the `Blob`, not bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    blob: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -143,22 +240,26 @@ struct Header {
 }
 
 /// Encode a request into one buffer (see the module docs for the layout).
+/// A `Blob` file has no bytes here: such a request travels only in parts
+/// ([`encode_request_parts`]).
 pub fn encode_request(req: &Request) -> Vec<u8> {
     let (head, files) = encode_request_parts(req);
-    let body: usize = files.iter().map(|f| f.len()).sum();
+    let body: usize = files.iter().map(|f| f.size_bytes() as usize).sum();
     let mut out = Vec::with_capacity(head.len() + body);
     out.extend_from_slice(&head);
     for f in files {
-        out.extend_from_slice(f);
+        if let FileData::Bytes(b) = f {
+            out.extend_from_slice(b);
+        }
     }
     out
 }
 
-/// A request's buffer in parts: its head (`TSR1`, the header's length and
-/// JSON) and then the files' bytes, borrowed, in order; concatenated they
-/// are [`encode_request`]'s buffer. The page copies them straight into one
-/// JS buffer.
-pub fn encode_request_parts(req: &Request) -> (Vec<u8>, Vec<&[u8]>) {
+/// A request in parts: its head (`TSR1`, the header's length and JSON)
+/// and then each file's content, borrowed, in order; for files held as
+/// bytes, concatenated they are [`encode_request`]'s buffer. The page
+/// posts a byte file as one JS buffer, a `Blob` file as the `Blob`.
+pub fn encode_request_parts(req: &Request) -> (Vec<u8>, Vec<&FileData>) {
     let run = match req {
         Request::Run(run) => run,
         Request::Sweep(x) => {
@@ -215,20 +316,24 @@ fn entries(files: &[InputFile]) -> Vec<FileEntry> {
         .iter()
         .map(|f| FileEntry {
             name: f.name.clone(),
-            size_bytes: f.bytes.len() as u64,
+            size_bytes: f.size_bytes(),
+            blob: match &f.data {
+                FileData::Blob(b) => Some(b.id),
+                FileData::Bytes(_) => None,
+            },
         })
         .collect()
 }
 
-/// `TSR1`, the header's length and JSON; then the files' bytes.
-fn with_files<'a>(header: &Header, files: &'a [InputFile]) -> (Vec<u8>, Vec<&'a [u8]>) {
+/// `TSR1`, the header's length and JSON; then the files' contents.
+fn with_files<'a>(header: &Header, files: &'a [InputFile]) -> (Vec<u8>, Vec<&'a FileData>) {
     // Serialising these plain structs cannot fail.
     let json = serde_json::to_vec(header).unwrap_or_default();
     let mut head = Vec::with_capacity(8 + json.len());
     head.extend_from_slice(MAGIC);
     head.extend_from_slice(&(json.len() as u32).to_le_bytes());
     head.extend_from_slice(&json);
-    (head, files.iter().map(|f| f.bytes.as_slice()).collect())
+    (head, files.iter().map(|f| &f.data).collect())
 }
 
 /// Decode a buffer made by [`encode_request`]. Never panics: a truncated or
@@ -241,76 +346,161 @@ pub fn decode_request(buf: &[u8]) -> Result<Request, String> {
 /// `read(start, end)` returns bytes `start..end` (always within `len`;
 /// the ranges come in increasing order: the first 8 bytes, the header,
 /// then each file, so a range once passed is never read again).
-/// The worker reads each file's bytes straight from the JS buffer it was
-/// sent, never holding the whole buffer in its wasm memory.
+/// A request with a `Blob` file cannot be one buffer (it is sent in parts:
+/// [`decode_request_head`]): an error.
 pub fn decode_request_with(
     len: usize,
     read: &mut dyn FnMut(usize, usize) -> Vec<u8>,
 ) -> Result<Request, String> {
     let magic = read(0, len.min(8));
+    let json_end = head_len(&magic, len)?;
+    let head = RequestHead::parse(&read(8, json_end))?;
+    if head.header.kind == "export" && json_end != len {
+        return Err("export request has trailing bytes".into());
+    }
+    let mut at = json_end;
+    let mut files = Vec::with_capacity(head.header.files.len().min(4096));
+    for entry in &head.header.files {
+        if entry.blob.is_some() {
+            return Err(format!(
+                "file `{}` is a browser Blob: such a request is sent in parts",
+                entry.name
+            ));
+        }
+        let end = usize::try_from(entry.size_bytes)
+            .ok()
+            .and_then(|n| at.checked_add(n))
+            .filter(|end| *end <= len)
+            .ok_or_else(|| format!("run request truncated in file `{}`", entry.name))?;
+        files.push(InputFile::new(entry.name.clone(), read(at, end)));
+        at = end;
+    }
+    if at != len {
+        return Err(format!("run request has {} trailing bytes", len - at));
+    }
+    head.into_request(files)
+}
+
+/// The end of the head (magic, length, JSON header) given its first 8
+/// bytes and the length of what holds it.
+fn head_len(magic: &[u8], len: usize) -> Result<usize, String> {
     if magic.len() < 8 || &magic[..4] != MAGIC {
         return Err("not a trainscope run request (bad magic)".into());
     }
     let mut json_len = [0u8; 4];
     json_len.copy_from_slice(&magic[4..8]);
     let json_len = u32::from_le_bytes(json_len) as usize;
-    let json_end = 8usize
+    8usize
         .checked_add(json_len)
         .filter(|end| *end <= len)
-        .ok_or("run request truncated in its header")?;
-    let header: Header = serde_json::from_slice(&read(8, json_end))
-        .map_err(|e| format!("run request header: {e}"))?;
-    match header.kind.as_str() {
-        "run" | "sweep" => {}
-        "export" => {
-            if json_end != len {
-                return Err("export request has trailing bytes".into());
+        .ok_or_else(|| "run request truncated in its header".to_string())
+}
+
+/// The head of a request sent in parts (the worker's side of
+/// [`encode_request_parts`]): what each following part is
+/// ([`RequestHead::files`]); with those files read, the request
+/// ([`RequestHead::into_request`]).
+pub struct RequestHead {
+    header: Header,
+}
+
+/// One file a request's parts carry, as its head describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartInfo {
+    pub name: String,
+    pub size_bytes: u64,
+    /// The page's id of a `Blob` file: its part is that `Blob`.
+    pub blob: Option<u64>,
+}
+
+impl RequestHead {
+    fn parse(json: &[u8]) -> Result<Self, String> {
+        let header: Header =
+            serde_json::from_slice(json).map_err(|e| format!("run request header: {e}"))?;
+        match header.kind.as_str() {
+            "run" | "sweep" => Ok(RequestHead { header }),
+            "export" if header.files.is_empty() => Ok(RequestHead { header }),
+            "export" => Err("export request with files".into()),
+            other => Err(format!("unknown request kind `{other}`")),
+        }
+    }
+
+    /// The files of the parts after the head, in order.
+    pub fn files(&self) -> Vec<PartInfo> {
+        self.header
+            .files
+            .iter()
+            .map(|f| PartInfo {
+                name: f.name.clone(),
+                size_bytes: f.size_bytes,
+                blob: f.blob,
+            })
+            .collect()
+    }
+
+    /// The request, with its files (one per [`RequestHead::files`], in
+    /// order: same names and sizes).
+    pub fn into_request(self, files: Vec<InputFile>) -> Result<Request, String> {
+        let header = self.header;
+        if files.len() != header.files.len() {
+            return Err(format!(
+                "run request names {} file(s) but carries {}",
+                header.files.len(),
+                files.len()
+            ));
+        }
+        for (entry, f) in header.files.iter().zip(&files) {
+            if entry.name != f.name || entry.size_bytes != f.size_bytes() {
+                return Err(format!(
+                    "run request's file `{}` ({} bytes) is not the `{}` ({} bytes) its header names",
+                    f.name,
+                    f.size_bytes(),
+                    entry.name,
+                    entry.size_bytes
+                ));
             }
-            return Ok(Request::Export(ExportRequest {
+        }
+        match header.kind.as_str() {
+            "export" => Ok(Request::Export(ExportRequest {
                 id: header.id,
                 testid: header.testid.unwrap_or_default(),
-            }));
+            })),
+            "sweep" => {
+                let sweep = header.sweep.ok_or("sweep request without its bounds")?;
+                Ok(Request::Sweep(SweepRequest {
+                    id: header.id,
+                    settings: header.settings,
+                    pinned: header.pinned.into_iter().collect(),
+                    job: header.job,
+                    inputs: sweep.inputs,
+                    shard: sweep.shard,
+                    files,
+                }))
+            }
+            _ => Ok(Request::Run(RunRequest {
+                id: header.id,
+                settings: header.settings,
+                pinned: header.pinned.into_iter().collect(),
+                files,
+                job: header.job,
+                job_active: header.job_active,
+                compare_schedules: header.compare_schedules,
+            })),
         }
-        other => return Err(format!("unknown request kind `{other}`")),
     }
-    let mut at = json_end;
-    let mut files = Vec::with_capacity(header.files.len().min(4096));
-    for entry in header.files {
-        let end = usize::try_from(entry.size_bytes)
-            .ok()
-            .and_then(|n| at.checked_add(n))
-            .filter(|end| *end <= len)
-            .ok_or_else(|| format!("run request truncated in file `{}`", entry.name))?;
-        files.push(InputFile {
-            name: entry.name,
-            bytes: Rc::new(read(at, end)),
-        });
-        at = end;
+}
+
+/// Decode the head part of a request sent in parts (`TSR1`, the header's
+/// length and JSON, nothing after). Never panics.
+pub fn decode_request_head(head: &[u8]) -> Result<RequestHead, String> {
+    let json_end = head_len(head, head.len())?;
+    if json_end != head.len() {
+        return Err(format!(
+            "run request head has {} trailing bytes",
+            head.len() - json_end
+        ));
     }
-    if at != len {
-        return Err(format!("run request has {} trailing bytes", len - at));
-    }
-    if header.kind == "sweep" {
-        let sweep = header.sweep.ok_or("sweep request without its bounds")?;
-        return Ok(Request::Sweep(SweepRequest {
-            id: header.id,
-            settings: header.settings,
-            pinned: header.pinned.into_iter().collect(),
-            job: header.job,
-            inputs: sweep.inputs,
-            shard: sweep.shard,
-            files,
-        }));
-    }
-    Ok(Request::Run(RunRequest {
-        id: header.id,
-        settings: header.settings,
-        pinned: header.pinned.into_iter().collect(),
-        files,
-        job: header.job,
-        job_active: header.job_active,
-        compare_schedules: header.compare_schedules,
-    }))
+    RequestHead::parse(&head[8..json_end])
 }
 
 /// Where a run is.

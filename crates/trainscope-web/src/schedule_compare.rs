@@ -28,14 +28,16 @@
 //!
 //! [`ScheduleKind::ALL`]: trainscope_core::sim::ScheduleKind::ALL
 
-use crate::compute::{event_config, pick_input, run_error_diagnostics, ExportSource};
+use crate::compute::{
+    event_config, pick_input, run_error_diagnostics, ExportSource, RunFiles, Simulated,
+};
 use crate::job::{JobModel, JobSettings};
 use crate::protocol::NamedTimeline;
 use crate::settings::{schedule_name, Field, Mode, Schedule, Settings};
 use crate::views::{ScheduleComparison, ScheduleRefusal, ScheduleRow};
 use std::collections::BTreeSet;
 use trainscope_core::inspect::FileSummary;
-use trainscope_core::sim::run::{load_files, run_loaded};
+use trainscope_core::sim::run::run_loaded;
 use trainscope_core::sim::timeline::{Stream, Timeline, TimelineBuilder};
 use trainscope_core::sim::Summary;
 use trainscope_core::Diagnostic;
@@ -44,9 +46,9 @@ use trainscope_core::Diagnostic;
 /// the page tells them from the run's own (`simulated`, `measured`).
 pub const TIMELINE_PREFIX: &str = "schedule:";
 
-/// What is compared.
-enum Input<'a> {
-    Files(Vec<(&'a str, &'a [u8])>),
+/// What is compared: the picked files (indices), or a described job.
+enum Input {
+    Files(Vec<usize>),
     Job(JobSettings),
 }
 
@@ -93,22 +95,24 @@ pub fn row_label(schedule: Schedule, virtual_stages: u32) -> String {
     }
 }
 
-/// Run the input under every schedule. `current` is what the run itself
-/// produced with `settings` and `job` (reused for the schedule it ran, not
-/// simulated again). `progress(i, schedule)` is called before the i-th
+/// Run the input under every schedule. `run` is what the run itself
+/// produced with `settings` and `job` (its output reused for the schedule
+/// it ran, not simulated again; its parsed input simulated under the
+/// others). `progress(i, schedule)` is called before the i-th
 /// (0-based) schedule. An error when nothing can be compared (no input,
 /// the SimAI-compatible mode).
 #[allow(clippy::too_many_arguments)]
 pub fn compare_schedules(
-    pairs: &[(&str, &[u8])],
+    files: &mut RunFiles,
     summaries: &[FileSummary],
     settings: &Settings,
     pinned: &BTreeSet<Field>,
     job: &JobSettings,
     job_active: bool,
-    current: Option<&ExportSource>,
+    run: &Simulated,
     progress: &mut dyn FnMut(usize, Schedule),
 ) -> Result<Compared, Diagnostic> {
+    let current = run.source.as_ref();
     if settings.mode == Mode::Simai {
         return Err(Diagnostic::error(
             "schedules are compared in the event-level mode (the SimAI-compatible mode has no schedule: it scales one stage by the closed-form bubble)",
@@ -119,8 +123,9 @@ pub fn compare_schedules(
         (Input::Job(job.clone()), job_name(job))
     } else {
         let mut ignored = Vec::new();
-        let picked = pick_input(pairs, summaries, &mut ignored);
-        let Some(&(first, _)) = picked.first() else {
+        let names = files.names();
+        let picked = pick_input(&names, summaries, &mut ignored);
+        let Some(first) = picked.first().map(|&i| names[i]) else {
             return Err(
                 Diagnostic::error("nothing to compare: no loaded file can be simulated")
                     .with_hint("load a workload (or pick an example), or describe a job"),
@@ -132,8 +137,8 @@ pub fn compare_schedules(
                 (Input::Job(job), name)
             }
             None => {
-                let names: Vec<&str> = picked.iter().map(|(n, _)| *n).collect();
-                (Input::Files(picked), names.join(", "))
+                let picked_names: Vec<&str> = picked.iter().map(|&i| names[i]).collect();
+                (Input::Files(picked), picked_names.join(", "))
             }
         }
     };
@@ -143,12 +148,29 @@ pub fn compare_schedules(
     };
     // Parsed once: the files, or the job's model.
     let (main_config, options) = event_config(settings, pinned);
+    // The run's own input when it is these files parsed with these
+    // options (nothing parsed again), else the files loaded now.
+    let fresh;
     let loaded = match &input {
-        Input::Files(files) => Some(load_files(files, &options).map_err(|e| first_error(&e))),
+        Input::Files(picked) => Some(match &run.loaded {
+            Some(l) if &l.picked == picked && l.options == options => Ok(&l.input),
+            _ => {
+                fresh = files.load(picked, &options);
+                fresh.as_ref().map_err(first_error)
+            }
+        }),
         Input::Job(_) => None,
     };
     let model = match &input {
-        Input::Job(j) => Some(crate::model_job::resolve_model(pairs, &j.model)),
+        Input::Job(j) => {
+            let mut ignored = Vec::new();
+            let file = files.model_file(j, &mut ignored);
+            let pairs: Vec<(&str, &[u8])> = file
+                .iter()
+                .map(|(n, b)| (n.as_str(), b.as_slice()))
+                .collect();
+            Some(crate::model_job::resolve_model(&pairs, &j.model))
+        }
         Input::Files(_) => None,
     };
     let mut rows = Vec::new();

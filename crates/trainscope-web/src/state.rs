@@ -1,6 +1,8 @@
 //! The app's state and its reducer. Pure Rust (no DOM), so the browser test
-//! suite drives it without mounting anything. Loaded files keep their bytes
-//! (every run re-sends them to the worker). The reducer owns the run
+//! suite drives it without mounting anything. Loaded files keep their
+//! content ([`FileData`]: a dropped or picked file as the browser's
+//! `Blob`, unread, outside the page's wasm memory; a bundled example as
+//! bytes); every run sends them to the worker. The reducer owns the run
 //! bookkeeping: the current run id, progress, and which worker responses
 //! are stale (an id other than the current run's is ignored). It also
 //! decides what a run simulates: the loaded files, or the job the "Describe
@@ -10,7 +12,7 @@
 //! are loaded).
 
 use crate::job::{JobField, JobModel, JobSettings};
-use crate::protocol::{Progress, Response, RunOutput};
+use crate::protocol::{FileData, Progress, Response, RunOutput};
 use crate::settings::{Field, FieldError, Schedule, Settings, SettingsHints};
 use crate::url::UrlState;
 use crate::views::{FileView, ResultView, ScheduleComparison};
@@ -23,7 +25,7 @@ use yew::Reducible;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedFile {
     pub name: String,
-    pub bytes: Rc<Vec<u8>>,
+    pub data: FileData,
     /// What the worker made of it (`None` until a run has parsed it).
     pub view: Option<FileView>,
 }
@@ -164,7 +166,7 @@ pub enum Action {
     /// `example` names the gallery entry they came from (an example
     /// replaces every loaded file).
     Loaded {
-        files: Vec<(String, Vec<u8>)>,
+        files: Vec<(String, FileData)>,
         example: Option<String>,
     },
     /// Reading failed (name, reason).
@@ -494,10 +496,10 @@ impl Reducible for AppState {
                     next.drop_link_pins();
                     next.unpin_file_fields();
                 }
-                for (name, bytes) in files {
+                for (name, data) in files {
                     let file = LoadedFile {
                         name,
-                        bytes: Rc::new(bytes),
+                        data,
                         view: None,
                     };
                     match next.files.iter_mut().find(|f| f.name == file.name) {

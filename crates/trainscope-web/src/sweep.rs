@@ -63,7 +63,7 @@ pub const BOUNDS: [Bound; 8] = [
     Bound {
         key: "pp",
         label: "PP",
-        placeholder: "divisors of the layers",
+        placeholder: "divisors of the layers, 2^k split unevenly",
     },
     Bound {
         key: "ep",

@@ -1,16 +1,19 @@
 //! The page's side of the Web Worker: spawns `worker_loader.js` (relative
 //! URL, so any sub-path works; the first one is started early by
 //! `index.html` and adopted), waits for its `Ready`, posts run requests
-//! (the encoded buffer is transferred, not copied), forwards every response
+//! (the head and byte files as buffers, transferred, not copied; dropped
+//! files as their `Blob`s), forwards every response
 //! to a callback, and cancels by terminating the worker and spawning a
 //! fresh one. A worker crash (a trap, a failed load) is reported as a
 //! [`HostEvent::Crashed`] for the run in flight and the worker is replaced.
 
-use crate::protocol::{decode_response, decode_timelines, encode_request_parts, Request, Response};
+use crate::protocol::{
+    decode_response, decode_timelines, encode_request_parts, FileData, Request, Response,
+};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::closure::Closure;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{ErrorEvent, MessageEvent, Worker};
 use yew::Callback;
 
@@ -280,24 +283,29 @@ fn take_early_worker(url: &str) -> Option<(Worker, Vec<web_sys::Event>)> {
     Some((worker, events))
 }
 
-/// The request as JS buffers (the parts of its `TSR1` layout: the head,
-/// then one buffer per file), each copied straight from the page's own
-/// copy of the file: no whole-request copy in the page's wasm memory (it
-/// would stay grown: wasm memory never shrinks); the worker copies each
-/// file out of its own buffer.
+/// The request as JS values (the parts of its `TSR1` layout: the head,
+/// then one part per file): a file the page holds as bytes is a JS buffer
+/// copied straight from them (no whole-request copy in the page's wasm
+/// memory: it would stay grown, wasm memory never shrinks); a dropped file
+/// is its `Blob` (posting it passes a handle, not its bytes: the worker
+/// reads it).
 fn request_buffer(req: &Request) -> js_sys::Array {
     let (head, files) = encode_request_parts(req);
-    std::iter::once(head.as_slice())
-        .chain(files)
-        .map(js_sys::Uint8Array::from)
+    let head: JsValue = js_sys::Uint8Array::from(head.as_slice()).into();
+    std::iter::once(head)
+        .chain(files.into_iter().map(|f| match f {
+            FileData::Bytes(b) => js_sys::Uint8Array::from(b.as_slice()).into(),
+            FileData::Blob(b) => b.blob.clone().into(),
+        }))
         .collect()
 }
 
-/// Post the request's parts, transferring their buffers.
+/// Post the request's parts, transferring the buffers (not the `Blob`s).
 fn post(worker: &Worker, parts: &js_sys::Array) {
     let transfer: js_sys::Array = parts
         .iter()
-        .map(|p| p.unchecked_into::<js_sys::Uint8Array>().buffer())
+        .filter_map(|p| p.dyn_into::<js_sys::Uint8Array>().ok())
+        .map(|p| p.buffer())
         .collect();
     if worker.post_message_with_transfer(parts, &transfer).is_err() {
         // A detached buffer cannot be sent twice; fall back to a copy.

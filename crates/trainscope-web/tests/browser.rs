@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_web::compute;
 use trainscope_web::protocol::{
-    decode_request, decode_request_with, decode_response, decode_timelines, encode_request,
-    encode_request_parts, encode_response, encode_timelines, ExportRequest, InputFile, Progress,
-    Request, Response, RunOutput, RunRequest,
+    decode_request, decode_request_head, decode_request_with, decode_response, decode_timelines,
+    encode_request, encode_request_parts, encode_response, encode_timelines, ExportRequest,
+    FileData, InputFile, PartInfo, Progress, Request, Response, RunOutput, RunRequest,
 };
 use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
 use trainscope_web::state::{Action, AppState, RunStatus};
@@ -53,7 +53,7 @@ fn run_request(id: u64, files: &[(&str, &[u8])]) -> RunRequest {
             .iter()
             .map(|(n, b)| InputFile {
                 name: n.to_string(),
-                bytes: b.to_vec().into(),
+                data: b.to_vec().into(),
             })
             .collect(),
         job: Default::default(),
@@ -431,15 +431,15 @@ fn request_parts_share_the_files_and_decode_by_ranges() {
     // to the one-buffer encoding.
     let (head, files) = encode_request_parts(&req);
     assert_eq!(files.len(), 2);
+    let mut joined = head.clone();
     for (part, file) in files.iter().zip(&run.files) {
-        assert_eq!(part.as_ptr(), file.bytes.as_ptr());
+        let FileData::Bytes(b) = part else {
+            panic!("a byte file's part is its bytes")
+        };
+        assert_eq!(b.as_ptr(), file.bytes().unwrap().as_ptr());
+        joined.extend_from_slice(b);
     }
     let buf = encode_request(&req);
-    let joined: Vec<u8> = std::iter::once(head.as_slice())
-        .chain(files)
-        .flatten()
-        .copied()
-        .collect();
     assert_eq!(joined, buf);
     // Decoding by ranges reads the head, the header, then one range per
     // file, each exactly that file, never the whole buffer.
@@ -459,6 +459,158 @@ fn request_parts_share_the_files_and_decode_by_ranges() {
     })
     .unwrap_err()
     .contains("trailing"));
+}
+
+/// A browser `Blob` holding `bytes` (what a dropped `File` is).
+fn blob_of(bytes: &[u8]) -> web_sys::Blob {
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    web_sys::Blob::new_with_u8_array_sequence(&parts).unwrap()
+}
+
+#[wasm_bindgen_test]
+fn a_dropped_file_travels_as_its_blob_not_its_bytes() {
+    // A dropped file is a Blob with an id of its own; an example is bytes.
+    let dropped = FileData::blob(blob_of(SEED001));
+    let FileData::Blob(b) = &dropped else {
+        panic!("a Blob file")
+    };
+    assert_eq!(b.size_bytes, SEED001.len() as u64);
+    let FileData::Blob(other) = FileData::blob(blob_of(b"x")) else {
+        panic!("a Blob file")
+    };
+    assert_ne!(other.id, b.id, "every loaded file gets its own id");
+    let mut run = run_request(3, &[("a.txt", SEED000)]);
+    run.files.push(InputFile {
+        name: "rank0.json".into(),
+        data: dropped.clone(),
+    });
+    let req = Request::Run(run.clone());
+    // Its part is the Blob itself; the head names its size and id.
+    let (head, parts) = encode_request_parts(&req);
+    assert_eq!(parts[1], &dropped);
+    let decoded = decode_request_head(&head).unwrap();
+    let infos = decoded.files();
+    assert_eq!(
+        infos,
+        vec![
+            PartInfo {
+                name: "a.txt".into(),
+                size_bytes: SEED000.len() as u64,
+                blob: None,
+            },
+            PartInfo {
+                name: "rank0.json".into(),
+                size_bytes: SEED001.len() as u64,
+                blob: Some(b.id),
+            },
+        ]
+    );
+    // With the parts received (the worker's side), the same request.
+    assert_eq!(decoded.into_request(run.files.clone()), Ok(req.clone()));
+    // A part that is not the file the head names is refused.
+    let mut swapped = run.files.clone();
+    swapped.swap(0, 1);
+    let err = decode_request_head(&head)
+        .unwrap()
+        .into_request(swapped)
+        .unwrap_err();
+    assert!(err.contains("is not the"), "{err}");
+    let err = decode_request_head(&head)
+        .unwrap()
+        .into_request(Vec::new())
+        .unwrap_err();
+    assert!(err.contains("carries 0"), "{err}");
+    // A Blob has no bytes in the one-buffer form: decoding it says so.
+    let err = decode_request(&encode_request(&req)).unwrap_err();
+    assert!(err.contains("Blob"), "{err}");
+    // A head with anything after it is refused.
+    let mut longer = head.clone();
+    longer.push(0);
+    assert!(decode_request_head(&longer).is_err());
+    // A Blob not read reaches the computation as a located run error, not
+    // as an empty file passed over in silence.
+    let out = compute::run(&run, &mut |_| {});
+    assert!(
+        out.diagnostics
+            .iter()
+            .any(|d| d.is_error() && d.message.contains("could not read `rank0.json`")),
+        "{:?}",
+        out.diagnostics
+    );
+}
+
+#[wasm_bindgen_test]
+fn a_run_reads_each_file_once_and_equals_the_cores_run() {
+    use trainscope_core::sim::{run_files, RunOptions, SimConfig};
+    use trainscope_web::compute::ExportSource;
+    const K0: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank0.json");
+    const K1: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank1.pt.trace.json.gz");
+    let files = [("job2_rank0.json", K0), ("job2_rank1.pt.trace.json.gz", K1)];
+    let mut req = run_request(4, &files);
+    req.compare_schedules = true;
+    // The worker's reader gives each file's bytes when asked (a `Blob`'s,
+    // read then dropped once parsed): count the reads.
+    let mut reads = Vec::new();
+    let (out, source) = compute::run_with_reader(
+        &req,
+        &mut |i, f| {
+            reads.push(i);
+            Ok(Rc::new(f.bytes().unwrap().to_vec()))
+        },
+        &mut |_| {},
+    );
+    // Parsed once, file by file; the simulation, the analysis and every
+    // compared schedule come from that parse.
+    assert_eq!(reads, vec![0, 1]);
+    let want = run_files(&files, &SimConfig::default(), &RunOptions::default()).unwrap();
+    let Some(ExportSource::Event(got)) = source else {
+        panic!("an event run")
+    };
+    assert_eq!(got.report_json(), want.report_json());
+    assert!(out.analysis.is_some());
+    assert_eq!(out.analysis, want.analysis);
+    assert!(out
+        .files
+        .iter()
+        .all(|f| f.format.as_deref() == Some("kineto-trace")));
+
+    // Another input picked (a SimAI workload loaded last): only it is read
+    // again, to be simulated alone.
+    let mut reads = Vec::new();
+    let three = run_request(5, &[files[0], files[1], ("a.txt", SEED000)]);
+    let out = compute::run_with_reader(
+        &three,
+        &mut |i, f| {
+            reads.push(i);
+            Ok(Rc::new(f.bytes().unwrap().to_vec()))
+        },
+        &mut |_| {},
+    )
+    .0;
+    assert_eq!(reads, vec![0, 1, 2, 2]);
+    assert_eq!(
+        out.result.as_ref().and_then(|r| r.iteration_time_ns),
+        compute_output(&run_request(6, &[("a.txt", SEED000)]))
+            .result
+            .and_then(|r| r.iteration_time_ns)
+    );
+
+    // A file that cannot be read is an error naming it.
+    let out = compute::run_with_reader(
+        &req,
+        &mut |i, f| match i {
+            1 => Err("the file is gone".into()),
+            _ => Ok(Rc::new(f.bytes().unwrap().to_vec())),
+        },
+        &mut |_| {},
+    )
+    .0;
+    assert!(
+        out.diagnostics.iter().any(|d| d.is_error()
+            && d.message == "could not read `job2_rank1.pt.trace.json.gz`: the file is gone"),
+        "{:?}",
+        out.diagnostics
+    );
 }
 
 #[wasm_bindgen_test]
@@ -672,7 +824,7 @@ fn run_ids_make_older_responses_stale() {
     let s = reduce(
         Rc::new(AppState::default()),
         Action::Loaded {
-            files: vec![("a.txt".into(), SEED000.to_vec())],
+            files: vec![("a.txt".into(), SEED000.to_vec().into())],
             example: Some("a.txt".into()),
         },
     );
@@ -876,14 +1028,14 @@ fn example_is_kept_only_for_a_single_gallery_file_and_pin_copies_the_result() {
     let s = reduce(
         Rc::new(AppState::default()),
         Action::Loaded {
-            files: vec![("a.txt".into(), SEED000.to_vec())],
+            files: vec![("a.txt".into(), SEED000.to_vec().into())],
             example: Some("a.txt".into()),
         },
     );
     let s2 = reduce(
         s.clone(),
         Action::Loaded {
-            files: vec![("b.txt".into(), SEED001.to_vec())],
+            files: vec![("b.txt".into(), SEED001.to_vec().into())],
             example: None,
         },
     );
@@ -892,7 +1044,7 @@ fn example_is_kept_only_for_a_single_gallery_file_and_pin_copies_the_result() {
     let s4 = reduce(
         s2.clone(),
         Action::Loaded {
-            files: vec![("c.txt".into(), SEED000.to_vec())],
+            files: vec![("c.txt".into(), SEED000.to_vec().into())],
             example: Some("c.txt".into()),
         },
     );
@@ -934,7 +1086,7 @@ fn link_pins_hold_until_its_files_are_removed() {
     let s = reduce(
         s,
         Action::Loaded {
-            files: vec![("a.txt".into(), SEED000.to_vec())],
+            files: vec![("a.txt".into(), SEED000.to_vec().into())],
             example: None,
         },
     );
@@ -958,7 +1110,7 @@ fn link_pins_hold_until_its_files_are_removed() {
     let s = reduce(
         s,
         Action::Loaded {
-            files: vec![("b.txt".into(), SEED001.to_vec())],
+            files: vec![("b.txt".into(), SEED001.to_vec().into())],
             example: None,
         },
     );
@@ -1270,7 +1422,7 @@ fn finished_run(id: u64) -> (Rc<AppState>, Vec<trainscope_web::protocol::NamedTi
     let s = reduce(
         Rc::new(AppState::default()),
         Action::Loaded {
-            files: vec![("a.txt".into(), SEED000.to_vec())],
+            files: vec![("a.txt".into(), SEED000.to_vec().into())],
             example: None,
         },
     );
@@ -1422,7 +1574,7 @@ fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
     let added = reduce(
         s.clone(),
         Action::Loaded {
-            files: vec![("b.txt".into(), SEED001.to_vec())],
+            files: vec![("b.txt".into(), SEED001.to_vec().into())],
             example: None,
         },
     );
@@ -1433,7 +1585,7 @@ fn a_replacing_file_set_unpins_file_fields_an_added_file_keeps_them() {
     let s = reduce(
         s,
         Action::Loaded {
-            files: vec![("c.txt".into(), SEED001.to_vec())],
+            files: vec![("c.txt".into(), SEED001.to_vec().into())],
             example: Some("c.txt".into()),
         },
     );

@@ -316,7 +316,7 @@ fn echo_replays_take_the_network_the_user_set() {
         let mut req = RunRequest {
             files: vec![trainscope_web::protocol::InputFile {
                 name: name.into(),
-                bytes: ECHO.to_vec().into(),
+                data: ECHO.to_vec().into(),
             }],
             job_active: false,
             ..job_request(1, JobSettings::default())
@@ -374,7 +374,7 @@ fn editing_the_job_makes_it_the_input_and_new_files_take_over() {
     assert_eq!(s.files_rev, rev + 1, "the Run button runs at once");
     // New files replace the job as the input.
     let s = s.reduce(Action::Loaded {
-        files: vec![("a.txt".into(), b"x".to_vec())],
+        files: vec![("a.txt".into(), b"x".to_vec().into())],
         example: None,
     });
     assert!(!s.job_active);
@@ -391,14 +391,14 @@ fn a_dropped_config_runs_as_the_job_and_the_panel_adopts_it() {
     let name = "Meta-Llama-3-8B/config.json";
     let s = Rc::new(AppState::default()).reduce(Action::JobEdit(JobField::Tp, "2".into()));
     let s = s.reduce(Action::Loaded {
-        files: vec![(name.into(), LLAMA8B_CONFIG.to_vec())],
+        files: vec![(name.into(), LLAMA8B_CONFIG.to_vec().into())],
         example: None,
     });
     assert!(!s.job_active);
     let req = RunRequest {
         files: vec![trainscope_web::protocol::InputFile {
             name: name.into(),
-            bytes: LLAMA8B_CONFIG.to_vec().into(),
+            data: LLAMA8B_CONFIG.to_vec().into(),
         }],
         job_active: s.job_active,
         ..job_request(1, small_job(2))
@@ -613,7 +613,7 @@ fn file_view_of_a_loaded_config_is_offered_as_a_model() {
     let s = AppState {
         files: vec![LoadedFile {
             name: "c.json".into(),
-            bytes: Rc::new(LLAMA8B_CONFIG.to_vec()),
+            data: LLAMA8B_CONFIG.to_vec().into(),
             view: Some(trainscope_web::views::FileView {
                 name: "c.json".into(),
                 format: Some("hf-config".into()),

@@ -45,7 +45,7 @@ const LLAMA65B_NAME: &str = "simai_llama65b_tp8_pp4_vpp8.txt";
 /// order.
 fn loaded_with(typed: &[(Field, &str)]) -> Rc<AppState> {
     let loaded = Rc::new(AppState::default()).reduce(Action::Loaded {
-        files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
+        files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec().into())],
         example: None,
     });
     typed
@@ -60,7 +60,7 @@ fn file_request(typed: &[(Field, &str)], compare: bool) -> RunRequest {
         pinned: BTreeSet::new(),
         files: vec![InputFile {
             name: LLAMA65B_NAME.into(),
-            bytes: LLAMA65B.to_vec().into(),
+            data: LLAMA65B.to_vec().into(),
         }],
         job: JobSettings::default(),
         job_active: false,
@@ -322,7 +322,7 @@ fn done(s: Rc<AppState>, id: u64, out: RunOutput) -> Rc<AppState> {
 #[wasm_bindgen_test]
 fn picking_a_row_runs_that_schedule_and_keeps_the_table() {
     let s = Rc::new(AppState::default()).reduce(Action::Loaded {
-        files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec())],
+        files: vec![(LLAMA65B_NAME.into(), LLAMA65B.to_vec().into())],
         example: None,
     });
     let out = run(&file_request(

@@ -242,7 +242,7 @@ fn a_dropped_config_json_is_searched_like_its_preset() {
         shard: ShardId { index: 0, count: 1 },
         files: vec![InputFile {
             name: "llama3_8b.json".into(),
-            bytes: bytes.into(),
+            data: bytes.into(),
         }],
     });
     let Ok(Request::Sweep(x)) = decode_request(&encode_request(&req)) else {
@@ -252,7 +252,7 @@ fn a_dropped_config_json_is_searched_like_its_preset() {
     let files: Vec<(&str, &[u8])> = x
         .files
         .iter()
-        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .map(|f| (f.name.as_str(), f.bytes().unwrap()))
         .collect();
     let (spec, config) = sweep_spec(&x.inputs, &x.job, &x.settings, &x.pinned, &files).unwrap();
     assert_eq!(spec.common_flags, "--model llama3_8b.json");

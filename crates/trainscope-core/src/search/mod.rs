@@ -31,6 +31,14 @@
 //! A pipeline of one stage has no schedule to choose: with PP 1 only 1F1B
 //! is enumerated when the list holds it (the others are counted as
 //! skipped).
+//!
+//! A PP that does not divide the layer count is tried with the uneven
+//! split of [`uneven_split`] (Megatron's first/last-stage layer counts:
+//! the middle stages a whole share, the last stage lighter, as it also
+//! runs the output layer and the loss), with the schedules that run one
+//! chunk per stage; the default PP list adds such stage counts where they
+//! are powers of two (DeepSeek-V3's 61 layers on 16 stages, Llama 3
+//! 405B's 126 on 16).
 
 pub mod report;
 
@@ -99,7 +107,8 @@ pub struct SweepSpec {
     /// Default: powers of two up to the GPUs per node that divide the
     /// attention heads.
     pub tp: Option<Vec<u32>>,
-    /// Default: the divisors of the layer count up to the largest world.
+    /// Default: the divisors of the layer count up to the largest world,
+    /// and the powers of two [`uneven_split`] splits.
     pub pp: Option<Vec<u32>>,
     /// Default: 1 for a dense model; the powers of two dividing the expert
     /// count for a mixture of experts.
@@ -166,7 +175,10 @@ impl SweepSpec {
             let layers = self.model.num_layers;
             let max_world = self.worlds.iter().copied().max().unwrap_or(1);
             (1..=layers.min(max_world))
-                .filter(|p| layers.is_multiple_of(*p))
+                .filter(|p| {
+                    layers.is_multiple_of(*p)
+                        || (p.is_power_of_two() && uneven_split(layers, *p).is_some())
+                })
                 .collect()
         })
     }
@@ -305,6 +317,12 @@ impl Candidate {
         if !s.flash_attention {
             f.push_str(" --no-flash-attention");
         }
+        if let Some(n) = s.first_stage_layers {
+            f.push_str(&format!(" --first-stage-layers {n}"));
+        }
+        if let Some(n) = s.last_stage_layers {
+            f.push_str(&format!(" --last-stage-layers {n}"));
+        }
         f
     }
 
@@ -360,6 +378,25 @@ pub(crate) fn counts_of(map: BTreeMap<String, u64>) -> Vec<ReasonCount> {
         .collect()
 }
 
+/// The first and last stages' layer counts the search gives `layers`
+/// layers on `pp` stages that do not divide them: the middle stages
+/// ceil(layers / pp) each, the first stage as many or one fewer than the
+/// rest, the last stage what remains (at least one). `None` when PP
+/// divides the layers (an even split), PP is 1, or no stage split leaves
+/// every stage a layer.
+pub fn uneven_split(layers: u32, pp: u32) -> Option<(u32, u32)> {
+    if pp < 2 || layers.is_multiple_of(pp) {
+        return None;
+    }
+    let middle = layers.div_ceil(pp);
+    let rest = layers.checked_sub((pp - 2).checked_mul(middle)?)?;
+    if rest < 2 {
+        return None;
+    }
+    let first = middle.min(rest - 1);
+    Some((first, rest - first))
+}
+
 /// Every combination of the spec's lists, in the fixed order of the module
 /// documentation; the refused ones counted by reason.
 pub fn enumerate(spec: &SweepSpec) -> Enumeration {
@@ -412,6 +449,17 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                 ), inner);
                                 continue;
                             }
+                            let split = uneven_split(spec.model.num_layers, pp);
+                            if pp > 1
+                                && !spec.model.num_layers.is_multiple_of(pp)
+                                && split.is_none()
+                            {
+                                skip(format!(
+                                    "{} layers cannot be split over {pp} stages with a whole share on each middle stage and a layer on every stage",
+                                    spec.model.num_layers
+                                ), inner);
+                                continue;
+                            }
                             for &mbs in &mbs_list {
                                 for &rc in &recompute {
                                     for (k, &sp) in sp_list.iter().enumerate() {
@@ -440,8 +488,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                 recompute: rc,
                                                 distributed_optimizer: dist,
                                                 flash_attention: spec.flash_attention,
-                                                first_stage_layers: None,
-                                                last_stage_layers: None,
+                                                first_stage_layers: split.map(|(f, _)| f),
+                                                last_stage_layers: split.map(|(_, l)| l),
                                             };
                                             let job = match ModelJob::new(
                                                 spec.model.clone(),

@@ -48,7 +48,68 @@ fn default_lists() {
     let mut big = SweepSpec::new(llama3_70b(), gpu_preset("H100").unwrap(), 1024);
     big.gpus_per_node = 4;
     assert_eq!(big.tp_values(), vec![1, 2, 4]);
+    // 32 and 64 stages leave no whole middle share of 80 layers.
     assert_eq!(big.pp_values(), vec![1, 2, 4, 5, 8, 10, 16, 20, 40, 80]);
+    let mut v3 = SweepSpec::new(
+        crate::model::presets::preset("deepseek-v3").unwrap(),
+        gpu_preset("H100").unwrap(),
+        2048,
+    );
+    v3.gpus_per_node = 8;
+    assert_eq!(v3.pp_values(), vec![1, 2, 4, 8, 16, 61]);
+}
+
+#[test]
+fn uneven_splits_give_the_middle_stages_a_whole_share() {
+    // DeepSeek-V3's published layout: 61 layers on 16 stages, 4 + 14 x 4 + 1.
+    assert_eq!(uneven_split(61, 16), Some((4, 1)));
+    assert_eq!(uneven_split(126, 16), Some((8, 6)));
+    assert_eq!(uneven_split(61, 2), Some((31, 30)));
+    assert_eq!(uneven_split(7, 4), Some((2, 1)));
+    assert_eq!(uneven_split(80, 16), None, "16 divides 80: an even split");
+    assert_eq!(uneven_split(80, 32), None, "30 x 3 layers exceed 80");
+    assert_eq!(uneven_split(5, 4), None, "one layer left for two stages");
+    assert_eq!(uneven_split(9, 1), None);
+    for (layers, pp) in [(61u32, 16u32), (126, 16), (61, 2), (7, 4), (13, 4), (30, 8)] {
+        let (f, l) = uneven_split(layers, pp).unwrap();
+        let middle = layers.div_ceil(pp);
+        assert!(
+            f >= 1 && l >= 1 && f <= middle && l <= middle,
+            "{layers}/{pp}"
+        );
+        assert_eq!(f + l + (pp - 2) * middle, layers);
+    }
+}
+
+#[test]
+fn a_pp_that_does_not_divide_the_layers_is_searched_with_an_uneven_split() {
+    // 8 layers on 3 stages: 3 + 3 + 2.
+    let mut s = tiny_spec();
+    s.worlds = vec![6];
+    s.tp = Some(vec![1]);
+    s.pp = Some(vec![3]);
+    s.micro_batch_size = Some(vec![1]);
+    s.recompute = Some(vec![Recompute::None]);
+    s.global_batch_size = 12;
+    let e = enumerate(&s);
+    let names: Vec<_> = e.candidates.iter().map(|c| c.schedule.name()).collect();
+    // No virtual-stage count fits 8 layers on 3 stages (interleaved is not
+    // enumerated); the V-shaped schedules are counted as skipped.
+    assert_eq!(
+        names,
+        ["gpipe", "1f1b", "zb-h1", "zb-h2"],
+        "{:?}",
+        e.skipped_reasons
+    );
+    for c in &e.candidates {
+        assert_eq!(c.job.setup.first_stage_layers, Some(3));
+        assert_eq!(c.job.setup.last_stage_layers, Some(2));
+        assert!(c
+            .flags("")
+            .ends_with("--first-stage-layers 3 --last-stage-layers 2"));
+        let row = evaluate(c, &SimConfig::default(), "").unwrap();
+        assert!(row.iteration_time_ns > 0, "{}", c.schedule.name());
+    }
 }
 
 /// The counts of the module's hand-worked case (see the comments).

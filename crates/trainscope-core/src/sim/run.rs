@@ -575,6 +575,22 @@ pub(crate) fn as_warning_lines(file_warnings: Vec<String>, others: Vec<String>) 
     out
 }
 
+/// The parser options a run's `options` ask for (NeuSight's block
+/// repeats and world, the Kineto step): what [`load_files`] parses with.
+pub fn load_options(options: &RunOptions) -> LoadOptions {
+    LoadOptions {
+        neusight: neusight::NeusightOptions {
+            block_repeats: options
+                .block_repeats
+                .unwrap_or(neusight::DEFAULT_BLOCK_REPEATS),
+            data_parallel: options.world,
+        },
+        kineto: crate::formats::kineto::KinetoOptions {
+            iteration: options.iteration,
+        },
+    }
+}
+
 /// Parse `files` and pick the one input (see the module documentation).
 fn load(
     files: &[(&str, &[u8])],
@@ -583,28 +599,21 @@ fn load(
     if files.is_empty() {
         return Err(RunError::Usage("no input file".to_string()));
     }
-    let neusight = neusight::NeusightOptions {
-        block_repeats: options
-            .block_repeats
-            .unwrap_or(neusight::DEFAULT_BLOCK_REPEATS),
-        data_parallel: options.world,
-    };
+    pick(load_set(files, options.format, &load_options(options)))
+}
+
+/// The one input of a parsed set (see the module documentation).
+fn pick(set: LoadedSet) -> Result<(Input, Vec<String>, Vec<String>), RunError> {
     let LoadedSet {
         summaries,
         described,
         simai_sources,
         runs,
         models: _,
-    } = load_set(
-        files,
-        options.format,
-        &LoadOptions {
-            neusight,
-            kineto: crate::formats::kineto::KinetoOptions {
-                iteration: options.iteration,
-            },
-        },
-    );
+    } = set;
+    if summaries.is_empty() {
+        return Err(RunError::Usage("no input file".to_string()));
+    }
     // A file that gave no result fails the run (`load_set` gives every such
     // file an error saying why); a usable file with skipped records is
     // simulated without them, with a warning naming them.
@@ -775,7 +784,22 @@ pub struct LoadedInput {
 /// `options` as for [`run_files`] (the parser options: block repeats, world).
 pub fn load_files(files: &[(&str, &[u8])], options: &RunOptions) -> Result<LoadedInput, RunError> {
     options.validate()?;
-    let (input, used, file_warnings) = load(files, options)?;
+    loaded_input(load(files, options)?)
+}
+
+/// [`load_files`] of a set already parsed: `set` must be the
+/// [`LoadedSet`] of the files (all of them, in order) parsed with
+/// `options.format` forced (or not) and [`load_options`]`(options)`, e.g.
+/// made one file at a time by [`crate::inspect::SetLoader`], so large files
+/// never have to be in memory together. The same input as `load_files`.
+pub fn load_from_set(set: LoadedSet, options: &RunOptions) -> Result<LoadedInput, RunError> {
+    options.validate()?;
+    loaded_input(pick(set)?)
+}
+
+fn loaded_input(
+    (input, used, file_warnings): (Input, Vec<String>, Vec<String>),
+) -> Result<LoadedInput, RunError> {
     let analysis = match &input {
         Input::Measured(run) if run.format == Format::KinetoTrace => {
             Some(analyse(run, crate::analysis::DEFAULT_TOP_KERNELS))

@@ -58,7 +58,7 @@ pub fn FileCard(props: &FileCardProps) -> Html {
         <article class="file-card" data-testid="file-card" data-file={f.name.clone()}>
             <header>
                 <h3>{ &f.name }</h3>
-                <span class="size">{ crate::format::bytes(f.bytes.len() as u64) }</span>
+                <span class="size">{ crate::format::bytes(f.data.size_bytes()) }</span>
                 <span class={classes!("badge", bad.then_some("bad"))}
                       data-testid={ if f.view.is_some() { "format" } else { "format-pending" } }>{ badge }</span>
                 <button class="icon" aria-label={format!("Remove {}", f.name)} onclick={on_remove}>{"×"}</button>

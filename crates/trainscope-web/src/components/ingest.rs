@@ -35,7 +35,7 @@ pub fn load_example(file_name: &'static str, dispatch: UseReducerDispatcher<AppS
         .await;
         match result {
             Ok(bytes) => dispatch.dispatch(Action::Loaded {
-                files: vec![(file_name.to_string(), bytes)],
+                files: vec![(file_name.to_string(), bytes.into())],
                 example: Some(file_name.to_string()),
             }),
             Err(e) => dispatch.dispatch(Action::ReadFailed(file_name.to_string(), e)),

@@ -32,7 +32,7 @@
 use crate::format;
 use crate::job::{JobModel, JobSettings};
 use crate::palette::{colour_for, css};
-use crate::protocol::{InputFile, Request, Response, SweepRequest};
+use crate::protocol::{FileData, InputFile, Request, Response, SweepRequest};
 use crate::settings::{Field, Schedule, Settings};
 use crate::sweep::{row_job, SweepInputs, BOUNDS};
 use crate::url;
@@ -67,10 +67,10 @@ pub struct SweepViewProps {
     pub job: JobSettings,
     pub settings: Settings,
     pub pinned: BTreeSet<Field>,
-    /// The job's model file (name, bytes) when its model is a dropped
+    /// The job's model file (name, content) when its model is a dropped
     /// `config.json` that is loaded.
     #[prop_or_default]
-    pub model_file: Option<(String, Rc<Vec<u8>>)>,
+    pub model_file: Option<(String, FileData)>,
     /// Load this configuration into the job panel and simulate it (`true`:
     /// and pin its result as run A of the compare view).
     pub on_pick: Callback<(JobSettings, Schedule, bool)>,
@@ -494,10 +494,10 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
             write_link(&inputs, &job);
             // A dropped model file: its bytes, once per worker.
             let files: Vec<InputFile> = match (&job.model, &model_file) {
-                (JobModel::File(name), Some((loaded, bytes))) if name == loaded => {
+                (JobModel::File(name), Some((loaded, data))) if name == loaded => {
                     vec![InputFile {
                         name: name.clone(),
-                        bytes: bytes.clone(),
+                        data: data.clone(),
                     }]
                 }
                 _ => Vec::new(),
