@@ -24,7 +24,11 @@
 //! world rank ([`ChakraExport::file`] makes each on demand). A job
 //! simulated per stage (SPMD) gives every rank its stage's program; a
 //! per-rank job's files are its ranks. Per file, every span is a node in
-//! start order (ids 0, 1, ...): compute spans are `COMP_NODE` with
+//! start order (ids 0, 1, ...; at one start, sends and receives first, and
+//! each collective also waits (`ctrl_deps`) for the latest send before it:
+//! ASTRA-sim runs one communication node at a time per rank, lowest id
+//! first, and a collective ahead of a send its peer waits for deadlocks
+//! it): compute spans are `COMP_NODE` with
 //! `duration_micros` (ns rounded to the nearest µs) and `is_cpu_op` false;
 //! collectives are `COMM_COLL_NODE` with integer `comm_type` and
 //! `comm_size` (bytes; all-gather: the per-rank input, the full size / the
@@ -493,9 +497,15 @@ pub fn write_timeline(
     let mut templates = Vec::with_capacity(nfiles);
     let mut unpaired = 0u64;
     for (fi, mut refs) in per_file.into_iter().enumerate() {
+        // Start order; at one start, transfers before the rest: ASTRA-sim
+        // issues ready nodes lowest id first and keeps one communication
+        // node (receives aside) in flight per rank, so a collective that
+        // waits for its peers must not hold the slot a send they wait for
+        // needs (a tied embedding's all-reduce beside a stage's last
+        // gradient send deadlocked every rank).
         refs.sort_by_key(|r| {
             let s = timeline.span(*r).map_or(0, |s| s.start_ns);
-            (s, r.lane, r.index)
+            (s, !peer.contains_key(r), r.lane, r.index)
         });
         let id_of: BTreeMap<SpanRef, u64> = refs
             .iter()
@@ -509,6 +519,10 @@ pub fn write_timeline(
             .collect();
         by_end.sort_unstable();
         let mut last_on_lane: BTreeMap<u32, u64> = BTreeMap::new();
+        // The latest send so far: each collective also waits for it
+        // (`ctrl_deps`), which only states the order ASTRA-sim's one
+        // communication slot runs them in anyway.
+        let mut last_send: Option<u64> = None;
         let mut nodes = Vec::with_capacity(refs.len());
         let mut patches = Vec::with_capacity(refs.len());
         for r in &refs {
@@ -567,6 +581,9 @@ pub fn write_timeline(
             match (s.kind, coll_type) {
                 (SpanKind::Send | SpanKind::Recv, _) => {
                     let send = s.kind == SpanKind::Send;
+                    if send {
+                        last_send = Some(id);
+                    }
                     node.r#type = if send {
                         NodeType::CommSendNode as i32
                     } else {
@@ -598,6 +615,9 @@ pub fn write_timeline(
                         size
                     };
                     node.r#type = NodeType::CommCollNode as i32;
+                    if let Some(send) = last_send.filter(|d| !node.data_deps.contains(d)) {
+                        node.ctrl_deps.push(send);
+                    }
                     node.attr.push(int_attr("comm_type", ct as i64));
                     node.attr.push(int_attr("comm_size", size));
                     node.attr.push(bool_attr("is_cpu_op", false));
@@ -1064,5 +1084,68 @@ mod tests {
             );
         }
         assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
+    }
+
+    /// ASTRA-sim issues ready nodes lowest id first with one communication
+    /// node (receives aside) in flight per rank: a collective waiting for
+    /// its peers must never hold that slot ahead of a send of its own file
+    /// (Llama 3.2 1B's tied-embedding all-reduce beside the last stage's
+    /// final gradient send deadlocked all 8 ranks). Every collective comes
+    /// after the sends that start no later and depends on the latest one.
+    #[test]
+    fn collectives_never_go_ahead_of_a_send_astra_sim_must_issue_first() {
+        use crate::hardware::gpu_preset;
+        use crate::job::{run::run_model, ModelJob, TrainingSetup};
+        let setup = TrainingSetup {
+            tp: 2,
+            pp: 2,
+            dp: Some(2),
+            global_batch_size: Some(8),
+            seq_length: 1024,
+            ..TrainingSetup::default()
+        };
+        let model = crate::model::presets::preset("llama3.2-1b").unwrap();
+        assert!(model.tied_embeddings);
+        let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
+        let out = run_model(&job, &crate::sim::SimConfig::default()).unwrap();
+        let ex = write_timeline(
+            &out.run.result.timeline,
+            out.run.parallel,
+            PlacementOrder::default(),
+        );
+        let mut checked = 0;
+        for (_, _, bytes) in &ex.files() {
+            let mut buf: &[u8] = bytes;
+            GlobalMetadata::decode_length_delimited(&mut buf).unwrap();
+            let mut nodes = Vec::new();
+            while !buf.is_empty() {
+                nodes.push(Node::decode_length_delimited(&mut buf).unwrap());
+            }
+            let mut last_send: Option<&Node> = None;
+            for n in &nodes {
+                match NodeType::try_from(n.r#type).unwrap() {
+                    NodeType::CommSendNode => last_send = Some(n),
+                    NodeType::CommCollNode => {
+                        let later_send = nodes.iter().find(|m| {
+                            m.r#type == NodeType::CommSendNode as i32
+                                && m.id > n.id
+                                && m.start_time_micros <= n.start_time_micros
+                        });
+                        assert!(later_send.is_none(), "{} after a send of its start", n.name);
+                        if let Some(s) = last_send {
+                            assert!(
+                                n.ctrl_deps.contains(&s.id) || n.data_deps.contains(&s.id),
+                                "{} does not wait for send {}",
+                                n.name,
+                                s.id
+                            );
+                            checked += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(checked > 0);
     }
 }
