@@ -175,6 +175,15 @@ test('every figure says what it means; a measured run says what "measured" cover
   assert.deepEqual(errors, []);
 });
 
+test('the drop zone names every input format the page reads', async () => {
+  const { page, errors } = await open();
+  const text = await page.locator('.dropzone-formats').textContent();
+  for (const f of ['SimAI', 'NeuSight', 'Echo', 'Optimus-Prime', 'Kineto', 'Chakra', 'comm_groups.json', 'config.json']) {
+    assert.ok(text.includes(f), `${f} missing from: ${text}`);
+  }
+  assert.deepEqual(errors, []);
+});
+
 test('every bundled example simulates', async () => {
   const { page, errors } = await open();
   const names = await page.getByTestId('example').locator('.example-name').allTextContents();

@@ -63,7 +63,7 @@ pub fn Ingest(props: &IngestProps) -> Html {
             <div class="dropzone">
                 <p class="dropzone-title">{"Drop workload files or training logs anywhere on the page"}</p>
                 <p class="dropzone-formats">
-                    {"SimAI/AICB workloads · NeuSight TSV · Echo Megatron traces (one file per rank) · Optimus-Prime logs"}
+                    {"SimAI/AICB workloads · NeuSight TSV · Echo Megatron traces (one file per rank) · Optimus-Prime logs · PyTorch profiler (Kineto) traces, plain or .gz (one per rank) · Chakra .et files with their comm_groups.json · a HuggingFace config.json"}
                 </p>
                 <label class="button" for="file-input">{"Choose files…"}</label>
                 <input id="file-input" class="visually-hidden" type="file" multiple=true
