@@ -312,6 +312,22 @@ impl DiagSink {
     }
 }
 
+/// The location of byte offset `at` of a whole text (`at` past the end:
+/// its end; the line found around it, numbered from 1).
+pub fn location_at(file: &str, text: &str, at: usize) -> Location {
+    let at = crate::diag::floor_char_boundary(text, at.min(text.len()));
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = text[start..end].trim_end_matches('\r');
+    let line_no = text[..start].bytes().filter(|b| *b == b'\n').count() + 1;
+    location(
+        file,
+        u32::try_from(line_no).unwrap_or(u32::MAX),
+        line,
+        (at - start).min(line.len()),
+    )
+}
+
 /// A location that stays cheap on very long lines: the column is counted in
 /// characters only within the first 64 KiB (beyond that, bytes are used).
 pub fn location(file: &str, line_no: u32, line: &str, byte_col: usize) -> Location {

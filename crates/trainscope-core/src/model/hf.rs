@@ -193,7 +193,7 @@ pub fn parse(file: &str, text: &str) -> Result<(ModelSpec, Vec<Diagnostic>), Vec
             "a config.json is a JSON object (`{{ ... }}`), but `{file}` holds {}",
             describe(&value)
         ))
-        .at(location_at(file, text, at))
+        .at(lex::location_at(file, text, at))
         .with_hint(
             "give the model's config.json as written by HuggingFace transformers: one object of `\"key\": value` pairs",
         )]);
@@ -229,21 +229,6 @@ fn syntax_error(file: &str, text: &str, e: &serde_json::Error) -> Diagnostic {
     Diagnostic::error(format!("`{file}` is not valid JSON: {what}"))
         .at(lex::location(file, line_no, line, byte_col))
         .with_hint(hint)
-}
-
-/// The location of byte offset `at` of `text`.
-fn location_at(file: &str, text: &str, at: usize) -> Location {
-    let at = crate::diag::floor_char_boundary(text, at);
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    let line = text[start..end].trim_end_matches('\r');
-    let line_no = text[..start].bytes().filter(|b| *b == b'\n').count() + 1;
-    lex::location(
-        file,
-        u32::try_from(line_no).unwrap_or(u32::MAX),
-        line,
-        at - start,
-    )
 }
 
 /// A JSON value in words, for messages (`"32"`, `4096.5`, `-1`, `null`,
@@ -330,7 +315,7 @@ impl<'a> Reader<'a> {
                     let d = Diagnostic::warning(format!(
                         "`{key}` appears more than once; the last value is used"
                     ))
-                    .at(location_at(file, text, offset));
+                    .at(lex::location_at(file, text, offset));
                     r.diags.push(d);
                 }
             }
@@ -351,7 +336,7 @@ impl<'a> Reader<'a> {
             .get(key)
             .copied()
             .unwrap_or_else(|| self.text.len() - self.text.trim_start().len());
-        location_at(self.file, self.text, at)
+        lex::location_at(self.file, self.text, at)
     }
 
     fn error(&mut self, key: &str, message: String, hint: String) {

@@ -73,7 +73,7 @@ impl CommGroups {
 
     /// The location of byte offset `at` of the file.
     pub fn location(&self, at: usize) -> Location {
-        location_at(&self.file, &self.text, at)
+        lex::location_at(&self.file, &self.text, at)
     }
 
     /// Errors for ranks at or beyond `world` (the `.et` set's ranks),
@@ -98,21 +98,6 @@ impl CommGroups {
         }
         sink.finish(&self.file)
     }
-}
-
-/// The location of byte offset `at` of `text`.
-fn location_at(file: &str, text: &str, at: usize) -> Location {
-    let at = crate::diag::floor_char_boundary(text, at.min(text.len()));
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    let line = text[start..end].trim_end_matches('\r');
-    let line_no = text[..start].bytes().filter(|b| *b == b'\n').count() + 1;
-    lex::location(
-        file,
-        u32::try_from(line_no).unwrap_or(u32::MAX),
-        line,
-        (at - start).min(line.len()),
-    )
 }
 
 /// Whether `text` looks like a communicator-group file: a JSON object
@@ -363,7 +348,7 @@ pub fn parse(file: &str, text: &str) -> CommGroups {
                 match rank {
                     Ok(r) => {
                         if let Some(prev) = members.insert(r, j) {
-                            let col = location_at(file, text, prev).column;
+                            let col = lex::location_at(file, text, prev).column;
                             sink.push(
                                 Diagnostic::error(format!(
                                     "`{file}`: group `{id}` lists rank {r} twice (first at column {col})"
