@@ -1011,14 +1011,15 @@ mod tests {
         assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
     }
 
-    #[test]
-    fn a_stage_simulated_job_is_written_per_rank_with_its_groups() {
+    /// Llama 3.2 1B at TP x PP x DP (global batch 8, 1,024 tokens),
+    /// simulated on H100s and written as Chakra.
+    fn written_llama_1b(tp: u32, pp: u32, dp: u32) -> ChakraExport {
         use crate::hardware::gpu_preset;
         use crate::job::{run::run_model, ModelJob, TrainingSetup};
-        // Llama 3.2 1B, PP 2 x DP 2 (Megatron placement: rank = dp + 2 pp).
         let setup = TrainingSetup {
-            pp: 2,
-            dp: Some(2),
+            tp,
+            pp,
+            dp: Some(dp),
             global_batch_size: Some(8),
             seq_length: 1024,
             ..TrainingSetup::default()
@@ -1026,11 +1027,17 @@ mod tests {
         let model = crate::model::presets::preset("llama3.2-1b").unwrap();
         let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
         let out = run_model(&job, &crate::sim::SimConfig::default()).unwrap();
-        let ex = write_timeline(
+        write_timeline(
             &out.run.result.timeline,
             out.run.parallel,
             PlacementOrder::default(),
-        );
+        )
+    }
+
+    #[test]
+    fn a_stage_simulated_job_is_written_per_rank_with_its_groups() {
+        // Llama 3.2 1B, PP 2 x DP 2 (Megatron placement: rank = dp + 2 pp).
+        let ex = written_llama_1b(1, 2, 2);
         assert_eq!(ex.len(), 4, "one file per rank");
         assert_eq!(
             ex.comm_groups_json().unwrap(),
@@ -1094,25 +1101,13 @@ mod tests {
     /// after the sends that start no later and depends on the latest one.
     #[test]
     fn collectives_never_go_ahead_of_a_send_astra_sim_must_issue_first() {
-        use crate::hardware::gpu_preset;
-        use crate::job::{run::run_model, ModelJob, TrainingSetup};
-        let setup = TrainingSetup {
-            tp: 2,
-            pp: 2,
-            dp: Some(2),
-            global_batch_size: Some(8),
-            seq_length: 1024,
-            ..TrainingSetup::default()
-        };
-        let model = crate::model::presets::preset("llama3.2-1b").unwrap();
-        assert!(model.tied_embeddings);
-        let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
-        let out = run_model(&job, &crate::sim::SimConfig::default()).unwrap();
-        let ex = write_timeline(
-            &out.run.result.timeline,
-            out.run.parallel,
-            PlacementOrder::default(),
+        // Tied embeddings: the first and last stages all-reduce them.
+        assert!(
+            crate::model::presets::preset("llama3.2-1b")
+                .unwrap()
+                .tied_embeddings
         );
+        let ex = written_llama_1b(2, 2, 2);
         let mut checked = 0;
         for (_, _, bytes) in &ex.files() {
             let mut buf: &[u8] = bytes;
