@@ -368,8 +368,8 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.recompute = Recompute::from_name(&row.recompute)?;
     job.sequence_parallel = row.sequence_parallel;
     job.distributed_optimizer = row.distributed_optimizer;
-    // Sweep rows split the layers evenly.
-    job.first_stage_layers = None;
-    job.last_stage_layers = None;
+    // A PP that does not divide the layers: the row's uneven split.
+    job.first_stage_layers = row.first_stage_layers;
+    job.last_stage_layers = row.last_stage_layers;
     Some((job, schedule))
 }

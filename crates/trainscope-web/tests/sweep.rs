@@ -195,6 +195,42 @@ fn a_row_loaded_into_the_job_panel_simulates_to_its_numbers() {
 }
 
 #[wasm_bindgen_test]
+fn a_row_with_an_uneven_split_loads_its_split_into_the_job_panel() {
+    // Llama 3.2 1B's 16 layers on 3 stages: 6 + 6 + 4.
+    let mut i = SweepInputs::default();
+    i.set("world", "3".into());
+    i.set("tp", "1".into());
+    i.set("pp", "3".into());
+    i.set("mbs", "1".into());
+    i.set("recompute", "none".into());
+    i.set("schedule", "1f1b".into());
+    let job = JobSettings {
+        model: JobModel::Preset("llama3.2-1b".into()),
+        global_batch_size: Some(6),
+        seq_length: 1024,
+        ..JobSettings::default()
+    };
+    let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    let row = &report.results[0];
+    assert_eq!(
+        (row.first_stage_layers, row.last_stage_layers),
+        (Some(6), Some(4))
+    );
+    let (j, schedule) = row_job(row, &job).unwrap();
+    assert_eq!(
+        (j.first_stage_layers, j.last_stage_layers),
+        (Some(6), Some(4))
+    );
+    let s = Settings {
+        schedule,
+        ..Settings::default()
+    };
+    let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
+    assert_eq!(out.run.summary().iteration_time_ns, row.iteration_time_ns);
+}
+
+#[wasm_bindgen_test]
 fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
     let (inputs, job) = small();
     let (spec, config) =

@@ -612,6 +612,8 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         dp: out.job.dp,
         ep: s.ep,
         vpp: s.vpp,
+        first_stage_layers: s.first_stage_layers,
+        last_stage_layers: s.last_stage_layers,
         micro_batch_size: s.micro_batch_size,
         micro_batches: out.job.micro_batches,
         recompute: s.recompute.name().to_string(),

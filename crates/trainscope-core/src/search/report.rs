@@ -35,6 +35,12 @@ pub struct Row {
     pub dp: u32,
     pub ep: u32,
     pub vpp: u32,
+    /// Layers of the first and the last stage when PP does not divide the
+    /// layers ([`super::uneven_split`]); absent: an even split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_stage_layers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stage_layers: Option<u32>,
     pub micro_batch_size: u32,
     pub micro_batches: u32,
     pub recompute: String,

@@ -109,6 +109,10 @@ fn a_pp_that_does_not_divide_the_layers_is_searched_with_an_uneven_split() {
             .ends_with("--first-stage-layers 3 --last-stage-layers 2"));
         let row = evaluate(c, &SimConfig::default(), "").unwrap();
         assert!(row.iteration_time_ns > 0, "{}", c.schedule.name());
+        assert_eq!(
+            (row.first_stage_layers, row.last_stage_layers),
+            (Some(3), Some(2))
+        );
     }
 }
 
@@ -288,6 +292,8 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         dp: 8,
         ep: 1,
         vpp: 1,
+        first_stage_layers: None,
+        last_stage_layers: None,
         micro_batch_size: 1,
         micro_batches: 1,
         recompute: "none".into(),

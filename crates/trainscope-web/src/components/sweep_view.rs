@@ -166,7 +166,13 @@ fn sorted_rows(all: &[Row], key: SortKey, descending: bool) -> Vec<(usize, &Row)
 }
 
 fn layout(r: &Row) -> String {
-    let mut s = format!("TP {} · PP {} · DP {}", r.tp, r.pp, r.dp);
+    let mut s = match (r.first_stage_layers, r.last_stage_layers) {
+        (Some(f), Some(l)) => format!(
+            "TP {} · PP {} (first {f}, last {l} layers) · DP {}",
+            r.tp, r.pp, r.dp
+        ),
+        _ => format!("TP {} · PP {} · DP {}", r.tp, r.pp, r.dp),
+    };
     if r.ep > 1 {
         s.push_str(&format!(" · EP {}", r.ep));
     }
