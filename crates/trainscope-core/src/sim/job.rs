@@ -97,8 +97,13 @@ pub struct Parallelism {
     pub dp: u32,
     pub pp: u32,
     pub ep: u32,
-    /// Context-parallel group size (1: none).
+    /// Context-parallel group size (1: none, then not written in JSON).
+    #[serde(skip_serializing_if = "is_one")]
     pub cp: u32,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Parallelism {
