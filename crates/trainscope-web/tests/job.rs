@@ -277,14 +277,18 @@ fn a_cp_field_splits_the_sequences_halves_activations_and_its_link_restores_it()
     assert_eq!(j.setup().cp, 2);
     assert_eq!(JobField::Cp.flag(), "--cp");
     assert_eq!(j.world(), 16, "TP x CP x PP x DP = 2 x 2 x 1 x 4");
-    assert!(j.cli_command().contains(" --cp 2 --dp 4"), "{}", j.cli_command());
+    assert!(
+        j.cli_command().contains(" --cp 2 --dp 4"),
+        "{}",
+        j.cli_command()
+    );
     assert!(j.set(JobField::Cp, "x").is_err());
     // Memory: the same DP with CP 2 holds half the activations per rank.
     let memory = |job: JobSettings| {
         let out = run(&job_request(1, job));
         assert_eq!(out.job.as_ref().and_then(|x| x.error.clone()), None);
         let r = out.result.unwrap();
-        let st = r.model.unwrap().memory.stages[0].clone();
+        let st = r.model.as_ref().unwrap().memory.stages[0].clone();
         (st.activations_bytes, r.all_figures())
     };
     let (a1, _) = memory(small_job(2));
@@ -304,7 +308,11 @@ fn a_cp_field_splits_the_sequences_halves_activations_and_its_link_restores_it()
     // The core's refusal, word for word as the CLI prints it.
     let mut bad = j.clone();
     bad.set(JobField::Cp, "3").unwrap();
-    let err = run(&job_request(2, bad)).job.unwrap().error.expect("refused");
+    let err = run(&job_request(2, bad))
+        .job
+        .unwrap()
+        .error
+        .expect("refused");
     assert_eq!(
         err.message,
         "invalid model-level job: sequence length 4096 is not divisible by 2 x CP = 2 x 3 = 6 (context parallelism splits every sequence into 2 x CP chunks)"
