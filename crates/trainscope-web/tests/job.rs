@@ -300,6 +300,15 @@ fn a_cp_field_splits_the_sequences_halves_activations_and_its_link_restores_it()
         "{:?}",
         figures.iter().map(|f| &f.key).collect::<Vec<_>>()
     );
+    // Every figure of the CP job has its definition.
+    for f in &figures {
+        assert!(
+            trainscope_web::glossary::definition(trainscope_web::views::ResultKind::Event, &f.key)
+                .is_some(),
+            "`{}` has no definition",
+            f.key
+        );
+    }
     // The link carries it.
     let (state, notes) = from_fragment(&job_fragment(&j));
     assert_eq!(notes, Vec::<String>::new());
