@@ -10,6 +10,12 @@
 //!   and after the MLP in the forward, and after their input gradients in
 //!   the backward; with sequence parallelism an all-gather before each
 //!   block and a reduce-scatter after it (the reverse in the backward);
+//! - context parallelism (CP > 1): every op on s/CP tokens, and per layer
+//!   an all-gather of the K and V of the whole sequences over the CP group
+//!   after the attention norm, a reduce-scatter of their gradients in the
+//!   backward (Megatron-Core's `cp_comm_type allgather`; its default p2p
+//!   ring, which overlaps the exchange with the attention blocks and moves
+//!   about twice the forward volume in the backward, is not modelled);
 //! - MoE layers: an all-to-all over EP to dispatch the tokens to their
 //!   experts and one to combine them, in both directions;
 //! - recompute: selective adds the attention core's forward to its input
@@ -18,8 +24,8 @@
 //!   before the layer's backward.
 //!
 //! Once per iteration (before the micro-batches' gradient sync runs, after
-//! them the optimizer): the gradient all-reduce over DP (DP_EP for expert
-//! weights), or with the distributed optimizer a reduce-scatter of the
+//! them the optimizer): the gradient all-reduce over DP x CP (DP_EP for
+//! expert weights), or with the distributed optimizer a reduce-scatter of the
 //! gradients and, after the optimizer step, an all-gather of the updated
 //! bf16 weights; the tied-embedding all-reduce between the first and the
 //! last stage; the optimizer step itself (Adam, bandwidth-bound over the

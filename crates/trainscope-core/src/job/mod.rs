@@ -6,8 +6,11 @@
 //! stage ([`memory`]) and the figures people compare (MFU, tokens/s,
 //! [`Throughput`]).
 //!
-//! Conventions follow Megatron-LM (MODEL-JOBS.md): world = TP x PP x DP; EP
-//! is carved out of DP (it must divide DP and the expert count);
+//! Conventions follow Megatron-LM (MODEL-JOBS.md): world = TP x CP x PP x
+//! DP (CP 1 without context parallelism; rank order tp-cp-dp-pp, so a CP
+//! group is CP consecutive ranks after TP; the sequence length a multiple
+//! of 2 x CP); EP is carved out of DP (it must divide DP and the expert
+//! count; EP with CP > 1 is refused);
 //! micro-batches = global batch / (micro-batch x DP); virtual stages hold
 //! layers / (PP x vpp) whole layers each; rank order TP fastest, then DP,
 //! then PP. [`ModelJob::new`] refuses every inconsistent combination with a
