@@ -3,7 +3,8 @@
 // ... --json`), reload the permalink and see the same job restored and run;
 // an invalid TP shows the core's message; a dropped config.json runs as the
 // job with the panel's settings; an uneven pipeline split (DeepSeek-V3's 61
-// layers on 16 stages) equals the CLI's; a figure: Llama 3 70B on 1024 GPUs
+// layers on 16 stages) equals the CLI's; the CP field (memory drops, the
+// CLI agrees, the link restores it, the core's refusal); a figure: Llama 3 70B on 1024 GPUs
 // from the Run button to its result. Screenshot: target/e2e-model-job.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -152,6 +153,45 @@ test('an uneven pipeline split: 61 layers of DeepSeek-V3 on 16 stages, as the CL
   assert.deepEqual(got.peaks, want.memory.per_stage.map((s) => s.peak_bytes));
   assert.deepEqual(want.training.stage_layers, [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1]);
   await screenshot(page, 'model-uneven-split');
+  assert.deepEqual(errors, []);
+});
+
+test('context parallelism: the CP field splits the sequences, memory drops, the CLI agrees and the link restores it', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-tp').fill('2');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-gbs').fill('16');
+  await page.getByTestId('job-seq').fill('16384');
+  await page.waitForFunction(() => location.hash.includes('job_seq=16384'));
+  await settled(page);
+  const cp1 = await shown(page);
+  await page.getByTestId('job-cp').fill('2');
+  await page.waitForFunction(() => location.hash.includes('job_cp=2'));
+  await settled(page);
+  const cp2 = await shown(page);
+  assert.ok(cp2.peaks[0] < cp1.peaks[0], `CP 2 holds half the activations (${cp1.peaks[0]} -> ${cp2.peaks[0]})`);
+  const want = cli(['--model', 'llama3-8b', '--tp', '2', '--cp', '2', '--dp', '4', '--global-batch-size', '16',
+    '--seq-length', '16384']);
+  assert.equal(cp2.ns, want.iteration_time_ns);
+  assert.equal(cp2.mfu, want.mfu);
+  assert.deepEqual(cp2.peaks, want.memory.per_stage.map((s) => s.peak_bytes));
+  assert.match(await page.getByTestId('job-world').textContent(), /TP × CP × PP × DP = 2 × 2 × 1 × 4 = 16 GPUs/);
+  // The link restores CP and the same numbers.
+  const hash = await page.evaluate(() => location.hash);
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-cp').inputValue(), '2');
+  assert.deepEqual(await shown(page), cp2);
+  assert.equal(await page.evaluate(() => location.hash), hash);
+  // A sequence length CP cannot split: the core's message.
+  await page.getByTestId('job-cp').fill('3');
+  const err = page.getByTestId('job-error');
+  await err.waitFor();
+  assert.match(await err.textContent(), /sequence length 16384 is not divisible by 2 x CP = 2 x 3 = 6/);
+  await screenshot(page, 'model-context-parallel');
   assert.deepEqual(errors, []);
 });
 

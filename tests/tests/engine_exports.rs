@@ -21,6 +21,7 @@ fn result() -> SimResult {
             dp: 1,
             pp: 2,
             ep: 1,
+            cp: 1,
         },
         2,
         1 << 20,

@@ -24,6 +24,7 @@ fn job(send_bytes: u64, sync_bytes: u64) -> JobSpec {
             dp: 2,
             pp: 2,
             ep: 1,
+            cp: 1,
         },
         1,
         send_bytes,

@@ -114,7 +114,13 @@ fn case_strategy() -> impl Strategy<Value = Case> {
             } else {
                 k + seed as u32 % 3
             };
-            let parallel = Parallelism { tp, dp, pp, ep };
+            let parallel = Parallelism {
+                tp,
+                dp,
+                pp,
+                ep,
+                cp: 1,
+            };
             let block = Block { layers };
             let mut job = JobSpec::spmd("prop", parallel, m, act, block.clone());
             for p in &mut job.programs {

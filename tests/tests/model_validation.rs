@@ -117,6 +117,7 @@ fn evaluate(c: &Case) -> Row {
         tp: c.tp,
         pp: c.pp,
         dp: None,
+        cp: 1,
         ep: 1,
         vpp: c.vpp,
         sequence_parallel: c.sequence_parallel,

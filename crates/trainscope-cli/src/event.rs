@@ -476,11 +476,16 @@ pub fn render_text(o: &RunOutput) -> String {
         )
     };
     out.push_str(&format!(
-        "  parallelism: TP {} · DP {} · PP {} · EP {} · world {}\n",
+        "  parallelism: TP {} · DP {} · PP {} · EP {}{} · world {}\n",
         p.tp,
         p.dp,
         p.pp,
         p.ep,
+        if p.cp > 1 {
+            format!(" · CP {} (DP counts DP x CP)", p.cp)
+        } else {
+            String::new()
+        },
         p.world()
     ));
     out.push_str(&format!(
@@ -520,7 +525,7 @@ pub fn render_text(o: &RunOutput) -> String {
         "  reference: stage {} (rank {})\n  {:<22}{:>14}{:>9}\n",
         s.reference_stage, s.reference_rank, "", "time (us)", "share"
     ));
-    for (what, ns) in [
+    let rows = [
         ("compute", s.compute_ns),
         ("bubble", s.bubble_ns),
         ("exposed TP comm", e.tp),
@@ -528,8 +533,14 @@ pub fn render_text(o: &RunOutput) -> String {
         ("exposed DP comm", e.dp),
         ("exposed DP_EP comm", e.dp_ep),
         ("exposed PP comm", e.pp),
+        ("exposed CP comm", e.cp),
         ("other idle", s.other_idle_ns),
-    ] {
+    ];
+    // The CP line only for jobs with context parallelism.
+    for (what, ns) in rows
+        .into_iter()
+        .filter(|(what, ns)| *what != "exposed CP comm" || *ns > 0)
+    {
         out.push_str(&format!("  {what:<22}{:>14}{:>9}\n", us(ns), share(ns, t)));
     }
     out.push_str(&format!(

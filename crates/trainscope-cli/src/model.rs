@@ -34,7 +34,12 @@ pub struct ModelFlags {
     /// Pipeline stages (default 1).
     #[arg(long, value_name = "N")]
     pub pp: Option<u32>,
-    /// Data-parallel size (default: world / (TP x PP), else 1).
+    /// Context-parallel size (Megatron's --context-parallel-size; default
+    /// 1): every sequence split over CP ranks; the sequence length must be
+    /// a multiple of 2 x CP.
+    #[arg(long, value_name = "N", alias = "context-parallel-size")]
+    pub cp: Option<u32>,
+    /// Data-parallel size (default: world / (TP x CP x PP), else 1).
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
     /// Expert-parallel size, carved out of DP (default 1).
@@ -113,6 +118,7 @@ impl ModelFlags {
         add(self.tp.is_some(), "--tp");
         add(self.pp.is_some(), "--pp");
         add(self.dp.is_some(), "--dp");
+        add(self.cp.is_some(), "--cp");
         add(self.ep.is_some(), "--ep");
         add(self.vpp.is_some(), "--vpp");
         add(self.first_stage_layers.is_some(), "--first-stage-layers");
@@ -155,6 +161,7 @@ impl ModelFlags {
             tp: self.tp.unwrap_or(d.tp),
             pp: self.pp.unwrap_or(d.pp),
             dp: self.dp,
+            cp: self.cp.unwrap_or(d.cp),
             ep: self.ep.unwrap_or(d.ep),
             vpp: self.vpp.unwrap_or(d.vpp),
             sequence_parallel: self.sequence_parallel,
@@ -478,7 +485,7 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         m.source
     );
     out.push_str(&format!(
-        "  training: {} x {} · global batch {} · micro-batch {} · seq {} · {} · recompute {}{}{}\n",
+        "  training: {} x {} · global batch {} · micro-batch {} · seq {} · {} · recompute {}{}{}{}\n",
         j.world,
         j.gpu.name,
         j.global_batch_size,
@@ -486,6 +493,11 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         s.seq_length,
         s.precision.name(),
         s.recompute.name(),
+        if s.cp > 1 {
+            format!(" · context parallel {} (TP {} x CP {} x PP {} x DP {})", s.cp, s.tp, s.cp, s.pp, j.dp)
+        } else {
+            String::new()
+        },
         if s.sequence_parallel {
             " · sequence parallel"
         } else {

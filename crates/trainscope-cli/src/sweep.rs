@@ -86,6 +86,15 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub pp: Vec<u32>,
+    /// Context-parallel sizes (default 1; the sequence length must be a
+    /// multiple of 2 x CP, others are skipped with the reason).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub cp: Vec<u32>,
     /// Expert-parallel sizes (default 1; MoE: powers of two dividing the
     /// expert count).
     #[arg(
@@ -470,6 +479,7 @@ fn make_spec(
     spec.flash_attention = !args.no_flash_attention;
     spec.tp = numbers("tp", &args.tp)?;
     spec.pp = numbers("pp", &args.pp)?;
+    spec.cp = numbers("cp", &args.cp)?;
     spec.ep = numbers("ep", &args.ep)?;
     spec.vpp = numbers("vpp", &args.vpp)?;
     spec.micro_batch_size = numbers("micro-batch-size", &args.micro_batch_size)?;

@@ -170,6 +170,85 @@ fn text_report_shows_throughput_and_memory() {
 }
 
 #[test]
+fn context_parallel_job_splits_tokens_over_cp_and_reports_cp_comm() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--tp",
+            "2",
+            "--seq-length",
+            "16384",
+            "--global-batch-size",
+            "16",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let cp2 = run(&["--cp", "2", "--world", "8"]);
+    assert_eq!(cp2["training"]["world"], 8);
+    assert_eq!(cp2["training"]["cp"], 2);
+    assert_eq!(cp2["training"]["dp"], 2);
+    assert_eq!(cp2["training"]["micro_batches"], 8);
+    // --world omitted with --dp: TP x CP x PP x DP.
+    let cp2_dp4 = run(&["--cp", "2", "--dp", "4"]);
+    assert_eq!(cp2_dp4["training"]["world"], 16);
+    let cp1_dp4 = run(&["--dp", "4"]);
+    assert_eq!(cp1_dp4["training"]["world"], 8);
+    assert!(cp1_dp4["training"].get("cp").is_none());
+    // Same DP: each rank holds half of every sequence's activations.
+    let act = |v: &Value| {
+        v["memory"]["per_stage"][0]["activations_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(act(&cp2_dp4) * 2, act(&cp1_dp4));
+    let logits = |v: &Value| {
+        v["memory"]["per_stage"][0]["logits_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(logits(&cp2_dp4) * 2, logits(&cp1_dp4));
+    // The K/V exchange shows as CP communication; none without CP.
+    let cp_comm = |v: &Value| v["exposed_comm_ns"]["cp"].as_u64();
+    assert!(cp_comm(&cp2).unwrap() > 0, "{}", cp2["exposed_comm_ns"]);
+    assert_eq!(cp_comm(&cp1_dp4), None);
+    // MFU and tokens/s count the whole sequences.
+    let t = cp2["iteration_time_ns"].as_u64().unwrap() as f64 / 1e9;
+    let tps = cp2["tokens_per_second"].as_f64().unwrap();
+    assert!((tps - 16.0 * 16384.0 / t).abs() / tps < 1e-9);
+    assert_eq!(
+        cp2["model_flops_per_iteration"],
+        cp1_dp4["model_flops_per_iteration"]
+    );
+    // The text report names CP.
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "2",
+        "--cp",
+        "2",
+        "--world",
+        "8",
+        "--seq-length",
+        "16384",
+        "--global-batch-size",
+        "16",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("context parallel 2 (TP 2 x CP 2 x PP 1 x DP 2)"),
+        "{text}"
+    );
+    assert!(text.contains("exposed CP comm"), "{text}");
+}
+
+#[test]
 fn invalid_jobs_exit_4_naming_the_numbers() {
     for (args, want) in [
         (
@@ -191,6 +270,14 @@ fn invalid_jobs_exit_4_naming_the_numbers() {
         (
             vec!["--ep", "2"],
             "EP 2 needs a mixture-of-experts model; llama3-70b is dense",
+        ),
+        (
+            vec!["--cp", "3", "--tp", "8", "--world", "24"],
+            "sequence length 4096 is not divisible by 2 x CP = 2 x 3 = 6",
+        ),
+        (
+            vec!["--cp", "2", "--tp", "8", "--dp", "2", "--world", "64"],
+            "world 64 does not match TP x CP x PP x DP = 8 x 2 x 1 x 2 = 32",
         ),
         (vec!["--precision", "fp4"], "unknown precision `fp4`"),
         (

@@ -165,6 +165,50 @@ fn a_pp_that_does_not_divide_the_layers_runs_an_uneven_split_simulate_reproduces
 }
 
 #[test]
+fn a_cp_dimension_runs_context_parallel_rows_simulate_reproduces() {
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "llama3.2-1b",
+        "--world",
+        "4",
+        "--tp",
+        "1,2",
+        "--cp",
+        "1,2",
+        "--pp",
+        "1",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "none",
+        "--global-batch-size",
+        "8",
+        "--seq-length",
+        "8192",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    let cp_rows: Vec<&Value> = rows.iter().filter(|r| r["cp"] == 2).collect();
+    assert_eq!(cp_rows.len(), 2, "TP 1 and 2 with CP 2");
+    for r in &cp_rows {
+        let flags = r["flags"].as_str().unwrap();
+        assert!(flags.contains(" --cp 2 "), "{flags}");
+        assert_eq!(
+            r["world"].as_u64().unwrap(),
+            r["tp"].as_u64().unwrap() * 2 * r["dp"].as_u64().unwrap()
+        );
+        assert!(r["exposed_comm_ns"]["cp"].as_u64().unwrap() > 0);
+        assert_row_equals_simulate(r);
+    }
+    // CP 1 rows carry no --cp and no cp key.
+    let plain = rows.iter().find(|r| r.get("cp").is_none()).unwrap();
+    assert!(!plain["flags"].as_str().unwrap().contains("--cp"));
+    assert_row_equals_simulate(plain);
+}
+
+#[test]
 fn shards_merge_into_the_unsharded_output() {
     let csv_whole = tmp("whole.csv");
     let whole = ok(&sweep(&["--json", "--csv", csv_whole.to_str().unwrap()]));

@@ -91,6 +91,7 @@ fn synthetic_per_rank() -> JobSpec {
         dp: 16,
         pp: 8,
         ep: 1,
+        cp: 1,
     };
     let m = 16u32;
     let tp = |bytes| {

@@ -33,8 +33,14 @@ pub struct ParallelConfig {
     pub tp: u32,
     /// Pipeline-parallel stages.
     pub pp: u32,
-    /// Data-parallel replicas: `world / (tp * pp)`.
+    /// Data-parallel replicas: `world / (tp * pp)` (with context
+    /// parallelism DP x CP: the ranks that hold the same weights).
     pub dp: u32,
+    /// Context-parallel group size: `cp` consecutive data-parallel indices
+    /// (right after TP in rank order) share each sequence; 1 without
+    /// context parallelism (then not written in JSON).
+    #[serde(skip_serializing_if = "is_one")]
+    pub cp: u32,
     /// Expert-parallel group size.
     pub ep: u32,
     /// Data parallelism across expert groups: `dp / ep` (at least 1).
@@ -97,6 +103,7 @@ impl ParallelConfig {
                 tp,
                 pp,
                 dp,
+                cp: 1,
                 ep,
                 dp_ep,
                 micro_batches: micro_batches.max(1),
@@ -125,6 +132,10 @@ impl ParallelConfig {
     }
 }
 
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 /// Which collective (or point-to-point) operation moves the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -148,6 +159,8 @@ pub enum CommGroup {
     Tp,
     /// Data-parallel group.
     Dp,
+    /// Context-parallel group (CP consecutive data-parallel indices).
+    Cp,
     /// Pipeline neighbours (stage to stage).
     Pp,
     /// Expert-parallel group.

@@ -1027,14 +1027,20 @@ fn exposed_groups(
     dp: u64,
     dp_ep: u64,
     pp: u64,
-) -> [(&'static str, &'static str, u64); 5] {
-    [
+    cp: u64,
+) -> Vec<(&'static str, &'static str, u64)> {
+    let mut groups = vec![
         ("comm.TP", "Exposed TP comm", tp),
         ("comm.EP", "Exposed EP comm", ep),
         ("comm.DP", "Exposed DP comm", dp),
         ("comm.DP_EP", "Exposed DP_EP comm", dp_ep),
         ("comm.PP", "Exposed PP comm", pp),
-    ]
+    ];
+    // Context parallelism's group only for jobs that have one.
+    if cp > 0 {
+        groups.push(("comm.CP", "Exposed CP comm", cp));
+    }
+    groups
 }
 
 /// Headline figures and breakdown segments shared by both modes.
@@ -1042,7 +1048,7 @@ fn fill_breakdown(
     v: &mut ResultView,
     compute_ns: u64,
     bubble_ns: u64,
-    groups: [(&'static str, &'static str, u64); 5],
+    groups: Vec<(&'static str, &'static str, u64)>,
 ) {
     v.figures.push(Figure::new(
         "compute",
@@ -1060,7 +1066,7 @@ fn fill_breakdown(
         "Exposed comm (total)",
         Quantity::DurationNs(exposed),
     ));
-    for (key, label, ns) in groups {
+    for &(key, label, ns) in &groups {
         v.figures
             .push(Figure::new(key, label, Quantity::DurationNs(ns)));
     }
@@ -1104,7 +1110,7 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
         &mut v,
         r.compute_ns,
         r.bubble_ns,
-        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp),
+        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp, 0),
     );
     let comm_cell = |c: &analytical::PhaseComm| match (c.collective, c.group) {
         (Some(coll), Some(g)) => Cell::Text(format!("{coll:?} {g:?}×{}", c.group_size)),
@@ -1232,7 +1238,7 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
         &mut v,
         s.compute_ns,
         s.bubble_ns,
-        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp),
+        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp, e.cp),
     );
     if s.other_idle_ns > 0 {
         v.figures.push(Figure::new(
@@ -1300,6 +1306,8 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
             Quantity::Fraction(cal.compute_scale),
         ));
     }
+    // A CP column only for jobs with context parallelism.
+    let has_cp = s.stages.iter().any(|st| st.exposed_comm_ns.cp > 0);
     v.tables.push(TableView {
         title: "Per stage".into(),
         columns: [
@@ -1317,6 +1325,7 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
         ]
         .iter()
         .map(|s| s.to_string())
+        .chain(has_cp.then(|| "exposed CP".to_string()))
         .collect(),
         rows: s
             .stages
@@ -1336,6 +1345,9 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
                     Cell::DurationNs(st.other_idle_ns),
                     Cell::Float(st.busy_share),
                 ]
+                .into_iter()
+                .chain(has_cp.then_some(Cell::DurationNs(x.cp)))
+                .collect()
             })
             .collect(),
         total_rows: s.stages.len() as u64,

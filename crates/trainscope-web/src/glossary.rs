@@ -24,7 +24,7 @@ pub struct Definition {
 }
 
 /// Every figure the Read panel shows, in display order.
-pub const DEFINITIONS: [Definition; 17] = [
+pub const DEFINITIONS: [Definition; 18] = [
     Definition {
         key: "iteration_time",
         label: "Iteration time",
@@ -78,6 +78,12 @@ pub const DEFINITIONS: [Definition; 17] = [
         label: "Exposed PP comm",
         event: Some("Time the reference rank's compute waits for its own stage-to-stage sends and receives."),
         simai: Some("SimAI's pipeline-send formula: 2 x vpp x GA sends of the header's pp_comm bytes divided by the PP overlap ratio, x (1 - PP overlap ratio); 0 with the default ratio 1."),
+    },
+    Definition {
+        key: "comm.CP",
+        label: "Exposed CP comm",
+        event: Some("Time the reference rank's compute waits for the context-parallel exchange of keys and values (an all-gather per layer, a reduce-scatter of their gradients in the backward; jobs with CP > 1 only)."),
+        simai: None,
     },
     Definition {
         key: "other",

@@ -75,6 +75,8 @@ pub struct JobSettings {
     pub tp: u32,
     pub pp: u32,
     pub dp: u32,
+    /// Context-parallel size (`--cp`).
+    pub cp: u32,
     pub ep: u32,
     /// Virtual pipeline stages per rank (`--vpp`).
     pub vpp: u32,
@@ -102,6 +104,7 @@ impl Default for JobSettings {
             tp: d.tp,
             pp: d.pp,
             dp: d.dp.unwrap_or(1),
+            cp: d.cp,
             ep: d.ep,
             vpp: d.vpp,
             sequence_parallel: d.sequence_parallel,
@@ -126,6 +129,7 @@ pub enum JobField {
     Tp,
     Pp,
     Dp,
+    Cp,
     Ep,
     Vpp,
     MicroBatchSize,
@@ -142,10 +146,11 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 17] = [
+    pub const ALL: [JobField; 18] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
+        JobField::Cp,
         JobField::Pp,
         JobField::Dp,
         JobField::Ep,
@@ -172,6 +177,7 @@ impl JobField {
             JobField::Pp => "job_pp",
             JobField::Dp => "job_dp",
             JobField::Ep => "job_ep",
+            JobField::Cp => "job_cp",
             JobField::Vpp => "job_vpp",
             JobField::MicroBatchSize => "job_mbs",
             JobField::GlobalBatchSize => "job_gbs",
@@ -207,6 +213,7 @@ impl JobField {
             JobField::Pp => "PP",
             JobField::Dp => "DP",
             JobField::Ep => "EP",
+            JobField::Cp => "CP",
             JobField::Vpp => "Virtual stages",
             JobField::MicroBatchSize => "Micro-batch size",
             JobField::GlobalBatchSize => "Global batch",
@@ -230,6 +237,7 @@ impl JobField {
             JobField::Pp => "--pp",
             JobField::Dp => "--dp",
             JobField::Ep => "--ep",
+            JobField::Cp => "--cp",
             JobField::Vpp => "--vpp",
             JobField::MicroBatchSize => "--micro-batch-size",
             JobField::GlobalBatchSize => "--global-batch-size",
@@ -336,6 +344,7 @@ impl JobSettings {
             JobField::Pp => self.pp.to_string(),
             JobField::Dp => self.dp.to_string(),
             JobField::Ep => self.ep.to_string(),
+            JobField::Cp => self.cp.to_string(),
             JobField::Vpp => self.vpp.to_string(),
             JobField::MicroBatchSize => self.micro_batch_size.to_string(),
             JobField::GlobalBatchSize => optional(self.global_batch_size),
@@ -366,6 +375,7 @@ impl JobSettings {
             JobField::Pp => self.pp = parse_count(text)?,
             JobField::Dp => self.dp = parse_count(text)?,
             JobField::Ep => self.ep = parse_count(text)?,
+            JobField::Cp => self.cp = parse_count(text)?,
             JobField::Vpp => self.vpp = parse_count(text)?,
             JobField::MicroBatchSize => self.micro_batch_size = parse_count(text)?,
             JobField::GlobalBatchSize => self.global_batch_size = parse_optional(text)?,
@@ -402,6 +412,7 @@ impl JobSettings {
             tp: self.tp,
             pp: self.pp,
             dp: Some(self.dp),
+            cp: self.cp,
             ep: self.ep,
             vpp: self.vpp,
             sequence_parallel: self.sequence_parallel,
@@ -417,9 +428,10 @@ impl JobSettings {
         }
     }
 
-    /// TP x PP x DP (saturating; the core refuses worlds that are too large).
+    /// TP x CP x PP x DP (saturating; the core refuses worlds that are too
+    /// large).
     pub fn world(&self) -> u64 {
-        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
+        u64::from(self.tp) * u64::from(self.cp) * u64::from(self.pp) * u64::from(self.dp)
     }
 
     /// The same settings on another model.
@@ -441,6 +453,7 @@ impl JobSettings {
         };
         num("--tp", self.tp, d.tp);
         num("--pp", self.pp, d.pp);
+        num("--cp", self.cp, d.cp);
         num("--dp", self.dp, d.dp);
         num("--ep", self.ep, d.ep);
         num("--vpp", self.vpp, d.vpp);

@@ -193,6 +193,16 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         if s.distributed_optimizer { " · distributed optimizer" } else { "" },
         m.source,
     );
+    let description = if s.cp > 1 {
+        format!(
+            "{description} · context parallel CP {} (each rank holds {} of the {} tokens of a sequence)",
+            s.cp,
+            s.seq_length / s.cp,
+            s.seq_length
+        )
+    } else {
+        description
+    };
     let description = if j.is_uneven() {
         let layers: Vec<String> = (0..s.pp)
             .map(|st| j.stage_layer_range(st).len().to_string())

@@ -31,6 +31,7 @@ pub fn colour_for(key: &str, index: usize) -> (u8, u8, u8) {
         "comm.EP" => OKABE_ITO[3],
         "comm.DP_EP" => OKABE_ITO[4],
         "comm.PP" => OKABE_ITO[6],
+        "comm.CP" => OKABE_ITO[2],
         "bubble" | "other" => GREY,
         _ => OKABE_ITO[1 + index % 7],
     }

@@ -361,6 +361,7 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.tp = row.tp;
     job.pp = row.pp;
     job.dp = row.dp;
+    job.cp = row.cp;
     job.ep = row.ep;
     job.vpp = row.vpp;
     job.micro_batch_size = row.micro_batch_size;

@@ -5,7 +5,8 @@
 //! for word, the reducer (what activates the job, a dropped config.json
 //! adopted by the panel, removing it), the NVLink bandwidth of the job's
 //! GPU, and the mounted panel and results (test ids, the memory chart
-//! drawn, the error shown).
+//! drawn, the error shown), and the CP field (activations halved, the
+//! link restoring it, the core's refusal).
 
 #![cfg(target_arch = "wasm32")]
 
@@ -124,6 +125,7 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         tp: 2,
         pp: 4,
         dp: 8,
+        cp: 2,
         ep: 4,
         vpp: 2,
         sequence_parallel: true,
@@ -265,6 +267,65 @@ fn an_invalid_tp_gets_the_cores_message_and_hint() {
     let req = job_request(3, small_job(2).with_model(JobModel::File("c.json".into())));
     let err = run(&req).job.unwrap().error.unwrap();
     assert_eq!(err.message, "the model file `c.json` is not loaded");
+}
+
+#[wasm_bindgen_test]
+fn a_cp_field_splits_the_sequences_halves_activations_and_its_link_restores_it() {
+    // The field parses as the CLI's --cp and is the setup's CP.
+    let mut j = small_job(2);
+    j.set(JobField::Cp, "2").unwrap();
+    assert_eq!(j.setup().cp, 2);
+    assert_eq!(JobField::Cp.flag(), "--cp");
+    assert_eq!(j.world(), 16, "TP x CP x PP x DP = 2 x 2 x 1 x 4");
+    assert!(
+        j.cli_command().contains(" --cp 2 --dp 4"),
+        "{}",
+        j.cli_command()
+    );
+    assert!(j.set(JobField::Cp, "x").is_err());
+    // Memory: the same DP with CP 2 holds half the activations per rank.
+    let memory = |job: JobSettings| {
+        let out = run(&job_request(1, job));
+        assert_eq!(out.job.as_ref().and_then(|x| x.error.clone()), None);
+        let r = out.result.unwrap();
+        let st = r.model.as_ref().unwrap().memory.stages[0].clone();
+        (st.activations_bytes, r.all_figures())
+    };
+    let (a1, _) = memory(small_job(2));
+    let (a2, figures) = memory(j.clone());
+    assert_eq!(a2 * 2, a1);
+    // CP communication is reported as its own group.
+    assert!(
+        figures.iter().any(|f| f.key == "comm.CP"),
+        "{:?}",
+        figures.iter().map(|f| &f.key).collect::<Vec<_>>()
+    );
+    // Every figure of the CP job has its definition.
+    for f in &figures {
+        assert!(
+            trainscope_web::glossary::definition(trainscope_web::views::ResultKind::Event, &f.key)
+                .is_some(),
+            "`{}` has no definition",
+            f.key
+        );
+    }
+    // The link carries it.
+    let (state, notes) = from_fragment(&job_fragment(&j));
+    assert_eq!(notes, Vec::<String>::new());
+    assert_eq!(state.job.as_ref().map(|x| x.cp), Some(2));
+    assert!(job_fragment(&j).contains("job_cp=2"));
+    // The core's refusal, word for word as the CLI prints it.
+    let mut bad = j.clone();
+    bad.set(JobField::Cp, "3").unwrap();
+    let err = run(&job_request(2, bad))
+        .job
+        .unwrap()
+        .error
+        .expect("refused");
+    assert_eq!(
+        err.message,
+        "invalid model-level job: sequence length 4096 is not divisible by 2 x CP = 2 x 3 = 6 (context parallelism splits every sequence into 2 x CP chunks)"
+    );
 }
 
 #[wasm_bindgen_test]

@@ -10,6 +10,12 @@
 //!   and after the MLP in the forward, and after their input gradients in
 //!   the backward; with sequence parallelism an all-gather before each
 //!   block and a reduce-scatter after it (the reverse in the backward);
+//! - context parallelism (CP > 1): every op on s/CP tokens, and per layer
+//!   an all-gather of the K and V of the whole sequences over the CP group
+//!   after the attention norm, a reduce-scatter of their gradients in the
+//!   backward (Megatron-Core's `cp_comm_type allgather`; its default p2p
+//!   ring, which overlaps the exchange with the attention blocks and moves
+//!   about twice the forward volume in the backward, is not modelled);
 //! - MoE layers: an all-to-all over EP to dispatch the tokens to their
 //!   experts and one to combine them, in both directions;
 //! - recompute: selective adds the attention core's forward to its input
@@ -18,8 +24,8 @@
 //!   before the layer's backward.
 //!
 //! Once per iteration (before the micro-batches' gradient sync runs, after
-//! them the optimizer): the gradient all-reduce over DP (DP_EP for expert
-//! weights), or with the distributed optimizer a reduce-scatter of the
+//! them the optimizer): the gradient all-reduce over DP x CP (DP_EP for
+//! expert weights), or with the distributed optimizer a reduce-scatter of the
 //! gradients and, after the optimizer step, an all-gather of the updated
 //! bf16 weights; the tied-embedding all-reduce between the first and the
 //! last stage; the optimizer step itself (Adam, bandwidth-bound over the
@@ -61,6 +67,7 @@ pub fn shape(job: &ModelJob) -> Shape {
         micro_batch_size: u64::from(s.micro_batch_size),
         seq_length: u64::from(s.seq_length),
         tp: u64::from(s.tp),
+        cp: u64::from(s.cp),
         sequence_parallel: s.sequence_parallel,
         activation_bytes: s.precision.activation_bytes(),
         gemm_weight_bytes: match s.precision {
@@ -234,6 +241,45 @@ struct TpBlock<'a> {
 }
 
 impl TpBlock<'_> {
+    /// The attention block with the context-parallel exchange `kv` between
+    /// the norm (and its TP all-gather) and the body: in the forward the
+    /// K/V all-gather runs after the norm, in the backward (walked in
+    /// reverse) the gradients' reduce-scatter after the body's input
+    /// gradient and before the norm's.
+    fn push_cp(&self, out: &mut Vec<LayerOp>, norm: Times, kv: LayerOp, body: Times) {
+        let li = Some(self.layer);
+        let name = |part: &str| format!("{part}.{}", self.layer);
+        let (gather, ig_before, body_ig) = if self.tp.sp {
+            (self.tp.before_fwd(), self.tp.ig_before(), None)
+        } else {
+            (None, None, self.tp.ig())
+        };
+        // Without sequence parallelism the norm has no collective of its
+        // own: the block's input-gradient all-reduce ends the norm.
+        let (norm_ig, body_ig_comm) = if self.tp.sp {
+            (None, ig_before)
+        } else {
+            (body_ig, None)
+        };
+        out.push(op(
+            name("attention_norm"),
+            LayerRole::Layer,
+            li,
+            norm,
+            gather,
+            norm_ig,
+        ));
+        out.push(kv);
+        out.push(op(
+            name("attention"),
+            LayerRole::Layer,
+            li,
+            body,
+            self.tp.after_fwd(),
+            body_ig_comm,
+        ));
+    }
+
     fn push(&self, out: &mut Vec<LayerOp>, names: [&str; 2], norm: Times, body: Times) {
         self.push_with(out, names, norm, body, self.tp.after_fwd());
     }
@@ -291,11 +337,28 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     };
     let block = TpBlock { tp: &tp, layer };
     let first_out = out.len();
-    let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.seq_length);
+    let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.local_seq_length());
     // Attention block.
     let (norm, body, residual) = split_norm(m.attention_ops(shape));
     let attention = t(&body).plus(t(&residual));
-    block.push(out, ["attention_norm", "attention"], t(&norm), attention);
+    if s.cp > 1 {
+        // Context parallelism: the K and V of the other CP ranks' tokens
+        // gathered before the attention core (Megatron's `cp_comm_type
+        // allgather`), their gradients reduce-scattered in the backward;
+        // ends the norm (and the TP all-gather before the block) as one op.
+        let kv = cp_kv_bytes(job);
+        let o = op(
+            format!("cp_kv_exchange.{layer}"),
+            LayerRole::Layer,
+            Some(layer),
+            Times::default(),
+            comm(CommKind::AllGather, CommGroup::Cp, kv),
+            comm(CommKind::ReduceScatter, CommGroup::Cp, kv),
+        );
+        block.push_cp(out, t(&norm), o, attention);
+    } else {
+        block.push(out, ["attention_norm", "attention"], t(&norm), attention);
+    }
     // MLP block.
     let (norm, body, residual) = split_norm(m.mlp_ops(layer, shape));
     match &m.moe {
@@ -359,6 +422,24 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     }
 }
 
+/// Bytes of one layer's context-parallel K/V exchange per rank and
+/// micro-batch: the K and V of every token of the micro-batch's sequences
+/// on one TP rank (b x s x 2 x kv heads/t x head size x activation bytes;
+/// MLA: the per-head keys and values it expands to), which is what the
+/// all-gather collects and what the p2p ring moves in CP - 1 steps of s/CP
+/// tokens each, plus the rank's own chunk.
+pub fn cp_kv_bytes(job: &ModelJob) -> u64 {
+    let m = &job.model;
+    let s = &job.setup;
+    let t = u64::from(s.tp);
+    let tokens = u64::from(s.micro_batch_size) * u64::from(s.seq_length);
+    let per_token = match &m.mla {
+        Some(mla) => u64::from(m.num_attention_heads) / t * (mla.qk_head_dim() + mla.v_head_dim),
+        None => 2 * m.kv_width() / t,
+    };
+    tokens * per_token * s.precision.activation_bytes()
+}
+
 /// Per-op times of a list of memory-bound or GEMM ops as one op.
 fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
     let t = times(
@@ -366,7 +447,7 @@ fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
         ops,
         job.setup.precision,
         Recompute::None,
-        u64::from(job.setup.seq_length),
+        u64::from(job.setup.seq_length / job.setup.cp.max(1)),
     );
     op(name.to_string(), role, None, t, None, None)
 }
@@ -385,7 +466,8 @@ fn iteration_rows(
     let s = &job.setup;
     let g = gradient_bytes(s.precision);
     let w = weight_bytes(s.precision);
-    let dist = s.distributed_optimizer && job.dp > 1;
+    let dp_cp = job.dp_cp();
+    let dist = s.distributed_optimizer && dp_cp > 1;
     let mut before = Vec::new();
     let mut after = Vec::new();
     let grad_sync =
@@ -404,11 +486,12 @@ fn iteration_rows(
             out.push(o);
         };
     let dp_ep = job.dp / s.ep.max(1);
+    // Over DP x CP (the engine's DP group holds the CP ranks too).
     grad_sync(
         "dp_grad_sync",
         CommGroup::Dp,
         params.dense,
-        job.dp,
+        dp_cp,
         &mut before,
     );
     grad_sync(
@@ -433,7 +516,7 @@ fn iteration_rows(
             elems
         }
     };
-    let local = shard(params.dense, job.dp) + shard(params.expert, dp_ep);
+    let local = shard(params.dense, dp_cp) + shard(params.expert, dp_ep);
     let adam = Op {
         name: "optimizer",
         class: OpClass::Memory,
@@ -461,7 +544,7 @@ fn iteration_rows(
             "optimizer_param_allgather",
             CommGroup::Dp,
             params.dense,
-            job.dp,
+            dp_cp,
             &mut after,
         );
         gather(
@@ -519,9 +602,10 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         world: job.world,
         tp: s.tp,
         pp: s.pp,
-        dp: job.dp,
+        dp: job.dp_cp(),
+        cp: s.cp,
         ep: s.ep,
-        dp_ep: (job.dp / s.ep.max(1)).max(1),
+        dp_ep: (job.dp_cp() / s.ep.max(1)).max(1),
         micro_batches: job.micro_batches,
         virtual_stages: s.vpp,
         micro_batch_size: Some(s.micro_batch_size),
@@ -586,6 +670,7 @@ mod tests {
                 micro_batch_size: 1,
                 seq_length: 2048,
                 tp: 8,
+                cp: 1,
                 sequence_parallel: true,
                 activation_bytes: 2,
                 gemm_weight_bytes: 2,
@@ -611,6 +696,7 @@ mod tests {
             micro_batch_size: 1,
             seq_length: 4096,
             tp: 1,
+            cp: 1,
             sequence_parallel: false,
             activation_bytes: 2,
             gemm_weight_bytes: weight_bytes,

@@ -111,6 +111,7 @@ pub fn calibrate_from(
         tp: p.tp,
         pp: p.pp,
         dp: Some(p.dp.max(1)),
+        cp: 1,
         ep: 1,
         vpp: 1,
         sequence_parallel: false,

@@ -12,8 +12,10 @@
 //! `vpp` is the job's virtual-stage count (AICB writes layers per stage
 //! there; SimAI only uses it in its closed-form bubble), `pp_comm` the
 //! stage-to-stage activation bytes. Collectives SimAI has no group for (the
-//! tied-embedding all-reduce between the first and the last stage) are
-//! left out, and the returned warnings say so.
+//! tied-embedding all-reduce between the first and the last stage, the
+//! context-parallel K/V exchange) are left out, and the returned warnings
+//! say so (the CP exchange in one line; `all_gpus` counts DP x CP, so
+//! SimAI reduces the gradients over DP x CP as Megatron does).
 
 use super::build::described_job;
 use super::ModelJob;
@@ -59,10 +61,15 @@ fn field(
         Some(c) => match comm_type(c, column) {
             Some(t) => (t, c.size_bytes),
             None => {
-                let w = format!(
-                    "`{name}`: a {:?} over the {:?} group has no SimAI spelling in this column; left out",
-                    c.kind, c.group
-                );
+                // One line for every layer's context-parallel exchange.
+                let w = if c.group == CommGroup::Cp {
+                    "`cp_kv_exchange.*`: SimAI has no context-parallel group: the K/V all-gathers and their gradients' reduce-scatters are left out".to_string()
+                } else {
+                    format!(
+                        "`{name}`: a {:?} over the {:?} group has no SimAI spelling in this column; left out",
+                        c.kind, c.group
+                    )
+                };
                 if !warnings.contains(&w) {
                     warnings.push(w);
                 }
@@ -153,6 +160,26 @@ mod tests {
     use crate::hardware::gpu_preset;
     use crate::job::tests::{llama3_70b, setup};
     use crate::sim::{simulate, JobSpec, SimConfig};
+
+    #[test]
+    fn a_cp_job_exports_gradients_over_dp_x_cp_and_names_the_left_out_exchange_once() {
+        let gpu = gpu_preset("H100").unwrap();
+        let s = crate::job::TrainingSetup {
+            tp: 2,
+            cp: 2,
+            global_batch_size: Some(8),
+            seq_length: 8192,
+            ..crate::job::TrainingSetup::default()
+        };
+        let m = crate::model::presets::preset("llama3-8b").unwrap();
+        let job = ModelJob::new(m, s, gpu, Some(8)).unwrap();
+        let (text, warnings) = simai_workload(&job);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("no context-parallel group"));
+        let back = simai::to_model("cp.txt", &simai::parse("cp.txt", &text).unwrap());
+        // SimAI derives DP from all_gpus / (TP x PP): DP x CP = 4.
+        assert_eq!((back.parallel.tp, back.parallel.dp), (2, 4));
+    }
 
     #[test]
     fn exported_workload_reads_back_and_simulates_the_same() {

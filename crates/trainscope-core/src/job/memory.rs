@@ -35,6 +35,10 @@
 //! - full recompute keeps only each layer's input (T h, / t with sequence
 //!   parallelism) plus one layer's activations while it is recomputed.
 //!
+//! - context parallelism divides every token count by CP (each rank holds
+//!   s/CP tokens of each sequence); the distributed optimizer shards the
+//!   dense weights' optimizer state over DP x CP.
+//!
 //! For GPT-3-like shapes the generalisation gives exactly Korthikanti's
 //! 34 s b h + 5 a s^2 b (tested).
 
@@ -249,7 +253,7 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             let gradients = n * gradient_bytes(p);
             let ob = optimizer_bytes(p);
             let optimizer = if dist {
-                (params.dense * ob).div_ceil(u64::from(job.dp))
+                (params.dense * ob).div_ceil(u64::from(job.dp_cp()))
                     + (params.expert * ob).div_ceil(u64::from(dp_ep))
             } else {
                 n * ob

@@ -6,8 +6,11 @@
 //! stage ([`memory`]) and the figures people compare (MFU, tokens/s,
 //! [`Throughput`]).
 //!
-//! Conventions follow Megatron-LM (MODEL-JOBS.md): world = TP x PP x DP; EP
-//! is carved out of DP (it must divide DP and the expert count);
+//! Conventions follow Megatron-LM (MODEL-JOBS.md): world = TP x CP x PP x
+//! DP (CP 1 without context parallelism; rank order tp-cp-dp-pp, so a CP
+//! group is CP consecutive ranks after TP; the sequence length a multiple
+//! of 2 x CP); EP is carved out of DP (it must divide DP and the expert
+//! count; EP with CP > 1 is refused);
 //! micro-batches = global batch / (micro-batch x DP); virtual stages hold
 //! layers / (PP x vpp) whole layers each; rank order TP fastest, then DP,
 //! then PP. [`ModelJob::new`] refuses every inconsistent combination with a
@@ -69,6 +72,12 @@ pub struct TrainingSetup {
     pub pp: u32,
     /// Data-parallel size; `None`: world / (TP x PP), or 1 without a world.
     pub dp: Option<u32>,
+    /// Context-parallel size (Megatron's `--context-parallel-size`): every
+    /// sequence split over CP ranks (2 x CP load-balanced chunks); weights
+    /// replicated, gradients reduced over DP x CP. 1: none (then not
+    /// written in JSON; older JSON without it reads as 1).
+    #[serde(skip_serializing_if = "is_one")]
+    pub cp: u32,
     /// Expert-parallel size (carved out of DP).
     pub ep: u32,
     /// Virtual pipeline stages (model chunks) per rank.
@@ -99,6 +108,10 @@ pub struct TrainingSetup {
     pub last_stage_layers: Option<u32>,
 }
 
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 /// Sequences per iteration when the global batch is not given.
 pub const DEFAULT_GLOBAL_BATCH: u32 = 1024;
 /// Tokens per sequence by default.
@@ -115,6 +128,7 @@ impl Default for TrainingSetup {
             tp: 1,
             pp: 1,
             dp: None,
+            cp: 1,
             ep: 1,
             vpp: 1,
             sequence_parallel: false,
@@ -163,7 +177,7 @@ pub struct ModelJob {
     pub gpu: GpuSpec,
     /// Resolved data-parallel size.
     pub dp: u32,
-    /// TP x PP x DP.
+    /// TP x CP x PP x DP.
     pub world: u32,
     /// Micro-batches per iteration per pipeline.
     pub micro_batches: u32,
@@ -335,6 +349,7 @@ impl ModelJob {
         let tp = positive("TP", setup.tp)?;
         let pp = positive("PP", setup.pp)?;
         let ep = positive("EP", setup.ep)?;
+        let cp = positive("CP", setup.cp)?;
         let vpp = positive("virtual stages (vpp)", setup.vpp)?;
         let mbs = positive("micro-batch size", setup.micro_batch_size)?;
         let seq = positive("sequence length", setup.seq_length)?;
@@ -342,14 +357,20 @@ impl ModelJob {
             positive("world", w)?;
         }
         check_limits(&model, &setup)?;
-        let tp_pp = u64::from(tp) * u64::from(pp);
+        let tp_pp = u64::from(tp) * u64::from(pp) * u64::from(cp);
+        // "TP x PP" in messages, "TP x CP x PP" with context parallelism.
+        let (tp_pp_name, tp_pp_values) = if cp > 1 {
+            ("TP x CP x PP", format!("{tp} x {cp} x {pp}"))
+        } else {
+            ("TP x PP", format!("{tp} x {pp}"))
+        };
         let dp = match (setup.dp, world) {
             (Some(d), Some(w)) => {
                 positive("DP", d)?;
                 if tp_pp * u64::from(d) != u64::from(w) {
                     return Err(JobError::new(
                         format!(
-                            "world {w} does not match TP x PP x DP = {tp} x {pp} x {d} = {}",
+                            "world {w} does not match {tp_pp_name} x DP = {tp_pp_values} x {d} = {}",
                             tp_pp * u64::from(d)
                         ),
                         "give only one of --world and --dp, or make them agree",
@@ -361,8 +382,8 @@ impl ModelJob {
             (None, Some(w)) => {
                 if u64::from(w) % tp_pp != 0 {
                     return Err(JobError::new(
-                        format!("world {w} is not a multiple of TP x PP = {tp} x {pp} = {tp_pp}"),
-                        "choose a world size that TP x PP divides, or other TP/PP",
+                        format!("world {w} is not a multiple of {tp_pp_name} = {tp_pp_values} = {tp_pp}"),
+                        format!("choose a world size that {tp_pp_name} divides, or other sizes"),
                     ));
                 }
                 u32::try_from(u64::from(w) / tp_pp).unwrap_or(u32::MAX)
@@ -372,7 +393,7 @@ impl ModelJob {
         let world_u64 = tp_pp * u64::from(dp);
         if world_u64 > MAX_WORLD {
             return Err(JobError::new(
-                format!("TP x PP x DP = {world_u64} GPUs is more than {MAX_WORLD}"),
+                format!("{tp_pp_name} x DP = {world_u64} GPUs is more than {MAX_WORLD}"),
                 "simulate a smaller world",
             ));
         }
@@ -452,6 +473,29 @@ impl ModelJob {
                 ));
             }
             None => {}
+        }
+        if cp > 1 {
+            let chunks = 2 * u64::from(cp);
+            if u64::from(seq) % chunks != 0 {
+                return Err(JobError::new(
+                    format!(
+                        "sequence length {seq} is not divisible by 2 x CP = 2 x {cp} = {chunks} (context parallelism splits every sequence into 2 x CP chunks)"
+                    ),
+                    "choose a sequence length that is a multiple of 2 x CP, or another CP",
+                ));
+            }
+            if ep > 1 {
+                return Err(JobError::new(
+                    format!("EP {ep} with CP {cp}: expert parallelism together with context parallelism is not modelled"),
+                    "use --ep 1 with --cp, or --cp 1 with --ep",
+                ));
+            }
+            if !setup.flash_attention {
+                return Err(JobError::new(
+                    format!("CP {cp} needs fused (flash) attention: Megatron's context parallelism runs inside the fused attention kernel"),
+                    "turn fused attention on, or use --cp 1",
+                ));
+            }
         }
         let per_step = u64::from(mbs) * u64::from(dp);
         let gbs = match setup.global_batch_size {
@@ -541,6 +585,13 @@ impl ModelJob {
             notes,
             v_shape: false,
         })
+    }
+
+    /// DP x CP: the ranks that hold the same weights (Megatron's
+    /// data-parallel group with context parallelism): gradients are reduced
+    /// and the distributed optimizer sharded over them.
+    pub fn dp_cp(&self) -> u32 {
+        self.dp * self.setup.cp
     }
 
     /// Model chunks per stage: the virtual stages, or 2 in a V.
@@ -793,6 +844,172 @@ pub(crate) mod tests {
         s.first_stage_layers = Some(2);
         s.last_stage_layers = Some(2);
         assert!(ModelJob::new(llama3_70b(), s, gpu, None).is_ok());
+    }
+
+    fn llama3_8b() -> ModelSpec {
+        crate::model::presets::preset("llama3-8b").unwrap()
+    }
+
+    fn cp_setup(cp: u32, seq: u32) -> TrainingSetup {
+        TrainingSetup {
+            tp: 2,
+            cp,
+            global_batch_size: Some(64),
+            seq_length: seq,
+            ..TrainingSetup::default()
+        }
+    }
+
+    #[test]
+    fn cp_refusals_name_the_numbers() {
+        let gpu = gpu_preset("H100").unwrap();
+        let err = |s: TrainingSetup, w: Option<u32>| {
+            ModelJob::new(llama3_8b(), s, gpu.clone(), w)
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            err(cp_setup(3, 16384), Some(12)),
+            "sequence length 16384 is not divisible by 2 x CP = 2 x 3 = 6 (context parallelism splits every sequence into 2 x CP chunks)"
+        );
+        let mut s = cp_setup(2, 16384);
+        s.dp = Some(4);
+        assert_eq!(
+            err(s, Some(8)),
+            "world 8 does not match TP x CP x PP x DP = 2 x 2 x 1 x 4 = 16"
+        );
+        assert_eq!(
+            err(cp_setup(4, 16384), Some(12)),
+            "world 12 is not a multiple of TP x CP x PP = 2 x 4 x 1 = 8"
+        );
+        let mut s = cp_setup(2, 16384);
+        s.flash_attention = false;
+        assert!(err(s, Some(8)).starts_with("CP 2 needs fused (flash) attention"));
+        let mut s = cp_setup(0, 16384);
+        s.cp = 0;
+        assert_eq!(err(s, None), "CP is 0");
+        let moe = crate::model::presets::preset("mixtral-8x7b").unwrap();
+        let mut s = cp_setup(2, 4096);
+        s.ep = 2;
+        assert_eq!(
+            ModelJob::new(moe, s, gpu.clone(), Some(8))
+                .unwrap_err()
+                .message,
+            "EP 2 with CP 2: expert parallelism together with context parallelism is not modelled"
+        );
+    }
+
+    #[test]
+    fn cp_resolves_the_world_and_divides_tokens_memory_and_attention() {
+        let gpu = gpu_preset("H100").unwrap();
+        let job = |cp: u32, dp: Option<u32>| {
+            let mut s = cp_setup(cp, 16384);
+            s.dp = dp;
+            s.distributed_optimizer = true;
+            ModelJob::new(llama3_8b(), s, gpu.clone(), None).unwrap()
+        };
+        // --world omitted with --dp: TP x CP x PP x DP.
+        let j2 = job(2, Some(4));
+        assert_eq!((j2.world, j2.dp, j2.dp_cp()), (16, 4, 8));
+        // World given: DP = world / (TP x CP x PP).
+        let w = ModelJob::new(llama3_8b(), cp_setup(2, 16384), gpu.clone(), Some(8)).unwrap();
+        assert_eq!((w.world, w.dp), (8, 2));
+        let j1 = job(1, Some(4));
+        // Activations per rank: half the tokens.
+        let a = |j: &ModelJob| crate::job::memory::layer_activation_bytes(j, 0);
+        assert_eq!(a(&j2) * 2, a(&j1));
+        assert_eq!(
+            crate::job::memory::logits_bytes(&j2) * 2,
+            crate::job::memory::logits_bytes(&j1)
+        );
+        // Weights replicated over CP; the optimizer state sharded over DP x CP.
+        let m1 = crate::job::memory::memory_report(&j1, &[1], 1);
+        let m2 = crate::job::memory::memory_report(&j2, &[1], 1);
+        assert_eq!(m1.per_stage[0].weights_bytes, m2.per_stage[0].weights_bytes);
+        assert_eq!(
+            m2.per_stage[0].optimizer_bytes,
+            (m1.per_stage[0].parameters * 12).div_ceil(8)
+        );
+        // Every op but the attention core's key side on s/CP tokens: the
+        // layer's FLOPs per rank halve, GEMMs and attention core alike.
+        let sh = |j: &ModelJob| crate::job::build::shape(j);
+        let flops = |j: &ModelJob, pred: &dyn Fn(&crate::model::ops::Op) -> bool| -> f64 {
+            j.model
+                .attention_ops(&sh(j))
+                .iter()
+                .chain(j.model.mlp_ops(0, &sh(j)).iter())
+                .filter(|o| pred(o))
+                .map(|o| o.forward.flops + o.input_grad.flops + o.weight_grad.flops)
+                .sum()
+        };
+        let core = |o: &crate::model::ops::Op| o.attention_core;
+        let rest = |o: &crate::model::ops::Op| !o.attention_core;
+        assert!(flops(&j1, &core) > 0.0);
+        assert_eq!(flops(&j2, &core) * 2.0, flops(&j1, &core));
+        assert_eq!(flops(&j2, &rest) * 2.0, flops(&j1, &rest));
+        // Model FLOPs (MFU's numerator) are the whole sequences' either way.
+        assert_eq!(
+            j1.model_flops_per_iteration(),
+            j2.model_flops_per_iteration()
+        );
+    }
+
+    #[test]
+    fn cp_exchanges_k_and_v_over_the_cp_group_and_reduces_gradients_over_dp_x_cp() {
+        use crate::workload::{CommGroup, CommKind};
+        let gpu = gpu_preset("H100").unwrap();
+        let mut s = cp_setup(2, 16384);
+        s.dp = Some(2);
+        let j = ModelJob::new(llama3_8b(), s, gpu, None).unwrap();
+        let d = crate::job::build::described_job(&j, "cp");
+        assert_eq!((d.parallel.dp, d.parallel.cp, d.parallel.world), (4, 2, 8));
+        let ops = &d.stages[0].blocks[0].ops;
+        let kv: Vec<_> = ops
+            .iter()
+            .filter(|o| o.name.starts_with("cp_kv_exchange."))
+            .collect();
+        assert_eq!(kv.len(), 32, "one exchange per layer");
+        // b x s x (K + V) x kv heads / TP x head size x 2 bytes: Llama 3
+        // 8B has 8 key/value heads of 128.
+        let bytes = 16384 * 2 * (8 / 2) * 128 * 2;
+        assert_eq!(crate::job::build::cp_kv_bytes(&j), bytes);
+        let f = kv[0].forward.comm.unwrap();
+        assert_eq!(
+            (f.kind, f.group, f.size_bytes),
+            (CommKind::AllGather, CommGroup::Cp, bytes)
+        );
+        let b = kv[0].input_grad.comm.unwrap();
+        assert_eq!(
+            (b.kind, b.group, b.size_bytes),
+            (CommKind::ReduceScatter, CommGroup::Cp, bytes)
+        );
+        // The exchange sits between the norm and the attention body.
+        let i = ops
+            .iter()
+            .position(|o| o.name == "cp_kv_exchange.0")
+            .unwrap();
+        assert_eq!(ops[i - 1].name, "attention_norm.0");
+        assert_eq!(ops[i + 1].name, "attention.0");
+        // Gradient all-reduce over the 4 ranks of DP x CP.
+        let sync = d.stages[0]
+            .before
+            .iter()
+            .find(|o| o.name == "dp_grad_sync")
+            .unwrap()
+            .weight_grad
+            .comm
+            .unwrap();
+        assert_eq!(sync.group, CommGroup::Dp);
+        // CP 1: no exchange at all.
+        let mut s = cp_setup(1, 16384);
+        s.dp = Some(4);
+        let j1 = ModelJob::new(llama3_8b(), s, gpu_preset("H100").unwrap(), None).unwrap();
+        let d1 = crate::job::build::described_job(&j1, "no-cp");
+        assert!(d1.stages[0].blocks[0]
+            .ops
+            .iter()
+            .all(|o| !o.name.starts_with("cp_kv")));
+        assert_eq!(d1.parallel.cp, 1);
     }
 
     #[test]

@@ -228,6 +228,10 @@ impl ModelRunOutput {
             "flash_attention": s.flash_attention,
             "gpu": self.job.gpu.name,
         });
+        if s.cp > 1 {
+            // Context parallelism: world = TP x CP x PP x DP.
+            v["training"]["cp"] = json!(s.cp);
+        }
         if self.job.is_uneven() {
             // The layers of every stage, first to last.
             v["training"]["stage_layers"] = (0..s.pp)

@@ -27,6 +27,11 @@
 //!   Megatron-LM's and PaLM's MFU formulas do, and no recompute.
 //! - Norms, activations, residual adds, router, permutation and the loss
 //!   are bandwidth-bound ([`OpClass::Memory`]): bytes read + written.
+//! - Context parallelism (c, Megatron's `--context-parallel-size`):
+//!   every op works on T = b x s/c tokens, except that the fused attention
+//!   core's local queries attend to all s keys: its FLOPs are the causal
+//!   core's / c (the load-balanced 2c-chunk split gives every rank the same
+//!   share) and it reads K and V of all s tokens.
 //! - Sequence parallelism runs norms, residuals and dropout on T/t tokens;
 //!   the GEMMs see all T tokens (gathered) with 1/t of the weights.
 //! - MoE layers: routed experts keep the TP split of the dense MLP (expert
@@ -81,6 +86,10 @@ pub struct Shape {
     pub seq_length: u64,
     /// Tensor-parallel size (t).
     pub tp: u64,
+    /// Context-parallel size (c): every op but the attention core's key
+    /// side works on s/c tokens per sequence; 1 without context
+    /// parallelism.
+    pub cp: u64,
     /// Megatron sequence parallelism.
     pub sequence_parallel: bool,
     /// Bytes of one activation element.
@@ -92,9 +101,14 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// Tokens of one micro-batch (T = b x s).
+    /// Tokens of one micro-batch on one rank (T = b x s / c).
     pub fn tokens(&self) -> u64 {
-        self.micro_batch_size * self.seq_length
+        self.micro_batch_size * self.local_seq_length()
+    }
+
+    /// Tokens of each sequence one rank holds (s / c).
+    pub fn local_seq_length(&self) -> u64 {
+        self.seq_length / self.cp.max(1)
     }
 
     /// FP8 GEMMs (Transformer Engine's linear layers).
@@ -316,10 +330,15 @@ impl ModelSpec {
                 ),
             ];
         }
-        // The fused core computes the causal half.
-        let fwd = 2.0 * b * sq * sq * local_heads * (dqk + dv) as f64 * 0.5;
+        // The fused core computes the causal half; with context
+        // parallelism each rank its s/c queries against all s keys, the
+        // load-balanced chunks giving every rank 1/c of the causal work.
+        let c = s.cp.max(1) as f64;
+        let fwd = 2.0 * b * sq * sq * local_heads * (dqk + dv) as f64 * 0.5 / c;
         let kv_heads = (u64::from(self.num_kv_heads) / t).max(1) as f64;
-        let io = tok as f64 * (local_heads * (dqk + dv) as f64 + kv_heads * (dqk + dv) as f64) * a;
+        // Q and the output for the local tokens; K and V of every token
+        // (the local chunk and those received from the other CP ranks).
+        let io = (tok as f64 * local_heads + b * sq * kv_heads) * (dqk + dv) as f64 * a;
         vec![Op {
             name: "attn_core",
             class: OpClass::Attention,
@@ -511,6 +530,7 @@ mod tests {
             micro_batch_size: 1,
             seq_length: 2048,
             tp,
+            cp: 1,
             sequence_parallel: true,
             activation_bytes: 2,
             gemm_weight_bytes: 2,
@@ -550,6 +570,7 @@ mod tests {
             micro_batch_size: 2,
             seq_length: 2048,
             tp: 8,
+            cp: 1,
             sequence_parallel: false,
             activation_bytes: 2,
             gemm_weight_bytes: 2,
@@ -609,6 +630,7 @@ mod tests {
             micro_batch_size: 1,
             seq_length: 4096,
             tp: 2,
+            cp: 1,
             sequence_parallel: true,
             activation_bytes: 2,
             gemm_weight_bytes: weight_bytes,

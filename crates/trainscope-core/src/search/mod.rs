@@ -110,6 +110,8 @@ pub struct SweepSpec {
     /// Default: the divisors of the layer count up to the largest world,
     /// and the powers of two [`uneven_split`] splits.
     pub pp: Option<Vec<u32>>,
+    /// Context-parallel sizes. Default: 1 only.
+    pub cp: Option<Vec<u32>>,
     /// Default: 1 for a dense model; the powers of two dividing the expert
     /// count for a mixture of experts.
     pub ep: Option<Vec<u32>>,
@@ -146,6 +148,7 @@ impl SweepSpec {
             flash_attention: true,
             tp: None,
             pp: None,
+            cp: None,
             ep: None,
             vpp: None,
             micro_batch_size: None,
@@ -181,6 +184,11 @@ impl SweepSpec {
                 })
                 .collect()
         })
+    }
+
+    /// The CP values tried.
+    pub fn cp_values(&self) -> Vec<u32> {
+        self.cp.clone().unwrap_or_else(|| vec![1])
     }
 
     /// The EP values tried.
@@ -242,8 +250,13 @@ impl SweepSpec {
             Some(v) => list(v),
             None => "auto".to_string(),
         };
+        // CP only when swept (older sweeps' shards keep their line).
+        let cp = match self.cp_values().as_slice() {
+            [1] => String::new(),
+            v => format!(" | cp {}", list(v)),
+        };
         format!(
-            "{} | world {} | gbs {} | seq {} | {} | flash {} | tp {} | pp {} | ep {} | vpp {} | mbs {} | recompute {} | schedule {} | sp {:?} | distopt {:?}",
+            "{} | world {} | gbs {} | seq {} | {} | flash {} | tp {} | pp {} | ep {} | vpp {} | mbs {} | recompute {} | schedule {} | sp {:?} | distopt {:?}{cp}",
             self.common_flags,
             list(&self.worlds),
             self.global_batch_size,
@@ -293,6 +306,9 @@ impl Candidate {
             f.push(' ');
         }
         f.push_str(&format!("--world {} --tp {} --pp {}", j.world, s.tp, s.pp));
+        if s.cp > 1 {
+            f.push_str(&format!(" --cp {}", s.cp));
+        }
         if s.ep > 1 {
             f.push_str(&format!(" --ep {}", s.ep));
         }
@@ -413,105 +429,111 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
     let dist_list = spec.distributed_optimizer_values();
     for &world in &spec.worlds {
         for tp in spec.tp_values() {
-            for pp in spec.pp_values() {
-                for ep in spec.ep_values() {
-                    for &schedule in &schedules {
-                        let vpps = if schedule == ScheduleKind::Interleaved {
-                            spec.vpp_values(pp)
-                        } else {
-                            vec![1]
-                        };
-                        for vpp in vpps {
-                            let inner = (mbs_list.len()
-                                * recompute.len()
-                                * sp_list.len()
-                                * dist_list.len()) as u64;
-                            if pp == 1 && schedule != ScheduleKind::OneFOneB && has_1f1b {
-                                skip("one pipeline stage has no schedule to choose (1f1b stands for all)".to_string(), inner);
-                                continue;
-                            }
-                            if schedule == ScheduleKind::Interleaved && vpp < 2 {
-                                skip(
+            for cp in spec.cp_values() {
+                for pp in spec.pp_values() {
+                    for ep in spec.ep_values() {
+                        for &schedule in &schedules {
+                            let vpps = if schedule == ScheduleKind::Interleaved {
+                                spec.vpp_values(pp)
+                            } else {
+                                vec![1]
+                            };
+                            for vpp in vpps {
+                                let inner = (mbs_list.len()
+                                    * recompute.len()
+                                    * sp_list.len()
+                                    * dist_list.len())
+                                    as u64;
+                                if pp == 1 && schedule != ScheduleKind::OneFOneB && has_1f1b {
+                                    skip("one pipeline stage has no schedule to choose (1f1b stands for all)".to_string(), inner);
+                                    continue;
+                                }
+                                if schedule == ScheduleKind::Interleaved && vpp < 2 {
+                                    skip(
                                     "the interleaved schedule needs virtual stages > 1 (1 is 1f1b)"
                                         .to_string(),
                                     inner,
                                 );
-                                continue;
-                            }
-                            if schedule.placement() == ChunkPlacement::VShape
-                                && !spec.model.num_layers.is_multiple_of(2 * pp)
-                            {
-                                skip(format!(
+                                    continue;
+                                }
+                                if schedule.placement() == ChunkPlacement::VShape
+                                    && !spec.model.num_layers.is_multiple_of(2 * pp)
+                                {
+                                    skip(format!(
                                     "{} places two chunks per stage: {} layers are not divisible by 2 x PP = {}",
                                     schedule.name(),
                                     spec.model.num_layers,
                                     2 * pp
                                 ), inner);
-                                continue;
-                            }
-                            let split = uneven_split(spec.model.num_layers, pp);
-                            if pp > 1
-                                && !spec.model.num_layers.is_multiple_of(pp)
-                                && split.is_none()
-                            {
-                                skip(format!(
+                                    continue;
+                                }
+                                let split = uneven_split(spec.model.num_layers, pp);
+                                if pp > 1
+                                    && !spec.model.num_layers.is_multiple_of(pp)
+                                    && split.is_none()
+                                {
+                                    skip(format!(
                                     "{} layers cannot be split over {pp} stages with a whole share on each middle stage and a layer on every stage",
                                     spec.model.num_layers
                                 ), inner);
-                                continue;
-                            }
-                            for &mbs in &mbs_list {
-                                for &rc in &recompute {
-                                    for (k, &sp) in sp_list.iter().enumerate() {
-                                        // TP 1 has no sequence parallelism:
-                                        // its layouts are tried once, off.
-                                        let sp = sp && tp > 1;
-                                        if tp == 1 && k > 0 {
-                                            skip(
-                                                SKIP_SP_AT_TP1.to_string(),
-                                                dist_list.len() as u64,
-                                            );
-                                            continue;
-                                        }
-                                        for &dist in &dist_list {
-                                            let setup = TrainingSetup {
-                                                tp,
-                                                pp,
-                                                dp: None,
-                                                ep,
-                                                vpp,
-                                                sequence_parallel: sp,
-                                                micro_batch_size: mbs,
-                                                global_batch_size: Some(spec.global_batch_size),
-                                                seq_length: spec.seq_length,
-                                                precision: spec.precision,
-                                                recompute: rc,
-                                                distributed_optimizer: dist,
-                                                flash_attention: spec.flash_attention,
-                                                first_stage_layers: split.map(|(f, _)| f),
-                                                last_stage_layers: split.map(|(_, l)| l),
-                                            };
-                                            let job = match ModelJob::new(
-                                                spec.model.clone(),
-                                                setup,
-                                                spec.gpu.clone(),
-                                                Some(world),
-                                            ) {
-                                                Ok(j) => j,
-                                                Err(e) => {
-                                                    skip(e.message, 1);
-                                                    continue;
-                                                }
-                                            };
-                                            if let Err(e) = schedule.check(pp, job.micro_batches) {
-                                                skip(e.to_string(), 1);
+                                    continue;
+                                }
+                                for &mbs in &mbs_list {
+                                    for &rc in &recompute {
+                                        for (k, &sp) in sp_list.iter().enumerate() {
+                                            // TP 1 has no sequence parallelism:
+                                            // its layouts are tried once, off.
+                                            let sp = sp && tp > 1;
+                                            if tp == 1 && k > 0 {
+                                                skip(
+                                                    SKIP_SP_AT_TP1.to_string(),
+                                                    dist_list.len() as u64,
+                                                );
                                                 continue;
                                             }
-                                            candidates.push(Candidate {
-                                                index: candidates.len() as u32,
-                                                schedule,
-                                                job,
-                                            });
+                                            for &dist in &dist_list {
+                                                let setup = TrainingSetup {
+                                                    tp,
+                                                    pp,
+                                                    dp: None,
+                                                    cp,
+                                                    ep,
+                                                    vpp,
+                                                    sequence_parallel: sp,
+                                                    micro_batch_size: mbs,
+                                                    global_batch_size: Some(spec.global_batch_size),
+                                                    seq_length: spec.seq_length,
+                                                    precision: spec.precision,
+                                                    recompute: rc,
+                                                    distributed_optimizer: dist,
+                                                    flash_attention: spec.flash_attention,
+                                                    first_stage_layers: split.map(|(f, _)| f),
+                                                    last_stage_layers: split.map(|(_, l)| l),
+                                                };
+                                                let job = match ModelJob::new(
+                                                    spec.model.clone(),
+                                                    setup,
+                                                    spec.gpu.clone(),
+                                                    Some(world),
+                                                ) {
+                                                    Ok(j) => j,
+                                                    Err(e) => {
+                                                        skip(e.message, 1);
+                                                        continue;
+                                                    }
+                                                };
+                                                if let Err(e) =
+                                                    schedule.check(pp, job.micro_batches)
+                                                {
+                                                    skip(e.to_string(), 1);
+                                                    continue;
+                                                }
+                                                candidates.push(Candidate {
+                                                    index: candidates.len() as u32,
+                                                    schedule,
+                                                    job,
+                                                });
+                                            }
                                         }
                                     }
                                 }
@@ -610,6 +632,7 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         tp: s.tp,
         pp: s.pp,
         dp: out.job.dp,
+        cp: s.cp,
         ep: s.ep,
         vpp: s.vpp,
         first_stage_layers: s.first_stage_layers,

@@ -22,6 +22,14 @@ pub struct ReasonCount {
     pub count: u64,
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 /// One simulated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -33,6 +41,9 @@ pub struct Row {
     pub tp: u32,
     pub pp: u32,
     pub dp: u32,
+    /// Context-parallel size (absent in JSON when 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cp: u32,
     pub ep: u32,
     pub vpp: u32,
     /// Layers of the first and the last stage when PP does not divide the

@@ -290,6 +290,7 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         tp: 1,
         pp: 1,
         dp: 8,
+        cp: 1,
         ep: 1,
         vpp: 1,
         first_stage_layers: None,
@@ -478,4 +479,28 @@ fn flags_quote_words_a_shell_would_split() {
         shell_join(&["--model", "a b/config.json", "--gpu-type", "H100-SXM"]),
         "--model 'a b/config.json' --gpu-type H100-SXM"
     );
+}
+
+#[test]
+fn cp_dimension_enumerates_cp_candidates_and_their_flags() {
+    let mut s = tiny_spec();
+    s.tp = Some(vec![1]);
+    s.pp = Some(vec![1]);
+    s.cp = Some(vec![1, 2, 3]);
+    s.micro_batch_size = Some(vec![1]);
+    s.recompute = Some(vec![Recompute::None]);
+    let e = enumerate(&s);
+    let cps: Vec<u32> = e.candidates.iter().map(|c| c.job.setup.cp).collect();
+    assert!(cps.contains(&1) && cps.contains(&2), "{cps:?}");
+    let c2 = e.candidates.iter().find(|c| c.job.setup.cp == 2).unwrap();
+    assert_eq!((c2.job.world, c2.job.dp), (8, 4));
+    assert!(c2.flags("").contains(" --cp 2 "), "{}", c2.flags(""));
+    let c1 = e.candidates.iter().find(|c| c.job.setup.cp == 1).unwrap();
+    assert!(!c1.flags("").contains("--cp"));
+    // CP 3 does not divide the world 8 (nor 1024 tokens by 6): skipped with
+    // the reason.
+    assert!(!cps.contains(&3));
+    assert!(e.skipped > 0);
+    assert!(s.describe().ends_with(" | cp 1,2,3"), "{}", s.describe());
+    assert!(!tiny_spec().describe().contains("| cp"));
 }

@@ -415,6 +415,7 @@ impl Builder<'_> {
                 GroupKind::Dp => SpanKind::CollDp,
                 GroupKind::DpEp => SpanKind::CollDpEp,
                 GroupKind::Pp => SpanKind::CollOther,
+                GroupKind::Cp => SpanKind::CollCp,
             },
             coll: match comm.collective {
                 CollectiveKind::AllReduce => CollOp::AllReduce,

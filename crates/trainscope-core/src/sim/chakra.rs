@@ -80,6 +80,7 @@ fn group_kind(group: CommGroup) -> GroupKind {
         CommGroup::Tp => GroupKind::Tp,
         CommGroup::Ep => GroupKind::Ep,
         CommGroup::DpEp => GroupKind::DpEp,
+        CommGroup::Cp => GroupKind::Cp,
         CommGroup::Embedding | CommGroup::PositionEmbedding | CommGroup::Pp => GroupKind::Pp,
         CommGroup::Dp | CommGroup::Unscoped => GroupKind::Dp,
     }
@@ -118,6 +119,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             dp: p.dp.max(1),
             pp: p.pp.max(1),
             ep: p.ep.max(1),
+            cp: 1,
         }
     } else {
         Parallelism {
@@ -125,6 +127,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             dp: world,
             pp: 1,
             ep: 1,
+            cp: 1,
         }
     };
     check_size(parallel, 0, 1, 1, 0, 0)?;
@@ -390,6 +393,7 @@ fn group_of(kind: SpanKind) -> Option<GroupKind> {
         SpanKind::CollEp => Some(GroupKind::Ep),
         SpanKind::CollDp => Some(GroupKind::Dp),
         SpanKind::CollDpEp => Some(GroupKind::DpEp),
+        SpanKind::CollCp => Some(GroupKind::Cp),
         SpanKind::CollOther => Some(GroupKind::Pp),
         _ => None,
     }
@@ -827,6 +831,7 @@ mod tests {
             dp: 2,
             pp: 1,
             ep: 1,
+            cp: 1,
         }
     }
 
@@ -987,6 +992,7 @@ mod tests {
             dp: 1,
             pp: 2,
             ep: 1,
+            cp: 1,
         };
         let ex = write_timeline(&tb.build(), p, PlacementOrder::default());
         let expect = [

@@ -100,6 +100,7 @@ fn comm_spec(c: &CommOp, phase: Phase, name: &str, warnings: &mut Vec<String>) -
         CommGroup::Dp => GroupKind::Dp,
         CommGroup::Ep => GroupKind::Ep,
         CommGroup::DpEp => GroupKind::DpEp,
+        CommGroup::Cp => GroupKind::Cp,
         CommGroup::Unscoped => {
             let g = if phase == Phase::WeightGrad {
                 GroupKind::Dp
@@ -264,7 +265,14 @@ impl JobSpec {
             ));
             ep = 1;
         }
-        let parallel = Parallelism { tp, dp, pp, ep };
+        let mut cp = p.cp.max(1);
+        if cp > 1 && !dp.is_multiple_of(cp) {
+            warnings.push(format!(
+                "cp {cp} does not divide dp {dp}; CP groups are placed as if cp = 1"
+            ));
+            cp = 1;
+        }
+        let parallel = Parallelism { tp, dp, pp, ep, cp };
         let factor = match options.backward_factor {
             Some(f) if backward_was_estimated(job) => {
                 if !f.is_finite() || !(0.0..=1000.0).contains(&f) {

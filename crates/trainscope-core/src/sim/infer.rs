@@ -107,6 +107,8 @@ impl LinkGroup {
             (_, GroupKind::Ep) => LinkGroup::Ep,
             (_, GroupKind::Dp) => LinkGroup::Dp,
             (_, GroupKind::DpEp) => LinkGroup::DpEp,
+            // A CP group is a slice of the DP dimension: its links are DP's.
+            (_, GroupKind::Cp) => LinkGroup::Dp,
             (_, GroupKind::Pp) => LinkGroup::Embedding,
         }
     }
@@ -129,6 +131,7 @@ impl LinkGroup {
             CommGroup::Dp => LinkGroup::Dp,
             CommGroup::Ep => LinkGroup::Ep,
             CommGroup::DpEp => LinkGroup::DpEp,
+            CommGroup::Cp => LinkGroup::Dp,
             CommGroup::Embedding | CommGroup::PositionEmbedding => LinkGroup::Embedding,
             CommGroup::Pp | CommGroup::Unscoped => return None,
         };

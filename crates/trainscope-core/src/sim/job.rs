@@ -87,13 +87,23 @@ pub fn check_size(
     Ok(())
 }
 
-/// Parallel sizes. World = tp x dp x pp; EP splits DP (ep divides dp).
+/// Parallel sizes. World = tp x dp x pp; EP splits DP (ep divides dp);
+/// so does CP: with context parallelism `dp` counts DP x CP (the ranks
+/// that hold the same weights) and a CP group is `cp` consecutive DP
+/// indices (Megatron's order tp-cp-dp-pp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Parallelism {
     pub tp: u32,
     pub dp: u32,
     pub pp: u32,
     pub ep: u32,
+    /// Context-parallel group size (1: none, then not written in JSON).
+    #[serde(skip_serializing_if = "is_one")]
+    pub cp: u32,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Parallelism {
@@ -110,6 +120,7 @@ impl Parallelism {
             GroupKind::Ep => self.ep,
             GroupKind::DpEp => (self.dp / self.ep.max(1)).max(1),
             GroupKind::Pp => 2,
+            GroupKind::Cp => self.cp.max(1),
         }
     }
 }
@@ -153,19 +164,23 @@ pub enum GroupKind {
     /// Pipeline neighbours (stage-to-stage transfers).
     #[serde(rename = "PP")]
     Pp,
+    /// Context parallel (model-level jobs with CP > 1).
+    #[serde(rename = "CP")]
+    Cp,
 }
 
 impl GroupKind {
     /// All kinds, in report order.
-    pub const ALL: [GroupKind; 5] = [
+    pub const ALL: [GroupKind; 6] = [
         GroupKind::Tp,
         GroupKind::Ep,
         GroupKind::Dp,
         GroupKind::DpEp,
         GroupKind::Pp,
+        GroupKind::Cp,
     ];
 
-    /// `TP`, `EP`, `DP`, `DP_EP`, `PP`.
+    /// `TP`, `EP`, `DP`, `DP_EP`, `PP`, `CP`.
     pub fn name(self) -> &'static str {
         match self {
             GroupKind::Tp => "TP",
@@ -173,6 +188,7 @@ impl GroupKind {
             GroupKind::Dp => "DP",
             GroupKind::DpEp => "DP_EP",
             GroupKind::Pp => "PP",
+            GroupKind::Cp => "CP",
         }
     }
 
@@ -498,6 +514,7 @@ impl JobSpec {
             dp,
             pp,
             ep: ep_used,
+            cp: 1,
         };
         let rows: Vec<LayerSpec> = w
             .records

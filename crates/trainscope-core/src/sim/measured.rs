@@ -85,6 +85,7 @@ pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
                 CommGroup::Ep => (Stream::Collective, SpanKind::CollEp),
                 CommGroup::Dp => (Stream::GradSync, SpanKind::CollDp),
                 CommGroup::DpEp => (Stream::GradSync, SpanKind::CollDpEp),
+                CommGroup::Cp => (Stream::Collective, SpanKind::CollCp),
                 CommGroup::Embedding | CommGroup::PositionEmbedding => {
                     (Stream::GradSync, SpanKind::CollOther)
                 }

@@ -218,6 +218,13 @@ impl Placement {
                     .map(|d| self.rank_of(Coords { dp: d, ..c }))
                     .collect()
             }
+            GroupKind::Cp => {
+                let cp = p.cp.max(1);
+                let base = c.dp / cp * cp;
+                (base..(base + cp).min(p.dp))
+                    .map(|d| self.rank_of(Coords { dp: d, ..c }))
+                    .collect()
+            }
             GroupKind::DpEp => (c.dp % ep..p.dp)
                 .step_by(ep as usize)
                 .map(|d| self.rank_of(Coords { dp: d, ..c }))
@@ -441,7 +448,13 @@ mod tests {
 
     fn placement(tp: u32, dp: u32, pp: u32, g: u32) -> Placement {
         Placement::new(
-            Parallelism { tp, dp, pp, ep: 1 },
+            Parallelism {
+                tp,
+                dp,
+                pp,
+                ep: 1,
+                cp: 1,
+            },
             PlacementOrder::default(),
             g,
         )
@@ -497,6 +510,33 @@ mod tests {
     }
 
     #[test]
+    fn cp_groups_are_consecutive_ranks_after_tp() {
+        // TP 2 x CP 2 x DP 2 x PP 2 (Megatron's tp-cp-dp-pp): the engine's
+        // DP dimension holds DP x CP = 4 with CP fastest.
+        let p = Placement::new(
+            Parallelism {
+                tp: 2,
+                dp: 4,
+                pp: 2,
+                ep: 1,
+                cp: 2,
+            },
+            PlacementOrder::default(),
+            8,
+        );
+        assert_eq!(p.group_members(0, GroupKind::Cp), vec![0, 2]);
+        assert_eq!(p.group_members(3, GroupKind::Cp), vec![1, 3]);
+        assert_eq!(p.group_members(5, GroupKind::Cp), vec![5, 7]);
+        assert_eq!(p.group_members(13, GroupKind::Cp), vec![13, 15]);
+        // Gradients are reduced over DP x CP: every rank of the stage with
+        // the same TP index.
+        assert_eq!(p.group_members(5, GroupKind::Dp), vec![1, 3, 5, 7]);
+        assert_eq!(p.parallel.group_size(GroupKind::Cp), 2);
+        // A CP group of TP x CP = 4 ranks sits inside one node of 8.
+        assert_eq!(p.placement_of(&p.group_members(5, GroupKind::Cp)).nodes, 1);
+    }
+
+    #[test]
     fn ep_groups_split_dp() {
         let p = Placement::new(
             Parallelism {
@@ -504,6 +544,7 @@ mod tests {
                 dp: 4,
                 pp: 1,
                 ep: 2,
+                cp: 1,
             },
             PlacementOrder::default(),
             8,

@@ -137,7 +137,7 @@ impl ByKind {
                     SpanKind::CollEp => 4,
                     SpanKind::CollDp => 5,
                     SpanKind::CollDpEp => 6,
-                    SpanKind::CollOther => 7,
+                    SpanKind::CollOther | SpanKind::CollCp => 7,
                     SpanKind::Send => SEND,
                     SpanKind::Recv => RECV,
                     SpanKind::Wait => continue,
@@ -155,7 +155,7 @@ fn kind_of_group(g: GroupKind) -> usize {
         GroupKind::Ep => 4,
         GroupKind::Dp => 5,
         GroupKind::DpEp => 6,
-        GroupKind::Pp => 7,
+        GroupKind::Pp | GroupKind::Cp => 7,
     }
 }
 
@@ -743,6 +743,7 @@ fn parallel_of(run: &MeasuredRun) -> Parallelism {
         dp: run.parallel.dp.max(1),
         pp: run.parallel.pp.max(1),
         ep: 1,
+        cp: 1,
     }
 }
 

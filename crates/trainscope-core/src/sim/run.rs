@@ -442,7 +442,12 @@ pub struct RunOutput {
 }
 
 fn exposed_json(e: &ExposedComm) -> Value {
-    json!({ "dp": e.dp, "dp_ep": e.dp_ep, "tp": e.tp, "ep": e.ep, "pp": e.pp })
+    let mut v = json!({ "dp": e.dp, "dp_ep": e.dp_ep, "tp": e.tp, "ep": e.ep, "pp": e.pp });
+    // Context parallelism's key only where a job has CP collectives.
+    if e.cp > 0 {
+        v["cp"] = json!(e.cp);
+    }
+    v
 }
 
 fn stage_json(s: &StageSummary) -> Value {

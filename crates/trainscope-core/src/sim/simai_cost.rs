@@ -83,7 +83,8 @@ impl SimaiCost {
 }
 
 /// The analytical module's names for an engine collective, group and phase;
-/// `None` for what SimAI does not cost (point-to-point, the pipeline group).
+/// `None` for what SimAI does not cost (point-to-point, the pipeline and
+/// the context-parallel groups).
 pub fn analytical_terms(
     req: &CollectiveRequest,
 ) -> Option<(Collective, analytical::GroupKind, analytical::Phase)> {
@@ -99,7 +100,9 @@ pub fn analytical_terms(
         GroupKind::Ep => analytical::GroupKind::Ep,
         GroupKind::Dp => analytical::GroupKind::Dp,
         GroupKind::DpEp => analytical::GroupKind::DpEp,
-        GroupKind::Pp => return None,
+        // SimAI has no pipeline or context-parallel group: the built-in
+        // network model costs them.
+        GroupKind::Pp | GroupKind::Cp => return None,
     };
     let phase = match req.phase {
         Phase::Forward => analytical::Phase::Forward,
@@ -174,6 +177,7 @@ mod tests {
             dp: 16,
             pp: 4,
             ep: 1,
+            cp: 1,
         };
         CollectiveRequest {
             collective,
@@ -197,6 +201,7 @@ mod tests {
             dp: 16,
             pp: 4,
             ep: 1,
+            cp: 1,
         };
         let net = NetworkConfig {
             nvlink_gbps: 360.0,
@@ -258,6 +263,7 @@ mod tests {
             dp: 2,
             pp: 1,
             ep: 1,
+            cp: 1,
         };
         // 16 GPUs of TP on 8-GPU servers with 4 NICs: DP placement K/P = 0.
         let net = NetworkConfig {

@@ -52,7 +52,8 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Exposed communication per group, ns (JSON keys `tp`, `ep`, `dp`, `dp_ep`,
-/// `pp`, the same in the summary export and in `simulate --json`).
+/// `pp`, and `cp` for jobs with context parallelism (absent when 0), the
+/// same in the summary export and in `simulate --json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub struct ExposedComm {
     pub tp: u64,
@@ -60,12 +61,18 @@ pub struct ExposedComm {
     pub dp: u64,
     pub dp_ep: u64,
     pub pp: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cp: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl ExposedComm {
     /// Sum over groups.
     pub fn total(&self) -> u64 {
-        self.tp + self.ep + self.dp + self.dp_ep + self.pp
+        self.tp + self.ep + self.dp + self.dp_ep + self.pp + self.cp
     }
 
     fn add(&mut self, g: GroupKind, ns: u64) {
@@ -75,6 +82,7 @@ impl ExposedComm {
             GroupKind::Dp => self.dp += ns,
             GroupKind::DpEp => self.dp_ep += ns,
             GroupKind::Pp => self.pp += ns,
+            GroupKind::Cp => self.cp += ns,
         }
     }
 
@@ -86,6 +94,7 @@ impl ExposedComm {
             GroupKind::Dp => self.dp,
             GroupKind::DpEp => self.dp_ep,
             GroupKind::Pp => self.pp,
+            GroupKind::Cp => self.cp,
         }
     }
 }
@@ -390,6 +399,7 @@ fn group_of(kind: SpanKind) -> Option<GroupKind> {
         SpanKind::CollEp => Some(GroupKind::Ep),
         SpanKind::CollDp => Some(GroupKind::Dp),
         SpanKind::CollDpEp => Some(GroupKind::DpEp),
+        SpanKind::CollCp => Some(GroupKind::Cp),
         SpanKind::Send | SpanKind::Recv => Some(GroupKind::Pp),
         _ => None,
     }
@@ -686,6 +696,7 @@ mod tests {
             dp: 1,
             pp: p,
             ep: 1,
+            cp: 1,
         };
         JobSpec::spmd("counters", par, m, 0, block)
     }
@@ -749,6 +760,7 @@ mod tests {
             dp: 1,
             pp: 2,
             ep: 1,
+            cp: 1,
         };
         let j = JobSpec::spmd("counters", par, 4, 0, block);
         let config = SimConfig {

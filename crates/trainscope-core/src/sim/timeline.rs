@@ -128,11 +128,14 @@ pub enum SpanKind {
     Recv,
     /// A wait (measured runs).
     Wait,
+    /// A context-parallel collective (after the others: the discriminants
+    /// of the older kinds stay as they were).
+    CollCp,
 }
 
 impl SpanKind {
     /// Every kind, in legend order.
-    pub const ALL: [SpanKind; 12] = [
+    pub const ALL: [SpanKind; 13] = [
         SpanKind::Forward,
         SpanKind::InputGrad,
         SpanKind::WeightGrad,
@@ -145,6 +148,7 @@ impl SpanKind {
         SpanKind::Send,
         SpanKind::Recv,
         SpanKind::Wait,
+        SpanKind::CollCp,
     ];
 
     /// Stable name (JSON, CSV, Chrome trace `cat`).
@@ -162,6 +166,7 @@ impl SpanKind {
             SpanKind::Send => "send",
             SpanKind::Recv => "recv",
             SpanKind::Wait => "wait",
+            SpanKind::CollCp => "coll_cp",
         }
     }
 

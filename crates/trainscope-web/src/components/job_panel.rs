@@ -176,7 +176,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
             <form class="job-form" onsubmit={on_run} novalidate=true>
                 <div class="job-grid">
                     { fields(&[JobField::Model, JobField::Gpu]) }
-                    { fields(&[JobField::Tp, JobField::Pp, JobField::Dp, JobField::Ep]) }
+                    { fields(&[JobField::Tp, JobField::Cp, JobField::Pp, JobField::Dp, JobField::Ep]) }
                     { fields(&[JobField::Vpp, JobField::MicroBatchSize, JobField::GlobalBatchSize, JobField::SeqLength]) }
                     { fields(&[JobField::Precision, JobField::Recompute]) }
                     { fields(&[JobField::FirstStageLayers, JobField::LastStageLayers]) }
@@ -185,10 +185,17 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                 </div>
                 <p class="derived" data-testid="job-world">
-                    { format!(
-                        "World = TP × PP × DP = {} × {} × {} = {world} GPUs ({nodes} node{} of {per_node}) · {}",
-                        job.tp, job.pp, job.dp, if nodes == 1 { "" } else { "s" }, nvlink_note(state)
-                    ) }
+                    { if job.cp > 1 {
+                        format!(
+                            "World = TP × CP × PP × DP = {} × {} × {} × {} = {world} GPUs ({nodes} node{} of {per_node}) · {}",
+                            job.tp, job.cp, job.pp, job.dp, if nodes == 1 { "" } else { "s" }, nvlink_note(state)
+                        )
+                    } else {
+                        format!(
+                            "World = TP × PP × DP = {} × {} × {} = {world} GPUs ({nodes} node{} of {per_node}) · {}",
+                            job.tp, job.pp, job.dp, if nodes == 1 { "" } else { "s" }, nvlink_note(state)
+                        )
+                    } }
                 </p>
                 if let Some(d) = error {
                     <div class={classes!("diag", "error", "job-error", stale.then_some("stale"))}

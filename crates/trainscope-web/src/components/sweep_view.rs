@@ -173,6 +173,9 @@ fn layout(r: &Row) -> String {
         ),
         _ => format!("TP {} · PP {} · DP {}", r.tp, r.pp, r.dp),
     };
+    if r.cp > 1 {
+        s.push_str(&format!(" · CP {}", r.cp));
+    }
     if r.ep > 1 {
         s.push_str(&format!(" · EP {}", r.ep));
     }

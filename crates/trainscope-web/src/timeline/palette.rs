@@ -21,6 +21,7 @@ pub fn kind_color(kind: SpanKind) -> &'static str {
         SpanKind::Send => "#56B4E9",       // sky blue
         SpanKind::Recv => "#2A6F97",       // dark sky blue
         SpanKind::Wait => "#C8C8C8",       // light grey
+        SpanKind::CollCp => "#005C45",     // dark bluish green
     }
 }
 
@@ -73,6 +74,7 @@ pub fn kind_label(kind: SpanKind) -> &'static str {
         SpanKind::Send => "pipeline send",
         SpanKind::Recv => "pipeline receive",
         SpanKind::Wait => "wait",
+        SpanKind::CollCp => "CP collective",
     }
 }
 
