@@ -26,12 +26,13 @@ use trainscope_core::search::{
 use trainscope_core::sim::{ScheduleKind, SimConfig};
 
 /// The bounds of a sweep as typed: comma-separated lists, empty for the
-/// core's default list (`world` empty: the job panel's TP x PP x DP).
+/// core's default list (`world` empty: the job panel's TP x CP x PP x DP).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SweepInputs {
     pub world: String,
     pub tp: String,
+    pub cp: String,
     pub pp: String,
     pub ep: String,
     pub vpp: String,
@@ -49,16 +50,21 @@ pub struct Bound {
 }
 
 /// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 8] = [
+pub const BOUNDS: [Bound; 9] = [
     Bound {
         key: "world",
         label: "GPUs",
-        placeholder: "the job's TP x PP x DP",
+        placeholder: "the job's TP x CP x PP x DP",
     },
     Bound {
         key: "tp",
         label: "TP",
         placeholder: "powers of 2 <= GPUs per node",
+    },
+    Bound {
+        key: "cp",
+        label: "CP",
+        placeholder: "1",
     },
     Bound {
         key: "pp",
@@ -98,6 +104,7 @@ impl SweepInputs {
         match key {
             "world" => &self.world,
             "tp" => &self.tp,
+            "cp" => &self.cp,
             "pp" => &self.pp,
             "ep" => &self.ep,
             "vpp" => &self.vpp,
@@ -113,6 +120,7 @@ impl SweepInputs {
         let slot = match key {
             "world" => &mut self.world,
             "tp" => &mut self.tp,
+            "cp" => &mut self.cp,
             "pp" => &mut self.pp,
             "ep" => &mut self.ep,
             "vpp" => &mut self.vpp,
@@ -284,6 +292,7 @@ pub fn sweep_spec(
     spec.precision = job.precision;
     spec.flash_attention = job.flash_attention;
     spec.tp = numbers("TP", &inputs.tp)?;
+    spec.cp = numbers("CP", &inputs.cp)?;
     spec.pp = numbers("PP", &inputs.pp)?;
     spec.ep = numbers("EP", &inputs.ep)?;
     spec.vpp = numbers("Virtual stages", &inputs.vpp)?;

@@ -231,6 +231,35 @@ fn a_row_with_an_uneven_split_loads_its_split_into_the_job_panel() {
 }
 
 #[wasm_bindgen_test]
+fn a_cp_bound_sweeps_context_parallel_rows_and_a_row_loads_its_cp() {
+    let (mut i, job) = small();
+    i.set("cp", "1,2".into());
+    i.set("tp", "2".into());
+    i.set("pp", "1".into());
+    i.set("schedule", "1f1b".into());
+    assert!(i.fragment().contains("&sweep_cp=1,2&"), "{}", i.fragment());
+    let back = SweepInputs::from_fragment(&format!("#model=llama3-8b&{}", i.fragment())).unwrap();
+    assert_eq!(back, i);
+    let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    assert_eq!(spec.cp, Some(vec![1, 2]));
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    let row = report
+        .results
+        .iter()
+        .find(|r| r.cp == 2)
+        .expect("a CP 2 row");
+    assert!(row.flags.contains("--cp 2"), "{}", row.flags);
+    let (j, schedule) = row_job(row, &job).unwrap();
+    assert_eq!(j.cp, 2);
+    let s = Settings {
+        schedule,
+        ..Settings::default()
+    };
+    let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
+    assert_eq!(out.run.summary().iteration_time_ns, row.iteration_time_ns);
+}
+
+#[wasm_bindgen_test]
 fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
     let (inputs, job) = small();
     let (spec, config) =
