@@ -131,6 +131,8 @@ async function switchMode(page, mode) {
 
 test('with no flags and an untouched page, page and CLI agree: every example (event mode), the SimAI ones (SimAI mode)', async () => {
   const { page, errors } = await open();
+  // The gallery renders once the app has started: wait for it, then count.
+  await page.getByTestId('example').first().waitFor();
   const names = await page.getByTestId('example').locator('.example-name').allTextContents();
   assert.equal(names.length, 5);
   // The form opens with the core's defaults: H100's NVLink, CX7's NIC.
@@ -186,6 +188,8 @@ test('the drop zone names every input format the page reads', async () => {
 
 test('every bundled example simulates', async () => {
   const { page, errors } = await open();
+  // The gallery renders once the app has started: wait for it, then count.
+  await page.getByTestId('example').first().waitFor();
   const names = await page.getByTestId('example').locator('.example-name').allTextContents();
   assert.equal(names.length, 5);
   for (const name of names) {
@@ -333,6 +337,7 @@ test('the URL fragment restores example and settings after a reload', async () =
 
 test('every example: a second example replaces the first, and its link gives the same result; measured inputs pre-fill the form', async () => {
   const { page, errors } = await open();
+  await page.getByTestId('example').first().waitFor();
   const names = (await page.locator('[data-testid="example"] .example-name').allTextContents()).map((t) => t.trim());
   assert.equal(names.length, 5, `examples: ${names}`);
   for (const name of names) {

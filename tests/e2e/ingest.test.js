@@ -41,6 +41,7 @@ test('every bundled example loads from the gallery with its detected format, rep
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
   const examples = page.getByTestId('example');
+  await examples.first().waitFor();
   const n = await examples.count();
   assert.equal(n, 5);
   const want = {
