@@ -312,6 +312,28 @@ impl DiagSink {
     }
 }
 
+/// A JSON syntax error of `text` (`serde_json`'s message without its
+/// position, which the location carries) located at its line and column;
+/// the caller adds the hint.
+pub fn json_syntax_error(file: &str, text: &str, e: &serde_json::Error) -> Diagnostic {
+    let line_no = u32::try_from(e.line().max(1)).unwrap_or(u32::MAX);
+    let line = text
+        .split('\n')
+        .nth(e.line().max(1) - 1)
+        .unwrap_or("")
+        .trim_end_matches('\r');
+    let full = e.to_string();
+    let what = full
+        .rfind(" at line ")
+        .map_or(full.as_str(), |c| &full[..c]);
+    Diagnostic::error(format!("`{file}` is not valid JSON: {what}")).at(location(
+        file,
+        line_no,
+        line,
+        e.column().saturating_sub(1).min(line.len()),
+    ))
+}
+
 /// The location of byte offset `at` of a whole text (`at` past the end:
 /// its end; the line found around it, numbered from 1).
 pub fn location_at(file: &str, text: &str, at: usize) -> Location {

@@ -204,20 +204,8 @@ pub fn parse(file: &str, text: &str) -> Result<(ModelSpec, Vec<Diagnostic>), Vec
     r.finish(spec)
 }
 
-/// The located error for a JSON syntax error.
+/// The located error for a JSON syntax error of a config.json.
 fn syntax_error(file: &str, text: &str, e: &serde_json::Error) -> Diagnostic {
-    let line_no = u32::try_from(e.line().max(1)).unwrap_or(u32::MAX);
-    let line = text
-        .split('\n')
-        .nth(e.line().max(1) - 1)
-        .unwrap_or("")
-        .trim_end_matches('\r');
-    let byte_col = e.column().saturating_sub(1);
-    let full = e.to_string();
-    let what = match full.rfind(" at line ") {
-        Some(cut) => &full[..cut],
-        None => full.as_str(),
-    };
     let hint = match e.classify() {
         serde_json::error::Category::Eof => {
             "the JSON ends before it is complete: the file may be truncated (a config.json is one `{ ... }` object)"
@@ -226,9 +214,7 @@ fn syntax_error(file: &str, text: &str, e: &serde_json::Error) -> Diagnostic {
             "a config.json is one JSON object of `\"key\": value` pairs separated by commas; no trailing comma, no comments, strings in double quotes"
         }
     };
-    Diagnostic::error(format!("`{file}` is not valid JSON: {what}"))
-        .at(lex::location(file, line_no, line, byte_col))
-        .with_hint(hint)
+    lex::json_syntax_error(file, text, e).with_hint(hint)
 }
 
 /// A JSON value in words, for messages (`"32"`, `4096.5`, `-1`, `null`,

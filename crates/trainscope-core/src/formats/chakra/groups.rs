@@ -231,26 +231,8 @@ pub fn parse(file: &str, text: &str) -> CommGroups {
     let value: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            let line_no = u32::try_from(e.line().max(1)).unwrap_or(u32::MAX);
-            let line = text
-                .split('\n')
-                .nth(e.line().max(1) - 1)
-                .unwrap_or("")
-                .trim_end_matches('\r');
-            let full = e.to_string();
-            let what = full
-                .rfind(" at line ")
-                .map_or(full.as_str(), |c| &full[..c]);
-            out.diagnostics.push(
-                Diagnostic::error(format!("`{file}` is not valid JSON: {what}"))
-                    .at(lex::location(
-                        file,
-                        line_no,
-                        line,
-                        e.column().saturating_sub(1).min(line.len()),
-                    ))
-                    .with_hint(HINT),
-            );
+            out.diagnostics
+                .push(lex::json_syntax_error(file, text, &e).with_hint(HINT));
             return out;
         }
     };
