@@ -899,7 +899,10 @@ fn group_name(g: CommGroup) -> &'static str {
         CommGroup::Dp => "DP",
         CommGroup::Ep => "EP",
         CommGroup::DpEp => "DP_EP",
+        CommGroup::Cp => "CP",
+        CommGroup::Pp => "PP",
         CommGroup::Embedding => "first and last stage",
-        _ => "other",
+        CommGroup::PositionEmbedding => "position embedding",
+        CommGroup::Unscoped => "all ranks",
     }
 }
