@@ -39,6 +39,26 @@ fn small() -> (SweepInputs, JobSettings) {
     (i, job)
 }
 
+/// Load `row` into the job panel (`row_job`) and run it with the row's
+/// schedule: the row's iteration time comes back. Returns the job.
+fn row_simulates_to_its_numbers(row: &Row, base: &JobSettings) -> JobSettings {
+    let (j, schedule) = row_job(row, base).unwrap();
+    assert_eq!(schedule.core().name(), row.schedule);
+    let s = Settings {
+        schedule,
+        ..Settings::default()
+    };
+    let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
+    assert_eq!(
+        out.run.summary().iteration_time_ns,
+        row.iteration_time_ns,
+        "{}",
+        row.flags
+    );
+    assert_eq!(out.job.world, row.world);
+    j
+}
+
 #[wasm_bindgen_test]
 fn bounds_parse_and_round_trip_through_a_link() {
     let (i, job) = small();
@@ -177,20 +197,7 @@ fn a_row_loaded_into_the_job_panel_simulates_to_its_numbers() {
         .find(|r| r.schedule != best.schedule)
         .expect("both schedules simulated");
     for row in [best, other] {
-        let (j, schedule) = row_job(row, &job).unwrap();
-        assert_eq!(schedule.core().name(), row.schedule);
-        let s = Settings {
-            schedule,
-            ..Settings::default()
-        };
-        let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
-        assert_eq!(
-            out.run.summary().iteration_time_ns,
-            row.iteration_time_ns,
-            "{}",
-            row.flags
-        );
-        assert_eq!(out.job.world, row.world);
+        row_simulates_to_its_numbers(row, &job);
     }
 }
 
@@ -217,17 +224,11 @@ fn a_row_with_an_uneven_split_loads_its_split_into_the_job_panel() {
         (row.first_stage_layers, row.last_stage_layers),
         (Some(6), Some(4))
     );
-    let (j, schedule) = row_job(row, &job).unwrap();
+    let j = row_simulates_to_its_numbers(row, &job);
     assert_eq!(
         (j.first_stage_layers, j.last_stage_layers),
         (Some(6), Some(4))
     );
-    let s = Settings {
-        schedule,
-        ..Settings::default()
-    };
-    let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
-    assert_eq!(out.run.summary().iteration_time_ns, row.iteration_time_ns);
 }
 
 #[wasm_bindgen_test]
@@ -249,14 +250,7 @@ fn a_cp_bound_sweeps_context_parallel_rows_and_a_row_loads_its_cp() {
         .find(|r| r.cp == 2)
         .expect("a CP 2 row");
     assert!(row.flags.contains("--cp 2"), "{}", row.flags);
-    let (j, schedule) = row_job(row, &job).unwrap();
-    assert_eq!(j.cp, 2);
-    let s = Settings {
-        schedule,
-        ..Settings::default()
-    };
-    let out = run_job(&[], &j, &s, &BTreeSet::from([Field::Schedule])).unwrap();
-    assert_eq!(out.run.summary().iteration_time_ns, row.iteration_time_ns);
+    assert_eq!(row_simulates_to_its_numbers(row, &job).cp, 2);
 }
 
 #[wasm_bindgen_test]
