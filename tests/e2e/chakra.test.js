@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, screenshot, dist, root, waitDone } from './harness.js';
+import { serve, launch, newPage, screenshot, dist, root, waitDone, dropFiles } from './harness.js';
 
 const skip = fs.existsSync(path.join(dist, 'index.html')) ? false : 'dist/ is not built';
 
@@ -24,34 +24,19 @@ before(async () => {
     '--model', 'llama3.2-1b', '--world', '8', '--tp', '2', '--pp', '2', '--to', 'chakra-et', '-o', dir],
   { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   files = fs.readdirSync(dir).sort().map((name) => ({
-    name, b64: fs.readFileSync(path.join(dir, name)).toString('base64'),
+    name, bytes: fs.readFileSync(path.join(dir, name)),
   }));
   site = await serve(dist);
   browser = await launch();
 });
 after(async () => { if (!skip) { await browser.close(); site.server.close(); } });
 
-/** Drop `list` ({name, b64}) on the page as one synthetic drag and drop. */
-async function drop(page, list) {
-  await page.evaluate((fs) => {
-    const dt = new DataTransfer();
-    for (const f of fs) {
-      const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
-      dt.items.add(new File([bytes], f.name));
-    }
-    const target = document.querySelector('.workspace') || document.body;
-    for (const type of ['dragenter', 'dragover', 'drop']) {
-      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
-    }
-  }, list);
-}
-
 /** Drop `list`, wait for the run; the formats, iteration time and the
  * simulated timeline's groups. */
 async function run(list, shot) {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await drop(page, list);
+  await dropFiles(page, list);
   await page.locator('[data-testid="file-card"]').nth(list.length - 1).waitFor();
   await waitDone(page, { timeout: 120000 });
   const formats = (await page.locator('[data-testid="file-card"] [data-testid="format"]').allTextContents())

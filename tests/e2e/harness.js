@@ -117,6 +117,23 @@ export async function waitDone(page, options) {
 }
 
 /** Click the gallery example whose text holds `name` and wait for its run. */
+/** Drop `files` ({name, bytes}: a Buffer or string each) on the page as one
+ * synthetic drag and drop, as a user dropping them on the workspace. */
+export async function dropFiles(page, files) {
+  const list = files.map((f) => ({ name: f.name, b64: Buffer.from(f.bytes).toString('base64') }));
+  await page.evaluate((fs) => {
+    const dt = new DataTransfer();
+    for (const f of fs) {
+      const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
+      dt.items.add(new File([bytes], f.name));
+    }
+    const target = document.querySelector('.workspace') || document.body;
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, list);
+}
+
 export async function loadExample(page, name) {
   await page.getByTestId('example').filter({ hasText: name }).click();
   await waitDone(page);

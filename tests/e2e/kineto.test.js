@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, screenshot, dist, root, waitDone } from './harness.js';
+import { serve, launch, newPage, screenshot, dist, root, waitDone, dropFiles } from './harness.js';
 
 const skip = fs.existsSync(path.join(dist, 'index.html')) ? false : 'dist/ is not built';
 const WORLD = 8;
@@ -33,29 +33,17 @@ before(async () => {
     dir, '--world', String(WORLD), '--layers', '6', '--seed', '3', '--slow-rank', `${SLOW}:30`],
   { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   paths = out.trim().split('\n');
-  files = paths.map((p) => ({ name: path.basename(p), text: fs.readFileSync(p, 'utf8') }));
+  files = paths.map((p) => ({ name: path.basename(p), bytes: fs.readFileSync(p) }));
   site = await serve(dist);
   browser = await launch();
 });
 after(async () => { if (!skip) { await browser.close(); site.server.close(); } });
 
-/** Drop `list` ({name, text}) on the page as one synthetic drag and drop. */
-async function drop(page, list) {
-  await page.evaluate((fs) => {
-    const dt = new DataTransfer();
-    for (const f of fs) dt.items.add(new File([f.text], f.name, { type: 'application/json' }));
-    const target = document.querySelector('.workspace') || document.body;
-    for (const type of ['dragenter', 'dragover', 'drop']) {
-      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
-    }
-  }, list);
-}
-
 test('eight Kineto rank files dropped: eight rank groups, the straggler named', { skip }, async () => {
   assert.equal(files.length, WORLD);
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await drop(page, files);
+  await dropFiles(page, files);
   await page.locator('[data-testid="file-card"]').nth(WORLD - 1).waitFor();
   await waitDone(page, { timeout: 60000 });
   const formats = await page.locator('[data-testid="file-card"] [data-testid="format"]').allTextContents();

@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
-import { serve, launch, newPage, screenshot, seeds, waitDone, loadExample, bigWorkload } from './harness.js';
+import { serve, launch, newPage, screenshot, seeds, waitDone, loadExample, bigWorkload, dropFiles } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -31,15 +31,7 @@ const WORKER_DOWNLOADS = '[data-testid^="export-"]:not([data-testid="export-png"
 test('a file dropped on the page gets a file card with its format and a result', async () => {
   const { page, errors } = await open();
   const bytes = fs.readFileSync(path.join(seeds, SEED000));
-  await page.evaluate(({ name, data }) => {
-    const file = new File([new Uint8Array(data)], name, { type: 'text/plain' });
-    const dt = new DataTransfer();
-    dt.items.add(file);
-    const target = document.querySelector('.workspace') || document.body;
-    for (const type of ['dragenter', 'dragover', 'drop']) {
-      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
-    }
-  }, { name: SEED000, data: [...bytes] });
+  await dropFiles(page, [{ name: SEED000, bytes }]);
   const card = page.locator(`[data-testid="file-card"][data-file="${SEED000}"]`);
   await card.waitFor();
   await waitDone(page);
