@@ -26,6 +26,8 @@ async function open(url = site.url) {
     if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')) foreign.push(u);
   });
   await page.goto(url);
+  // The app has started once its example gallery is rendered.
+  await page.getByTestId('example').first().waitFor();
   return { page, errors, foreign };
 }
 
@@ -131,8 +133,6 @@ async function switchMode(page, mode) {
 
 test('with no flags and an untouched page, page and CLI agree: every example (event mode), the SimAI ones (SimAI mode)', async () => {
   const { page, errors } = await open();
-  // The gallery renders once the app has started: wait for it, then count.
-  await page.getByTestId('example').first().waitFor();
   const names = await page.getByTestId('example').locator('.example-name').allTextContents();
   assert.equal(names.length, 5);
   // The form opens with the core's defaults: H100's NVLink, CX7's NIC.
@@ -188,8 +188,6 @@ test('the drop zone names every input format the page reads', async () => {
 
 test('every bundled example simulates', async () => {
   const { page, errors } = await open();
-  // The gallery renders once the app has started: wait for it, then count.
-  await page.getByTestId('example').first().waitFor();
   const names = await page.getByTestId('example').locator('.example-name').allTextContents();
   assert.equal(names.length, 5);
   for (const name of names) {
@@ -337,7 +335,6 @@ test('the URL fragment restores example and settings after a reload', async () =
 
 test('every example: a second example replaces the first, and its link gives the same result; measured inputs pre-fill the form', async () => {
   const { page, errors } = await open();
-  await page.getByTestId('example').first().waitFor();
   const names = (await page.locator('[data-testid="example"] .example-name').allTextContents()).map((t) => t.trim());
   assert.equal(names.length, 5, `examples: ${names}`);
   for (const name of names) {
