@@ -546,37 +546,52 @@ fn output(args: &Args, mut report: SweepReport) -> Result<u8> {
     Ok(0)
 }
 
-/// Every row as CSV (sorted as in the report).
+/// Every row as CSV (sorted as in the report): one column per row field
+/// the JSON carries (`cp` 1 and the stage splits empty where the JSON
+/// omits them), the exposed communication per group, the flags last.
 pub fn csv(r: &SweepReport) -> String {
     let mut out = String::from(
-        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,fits,pareto,world,tp,pp,dp,ep,vpp,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,flags\n",
+        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,vpp,first_stage_layers,last_stage_layers,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
     );
+    let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     for (i, x) in r.results.iter().enumerate() {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
-            i + 1,
-            x.index,
-            x.iteration_time_ns,
-            x.tokens_per_second,
-            x.mfu,
-            x.peak_bytes,
-            x.fits,
-            x.pareto,
-            x.world,
-            x.tp,
-            x.pp,
-            x.dp,
-            x.ep,
-            x.vpp,
-            x.micro_batch_size,
-            x.micro_batches,
-            x.recompute,
-            x.schedule,
-            x.sequence_parallel,
-            x.distributed_optimizer,
-            x.bubble_ns,
-            x.flags.replace('"', "\"\"")
-        ));
+        let e = &x.exposed_comm_ns;
+        let fields = [
+            (i + 1).to_string(),
+            x.index.to_string(),
+            x.iteration_time_ns.to_string(),
+            x.tokens_per_second.to_string(),
+            x.mfu.to_string(),
+            x.peak_bytes.to_string(),
+            x.capacity_bytes.to_string(),
+            x.fits.to_string(),
+            x.pareto.to_string(),
+            x.world.to_string(),
+            x.tp.to_string(),
+            x.pp.to_string(),
+            x.dp.to_string(),
+            x.cp.to_string(),
+            x.ep.to_string(),
+            x.vpp.to_string(),
+            opt(x.first_stage_layers),
+            opt(x.last_stage_layers),
+            x.micro_batch_size.to_string(),
+            x.micro_batches.to_string(),
+            x.recompute.clone(),
+            x.schedule.clone(),
+            x.sequence_parallel.to_string(),
+            x.distributed_optimizer.to_string(),
+            x.bubble_ns.to_string(),
+            e.tp.to_string(),
+            e.cp.to_string(),
+            e.ep.to_string(),
+            e.dp.to_string(),
+            e.dp_ep.to_string(),
+            e.pp.to_string(),
+            format!("\"{}\"", x.flags.replace('"', "\"\"")),
+        ];
+        out.push_str(&fields.join(","));
+        out.push('\n');
     }
     out
 }

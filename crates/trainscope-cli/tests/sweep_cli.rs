@@ -208,6 +208,73 @@ fn a_cp_dimension_runs_context_parallel_rows_simulate_reproduces() {
     assert_row_equals_simulate(plain);
 }
 
+/// `--csv` holds every JSON row field, column by column (CP, the stage
+/// split and the exposed communication per group included).
+#[test]
+fn csv_columns_equal_the_json_rows() {
+    let csv_path = tmp("columns.csv");
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "llama3.2-1b",
+        "--world",
+        "12",
+        "--tp",
+        "1,2",
+        "--cp",
+        "1,2",
+        "--pp",
+        "1,3",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "none",
+        "--global-batch-size",
+        "24",
+        "--seq-length",
+        "8192",
+        "--json",
+        "--csv",
+        csv_path.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    let text = std::fs::read_to_string(&csv_path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let lines: Vec<&str> = lines.collect();
+    assert_eq!(lines.len(), rows.len());
+    assert!(rows.iter().any(|r| r["cp"] == 2), "a CP row");
+    assert!(
+        rows.iter().any(|r| r.get("first_stage_layers").is_some()),
+        "an uneven split (16 layers over PP 3)"
+    );
+    for (line, row) in lines.iter().zip(rows) {
+        // The flags (last, quoted) may hold commas.
+        let (values, flags) = line.split_once(",\"").expect("quoted flags");
+        let values: Vec<&str> = values.split(',').collect();
+        assert_eq!(values.len() + 1, header.len(), "{line}");
+        assert_eq!(flags.trim_end_matches('"'), row["flags"].as_str().unwrap());
+        for (name, value) in header.iter().zip(&values) {
+            let json = match name.strip_prefix("exposed_") {
+                Some(g) => row["exposed_comm_ns"]
+                    .get(g.trim_end_matches("_ns"))
+                    .cloned()
+                    .unwrap_or(Value::from(0)),
+                None if *name == "rank" => continue,
+                None if *name == "cp" => row.get("cp").cloned().unwrap_or(Value::from(1)),
+                None => row.get(*name).cloned().unwrap_or(Value::Null),
+            };
+            let expected = match &json {
+                Value::Null => String::new(),
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            assert_eq!(*value, expected, "column {name} of {line}");
+        }
+    }
+}
+
 #[test]
 fn shards_merge_into_the_unsharded_output() {
     let csv_whole = tmp("whole.csv");
