@@ -9,9 +9,11 @@
 //! weights and gradients, Adam's two moments), 20 in all; bf16 weights with
 //! fp32 gradients 2 + 4 + 12 = 18; fp32 weights and gradients 4 + 4 + 8 =
 //! 16. The distributed optimizer divides the optimizer part by DP (expert
-//! weights by DP / EP). FP8 training keeps the bf16 recipe and adds one
-//! byte per weight for the FP8 copy the GEMMs read (scaling state is a few
-//! scalars per tensor and not counted).
+//! weights by DP / EP). FP8 training keeps the bf16 recipe and adds two
+//! bytes per weight of the linear layers for the FP8 copies their GEMMs
+//! read, as is and transposed ([`FP8_COPY_BYTES`]; scaling state is a few
+//! scalars per tensor and not counted; the embeddings, output layer, norms
+//! and routers have none).
 //!
 //! Activations per layer and micro-batch follow Korthikanti et al. 2022
 //! ("Reducing Activation Recomputation in Large Transformer Models",
@@ -56,6 +58,11 @@ pub struct StageParams {
     pub dense: u64,
     /// Routed-expert weights (replicated over DP / EP).
     pub expert: u64,
+    /// Of those, the weights of the layers' linear layers (attention
+    /// projections, dense MLPs, shared and routed experts; their biases
+    /// counted too): Transformer Engine's GEMMs, which FP8 training keeps
+    /// FP8 copies of. Not the embeddings, output layer, norms or routers.
+    pub linear: u64,
 }
 
 impl StageParams {
@@ -70,18 +77,26 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
     let s = &job.setup;
     let t = u64::from(s.tp);
     let counts = m.parameters();
+    let norm = m.norm_params();
     let mut p = StageParams::default();
     for layer in super::build::stage_layers(job, stage) {
         p.dense += counts.attention_per_layer / t;
+        // MLA's two latent norms stay in: a few thousand weights.
+        p.linear += counts.attention_per_layer.saturating_sub(norm) / t;
         match &m.moe {
             Some(moe) if m.is_moe_layer(layer) => {
                 let expert = m.mlp_params(moe.expert_ffn_hidden_size);
                 let router = m.hidden_size * u64::from(moe.num_experts);
-                p.dense +=
-                    router + u64::from(moe.num_shared_experts) * expert / t + m.norm_params();
-                p.expert += u64::from(moe.num_experts / s.ep) * expert / t;
+                let shared = u64::from(moe.num_shared_experts) * expert / t;
+                let routed = u64::from(moe.num_experts / s.ep) * expert / t;
+                p.dense += router + shared + norm;
+                p.expert += routed;
+                p.linear += shared + routed;
             }
-            _ => p.dense += counts.dense_mlp_per_layer / t,
+            _ => {
+                p.dense += counts.dense_mlp_per_layer / t;
+                p.linear += counts.dense_mlp_per_layer.saturating_sub(norm) / t;
+            }
         }
     }
     let vocab_rows = job.padded_vocab_size / t * m.hidden_size;
@@ -101,6 +116,14 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
     }
     p
 }
+
+/// Bytes per linear-layer weight of its FP8 copies under FP8 training:
+/// Transformer Engine casts each weight once per iteration (first
+/// micro-batch) and keeps it for the forward GEMM and, transposed, for the
+/// input-gradient GEMM (Hopper's FP8 GEMMs take TN layouts only;
+/// Blackwell's MXFP8 keeps row-wise and column-wise copies likewise, plus
+/// a scale per 32 elements, not counted).
+pub const FP8_COPY_BYTES: u64 = 2;
 
 /// Optimizer bytes per parameter (fp32 main weights and moments; fp16
 /// training also an fp32 gradient copy).
@@ -248,7 +271,7 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             let n = params.total();
             let mut weights = n * weight_bytes(p);
             if p == Precision::Fp8 {
-                weights += n;
+                weights += FP8_COPY_BYTES * params.linear;
             }
             let gradients = n * gradient_bytes(p);
             let ob = optimizer_bytes(p);
@@ -436,5 +459,32 @@ mod tests {
             "{}",
             r.messages[0]
         );
+    }
+    #[test]
+    fn fp8_keeps_two_bytes_per_linear_weight() {
+        let gpu = gpu_preset("H100").unwrap();
+        let report = |precision| {
+            let setup = TrainingSetup {
+                tp: 8,
+                pp: 8,
+                dp: Some(8),
+                global_batch_size: Some(64),
+                precision,
+                ..TrainingSetup::default()
+            };
+            let j = ModelJob::new(llama3_70b(), setup, gpu.clone(), None).unwrap();
+            (memory_report(&j, &[1; 8], 1), stage_params(&j, 0))
+        };
+        let (bf16, params) = report(Precision::Bf16);
+        let (fp8, _) = report(Precision::Fp8);
+        // Llama 3 70B, 10 layers a stage, TP 8: q, k, v, o (8192 x (8192 +
+        // 2 x 1024) + 8192 x 8192) and the SwiGLU MLP (3 x 8192 x 28672)
+        // per layer; the embedding of stage 0 has no FP8 copy.
+        let per_layer = (8192 * (8192 + 2 * 1024) + 8192 * 8192 + 3 * 8192 * 28672) / 8;
+        assert_eq!(params.linear, 10 * per_layer);
+        assert!(params.linear < params.dense);
+        let st = |r: &MemoryReport| r.per_stage[0].weights_bytes;
+        assert_eq!(st(&fp8) - st(&bf16), FP8_COPY_BYTES * 10 * per_layer);
+        assert_eq!(fp8.per_stage[0].gradients_bytes, bf16.per_stage[0].gradients_bytes);
     }
 }
