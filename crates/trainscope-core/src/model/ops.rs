@@ -166,11 +166,12 @@ fn gemm(name: &'static str, m: u64, k: u64, n: u64, fp8: bool, s: &Shape) -> Op 
             bytes: fwd_bytes,
             kernels: 1,
         },
-        // dW = X^T dY: reads X and dY, writes dW (fp32 main-gradient
-        // accumulation counted as 4 bytes per weight).
+        // dW = X^T dY: reads X and dY and accumulates into the fp32 main
+        // gradient (Megatron's gradient-accumulation fusion: read and
+        // write, 8 bytes per weight).
         weight_grad: OpWork {
             flops,
-            bytes: m * k * a + m * n * a + k * n * 4.0,
+            bytes: m * k * a + m * n * a + k * n * 8.0,
             kernels: 1,
         },
     }
