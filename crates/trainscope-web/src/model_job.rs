@@ -29,6 +29,7 @@ use trainscope_core::job::memory;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
 use trainscope_core::job::ModelJob;
 use trainscope_core::model::{hf, presets, ModelSpec};
+use trainscope_core::sim::SimConfig;
 use trainscope_core::Diagnostic;
 
 /// The model a job names: a preset, or a loaded config file (found by
@@ -120,6 +121,23 @@ pub fn run_job(
     run_job_with(model, job, settings, pinned)
 }
 
+/// Whether Configure pins the NVLink bandwidth (its field, or a GPU type
+/// chosen there): it then wins over the job's GPU, as `--nvlink-gbps` does
+/// on the command line.
+pub fn nvlink_pinned(pinned: &BTreeSet<Field>) -> bool {
+    pinned.contains(&Field::NvlinkBw) || pinned.contains(&Field::Gpu)
+}
+
+/// The simulation settings of a model-level job on `gpu`: Configure's,
+/// with the GPU's NVLink bandwidth unless [`nvlink_pinned`].
+pub fn job_sim_config(gpu: &GpuSpec, settings: &Settings, pinned: &BTreeSet<Field>) -> SimConfig {
+    let (mut config, _) = event_config(settings, pinned);
+    if !nvlink_pinned(pinned) {
+        config.network.nvlink_gbps = gpu.nvlink_busbw_gbps;
+    }
+    config
+}
+
 /// [`run_job`] with the model already resolved (parsed once when one
 /// model is simulated several times, as Compare schedules does).
 pub fn run_job_with(
@@ -129,12 +147,8 @@ pub fn run_job_with(
     pinned: &BTreeSet<Field>,
 ) -> Result<ModelRunOutput, Diagnostic> {
     let gpu = gpu(&job.gpu)?;
-    let nvlink_gbps = gpu.nvlink_busbw_gbps;
+    let config = job_sim_config(&gpu, settings, pinned);
     let model_job = ModelJob::new(model, job.setup(), gpu, None).map_err(|e| e.to_diagnostic())?;
-    let (mut config, _) = event_config(settings, pinned);
-    if !pinned.contains(&Field::NvlinkBw) && !pinned.contains(&Field::Gpu) {
-        config.network.nvlink_gbps = nvlink_gbps;
-    }
     run_model(&model_job, &config).map_err(|e| {
         run_error_diagnostics(&e)
             .into_iter()

@@ -10,9 +10,8 @@
 //! the job panel ([`row_job`]). The page joins the workers' reports with
 //! the core's [`trainscope_core::search::merge`].
 
-use crate::compute::event_config;
 use crate::job::JobSettings;
-use crate::model_job::resolve_model;
+use crate::model_job::{job_sim_config, nvlink_pinned, resolve_model};
 use crate::settings::{Field, Schedule, Settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -230,7 +229,7 @@ pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Fi
     if settings.nics_per_node != d.nics_per_node {
         f.push_str(&format!(" --nics-per-node {}", settings.nics_per_node));
     }
-    if pinned.contains(&Field::NvlinkBw) || pinned.contains(&Field::Gpu) {
+    if nvlink_pinned(pinned) {
         f.push_str(&format!(" --nvlink-gbps {}", settings.nvlink_bw_gbps));
     }
     if settings.nic_bw_gbps != d.nic_bw_gbps {
@@ -275,11 +274,7 @@ pub fn sweep_spec(
         None => d.message,
     })?;
     let gpu = gpu_preset(&job.gpu).ok_or_else(|| format!("unknown GPU type `{}`", job.gpu))?;
-    let nvlink_gbps = gpu.nvlink_busbw_gbps;
-    let (mut config, _) = event_config(settings, pinned);
-    if !pinned.contains(&Field::NvlinkBw) && !pinned.contains(&Field::Gpu) {
-        config.network.nvlink_gbps = nvlink_gbps;
-    }
+    let config = job_sim_config(&gpu, settings, pinned);
     let worlds = match numbers("GPUs", &inputs.world)? {
         Some(w) => w,
         None => vec![u32::try_from(job.world()).map_err(|_| "the job's world is too large")?],

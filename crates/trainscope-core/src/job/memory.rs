@@ -485,6 +485,9 @@ mod tests {
         assert!(params.linear < params.dense);
         let st = |r: &MemoryReport| r.per_stage[0].weights_bytes;
         assert_eq!(st(&fp8) - st(&bf16), FP8_COPY_BYTES * 10 * per_layer);
-        assert_eq!(fp8.per_stage[0].gradients_bytes, bf16.per_stage[0].gradients_bytes);
+        assert_eq!(
+            fp8.per_stage[0].gradients_bytes,
+            bf16.per_stage[0].gradients_bytes
+        );
     }
 }

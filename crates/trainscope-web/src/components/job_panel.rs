@@ -13,6 +13,7 @@
 //! schedule and the collective algorithm are the Configure panel's.
 
 use crate::job::{JobField, JobModel, FILE_PREFIX};
+use crate::model_job::nvlink_pinned;
 use crate::settings::Field;
 use crate::state::{Action, AppState};
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
@@ -133,7 +134,7 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
 /// The NVLink bandwidth the job runs with and where it comes from.
 fn nvlink_note(state: &AppState) -> String {
     let s = &state.settings;
-    if state.pinned_fields.contains(&Field::NvlinkBw) || state.pinned_fields.contains(&Field::Gpu) {
+    if nvlink_pinned(&state.pinned_fields) {
         format!("NVLink {} GB/s (set in Configure)", s.get(Field::NvlinkBw))
     } else {
         match gpu_preset(&state.job.gpu) {
