@@ -1,8 +1,9 @@
 //! HuggingFace `config.json` through `inspect`: snapshots of the summary
 //! JSON and the rendered diagnostics for the published configs (Llama 3 8B,
-//! GPT-2, Mixtral 8x7B, DeepSeek-V3, Mistral 7B, Qwen2 7B) and the broken
-//! ones (syntax error, truncated, wrong type, fraction and negative,
-//! missing key with a near spelling), plus the parameter counts against
+//! GPT-2, Mixtral 8x7B, DeepSeek-V3, Mistral 7B, Qwen2 7B, Qwen3 8B,
+//! Qwen3-30B-A3B) and the broken ones (syntax error, truncated, wrong
+//! type, fraction and negative, missing key with a near spelling, a
+//! Qwen3-MoE `mlp_only_layers` that is no list), plus the parameter counts against
 //! the presets.
 
 use trainscope_core::formats::Format;
@@ -21,21 +22,24 @@ fn report(rel: &str) -> String {
     )
 }
 
-const PUBLISHED: [&str; 6] = [
+const PUBLISHED: [&str; 8] = [
     "llama3_8b.json",
     "gpt2.json",
     "mixtral_8x7b.json",
     "deepseek_v3.json",
     "mistral_7b.json",
     "qwen2_7b.json",
+    "qwen3_8b.json",
+    "qwen3_30b_a3b.json",
 ];
 
-const BROKEN: [&str; 5] = [
+const BROKEN: [&str; 6] = [
     "syntax_error.json",
     "truncated.json",
     "wrong_type.json",
     "fraction_negative.json",
     "missing_key.json",
+    "qwen3_moe_bad_experts.json",
 ];
 
 #[test]
@@ -75,6 +79,7 @@ fn parameters_match_the_presets() {
         ("hf/llama3_8b.json", "llama3-8b"),
         ("hf/mixtral_8x7b.json", "mixtral-8x7b"),
         ("hf/deepseek_v3.json", "deepseek-v3"),
+        ("hf/qwen3_30b_a3b.json", "qwen3-30b-a3b"),
     ] {
         let text = String::from_utf8(fixture_bytes(file)).unwrap();
         let (m, _) = hf::parse(file, &text).unwrap();

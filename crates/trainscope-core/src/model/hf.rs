@@ -1,7 +1,8 @@
 //! HuggingFace `config.json` → [`ModelSpec`]. Reads the keys the
 //! `transformers` library writes for decoder-only models of the families
-//! trainscope models: Llama / Mistral / Qwen2 (and unknown model types with
-//! Llama's keys), GPT-2, Mixtral, DeepSeek-V2/V3. The family comes from
+//! trainscope models: Llama / Mistral / Qwen2 / Qwen3 (and unknown model
+//! types with Llama's keys), GPT-2, Mixtral, Qwen3-MoE, DeepSeek-V2/V3. The
+//! family comes from
 //! `model_type`, else `architectures`, else the keys present.
 //!
 //! Errors are located at the key in the text (file, line, column, the
@@ -12,7 +13,8 @@
 //! `num_nextn_predict_layers`, `moe_layer_freq`, group-limited routing,
 //! `quantization_config`, unusual `hidden_act`, ...), never silently
 //! ignored. Approximations (see [`parse`]): Qwen2's QKV biases are left out
-//! (a warning says how many elements); DeepSeek's multi-head latent
+//! (a warning says how many elements), so are Qwen3's query/key norms;
+//! DeepSeek's multi-head latent
 //! attention is its projection GEMMs plus an attention core of query/key
 //! width `qk_nope_head_dim + qk_rope_head_dim`; multi-token-prediction
 //! layers are not counted.
@@ -37,6 +39,8 @@ pub const MODEL_TYPES: &[&str] = &[
     "llama",
     "mistral",
     "qwen2",
+    "qwen3",
+    "qwen3_moe",
     "gpt2",
     "mixtral",
     "deepseek_v2",
@@ -107,6 +111,10 @@ enum Kind {
     /// Llama / Mistral / Qwen2 or an unknown type with Llama's keys.
     Llama,
     Qwen2,
+    /// Qwen3: Llama's layers with per-head query/key RMSNorms.
+    Qwen3,
+    /// Qwen3-MoE: Qwen3 layers whose MLP is a top-k mixture of experts.
+    Qwen3Moe,
     Mistral,
     Gpt2,
     Mixtral,
@@ -170,9 +178,17 @@ pub fn looks_like(text: &str) -> Option<(u8, String)> {
 ///   `n_positions` (or `n_ctx`), `vocab_size` (default 50257),
 ///   `tie_word_embeddings` (default true); LayerNorm, GELU MLP, biases,
 ///   learned positions.
+/// - `qwen3`: Llama's keys (`head_dim` is usually given: Qwen3's query
+///   width need not equal the hidden size); its per-head query/key
+///   RMSNorms are not counted (a warning says so).
 /// - `mixtral`: Llama's keys plus `num_local_experts` and
 ///   `num_experts_per_tok`; every layer's MLP is a mixture of experts of
 ///   width `intermediate_size`.
+/// - `qwen3_moe`: Qwen3's keys plus `num_experts`, `num_experts_per_tok`,
+///   `moe_intermediate_size` (the experts' width), `mlp_only_layers` (a
+///   leading run 0..n is read as n dense layers of `intermediate_size`;
+///   other entries are warned about) and `decoder_sparse_step` (any value
+///   but 1 is read as 1, with a warning); no shared experts.
 /// - `deepseek_v3` / `deepseek_v2`: Llama's sizes (`intermediate_size` is
 ///   the dense MLP of the first `first_k_dense_replace` layers) plus
 ///   `n_routed_experts`, `num_experts_per_tok`, `n_shared_experts`,
@@ -684,6 +700,7 @@ impl<'a> Reader<'a> {
         self.cost_warnings(kind, layers, heads, kv_heads);
         let moe = match kind {
             Kind::Mixtral => self.mixtral_moe(ffn),
+            Kind::Qwen3Moe => self.qwen3_moe(layers),
             Kind::Deepseek { .. } => self.deepseek_moe(layers),
             _ => Some(None),
         };
@@ -710,6 +727,7 @@ impl<'a> Reader<'a> {
         }
         let family = match kind {
             Kind::Mixtral => Family::Mixtral,
+            Kind::Qwen3Moe => Family::Qwen3Moe,
             Kind::Deepseek { .. } => Family::DeepseekV3,
             _ => Family::Llama,
         };
@@ -817,7 +835,18 @@ impl<'a> Reader<'a> {
                 "deepseek_v2 is read with the DeepSeek-V3 structure (latent attention, shared and routed experts after the first dense layers); its family shows as deepseek-v3".to_string(),
             );
         }
-        if !matches!(kind, Kind::Deepseek { .. } | Kind::Mixtral) {
+        if matches!(kind, Kind::Qwen3 | Kind::Qwen3Moe) {
+            let key = if self.at.contains_key("model_type") {
+                "model_type"
+            } else {
+                "architectures"
+            };
+            self.warn(
+                key,
+                "Qwen3 normalises each query and key head (RMSNorm over the head size) before the attention core: those two norms are not counted (a pass over the queries and keys per layer, small next to the projections)".to_string(),
+            );
+        }
+        if !matches!(kind, Kind::Deepseek { .. } | Kind::Mixtral | Kind::Qwen3Moe) {
             // MoE keys on a model read as dense.
             let moe_keys: Vec<&str> = [
                 "num_experts",
@@ -858,6 +887,69 @@ impl<'a> Reader<'a> {
             expert_ffn_hidden_size: ffn,
             num_shared_experts: 0,
             first_dense_layers: 0,
+        }))
+    }
+
+    /// Qwen3-MoE: top-k of `num_experts` experts of width
+    /// `moe_intermediate_size`; layers in `mlp_only_layers` (a leading run
+    /// is read as dense layers of `intermediate_size`) and
+    /// `decoder_sparse_step` (1: every layer is MoE).
+    fn qwen3_moe(&mut self, layers: Option<u32>) -> Option<Option<MoeSpec>> {
+        let experts = self.count("num_experts");
+        let top_k = self.count("num_experts_per_tok");
+        let ffn = self.dim("moe_intermediate_size");
+        let step = self.int("decoder_sparse_step", Some(1), 1, MAX_COUNT);
+        if let Some(k) = step.filter(|k| *k != 1) {
+            self.warn(
+                "decoder_sparse_step",
+                format!("`decoder_sparse_step` = {k} is not modelled: every layer (but a leading run of `mlp_only_layers`) is counted as an MoE layer"),
+            );
+        }
+        let first_dense = match self.get("mlp_only_layers") {
+            None => 0,
+            Some(Value::Array(a)) => {
+                let ids: Vec<Option<u64>> = a.iter().map(Value::as_u64).collect();
+                let leading = ids
+                    .iter()
+                    .enumerate()
+                    .take_while(|(i, id)| **id == Some(*i as u64))
+                    .count();
+                if leading < ids.len() {
+                    self.warn(
+                        "mlp_only_layers",
+                        format!("`mlp_only_layers` is read up to its leading run 0..{leading}: the other listed layers are counted as MoE layers (trainscope places dense layers first)"),
+                    );
+                }
+                u32::try_from(leading).unwrap_or(u32::MAX)
+            }
+            Some(v) => {
+                let found = describe(v);
+                self.error(
+                    "mlp_only_layers",
+                    format!("`mlp_only_layers` must be a list of layer indices, found {found}"),
+                    "e.g. `\"mlp_only_layers\": []` (every layer MoE) or `[0, 1]`".to_string(),
+                );
+                return None;
+            }
+        };
+        let (experts, top_k, ffn) = (experts?, top_k?, ffn?);
+        self.check_top_k(experts, top_k, "num_experts")?;
+        if let Some(l) = layers {
+            if first_dense >= l {
+                self.error(
+                    "mlp_only_layers",
+                    format!("`mlp_only_layers` makes all {l} layers dense: no layer is a mixture of experts"),
+                    "use model_type `qwen3` for a dense model".to_string(),
+                );
+                return None;
+            }
+        }
+        Some(Some(MoeSpec {
+            num_experts: experts,
+            top_k,
+            expert_ffn_hidden_size: ffn,
+            num_shared_experts: 0,
+            first_dense_layers: first_dense,
         }))
     }
 
@@ -1005,6 +1097,8 @@ fn kind_of_type(t: &str) -> Option<Kind> {
         "llama" => Kind::Llama,
         "mistral" => Kind::Mistral,
         "qwen2" => Kind::Qwen2,
+        "qwen3" => Kind::Qwen3,
+        "qwen3_moe" => Kind::Qwen3Moe,
         "gpt2" => Kind::Gpt2,
         "mixtral" => Kind::Mixtral,
         "deepseek_v3" => Kind::Deepseek { v2: false },
@@ -1018,6 +1112,8 @@ fn kind_of_architecture(a: &str) -> Option<Kind> {
         "LlamaForCausalLM" => Kind::Llama,
         "MistralForCausalLM" => Kind::Mistral,
         "Qwen2ForCausalLM" => Kind::Qwen2,
+        "Qwen3ForCausalLM" => Kind::Qwen3,
+        "Qwen3MoeForCausalLM" => Kind::Qwen3Moe,
         "GPT2LMHeadModel" => Kind::Gpt2,
         "MixtralForCausalLM" => Kind::Mixtral,
         "DeepseekV3ForCausalLM" => Kind::Deepseek { v2: false },

@@ -19,10 +19,14 @@ use serde::{Deserialize, Serialize};
 pub enum Family {
     /// GPT-2 / GPT-3: LayerNorm, GELU MLP, biases, learned positions.
     Gpt,
-    /// Llama / Mistral / Qwen2: RMSNorm, SwiGLU MLP, rotary positions.
+    /// Llama / Mistral / Qwen2 / Qwen3: RMSNorm, SwiGLU MLP, rotary
+    /// positions.
     Llama,
     /// Mixtral: Llama layers whose MLP is a top-k mixture of SwiGLU experts.
     Mixtral,
+    /// Qwen3-MoE: like Mixtral, with narrow experts (`moe_intermediate_size`)
+    /// and optionally leading dense layers.
+    Qwen3Moe,
     /// DeepSeek-V3: MoE with shared experts and leading dense layers
     /// (its multi-head latent attention is approximated, see [`hf`]).
     DeepseekV3,
@@ -35,6 +39,7 @@ impl Family {
             Family::Gpt => "gpt",
             Family::Llama => "llama",
             Family::Mixtral => "mixtral",
+            Family::Qwen3Moe => "qwen3-moe",
             Family::DeepseekV3 => "deepseek-v3",
         }
     }

@@ -16,6 +16,8 @@ pub const NAMES: &[&str] = &[
     "llama3-405b",
     "llama3.2-1b",
     "mixtral-8x7b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
     "deepseek-v3",
     "megatron-gpt-1.7b",
     "megatron-gpt-3.6b",
@@ -143,6 +145,36 @@ pub fn preset(name: &str) -> Option<ModelSpec> {
             });
             m
         }
+        "qwen3-30b-a3b" => qwen3_moe(
+            key,
+            "Qwen/Qwen3-30B-A3B",
+            LlamaSizes {
+                hidden: 2048,
+                layers: 48,
+                heads: 32,
+                kv_heads: 4,
+                ffn: 6144,
+                vocab: 151936,
+                positions: 40960,
+                tied: false,
+            },
+            768,
+        ),
+        "qwen3-235b-a22b" => qwen3_moe(
+            key,
+            "Qwen/Qwen3-235B-A22B",
+            LlamaSizes {
+                hidden: 4096,
+                layers: 94,
+                heads: 64,
+                kv_heads: 4,
+                ffn: 12288,
+                vocab: 151936,
+                positions: 40960,
+                tied: false,
+            },
+            1536,
+        ),
         "deepseek-v3" => deepseek_v3(),
         other => {
             if let Some(&(_, heads, hidden, layers, billions)) =
@@ -224,6 +256,24 @@ fn llama(name: &str, repo: &str, s: LlamaSizes) -> ModelSpec {
         moe: None,
         mla: None,
     }
+}
+
+/// A Qwen3-MoE model: Llama's layers with heads of 128 (the query width
+/// need not be the hidden size), every MLP top-8 of 128 SwiGLU experts of
+/// width `expert_ffn`, no shared experts (`ffn` is the config's dense
+/// `intermediate_size`, which no layer of these models uses).
+fn qwen3_moe(name: &str, repo: &str, s: LlamaSizes, expert_ffn: u64) -> ModelSpec {
+    let mut m = llama(name, repo, s);
+    m.family = Family::Qwen3Moe;
+    m.head_dim = 128;
+    m.moe = Some(MoeSpec {
+        num_experts: 128,
+        top_k: 8,
+        expert_ffn_hidden_size: expert_ffn,
+        num_shared_experts: 0,
+        first_dense_layers: 0,
+    });
+    m
 }
 
 /// A GPT model as Megatron-LM builds it: LayerNorm, GELU MLP of 4h, biases,
@@ -349,6 +399,22 @@ mod tests {
         let p = preset("mixtral-8x7b").unwrap().parameters();
         assert_eq!(p.active, 12_879_925_248);
         assert!((p.active as f64 / 13e9 - 1.0).abs() < 0.01);
+    }
+
+    /// Qwen3-30B-A3B "30.5B total, 3.3B activated" and Qwen3-235B-A22B
+    /// "235B total, 22B activated" (their HuggingFace model cards; the
+    /// per-head query/key norms, 256 weights a layer, are not counted).
+    #[test]
+    fn qwen3_moe_counts_match_the_model_cards() {
+        let p = preset("qwen3-30b-a3b").unwrap().parameters();
+        assert_eq!(p.total, 30_532_110_336);
+        let within = |x: u64, want: f64, tol: f64| ((x as f64 - want) / want).abs() < tol;
+        assert!(within(p.total, 30.5e9, 0.002), "{}", p.total);
+        assert!(within(p.active, 3.3e9, 0.02), "{}", p.active);
+        let p = preset("qwen3-235b-a22b").unwrap().parameters();
+        assert!(within(p.total, 235e9, 0.002), "{}", p.total);
+        assert!(within(p.active, 22e9, 0.02), "{}", p.active);
+        assert_eq!((p.dense_layers, p.moe_layers), (0, 94));
     }
 
     /// DeepSeek-V3: 671B total and 37B activated for the main model
