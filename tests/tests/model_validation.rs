@@ -128,6 +128,7 @@ fn evaluate(c: &Case) -> Row {
         dp: None,
         cp: 1,
         ep: c.ep.unwrap_or(1),
+        expert_tp: None,
         vpp: c.vpp,
         sequence_parallel: c.sequence_parallel,
         micro_batch_size: c.micro_batch_size,

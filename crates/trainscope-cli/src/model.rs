@@ -163,6 +163,7 @@ impl ModelFlags {
             dp: self.dp,
             cp: self.cp.unwrap_or(d.cp),
             ep: self.ep.unwrap_or(d.ep),
+            expert_tp: None,
             vpp: self.vpp.unwrap_or(d.vpp),
             sequence_parallel: self.sequence_parallel,
             micro_batch_size: self.micro_batch_size.unwrap_or(d.micro_batch_size),

@@ -414,6 +414,7 @@ impl JobSettings {
             dp: Some(self.dp),
             cp: self.cp,
             ep: self.ep,
+            expert_tp: None,
             vpp: self.vpp,
             sequence_parallel: self.sequence_parallel,
             micro_batch_size: self.micro_batch_size,

@@ -67,6 +67,7 @@ pub fn shape(job: &ModelJob) -> Shape {
         micro_batch_size: u64::from(s.micro_batch_size),
         seq_length: u64::from(s.seq_length),
         tp: u64::from(s.tp),
+        expert_tp: u64::from(job.expert_tp()),
         cp: u64::from(s.cp),
         sequence_parallel: s.sequence_parallel,
         activation_bytes: s.precision.activation_bytes(),
@@ -375,6 +376,16 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
             let a2a = (s.ep > 1)
                 .then(|| comm(CommKind::AllToAll, CommGroup::Ep, a2a_bytes))
                 .flatten();
+            // Expert TP 1 below TP (parallel folding): each rank routes its
+            // own sequence-parallel tokens to whole experts, so the block
+            // has no TP collective, unless shared experts (run with TP on
+            // the gathered tokens, as a dense MLP) need one.
+            let folded = job.expert_tp() < s.tp && moe.num_shared_experts == 0;
+            let moe_tp = TpComms {
+                tp: if folded { 1 } else { s.tp },
+                ..tp
+            };
+            let block = TpBlock { tp: &moe_tp, layer };
             // The dispatch ends the router block in the forward; its
             // backward ends with the TP collective of the block's input.
             block.push_with(out, ["mlp_norm", "moe_dispatch"], t(&norm), t(&front), a2a);
@@ -393,7 +404,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
                 LayerRole::Layer,
                 li,
                 combine,
-                tp.after_fwd(),
+                moe_tp.after_fwd(),
                 a2a,
             ));
         }
@@ -485,7 +496,7 @@ fn iteration_rows(
             o.weight_grad.comm = comm(kind, group, elems * g);
             out.push(o);
         };
-    let dp_ep = job.dp / s.ep.max(1);
+    let dp_ep = job.expert_dp();
     // Over DP x CP (the engine's DP group holds the CP ranks too).
     grad_sync(
         "dp_grad_sync",
@@ -605,7 +616,7 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         dp: job.dp_cp(),
         cp: s.cp,
         ep: s.ep,
-        dp_ep: (job.dp_cp() / s.ep.max(1)).max(1),
+        dp_ep: job.expert_dp(),
         micro_batches: job.micro_batches,
         virtual_stages: s.vpp,
         micro_batch_size: Some(s.micro_batch_size),
@@ -670,6 +681,7 @@ mod tests {
                 micro_batch_size: 1,
                 seq_length: 2048,
                 tp: 8,
+                expert_tp: 8,
                 cp: 1,
                 sequence_parallel: true,
                 activation_bytes: 2,
@@ -696,6 +708,7 @@ mod tests {
             micro_batch_size: 1,
             seq_length: 4096,
             tp: 1,
+            expert_tp: 1,
             cp: 1,
             sequence_parallel: false,
             activation_bytes: 2,

@@ -113,6 +113,7 @@ pub fn calibrate_from(
         dp: Some(p.dp.max(1)),
         cp: 1,
         ep: 1,
+        expert_tp: None,
         vpp: 1,
         sequence_parallel: false,
         micro_batch_size: mbs,

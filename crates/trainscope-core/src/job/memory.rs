@@ -8,8 +8,10 @@
 //! parameter): fp16 weights with fp16 gradients 2 + 2 + 16 (fp32 main
 //! weights and gradients, Adam's two moments), 20 in all; bf16 weights with
 //! fp32 gradients 2 + 4 + 12 = 18; fp32 weights and gradients 4 + 4 + 8 =
-//! 16. The distributed optimizer divides the optimizer part by DP (expert
-//! weights by DP / EP). FP8 training keeps the bf16 recipe and adds two
+//! 16. The distributed optimizer divides the optimizer part by DP (routed
+//! expert weights by the expert data-parallel size, TP x DP / (expert TP x
+//! EP), which is DP / EP when expert TP is TP). Routed experts are split
+//! over expert TP, everything else over TP. FP8 training keeps the bf16 recipe and adds two
 //! bytes per weight of the linear layers for the FP8 copies their GEMMs
 //! read, as is and transposed ([`FP8_COPY_BYTES`]; scaling state is a few
 //! scalars per tensor and not counted; the embeddings, output layer, norms
@@ -56,7 +58,8 @@ pub struct StageParams {
     /// Weights replicated over DP (attention, dense MLPs, routers, shared
     /// experts, embeddings, norms), TP-sharded.
     pub dense: u64,
-    /// Routed-expert weights (replicated over DP / EP).
+    /// Routed-expert weights (E / EP experts split over expert TP;
+    /// replicated over the expert data-parallel ranks).
     pub expert: u64,
     /// Of those, the weights of the layers' linear layers (attention
     /// projections, dense MLPs, shared and routed experts; their biases
@@ -77,6 +80,7 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
     let s = &job.setup;
     let t = u64::from(s.tp);
     let counts = m.parameters();
+    let etp = u64::from(job.expert_tp());
     let norm = m.norm_params();
     let mut p = StageParams::default();
     for layer in super::build::stage_layers(job, stage) {
@@ -88,7 +92,7 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
                 let expert = m.mlp_params(moe.expert_ffn_hidden_size);
                 let router = m.hidden_size * u64::from(moe.num_experts);
                 let shared = u64::from(moe.num_shared_experts) * expert / t;
-                let routed = u64::from(moe.num_experts / s.ep) * expert / t;
+                let routed = u64::from(moe.num_experts / s.ep) * expert / etp;
                 p.dense += router + shared + norm;
                 p.expert += routed;
                 p.linear += shared + routed;
@@ -262,7 +266,7 @@ pub fn chunk_activation_bytes(job: &ModelJob) -> Vec<u64> {
 pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -> MemoryReport {
     let s = &job.setup;
     let p = s.precision;
-    let dp_ep = (job.dp / s.ep.max(1)).max(1);
+    let dp_ep = job.expert_dp();
     let dist = s.distributed_optimizer;
     let per_chunk = job.layers_per_chunk() as usize;
     let per_stage: Vec<StageMemory> = (0..s.pp)

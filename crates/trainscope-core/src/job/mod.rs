@@ -78,8 +78,17 @@ pub struct TrainingSetup {
     /// written in JSON; older JSON without it reads as 1).
     #[serde(skip_serializing_if = "is_one")]
     pub cp: u32,
-    /// Expert-parallel size (carved out of DP).
+    /// Expert-parallel size: carved out of DP, or with expert tensor
+    /// parallelism 1 out of TP x DP (MoE parallel folding).
     pub ep: u32,
+    /// Expert tensor-parallel size (Megatron's
+    /// `--expert-tensor-parallel-size`): how the routed experts' weights
+    /// are split; `None`: TP. 1 with TP > 1 folds the experts' parallelism
+    /// apart from the attention's: each rank keeps whole experts, the
+    /// expert-parallel group spans TP x DP ranks (ETP x EP x expert-DP =
+    /// TP x DP, ETP fastest). Only 1 and TP are modelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_tp: Option<u32>,
     /// Virtual pipeline stages (model chunks) per rank.
     pub vpp: u32,
     /// Megatron sequence parallelism (needs TP > 1).
@@ -130,6 +139,7 @@ impl Default for TrainingSetup {
             dp: None,
             cp: 1,
             ep: 1,
+            expert_tp: None,
             vpp: 1,
             sequence_parallel: false,
             micro_batch_size: 1,
@@ -347,6 +357,9 @@ impl ModelJob {
         let mut setup = setup;
         let mut notes = Vec::new();
         let tp = positive("TP", setup.tp)?;
+        if setup.expert_tp == Some(tp) {
+            setup.expert_tp = None; // TP is the default: one spelling.
+        }
         let pp = positive("PP", setup.pp)?;
         let ep = positive("EP", setup.ep)?;
         let cp = positive("CP", setup.cp)?;
@@ -447,21 +460,51 @@ impl ModelJob {
                         "choose an EP that divides the expert count",
                     ));
                 }
-                if dp % ep != 0 {
+                let etp = setup.expert_tp.unwrap_or(tp);
+                positive("expert TP", etp)?;
+                if etp != tp && etp != 1 {
                     return Err(JobError::new(
-                        format!("EP {ep} does not divide DP {dp} (the expert-parallel group is carved out of the data-parallel ranks)"),
-                        "choose an EP that divides DP, or a larger world",
+                        format!("expert TP {etp} is neither 1 nor TP {tp}: only these two are modelled"),
+                        "use --expert-tp 1 (whole experts per rank, EP over TP x DP) or leave it at TP",
                     ));
                 }
-                if moe.expert_ffn_hidden_size % u64::from(tp) != 0 {
+                if etp == tp {
+                    if dp % ep != 0 {
+                        return Err(JobError::new(
+                            format!("EP {ep} does not divide DP {dp} (the expert-parallel group is carved out of the data-parallel ranks)"),
+                            "choose an EP that divides DP, or a larger world, or --expert-tp 1 to carve EP out of TP x DP",
+                        ));
+                    }
+                } else if !(u64::from(tp) * u64::from(dp)).is_multiple_of(u64::from(ep)) {
+                    return Err(JobError::new(
+                        format!("EP {ep} does not divide TP x DP = {tp} x {dp} = {} (with expert TP 1 the expert-parallel group is carved out of the TP x DP ranks of a stage)", u64::from(tp) * u64::from(dp)),
+                        "choose an EP that divides TP x DP",
+                    ));
+                }
+                if moe.expert_ffn_hidden_size % u64::from(etp) != 0 {
                     return Err(JobError::new(
                         format!(
-                            "expert MLP size {} is not divisible by TP {tp}",
+                            "expert MLP size {} is not divisible by expert TP {etp}",
                             moe.expert_ffn_hidden_size
                         ),
-                        "choose a TP that divides the expert MLP size",
+                        "choose a TP that divides the expert MLP size, or --expert-tp 1",
                     ));
                 }
+                if etp < tp && !setup.sequence_parallel {
+                    return Err(JobError::new(
+                        format!("expert TP {etp} below TP {tp} needs sequence parallelism: each rank routes its own share of the tokens"),
+                        "add --sequence-parallel",
+                    ));
+                }
+            }
+            None if setup.expert_tp.is_some_and(|e| e != tp) => {
+                return Err(JobError::new(
+                    format!(
+                        "expert TP needs a mixture-of-experts model; {} is dense",
+                        m.name
+                    ),
+                    "drop --expert-tp for a dense model",
+                ));
             }
             None if ep > 1 => {
                 return Err(JobError::new(
@@ -592,6 +635,20 @@ impl ModelJob {
     /// and the distributed optimizer sharded over them.
     pub fn dp_cp(&self) -> u32 {
         self.dp * self.setup.cp
+    }
+
+    /// Expert tensor-parallel size: as set, else TP.
+    pub fn expert_tp(&self) -> u32 {
+        self.setup.expert_tp.unwrap_or(self.setup.tp).max(1)
+    }
+
+    /// Ranks holding the same routed experts (expert data parallelism):
+    /// TP x DP x CP / (expert TP x EP), at least 1; the expert gradients
+    /// are reduced and their optimizer state sharded over them.
+    pub fn expert_dp(&self) -> u32 {
+        let ranks = u64::from(self.setup.tp) * u64::from(self.dp_cp());
+        let per = u64::from(self.expert_tp()) * u64::from(self.setup.ep.max(1));
+        u32::try_from((ranks / per).max(1)).unwrap_or(u32::MAX)
     }
 
     /// Model chunks per stage: the virtual stages, or 2 in a V.

@@ -86,6 +86,11 @@ pub struct Shape {
     pub seq_length: u64,
     /// Tensor-parallel size (t).
     pub tp: u64,
+    /// Expert tensor-parallel size (e): the routed experts' weights are
+    /// split e ways; each rank computes the tokens of its t / e share of
+    /// the TP group at 1/e of the experts' width (e = t: every token of
+    /// the group at 1/t; e = 1: its own tokens, whole experts).
+    pub expert_tp: u64,
     /// Context-parallel size (c): every op but the attention core's key
     /// side works on s/c tokens per sequence; 1 without context
     /// parallelism.
@@ -359,12 +364,19 @@ impl ModelSpec {
         }]
     }
 
-    /// Dense MLP ops of intermediate size `ffn` over `tokens` tokens:
-    /// up (and gate) projection, activation, down projection.
-    fn mlp_gemms(&self, name: [&'static str; 3], tokens: u64, ffn: u64, s: &Shape) -> Vec<Op> {
-        let t = s.tp.max(1);
+    /// Dense MLP ops of intermediate size `ffn` split `split` ways over
+    /// `tokens` tokens: up (and gate) projection, activation, down
+    /// projection.
+    fn mlp_gemms(
+        &self,
+        name: [&'static str; 3],
+        tokens: u64,
+        ffn: u64,
+        split: u64,
+        s: &Shape,
+    ) -> Vec<Op> {
         let h = self.hidden_size;
-        let f = ffn / t;
+        let f = ffn / split.max(1);
         let up_width = if self.gated_mlp { 2 * f } else { f };
         let tf = (tokens * f) as f64;
         let act = if self.gated_mlp {
@@ -406,10 +418,15 @@ impl ModelSpec {
                     4,
                     s,
                 ));
+                // The routed experts see the pairs of the rank's e / t share
+                // of the TP group's tokens at 1/e of their width (e = t: all
+                // of them, as Megatron gathers them over TP first).
+                let e = s.expert_tp.clamp(1, t);
                 ops.extend(self.mlp_gemms(
                     ["experts_up", "experts_act", "experts_down"],
-                    pairs,
+                    pairs * e / t,
                     m.expert_ffn_hidden_size,
+                    e,
                     s,
                 ));
                 if m.num_shared_experts > 0 {
@@ -417,6 +434,7 @@ impl ModelSpec {
                         ["shared_up", "shared_act", "shared_down"],
                         tok,
                         m.expert_ffn_hidden_size * u64::from(m.num_shared_experts),
+                        t,
                         s,
                     ));
                 }
@@ -432,6 +450,7 @@ impl ModelSpec {
                 ["mlp_up", "mlp_act", "mlp_down"],
                 tok,
                 self.ffn_hidden_size,
+                s.tp,
                 s,
             )),
         }
@@ -531,6 +550,7 @@ mod tests {
             micro_batch_size: 1,
             seq_length: 2048,
             tp,
+            expert_tp: tp,
             cp: 1,
             sequence_parallel: true,
             activation_bytes: 2,
@@ -571,6 +591,7 @@ mod tests {
             micro_batch_size: 2,
             seq_length: 2048,
             tp: 8,
+            expert_tp: 8,
             cp: 1,
             sequence_parallel: false,
             activation_bytes: 2,
@@ -631,6 +652,7 @@ mod tests {
             micro_batch_size: 1,
             seq_length: 4096,
             tp: 2,
+            expert_tp: 2,
             cp: 1,
             sequence_parallel: true,
             activation_bytes: 2,

@@ -498,6 +498,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     dp: None,
                                                     cp,
                                                     ep,
+                                                    expert_tp: None,
                                                     vpp,
                                                     sequence_parallel: sp,
                                                     micro_batch_size: mbs,

@@ -298,7 +298,7 @@ fn unknown_types_are_read_by_their_keys_with_a_warning() {
     // MoE keys on a type read as dense are named, not dropped.
     let moe = LLAMA.replace(
         "\"llama\"",
-        "\"qwen3_moe\", \"num_experts\": 128, \"moe_intermediate_size\": 768",
+        "\"olmoe\", \"num_experts\": 64, \"moe_intermediate_size\": 1024",
     );
     let (_, w) = ok("q.json", &moe);
     assert!(messages(&w).iter().any(|m| m.starts_with(
@@ -562,4 +562,55 @@ fn detection_needs_json_with_model_keys() {
     assert!(looks_like("{\"a\": 1}").is_none());
     assert!(looks_like("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8").is_none());
     assert!(looks_like("\u{feff}{\"model_type\":\"llama\",\"hidden_size\":1}").is_some());
+}
+
+/// Qwen3-MoE: experts from `num_experts` / `moe_intermediate_size`, a
+/// leading run of `mlp_only_layers` as dense layers, other entries and a
+/// `decoder_sparse_step` other than 1 warned about; all layers dense is an
+/// error at the key.
+#[test]
+fn qwen3_moe_reads_experts_and_dense_layers() {
+    let base = r#"{
+  "model_type": "qwen3_moe",
+  "hidden_size": 2048,
+  "intermediate_size": 6144,
+  "moe_intermediate_size": 768,
+  "num_hidden_layers": 4,
+  "num_attention_heads": 32,
+  "num_key_value_heads": 4,
+  "head_dim": 128,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "vocab_size": 151936,
+  "max_position_embeddings": 40960,
+  "mlp_only_layers": LIST,
+  "decoder_sparse_step": STEP
+}"#;
+    let text = |list: &str, step: &str| base.replace("LIST", list).replace("STEP", step);
+    let (m, w) = ok("q.json", &text("[]", "1"));
+    assert_eq!(m.family, Family::Qwen3Moe);
+    assert_eq!(m.head_dim, 128);
+    let moe = m.moe.clone().unwrap();
+    assert_eq!((moe.num_experts, moe.top_k), (128, 8));
+    assert_eq!(
+        (moe.expert_ffn_hidden_size, moe.first_dense_layers),
+        (768, 0)
+    );
+    assert_eq!(w.len(), 1, "{w:?}"); // the query/key norms
+    assert!(w[0]
+        .message
+        .starts_with("Qwen3 normalises each query and key head"));
+    let (m, w) = ok("q.json", &text("[0, 1, 3]", "2"));
+    assert_eq!(m.moe.unwrap().first_dense_layers, 2);
+    let w = messages(&w);
+    assert!(w
+        .iter()
+        .any(|m| m.starts_with("`mlp_only_layers` is read up to its leading run 0..2")));
+    assert!(w
+        .iter()
+        .any(|m| m.starts_with("`decoder_sparse_step` = 2 is not modelled")));
+    let e = err("q.json", &text("[0, 1, 2, 3]", "1"));
+    let e = e.iter().find(|d| d.is_error()).unwrap();
+    assert!(e.message.contains("makes all 4 layers dense"), "{e:?}");
+    assert_eq!(e.location.as_ref().unwrap().line, 14);
 }
