@@ -22,6 +22,7 @@ fn result() -> SimResult {
             pp: 2,
             ep: 1,
             cp: 1,
+            etp: None,
         },
         2,
         1 << 20,

@@ -25,6 +25,7 @@ fn job(send_bytes: u64, sync_bytes: u64) -> JobSpec {
             pp: 2,
             ep: 1,
             cp: 1,
+            etp: None,
         },
         1,
         send_bytes,

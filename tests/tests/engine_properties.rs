@@ -120,6 +120,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 pp,
                 ep,
                 cp: 1,
+                etp: None,
             };
             let block = Block { layers };
             let mut job = JobSpec::spmd("prop", parallel, m, act, block.clone());

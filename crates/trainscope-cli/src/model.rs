@@ -42,9 +42,16 @@ pub struct ModelFlags {
     /// Data-parallel size (default: world / (TP x CP x PP), else 1).
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
-    /// Expert-parallel size, carved out of DP (default 1).
+    /// Expert-parallel size, carved out of DP (default 1); with
+    /// --expert-tp 1 out of TP x DP.
     #[arg(long, value_name = "N")]
     pub ep: Option<u32>,
+    /// Expert tensor-parallel size (Megatron's
+    /// --expert-tensor-parallel-size): 1 keeps whole experts on each rank
+    /// and carves EP out of TP x DP (MoE parallel folding; needs
+    /// --sequence-parallel when TP > 1); default TP.
+    #[arg(long, value_name = "N", alias = "expert-tensor-parallel-size")]
+    pub expert_tp: Option<u32>,
     /// Virtual pipeline stages per rank (interleaved 1F1B; default 1).
     #[arg(long, value_name = "N")]
     pub vpp: Option<u32>,
@@ -120,6 +127,7 @@ impl ModelFlags {
         add(self.dp.is_some(), "--dp");
         add(self.cp.is_some(), "--cp");
         add(self.ep.is_some(), "--ep");
+        add(self.expert_tp.is_some(), "--expert-tp");
         add(self.vpp.is_some(), "--vpp");
         add(self.first_stage_layers.is_some(), "--first-stage-layers");
         add(self.last_stage_layers.is_some(), "--last-stage-layers");
@@ -163,7 +171,7 @@ impl ModelFlags {
             dp: self.dp,
             cp: self.cp.unwrap_or(d.cp),
             ep: self.ep.unwrap_or(d.ep),
-            expert_tp: None,
+            expert_tp: self.expert_tp,
             vpp: self.vpp.unwrap_or(d.vpp),
             sequence_parallel: self.sequence_parallel,
             micro_batch_size: self.micro_batch_size.unwrap_or(d.micro_batch_size),

@@ -104,6 +104,16 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub ep: Vec<u32>,
+    /// Expert tensor-parallel sizes: `tp` (Megatron's default) and/or
+    /// numbers (1: whole experts per rank, EP carved out of TP x DP).
+    /// Default: tp for a dense model, tp,1 for a mixture of experts.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub expert_tp: Vec<String>,
     /// Virtual stages of the interleaved schedule (default: every v > 1
     /// with PP x v dividing the layers).
     #[arg(
@@ -481,6 +491,7 @@ fn make_spec(
     spec.pp = numbers("pp", &args.pp)?;
     spec.cp = numbers("cp", &args.cp)?;
     spec.ep = numbers("ep", &args.ep)?;
+    spec.expert_tp = expert_tp_list(&args.expert_tp)?;
     spec.vpp = numbers("vpp", &args.vpp)?;
     spec.micro_batch_size = numbers("micro-batch-size", &args.micro_batch_size)?;
     spec.recompute = recompute;
@@ -489,6 +500,26 @@ fn make_spec(
     spec.distributed_optimizer = on_off("distributed-optimizer", &args.distributed_optimizer)?;
     spec.common_flags = shell_join(common);
     Ok(spec)
+}
+
+/// `--expert-tp tp,1`: `None` for `tp`, else the number (at least 1).
+fn expert_tp_list(values: &[String]) -> Result<Option<Vec<Option<u32>>>, String> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    values
+        .iter()
+        .map(|v| match v.trim() {
+            t if t.eq_ignore_ascii_case("tp") => Ok(None),
+            t => match t.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(Some(n)),
+                _ => Err(format!(
+                    "--expert-tp takes `tp` or sizes >= 1, separated by commas; found `{t}`"
+                )),
+            },
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 /// A progress bar on stderr when it is a terminal, else hidden.
@@ -551,7 +582,7 @@ fn output(args: &Args, mut report: SweepReport) -> Result<u8> {
 /// omits them), the exposed communication per group, the flags last.
 pub fn csv(r: &SweepReport) -> String {
     let mut out = String::from(
-        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,vpp,first_stage_layers,last_stage_layers,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
+        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,expert_tp,vpp,first_stage_layers,last_stage_layers,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
     );
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     for (i, x) in r.results.iter().enumerate() {
@@ -572,6 +603,7 @@ pub fn csv(r: &SweepReport) -> String {
             x.dp.to_string(),
             x.cp.to_string(),
             x.ep.to_string(),
+            opt(x.expert_tp),
             x.vpp.to_string(),
             opt(x.first_stage_layers),
             opt(x.last_stage_layers),

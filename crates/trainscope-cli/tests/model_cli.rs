@@ -248,6 +248,58 @@ fn context_parallel_job_splits_tokens_over_cp_and_reports_cp_comm() {
     assert!(text.contains("exposed CP comm"), "{text}");
 }
 
+/// `--expert-tp 1` (MoE parallel folding): EP 8 out of TP 2 x DP 4 on
+/// one stage, where EP without it could be at most DP; whole experts per
+/// rank (twice the expert weights of expert TP 2 at EP 4), the JSON names
+/// the experts' layout.
+#[test]
+fn expert_tp_folds_ep_over_tp_and_dp() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "qwen3-30b-a3b",
+            "--tp",
+            "2",
+            "--world",
+            "8",
+            "--sequence-parallel",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "4096",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        trainscope(&a)
+    };
+    let folded = json_of(&run(&["--ep", "8", "--expert-tp", "1"]));
+    assert_eq!(folded["training"]["expert_tp"], 1);
+    assert_eq!(folded["training"]["expert_dp"], 1);
+    assert!(folded["exposed_comm_ns"]["ep"].as_u64().unwrap() > 0);
+    // Megatron's flag name is an alias.
+    let alias = json_of(&run(&["--ep", "8", "--expert-tensor-parallel-size", "1"]));
+    assert_eq!(alias["iteration_time_ns"], folded["iteration_time_ns"]);
+    // Without folding, EP 8 is more than DP 4: refused, naming the numbers.
+    let out = run(&["--ep", "8"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("EP 8 does not divide DP 4"),
+        "{}",
+        stderr(&out)
+    );
+    let weights = |v: &Value| {
+        v["memory"]["per_stage"][0]["weights_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    let ep4 = json_of(&run(&["--ep", "4"]));
+    let ep4_folded = json_of(&run(&["--ep", "4", "--expert-tp", "1"]));
+    assert!(ep4.get("training").unwrap().get("expert_tp").is_none());
+    assert!(weights(&ep4_folded) > weights(&ep4));
+    assert_eq!(ep4_folded["training"]["expert_dp"], 2);
+}
+
 #[test]
 fn invalid_jobs_exit_4_naming_the_numbers() {
     for (args, want) in [

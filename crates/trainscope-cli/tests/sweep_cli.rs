@@ -208,6 +208,86 @@ fn a_cp_dimension_runs_context_parallel_rows_simulate_reproduces() {
     assert_row_equals_simulate(plain);
 }
 
+/// A mixture of experts is swept at expert TP = TP and 1 by default: EP 8
+/// over TP 2 x DP 4 only folded; expert TP 1 at TP 1 is the default layout
+/// (tried once); the rows reproduce with their flags.
+#[test]
+fn moe_sweeps_try_expert_tp_1_and_rows_simulate_reproduces() {
+    let sweep = |extra: &[&str]| {
+        let mut a = vec![
+            "sweep",
+            "--model",
+            "qwen3-30b-a3b",
+            "--world",
+            "8",
+            "--tp",
+            "1,2",
+            "--pp",
+            "1",
+            "--ep",
+            "4,8",
+            "--micro-batch-size",
+            "1",
+            "--recompute",
+            "none",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "2048",
+            "--gpu-type",
+            "B200",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        let v: Value = serde_json::from_str(&ok(&trainscope(&a))).expect("JSON");
+        v
+    };
+    let v = sweep(&[]);
+    let rows = v["results"].as_array().expect("results");
+    let layout = |r: &Value| {
+        (
+            r["tp"].as_u64().unwrap(),
+            r["ep"].as_u64().unwrap(),
+            r.get("expert_tp").and_then(Value::as_u64),
+        )
+    };
+    let mut layouts: Vec<_> = rows.iter().map(layout).collect();
+    layouts.sort();
+    assert_eq!(
+        layouts,
+        vec![
+            (1, 4, None),
+            (1, 8, None),
+            (2, 4, None),
+            (2, 4, Some(1)),
+            (2, 8, Some(1))
+        ]
+    );
+    for r in rows.iter().filter(|r| r.get("expert_tp").is_some()) {
+        assert!(r["flags"].as_str().unwrap().contains(" --expert-tp 1"));
+        assert_row_equals_simulate(r);
+    }
+    let reasons = v["skipped_reasons"].to_string();
+    assert!(
+        reasons.contains("expert TP equal to TP is the default layout"),
+        "{reasons}"
+    );
+    // --expert-tp tp keeps Megatron's default only.
+    let v = sweep(&["--expert-tp", "tp"]);
+    assert!(v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r.get("expert_tp").is_none()));
+    let out = trainscope(&["sweep", "--model", "qwen3-30b-a3b", "--world", "8", "--expert-tp", "x"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--expert-tp takes `tp` or sizes >= 1"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `--csv` holds every JSON row field, column by column (CP, the stage
 /// split and the exposed communication per group included).
 #[test]

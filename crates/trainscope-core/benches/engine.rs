@@ -92,6 +92,7 @@ fn synthetic_per_rank() -> JobSpec {
         pp: 8,
         ep: 1,
         cp: 1,
+        etp: None,
     };
     let m = 16u32;
     let tp = |bytes| {

@@ -43,8 +43,14 @@ pub struct ParallelConfig {
     pub cp: u32,
     /// Expert-parallel group size.
     pub ep: u32,
-    /// Data parallelism across expert groups: `dp / ep` (at least 1).
+    /// Data parallelism across expert groups: `dp / ep` (at least 1);
+    /// with an expert TP, TP x DP / (expert TP x EP).
     pub dp_ep: u32,
+    /// Expert tensor-parallel size when other than TP (see
+    /// [`crate::sim::Parallelism::etp`]); `None` for every input format,
+    /// set by model-level jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etp: Option<u32>,
     /// Micro-batches per iteration (gradient-accumulation steps).
     pub micro_batches: u32,
     /// Virtual pipeline stages (model chunks per rank); 1 without interleaving.
@@ -110,6 +116,7 @@ impl ParallelConfig {
                 virtual_stages: 1,
                 micro_batch_size: None,
                 activation_bytes: 0,
+                etp: None,
             },
             notes,
         )

@@ -621,6 +621,7 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         virtual_stages: s.vpp,
         micro_batch_size: Some(s.micro_batch_size),
         activation_bytes: activation_send_bytes(job),
+        etp: s.expert_tp,
     };
     let stages = (0..s.pp)
         .map(|stage| {

@@ -832,6 +832,68 @@ pub(crate) mod tests {
         assert_eq!(err(setup(8, 8, 128), Some(0)), "world is 0");
     }
 
+    /// Expert TP 1 at TP 2 (MoE parallel folding), as NVIDIA runs
+    /// Qwen3-235B-A22B on 256 H100s (TP 2, PP 8, EP 32, DP 16: EP is more
+    /// than DP): EP out of TP x DP, whole experts per rank, the same FLOPs;
+    /// the refusals name the numbers.
+    #[test]
+    fn expert_tp_folds_ep_over_tp_and_dp() {
+        let gpu = gpu_preset("H100").unwrap();
+        let qwen = crate::model::presets::preset("qwen3-235b-a22b").unwrap();
+        let job = |tp: u32, ep: u32, etp: Option<u32>, sp: bool, world: u32| {
+            let s = TrainingSetup {
+                ep,
+                expert_tp: etp,
+                sequence_parallel: sp,
+                seq_length: 4096,
+                ..setup(tp, 2, 256)
+            };
+            ModelJob::new(qwen.clone(), s, gpu.clone(), Some(world))
+        };
+        // TP 2 x DP 16 = 32 ranks a stage: EP 32 only folded.
+        let folded = job(2, 32, Some(1), true, 64).unwrap();
+        assert_eq!(
+            (folded.dp, folded.expert_tp(), folded.expert_dp()),
+            (16, 1, 1)
+        );
+        assert!(job(2, 32, None, true, 64)
+            .unwrap_err()
+            .message
+            .starts_with("EP 32 does not divide DP 16"));
+        // Folding moves work, not FLOPs; whole experts per rank hold twice
+        // the expert weights of expert TP 2 at the same EP.
+        let a = job(2, 8, None, true, 64).unwrap();
+        let b = job(2, 8, Some(1), true, 64).unwrap();
+        assert_eq!(a.model_flops_per_iteration(), b.model_flops_per_iteration());
+        let (pa, pb) = (memory::stage_params(&a, 0), memory::stage_params(&b, 0));
+        assert_eq!(pb.expert, 2 * pa.expert);
+        assert_eq!(pa.dense, pb.dense);
+        assert_eq!((a.expert_dp(), b.expert_dp()), (2, 4));
+        // Expert TP = TP is the default: one spelling.
+        assert_eq!(job(2, 8, Some(2), true, 64).unwrap().setup.expert_tp, None);
+        let msg = |r: Result<ModelJob, JobError>| r.unwrap_err().message;
+        assert_eq!(
+            msg(job(4, 8, Some(2), true, 64)),
+            "expert TP 2 is neither 1 nor TP 4: only these two are modelled"
+        );
+        assert_eq!(
+            msg(job(2, 8, Some(1), false, 64)),
+            "expert TP 1 below TP 2 needs sequence parallelism: each rank routes its own share of the tokens"
+        );
+        assert!(msg(job(2, 64, Some(1), true, 64))
+            .starts_with("EP 64 does not divide TP x DP = 2 x 16 = 32"));
+        let dense = TrainingSetup {
+            expert_tp: Some(1),
+            ..setup(8, 8, 128)
+        };
+        assert_eq!(
+            ModelJob::new(llama3_70b(), dense, gpu.clone(), Some(1024))
+                .unwrap_err()
+                .message,
+            "expert TP needs a mixture-of-experts model; llama3-70b is dense"
+        );
+    }
+
     #[test]
     fn uneven_split_places_the_first_and_last_stages_layers() {
         let gpu = gpu_preset("H100").unwrap();

@@ -132,8 +132,12 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         Some(&chunk_activation_bytes(job)),
     );
     result.timeline.set_counters(counters);
+    let expert_tp = match s.expert_tp {
+        Some(e) => format!(" (expert TP {e}, expert DP {})", job.expert_dp()),
+        None => String::new(),
+    };
     let mut notes = vec![format!(
-        "model-level job: {} ({:.2} B parameters) on {} x {}, TP {} PP {} DP {} EP {}, {} micro-batches of {} x {} tokens",
+        "model-level job: {} ({:.2} B parameters) on {} x {}, TP {} PP {} DP {} EP {}{expert_tp}, {} micro-batches of {} x {} tokens",
         job.model.name,
         job.model.parameters().total as f64 / 1e9,
         job.world,
@@ -231,6 +235,11 @@ impl ModelRunOutput {
         if s.cp > 1 {
             // Context parallelism: world = TP x CP x PP x DP.
             v["training"]["cp"] = json!(s.cp);
+        }
+        if let Some(etp) = s.expert_tp {
+            // Expert TP other than TP: the experts' own layout.
+            v["training"]["expert_tp"] = json!(etp);
+            v["training"]["expert_dp"] = json!(self.job.expert_dp());
         }
         if self.job.is_uneven() {
             // The layers of every stage, first to last.

@@ -7,13 +7,14 @@
 //! [`report::merge`].
 //!
 //! - [`SweepSpec`]: the model, GPU, worlds, global batch, sequence length,
-//!   precision and one list per dimension (TP, PP, EP, virtual stages,
+//!   precision and one list per dimension (TP, CP, PP, EP, virtual stages,
 //!   micro-batch size, recompute, schedule, sequence parallelism,
-//!   distributed optimizer); `None` takes the default list
+//!   distributed optimizer, expert TP); `None` takes the default list
 //!   ([`SweepSpec::tp_values`] and its siblings).
-//! - [`enumerate`]: the cartesian product in a fixed order (world, TP, PP,
+//! - [`enumerate`]: the cartesian product in a fixed order (world, TP, CP, PP,
 //!   EP, schedule, virtual stages, micro-batch, recompute, sequence
-//!   parallelism, distributed optimizer); each combination
+//!   parallelism, distributed optimizer, expert TP; an expert TP equal to
+//!   TP is the default layout, tried once); each combination
 //!   [`crate::job::ModelJob::new`] refuses, or whose schedule's conditions
 //!   ([`ScheduleKind::check`]) fail, is counted under its reason (the
 //!   message with its numbers written as `N`). Every survivor gets its
@@ -115,6 +116,10 @@ pub struct SweepSpec {
     /// Default: 1 for a dense model; the powers of two dividing the expert
     /// count for a mixture of experts.
     pub ep: Option<Vec<u32>>,
+    /// Expert tensor-parallel sizes (`None`: TP, Megatron's default).
+    /// Default: TP for a dense model; TP and 1 (whole experts per rank,
+    /// EP out of TP x DP) for a mixture of experts.
+    pub expert_tp: Option<Vec<Option<u32>>>,
     /// Virtual stages of the interleaved schedule. Default: every v > 1
     /// with PP x v dividing the layers.
     pub vpp: Option<Vec<u32>>,
@@ -150,6 +155,7 @@ impl SweepSpec {
             pp: None,
             cp: None,
             ep: None,
+            expert_tp: None,
             vpp: None,
             micro_batch_size: None,
             recompute: None,
@@ -203,6 +209,16 @@ impl SweepSpec {
         })
     }
 
+    /// The expert tensor-parallel sizes tried (`None`: TP).
+    pub fn expert_tp_values(&self) -> Vec<Option<u32>> {
+        self.expert_tp
+            .clone()
+            .unwrap_or_else(|| match &self.model.moe {
+                None => vec![None],
+                Some(_) => vec![None, Some(1)],
+            })
+    }
+
     /// The virtual-stage counts tried with the interleaved schedule at
     /// `pp` stages.
     pub fn vpp_values(&self, pp: u32) -> Vec<u32> {
@@ -254,6 +270,17 @@ impl SweepSpec {
         let cp = match self.cp_values().as_slice() {
             [1] => String::new(),
             v => format!(" | cp {}", list(v)),
+        };
+        // Expert TP likewise only when other than TP.
+        let cp = match self.expert_tp_values().as_slice() {
+            [None] => cp,
+            v => format!(
+                "{cp} | expert_tp {}",
+                v.iter()
+                    .map(|e| e.map_or("tp".to_string(), |e| e.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
         };
         format!(
             "{} | world {} | gbs {} | seq {} | {} | flash {} | tp {} | pp {} | ep {} | vpp {} | mbs {} | recompute {} | schedule {} | sp {:?} | distopt {:?}{cp}",
@@ -311,6 +338,9 @@ impl Candidate {
         }
         if s.ep > 1 {
             f.push_str(&format!(" --ep {}", s.ep));
+        }
+        if let Some(e) = s.expert_tp {
+            f.push_str(&format!(" --expert-tp {e}"));
         }
         if s.vpp > 1 {
             f.push_str(&format!(" --vpp {}", s.vpp));
@@ -427,6 +457,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
     let recompute = spec.recompute_values();
     let sp_list = spec.sequence_parallel_values();
     let dist_list = spec.distributed_optimizer_values();
+    let etp_list = spec.expert_tp_values();
     for &world in &spec.worlds {
         for tp in spec.tp_values() {
             for cp in spec.cp_values() {
@@ -442,7 +473,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                 let inner = (mbs_list.len()
                                     * recompute.len()
                                     * sp_list.len()
-                                    * dist_list.len())
+                                    * dist_list.len()
+                                    * etp_list.len())
                                     as u64;
                                 if pp == 1 && schedule != ScheduleKind::OneFOneB && has_1f1b {
                                     skip("one pipeline stage has no schedule to choose (1f1b stands for all)".to_string(), inner);
@@ -487,18 +519,34 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                             if tp == 1 && k > 0 {
                                                 skip(
                                                     SKIP_SP_AT_TP1.to_string(),
-                                                    dist_list.len() as u64,
+                                                    (dist_list.len() * etp_list.len()) as u64,
                                                 );
                                                 continue;
                                             }
-                                            for &dist in &dist_list {
+                                            // Expert TP = TP is the default
+                                            // layout (at TP 1, expert TP 1
+                                            // too): each layout tried once.
+                                            let effective = |e: Option<u32>| e.filter(|e| *e != tp);
+                                            for (&dist, (j, &expert_tp)) in
+                                                dist_list.iter().flat_map(|d| {
+                                                    etp_list.iter().enumerate().map(move |e| (d, e))
+                                                })
+                                            {
+                                                let expert_tp = effective(expert_tp);
+                                                if etp_list[..j]
+                                                    .iter()
+                                                    .any(|e| effective(*e) == expert_tp)
+                                                {
+                                                    skip(SKIP_EXPERT_TP_IS_TP.to_string(), 1);
+                                                    continue;
+                                                }
                                                 let setup = TrainingSetup {
                                                     tp,
                                                     pp,
                                                     dp: None,
                                                     cp,
                                                     ep,
-                                                    expert_tp: None,
+                                                    expert_tp,
                                                     vpp,
                                                     sequence_parallel: sp,
                                                     micro_batch_size: mbs,
@@ -552,6 +600,10 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
         skipped_reasons: counts_of(skipped),
     }
 }
+
+/// Why an expert TP equal to TP (the default) is skipped after the first.
+pub const SKIP_EXPERT_TP_IS_TP: &str =
+    "expert TP equal to TP is the default layout: each layout is tried once";
 
 /// Why a second sequence-parallel value is skipped at TP 1.
 pub const SKIP_SP_AT_TP1: &str =
@@ -635,6 +687,7 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         dp: out.job.dp,
         cp: s.cp,
         ep: s.ep,
+        expert_tp: s.expert_tp,
         vpp: s.vpp,
         first_stage_layers: s.first_stage_layers,
         last_stage_layers: s.last_stage_layers,

@@ -45,6 +45,10 @@ pub struct Row {
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub cp: u32,
     pub ep: u32,
+    /// Expert tensor-parallel size when other than TP (absent in JSON:
+    /// TP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_tp: Option<u32>,
     pub vpp: u32,
     /// Layers of the first and the last stage when PP does not divide the
     /// layers ([`super::uneven_split`]); absent: an even split.
@@ -330,8 +334,14 @@ fn ms(ns: u64) -> String {
 /// selective").
 pub fn summary(r: &Row) -> String {
     let mut s = format!("TP {} PP {} DP {}", r.tp, r.pp, r.dp);
+    if r.cp > 1 {
+        s.push_str(&format!(" CP {}", r.cp));
+    }
     if r.ep > 1 {
         s.push_str(&format!(" EP {}", r.ep));
+    }
+    if let Some(e) = r.expert_tp {
+        s.push_str(&format!(" expert TP {e}"));
     }
     s.push_str(&format!(" {}", r.schedule));
     if r.vpp > 1 {
@@ -377,7 +387,10 @@ pub fn explain(best: &Row, second: &Row) -> String {
     d("TP", second.tp.to_string(), best.tp.to_string());
     d("PP", second.pp.to_string(), best.pp.to_string());
     d("DP", second.dp.to_string(), best.dp.to_string());
+    d("CP", second.cp.to_string(), best.cp.to_string());
     d("EP", second.ep.to_string(), best.ep.to_string());
+    let etp = |r: &Row| r.expert_tp.unwrap_or(r.tp).to_string();
+    d("expert TP", etp(second), etp(best));
     d("schedule", second.schedule.clone(), best.schedule.clone());
     d("vpp", second.vpp.to_string(), best.vpp.to_string());
     d(

@@ -292,6 +292,7 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         dp: 8,
         cp: 1,
         ep: 1,
+        expert_tp: None,
         vpp: 1,
         first_stage_layers: None,
         last_stage_layers: None,

@@ -120,6 +120,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             pp: p.pp.max(1),
             ep: p.ep.max(1),
             cp: 1,
+            etp: None,
         }
     } else {
         Parallelism {
@@ -128,6 +129,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             pp: 1,
             ep: 1,
             cp: 1,
+            etp: None,
         }
     };
     check_size(parallel, 0, 1, 1, 0, 0)?;
@@ -832,6 +834,7 @@ mod tests {
             pp: 1,
             ep: 1,
             cp: 1,
+            etp: None,
         }
     }
 
@@ -993,6 +996,7 @@ mod tests {
             pp: 2,
             ep: 1,
             cp: 1,
+            etp: None,
         };
         let ex = write_timeline(&tb.build(), p, PlacementOrder::default());
         let expect = [

@@ -259,7 +259,10 @@ impl JobSpec {
         let p = &job.parallel;
         let (tp, dp, pp) = (p.tp.max(1), p.dp.max(1), p.pp.max(1));
         let mut ep = p.ep.max(1);
-        if ep > 1 && !dp.is_multiple_of(ep) {
+        // With an expert TP, EP is carved out of TP x DP (checked when the
+        // model-level job was built).
+        let folded = p.etp.is_some_and(|e| e != tp);
+        if ep > 1 && !folded && !dp.is_multiple_of(ep) {
             warnings.push(format!(
                 "ep {ep} does not divide dp {dp}; EP groups are placed as if ep = 1"
             ));
@@ -272,7 +275,14 @@ impl JobSpec {
             ));
             cp = 1;
         }
-        let parallel = Parallelism { tp, dp, pp, ep, cp };
+        let parallel = Parallelism {
+            tp,
+            dp,
+            pp,
+            ep,
+            cp,
+            etp: p.etp.filter(|e| *e != tp),
+        };
         let factor = match options.backward_factor {
             Some(f) if backward_was_estimated(job) => {
                 if !f.is_finite() || !(0.0..=1000.0).contains(&f) {

@@ -100,6 +100,12 @@ pub struct Parallelism {
     /// Context-parallel group size (1: none, then not written in JSON).
     #[serde(skip_serializing_if = "is_one")]
     pub cp: u32,
+    /// Expert tensor-parallel size when other than `tp` (MoE parallel
+    /// folding, a model-level job's expert TP 1): a stage's TP x DP ranks
+    /// (local index tp + TP x dp) are regrouped as expert TP x EP x expert
+    /// DP, expert TP fastest; `None`: EP groups are carved out of DP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etp: Option<u32>,
 }
 
 fn is_one(v: &u32) -> bool {
@@ -112,13 +118,22 @@ impl Parallelism {
         u64::from(self.tp) * u64::from(self.dp) * u64::from(self.pp)
     }
 
+    /// Expert tensor-parallel size: [`Parallelism::etp`], else TP.
+    pub fn expert_tp(&self) -> u32 {
+        self.etp.unwrap_or(self.tp).max(1)
+    }
+
     /// Members of one group of this kind.
     pub fn group_size(&self, group: GroupKind) -> u32 {
         match group {
             GroupKind::Tp => self.tp,
             GroupKind::Dp => self.dp,
             GroupKind::Ep => self.ep,
-            GroupKind::DpEp => (self.dp / self.ep.max(1)).max(1),
+            GroupKind::DpEp => {
+                let ranks = u64::from(self.tp) * u64::from(self.dp);
+                let per = u64::from(self.expert_tp()) * u64::from(self.ep.max(1));
+                u32::try_from((ranks / per).max(1)).unwrap_or(u32::MAX)
+            }
             GroupKind::Pp => 2,
             GroupKind::Cp => self.cp.max(1),
         }
@@ -515,6 +530,7 @@ impl JobSpec {
             pp,
             ep: ep_used,
             cp: 1,
+            etp: None,
         };
         let rows: Vec<LayerSpec> = w
             .records
@@ -664,11 +680,26 @@ impl JobSpec {
         if p.world() > MAX_WORLD {
             return Err(SimError::TooLarge(format!("world of {} ranks", p.world())));
         }
-        if p.ep > 1 && !p.dp.is_multiple_of(p.ep) {
-            return Err(SimError::InvalidJob(format!(
-                "ep {} must divide dp {}",
-                p.ep, p.dp
-            )));
+        match p.etp {
+            Some(etp) => {
+                let ranks = u64::from(p.tp) * u64::from(p.dp);
+                if etp == 0
+                    || !p.tp.is_multiple_of(etp)
+                    || !ranks.is_multiple_of(u64::from(etp) * u64::from(p.ep))
+                {
+                    return Err(SimError::InvalidJob(format!(
+                        "expert tp {etp} x ep {} must divide tp {} x dp {} (and expert tp divide tp)",
+                        p.ep, p.tp, p.dp
+                    )));
+                }
+            }
+            None if p.ep > 1 && !p.dp.is_multiple_of(p.ep) => {
+                return Err(SimError::InvalidJob(format!(
+                    "ep {} must divide dp {}",
+                    p.ep, p.dp
+                )));
+            }
+            None => {}
         }
         if self.micro_batches == 0 {
             return Err(SimError::InvalidJob("no micro-batches".to_string()));

@@ -212,6 +212,34 @@ impl Placement {
             GroupKind::Pp => (0..p.pp)
                 .map(|s| self.rank_of(Coords { pp: s, ..c }))
                 .collect(),
+            GroupKind::Ep | GroupKind::DpEp if p.etp.is_some() => {
+                // The expert mesh over the stage's TP x DP ranks: local
+                // index l = tp + TP x dp = etp + ETP x (ep + EP x edp).
+                let (tp, etp) = (p.tp.max(1), p.expert_tp());
+                let local = |c: Coords| c.tp + tp * c.dp;
+                let at = |l: u32| {
+                    self.rank_of(Coords {
+                        tp: l % tp,
+                        dp: l / tp,
+                        ..c
+                    })
+                };
+                let l = local(c);
+                let (e_tp, e_ep, e_dp) = (l % etp, (l / etp) % ep, l / (etp * ep));
+                let expert_dp = (tp * p.dp) / (etp * ep);
+                match group {
+                    GroupKind::Ep => (0..ep)
+                        .map(|e| e_tp + etp * (e + ep * e_dp))
+                        .filter(|l| *l < tp * p.dp)
+                        .map(at)
+                        .collect(),
+                    _ => (0..expert_dp.max(1))
+                        .map(|d| e_tp + etp * (e_ep + ep * d))
+                        .filter(|l| *l < tp * p.dp)
+                        .map(at)
+                        .collect(),
+                }
+            }
             GroupKind::Ep => {
                 let base = c.dp / ep * ep;
                 (base..(base + ep).min(p.dp))
@@ -454,6 +482,7 @@ mod tests {
                 pp,
                 ep: 1,
                 cp: 1,
+                etp: None,
             },
             PlacementOrder::default(),
             g,
@@ -520,6 +549,7 @@ mod tests {
                 pp: 2,
                 ep: 1,
                 cp: 2,
+                etp: None,
             },
             PlacementOrder::default(),
             8,
@@ -545,12 +575,61 @@ mod tests {
                 pp: 1,
                 ep: 2,
                 cp: 1,
+                etp: None,
             },
             PlacementOrder::default(),
             8,
         );
         assert_eq!(p.group_members(3, GroupKind::Ep), vec![2, 3]);
         assert_eq!(p.group_members(3, GroupKind::DpEp), vec![1, 3]);
+    }
+
+    /// Expert TP 1 at TP 2 (MoE parallel folding): the EP groups are runs
+    /// of the stage's local index tp + TP x dp, across TP ranks; expert DP
+    /// strides them. A second stage's groups are its own ranks.
+    #[test]
+    fn folded_ep_groups_span_tp_and_dp() {
+        let p = Placement::new(
+            Parallelism {
+                tp: 2,
+                dp: 4,
+                pp: 2,
+                ep: 4,
+                cp: 1,
+                etp: Some(1),
+            },
+            PlacementOrder::default(),
+            8,
+        );
+        assert_eq!(p.group_members(1, GroupKind::Ep), vec![0, 1, 2, 3]);
+        assert_eq!(p.group_members(6, GroupKind::Ep), vec![4, 5, 6, 7]);
+        assert_eq!(p.group_members(1, GroupKind::DpEp), vec![1, 5]);
+        assert_eq!(p.parallel.group_size(GroupKind::DpEp), 2);
+        assert_eq!(p.group_members(9, GroupKind::Ep), vec![8, 9, 10, 11]);
+        assert_eq!(p.group_members(14, GroupKind::DpEp), vec![10, 14]);
+        // Expert TP = TP is the layout of EP carved out of DP.
+        let q = Placement::new(
+            Parallelism {
+                etp: Some(2),
+                ep: 2,
+                ..p.parallel
+            },
+            PlacementOrder::default(),
+            8,
+        );
+        let r = Placement::new(
+            Parallelism {
+                etp: None,
+                ..q.parallel
+            },
+            PlacementOrder::default(),
+            8,
+        );
+        for rank in 0..16 {
+            for g in [GroupKind::Ep, GroupKind::DpEp] {
+                assert_eq!(q.group_members(rank, g), r.group_members(rank, g));
+            }
+        }
     }
 
     #[test]

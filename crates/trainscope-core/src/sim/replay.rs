@@ -744,6 +744,7 @@ fn parallel_of(run: &MeasuredRun) -> Parallelism {
         pp: run.parallel.pp.max(1),
         ep: 1,
         cp: 1,
+        etp: None,
     }
 }
 

@@ -178,6 +178,7 @@ mod tests {
             pp: 4,
             ep: 1,
             cp: 1,
+            etp: None,
         };
         CollectiveRequest {
             collective,
@@ -202,6 +203,7 @@ mod tests {
             pp: 4,
             ep: 1,
             cp: 1,
+            etp: None,
         };
         let net = NetworkConfig {
             nvlink_gbps: 360.0,
@@ -264,6 +266,7 @@ mod tests {
             pp: 1,
             ep: 1,
             cp: 1,
+            etp: None,
         };
         // 16 GPUs of TP on 8-GPU servers with 4 NICs: DP placement K/P = 0.
         let net = NetworkConfig {

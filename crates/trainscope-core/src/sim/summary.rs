@@ -697,6 +697,7 @@ mod tests {
             pp: p,
             ep: 1,
             cp: 1,
+            etp: None,
         };
         JobSpec::spmd("counters", par, m, 0, block)
     }
@@ -761,6 +762,7 @@ mod tests {
             pp: 2,
             ep: 1,
             cp: 1,
+            etp: None,
         };
         let j = JobSpec::spmd("counters", par, 4, 0, block);
         let config = SimConfig {

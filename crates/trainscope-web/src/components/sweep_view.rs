@@ -179,6 +179,9 @@ fn layout(r: &Row) -> String {
     if r.ep > 1 {
         s.push_str(&format!(" · EP {}", r.ep));
     }
+    if let Some(e) = r.expert_tp {
+        s.push_str(&format!(" · expert TP {e}"));
+    }
     if r.vpp > 1 {
         s.push_str(&format!(" · vpp {}", r.vpp));
     }
