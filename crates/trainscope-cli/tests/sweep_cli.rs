@@ -279,7 +279,15 @@ fn moe_sweeps_try_expert_tp_1_and_rows_simulate_reproduces() {
         .unwrap()
         .iter()
         .all(|r| r.get("expert_tp").is_none()));
-    let out = trainscope(&["sweep", "--model", "qwen3-30b-a3b", "--world", "8", "--expert-tp", "x"]);
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "qwen3-30b-a3b",
+        "--world",
+        "8",
+        "--expert-tp",
+        "x",
+    ]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("--expert-tp takes `tp` or sizes >= 1"),

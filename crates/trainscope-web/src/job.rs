@@ -78,6 +78,8 @@ pub struct JobSettings {
     /// Context-parallel size (`--cp`).
     pub cp: u32,
     pub ep: u32,
+    /// Expert tensor-parallel size (`--expert-tp`); `None`: TP.
+    pub expert_tp: Option<u32>,
     /// Virtual pipeline stages per rank (`--vpp`).
     pub vpp: u32,
     pub sequence_parallel: bool,
@@ -106,6 +108,7 @@ impl Default for JobSettings {
             dp: d.dp.unwrap_or(1),
             cp: d.cp,
             ep: d.ep,
+            expert_tp: d.expert_tp,
             vpp: d.vpp,
             sequence_parallel: d.sequence_parallel,
             micro_batch_size: d.micro_batch_size,
@@ -131,6 +134,7 @@ pub enum JobField {
     Dp,
     Cp,
     Ep,
+    ExpertTp,
     Vpp,
     MicroBatchSize,
     GlobalBatchSize,
@@ -146,7 +150,7 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 18] = [
+    pub const ALL: [JobField; 19] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -154,6 +158,7 @@ impl JobField {
         JobField::Pp,
         JobField::Dp,
         JobField::Ep,
+        JobField::ExpertTp,
         JobField::Vpp,
         JobField::MicroBatchSize,
         JobField::GlobalBatchSize,
@@ -177,6 +182,7 @@ impl JobField {
             JobField::Pp => "job_pp",
             JobField::Dp => "job_dp",
             JobField::Ep => "job_ep",
+            JobField::ExpertTp => "job_etp",
             JobField::Cp => "job_cp",
             JobField::Vpp => "job_vpp",
             JobField::MicroBatchSize => "job_mbs",
@@ -213,6 +219,7 @@ impl JobField {
             JobField::Pp => "PP",
             JobField::Dp => "DP",
             JobField::Ep => "EP",
+            JobField::ExpertTp => "Expert TP",
             JobField::Cp => "CP",
             JobField::Vpp => "Virtual stages",
             JobField::MicroBatchSize => "Micro-batch size",
@@ -237,6 +244,7 @@ impl JobField {
             JobField::Pp => "--pp",
             JobField::Dp => "--dp",
             JobField::Ep => "--ep",
+            JobField::ExpertTp => "--expert-tp (empty: TP)",
             JobField::Cp => "--cp",
             JobField::Vpp => "--vpp",
             JobField::MicroBatchSize => "--micro-batch-size",
@@ -344,6 +352,7 @@ impl JobSettings {
             JobField::Pp => self.pp.to_string(),
             JobField::Dp => self.dp.to_string(),
             JobField::Ep => self.ep.to_string(),
+            JobField::ExpertTp => optional(self.expert_tp),
             JobField::Cp => self.cp.to_string(),
             JobField::Vpp => self.vpp.to_string(),
             JobField::MicroBatchSize => self.micro_batch_size.to_string(),
@@ -375,6 +384,7 @@ impl JobSettings {
             JobField::Pp => self.pp = parse_count(text)?,
             JobField::Dp => self.dp = parse_count(text)?,
             JobField::Ep => self.ep = parse_count(text)?,
+            JobField::ExpertTp => self.expert_tp = parse_optional(text)?,
             JobField::Cp => self.cp = parse_count(text)?,
             JobField::Vpp => self.vpp = parse_count(text)?,
             JobField::MicroBatchSize => self.micro_batch_size = parse_count(text)?,
@@ -414,7 +424,7 @@ impl JobSettings {
             dp: Some(self.dp),
             cp: self.cp,
             ep: self.ep,
-            expert_tp: None,
+            expert_tp: self.expert_tp,
             vpp: self.vpp,
             sequence_parallel: self.sequence_parallel,
             micro_batch_size: self.micro_batch_size,
@@ -457,6 +467,9 @@ impl JobSettings {
         num("--cp", self.cp, d.cp);
         num("--dp", self.dp, d.dp);
         num("--ep", self.ep, d.ep);
+        if let Some(e) = self.expert_tp {
+            num("--expert-tp", e, 0);
+        }
         num("--vpp", self.vpp, d.vpp);
         num(
             "--micro-batch-size",

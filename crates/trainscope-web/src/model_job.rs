@@ -185,8 +185,12 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         String::new()
     };
     let s = &j.setup;
+    let expert_tp = match s.expert_tp {
+        Some(e) => format!(" (expert TP {e}, expert DP {})", j.expert_dp()),
+        None => String::new(),
+    };
     let description = format!(
-        "{} ({}, {:.2} B parameters{active}) on {} × {}: TP {} · PP {} · DP {} · EP {} · vpp {} · global batch {} = {} micro-batches of {} × {} tokens · {} · recompute {}{}{} — model: {}",
+        "{} ({}, {:.2} B parameters{active}) on {} × {}: TP {} · PP {} · DP {} · EP {}{expert_tp} · vpp {} · global batch {} = {} micro-batches of {} × {} tokens · {} · recompute {}{}{} — model: {}",
         m.name,
         m.family.name(),
         p.total as f64 / 1e9,

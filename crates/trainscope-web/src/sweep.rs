@@ -366,6 +366,7 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.pp = row.pp;
     job.dp = row.dp;
     job.cp = row.cp;
+    job.expert_tp = row.expert_tp;
     job.ep = row.ep;
     job.vpp = row.vpp;
     job.micro_batch_size = row.micro_batch_size;

@@ -127,6 +127,7 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         dp: 8,
         cp: 2,
         ep: 4,
+        expert_tp: Some(1),
         vpp: 2,
         sequence_parallel: true,
         micro_batch_size: 2,
@@ -326,6 +327,48 @@ fn a_cp_field_splits_the_sequences_halves_activations_and_its_link_restores_it()
         err.message,
         "invalid model-level job: sequence length 4096 is not divisible by 2 x CP = 2 x 3 = 6 (context parallelism splits every sequence into 2 x CP chunks)"
     );
+}
+
+#[wasm_bindgen_test]
+fn an_expert_tp_field_folds_ep_over_tp_and_dp_and_its_link_restores_it() {
+    // Qwen3-30B-A3B on 8 GPUs at TP 2: EP 8 is more than DP 4, so only the
+    // folded layout (expert TP 1) runs it, as the CLI's --expert-tp 1.
+    let mut j = JobSettings {
+        model: JobModel::Preset("qwen3-30b-a3b".into()),
+        tp: 2,
+        dp: 4,
+        ep: 8,
+        sequence_parallel: true,
+        global_batch_size: Some(8),
+        ..JobSettings::default()
+    };
+    let refused = run(&job_request(1, j.clone())).job.unwrap().error;
+    assert!(
+        refused
+            .as_ref()
+            .is_some_and(|e| e.message.contains("EP 8 does not divide DP 4")),
+        "{refused:?}"
+    );
+    j.set(JobField::ExpertTp, "1").unwrap();
+    assert_eq!(j.setup().expert_tp, Some(1));
+    assert!(
+        j.cli_command().contains(" --ep 8 --expert-tp 1"),
+        "{}",
+        j.cli_command()
+    );
+    let out = run(&job_request(2, j.clone()));
+    assert_eq!(out.job.as_ref().and_then(|x| x.error.clone()), None);
+    let r = out.result.unwrap();
+    assert!(r.all_figures().iter().any(|f| f.key == "comm.EP"));
+    // Empty is TP (the default); the link carries a set value.
+    let mut k = j.clone();
+    k.set(JobField::ExpertTp, "").unwrap();
+    assert_eq!(k.expert_tp, None);
+    assert!(j.set(JobField::ExpertTp, "x").is_err());
+    let (state, notes) = from_fragment(&job_fragment(&j));
+    assert_eq!(notes, Vec::<String>::new());
+    assert_eq!(state.job.as_ref().and_then(|x| x.expert_tp), Some(1));
+    assert!(job_fragment(&j).contains("job_etp=1"));
 }
 
 #[wasm_bindgen_test]

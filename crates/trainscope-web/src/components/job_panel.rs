@@ -177,7 +177,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
             <form class="job-form" onsubmit={on_run} novalidate=true>
                 <div class="job-grid">
                     { fields(&[JobField::Model, JobField::Gpu]) }
-                    { fields(&[JobField::Tp, JobField::Cp, JobField::Pp, JobField::Dp, JobField::Ep]) }
+                    { fields(&[JobField::Tp, JobField::Cp, JobField::Pp, JobField::Dp, JobField::Ep, JobField::ExpertTp]) }
                     { fields(&[JobField::Vpp, JobField::MicroBatchSize, JobField::GlobalBatchSize, JobField::SeqLength]) }
                     { fields(&[JobField::Precision, JobField::Recompute]) }
                     { fields(&[JobField::FirstStageLayers, JobField::LastStageLayers]) }
