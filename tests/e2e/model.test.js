@@ -195,6 +195,39 @@ test('context parallelism: the CP field splits the sequences, memory drops, the 
   assert.deepEqual(errors, []);
 });
 
+test('expert tensor parallelism: Expert TP 1 runs EP 8 over TP 2 x DP 4 as the CLI does, the link restores it', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
+  await page.getByTestId('job-tp').fill('2');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-ep').fill('8');
+  await page.getByTestId('job-gbs').fill('8');
+  // EP 8 is more than DP 4: refused, pointing at --expert-tp 1.
+  const err = page.getByTestId('job-error');
+  await err.waitFor();
+  assert.match(await err.textContent(), /EP 8 does not divide DP 4/);
+  await page.getByTestId('job-sp').check();
+  await page.getByTestId('job-etp').fill('1');
+  await page.waitForFunction(() => location.hash.includes('job_etp=1'));
+  await settled(page);
+  const got = await shown(page);
+  const want = cli(['--model', 'qwen3-30b-a3b', '--tp', '2', '--dp', '4', '--ep', '8', '--expert-tp', '1',
+    '--sequence-parallel', '--global-batch-size', '8']);
+  assert.equal(want.training.expert_tp, 1);
+  assert.equal(got.ns, want.iteration_time_ns);
+  assert.deepEqual(got.peaks, want.memory.per_stage.map((s) => s.peak_bytes));
+  const hash = await page.evaluate(() => location.hash);
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-etp').inputValue(), '1');
+  assert.deepEqual(await shown(page), got);
+  assert.equal(await page.evaluate(() => location.hash), hash);
+  await screenshot(page, 'model-expert-tp');
+  assert.deepEqual(errors, []);
+});
+
 test('figure: Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16, 16 micro-batches) from the Run button to its result', async () => {
   const { page, errors } = await newPage(browser.context);
   const job = 'model=llama3-70b&job_tp=8&job_pp=8&job_dp=16&job_gbs=256&job_seq=8192&job_sp=1&job_dist_opt=1';
