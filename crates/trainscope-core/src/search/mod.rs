@@ -272,7 +272,7 @@ impl SweepSpec {
             v => format!(" | cp {}", list(v)),
         };
         // Expert TP likewise only when other than TP.
-        let cp = match self.expert_tp_values().as_slice() {
+        let tail = match self.expert_tp_values().as_slice() {
             [None] => cp,
             v => format!(
                 "{cp} | expert_tp {}",
@@ -283,7 +283,7 @@ impl SweepSpec {
             ),
         };
         format!(
-            "{} | world {} | gbs {} | seq {} | {} | flash {} | tp {} | pp {} | ep {} | vpp {} | mbs {} | recompute {} | schedule {} | sp {:?} | distopt {:?}{cp}",
+            "{} | world {} | gbs {} | seq {} | {} | flash {} | tp {} | pp {} | ep {} | vpp {} | mbs {} | recompute {} | schedule {} | sp {:?} | distopt {:?}{tail}",
             self.common_flags,
             list(&self.worlds),
             self.global_batch_size,
