@@ -55,7 +55,7 @@
 
 use super::job::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, LayerSpec, Parallelism, PhaseOps,
-    RankProgram,
+    RankProgram, Transfer,
 };
 use super::network::{Coords, Placement, PlacementOrder};
 use super::replay::{ByKind, ReplayJob};
@@ -133,10 +133,58 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
     check_size(parallel, 0, 1, 1, 0, 0)?;
     let mut programs = Vec::new();
     let mut present = Vec::new();
+    let n_transfers = run
+        .ranks
+        .iter()
+        .flat_map(|rt| rt.ops.iter().filter_map(|o| o.transfer))
+        .max()
+        .map_or(0, |t| t as usize + 1);
+    let mut transfers: Vec<Option<Transfer>> = vec![None; n_transfers];
+    // (transfer, rank, boundary) of every chain wait.
+    let mut waits_at: Vec<(u32, u32, u32)> = Vec::new();
     for rt in &run.ranks {
-        let mut layers = Vec::new();
+        let mut layers: Vec<LayerSpec> = Vec::new();
         let mut acc = 0u64;
+        // The compute so far as a layer of its own: a transfer point goes
+        // between layers.
+        let flush = |layers: &mut Vec<LayerSpec>, acc: &mut u64| {
+            if *acc > 0 {
+                layers.push(LayerSpec::compute("compute", *acc, 0, 0));
+                *acc = 0;
+            }
+        };
         for op in &rt.ops {
+            let waits: Vec<u32> = op
+                .waits_for
+                .iter()
+                .filter_map(|j| rt.ops.get(*j as usize)?.transfer)
+                .collect();
+            match (op.kind, op.transfer, op.peer) {
+                (OpKind::Send, Some(t), Some(peer)) => {
+                    flush(&mut layers, &mut acc);
+                    if let Some(slot) = transfers.get_mut(t as usize) {
+                        *slot = Some(Transfer {
+                            label: op.name.clone(),
+                            from_rank: rt.rank,
+                            to_rank: peer,
+                            size_bytes: op.message_bytes.unwrap_or(0),
+                            send_at: layers.len() as u32,
+                            after: waits,
+                            waited_at: Vec::new(),
+                        });
+                    }
+                    continue;
+                }
+                // A receive is no work of the rank's chain: what depends on
+                // it waits for its transfer.
+                (OpKind::Recv, Some(_), _) => continue,
+                _ => {}
+            }
+            if !waits.is_empty() {
+                flush(&mut layers, &mut acc);
+                let at = layers.len() as u32;
+                waits_at.extend(waits.iter().map(|t| (*t, rt.rank, at)));
+            }
             match op.kind {
                 OpKind::Collective { collective, group } => {
                     if let Some(spec) =
@@ -181,6 +229,20 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             "no Chakra file of the set has a node to simulate".to_string(),
         ));
     }
+    let mut transfers: Vec<Transfer> = transfers
+        .into_iter()
+        .enumerate()
+        .map(|(t, x)| {
+            x.ok_or_else(|| {
+                SimError::InvalidJob(format!("Chakra transfer {t} has no matched send"))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    for (t, rank, at) in waits_at {
+        if let Some(x) = transfers.get_mut(t as usize) {
+            x.waited_at.push((rank, at));
+        }
+    }
     let layers = programs
         .iter()
         .map(|p| p.blocks[0].layers.len() as u64)
@@ -203,9 +265,10 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
         ByKind::default(),
         None,
     );
-    // Ranks meet only in their collectives: the graphs' point-to-point
-    // nodes are not replayed, so stages are not linked as a pipeline.
+    // Ranks meet in their collectives and their matched transfers; stages
+    // are not linked as a pipeline besides.
     rj.job.pipelined = false;
+    rj.job.transfers = transfers;
     Ok((rj, warnings))
 }
 

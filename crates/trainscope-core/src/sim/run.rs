@@ -927,6 +927,29 @@ pub fn run_loaded(
                         ));
                         c.network.placement = default;
                     }
+                    // Without stages (no layout from the groups), every
+                    // collective is one group of all ranks: a rank's k-th
+                    // collective waits for every other rank's k-th, which
+                    // the transfers between them may only allow after it
+                    // (a pipeline's stages run different collectives): the
+                    // engine then stalls, and collectives are not
+                    // synchronised.
+                    if !rj.job.transfers.is_empty()
+                        && p.pp == 1
+                        && p.world() > 1
+                        && c.sync_collectives
+                    {
+                        let probe = cost_for(p, &c, tables)?;
+                        if let Err(SimError::Stalled(_)) =
+                            simulate_with(&rj.job, &c, probe.as_ref())
+                        {
+                            c.sync_collectives = false;
+                            w.push(
+                                "the Chakra collectives run over all ranks (no pipeline layout from the groups), and synchronised they would wait on the point-to-point transfers forever: collectives are not synchronised across ranks (each rank runs its own, costed over all ranks; the transfers link the ranks)"
+                                    .to_string(),
+                            );
+                        }
+                    }
                     (rj, w, None)
                 }
                 _ => {
