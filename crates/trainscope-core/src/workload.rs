@@ -465,8 +465,8 @@ pub struct MeasuredOp {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer: Option<u32>,
     /// Indices (in the rank's op list, all earlier) of the matched
-    /// point-to-point ops this op waits for (Chakra: the sends and receives
-    /// it depends on, and through a receive what that receive depends on).
+    /// point-to-point ops this op depends on directly (Chakra's data and
+    /// control dependencies on sends and receives).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waits_for: Vec<u32>,
 }

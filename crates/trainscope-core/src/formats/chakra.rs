@@ -973,7 +973,7 @@ const UNMATCHED_NAMED: usize = 20;
 /// itself, no partner, a partner of another size) becomes a 0-ns compute
 /// no-op with a warning naming its node and rank. Then every op's
 /// [`MeasuredOp::waits_for`]: the matched sends and receives it depends on
-/// and, through a receive, what that receive waits for.
+/// directly.
 fn match_transfers(
     traces: &[ChakraTrace],
     trace_of: &BTreeMap<u32, usize>,
@@ -1093,9 +1093,6 @@ fn match_transfers(
                     continue;
                 }
                 waits.push(j as u32);
-                if dep.kind == OpKind::Recv {
-                    waits.extend(dep.waits_for.iter().copied());
-                }
             }
             waits.sort_unstable();
             waits.dedup();

@@ -855,9 +855,9 @@ impl Builder<'_> {
     }
 
     /// Run `prog`'s transfer points at layer boundary `k` from
-    /// `*next`: issue its sends (after the chain so far and the transfers
-    /// each waits for), add the transfers its chain waits for to
-    /// `pending`. False when one is not ready (a transfer its sender has
+    /// `*next`: issue its sends (after the chain so far, its pending waits
+    /// included, and the transfers each waits for), add the transfers its
+    /// chain waits for to `pending`. False when one is not ready (a transfer its sender has
     /// not issued yet); `*next` is then that point.
     fn points_at(
         &mut self,
@@ -898,8 +898,10 @@ impl Builder<'_> {
                         )));
                     };
                     let label = self.label(&tr.label);
+                    // The chain so far includes the waits of zero-work
+                    // nodes before the send, still pending.
                     let mut d = Vec::new();
-                    merge_deps(&mut d, &deps, &[]);
+                    merge_deps(&mut d, &deps, pending);
                     let id = self.p2p(P2p {
                         from: prog,
                         to,

@@ -68,7 +68,7 @@ use crate::formats::chakra::{
     SCHEMA_VERSION,
 };
 use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The note on every Chakra replay.
 pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over their process group (comm_groups.json; without it, over all ranks); each rank's nodes run in one topological order (no concurrent branches), point-to-point nodes are not replayed";
@@ -153,14 +153,18 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                 *acc = 0;
             }
         };
+        // Ops whose transfer the chain already waits for.
+        let mut waited: BTreeSet<usize> = BTreeSet::new();
         for op in &rt.ops {
-            let waits: Vec<u32> = op
-                .waits_for
-                .iter()
-                .filter_map(|j| rt.ops.get(*j as usize)?.transfer)
-                .collect();
+            let direct = || {
+                op.waits_for
+                    .iter()
+                    .filter_map(|j| rt.ops.get(*j as usize)?.transfer)
+                    .collect::<Vec<u32>>()
+            };
             match (op.kind, op.transfer, op.peer) {
                 (OpKind::Send, Some(t), Some(peer)) => {
+                    let waits = direct();
                     flush(&mut layers, &mut acc);
                     if let Some(slot) = transfers.get_mut(t as usize) {
                         *slot = Some(Transfer {
@@ -180,6 +184,24 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                 (OpKind::Recv, Some(_), _) => continue,
                 _ => {}
             }
+            // A chain node waits for the transfers it depends on and,
+            // through a receive, for what that receive depends on (each
+            // once: the chain keeps the order).
+            let mut waits: Vec<u32> = Vec::new();
+            let mut todo: Vec<usize> = op.waits_for.iter().map(|j| *j as usize).collect();
+            while let Some(j) = todo.pop() {
+                let Some(dep) = rt.ops.get(j) else { continue };
+                if !waited.insert(j) {
+                    continue;
+                }
+                if let Some(t) = dep.transfer {
+                    waits.push(t);
+                }
+                if dep.kind == OpKind::Recv {
+                    todo.extend(dep.waits_for.iter().map(|k| *k as usize));
+                }
+            }
+            waits.sort_unstable();
             if !waits.is_empty() {
                 flush(&mut layers, &mut acc);
                 let at = layers.len() as u32;
