@@ -361,3 +361,34 @@ fn transfers_that_wait_on_each_other_are_named() {
         "{e}"
     );
 }
+
+#[test]
+fn a_warning_of_every_file_of_a_set_is_said_once() {
+    // 8 rank files, each with a metadata node trainscope skips: one line
+    // naming the files, not 8.
+    let bytes: Vec<(String, Vec<u8>)> = (0..8)
+        .map(|r| {
+            let mut meta = comp(0, &[], 0);
+            meta.r#type = NodeType::MetadataNode as i32;
+            (format!("s.{r}.et"), file(&[meta, comp(1, &[], 10)]))
+        })
+        .collect();
+    let out = simulate(&bytes, None).expect("simulates");
+    let lines: Vec<&String> = out
+        .warnings
+        .iter()
+        .filter(|w| w.contains("METADATA_NODE"))
+        .collect();
+    assert_eq!(
+        lines,
+        vec!["warning: `s.0.et`, `s.1.et`, ... `s.7.et` (8 files): 1 METADATA_NODE node(s) skipped (trainscope replays compute, collective, send and receive nodes; memory and metadata nodes are not simulated)"],
+        "{:?}",
+        out.warnings
+    );
+    let skipped: Vec<&String> = out
+        .warnings
+        .iter()
+        .filter(|w| w.contains("nodes skipped") || w.contains("node skipped"))
+        .collect();
+    assert_eq!(skipped.len(), 1, "{:?}", out.warnings);
+}

@@ -19,10 +19,13 @@
 //!   reduce-scatter, all-to-all) are kept, others are skipped with a
 //!   warning; a missing or non-integer `comm_type` / `comm_size` is an error
 //!   at the node;
-//! - `COMM_SEND_NODE` / `COMM_RECV_NODE`, memory and metadata nodes are
-//!   skipped with a warning (trainscope's per-rank programs have no
-//!   arbitrary point-to-point transfers); the peers of sends and receives
-//!   (`comm_dst` / `comm_src`) are kept as a hint for the pipeline layout;
+//! - `COMM_SEND_NODE` / `COMM_RECV_NODE`: the peer (`comm_dst` of a send,
+//!   `comm_src` of a receive), `comm_tag` and `comm_size` (bytes) as
+//!   integer attributes (the writer's int32 / int64, as ASTRA-sim's feeder
+//!   reads them; any integer encoding is read); a missing, negative or
+//!   non-integer one is a warning at the node, which is kept as a 0-ns
+//!   no-op; the peers are also a hint for the pipeline layout;
+//! - memory and metadata nodes are skipped with a warning;
 //! - dependencies (`data_deps` and `ctrl_deps`) must name nodes of the same
 //!   file: unknown ids, duplicate ids and cycles are named (ASTRA-sim skips
 //!   such nodes silently).
@@ -30,10 +33,23 @@
 //! [`to_run`] makes one [`MeasuredRun`] of a set of files: ranks from the
 //! file names (`.<rank>.et`), else in input order; each rank's kept nodes
 //! (with their `start_time_micros` when the file has any, so the measured
-//! timeline shows them where the trace put them; collectives have no
-//! duration there) in one topological order of their dependencies (ties:
-//! file order), which
+//! timeline shows them where the trace put them; collectives, sends and
+//! receives have no duration there) in one topological order of their
+//! dependencies (ties: sends and receives first, issued as soon as their
+//! dependencies allow, then file order), which
 //! [`crate::sim::chakra::chakra_job`] replays.
+//!
+//! Point-to-point transfers (ASTRA-sim's matching): a send on rank A with
+//! `comm_dst` B and tag T is matched with a receive on B with `comm_src` A
+//! and the same tag; per ordered pair (A, B) and tag, the k-th send in
+//! A's file order with the k-th receive in B's. A matched pair is one
+//! transfer ([`MeasuredOp::transfer`], the same index on both ops);
+//! every op lists the matched sends and receives it depends on
+//! ([`MeasuredOp::waits_for`]). Not matched, with a warning naming the
+//! node, its rank and why (the first [`UNMATCHED_NAMED`], then a count),
+//! and replayed as a 0-ns no-op: a peer without a file in the set or the
+//! node's own rank, a send or receive without a partner, a pair whose
+//! `comm_size`s differ (both nodes).
 //!
 //! Process groups: a collective's `pg_name` names a group of ASTRA-sim's
 //! communicator-group file (`comm_groups.json`, format

@@ -31,6 +31,17 @@
 //! stream, costed as point-to-point), a backward for the gradient from the
 //! next one. Zero durations and collectives without data make no task.
 //!
+//! A per-rank job's point-to-point transfers ([`JobSpec::transfers`],
+//! Chakra's matched sends and receives) sit at layer boundaries of its
+//! programs' first forward step: at a send point the transfer task is
+//! made (after the chain so far, its pending waits and the transfers the
+//! send waits for; the chain goes on without waiting for it), at a wait
+//! point the chain's next task waits for the transfer's end. A rank at a
+//! wait point whose transfer its sender has not made yet stops there and
+//! resumes when it exists (sends come before waits at one boundary); ranks
+//! that wait on each other for ever are a [`SimError::Stalled`] naming the
+//! transfers.
+//!
 //! After its last step a rank runs its once-per-iteration rows: compute and
 //! TP/EP collectives in the chain, DP/DP_EP collectives asynchronously (when
 //! `overlap_grad_sync` is on they are issued as the rank's last step starts:

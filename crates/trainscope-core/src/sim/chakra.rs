@@ -13,12 +13,29 @@
 //! `pg_name` spans all ranks in ASTRA-sim). Sizes: Chakra's `comm_size` is
 //! the full buffer for all-reduce, reduce-scatter and all-to-all and the
 //! per-rank input for all-gather, whose full size is `comm_size` x the
-//! group's members. Stages are not linked as a pipeline
-//! ([`super::job::JobSpec::pipelined`] false): the graphs' point-to-point
-//! nodes are not replayed, so ranks meet only in their collectives.
-//! Branches of a rank's graph that ASTRA-sim could run concurrently run
-//! one after another here (trainscope's per-rank programs are sequences;
-//! the order is a topological one, ties in file order).
+//! group's members. Sends and receives matched by the reader (per ordered
+//! pair of ranks and tag, in file order; see [`crate::formats::chakra`])
+//! are the job's point-to-point transfers ([`super::job::Transfer`]): a
+//! send is issued where it stands in its rank's order, after the rank's
+//! work before it and the transfers it depends on, without holding the
+//! rank up (an asynchronous send); the transfer holds the sender's send
+//! and the receiver's receive stream and is costed as the pipeline's
+//! stage-to-stage transfers are (point-to-point over the link between the
+//! two ranks' placements: NVLink in a node, the NICs across nodes); the
+//! receive is no work of its own: the nodes that depend on it (directly,
+//! or through another receive) wait for the transfer's end, as do the
+//! nodes that depend on a send. Stages are not linked as a pipeline
+//! besides ([`super::job::JobSpec::pipelined`] false). Without a pipeline
+//! layout (no groups file) every collective spans all ranks; when the
+//! transfers make such collectives wait on each other for ever (stage 0's
+//! first collective before its first send, stage 1's after its first
+//! receive), the run simulates the collectives unsynchronised, with a
+//! warning ([`super::run`]). Branches of a rank's graph that ASTRA-sim
+//! could run concurrently run one after another here (trainscope's
+//! per-rank programs are sequences; the order is a topological one, ties:
+//! sends and receives first, then file order), so a replay of a job whose
+//! asynchronous collectives overlapped others (a DP gradient sync beside
+//! the embedding all-reduce) is longer than the original.
 //!
 //! Out ([`write_timeline`]): a simulated timeline becomes one `.et` file per
 //! world rank ([`ChakraExport::file`] makes each on demand). A job
@@ -71,7 +88,7 @@ use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The note on every Chakra replay.
-pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over their process group (comm_groups.json; without it, over all ranks); each rank's nodes run in one topological order (no concurrent branches), point-to-point nodes are not replayed";
+pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over their process group (comm_groups.json; without it, over all ranks), sends matched with receives (by pair of ranks and tag, in file order) are point-to-point transfers the receivers' dependents wait for; each rank's nodes run in one topological order (no concurrent branches)";
 
 /// The engine's group of a collective's group in a Chakra run (a world
 /// group of the fallback is the data-parallel group of every rank).

@@ -12,7 +12,8 @@
 //! - [`JobMode::PerRank`] (measured runs): one program per simulated rank with
 //!   its own measured durations, per micro-batch if wanted
 //!   ([`RankProgram::micro_batch_blocks`]), and its own step order
-//!   ([`RankProgram::order`]).
+//!   ([`RankProgram::order`]); its ranks may exchange point-to-point
+//!   [`Transfer`]s where their programs say (Chakra graphs).
 //!
 //! [`JobSpec::from_simai`] adapts a parsed SimAI/AICB workload: AICB unrolls
 //! gradient accumulation, writing the per-micro-batch block (from
