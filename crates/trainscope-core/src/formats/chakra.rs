@@ -1100,19 +1100,18 @@ fn match_transfers(
         let Some(rt) = ranks.get_mut(&rank) else {
             continue;
         };
-        for i in 0..rt.ops.len() {
-            let mut waits: Vec<u32> = Vec::new();
-            for d in &nodes[i].deps {
-                let Some(&j) = index.get(d) else { continue };
-                let dep = &rt.ops[j];
-                if dep.transfer.is_none() {
-                    continue;
-                }
-                waits.push(j as u32);
-            }
+        let matched: Vec<bool> = rt.ops.iter().map(|o| o.transfer.is_some()).collect();
+        for (op, node) in rt.ops.iter_mut().zip(nodes) {
+            let mut waits: Vec<u32> = node
+                .deps
+                .iter()
+                .filter_map(|d| index.get(d).copied())
+                .filter(|j| matched.get(*j).copied().unwrap_or(false))
+                .map(|j| j as u32)
+                .collect();
             waits.sort_unstable();
             waits.dedup();
-            rt.ops[i].waits_for = waits;
+            op.waits_for = waits;
         }
     }
 }
