@@ -175,7 +175,7 @@ impl Meta {
                     .position(|t| t.state != super::engine::TaskState::Done)
                     .unwrap_or(0) as u32;
                 SimError::Stalled(format!(
-                    "{} never ran (collectives of a group must come in the same order on every simulated member)",
+                    "{} never ran (collectives of a group must come in the same order on every simulated member, and none may wait for a point-to-point transfer that waits for it)",
                     self.describe(stuck)
                 ))
             }
