@@ -140,6 +140,17 @@ fn a_written_job_reads_back_with_its_groups() {
         "{:?}",
         without.warnings
     );
+    // Over all ranks, stage 0's TP collectives before its first send would
+    // wait for stage 1's, which come after its first receive: the replay
+    // runs the collectives unsynchronised and says so.
+    assert!(
+        without
+            .warnings
+            .iter()
+            .any(|w| w.contains("collectives are not synchronised across ranks")),
+        "{:?}",
+        without.warnings
+    );
     assert!(
         with.result.summary.iteration_time_ns < without.result.summary.iteration_time_ns,
         "{} vs {}",

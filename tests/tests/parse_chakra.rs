@@ -58,9 +58,10 @@ fn meta() -> GlobalMetadata {
 
 /// The nodes of rank `rank` of the fixture, in file order. Node 8 (`pre`)
 /// comes last in the file but runs first (node 1 depends on it); node 4
-/// waits on node 3 by a control dependency; nodes 0 (metadata), 5 (a
-/// REDUCE, not simulated) and 6 (a send / receive) are skipped with
-/// warnings; node 9 is priced by num_ops only.
+/// waits on node 3 by a control dependency; nodes 0 (metadata) and 5 (a
+/// REDUCE, not simulated) are skipped with warnings; node 6 is rank 0's
+/// send to rank 1 and rank 1's receive of it (tag 0, 1 KiB); node 9 is
+/// priced by num_ops only.
 fn fixture_nodes(rank: u32) -> Vec<Node> {
     let fwd_us = if rank == 0 { 100 } else { 150 };
     let mut ag = coll(
@@ -155,8 +156,8 @@ fn detected_from_bytes_and_summarised() {
     for (i, s) in set.summaries.iter().enumerate() {
         assert_eq!(s.format, Some(Format::ChakraEt));
         assert_eq!(s.unit, "nodes");
-        assert_eq!(s.read, 7, "{:?}", s.diagnostics);
-        assert_eq!(s.skipped, 3);
+        assert_eq!(s.read, 8, "{:?}", s.diagnostics);
+        assert_eq!(s.skipped, 2);
         assert!(s.usable);
         assert_eq!(s.file_ranks, Some(vec![i as u32]));
     }
@@ -192,6 +193,7 @@ fn kept_nodes_in_topological_order_with_warnings_for_the_rest() {
             (2, NodeWork::Collective(CommKind::AllReduce), 0, 1 << 20),
             (3, NodeWork::Compute, 50_000, 0),
             (4, NodeWork::Collective(CommKind::AllGather), 0, 4096),
+            (6, NodeWork::Recv { peer: 0, tag: 0 }, 0, 1024),
             (7, NodeWork::Compute, 20_000, 0),
             (9, NodeWork::Compute, 0, 0),
         ]
@@ -200,7 +202,7 @@ fn kept_nodes_in_topological_order_with_warnings_for_the_rest() {
     let text: Vec<String> = t.diagnostics.iter().map(|d| d.short()).collect();
     let all = text.join("\n");
     assert!(all.contains("collective node 5 is REDUCE"), "{all}");
-    assert!(all.contains("1 COMM_RECV_NODE node(s) skipped"), "{all}");
+    assert!(!all.contains("COMM_RECV_NODE"), "{all}");
     assert!(all.contains("1 METADATA_NODE node(s) skipped"), "{all}");
     assert!(all.contains("compute node 9"), "{all}");
     assert!(
@@ -306,4 +308,16 @@ fn a_chakra_set_simulates() {
     let t = out.result.summary.iteration_time_ns;
     assert!(t > 230_000, "{t}");
     assert!(out.notes.iter().any(|n| n.starts_with("Chakra traces")));
+    // Rank 0's send is matched with rank 1's receive: one transfer of 1 KiB
+    // from rank 0's send lane to rank 1's receive lane.
+    let tl = &out.result.timeline;
+    assert_eq!(tl.flows().len(), 1);
+    assert_eq!(tl.flows()[0].bytes, 1024);
+    assert!(
+        !out.warnings
+            .iter()
+            .any(|w| w.contains("not matched") || w.contains("not synchronised")),
+        "{:?}",
+        out.warnings
+    );
 }

@@ -160,6 +160,7 @@ fn synthetic_per_rank() -> JobSpec {
         header_vpp: None,
         simai_bubble: None,
         pipelined: true,
+        transfers: Vec::new(),
         warnings: vec![],
     }
 }

@@ -463,6 +463,19 @@ pub struct MeasuredOp {
     /// The device stream the op ran on (Kineto traces: the CUDA stream).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<u32>,
+    /// A point-to-point op's other rank (Chakra: `comm_dst` of a send,
+    /// `comm_src` of a receive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<u32>,
+    /// A point-to-point op matched with its partner (Chakra): the
+    /// transfer's index in the run, the same on the send and its receive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<u32>,
+    /// Indices (in the rank's op list, all earlier) of the matched
+    /// point-to-point ops this op depends on directly (Chakra's data and
+    /// control dependencies on sends and receives).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waits_for: Vec<u32>,
 }
 
 impl MeasuredOp {
@@ -485,6 +498,9 @@ impl MeasuredOp {
             sub_ops: Vec::new(),
             source_line: None,
             stream: None,
+            peer: None,
+            transfer: None,
+            waits_for: Vec::new(),
         }
     }
 

@@ -19,10 +19,13 @@
 //!   reduce-scatter, all-to-all) are kept, others are skipped with a
 //!   warning; a missing or non-integer `comm_type` / `comm_size` is an error
 //!   at the node;
-//! - `COMM_SEND_NODE` / `COMM_RECV_NODE`, memory and metadata nodes are
-//!   skipped with a warning (trainscope's per-rank programs have no
-//!   arbitrary point-to-point transfers); the peers of sends and receives
-//!   (`comm_dst` / `comm_src`) are kept as a hint for the pipeline layout;
+//! - `COMM_SEND_NODE` / `COMM_RECV_NODE`: the peer (`comm_dst` of a send,
+//!   `comm_src` of a receive), `comm_tag` and `comm_size` (bytes) as
+//!   integer attributes (the writer's int32 / int64, as ASTRA-sim's feeder
+//!   reads them; any integer encoding is read); a missing, negative or
+//!   non-integer one is a warning at the node, which is kept as a 0-ns
+//!   no-op; the peers are also a hint for the pipeline layout;
+//! - memory and metadata nodes are skipped with a warning;
 //! - dependencies (`data_deps` and `ctrl_deps`) must name nodes of the same
 //!   file: unknown ids, duplicate ids and cycles are named (ASTRA-sim skips
 //!   such nodes silently).
@@ -30,10 +33,23 @@
 //! [`to_run`] makes one [`MeasuredRun`] of a set of files: ranks from the
 //! file names (`.<rank>.et`), else in input order; each rank's kept nodes
 //! (with their `start_time_micros` when the file has any, so the measured
-//! timeline shows them where the trace put them; collectives have no
-//! duration there) in one topological order of their dependencies (ties:
-//! file order), which
+//! timeline shows them where the trace put them; collectives, sends and
+//! receives have no duration there) in one topological order of their
+//! dependencies (ties: sends and receives first, issued as soon as their
+//! dependencies allow, then file order), which
 //! [`crate::sim::chakra::chakra_job`] replays.
+//!
+//! Point-to-point transfers (ASTRA-sim's matching): a send on rank A with
+//! `comm_dst` B and tag T is matched with a receive on B with `comm_src` A
+//! and the same tag; per ordered pair (A, B) and tag, the k-th send in
+//! A's file order with the k-th receive in B's. A matched pair is one
+//! transfer ([`MeasuredOp::transfer`], the same index on both ops);
+//! every op lists the matched sends and receives it depends on
+//! ([`MeasuredOp::waits_for`]). Not matched, with a warning naming the
+//! node, its rank and why (the first [`UNMATCHED_NAMED`], then a count),
+//! and replayed as a 0-ns no-op: a peer without a file in the set or the
+//! node's own rank, a send or receive without a partner, a pair whose
+//! `comm_size`s differ (both nodes).
 //!
 //! Process groups: a collective's `pg_name` names a group of ASTRA-sim's
 //! communicator-group file (`comm_groups.json`, format
@@ -79,6 +95,11 @@ pub enum NodeWork {
     Compute,
     /// A collective of `size_bytes` (Chakra's `comm_size`).
     Collective(CommKind),
+    /// A send of `size_bytes` to rank `peer` (`comm_dst`) with `comm_tag`.
+    Send { peer: u32, tag: i64 },
+    /// A receive of `size_bytes` from rank `peer` (`comm_src`) with
+    /// `comm_tag`.
+    Recv { peer: u32, tag: i64 },
 }
 
 /// One kept node of a rank's trace.
@@ -92,7 +113,7 @@ pub struct ChakraNode {
     /// `start_time_micros` x 1000, when the file times its nodes (some node
     /// has a non-zero start; proto3 cannot tell 0 from absent).
     pub start_ns: Option<u64>,
-    /// `comm_size`, bytes (collectives).
+    /// `comm_size`, bytes (collectives, sends and receives).
     pub size_bytes: u64,
     /// `pg_name`, when given.
     pub pg_name: Option<String>,
@@ -121,8 +142,8 @@ pub struct ChakraTrace {
     pub nodes_read: u64,
     /// Nodes skipped (unsupported type or collective, errors, cycles).
     pub nodes_skipped: u64,
-    /// Peers of the skipped point-to-point nodes (`comm_dst` of sends,
-    /// `comm_src` of receives), ascending: a hint for the pipeline layout.
+    /// Peers of the point-to-point nodes (`comm_dst` of sends, `comm_src`
+    /// of receives), ascending: a hint for the pipeline layout.
     pub p2p_peers: Vec<u32>,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -490,18 +511,66 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
                     ..base
                 });
             }
-            t => {
-                let peer = match t {
-                    Ok(NodeType::CommSendNode) => attr(n, "comm_dst"),
-                    Ok(NodeType::CommRecvNode) => attr(n, "comm_src"),
-                    _ => None,
+            Ok(t @ (NodeType::CommSendNode | NodeType::CommRecvNode)) => {
+                let send = t == NodeType::CommSendNode;
+                let (what, peer_attr) = if send {
+                    ("send", "comm_dst")
+                } else {
+                    ("receive", "comm_src")
                 };
-                if let Some(p) = peer
-                    .and_then(|a| int_value(a).ok())
-                    .and_then(|v| u32::try_from(v).ok())
-                {
-                    peers.insert(p);
+                let read = |name: &str, max: i128| match attr(n, name).map(int_value) {
+                    Some(Ok(v)) if (0..=max).contains(&v) => Ok(v),
+                    Some(Ok(v)) => Err(format!("{name} {v} out of range")),
+                    Some(Err(kind)) => Err(format!("{name} as {kind}, not an integer")),
+                    None => Err(format!("no {name} attribute")),
+                };
+                let peer = read(peer_attr, i128::from(u32::MAX));
+                let size = read("comm_size", i128::from(u64::MAX));
+                let tag = match attr(n, "comm_tag").map(int_value) {
+                    Some(Ok(v)) => Ok(i64::try_from(v).unwrap_or(i64::MAX)),
+                    Some(Err(kind)) => Err(format!("comm_tag as {kind}, not an integer")),
+                    None => Err("no comm_tag attribute".to_string()),
+                };
+                match (peer, size, tag) {
+                    (Ok(peer), Ok(size), Ok(tag)) => {
+                        let peer = peer as u32;
+                        peers.insert(peer);
+                        kept.push(ChakraNode {
+                            work: if send {
+                                NodeWork::Send { peer, tag }
+                            } else {
+                                NodeWork::Recv { peer, tag }
+                            },
+                            duration_ns: 0,
+                            size_bytes: size as u64,
+                            ..base
+                        });
+                    }
+                    (peer, size, tag) => {
+                        let why: Vec<String> = [peer.err(), size.err(), tag.err()]
+                            .into_iter()
+                            .flatten()
+                            .collect();
+                        sink.push(
+                            Diagnostic::warning(format!(
+                                "`{file}`: {what} node {} has {}: replayed as a 0-ns no-op",
+                                n.id,
+                                why.join(", ")
+                            ))
+                            .at(at(
+                                file,
+                                off,
+                                &format!("node {}", n.id),
+                            )),
+                        );
+                        kept.push(ChakraNode {
+                            duration_ns: 0,
+                            ..base
+                        });
+                    }
                 }
+            }
+            _ => {
                 trace.nodes_skipped += 1;
                 *skipped_by_type.entry(type_name(n.r#type)).or_insert(0) += 1;
             }
@@ -510,7 +579,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
     trace.p2p_peers = peers.into_iter().collect();
     for (t, count) in &skipped_by_type {
         sink.push(Diagnostic::warning(format!(
-            "`{file}`: {count} {t} node(s) skipped (trainscope replays compute and collective nodes; point-to-point, memory and metadata nodes are not simulated)"
+            "`{file}`: {count} {t} node(s) skipped (trainscope replays compute, collective, send and receive nodes; memory and metadata nodes are not simulated)"
         )));
     }
     // Dependencies: unknown ids are named; deps on skipped (but present)
@@ -534,7 +603,9 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
         }
         n.deps = ok;
     }
-    // Topological order (Kahn), ties by file order.
+    // Topological order (Kahn), ties: sends and receives first (issued as
+    // soon as their dependencies allow), then file order.
+    let p2p = |i: usize| matches!(kept[i].work, NodeWork::Send { .. } | NodeWork::Recv { .. });
     let mut indeg: Vec<usize> = kept.iter().map(|n| n.deps.len()).collect();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); kept.len()];
     for (i, n) in kept.iter().enumerate() {
@@ -542,19 +613,19 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
             dependents[kept_ids[d]].push(i);
         }
     }
-    let mut ready: BinaryHeap<std::cmp::Reverse<usize>> = indeg
+    let mut ready: BinaryHeap<std::cmp::Reverse<(bool, usize)>> = indeg
         .iter()
         .enumerate()
         .filter(|(_, d)| **d == 0)
-        .map(|(i, _)| std::cmp::Reverse(i))
+        .map(|(i, _)| std::cmp::Reverse((!p2p(i), i)))
         .collect();
     let mut order = Vec::with_capacity(kept.len());
-    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+    while let Some(std::cmp::Reverse((_, i))) = ready.pop() {
         order.push(i);
         for &j in &dependents[i] {
             indeg[j] -= 1;
             if indeg[j] == 0 {
-                ready.push(std::cmp::Reverse(j));
+                ready.push(std::cmp::Reverse((!p2p(j), j)));
             }
         }
     }
@@ -750,6 +821,8 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
     let mut unnamed = 0u64;
     // Point-to-point partners (rank, peer): pipeline neighbours.
     let mut p2p: Vec<(u32, u32)> = Vec::new();
+    // Rank -> index of its trace.
+    let mut trace_of: BTreeMap<u32, usize> = BTreeMap::new();
     for (i, t) in traces.iter().enumerate() {
         let rank = if named {
             t.rank.unwrap_or(0)
@@ -773,10 +846,18 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
                         collective: c,
                         group: CommGroup::Dp,
                     },
+                    NodeWork::Send { .. } => OpKind::Send,
+                    NodeWork::Recv { .. } => OpKind::Recv,
                 };
                 let mut op = MeasuredOp::new(n.name.clone(), kind);
                 op.duration_ns = Some(n.duration_ns);
                 op.start_ns = n.start_ns;
+                if let NodeWork::Send { peer, tag } | NodeWork::Recv { peer, tag } = n.work {
+                    op.duration_ns = None;
+                    op.message_bytes = Some(n.size_bytes);
+                    op.peer = Some(peer);
+                    op.detail = Some(format!("tag {tag}"));
+                }
                 if matches!(n.work, NodeWork::Collective(_)) {
                     op.duration_ns = None;
                     op.message_bytes = Some(n.size_bytes);
@@ -796,6 +877,7 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
             })
             .collect();
         p2p.extend(t.p2p_peers.iter().map(|p| (rank, *p)));
+        trace_of.insert(rank, i);
         ranks.insert(
             rank,
             RankTrace {
@@ -819,6 +901,7 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
         )));
     }
     let present: BTreeSet<u32> = ranks.keys().copied().collect();
+    match_transfers(traces, &trace_of, &mut ranks, &mut diagnostics);
     let resolved = resolve_groups(
         world,
         &present,
@@ -889,6 +972,147 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
         ranks: ranks.into_values().collect(),
         iterations: Vec::new(),
         diagnostics,
+    }
+}
+
+/// One send or receive of a set: (rank, index of its node / op, node).
+type P2pEnd<'a> = (u32, usize, &'a ChakraNode);
+
+/// Most unmatched point-to-point nodes named one by one (the rest are
+/// counted in one more warning).
+const UNMATCHED_NAMED: usize = 20;
+
+/// Match the sends and receives of a set into transfers (see the module
+/// documentation): per ordered pair of ranks and tag, the k-th send (file
+/// order) with the k-th receive. A matched op gets its
+/// [`MeasuredOp::transfer`]; an unmatched one (its peer has no file or is
+/// itself, no partner, a partner of another size) becomes a 0-ns compute
+/// no-op with a warning naming its node and rank. Then every op's
+/// [`MeasuredOp::waits_for`]: the matched sends and receives it depends on
+/// directly.
+fn match_transfers(
+    traces: &[ChakraTrace],
+    trace_of: &BTreeMap<u32, usize>,
+    ranks: &mut BTreeMap<u32, RankTrace>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    // (from, to, tag) -> sends / receives in file order.
+    type Key = (u32, u32, i64);
+    let mut sends: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
+    let mut recvs: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
+    let mut unmatched: Vec<(P2pEnd<'_>, String)> = Vec::new();
+    for (&rank, &ti) in trace_of {
+        let mut ends: Vec<(usize, &ChakraNode)> = traces[ti].nodes.iter().enumerate().collect();
+        ends.sort_by_key(|(_, n)| n.offset);
+        for (i, n) in ends {
+            let (key, peer, map) = match n.work {
+                NodeWork::Send { peer, tag } => ((rank, peer, tag), peer, &mut sends),
+                NodeWork::Recv { peer, tag } => ((peer, rank, tag), peer, &mut recvs),
+                _ => continue,
+            };
+            if peer == rank {
+                unmatched.push(((rank, i, n), "its peer is its own rank".to_string()));
+            } else if !trace_of.contains_key(&peer) {
+                unmatched.push(((rank, i, n), format!("rank {peer} has no file in the set")));
+            } else {
+                map.entry(key).or_default().push((rank, i, n));
+            }
+        }
+    }
+    let mut matched: Vec<(P2pEnd<'_>, P2pEnd<'_>)> = Vec::new();
+    let keys: BTreeSet<Key> = sends.keys().chain(recvs.keys()).copied().collect();
+    for key in keys {
+        let ss = sends.remove(&key).unwrap_or_default();
+        let rs = recvs.remove(&key).unwrap_or_default();
+        let (from, to, tag) = key;
+        for k in 0..ss.len().max(rs.len()) {
+            match (ss.get(k), rs.get(k)) {
+                (Some(s), Some(r)) if s.2.size_bytes == r.2.size_bytes => matched.push((*s, *r)),
+                (Some(s), Some(r)) => {
+                    unmatched.push((
+                        *s,
+                        format!(
+                            "its receive (node {} of rank {to}, tag {tag}) has comm_size {} bytes, the send {}",
+                            r.2.id, r.2.size_bytes, s.2.size_bytes
+                        ),
+                    ));
+                    unmatched.push((
+                        *r,
+                        format!(
+                            "its send (node {} of rank {from}, tag {tag}) has comm_size {} bytes, the receive {}",
+                            s.2.id, s.2.size_bytes, r.2.size_bytes
+                        ),
+                    ));
+                }
+                (Some(s), None) => unmatched.push((
+                    *s,
+                    format!("rank {to} has no receive from rank {from} with tag {tag} for it"),
+                )),
+                (None, Some(r)) => unmatched.push((
+                    *r,
+                    format!("rank {from} has no send to rank {to} with tag {tag} for it"),
+                )),
+                (None, None) => {}
+            }
+        }
+    }
+    for (t, (s, r)) in matched.iter().enumerate() {
+        for (rank, i, _) in [s, r] {
+            if let Some(op) = ranks.get_mut(rank).and_then(|rt| rt.ops.get_mut(*i)) {
+                op.transfer = Some(t as u32);
+            }
+        }
+    }
+    unmatched.sort_by_key(|((rank, _, n), _)| (*rank, n.offset));
+    for (k, ((rank, i, n), why)) in unmatched.iter().enumerate() {
+        let what = if matches!(n.work, NodeWork::Send { .. }) {
+            "send"
+        } else {
+            "receive"
+        };
+        let file = &traces[trace_of[rank]].file;
+        if k < UNMATCHED_NAMED {
+            diagnostics.push(
+                Diagnostic::warning(format!(
+                    "`{file}`: {what} node {} of rank {rank} is not matched ({why}): replayed as a 0-ns no-op",
+                    n.id
+                ))
+                .at(at(file, n.offset as usize, &format!("node {}", n.id))),
+            );
+        }
+        if let Some(op) = ranks.get_mut(rank).and_then(|rt| rt.ops.get_mut(*i)) {
+            op.kind = OpKind::Compute;
+            op.duration_ns = Some(0);
+            op.detail = Some(format!("unmatched {what}: 0-ns no-op"));
+        }
+    }
+    if unmatched.len() > UNMATCHED_NAMED {
+        diagnostics.push(Diagnostic::warning(format!(
+            "{} more send / receive nodes are not matched: replayed as 0-ns no-ops",
+            unmatched.len() - UNMATCHED_NAMED
+        )));
+    }
+    // What each op waits for.
+    for (&rank, &ti) in trace_of {
+        let nodes = &traces[ti].nodes;
+        let index: BTreeMap<u64, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+        let Some(rt) = ranks.get_mut(&rank) else {
+            continue;
+        };
+        let matched: Vec<bool> = rt.ops.iter().map(|o| o.transfer.is_some()).collect();
+        for (op, node) in rt.ops.iter_mut().zip(nodes) {
+            let mut waits: Vec<u32> = node
+                .deps
+                .iter()
+                .filter_map(|d| index.get(d).copied())
+                .filter(|j| matched.get(*j).copied().unwrap_or(false))
+                .map(|j| j as u32)
+                .collect();
+            waits.sort_unstable();
+            waits.dedup();
+            op.waits_for = waits;
+        }
     }
 }
 

@@ -31,6 +31,17 @@
 //! stream, costed as point-to-point), a backward for the gradient from the
 //! next one. Zero durations and collectives without data make no task.
 //!
+//! A per-rank job's point-to-point transfers ([`JobSpec::transfers`],
+//! Chakra's matched sends and receives) sit at layer boundaries of its
+//! programs' first forward step: at a send point the transfer task is
+//! made (after the chain so far, its pending waits and the transfers the
+//! send waits for; the chain goes on without waiting for it), at a wait
+//! point the chain's next task waits for the transfer's end. A rank at a
+//! wait point whose transfer its sender has not made yet stops there and
+//! resumes when it exists (sends come before waits at one boundary); ranks
+//! that wait on each other for ever are a [`SimError::Stalled`] naming the
+//! transfers.
+//!
 //! After its last step a rank runs its once-per-iteration rows: compute and
 //! TP/EP collectives in the chain, DP/DP_EP collectives asynchronously (when
 //! `overlap_grad_sync` is on they are issued as the rank's last step starts:
@@ -164,7 +175,7 @@ impl Meta {
                     .position(|t| t.state != super::engine::TaskState::Done)
                     .unwrap_or(0) as u32;
                 SimError::Stalled(format!(
-                    "{} never ran (collectives of a group must come in the same order on every simulated member)",
+                    "{} never ran (collectives of a group must come in the same order on every simulated member, and none may wait for a point-to-point transfer that waits for it)",
                     self.describe(stuck)
                 ))
             }
@@ -196,6 +207,43 @@ struct ProgState {
     last_bwd_start: Vec<Dep>,
     coll_seq: [u32; 5],
     closed: bool,
+    /// A step stopped at a point-to-point wait whose transfer its sender has
+    /// not issued yet ([`JobSpec::transfers`]); it resumes there.
+    resume: Option<Resume>,
+}
+
+/// Where a suspended step goes on.
+struct Resume {
+    /// Next layer position in the step's layer order.
+    layer: usize,
+    /// Next transfer point of the program.
+    point: usize,
+    /// The step's input and the waits gathered, not yet consumed by a task.
+    pending: Vec<Dep>,
+    /// The step's first task.
+    first_task: TaskId,
+}
+
+/// What a program does at a layer boundary of its first forward step
+/// ([`JobSpec::transfers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Point {
+    /// Issue transfer `t` (after its `after` transfers end).
+    Send(u32),
+    /// The chain waits for transfer `t` to end.
+    Wait(u32),
+}
+
+/// One point-to-point transfer to make ([`Builder::p2p`]).
+struct P2p<'d> {
+    from: u32,
+    to: u32,
+    size_bytes: u64,
+    phase: Phase,
+    label: u32,
+    micro_batch: u32,
+    chunk: u8,
+    deps: &'d [Dep],
 }
 
 struct Builder<'a> {
@@ -223,6 +271,11 @@ struct Builder<'a> {
     cost_cache: BTreeMap<CollectiveRequest, (u64, u64)>,
     gangs: BTreeMap<(GroupKind, u32, u32), GangId>,
     scratch: Vec<Dep>,
+    /// Per transfer of [`JobSpec::transfers`]: its task once issued.
+    p2p_task: Vec<TaskId>,
+    /// Per program: its transfer points (boundary, point), by boundary,
+    /// sends before waits at one boundary.
+    points: Vec<Vec<(u32, Point)>>,
 }
 
 fn merge_deps(out: &mut Vec<Dep>, a: &[Dep], b: &[Dep]) {
@@ -622,6 +675,15 @@ impl Builder<'_> {
         let Some(&step) = states[pi].order.get(pos) else {
             return Ok(false);
         };
+        if let Some(r) = &states[pi].resume {
+            let at = (r.layer, r.point);
+            let done = self.run_step(&mut states[pi], prog, step, Vec::new())?;
+            return Ok(done
+                || states[pi]
+                    .resume
+                    .as_ref()
+                    .is_some_and(|r| (r.layer, r.point) != at));
+        }
         self.check_step(&states[pi], pi, step)?;
         let second = match states[pi].overlapped.get(pos) {
             Some(true) => states[pi].order.get(pos + 1).copied(),
@@ -633,6 +695,7 @@ impl Builder<'_> {
         let Some(second) = second else {
             let pending = self.receive(prog, step, input)?;
             self.run_step(&mut states[pi], prog, step, pending)?;
+            // Done, or stopped at a transfer point after having started.
             return Ok(true);
         };
         self.check_step(&states[pi], pi, second)?;
@@ -647,9 +710,18 @@ impl Builder<'_> {
         let a = anchor.clone();
         merge_deps(&mut anchor, &a, &p2);
         st.frontier = anchor.clone();
-        self.run_step(st, prog, step, Vec::new())?;
+        let overlapped_done = |done: bool| {
+            if done {
+                Ok(())
+            } else {
+                Err(SimError::InvalidJob(
+                    "point-to-point transfers in overlapped steps are not supported".to_string(),
+                ))
+            }
+        };
+        overlapped_done(self.run_step(st, prog, step, Vec::new())?)?;
         let first_end = std::mem::replace(&mut st.frontier, anchor);
-        self.run_step(st, prog, second, Vec::new())?;
+        overlapped_done(self.run_step(st, prog, second, Vec::new())?)?;
         let f = std::mem::take(&mut st.frontier);
         merge_deps(&mut st.frontier, &f, &first_end);
         for s in [step, second] {
@@ -660,22 +732,31 @@ impl Builder<'_> {
     }
 
     /// Make the tasks of `step` on `prog`'s chain after its frontier and
-    /// `pending` (its input), record it and advance the order.
+    /// `pending` (its input), record it and advance the order: true. False
+    /// when it stopped at a transfer point not ready yet (it resumes there
+    /// on the next call, `pending` then unused).
     fn run_step(
         &mut self,
         st: &mut ProgState,
         prog: u32,
         step: PipeStep,
-        mut pending: Vec<Dep>,
-    ) -> Result<(), SimError> {
+        pending: Vec<Dep>,
+    ) -> Result<bool, SimError> {
         let pi = prog as usize;
         let own = self.out_index(step.direction, step.micro_batch, step.chunk);
-        let first_task = self.tasks.len() as TaskId;
-        if st.pos + 1 == st.order.len() {
-            let mut d = Vec::new();
-            merge_deps(&mut d, &st.frontier, &pending);
-            st.last_bwd_start = d;
-        }
+        let (start_layer, mut next_point, first_task, mut pending) = match st.resume.take() {
+            Some(r) => (r.layer, r.point, r.first_task, r.pending),
+            None => {
+                if st.pos + 1 == st.order.len() {
+                    let mut d = Vec::new();
+                    merge_deps(&mut d, &st.frontier, &pending);
+                    st.last_bwd_start = d;
+                }
+                (0, 0, self.tasks.len() as TaskId, pending)
+            }
+        };
+        // Transfer points run in the first forward step only.
+        let with_points = step == PipeStep::f(0, 0) && !self.points[pi].is_empty();
         let job: &JobSpec = self.job;
         let program = &job.programs[pi];
         let (Some(block), Some(rows)) = (
@@ -695,7 +776,17 @@ impl Builder<'_> {
             Direction::Backward | Direction::Weight => rows.clone().rev().collect(),
         };
         let split = st.weighted[step.micro_batch as usize * self.v as usize + step.chunk as usize];
-        for li in layers {
+        let n_layers = layers.len();
+        for (k, li) in layers.into_iter().enumerate().skip(start_layer) {
+            if with_points && !self.points_at(st, prog, k, &mut next_point, &mut pending)? {
+                st.resume = Some(Resume {
+                    layer: k,
+                    point: next_point,
+                    pending,
+                    first_task,
+                });
+                return Ok(false);
+            }
             let layer = &block.layers[li];
             let label = self.label(&layer.name);
             let meta = TaskMeta {
@@ -738,6 +829,15 @@ impl Builder<'_> {
                 }
             }
         }
+        if with_points && !self.points_at(st, prog, n_layers, &mut next_point, &mut pending)? {
+            st.resume = Some(Resume {
+                layer: n_layers,
+                point: next_point,
+                pending,
+                first_task,
+            });
+            return Ok(false);
+        }
         if !pending.is_empty() {
             let f = std::mem::take(&mut st.frontier);
             merge_deps(&mut st.frontier, &f, &pending);
@@ -762,9 +862,76 @@ impl Builder<'_> {
         });
         st.outputs[own] = Some(st.frontier.clone());
         st.pos += 1;
-        Ok(())
+        Ok(true)
     }
 
+    /// Run `prog`'s transfer points at layer boundary `k` from
+    /// `*next`: issue its sends (after the chain so far, its pending waits
+    /// included, and the transfers each waits for), add the transfers its
+    /// chain waits for to `pending`. False when one is not ready (a transfer its sender has
+    /// not issued yet); `*next` is then that point.
+    fn points_at(
+        &mut self,
+        st: &ProgState,
+        prog: u32,
+        k: usize,
+        next: &mut usize,
+        pending: &mut Vec<Dep>,
+    ) -> Result<bool, SimError> {
+        let pi = prog as usize;
+        while let Some(&(at, point)) = self.points[pi].get(*next) {
+            if at as usize != k {
+                break;
+            }
+            match point {
+                Point::Wait(t) => {
+                    let task = self.p2p_task[t as usize];
+                    if task == NONE {
+                        return Ok(false);
+                    }
+                    pending.push(Dep::on(task));
+                }
+                Point::Send(t) => {
+                    let job: &JobSpec = self.job;
+                    let tr = &job.transfers[t as usize];
+                    let mut deps = st.frontier.clone();
+                    for &a in &tr.after {
+                        let task = self.p2p_task[a as usize];
+                        if task == NONE {
+                            return Ok(false);
+                        }
+                        deps.push(Dep::on(task));
+                    }
+                    let Some(&to) = self.by_rank.get(&tr.to_rank) else {
+                        return Err(SimError::InvalidJob(format!(
+                            "transfer `{}` goes to rank {}, which is not simulated",
+                            tr.label, tr.to_rank
+                        )));
+                    };
+                    let label = self.label(&tr.label);
+                    // The chain so far includes the waits of zero-work
+                    // nodes before the send, still pending.
+                    let mut d = Vec::new();
+                    merge_deps(&mut d, &deps, pending);
+                    let id = self.p2p(P2p {
+                        from: prog,
+                        to,
+                        size_bytes: tr.size_bytes,
+                        phase: Phase::Forward,
+                        label,
+                        micro_batch: 0,
+                        chunk: 0,
+                        deps: &d,
+                    })?;
+                    self.p2p_task[t as usize] = id;
+                }
+            }
+            *next += 1;
+        }
+        Ok(true)
+    }
+
+    /// A stage-to-stage transfer of the pipeline.
     fn transfer(
         &mut self,
         from: u32,
@@ -772,18 +939,49 @@ impl Builder<'_> {
         step: PipeStep,
         deps: &[Dep],
     ) -> Result<TaskId, SimError> {
-        let (ra, rb) = (self.ranks[from as usize], self.ranks[to as usize]);
-        let members = if ra < rb { [ra, rb] } else { [rb, ra] };
-        let placement = self.placement.placement_of(&members);
         let phase = match step.direction {
             Direction::Forward => Phase::Forward,
             Direction::Backward | Direction::Weight => Phase::InputGrad,
         };
+        let label = self.label(match step.direction {
+            Direction::Forward => "activation",
+            Direction::Backward | Direction::Weight => "gradient",
+        });
+        self.p2p(P2p {
+            from,
+            to,
+            size_bytes: self.activation,
+            phase,
+            label,
+            micro_batch: step.micro_batch,
+            chunk: step.chunk.min(255) as u8,
+            deps,
+        })
+    }
+
+    /// A point-to-point transfer task: it holds the sender's send stream
+    /// and the receiver's receive stream (NCCL's send/recv rendezvous),
+    /// costed as point-to-point over the link between the two ranks'
+    /// placements (NVLink in a node, the NICs across nodes).
+    fn p2p(&mut self, x: P2p<'_>) -> Result<TaskId, SimError> {
+        let P2p {
+            from,
+            to,
+            size_bytes,
+            phase,
+            label,
+            micro_batch,
+            chunk,
+            deps,
+        } = x;
+        let (ra, rb) = (self.ranks[from as usize], self.ranks[to as usize]);
+        let members = if ra < rb { [ra, rb] } else { [rb, ra] };
+        let placement = self.placement.placement_of(&members);
         let req = CollectiveRequest {
             collective: CollectiveKind::SendRecv,
             group: GroupKind::Pp,
             group_size: 2,
-            size_bytes: self.activation,
+            size_bytes,
             phase,
             placement,
         };
@@ -803,10 +1001,6 @@ impl Builder<'_> {
                 },
             ],
         });
-        let label = self.label(match step.direction {
-            Direction::Forward => "activation",
-            Direction::Backward | Direction::Weight => "gradient",
-        });
         let def = TaskDef {
             resources: [Self::res(from, Stream::Send), Self::res(to, Stream::Recv)],
             duration_ns: total,
@@ -818,12 +1012,12 @@ impl Builder<'_> {
             peer: to,
             label,
             layer: Span::NONE,
-            micro_batch: step.micro_batch,
-            bytes: self.activation,
+            micro_batch,
+            bytes: size_bytes,
             kind: SpanKind::Send,
             stream: Stream::Send,
             coll: CollOp::SendRecv,
-            chunk: step.chunk.min(255) as u8,
+            chunk,
         };
         self.task(def, deps, meta)
     }
@@ -932,11 +1126,79 @@ impl Builder<'_> {
     }
 }
 
+/// Per program (index of `by_rank`'s values): the transfer points of
+/// [`JobSpec::transfers`], by boundary, sends first at one boundary (a
+/// rank issues what it sends before it waits), then by transfer.
+fn transfer_points(job: &JobSpec, by_rank: &BTreeMap<u32, u32>) -> Vec<Vec<(u32, Point)>> {
+    let mut points: Vec<Vec<(u32, u8, u32)>> = vec![Vec::new(); job.programs.len()];
+    for (t, tr) in job.transfers.iter().enumerate() {
+        let t = t as u32;
+        if let Some(&p) = by_rank.get(&tr.from_rank) {
+            points[p as usize].push((tr.send_at, 0, t));
+        }
+        for &(rank, at) in &tr.waited_at {
+            if let Some(&p) = by_rank.get(&rank) {
+                points[p as usize].push((at, 1, t));
+            }
+        }
+    }
+    points
+        .into_iter()
+        .map(|mut v| {
+            v.sort_unstable();
+            v.dedup();
+            v.into_iter()
+                .map(|(at, kind, t)| {
+                    (
+                        at,
+                        if kind == 0 {
+                            Point::Send(t)
+                        } else {
+                            Point::Wait(t)
+                        },
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Why no rank can advance: a backward listed before its own forward (a
-/// weight step before its backward), or the blocked ranks and their next
-/// steps.
+/// weight step before its backward), ranks waiting for point-to-point
+/// transfers never sent, or the blocked ranks and their next steps.
 fn stall_message(b: &Builder<'_>, states: &[ProgState], ranks: &[u32]) -> String {
     let stage = |i: usize| b.job.programs.get(i).map_or(0, |p| p.stage);
+    let waiting: Vec<String> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(i, st)| {
+            let r = st.resume.as_ref()?;
+            let (_, point) = *b.points.get(i)?.get(r.point)?;
+            let t = match point {
+                Point::Wait(t) => t,
+                Point::Send(t) => b
+                    .job
+                    .transfers
+                    .get(t as usize)?
+                    .after
+                    .iter()
+                    .copied()
+                    .find(|a| b.p2p_task.get(*a as usize) == Some(&NONE))?,
+            };
+            let tr = b.job.transfers.get(t as usize)?;
+            Some(format!(
+                "rank {} waits for `{}` from rank {} to rank {}",
+                ranks[i], tr.label, tr.from_rank, tr.to_rank
+            ))
+        })
+        .take(4)
+        .collect();
+    if !waiting.is_empty() {
+        return format!(
+            "the point-to-point transfers wait on each other (each rank runs its nodes in one order): {}",
+            waiting.join("; ")
+        );
+    }
     for (i, st) in states.iter().enumerate() {
         if let Some(step) = st.order.get(st.pos) {
             let (what, before, name) = match step.direction {
@@ -1102,6 +1364,7 @@ pub fn build(
         }
     }
     let activation = config.activation_bytes.unwrap_or(job.activation_bytes);
+    let by_rank_copy = by_rank.clone();
     let mut b = Builder {
         job,
         config,
@@ -1126,6 +1389,8 @@ pub fn build(
         cost_cache: BTreeMap::new(),
         gangs: BTreeMap::new(),
         scratch: Vec::new(),
+        p2p_task: vec![NONE; job.transfers.len()],
+        points: transfer_points(job, &by_rank_copy),
     };
     let mut states = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
@@ -1158,6 +1423,7 @@ pub fn build(
             last_bwd_start: Vec::new(),
             coll_seq: [0; 5],
             closed: false,
+            resume: None,
         });
     }
     loop {

@@ -13,12 +13,29 @@
 //! `pg_name` spans all ranks in ASTRA-sim). Sizes: Chakra's `comm_size` is
 //! the full buffer for all-reduce, reduce-scatter and all-to-all and the
 //! per-rank input for all-gather, whose full size is `comm_size` x the
-//! group's members. Stages are not linked as a pipeline
-//! ([`super::job::JobSpec::pipelined`] false): the graphs' point-to-point
-//! nodes are not replayed, so ranks meet only in their collectives.
-//! Branches of a rank's graph that ASTRA-sim could run concurrently run
-//! one after another here (trainscope's per-rank programs are sequences;
-//! the order is a topological one, ties in file order).
+//! group's members. Sends and receives matched by the reader (per ordered
+//! pair of ranks and tag, in file order; see [`crate::formats::chakra`])
+//! are the job's point-to-point transfers ([`super::job::Transfer`]): a
+//! send is issued where it stands in its rank's order, after the rank's
+//! work before it and the transfers it depends on, without holding the
+//! rank up (an asynchronous send); the transfer holds the sender's send
+//! and the receiver's receive stream and is costed as the pipeline's
+//! stage-to-stage transfers are (point-to-point over the link between the
+//! two ranks' placements: NVLink in a node, the NICs across nodes); the
+//! receive is no work of its own: the nodes that depend on it (directly,
+//! or through another receive) wait for the transfer's end, as do the
+//! nodes that depend on a send. Stages are not linked as a pipeline
+//! besides ([`super::job::JobSpec::pipelined`] false). Without a pipeline
+//! layout (no groups file) every collective spans all ranks; when the
+//! transfers make such collectives wait on each other for ever (stage 0's
+//! first collective before its first send, stage 1's after its first
+//! receive), the run simulates the collectives unsynchronised, with a
+//! warning ([`super::run`]). Branches of a rank's graph that ASTRA-sim
+//! could run concurrently run one after another here (trainscope's
+//! per-rank programs are sequences; the order is a topological one, ties:
+//! sends and receives first, then file order), so a replay of a job whose
+//! asynchronous collectives overlapped others (a DP gradient sync beside
+//! the embedding all-reduce) is longer than the original.
 //!
 //! Out ([`write_timeline`]): a simulated timeline becomes one `.et` file per
 //! world rank ([`ChakraExport::file`] makes each on demand). A job
@@ -55,7 +72,7 @@
 
 use super::job::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, LayerSpec, Parallelism, PhaseOps,
-    RankProgram,
+    RankProgram, Transfer,
 };
 use super::network::{Coords, Placement, PlacementOrder};
 use super::replay::{ByKind, ReplayJob};
@@ -68,10 +85,10 @@ use crate::formats::chakra::{
     SCHEMA_VERSION,
 };
 use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The note on every Chakra replay.
-pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over their process group (comm_groups.json; without it, over all ranks); each rank's nodes run in one topological order (no concurrent branches), point-to-point nodes are not replayed";
+pub const CHAKRA_NOTE: &str = "Chakra traces: compute nodes run their duration_micros, collectives are re-costed by the configured network over their process group (comm_groups.json; without it, over all ranks), sends matched with receives (by pair of ranks and tag, in file order) are point-to-point transfers the receivers' dependents wait for; each rank's nodes run in one topological order (no concurrent branches)";
 
 /// The engine's group of a collective's group in a Chakra run (a world
 /// group of the fallback is the data-parallel group of every rank).
@@ -135,10 +152,80 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
     check_size(parallel, 0, 1, 1, 0, 0)?;
     let mut programs = Vec::new();
     let mut present = Vec::new();
+    let n_transfers = run
+        .ranks
+        .iter()
+        .flat_map(|rt| rt.ops.iter().filter_map(|o| o.transfer))
+        .max()
+        .map_or(0, |t| t as usize + 1);
+    let mut transfers: Vec<Option<Transfer>> = vec![None; n_transfers];
+    // (transfer, rank, boundary) of every chain wait.
+    let mut waits_at: Vec<(u32, u32, u32)> = Vec::new();
     for rt in &run.ranks {
-        let mut layers = Vec::new();
+        let mut layers: Vec<LayerSpec> = Vec::new();
         let mut acc = 0u64;
+        // The compute so far as a layer of its own: a transfer point goes
+        // between layers.
+        let flush = |layers: &mut Vec<LayerSpec>, acc: &mut u64| {
+            if *acc > 0 {
+                layers.push(LayerSpec::compute("compute", *acc, 0, 0));
+                *acc = 0;
+            }
+        };
+        // Ops whose transfer the chain already waits for.
+        let mut waited: BTreeSet<usize> = BTreeSet::new();
         for op in &rt.ops {
+            let direct = || {
+                op.waits_for
+                    .iter()
+                    .filter_map(|j| rt.ops.get(*j as usize)?.transfer)
+                    .collect::<Vec<u32>>()
+            };
+            match (op.kind, op.transfer, op.peer) {
+                (OpKind::Send, Some(t), Some(peer)) => {
+                    let waits = direct();
+                    flush(&mut layers, &mut acc);
+                    if let Some(slot) = transfers.get_mut(t as usize) {
+                        *slot = Some(Transfer {
+                            label: op.name.clone(),
+                            from_rank: rt.rank,
+                            to_rank: peer,
+                            size_bytes: op.message_bytes.unwrap_or(0),
+                            send_at: layers.len() as u32,
+                            after: waits,
+                            waited_at: Vec::new(),
+                        });
+                    }
+                    continue;
+                }
+                // A receive is no work of the rank's chain: what depends on
+                // it waits for its transfer.
+                (OpKind::Recv, Some(_), _) => continue,
+                _ => {}
+            }
+            // A chain node waits for the transfers it depends on and,
+            // through a receive, for what that receive depends on (each
+            // once: the chain keeps the order).
+            let mut waits: Vec<u32> = Vec::new();
+            let mut todo: Vec<usize> = op.waits_for.iter().map(|j| *j as usize).collect();
+            while let Some(j) = todo.pop() {
+                let Some(dep) = rt.ops.get(j) else { continue };
+                if !waited.insert(j) {
+                    continue;
+                }
+                if let Some(t) = dep.transfer {
+                    waits.push(t);
+                }
+                if dep.kind == OpKind::Recv {
+                    todo.extend(dep.waits_for.iter().map(|k| *k as usize));
+                }
+            }
+            waits.sort_unstable();
+            if !waits.is_empty() {
+                flush(&mut layers, &mut acc);
+                let at = layers.len() as u32;
+                waits_at.extend(waits.iter().map(|t| (*t, rt.rank, at)));
+            }
             match op.kind {
                 OpKind::Collective { collective, group } => {
                     if let Some(spec) =
@@ -183,6 +270,20 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             "no Chakra file of the set has a node to simulate".to_string(),
         ));
     }
+    let mut transfers: Vec<Transfer> = transfers
+        .into_iter()
+        .enumerate()
+        .map(|(t, x)| {
+            x.ok_or_else(|| {
+                SimError::InvalidJob(format!("Chakra transfer {t} has no matched send"))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    for (t, rank, at) in waits_at {
+        if let Some(x) = transfers.get_mut(t as usize) {
+            x.waited_at.push((rank, at));
+        }
+    }
     let layers = programs
         .iter()
         .map(|p| p.blocks[0].layers.len() as u64)
@@ -205,9 +306,10 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
         ByKind::default(),
         None,
     );
-    // Ranks meet only in their collectives: the graphs' point-to-point
-    // nodes are not replayed, so stages are not linked as a pipeline.
+    // Ranks meet in their collectives and their matched transfers; stages
+    // are not linked as a pipeline besides.
     rj.job.pipelined = false;
+    rj.job.transfers = transfers;
     Ok((rj, warnings))
 }
 

@@ -393,6 +393,7 @@ impl JobSpec {
             // workload (`LoadedSet::simai_sources`).
             simai_bubble: None,
             pipelined: true,
+            transfers: Vec::new(),
             warnings,
         })
     }

@@ -12,7 +12,8 @@
 //! - [`JobMode::PerRank`] (measured runs): one program per simulated rank with
 //!   its own measured durations, per micro-batch if wanted
 //!   ([`RankProgram::micro_batch_blocks`]), and its own step order
-//!   ([`RankProgram::order`]).
+//!   ([`RankProgram::order`]); its ranks may exchange point-to-point
+//!   [`Transfer`]s where their programs say (Chakra graphs).
 //!
 //! [`JobSpec::from_simai`] adapts a parsed SimAI/AICB workload: AICB unrolls
 //! gradient accumulation, writing the per-micro-batch block (from
@@ -416,6 +417,33 @@ impl SimaiBubbleBasis {
     }
 }
 
+/// A point-to-point transfer between two programs of a per-rank job
+/// whose ranks meet where their graphs say (Chakra: a send matched with
+/// its receive). Points are layer boundaries of the first block of a
+/// program, run in its forward step of micro-batch 0, chunk 0 (boundary
+/// `k`: before layer `k`; the block's layer count: after its last layer).
+/// The transfer holds the sender's send stream and the receiver's receive
+/// stream, as the pipeline's stage-to-stage transfers do, costed as
+/// point-to-point over the link between the two ranks' placements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Transfer {
+    /// For the timeline (the send's name).
+    pub label: String,
+    pub from_rank: u32,
+    pub to_rank: u32,
+    pub size_bytes: u64,
+    /// The sender issues it at this boundary, after the chain before it
+    /// (the rank's chain does not wait for it: an asynchronous send).
+    pub send_at: u32,
+    /// Transfers (indices in [`JobSpec::transfers`]) that must end before
+    /// it is issued.
+    pub after: Vec<u32>,
+    /// (rank, boundary): where a rank's chain waits for it to end (the
+    /// receiver's nodes that depend on the receive, the sender's that
+    /// depend on the send).
+    pub waited_at: Vec<(u32, u32)>,
+}
+
 /// A schedule-ready job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobSpec {
@@ -441,9 +469,13 @@ pub struct JobSpec {
     /// Whether stages are linked as a pipeline: a step waits for its
     /// neighbour stage's (a forward for the previous stage's forward, a
     /// backward for the next stage's backward). False for Chakra graphs,
-    /// whose ranks meet only in their collectives (their point-to-point
-    /// nodes are not replayed): every rank runs its program on its own.
+    /// whose ranks meet in their collectives and in the point-to-point
+    /// transfers their graphs name ([`JobSpec::transfers`]).
     pub pipelined: bool,
+    /// Point-to-point transfers between programs of a per-rank job
+    /// ([`Transfer`]); empty for every job but Chakra graphs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transfers: Vec<Transfer>,
     /// Assumptions made while building the job.
     pub warnings: Vec<String>,
 }
@@ -478,6 +510,7 @@ impl JobSpec {
             header_vpp: None,
             simai_bubble: None,
             pipelined: true,
+            transfers: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -664,6 +697,7 @@ impl JobSpec {
             header_vpp: Some(h.vpp.max(1)),
             simai_bubble: Some(SimaiBubbleBasis::from_workload(w)),
             pipelined: true,
+            transfers: Vec::new(),
             warnings,
         })
     }
@@ -758,6 +792,62 @@ impl JobSpec {
             return Err(SimError::InvalidJob(format!(
                 "no simulated rank on stage {missing}; every stage needs at least one"
             )));
+        }
+        self.validate_transfers()
+    }
+
+    /// [`JobSpec::transfers`] name simulated ranks of a per-rank job,
+    /// boundaries of their first block, and earlier transfers only.
+    fn validate_transfers(&self) -> Result<(), SimError> {
+        if self.transfers.is_empty() {
+            return Ok(());
+        }
+        if self.mode != JobMode::PerRank {
+            return Err(SimError::InvalidJob(
+                "point-to-point transfers need a per-rank job".to_string(),
+            ));
+        }
+        let layers = |rank: u32| {
+            self.programs
+                .iter()
+                .find(|p| p.rank == rank)
+                .map(|p| p.blocks.first().map_or(0, |b| b.layers.len()))
+        };
+        for (i, t) in self.transfers.iter().enumerate() {
+            let bad = |what: String| {
+                Err(SimError::InvalidJob(format!(
+                    "transfer {i} (`{}`, rank {} to rank {}): {what}",
+                    t.label, t.from_rank, t.to_rank
+                )))
+            };
+            if t.from_rank == t.to_rank {
+                return bad("sends to its own rank".to_string());
+            }
+            let Some(n) = layers(t.from_rank) else {
+                return bad(format!("rank {} is not simulated", t.from_rank));
+            };
+            if layers(t.to_rank).is_none() {
+                return bad(format!("rank {} is not simulated", t.to_rank));
+            }
+            if t.send_at as usize > n {
+                return bad(format!("is sent at layer {} of {n}", t.send_at));
+            }
+            if let Some(a) = t
+                .after
+                .iter()
+                .find(|a| **a as usize >= self.transfers.len())
+            {
+                return bad(format!("waits for transfer {a}, which does not exist"));
+            }
+            for &(rank, at) in &t.waited_at {
+                match layers(rank) {
+                    None => return bad(format!("is waited for on rank {rank}, not simulated")),
+                    Some(n) if at as usize > n => {
+                        return bad(format!("is waited for at layer {at} of {n} on rank {rank}"))
+                    }
+                    Some(_) => {}
+                }
+            }
         }
         Ok(())
     }

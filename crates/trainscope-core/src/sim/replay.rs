@@ -218,6 +218,7 @@ impl ReplayJob {
                 header_vpp: None,
                 simai_bubble: None,
                 pipelined: true,
+                transfers: Vec::new(),
                 warnings: Vec::new(),
             },
             present_ranks,
@@ -819,6 +820,7 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
         header_vpp: None,
         simai_bubble: None,
         pipelined: true,
+        transfers: Vec::new(),
         warnings: Vec::new(),
     };
     Ok((
@@ -1293,6 +1295,7 @@ pub fn optimus_job(
         header_vpp: None,
         simai_bubble: None,
         pipelined: true,
+        transfers: Vec::new(),
         warnings: Vec::new(),
     };
     Ok((

@@ -569,6 +569,53 @@ pub(crate) fn push_unique(out: &mut Vec<String>, items: impl IntoIterator<Item =
     }
 }
 
+/// Lines that say the same of several files of a set (a rank's file
+/// each: "`job.3.et`: 2 METADATA_NODE node(s) skipped ...") as one line
+/// naming the files, where the first stood; a line is taken as one file's
+/// when it names exactly one of `files` in backticks, once, and is not
+/// located in it (`file:line:col: ...` lines stay as they are). Order
+/// otherwise kept.
+pub(crate) fn merge_file_repeats(lines: Vec<String>, files: &[&str]) -> Vec<String> {
+    const MARK: &str = "\u{0}";
+    // (line, or the line with its file replaced by MARK, and the files).
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut by_key: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in lines {
+        let mut own = files.iter().filter(|f| {
+            let quoted = format!("`{f}`");
+            line.matches(quoted.as_str()).count() == 1 && !line.starts_with(&format!("{f}:"))
+        });
+        let (Some(f), None) = (own.next(), own.next()) else {
+            out.push((line, Vec::new()));
+            continue;
+        };
+        let key = line.replacen(&format!("`{f}`"), MARK, 1);
+        match by_key.get(&key) {
+            Some(&i) => out[i].1.push(f),
+            None => {
+                by_key.insert(key.clone(), out.len());
+                out.push((key, vec![f]));
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(line, fs)| {
+            let names: Vec<String> = fs.iter().map(|f| format!("`{f}`")).collect();
+            let named = match names.len() {
+                0 => return line,
+                1..=3 => names.join(", "),
+                n => format!(
+                    "{}, {}, ... {} ({n} files)",
+                    names[0],
+                    names[1],
+                    names[n - 1]
+                ),
+            };
+            line.replacen(MARK, &named, 1)
+        })
+        .collect()
+}
+
 /// Warnings as one-line diagnostics (`warning: ...`), as the files' are
 /// (`file:line:col: warning: ...`); duplicates dropped.
 pub(crate) fn as_warning_lines(file_warnings: Vec<String>, others: Vec<String>) -> Vec<String> {
@@ -635,6 +682,8 @@ fn pick(set: LoadedSet) -> Result<(Input, Vec<String>, Vec<String>), RunError> {
             .filter_map(|s| s.skipped_note())
             .map(|m| Diagnostic::warning(m).short()),
     );
+    let names: Vec<&str> = summaries.iter().map(|s| s.file.as_str()).collect();
+    let warnings = merge_file_repeats(warnings, &names);
     // A model config is an architecture, not a job: it needs a training setup.
     if let Some(config) = summaries
         .iter()
@@ -927,6 +976,29 @@ pub fn run_loaded(
                         ));
                         c.network.placement = default;
                     }
+                    // Without stages (no layout from the groups), every
+                    // collective is one group of all ranks: a rank's k-th
+                    // collective waits for every other rank's k-th, which
+                    // the transfers between them may only allow after it
+                    // (a pipeline's stages run different collectives): the
+                    // engine then stalls, and collectives are not
+                    // synchronised.
+                    if !rj.job.transfers.is_empty()
+                        && p.pp == 1
+                        && p.world() > 1
+                        && c.sync_collectives
+                    {
+                        let probe = cost_for(p, &c, tables)?;
+                        if let Err(SimError::Stalled(_)) =
+                            simulate_with(&rj.job, &c, probe.as_ref())
+                        {
+                            c.sync_collectives = false;
+                            w.push(
+                                "the Chakra collectives run over all ranks (no pipeline layout from the groups), and synchronised they would wait on the point-to-point transfers forever: collectives are not synchronised across ranks (each rank runs its own, costed over all ranks; the transfers link the ranks)"
+                                    .to_string(),
+                            );
+                        }
+                    }
                     (rj, w, None)
                 }
                 _ => {
@@ -1189,5 +1261,40 @@ pub fn convert_files(
                 warnings,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_file_repeats;
+
+    #[test]
+    fn a_warning_said_of_several_files_is_one_line_naming_them() {
+        let files = ["a.0.et", "a.1.et", "a.10.et", "a.2.et", "b.txt"];
+        let lines = [
+            "warning: `a.0.et`: 1 METADATA_NODE node(s) skipped",
+            "warning: something else",
+            "warning: `a.1.et`: 1 METADATA_NODE node(s) skipped",
+            "warning: `a.10.et`: 1 METADATA_NODE node(s) skipped",
+            "warning: `a.2.et`: 1 METADATA_NODE node(s) skipped",
+            "warning: `a.1.et`: 3 METADATA_NODE node(s) skipped",
+            "warning: `b.txt`: 3 METADATA_NODE node(s) skipped",
+            "a.0.et:1:9: warning: `a.0.et`: node 4 is odd",
+            "a.1.et:1:9: warning: `a.1.et`: node 4 is odd",
+            "warning: `a.0.et` and `a.1.et` differ",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            merge_file_repeats(lines, &files),
+            vec![
+                "warning: `a.0.et`, `a.1.et`, ... `a.2.et` (4 files): 1 METADATA_NODE node(s) skipped",
+                "warning: something else",
+                "warning: `a.1.et`, `b.txt`: 3 METADATA_NODE node(s) skipped",
+                "a.0.et:1:9: warning: `a.0.et`: node 4 is odd",
+                "a.1.et:1:9: warning: `a.1.et`: node 4 is odd",
+                "warning: `a.0.et` and `a.1.et` differ",
+            ]
+        );
     }
 }
