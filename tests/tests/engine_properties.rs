@@ -2,8 +2,9 @@
 //! random layers, collectives, transfers, once-per-iteration rows, cluster
 //! shapes): no two spans overlap on one lane, every dependency ends before
 //! its dependent starts, every micro-batch's forward precedes its backward
-//! on every stage, bytes sent equal bytes received, the summary adds up, and
-//! the same input gives the same output.
+//! on every stage, bytes sent equal bytes received, the summary adds up,
+//! the same input gives the same output, and a summary-only run gives the
+//! same summary without a timeline.
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -341,7 +342,25 @@ proptest! {
         let again = sim::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::chrome_trace_json(&r.timeline), export::chrome_trace_json(&again.timeline));
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
+        same_without_timeline(&case, &r)?;
     }
+}
+
+/// A summary-only run (`SimConfig::summary_only`, what the configuration
+/// search runs) gives the same summary, field for field, and the same
+/// activation series, with an empty timeline.
+fn same_without_timeline(case: &Case, r: &SimResult) -> Result<(), TestCaseError> {
+    let lean = SimConfig {
+        summary_only: true,
+        ..case.config.clone()
+    };
+    let s = sim::simulate(&case.job, &lean).unwrap();
+    prop_assert_eq!(&s.summary, &r.summary);
+    prop_assert_eq!(&s.activations, &r.activations);
+    prop_assert_eq!(s.stats, r.stats);
+    prop_assert_eq!(s.timeline.span_count(), 0);
+    prop_assert!(s.timeline.lanes().is_empty() && s.timeline.counters().is_empty());
+    Ok(())
 }
 
 proptest! {
@@ -382,5 +401,6 @@ proptest! {
         check(&case, &r)?;
         let again = sim::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
+        same_without_timeline(&case, &r)?;
     }
 }

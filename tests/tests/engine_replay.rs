@@ -412,3 +412,23 @@ fn one_traced_member_gives_the_least_waiting_occurrences() {
     assert_eq!(net.fits[0].basis, FitBasis::NotIdentifiable);
     assert!(net.parameters(LinkGroup::Tp, Direction::Forward).is_none());
 }
+
+/// A measured run is compared with the simulation span by span: a
+/// summary-only run (no timeline) is refused, naming the setting.
+#[test]
+fn a_measured_run_refuses_a_summary_only_simulation() {
+    let files = job_files();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let lean = SimConfig {
+        summary_only: true,
+        ..SimConfig::default()
+    };
+    let err = run_files(&refs, &lean, &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("summary_only"), "{err}");
+    assert!(err.contains("timeline"), "{err}");
+}

@@ -1,8 +1,8 @@
 //! Benchmark of model-level jobs (prints figures; no assertions on time):
 //! building and simulating Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16,
 //! 16 micro-batches), the case the configuration search repeats thousands
-//! of times; also without the timeline's dependency edges (what a sweep
-//! needs) and a Mixtral 8x7B MoE job. Run with
+//! of times; also without the timeline's dependency edges, summary-only
+//! (no timeline at all: what a sweep runs) and a Mixtral 8x7B MoE job. Run with
 //! `cargo bench -p trainscope-core --bench model`.
 
 mod common;
@@ -64,9 +64,16 @@ fn main() {
     case(
         "  same, without dependency edges",
         "llama3-70b",
-        llama,
+        llama.clone(),
         1024,
         &lean,
+    );
+    case(
+        "  same, summary-only (no timeline: what a sweep runs)",
+        "llama3-70b",
+        llama,
+        1024,
+        &trainscope_core::search::sweep_config(&full),
     );
     let mixtral = TrainingSetup {
         tp: 2,

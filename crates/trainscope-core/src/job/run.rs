@@ -125,13 +125,16 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     let cost = cost_for(spec.parallel, &c, None)?;
     let mut result = simulate_with(&spec, &c, cost.as_ref())?;
     // The timeline's activation memory lanes in bytes: the simulated chunk
-    // counts times the memory model's bytes per chunk.
-    let counters = activation_counters(
-        &result.timeline,
-        &result.activations,
-        Some(&chunk_activation_bytes(job)),
-    );
-    result.timeline.set_counters(counters);
+    // counts times the memory model's bytes per chunk (a summary-only run
+    // has no timeline to put them in).
+    if !c.summary_only {
+        let counters = activation_counters(
+            &result.timeline,
+            &result.activations,
+            Some(&chunk_activation_bytes(job)),
+        );
+        result.timeline.set_counters(counters);
+    }
     let expert_tp = match s.expert_tp {
         Some(e) => format!(" (expert TP {e}, expert DP {})", job.expert_dp()),
         None => String::new(),

@@ -660,11 +660,14 @@ pub fn precheck(c: &Candidate) -> Result<(), &'static str> {
     }
 }
 
-/// The simulation settings a sweep runs with: `config` without the
-/// timeline's dependency edges (they change no number).
+/// The simulation settings a sweep runs with: `config` without a
+/// timeline ([`SimConfig::summary_only`]: a row needs only the summary, and
+/// a run then holds no spans; the numbers are the same) and so without its
+/// dependency edges.
 pub fn sweep_config(config: &SimConfig) -> SimConfig {
     let mut c = config.clone();
     c.record_dependencies = false;
+    c.summary_only = true;
     c
 }
 

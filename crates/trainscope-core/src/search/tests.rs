@@ -505,3 +505,79 @@ fn cp_dimension_enumerates_cp_candidates_and_their_flags() {
     assert!(s.describe().ends_with(" | cp 1,2,3"), "{}", s.describe());
     assert!(!tiny_spec().describe().contains("| cp"));
 }
+
+/// What a sweep runs ([`sweep_config`]: summary-only, no timeline) gives
+/// every number the full run gives, bit for bit: each row field (iteration
+/// time, bubble, exposed communication per group, MFU, tokens/s, memory
+/// per stage) and the whole summary (compute, per-stage shares and
+/// activation peaks, the critical path's summary) of candidates covering
+/// every schedule, interleaving, PP 1 to 8, CP 2, an uneven split and a
+/// mixture-of-experts model with EP; only the timeline is left out.
+#[test]
+fn summary_only_rows_equal_the_full_runs() {
+    let full = SimConfig::default();
+    let lean = sweep_config(&full);
+    assert!(lean.summary_only && !full.summary_only);
+    let mut dense = tiny_spec();
+    dense.global_batch_size = 16;
+    dense.micro_batch_size = Some(vec![1, 2]);
+    dense.recompute = Some(vec![Recompute::None]);
+    dense.cp = Some(vec![1, 2]);
+    let mut uneven = tiny_spec();
+    uneven.model.num_layers = 7;
+    uneven.worlds = vec![4];
+    uneven.pp = Some(vec![4]);
+    uneven.global_batch_size = 8;
+    uneven.recompute = Some(vec![Recompute::None]);
+    let mut moe = SweepSpec::new(
+        ModelSpec {
+            num_layers: 4,
+            ..crate::model::presets::preset("mixtral-8x7b").unwrap()
+        },
+        gpu_preset("H100").unwrap(),
+        16,
+    );
+    moe.global_batch_size = 8;
+    moe.seq_length = 1024;
+    moe.tp = Some(vec![2]);
+    moe.ep = Some(vec![2, 4]);
+    moe.recompute = Some(vec![Recompute::None]);
+    let mut candidates = Vec::new();
+    for spec in [&dense, &uneven, &moe] {
+        candidates.extend(enumerate(spec).candidates);
+    }
+    let mut schedules = std::collections::BTreeSet::new();
+    let (mut cp, mut ep, mut vpp, mut split) = (false, false, false, false);
+    for c in &candidates {
+        let a = evaluate(c, &full, "").unwrap();
+        let b = evaluate(c, &lean, "").unwrap();
+        assert_eq!(a, b, "{}", c.flags(""));
+        // Exact, not a tolerance: the floats too, bit for bit.
+        assert_eq!(a.mfu.to_bits(), b.mfu.to_bits());
+        assert_eq!(a.tokens_per_second.to_bits(), b.tokens_per_second.to_bits());
+        let cfg = |base: &SimConfig| SimConfig {
+            schedule: c.schedule,
+            ..base.clone()
+        };
+        let x = run_model(&c.job, &cfg(&full)).unwrap();
+        let y = run_model(&c.job, &cfg(&lean)).unwrap();
+        assert_eq!(
+            x.run.result.summary,
+            y.run.result.summary,
+            "{}",
+            c.flags("")
+        );
+        assert_eq!(x.run.result.activations, y.run.result.activations);
+        assert_eq!(x.memory, y.memory);
+        assert!(x.run.result.timeline.span_count() > 0);
+        assert_eq!(y.run.result.timeline, crate::sim::Timeline::default());
+        schedules.insert(c.schedule.name());
+        cp |= a.cp > 1;
+        ep |= a.ep > 1;
+        vpp |= a.vpp > 1;
+        split |= a.first_stage_layers.is_some();
+    }
+    assert_eq!(schedules.len(), ScheduleKind::ALL.len(), "{schedules:?}");
+    assert!(cp && ep && vpp && split, "{cp} {ep} {vpp} {split}");
+    assert!(candidates.len() > 100, "{}", candidates.len());
+}

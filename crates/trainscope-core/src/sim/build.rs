@@ -1493,11 +1493,14 @@ pub fn build(
     }
     let Builder {
         graph,
-        tasks,
-        steps,
+        mut tasks,
+        mut steps,
         labels,
         ..
     } = b;
+    // Kept through the run: no spare capacity from growing.
+    tasks.shrink_to_fit();
+    steps.shrink_to_fit();
     let meta = Meta {
         tasks,
         programs: job
@@ -1529,13 +1532,24 @@ pub fn build(
 /// Turn a finished run into its timeline, summary and activation memory
 /// over time per simulated rank ([`summary::activation_series`]; the
 /// timeline gets it as counter lanes in micro-batches,
-/// [`summary::activation_counters`]).
+/// [`summary::activation_counters`]). With [`SimConfig::summary_only`] no
+/// timeline is built (an empty one is returned): the summary comes from the
+/// task records and the engine's times alone, as it always does, with the
+/// iteration end taken from the tasks' ends (what the timeline's latest
+/// span end is).
 pub fn finish_all(
     meta: &Meta,
     engine: &Engine,
     config: &SimConfig,
 ) -> Result<(Timeline, Summary, Vec<ActivationSeries>), SimError> {
     let times = engine.all_times();
+    if config.summary_only {
+        let path = summary::critical_path_tasks(times);
+        let end_ns = times.iter().map(|t| t.end_ns).max().unwrap_or(0);
+        let activations = summary::activation_series(meta, engine);
+        let summary = summary::summarize(meta, engine, &path, end_ns, &activations);
+        return Ok((Timeline::default(), summary, activations));
+    }
     let mut tb = TimelineBuilder::new();
     for l in &meta.labels {
         tb.label(l);

@@ -175,6 +175,17 @@ pub struct SimConfig {
     /// Keep span-to-span dependency edges in the timeline (for highlighting
     /// a span's dependencies). Costs about 12 bytes per edge.
     pub record_dependencies: bool,
+    /// Keep only what the summary needs: no timeline is built (the result's
+    /// [`super::Timeline`] is empty: no lanes, spans, flows, dependencies,
+    /// critical path or counter lanes), so a run holds the task graph, the
+    /// engine's times and the task records only while it simulates, and
+    /// returns just the [`super::Summary`] and the activation series. Every
+    /// number of the summary (iteration time, compute, bubble, exposed
+    /// communication per group, per-stage shares and activation peaks,
+    /// critical path summary) is the same as with the timeline. Default
+    /// off; the configuration search turns it on
+    /// ([`crate::search::sweep_config`]), as its rows need no timeline.
+    pub summary_only: bool,
 }
 
 impl Default for SimConfig {
@@ -191,6 +202,7 @@ impl Default for SimConfig {
             compute_scale: 1.0,
             sync_collectives: true,
             record_dependencies: true,
+            summary_only: false,
         }
     }
 }

@@ -323,11 +323,12 @@ pub struct Engine {
     succ: Vec<Dep>,
     pending: Vec<u32>,
     times: Vec<TaskTimes>,
-    armed_at: Vec<u64>,
     resources: Vec<Resource>,
     nodes: Vec<Node>,
     flows: Vec<FlowState>,
-    gang_armed: Vec<Vec<TaskId>>,
+    /// Per gang, its armed members with the time each was armed (no
+    /// per-task array: only gang members need the time).
+    gang_armed: Vec<Vec<(TaskId, u64)>>,
     events: BinaryHeap<Reverse<Event>>,
     seq: u64,
     now: u64,
@@ -337,7 +338,12 @@ pub struct Engine {
 
 impl Engine {
     /// Prepare a run of `graph`.
-    pub fn new(graph: TaskGraph) -> Result<Engine, SimError> {
+    pub fn new(mut graph: TaskGraph) -> Result<Engine, SimError> {
+        // The graph grew by doubling: give its spare capacity back before
+        // the run's own arrays are allocated (the peak memory of a run).
+        graph.tasks.shrink_to_fit();
+        graph.deps.shrink_to_fit();
+        graph.flows.shrink_to_fit();
         let n = graph.tasks.len();
         let mut count = vec![0u32; n + 1];
         for d in &graph.deps {
@@ -407,7 +413,6 @@ impl Engine {
                 };
                 n
             ],
-            armed_at: vec![0; n],
             resources,
             nodes,
             flows,
@@ -536,18 +541,17 @@ impl Engine {
             }
         }
         self.times[id as usize].binding = self.binding_of(id);
-        self.armed_at[id as usize] = self.now;
         if t.gang == NONE {
             self.start(id);
         } else {
             self.times[id as usize].state = TaskState::Armed;
             let g = t.gang as usize;
-            self.gang_armed[g].push(id);
+            self.gang_armed[g].push((id, self.now));
             if self.gang_armed[g].len() as u32 >= self.graph.gang_sizes[g] {
                 let members = std::mem::take(&mut self.gang_armed[g]);
                 let straggler_binding = self.times[id as usize].binding;
-                for m in members {
-                    if self.armed_at[m as usize] < self.now {
+                for (m, armed_ns) in members {
+                    if armed_ns < self.now {
                         self.times[m as usize].binding = straggler_binding;
                     }
                     self.start(m);

@@ -940,6 +940,13 @@ pub fn run_loaded(
             })
         }
         Input::Measured(run) => {
+            if config.summary_only {
+                // The comparison with the measurement is made span by span.
+                return Err(RunError::Sim(SimError::InvalidConfig {
+                    name: "summary_only",
+                    reason: "a measured run is compared with the simulated timeline, which a summary-only run does not build".to_string(),
+                }));
+            }
             if options.world.is_some() {
                 warnings.push(
                     "the world size of a measured run comes from its files; the world setting is ignored"
