@@ -262,6 +262,7 @@ fn per_rank(slow_rank: u32) -> JobSpec {
                 pre_rows: vec![],
                 post_rows: vec![],
                 order: None,
+                chunk_layers: Vec::new(),
             }
         })
         .collect();

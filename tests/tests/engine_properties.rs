@@ -176,6 +176,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                         pre_rows: pre_rows.clone(),
                         post_rows: post_rows.clone(),
                         order: None,
+                        chunk_layers: Vec::new(),
                     });
                 }
                 job.mode = JobMode::PerRank;

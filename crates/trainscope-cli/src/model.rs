@@ -64,6 +64,16 @@ pub struct ModelFlags {
     /// --decoder-last-pipeline-num-layers). Default: an even split.
     #[arg(long, value_name = "N", alias = "decoder-last-pipeline-num-layers")]
     pub last_stage_layers: Option<u32>,
+    /// Megatron's --account-for-embedding-in-pipeline-split: the embedding
+    /// counts as a layer when the layers are cut into PP x vpp model
+    /// chunks, so stage 0's first chunk holds one layer fewer.
+    #[arg(long = "account-for-embedding-in-pipeline-split")]
+    pub account_for_embedding: bool,
+    /// Megatron's --account-for-loss-in-pipeline-split: the output layer
+    /// and loss count as a layer, so the last stage's last chunk holds one
+    /// layer fewer.
+    #[arg(long = "account-for-loss-in-pipeline-split")]
+    pub account_for_loss: bool,
     /// Megatron sequence parallelism (needs TP > 1).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -131,6 +141,14 @@ impl ModelFlags {
         add(self.vpp.is_some(), "--vpp");
         add(self.first_stage_layers.is_some(), "--first-stage-layers");
         add(self.last_stage_layers.is_some(), "--last-stage-layers");
+        add(
+            self.account_for_embedding,
+            "--account-for-embedding-in-pipeline-split",
+        );
+        add(
+            self.account_for_loss,
+            "--account-for-loss-in-pipeline-split",
+        );
         add(self.sequence_parallel, "--sequence-parallel");
         add(self.micro_batch_size.is_some(), "--micro-batch-size");
         add(self.global_batch_size.is_some(), "--global-batch-size");
@@ -183,6 +201,8 @@ impl ModelFlags {
             flash_attention: !self.no_flash_attention,
             first_stage_layers: self.first_stage_layers,
             last_stage_layers: self.last_stage_layers,
+            account_for_embedding: self.account_for_embedding,
+            account_for_loss: self.account_for_loss,
         })
     }
 

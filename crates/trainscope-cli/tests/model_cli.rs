@@ -300,6 +300,59 @@ fn expert_tp_folds_ep_over_tp_and_dp() {
     assert_eq!(ep4_folded["training"]["expert_dp"], 2);
 }
 
+/// Megatron's --account-for-embedding/loss-in-pipeline-split: Llama 3.1
+/// 405B's 126 layers on PP 8 x VP 8 as NVIDIA runs them (the only even cut
+/// of that layout); the JSON lists each stage's chunks; a V-shaped
+/// schedule refuses it.
+#[test]
+fn embedding_and_loss_in_the_pipeline_split_run_llama_405b_on_64_chunks() {
+    let run = |vpp: &str, extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-405b",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--vpp",
+            vpp,
+            "--world",
+            "512",
+            "--global-batch-size",
+            "64",
+            "--sequence-parallel",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        trainscope(&a)
+    };
+    let flags = [
+        "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split",
+    ];
+    let v = json_of(&run("8", &flags));
+    let chunks = &v["training"]["chunk_layers"];
+    assert_eq!(chunks[0], serde_json::json!([1, 2, 2, 2, 2, 2, 2, 2]));
+    assert_eq!(chunks[7], serde_json::json!([2, 2, 2, 2, 2, 2, 2, 1]));
+    assert_eq!(v["training"]["account_for_loss"], true);
+    assert!(v["iteration_time_ns"].as_u64().unwrap() > 0);
+    let out = run("8", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("126 layers are not divisible by PP x virtual stages = 8 x 8 = 64")
+    );
+    let mut zbv = flags.to_vec();
+    zbv.extend_from_slice(&["--schedule", "zbv"]);
+    let out = run("1", &zbv);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("modelled with looped chunks"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn invalid_jobs_exit_4_naming_the_numbers() {
     for (args, want) in [

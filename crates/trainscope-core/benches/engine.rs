@@ -147,6 +147,7 @@ fn synthetic_per_rank() -> JobSpec {
                 pre_rows: vec![sync.clone()],
                 post_rows: vec![],
                 order: None,
+                chunk_layers: Vec::new(),
             }
         })
         .collect();

@@ -323,6 +323,11 @@ pub struct StageWorkload {
     pub blocks: Vec<MicroBatchBlock>,
     /// Once-per-iteration rows after the micro-batches (loss, optimizer).
     pub after: Vec<LayerOp>,
+    /// Transformer layers of each model chunk of the stage when they are
+    /// not equal (a model-level job with the embedding or loss counted in
+    /// the pipeline split); empty: an even cut.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_layers: Vec<u32>,
 }
 
 impl StageWorkload {
@@ -695,6 +700,7 @@ mod tests {
                 },
             ],
             after: vec![],
+            chunk_layers: Vec::new(),
         };
         assert_eq!(s.micro_batch_count(), 4);
         assert_eq!(s.micro_batch(0).unwrap()[0].name, "a");

@@ -436,6 +436,8 @@ impl JobSettings {
             flash_attention: self.flash_attention,
             first_stage_layers: self.first_stage_layers,
             last_stage_layers: self.last_stage_layers,
+            account_for_embedding: false,
+            account_for_loss: false,
         }
     }
 

@@ -632,6 +632,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
                 ops: expanded,
             }],
             after: Vec::new(),
+            chunk_layers: Vec::new(),
         }],
         diagnostics: diags.finish(file),
     }

@@ -1012,6 +1012,7 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
             before,
             blocks,
             after,
+            chunk_layers: Vec::new(),
         }],
         diagnostics: diags.finish(file),
     }

@@ -349,7 +349,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         // ends the norm (and the TP all-gather before the block) as one op.
         let kv = cp_kv_bytes(job);
         let o = op(
-            format!("cp_kv_exchange.{layer}"),
+            format!("attention_cp_kv_exchange.{layer}"),
             LayerRole::Layer,
             Some(layer),
             Times::default(),
@@ -585,20 +585,31 @@ pub fn activation_send_bytes(job: &ModelJob) -> u64 {
 /// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk). With
 /// first/last-stage layer counts, the stage's own range.
 pub fn stage_layers(job: &ModelJob, stage: u32) -> Vec<u32> {
+    stage_chunk_layers(job, stage).concat()
+}
+
+/// The layers of each model chunk of stage `stage`, in the order the stage
+/// runs its chunks (one chunk without interleaving; see [`stage_layers`]).
+pub fn stage_chunk_layers(job: &ModelJob, stage: u32) -> Vec<Vec<u32>> {
     if job.is_uneven() {
-        return job.stage_layer_range(stage).collect();
+        return vec![job.stage_layer_range(stage).collect()];
+    }
+    let p = job.setup.pp;
+    if job.accounts_in_split() {
+        return (0..job.chunks_per_stage())
+            .map(|c| job.accounted_chunk_range(c * p + stage).collect())
+            .collect();
     }
     let per = job.layers_per_chunk();
-    let p = job.setup.pp;
     (0..job.chunks_per_stage())
-        .flat_map(|c| {
+        .map(|c| {
             let group = if job.v_shape && c == 1 {
                 2 * p - 1 - stage
             } else {
                 c * p + stage
             };
             let first = group * per;
-            first..first + per
+            (first..first + per).collect()
         })
         .collect()
 }
@@ -655,6 +666,16 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
                     ops,
                 }],
                 after,
+                // Uneven chunks (the embedding or loss counted in the
+                // split) are cut by their layer counts.
+                chunk_layers: if job.accounts_in_split() && job.chunks_per_stage() > 1 {
+                    stage_chunk_layers(job, stage)
+                        .iter()
+                        .map(|c| c.len() as u32)
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             }
         })
         .collect();

@@ -125,6 +125,8 @@ pub fn calibrate_from(
         flash_attention: job.setup.flash_attention,
         first_stage_layers: None,
         last_stage_layers: None,
+        account_for_embedding: false,
+        account_for_loss: false,
     };
     let ref_job = ModelJob::new(job.model.clone(), reference.clone(), job.gpu.clone(), None)
         .map_err(|e| {

@@ -63,7 +63,7 @@ fn field(
             None => {
                 // One line for every layer's context-parallel exchange.
                 let w = if c.group == CommGroup::Cp {
-                    "`cp_kv_exchange.*`: SimAI has no context-parallel group: the K/V all-gathers and their gradients' reduce-scatters are left out".to_string()
+                    "`attention_cp_kv_exchange.*`: SimAI has no context-parallel group: the K/V all-gathers and their gradients' reduce-scatters are left out".to_string()
                 } else {
                     format!(
                         "`{name}`: a {:?} over the {:?} group has no SimAI spelling in this column; left out",

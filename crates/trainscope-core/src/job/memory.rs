@@ -268,7 +268,6 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
     let p = s.precision;
     let dp_ep = job.expert_dp();
     let dist = s.distributed_optimizer;
-    let per_chunk = job.layers_per_chunk() as usize;
     let per_stage: Vec<StageMemory> = (0..s.pp)
         .map(|stage| {
             let params = stage_params(job, stage);
@@ -285,9 +284,10 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             } else {
                 n * ob
             };
-            let layers = super::build::stage_layers(job, stage);
-            let chunk_bytes: Vec<u64> = layers
-                .chunks(per_chunk.max(1))
+            let chunks = super::build::stage_chunk_layers(job, stage);
+            let layers: Vec<u32> = chunks.concat();
+            let chunk_bytes: Vec<u64> = chunks
+                .iter()
                 .map(|c| {
                     c.iter()
                         .map(|&l| layer_activation_bytes(job, l))

@@ -115,6 +115,17 @@ pub struct TrainingSetup {
     /// stages between share the other layers evenly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_stage_layers: Option<u32>,
+    /// Megatron's `--account-for-embedding-in-pipeline-split`: the input
+    /// embedding counts as one layer when the layers are cut into model
+    /// chunks (PP x virtual stages of (layers + embedding + loss) / (PP x
+    /// vpp) each), so the first chunk of stage 0 holds one transformer
+    /// layer fewer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub account_for_embedding: bool,
+    /// Megatron's `--account-for-loss-in-pipeline-split`: likewise the
+    /// output layer and loss, on the last chunk of the last stage.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub account_for_loss: bool,
 }
 
 fn is_one(v: &u32) -> bool {
@@ -151,6 +162,8 @@ impl Default for TrainingSetup {
             flash_attention: true,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for_embedding: false,
+            account_for_loss: false,
         }
     }
 }
@@ -436,8 +449,38 @@ impl ModelJob {
         }
         let layers = m.num_layers;
         let chunks = u64::from(pp) * u64::from(vpp);
+        let accounted = u64::from(setup.account_for_embedding) + u64::from(setup.account_for_loss);
         if setup.first_stage_layers.is_some() || setup.last_stage_layers.is_some() {
+            if accounted > 0 {
+                return Err(JobError::new(
+                    "first/last-stage layer counts and the embedding or loss counted in the pipeline split are two ways to unload the end stages: use one".to_string(),
+                    "drop --first-stage-layers/--last-stage-layers or the --account-for-* flags",
+                ));
+            }
             uneven_split(&setup, layers)?;
+        } else if accounted > 0 {
+            let units = u64::from(layers) + accounted;
+            let what = match (setup.account_for_embedding, setup.account_for_loss) {
+                (true, true) => "embedding + loss",
+                (true, false) => "embedding",
+                _ => "loss",
+            };
+            if units % chunks != 0 {
+                return Err(JobError::new(
+                    format!(
+                        "{layers} layers + {what} = {units} are not divisible by PP x virtual stages = {pp} x {vpp} = {chunks}"
+                    ),
+                    "choose PP and virtual stages whose product divides the layers plus the embedding and loss counted as layers",
+                ));
+            }
+            if units / chunks < 2 {
+                return Err(JobError::new(
+                    format!(
+                        "{units} layers ({layers} + {what}) over {chunks} model chunks leave a chunk without a transformer layer"
+                    ),
+                    "use fewer stages or virtual stages",
+                ));
+            }
         } else if u64::from(layers) % chunks != 0 {
             return Err(JobError::new(
                 format!(
@@ -669,7 +712,46 @@ impl ModelJob {
                 .max()
                 .unwrap_or(0);
         }
+        if self.accounts_in_split() {
+            return self.chunk_units();
+        }
         self.model.num_layers / (self.setup.pp * self.chunks_per_stage())
+    }
+
+    /// Whether the embedding or the loss counts as a layer in the split
+    /// into model chunks.
+    pub fn accounts_in_split(&self) -> bool {
+        self.setup.account_for_embedding || self.setup.account_for_loss
+    }
+
+    /// Layers per model chunk with the embedding and loss counted as
+    /// layers: (layers + embedding + loss) / (PP x chunks per stage).
+    fn chunk_units(&self) -> u32 {
+        let s = &self.setup;
+        let units = self.model.num_layers
+            + u32::from(s.account_for_embedding)
+            + u32::from(s.account_for_loss);
+        units / (s.pp * self.chunks_per_stage()).max(1)
+    }
+
+    /// The transformer layers of model chunk `g` in Megatron's order
+    /// (chunk c of stage s is g = c x PP + s) when the embedding or loss
+    /// counts in the split: the chunk's share, less the embedding on chunk
+    /// 0 and the loss on the last chunk.
+    pub fn accounted_chunk_range(&self, g: u32) -> std::ops::Range<u32> {
+        let s = &self.setup;
+        let per = self.chunk_units();
+        let last = s.pp * self.chunks_per_stage() - 1;
+        let emb = u32::from(s.account_for_embedding);
+        let start = (g * per).saturating_sub(if g > 0 { emb } else { 0 });
+        let count = per
+            - if g == 0 { emb } else { 0 }
+            - if g == last {
+                u32::from(s.account_for_loss)
+            } else {
+                0
+            };
+        start..start + count
     }
 
     /// Whether the first or last stage has its own layer count.
@@ -830,6 +912,64 @@ pub(crate) mod tests {
         );
         assert_eq!(err(setup(0, 8, 128), None), "TP is 0");
         assert_eq!(err(setup(8, 8, 128), Some(0)), "world is 0");
+    }
+
+    /// Megatron's embedding and loss counted as layers in the pipeline
+    /// split: Llama 3.1 405B's 126 layers on PP 8 x VP 8 = 64 chunks of
+    /// 128 / 64 = 2, stage 0's first chunk and the last stage's last chunk
+    /// one layer; every layer once; memory per chunk follows the cut.
+    #[test]
+    fn embedding_and_loss_count_in_the_pipeline_split() {
+        let gpu = gpu_preset("H100").unwrap();
+        let m = crate::model::presets::preset("llama3-405b").unwrap();
+        let job = |vpp: u32, emb: bool, loss: bool| {
+            let s = TrainingSetup {
+                vpp,
+                account_for_embedding: emb,
+                account_for_loss: loss,
+                ..setup(8, 8, 64)
+            };
+            ModelJob::new(m.clone(), s, gpu.clone(), Some(512))
+        };
+        let j = job(8, true, true).unwrap();
+        let chunks = |st| build::stage_chunk_layers(&j, st);
+        let sizes = |st| chunks(st).iter().map(Vec::len).collect::<Vec<_>>();
+        assert_eq!(sizes(0), vec![1, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(sizes(3), vec![2; 8]);
+        assert_eq!(sizes(7), vec![2, 2, 2, 2, 2, 2, 2, 1]);
+        // Megatron's chunk order: chunk c of stage s holds model chunk c x 8 + s.
+        assert_eq!(chunks(0)[0], vec![0]);
+        assert_eq!(chunks(1)[0], vec![1, 2]);
+        assert_eq!(chunks(0)[1], vec![15, 16]);
+        assert_eq!(chunks(7)[7], vec![125]);
+        let mut all: Vec<u32> = (0..8).flat_map(|st| build::stage_layers(&j, st)).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..126).collect::<Vec<_>>());
+        assert_eq!(j.layers_per_chunk(), 2);
+        // The memory of one chunk in flight is the largest chunk's.
+        let one = memory::memory_report(&j, &[1; 8], 1);
+        assert_eq!(
+            one.per_stage[0].activations_bytes,
+            2 * memory::layer_activation_bytes(&j, 1)
+        );
+        // Without the flags the layout is refused, naming the numbers; with
+        // only one of them too (127 / 64).
+        let msg = |r: Result<ModelJob, JobError>| r.unwrap_err().message;
+        assert_eq!(
+            msg(job(8, false, false)),
+            "126 layers are not divisible by PP x virtual stages = 8 x 8 = 64"
+        );
+        assert_eq!(
+            msg(job(8, true, false)),
+            "126 layers + embedding = 127 are not divisible by PP x virtual stages = 8 x 8 = 64"
+        );
+        let both = TrainingSetup {
+            first_stage_layers: Some(15),
+            account_for_loss: true,
+            ..setup(8, 8, 64)
+        };
+        assert!(msg(ModelJob::new(m.clone(), both, gpu.clone(), Some(512)))
+            .starts_with("first/last-stage layer counts and the embedding or loss"));
     }
 
     /// Expert TP 1 at TP 2 (MoE parallel folding), as NVIDIA runs
@@ -1085,7 +1225,7 @@ pub(crate) mod tests {
         let ops = &d.stages[0].blocks[0].ops;
         let kv: Vec<_> = ops
             .iter()
-            .filter(|o| o.name.starts_with("cp_kv_exchange."))
+            .filter(|o| o.name.starts_with("attention_cp_kv_exchange."))
             .collect();
         assert_eq!(kv.len(), 32, "one exchange per layer");
         // b x s x (K + V) x kv heads / TP x head size x 2 bytes: Llama 3
@@ -1105,7 +1245,7 @@ pub(crate) mod tests {
         // The exchange sits between the norm and the attention body.
         let i = ops
             .iter()
-            .position(|o| o.name == "cp_kv_exchange.0")
+            .position(|o| o.name == "attention_cp_kv_exchange.0")
             .unwrap();
         assert_eq!(ops[i - 1].name, "attention_norm.0");
         assert_eq!(ops[i + 1].name, "attention.0");

@@ -100,6 +100,15 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     shaped.v_shape = c.schedule.placement() == ChunkPlacement::VShape;
     let job = &shaped;
     let groups = 2 * s.pp;
+    if job.v_shape && job.accounts_in_split() {
+        return Err(RunError::Sim(SimError::InvalidConfig {
+            name: "schedule",
+            reason: format!(
+                "{} places two chunks per stage in a V: the embedding or loss counted in the pipeline split is modelled with looped chunks",
+                c.schedule.name()
+            ),
+        }));
+    }
     if job.v_shape && job.is_uneven() {
         return Err(RunError::Sim(SimError::InvalidConfig {
             name: "schedule",
@@ -248,6 +257,21 @@ impl ModelRunOutput {
             // The layers of every stage, first to last.
             v["training"]["stage_layers"] = (0..s.pp)
                 .map(|st| self.job.stage_layer_range(st).len())
+                .collect::<Vec<_>>()
+                .into();
+        }
+        if self.job.accounts_in_split() {
+            // Megatron's flags, and the layers of every chunk of every
+            // stage (stage-major, chunks in run order).
+            v["training"]["account_for_embedding"] = json!(s.account_for_embedding);
+            v["training"]["account_for_loss"] = json!(s.account_for_loss);
+            v["training"]["chunk_layers"] = (0..s.pp)
+                .map(|st| {
+                    super::build::stage_chunk_layers(&self.job, st)
+                        .iter()
+                        .map(Vec::len)
+                        .collect::<Vec<_>>()
+                })
                 .collect::<Vec<_>>()
                 .into();
         }

@@ -558,6 +558,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     flash_attention: spec.flash_attention,
                                                     first_stage_layers: split.map(|(f, _)| f),
                                                     last_stage_layers: split.map(|(_, l)| l),
+                                                    account_for_embedding: false,
+                                                    account_for_loss: false,
                                                 };
                                                 let job = match ModelJob::new(
                                                     spec.model.clone(),

@@ -1281,7 +1281,14 @@ pub fn build(
         chunk_rows.push(
             prog.blocks
                 .iter()
-                .map(|b| BlockLayers::of(b).chunk_rows(v, prog.stage, p))
+                .map(|b| {
+                    let layers = BlockLayers::of(b);
+                    if prog.chunk_layers.is_empty() {
+                        layers.chunk_rows(v, prog.stage, p)
+                    } else {
+                        layers.chunk_rows_of(&prog.chunk_layers, v, prog.stage)
+                    }
+                })
                 .collect::<Result<Vec<_>, _>>()?,
         );
         if let Some(order) = &prog.order {

@@ -263,6 +263,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             pre_rows: Vec::new(),
             post_rows: Vec::new(),
             order: Some(vec![PipeStep::f(0, 0), PipeStep::b(0, 0)]),
+            chunk_layers: Vec::new(),
         });
     }
     if programs.is_empty() {

@@ -27,7 +27,10 @@
 //! embedding row the file describes (on stage 0 exactly Megatron's
 //! placement). L must be a multiple of v ([`SimError::TooFewLayers`] when
 //! L < v, [`SimError::LayersNotDivisible`] otherwise). With v = 1 the one
-//! chunk is the whole block, whatever its layers.
+//! chunk is the whole block, whatever its layers. A program whose chunks
+//! differ (a model-level job with the embedding or loss counted as layers
+//! in the pipeline split) gives their layer counts, and
+//! [`BlockLayers::chunk_rows_of`] cuts by them the same way.
 
 use super::job::Block;
 use super::SimError;
@@ -97,17 +100,50 @@ impl BlockLayers {
             });
         }
         let per = l / vu;
-        Ok((0..vu)
-            .map(|c| {
-                let lo = if c == 0 { 0 } else { self.starts[c * per] };
-                let hi = if c + 1 == vu {
+        Ok(self.cut(&vec![per; vu]))
+    }
+
+    /// The rows of chunks of `counts[c]` whole layers each (the program's
+    /// [`crate::sim::job::RankProgram::chunk_layers`]): the head with chunk
+    /// 0, the tail with the last; a chunk of no layer is the head (or the
+    /// tail) alone, else empty. `counts` must have `v` entries that add up
+    /// to the block's layers.
+    pub fn chunk_rows_of(
+        &self,
+        counts: &[u32],
+        v: u32,
+        stage: u32,
+    ) -> Result<Vec<Range<usize>>, SimError> {
+        let total: u64 = counts.iter().map(|c| u64::from(*c)).sum();
+        if counts.len() != v.max(1) as usize || total != self.layers() as u64 {
+            return Err(SimError::InvalidJob(format!(
+                "stage {stage}: chunk layer counts {counts:?} do not cut its {} layers into {v} chunks",
+                self.layers()
+            )));
+        }
+        let counts: Vec<usize> = counts.iter().map(|c| *c as usize).collect();
+        Ok(self.cut(&counts))
+    }
+
+    /// Consecutive chunks of `counts[c]` layers (adding up to the layers).
+    fn cut(&self, counts: &[usize]) -> Vec<Range<usize>> {
+        let mut first_layer = 0;
+        let n = counts.len();
+        counts
+            .iter()
+            .enumerate()
+            .map(|(c, k)| {
+                let start = |layer: usize| self.starts.get(layer).copied().unwrap_or(self.rows);
+                let lo = if c == 0 { 0 } else { start(first_layer) };
+                first_layer += k;
+                let hi = if c + 1 == n {
                     self.rows
                 } else {
-                    self.starts[(c + 1) * per]
+                    start(first_layer)
                 };
                 lo..hi
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -170,6 +206,28 @@ mod tests {
         let l = BlockLayers::of(&block(&names));
         assert_eq!(l.starts, vec![1, 3, 5]);
         assert_eq!(l.chunk_rows(3, 0, 1).unwrap(), vec![0..3, 3..5, 5..8]);
+    }
+
+    /// Explicit counts (the embedding counted as a layer on stage 0's first
+    /// chunk): chunk 0 is the head and one layer, the others two.
+    #[test]
+    fn explicit_counts_cut_uneven_chunks() {
+        let mut names = vec!["embedding_layer"];
+        for _ in 0..5 {
+            names.extend(["attention_norm", "mlp_norm"]);
+        }
+        names.push("final_norm");
+        let l = BlockLayers::of(&block(&names));
+        assert_eq!(
+            l.chunk_rows_of(&[1, 2, 2], 3, 0).unwrap(),
+            vec![0..3, 3..7, 7..12]
+        );
+        assert_eq!(
+            l.chunk_rows_of(&[2, 2, 1], 3, 0).unwrap(),
+            vec![0..5, 5..9, 9..12]
+        );
+        assert!(l.chunk_rows_of(&[2, 2, 2], 3, 0).is_err());
+        assert!(l.chunk_rows_of(&[3, 2], 3, 0).is_err());
     }
 
     #[test]

@@ -338,6 +338,7 @@ impl JobSpec {
                 pre_rows: parts.pre,
                 post_rows: parts.post,
                 order: None,
+                chunk_layers: s.chunk_layers.clone(),
             });
         }
         let micro_batches = u32::try_from(micro_batches.unwrap_or(1).max(1)).unwrap_or(u32::MAX);

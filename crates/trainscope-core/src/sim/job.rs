@@ -320,6 +320,12 @@ pub struct RankProgram {
     pub post_rows: Vec<LayerSpec>,
     /// Explicit compute-step order (measured runs); `None` = the schedule's.
     pub order: Option<Vec<PipeStep>>,
+    /// Transformer layers of each model chunk (virtual stage) of this
+    /// rank, in chunk order, when they differ (Megatron's embedding and loss
+    /// counted as layers in the pipeline split); empty: L / v each
+    /// ([`super::chunks::BlockLayers::chunk_rows`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunk_layers: Vec<u32>,
 }
 
 impl RankProgram {
@@ -498,6 +504,7 @@ impl JobSpec {
                 pre_rows: Vec::new(),
                 post_rows: Vec::new(),
                 order: None,
+                chunk_layers: Vec::new(),
             })
             .collect();
         JobSpec {
@@ -685,6 +692,7 @@ impl JobSpec {
                 pre_rows: pre.clone(),
                 post_rows: post.clone(),
                 order: None,
+                chunk_layers: Vec::new(),
             })
             .collect();
         Ok(JobSpec {

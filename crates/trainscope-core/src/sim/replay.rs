@@ -624,6 +624,7 @@ fn echo_program(
             pre_rows: rows(pieces(&b.pre, ITERATION, &mut measured)),
             post_rows: rows(pieces(&b.post, ITERATION, &mut measured)),
             order: Some(order),
+            chunk_layers: Vec::new(),
         },
         measured,
     ))
@@ -681,6 +682,7 @@ fn fill_missing_stages(
                 pre_rows: drop(&p.pre_rows),
                 post_rows: drop(&p.post_rows),
                 order: None,
+                chunk_layers: Vec::new(),
             });
             assumed.push(AssumedRank {
                 rank,
@@ -907,6 +909,7 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             pre_rows: Vec::new(),
             post_rows: Vec::new(),
             order: Some(vec![PipeStep::f(0, 0), PipeStep::b(0, 0)]),
+            chunk_layers: Vec::new(),
         });
     }
     if programs.is_empty() {
@@ -1263,6 +1266,7 @@ pub fn optimus_job(
             pre_rows: Vec::new(),
             post_rows: Vec::new(),
             order: None,
+            chunk_layers: Vec::new(),
         });
     }
     if programs.is_empty() {
