@@ -70,6 +70,16 @@ struct Case {
     distributed_optimizer: bool,
     /// Expert parallelism (absent: 1).
     ep: Option<u32>,
+    /// Expert tensor parallelism (absent: TP).
+    expert_tp: Option<u32>,
+    /// Context parallelism (absent: 1).
+    cp: Option<u32>,
+    /// Megatron's embedding / loss counted as layers in the pipeline
+    /// split (absent: false).
+    #[serde(default)]
+    account_for_embedding: bool,
+    #[serde(default)]
+    account_for_loss: bool,
     /// A fused (flash) attention kernel; absent: true (every source after
     /// 2023 runs one).
     flash_attention: Option<bool>,
@@ -126,9 +136,9 @@ fn evaluate(c: &Case) -> Row {
         tp: c.tp,
         pp: c.pp,
         dp: None,
-        cp: 1,
+        cp: c.cp.unwrap_or(1),
         ep: c.ep.unwrap_or(1),
-        expert_tp: None,
+        expert_tp: c.expert_tp,
         vpp: c.vpp,
         sequence_parallel: c.sequence_parallel,
         micro_batch_size: c.micro_batch_size,
@@ -140,6 +150,8 @@ fn evaluate(c: &Case) -> Row {
         flash_attention: c.flash_attention.unwrap_or(true),
         first_stage_layers: None,
         last_stage_layers: None,
+        account_for_embedding: c.account_for_embedding,
+        account_for_loss: c.account_for_loss,
     };
     let gpu = gpu_preset(&c.gpu).unwrap_or_else(|| panic!("{}: no GPU {}", c.id, c.gpu));
     let nvlink_gbps = gpu.nvlink_busbw_gbps;
