@@ -95,6 +95,10 @@ pub struct JobSettings {
     /// Layers on the first / last pipeline stage; `None`: an even split.
     pub first_stage_layers: Option<u32>,
     pub last_stage_layers: Option<u32>,
+    /// The embedding / the loss counted as a layer in the pipeline split
+    /// (`--account-for-embedding-in-pipeline-split`, `...-loss-...`).
+    pub account_for_embedding: bool,
+    pub account_for_loss: bool,
 }
 
 impl Default for JobSettings {
@@ -120,6 +124,8 @@ impl Default for JobSettings {
             flash_attention: d.flash_attention,
             first_stage_layers: d.first_stage_layers,
             last_stage_layers: d.last_stage_layers,
+            account_for_embedding: d.account_for_embedding,
+            account_for_loss: d.account_for_loss,
         }
     }
 }
@@ -146,11 +152,13 @@ pub enum JobField {
     SequenceParallel,
     DistributedOptimizer,
     FlashAttention,
+    AccountForEmbedding,
+    AccountForLoss,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 19] = [
+    pub const ALL: [JobField; 21] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -170,6 +178,8 @@ impl JobField {
         JobField::SequenceParallel,
         JobField::DistributedOptimizer,
         JobField::FlashAttention,
+        JobField::AccountForEmbedding,
+        JobField::AccountForLoss,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -195,6 +205,8 @@ impl JobField {
             JobField::SequenceParallel => "job_sp",
             JobField::DistributedOptimizer => "job_dist_opt",
             JobField::FlashAttention => "job_flash",
+            JobField::AccountForEmbedding => "job_split_emb",
+            JobField::AccountForLoss => "job_split_loss",
         }
     }
 
@@ -232,6 +244,8 @@ impl JobField {
             JobField::SequenceParallel => "Sequence parallel",
             JobField::DistributedOptimizer => "Distributed optimizer",
             JobField::FlashAttention => "Flash attention",
+            JobField::AccountForEmbedding => "Embedding in pipeline split",
+            JobField::AccountForLoss => "Loss in pipeline split",
         }
     }
 
@@ -257,6 +271,8 @@ impl JobField {
             JobField::SequenceParallel => "--sequence-parallel",
             JobField::DistributedOptimizer => "--distributed-optimizer",
             JobField::FlashAttention => "--no-flash-attention (unchecked)",
+            JobField::AccountForEmbedding => "--account-for-embedding-in-pipeline-split",
+            JobField::AccountForLoss => "--account-for-loss-in-pipeline-split",
         }
     }
 
@@ -264,7 +280,11 @@ impl JobField {
     pub fn is_check(self) -> bool {
         matches!(
             self,
-            JobField::SequenceParallel | JobField::DistributedOptimizer | JobField::FlashAttention
+            JobField::SequenceParallel
+                | JobField::DistributedOptimizer
+                | JobField::FlashAttention
+                | JobField::AccountForEmbedding
+                | JobField::AccountForLoss
         )
     }
 }
@@ -365,6 +385,8 @@ impl JobSettings {
             JobField::SequenceParallel => on_off(self.sequence_parallel),
             JobField::DistributedOptimizer => on_off(self.distributed_optimizer),
             JobField::FlashAttention => on_off(self.flash_attention),
+            JobField::AccountForEmbedding => on_off(self.account_for_embedding),
+            JobField::AccountForLoss => on_off(self.account_for_loss),
         }
     }
 
@@ -411,6 +433,8 @@ impl JobSettings {
             JobField::SequenceParallel => self.sequence_parallel = parse_on_off(text)?,
             JobField::DistributedOptimizer => self.distributed_optimizer = parse_on_off(text)?,
             JobField::FlashAttention => self.flash_attention = parse_on_off(text)?,
+            JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
+            JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
         }
         Ok(())
     }
@@ -436,8 +460,8 @@ impl JobSettings {
             flash_attention: self.flash_attention,
             first_stage_layers: self.first_stage_layers,
             last_stage_layers: self.last_stage_layers,
-            account_for_embedding: false,
-            account_for_loss: false,
+            account_for_embedding: self.account_for_embedding,
+            account_for_loss: self.account_for_loss,
         }
     }
 
@@ -494,6 +518,14 @@ impl JobSettings {
             (self.sequence_parallel, "--sequence-parallel"),
             (self.distributed_optimizer, "--distributed-optimizer"),
             (!self.flash_attention, "--no-flash-attention"),
+            (
+                self.account_for_embedding,
+                "--account-for-embedding-in-pipeline-split",
+            ),
+            (
+                self.account_for_loss,
+                "--account-for-loss-in-pipeline-split",
+            ),
         ] {
             if on {
                 out.push(' ');

@@ -139,6 +139,8 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         flash_attention: false,
         first_stage_layers: Some(7),
         last_stage_layers: Some(9),
+        account_for_embedding: true,
+        account_for_loss: true,
     };
     let fragment = format!(
         "{}&{}",
@@ -369,6 +371,46 @@ fn an_expert_tp_field_folds_ep_over_tp_and_dp_and_its_link_restores_it() {
     assert_eq!(notes, Vec::<String>::new());
     assert_eq!(state.job.as_ref().and_then(|x| x.expert_tp), Some(1));
     assert!(job_fragment(&j).contains("job_etp=1"));
+}
+
+#[wasm_bindgen_test]
+fn embedding_and_loss_in_the_split_run_126_layers_on_64_chunks_as_the_cli() {
+    // Llama 3.1 405B's 126 layers on PP 8 x 8 virtual stages: refused
+    // until the embedding and loss count as layers (128 / 64 = 2 a chunk).
+    let mut j = JobSettings {
+        model: JobModel::Preset("llama3-405b".into()),
+        tp: 8,
+        pp: 8,
+        vpp: 8,
+        dp: 1,
+        sequence_parallel: true,
+        global_batch_size: Some(8),
+        ..JobSettings::default()
+    };
+    let refused = run(&job_request(1, j.clone())).job.unwrap().error.unwrap();
+    assert!(
+        refused
+            .message
+            .contains("126 layers are not divisible by PP x virtual stages = 8 x 8 = 64"),
+        "{}",
+        refused.message
+    );
+    j.set(JobField::AccountForEmbedding, "1").unwrap();
+    j.set(JobField::AccountForLoss, "1").unwrap();
+    assert!(JobField::AccountForLoss.is_check());
+    assert!(
+        j.cli_command().ends_with(
+            " --sequence-parallel --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+        ),
+        "{}",
+        j.cli_command()
+    );
+    let out = run(&job_request(2, j.clone()));
+    assert_eq!(out.job.as_ref().and_then(|x| x.error.clone()), None);
+    assert!(out.result.is_some());
+    let (state, _) = from_fragment(&job_fragment(&j));
+    let back = state.job.unwrap();
+    assert!(back.account_for_embedding && back.account_for_loss);
 }
 
 #[wasm_bindgen_test]
