@@ -32,7 +32,7 @@ const WORST_TOLERANCE: f64 = 0.30;
 /// Documented accuracy on mixture-of-experts models (the worst absolute
 /// error): far from the dense cases' (README "Validation"); a guard, not a
 /// target.
-const MOE_WORST_TOLERANCE: f64 = 0.75;
+const MOE_WORST_TOLERANCE: f64 = 0.80;
 /// Documented accuracy of predictions calibrated on another case of the
 /// same model and GPU (median absolute error).
 const CALIBRATED_MEDIAN_TOLERANCE: f64 = 0.10;
