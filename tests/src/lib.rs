@@ -1,6 +1,7 @@
 //! Shared helpers for the workspace integration tests: locating fixtures and
-//! the seed files bundled with the project, and the one configuration of
-//! every property test (a fixed seed, so `cargo test` is repeatable).
+//! the seed files bundled with the project, the one configuration of every
+//! property test (a fixed seed, so `cargo test` is repeatable), and a
+//! model-level job written as Chakra files (the Chakra round-trip tests).
 
 pub mod kineto_gen;
 
@@ -45,4 +46,45 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// A model-level job of Llama 3.2 1B (H100, 1024 tokens a sequence, TP x
+/// DP x PP as given, `global_batch` sequences) simulated and written as
+/// Chakra files: the `job.<rank>.et` files, the `comm_groups.json` text
+/// and the original run (its summary and timeline).
+pub fn chakra_written(
+    tp: u32,
+    dp: u32,
+    pp: u32,
+    global_batch: u32,
+) -> (
+    Vec<(String, Vec<u8>)>,
+    String,
+    trainscope_core::sim::run::RunOutput,
+) {
+    use trainscope_core::job::{run::run_model, ModelJob, TrainingSetup};
+    let setup = TrainingSetup {
+        tp,
+        pp,
+        dp: Some(dp),
+        global_batch_size: Some(global_batch),
+        seq_length: 1024,
+        ..TrainingSetup::default()
+    };
+    let model = trainscope_core::model::presets::preset("llama3.2-1b").expect("preset");
+    let gpu = trainscope_core::hardware::gpu_preset("H100").expect("GPU");
+    let job = ModelJob::new(model, setup, gpu, None).expect("a valid job");
+    let out = run_model(&job, &trainscope_core::sim::SimConfig::default()).expect("runs");
+    let ex = trainscope_core::sim::chakra::write_timeline(
+        &out.run.result.timeline,
+        out.run.parallel,
+        trainscope_core::sim::network::PlacementOrder::default(),
+    );
+    assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
+    let files = ex
+        .files()
+        .into_iter()
+        .map(|(i, _, b)| (format!("job.{i}.et"), b))
+        .collect();
+    (files, ex.comm_groups_json().expect("groups"), out.run)
 }

@@ -11,9 +11,7 @@
 //! file lacks, and a SimAI MoE workload (EP = DP) read back the same way.
 
 use trainscope_core::formats::Format;
-use trainscope_core::hardware::gpu_preset;
 use trainscope_core::inspect::{self, LoadOptions};
-use trainscope_core::job::{run::run_model, ModelJob, TrainingSetup};
 use trainscope_core::sim::chakra::write_timeline;
 use trainscope_core::sim::network::PlacementOrder;
 use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput};
@@ -21,35 +19,10 @@ use trainscope_core::sim::timeline::{LaneGroup, SpanKind, Timeline};
 use trainscope_core::sim::SimConfig;
 
 /// The written files (`job.<rank>.et`), the groups JSON and the original
-/// simulation's timeline.
+/// simulation's timeline (4 micro-batches per pipeline).
 fn written(tp: u32, dp: u32, pp: u32) -> (Vec<(String, Vec<u8>)>, String, Timeline) {
-    let setup = TrainingSetup {
-        tp,
-        pp,
-        dp: Some(dp),
-        global_batch_size: Some(4 * dp),
-        seq_length: 1024,
-        ..TrainingSetup::default()
-    };
-    let model = trainscope_core::model::presets::preset("llama3.2-1b").unwrap();
-    let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
-    let out = run_model(&job, &SimConfig::default()).unwrap();
-    let ex = write_timeline(
-        &out.run.result.timeline,
-        out.run.parallel,
-        PlacementOrder::default(),
-    );
-    assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
-    let files = ex
-        .files()
-        .into_iter()
-        .map(|(i, _, b)| (format!("job.{i}.et"), b))
-        .collect();
-    (
-        files,
-        ex.comm_groups_json().expect("groups"),
-        out.run.result.timeline,
-    )
+    let (files, groups, run) = trainscope_tests::chakra_written(tp, dp, pp, 4 * dp);
+    (files, groups, run.result.timeline)
 }
 
 fn simulate(files: &[(String, Vec<u8>)], groups: Option<&str>) -> RunOutput {

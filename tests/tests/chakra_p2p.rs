@@ -13,10 +13,6 @@ use trainscope_core::formats::chakra::schema::{
     AttributeProto, GlobalMetadata, Node, NodeType, Value,
 };
 use trainscope_core::formats::chakra::{self, encode};
-use trainscope_core::hardware::gpu_preset;
-use trainscope_core::job::{run::run_model, ModelJob, TrainingSetup};
-use trainscope_core::sim::chakra::write_timeline;
-use trainscope_core::sim::network::PlacementOrder;
 use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput};
 use trainscope_core::sim::summary::Summary;
 use trainscope_core::sim::timeline::{SpanKind, Timeline};
@@ -24,36 +20,10 @@ use trainscope_core::sim::SimConfig;
 use trainscope_core::workload::OpKind;
 
 /// The written files (`job.<rank>.et`), the groups JSON and the original
-/// simulation's summary and timeline.
+/// simulation's summary and timeline (TP 1, DP 1, 8 micro-batches).
 fn written(pp: u32) -> (Vec<(String, Vec<u8>)>, String, Summary, Timeline) {
-    let setup = TrainingSetup {
-        tp: 1,
-        pp,
-        dp: Some(1),
-        global_batch_size: Some(8),
-        seq_length: 1024,
-        ..TrainingSetup::default()
-    };
-    let model = trainscope_core::model::presets::preset("llama3.2-1b").unwrap();
-    let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
-    let out = run_model(&job, &SimConfig::default()).unwrap();
-    let ex = write_timeline(
-        &out.run.result.timeline,
-        out.run.parallel,
-        PlacementOrder::default(),
-    );
-    assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
-    let files = ex
-        .files()
-        .into_iter()
-        .map(|(i, _, b)| (format!("job.{i}.et"), b))
-        .collect();
-    (
-        files,
-        ex.comm_groups_json().expect("groups"),
-        out.run.result.summary.clone(),
-        out.run.result.timeline,
-    )
+    let (files, groups, run) = trainscope_tests::chakra_written(1, 1, pp, 8);
+    (files, groups, run.result.summary, run.result.timeline)
 }
 
 fn simulate(files: &[(String, Vec<u8>)], groups: Option<&str>) -> Result<RunOutput, RunError> {

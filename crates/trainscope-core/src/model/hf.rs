@@ -753,6 +753,16 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// The key that named the model's type (`model_type`, else
+    /// `architectures`): where a warning about the type itself points.
+    fn type_key(&self) -> &'static str {
+        if self.at.contains_key("model_type") {
+            "model_type"
+        } else {
+            "architectures"
+        }
+    }
+
     /// Warnings for keys that change cost but are not modelled.
     fn cost_warnings(
         &mut self,
@@ -816,11 +826,7 @@ impl<'a> Reader<'a> {
                 }
                 _ => None,
             };
-            let key = if self.at.contains_key("model_type") {
-                "model_type"
-            } else {
-                "architectures"
-            };
+            let key = self.type_key();
             self.warn(
                 key,
                 format!(
@@ -836,11 +842,7 @@ impl<'a> Reader<'a> {
             );
         }
         if matches!(kind, Kind::Qwen3 | Kind::Qwen3Moe) {
-            let key = if self.at.contains_key("model_type") {
-                "model_type"
-            } else {
-                "architectures"
-            };
+            let key = self.type_key();
             self.warn(
                 key,
                 "Qwen3 normalises each query and key head (RMSNorm over the head size) before the attention core: those two norms are not counted (a pass over the queries and keys per layer, small next to the projections)".to_string(),
