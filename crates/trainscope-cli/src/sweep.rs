@@ -582,7 +582,7 @@ fn output(args: &Args, mut report: SweepReport) -> Result<u8> {
 /// omits them), the exposed communication per group, the flags last.
 pub fn csv(r: &SweepReport) -> String {
     let mut out = String::from(
-        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,expert_tp,vpp,first_stage_layers,last_stage_layers,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
+        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,expert_tp,vpp,first_stage_layers,last_stage_layers,account_for_embedding,account_for_loss,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
     );
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     for (i, x) in r.results.iter().enumerate() {
@@ -607,6 +607,8 @@ pub fn csv(r: &SweepReport) -> String {
             x.vpp.to_string(),
             opt(x.first_stage_layers),
             opt(x.last_stage_layers),
+            x.account_for_embedding.to_string(),
+            x.account_for_loss.to_string(),
             x.micro_batch_size.to_string(),
             x.micro_batches.to_string(),
             x.recompute.clone(),

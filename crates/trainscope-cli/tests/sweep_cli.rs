@@ -154,14 +154,19 @@ fn a_pp_that_does_not_divide_the_layers_runs_an_uneven_split_simulate_reproduces
     let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
     let rows = v["results"].as_array().expect("results");
     assert!(!rows.is_empty());
+    // One chunk a stage: the first/last split; interleaved (3 x 3 chunks of
+    // 18 / 9 = 2): the embedding and loss counted in the split.
     for r in rows {
         let flags = r["flags"].as_str().unwrap();
-        assert!(
-            flags.ends_with("--first-stage-layers 6 --last-stage-layers 4"),
-            "{flags}"
-        );
+        let tail = if r["vpp"] == 1 {
+            "--first-stage-layers 6 --last-stage-layers 4"
+        } else {
+            "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+        };
+        assert!(flags.ends_with(tail), "{flags}");
     }
-    assert_row_equals_simulate(&rows[0]);
+    assert!(rows.iter().any(|r| r["vpp"] == 1));
+    assert_row_equals_simulate(rows.iter().find(|r| r["vpp"] == 1).unwrap());
 }
 
 #[test]
@@ -296,6 +301,47 @@ fn moe_sweeps_try_expert_tp_1_and_rows_simulate_reproduces() {
     );
 }
 
+/// Interleaved chunks that cut only the layers + embedding + loss are
+/// tried with Megatron's accounted split: Llama 3.2 1B's 16 layers on PP 3
+/// x 3 virtual stages (18 / 9 = 2 a chunk); the row reproduces.
+#[test]
+fn interleaved_chunks_with_the_embedding_and_loss_in_the_split_simulate_reproduces() {
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "llama3.2-1b",
+        "--world",
+        "3",
+        "--tp",
+        "1",
+        "--pp",
+        "3",
+        "--schedule",
+        "interleaved",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "none",
+        "--global-batch-size",
+        "6",
+        "--seq-length",
+        "1024",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    let r = rows
+        .iter()
+        .find(|r| r["vpp"] == 3)
+        .expect("PP 3 x 3 virtual stages");
+    assert_eq!(r["account_for_embedding"], true);
+    assert_eq!(r["account_for_loss"], true);
+    assert!(r["flags"].as_str().unwrap().ends_with(
+        "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+    ));
+    assert_row_equals_simulate(r);
+}
+
 /// `--csv` holds every JSON row field, column by column (CP, the stage
 /// split and the exposed communication per group included).
 #[test]
@@ -350,6 +396,9 @@ fn csv_columns_equal_the_json_rows() {
                     .cloned()
                     .unwrap_or(Value::from(0)),
                 None if *name == "rank" => continue,
+                None if name.starts_with("account_for_") => {
+                    row.get(*name).cloned().unwrap_or(Value::from(false))
+                }
                 None if *name == "cp" => row.get("cp").cloned().unwrap_or(Value::from(1)),
                 None => row.get(*name).cloned().unwrap_or(Value::Null),
             };

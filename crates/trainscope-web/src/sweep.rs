@@ -377,5 +377,7 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     // A PP that does not divide the layers: the row's uneven split.
     job.first_stage_layers = row.first_stage_layers;
     job.last_stage_layers = row.last_stage_layers;
+    job.account_for_embedding = row.account_for_embedding;
+    job.account_for_loss = row.account_for_loss;
     Some((job, schedule))
 }

@@ -39,7 +39,10 @@
 //! runs the output layer and the loss), with the schedules that run one
 //! chunk per stage; the default PP list adds such stage counts where they
 //! are powers of two (DeepSeek-V3's 61 layers on 16 stages, Llama 3
-//! 405B's 126 on 16).
+//! 405B's 126 on 16). With the interleaved schedule, virtual-stage counts
+//! that cut only the layers + embedding + loss are tried with Megatron's
+//! accounted split ([`accounted_split`]; Llama 3.1 405B's 126 layers on
+//! PP 8 x 8 virtual stages, as NVIDIA runs it).
 
 pub mod report;
 
@@ -224,8 +227,8 @@ impl SweepSpec {
     pub fn vpp_values(&self, pp: u32) -> Vec<u32> {
         self.vpp.clone().unwrap_or_else(|| {
             let layers = self.model.num_layers;
-            (2..=layers / pp.max(1))
-                .filter(|v| layers.is_multiple_of(pp * v))
+            (2..=(layers + 2) / pp.max(1))
+                .filter(|v| layers.is_multiple_of(pp * v) || accounted_split(layers, pp, *v))
                 .collect()
         })
     }
@@ -369,6 +372,12 @@ impl Candidate {
         if let Some(n) = s.last_stage_layers {
             f.push_str(&format!(" --last-stage-layers {n}"));
         }
+        if s.account_for_embedding {
+            f.push_str(" --account-for-embedding-in-pipeline-split");
+        }
+        if s.account_for_loss {
+            f.push_str(" --account-for-loss-in-pipeline-split");
+        }
         f
     }
 
@@ -443,6 +452,19 @@ pub fn uneven_split(layers: u32, pp: u32) -> Option<(u32, u32)> {
     Some((first, rest - first))
 }
 
+/// Whether `pp` stages of `vpp` chunks cut `layers` layers only with the
+/// embedding and the loss counted as layers (Megatron's
+/// `--account-for-*-in-pipeline-split`): PP > 1 and vpp > 1, PP x vpp
+/// divides layers + 2, not the layers, and every chunk keeps a layer.
+pub fn accounted_split(layers: u32, pp: u32, vpp: u32) -> bool {
+    let chunks = pp * vpp;
+    pp > 1
+        && vpp > 1
+        && !layers.is_multiple_of(chunks)
+        && (layers + 2).is_multiple_of(chunks)
+        && (layers + 2) / chunks >= 2
+}
+
 /// Every combination of the spec's lists, in the fixed order of the module
 /// documentation; the refused ones counted by reason.
 pub fn enumerate(spec: &SweepSpec) -> Enumeration {
@@ -499,8 +521,17 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                 ), inner);
                                     continue;
                                 }
-                                let split = uneven_split(spec.model.num_layers, pp);
+                                // Interleaved chunks that divide only the
+                                // layers + embedding + loss: Megatron's
+                                // accounted split, not a first/last split.
+                                let accounted = accounted_split(spec.model.num_layers, pp, vpp);
+                                let split = if accounted {
+                                    None
+                                } else {
+                                    uneven_split(spec.model.num_layers, pp)
+                                };
                                 if pp > 1
+                                    && !accounted
                                     && !spec.model.num_layers.is_multiple_of(pp)
                                     && split.is_none()
                                 {
@@ -558,8 +589,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     flash_attention: spec.flash_attention,
                                                     first_stage_layers: split.map(|(f, _)| f),
                                                     last_stage_layers: split.map(|(_, l)| l),
-                                                    account_for_embedding: false,
-                                                    account_for_loss: false,
+                                                    account_for_embedding: accounted,
+                                                    account_for_loss: accounted,
                                                 };
                                                 let job = match ModelJob::new(
                                                     spec.model.clone(),
@@ -696,6 +727,8 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         vpp: s.vpp,
         first_stage_layers: s.first_stage_layers,
         last_stage_layers: s.last_stage_layers,
+        account_for_embedding: s.account_for_embedding,
+        account_for_loss: s.account_for_loss,
         micro_batch_size: s.micro_batch_size,
         micro_batches: out.job.micro_batches,
         recompute: s.recompute.name().to_string(),

@@ -56,6 +56,12 @@ pub struct Row {
     pub first_stage_layers: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_stage_layers: Option<u32>,
+    /// The embedding / the loss counted as a layer in the pipeline split
+    /// (absent in JSON: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub account_for_embedding: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub account_for_loss: bool,
     pub micro_batch_size: u32,
     pub micro_batches: u32,
     pub recompute: String,
@@ -342,6 +348,9 @@ pub fn summary(r: &Row) -> String {
     }
     if let Some(e) = r.expert_tp {
         s.push_str(&format!(" expert TP {e}"));
+    }
+    if r.account_for_embedding || r.account_for_loss {
+        s.push_str(" (embedding/loss in split)");
     }
     s.push_str(&format!(" {}", r.schedule));
     if r.vpp > 1 {

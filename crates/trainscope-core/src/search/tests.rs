@@ -57,6 +57,21 @@ fn default_lists() {
     );
     v3.gpus_per_node = 8;
     assert_eq!(v3.pp_values(), vec![1, 2, 4, 8, 16, 61]);
+    // Llama 3.1 405B's 126 layers: on PP 8 only the embedding and loss
+    // counted in the split give whole chunks (128 / 8v), as NVIDIA runs it.
+    let l405 = SweepSpec::new(
+        crate::model::presets::preset("llama3-405b").unwrap(),
+        gpu_preset("H100").unwrap(),
+        1024,
+    );
+    assert_eq!(l405.vpp_values(8), vec![2, 4, 8]);
+    assert!(accounted_split(126, 8, 8));
+    assert!(!accounted_split(126, 2, 3), "126 = 2 x 3 x 21: an even cut");
+    assert!(!accounted_split(126, 1, 8), "no pipeline");
+    assert!(
+        !accounted_split(126, 8, 16),
+        "128 / 128 leaves a chunk without a layer"
+    );
 }
 
 #[test]
@@ -296,6 +311,8 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         vpp: 1,
         first_stage_layers: None,
         last_stage_layers: None,
+        account_for_embedding: false,
+        account_for_loss: false,
         micro_batch_size: 1,
         micro_batches: 1,
         recompute: "none".into(),
