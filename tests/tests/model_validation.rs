@@ -80,6 +80,10 @@ struct Case {
     account_for_embedding: bool,
     #[serde(default)]
     account_for_loss: bool,
+    /// Gradients kept and reduced in bf16 (the recipe's grad_reduce_in_fp32
+    /// = False; absent: false).
+    #[serde(default)]
+    bf16_grads: bool,
     /// A fused (flash) attention kernel; absent: true (every source after
     /// 2023 runs one).
     flash_attention: Option<bool>,
@@ -152,6 +156,7 @@ fn evaluate(c: &Case) -> Row {
         last_stage_layers: None,
         account_for_embedding: c.account_for_embedding,
         account_for_loss: c.account_for_loss,
+        bf16_grads: c.bf16_grads,
     };
     let gpu = gpu_preset(&c.gpu).unwrap_or_else(|| panic!("{}: no GPU {}", c.id, c.gpu));
     let nvlink_gbps = gpu.nvlink_busbw_gbps;

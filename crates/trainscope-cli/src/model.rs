@@ -74,6 +74,12 @@ pub struct ModelFlags {
     /// layer fewer.
     #[arg(long = "account-for-loss-in-pipeline-split")]
     pub account_for_loss: bool,
+    /// Keep and reduce gradients in bf16 under bf16/FP8 training
+    /// (Megatron-Bridge's grad_reduce_in_fp32 = False, set by NVIDIA's
+    /// performance recipes): 2 bytes a gradient, half the gradient
+    /// reduction's bytes, an fp32 copy of the optimizer's shard.
+    #[arg(long = "no-grad-reduce-in-fp32")]
+    pub bf16_grads: bool,
     /// Megatron sequence parallelism (needs TP > 1).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -149,6 +155,7 @@ impl ModelFlags {
             self.account_for_loss,
             "--account-for-loss-in-pipeline-split",
         );
+        add(self.bf16_grads, "--no-grad-reduce-in-fp32");
         add(self.sequence_parallel, "--sequence-parallel");
         add(self.micro_batch_size.is_some(), "--micro-batch-size");
         add(self.global_batch_size.is_some(), "--global-batch-size");
@@ -203,6 +210,7 @@ impl ModelFlags {
             last_stage_layers: self.last_stage_layers,
             account_for_embedding: self.account_for_embedding,
             account_for_loss: self.account_for_loss,
+            bf16_grads: self.bf16_grads,
         })
     }
 

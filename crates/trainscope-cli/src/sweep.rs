@@ -65,6 +65,9 @@ pub struct Args {
     /// Megatron's unfused core attention instead of a fused (flash) kernel.
     #[arg(long)]
     pub no_flash_attention: bool,
+    /// Gradients kept and reduced in bf16 (as `simulate`'s flag).
+    #[arg(long = "no-grad-reduce-in-fp32")]
+    pub bf16_grads: bool,
     /// Tensor-parallel sizes (default: powers of two up to the GPUs per node
     /// that divide the attention heads).
     #[arg(
@@ -487,6 +490,7 @@ fn make_spec(
     }
     spec.precision = precision;
     spec.flash_attention = !args.no_flash_attention;
+    spec.bf16_grads = args.bf16_grads;
     spec.tp = numbers("tp", &args.tp)?;
     spec.pp = numbers("pp", &args.pp)?;
     spec.cp = numbers("cp", &args.cp)?;

@@ -353,6 +353,39 @@ fn embedding_and_loss_in_the_pipeline_split_run_llama_405b_on_64_chunks() {
     );
 }
 
+/// `--no-grad-reduce-in-fp32`: bf16 gradients halve the gradient memory
+/// and the gradient reduction's bytes; the JSON says so.
+#[test]
+fn bf16_gradients_halve_gradient_memory_and_reduction() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--distributed-optimizer",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let fp32 = run(&[]);
+    let bf16 = run(&["--no-grad-reduce-in-fp32"]);
+    assert_eq!(bf16["training"]["bf16_grads"], true);
+    assert!(fp32["training"].get("bf16_grads").is_none());
+    let grads = |v: &Value| {
+        v["memory"]["per_stage"][0]["gradients_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(grads(&bf16) * 2, grads(&fp32));
+    let dp = |v: &Value| v["exposed_comm_ns"]["dp"].as_u64().unwrap();
+    assert!(dp(&bf16) < dp(&fp32), "{} vs {}", dp(&bf16), dp(&fp32));
+}
+
 #[test]
 fn invalid_jobs_exit_4_naming_the_numbers() {
     for (args, want) in [

@@ -99,6 +99,8 @@ pub struct JobSettings {
     /// (`--account-for-embedding-in-pipeline-split`, `...-loss-...`).
     pub account_for_embedding: bool,
     pub account_for_loss: bool,
+    /// Gradients kept and reduced in bf16 (`--no-grad-reduce-in-fp32`).
+    pub bf16_grads: bool,
 }
 
 impl Default for JobSettings {
@@ -126,6 +128,7 @@ impl Default for JobSettings {
             last_stage_layers: d.last_stage_layers,
             account_for_embedding: d.account_for_embedding,
             account_for_loss: d.account_for_loss,
+            bf16_grads: d.bf16_grads,
         }
     }
 }
@@ -154,11 +157,12 @@ pub enum JobField {
     FlashAttention,
     AccountForEmbedding,
     AccountForLoss,
+    Bf16Grads,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 21] = [
+    pub const ALL: [JobField; 22] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -180,6 +184,7 @@ impl JobField {
         JobField::FlashAttention,
         JobField::AccountForEmbedding,
         JobField::AccountForLoss,
+        JobField::Bf16Grads,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -207,6 +212,7 @@ impl JobField {
             JobField::FlashAttention => "job_flash",
             JobField::AccountForEmbedding => "job_split_emb",
             JobField::AccountForLoss => "job_split_loss",
+            JobField::Bf16Grads => "job_bf16_grads",
         }
     }
 
@@ -246,6 +252,7 @@ impl JobField {
             JobField::FlashAttention => "Flash attention",
             JobField::AccountForEmbedding => "Embedding in pipeline split",
             JobField::AccountForLoss => "Loss in pipeline split",
+            JobField::Bf16Grads => "bf16 gradients",
         }
     }
 
@@ -273,6 +280,7 @@ impl JobField {
             JobField::FlashAttention => "--no-flash-attention (unchecked)",
             JobField::AccountForEmbedding => "--account-for-embedding-in-pipeline-split",
             JobField::AccountForLoss => "--account-for-loss-in-pipeline-split",
+            JobField::Bf16Grads => "--no-grad-reduce-in-fp32",
         }
     }
 
@@ -285,6 +293,7 @@ impl JobField {
                 | JobField::FlashAttention
                 | JobField::AccountForEmbedding
                 | JobField::AccountForLoss
+                | JobField::Bf16Grads
         )
     }
 }
@@ -387,6 +396,7 @@ impl JobSettings {
             JobField::FlashAttention => on_off(self.flash_attention),
             JobField::AccountForEmbedding => on_off(self.account_for_embedding),
             JobField::AccountForLoss => on_off(self.account_for_loss),
+            JobField::Bf16Grads => on_off(self.bf16_grads),
         }
     }
 
@@ -435,6 +445,7 @@ impl JobSettings {
             JobField::FlashAttention => self.flash_attention = parse_on_off(text)?,
             JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
             JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
+            JobField::Bf16Grads => self.bf16_grads = parse_on_off(text)?,
         }
         Ok(())
     }
@@ -462,6 +473,7 @@ impl JobSettings {
             last_stage_layers: self.last_stage_layers,
             account_for_embedding: self.account_for_embedding,
             account_for_loss: self.account_for_loss,
+            bf16_grads: self.bf16_grads,
         }
     }
 
@@ -526,6 +538,7 @@ impl JobSettings {
                 self.account_for_loss,
                 "--account-for-loss-in-pipeline-split",
             ),
+            (self.bf16_grads, "--no-grad-reduce-in-fp32"),
         ] {
             if on {
                 out.push(' ');

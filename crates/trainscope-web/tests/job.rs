@@ -141,6 +141,7 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         last_stage_layers: Some(9),
         account_for_embedding: true,
         account_for_loss: true,
+        bf16_grads: true,
     };
     let fragment = format!(
         "{}&{}",
@@ -411,6 +412,24 @@ fn embedding_and_loss_in_the_split_run_126_layers_on_64_chunks_as_the_cli() {
     let (state, _) = from_fragment(&job_fragment(&j));
     let back = state.job.unwrap();
     assert!(back.account_for_embedding && back.account_for_loss);
+}
+
+#[wasm_bindgen_test]
+fn the_bf16_gradients_box_halves_the_gradient_memory_as_the_cli_flag() {
+    let grads = |job: JobSettings| {
+        let out = run(&job_request(1, job));
+        assert_eq!(out.job.as_ref().and_then(|x| x.error.clone()), None);
+        out.result.unwrap().model.unwrap().memory.stages[0].gradients_bytes
+    };
+    let mut j = small_job(2);
+    let fp32 = grads(j.clone());
+    j.set(JobField::Bf16Grads, "1").unwrap();
+    assert!(
+        j.cli_command().ends_with(" --no-grad-reduce-in-fp32"),
+        "{}",
+        j.cli_command()
+    );
+    assert_eq!(grads(j) * 2, fp32);
 }
 
 #[wasm_bindgen_test]

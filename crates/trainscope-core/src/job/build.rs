@@ -42,11 +42,13 @@ use crate::workload::{
     PhaseOp, StageScope, StageWorkload,
 };
 
-/// Bytes per gradient element Megatron reduces: fp16 training reduces fp16
-/// gradients, bf16 and fp8 training fp32 main gradients, fp32 training fp32.
-pub fn gradient_bytes(p: Precision) -> u64 {
-    match p {
+/// Bytes per gradient element Megatron keeps and reduces: fp16 training
+/// fp16 gradients, bf16 and fp8 training fp32 main gradients (bf16 with
+/// [`super::TrainingSetup::bf16_grads`]), fp32 training fp32.
+pub fn gradient_bytes(s: &super::TrainingSetup) -> u64 {
+    match s.precision {
         Precision::Fp16 => 2,
+        Precision::Bf16 | Precision::Fp8 if s.bf16_grads => 2,
         _ => 4,
     }
 }
@@ -475,7 +477,7 @@ fn iteration_rows(
     params: &StageParams,
 ) -> (Vec<LayerOp>, Vec<LayerOp>) {
     let s = &job.setup;
-    let g = gradient_bytes(s.precision);
+    let g = gradient_bytes(s);
     let w = weight_bytes(s.precision);
     let dp_cp = job.dp_cp();
     let dist = s.distributed_optimizer && dp_cp > 1;

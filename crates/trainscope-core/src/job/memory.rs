@@ -8,7 +8,9 @@
 //! parameter): fp16 weights with fp16 gradients 2 + 2 + 16 (fp32 main
 //! weights and gradients, Adam's two moments), 20 in all; bf16 weights with
 //! fp32 gradients 2 + 4 + 12 = 18; fp32 weights and gradients 4 + 4 + 8 =
-//! 16. The distributed optimizer divides the optimizer part by DP (routed
+//! 16; bf16 weights with bf16 gradients (`TrainingSetup::bf16_grads`,
+//! Megatron-Bridge's `grad_reduce_in_fp32 = False`) 2 + 2 + 16, like fp16.
+//! The distributed optimizer divides the optimizer part by DP (routed
 //! expert weights by the expert data-parallel size, TP x DP / (expert TP x
 //! EP), which is DP / EP when expert TP is TP). Routed experts are split
 //! over expert TP, everything else over TP. FP8 training keeps the bf16 recipe and adds two
@@ -129,12 +131,14 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
 /// a scale per 32 elements, not counted).
 pub const FP8_COPY_BYTES: u64 = 2;
 
-/// Optimizer bytes per parameter (fp32 main weights and moments; fp16
-/// training also an fp32 gradient copy).
-pub fn optimizer_bytes(p: Precision) -> u64 {
-    match p {
+/// Optimizer bytes per parameter (fp32 main weights and moments; with
+/// 2-byte gradients, fp16 or [`crate::job::TrainingSetup::bf16_grads`],
+/// also an fp32 copy of the gradients).
+pub fn optimizer_bytes(s: &crate::job::TrainingSetup) -> u64 {
+    match s.precision {
         Precision::Fp32 => 8,
         Precision::Fp16 => 16,
+        Precision::Bf16 | Precision::Fp8 if s.bf16_grads => 16,
         Precision::Bf16 | Precision::Fp8 => 12,
     }
 }
@@ -276,8 +280,8 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             if p == Precision::Fp8 {
                 weights += FP8_COPY_BYTES * params.linear;
             }
-            let gradients = n * gradient_bytes(p);
-            let ob = optimizer_bytes(p);
+            let gradients = n * gradient_bytes(s);
+            let ob = optimizer_bytes(s);
             let optimizer = if dist {
                 (params.dense * ob).div_ceil(u64::from(job.dp_cp()))
                     + (params.expert * ob).div_ceil(u64::from(dp_ep))
@@ -433,6 +437,37 @@ mod tests {
                     "{precision:?} distributed {distributed}: {per_param} vs {want}"
                 );
             }
+        }
+    }
+
+    /// bf16 gradients (Megatron-Bridge's grad_reduce_in_fp32 = False): 2 +
+    /// 2 bytes and an fp32 gradient copy in the optimizer, 2 + 2 + 16 / DP
+    /// with the distributed optimizer, as fp16 training.
+    #[test]
+    fn bf16_gradients_keep_two_bytes_and_an_fp32_copy_in_the_optimizer() {
+        let gpu = gpu_preset("H100").unwrap();
+        for (precision, want) in [
+            (Precision::Bf16, 4.0 + 16.0 / 8.0),
+            (Precision::Fp32, 8.0 + 8.0 / 8.0),
+        ] {
+            let setup = TrainingSetup {
+                tp: 8,
+                pp: 8,
+                dp: Some(8),
+                global_batch_size: Some(64),
+                precision,
+                distributed_optimizer: true,
+                bf16_grads: true,
+                ..TrainingSetup::default()
+            };
+            let j = ModelJob::new(llama3_70b(), setup, gpu.clone(), None).unwrap();
+            let st = &memory_report(&j, &[1; 8], 1).per_stage[3];
+            let bytes = st.weights_bytes + st.gradients_bytes + st.optimizer_bytes;
+            let per_param = bytes as f64 / st.parameters as f64;
+            assert!(
+                (per_param - want).abs() < 1e-6,
+                "{precision:?}: {per_param}"
+            );
         }
     }
 

@@ -126,6 +126,13 @@ pub struct TrainingSetup {
     /// output layer and loss, on the last chunk of the last stage.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub account_for_loss: bool,
+    /// Gradients kept and reduced in bf16 under bf16/FP8 training
+    /// (Megatron-Bridge's `grad_reduce_in_fp32 = False`, which NVIDIA's
+    /// performance recipes set; Megatron-LM's default is fp32): 2 bytes a
+    /// gradient instead of 4, the reduce-scatter/all-reduce of half the
+    /// bytes, and the optimizer's fp32 copy of its shard of them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bf16_grads: bool,
 }
 
 fn is_one(v: &u32) -> bool {
@@ -164,6 +171,7 @@ impl Default for TrainingSetup {
             last_stage_layers: None,
             account_for_embedding: false,
             account_for_loss: false,
+            bf16_grads: false,
         }
     }
 }

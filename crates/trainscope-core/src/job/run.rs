@@ -248,6 +248,10 @@ impl ModelRunOutput {
             // Context parallelism: world = TP x CP x PP x DP.
             v["training"]["cp"] = json!(s.cp);
         }
+        if s.bf16_grads {
+            // Gradients kept and reduced in bf16.
+            v["training"]["bf16_grads"] = json!(true);
+        }
         if let Some(etp) = s.expert_tp {
             // Expert TP other than TP: the experts' own layout.
             v["training"]["expert_tp"] = json!(etp);

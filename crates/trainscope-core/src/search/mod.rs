@@ -108,6 +108,9 @@ pub struct SweepSpec {
     pub seq_length: u32,
     pub precision: Precision,
     pub flash_attention: bool,
+    /// Gradients in bf16 for every candidate
+    /// ([`crate::job::TrainingSetup::bf16_grads`]).
+    pub bf16_grads: bool,
     /// Default: powers of two up to the GPUs per node that divide the
     /// attention heads.
     pub tp: Option<Vec<u32>>,
@@ -154,6 +157,7 @@ impl SweepSpec {
             seq_length: DEFAULT_SEQ_LENGTH,
             precision: Precision::Bf16,
             flash_attention: true,
+            bf16_grads: false,
             tp: None,
             pp: None,
             cp: None,
@@ -274,6 +278,12 @@ impl SweepSpec {
             [1] => String::new(),
             v => format!(" | cp {}", list(v)),
         };
+        // bf16 gradients only when on (older shards keep their line).
+        let cp = if self.bf16_grads {
+            format!("{cp} | bf16 grads")
+        } else {
+            cp
+        };
         // Expert TP likewise only when other than TP.
         let tail = match self.expert_tp_values().as_slice() {
             [None] => cp,
@@ -362,6 +372,9 @@ impl Candidate {
         }
         if s.distributed_optimizer {
             f.push_str(" --distributed-optimizer");
+        }
+        if s.bf16_grads {
+            f.push_str(" --no-grad-reduce-in-fp32");
         }
         if !s.flash_attention {
             f.push_str(" --no-flash-attention");
@@ -591,6 +604,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     last_stage_layers: split.map(|(_, l)| l),
                                                     account_for_embedding: accounted,
                                                     account_for_loss: accounted,
+                                                    bf16_grads: spec.bf16_grads,
                                                 };
                                                 let job = match ModelJob::new(
                                                     spec.model.clone(),

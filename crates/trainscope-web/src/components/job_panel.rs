@@ -184,7 +184,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                 </div>
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
-                    { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss]) }
+                    { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.cp > 1 {
