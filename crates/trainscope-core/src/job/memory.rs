@@ -409,29 +409,39 @@ mod tests {
         assert_eq!(layer_activation_bytes(&j, 0), 2 * s * b * h / 8);
     }
 
+    /// Llama 3 70B on H100s at TP 8 x PP 8 x DP 8 (global batch 64), the
+    /// setup changed by `f`.
+    fn llama70b_512(f: impl FnOnce(&mut TrainingSetup)) -> ModelJob {
+        let mut setup = TrainingSetup {
+            tp: 8,
+            pp: 8,
+            dp: Some(8),
+            global_batch_size: Some(64),
+            ..TrainingSetup::default()
+        };
+        f(&mut setup);
+        ModelJob::new(llama3_70b(), setup, gpu_preset("H100").unwrap(), None).unwrap()
+    }
+
+    /// Weights + gradients + optimizer bytes per parameter on stage 3.
+    fn static_bytes_per_param(j: &ModelJob) -> f64 {
+        let st = &memory_report(j, &[1; 8], 1).per_stage[3];
+        (st.weights_bytes + st.gradients_bytes + st.optimizer_bytes) as f64 / st.parameters as f64
+    }
+
     #[test]
     fn static_memory_follows_megatrons_bytes_per_parameter() {
-        let gpu = gpu_preset("H100").unwrap();
         for (precision, plain, dist) in [
             (Precision::Bf16, 18.0, 6.0 + 12.0 / 8.0),
             (Precision::Fp16, 20.0, 4.0 + 16.0 / 8.0),
             (Precision::Fp32, 16.0, 8.0 + 8.0 / 8.0),
         ] {
             for (distributed, want) in [(false, plain), (true, dist)] {
-                let setup = TrainingSetup {
-                    tp: 8,
-                    pp: 8,
-                    dp: Some(8),
-                    global_batch_size: Some(64),
-                    precision,
-                    distributed_optimizer: distributed,
-                    ..TrainingSetup::default()
-                };
-                let j = ModelJob::new(llama3_70b(), setup, gpu.clone(), None).unwrap();
-                let r = memory_report(&j, &[1; 8], 1);
-                let st = &r.per_stage[3];
-                let bytes = st.weights_bytes + st.gradients_bytes + st.optimizer_bytes;
-                let per_param = bytes as f64 / st.parameters as f64;
+                let j = llama70b_512(|s| {
+                    s.precision = precision;
+                    s.distributed_optimizer = distributed;
+                });
+                let per_param = static_bytes_per_param(&j);
                 assert!(
                     (per_param - want).abs() < 1e-6,
                     "{precision:?} distributed {distributed}: {per_param} vs {want}"
@@ -445,25 +455,16 @@ mod tests {
     /// with the distributed optimizer, as fp16 training.
     #[test]
     fn bf16_gradients_keep_two_bytes_and_an_fp32_copy_in_the_optimizer() {
-        let gpu = gpu_preset("H100").unwrap();
         for (precision, want) in [
             (Precision::Bf16, 4.0 + 16.0 / 8.0),
             (Precision::Fp32, 8.0 + 8.0 / 8.0),
         ] {
-            let setup = TrainingSetup {
-                tp: 8,
-                pp: 8,
-                dp: Some(8),
-                global_batch_size: Some(64),
-                precision,
-                distributed_optimizer: true,
-                bf16_grads: true,
-                ..TrainingSetup::default()
-            };
-            let j = ModelJob::new(llama3_70b(), setup, gpu.clone(), None).unwrap();
-            let st = &memory_report(&j, &[1; 8], 1).per_stage[3];
-            let bytes = st.weights_bytes + st.gradients_bytes + st.optimizer_bytes;
-            let per_param = bytes as f64 / st.parameters as f64;
+            let j = llama70b_512(|s| {
+                s.precision = precision;
+                s.distributed_optimizer = true;
+                s.bf16_grads = true;
+            });
+            let per_param = static_bytes_per_param(&j);
             assert!(
                 (per_param - want).abs() < 1e-6,
                 "{precision:?}: {per_param}"
@@ -499,19 +500,11 @@ mod tests {
             r.messages[0]
         );
     }
+
     #[test]
     fn fp8_keeps_two_bytes_per_linear_weight() {
-        let gpu = gpu_preset("H100").unwrap();
         let report = |precision| {
-            let setup = TrainingSetup {
-                tp: 8,
-                pp: 8,
-                dp: Some(8),
-                global_batch_size: Some(64),
-                precision,
-                ..TrainingSetup::default()
-            };
-            let j = ModelJob::new(llama3_70b(), setup, gpu.clone(), None).unwrap();
+            let j = llama70b_512(|s| s.precision = precision);
             (memory_report(&j, &[1; 8], 1), stage_params(&j, 0))
         };
         let (bf16, params) = report(Precision::Bf16);
