@@ -88,3 +88,23 @@ pub fn chakra_written(
         .collect();
     (files, ex.comm_groups_json().expect("groups"), out.run)
 }
+
+/// Simulate Chakra `files` (name, bytes), with `groups` as
+/// `comm_groups.json` when given, under the default settings.
+pub fn chakra_simulate(
+    files: &[(String, Vec<u8>)],
+    groups: Option<&str>,
+) -> Result<trainscope_core::sim::run::RunOutput, trainscope_core::sim::run::RunError> {
+    let mut set: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    if let Some(g) = groups {
+        set.push(("comm_groups.json", g.as_bytes()));
+    }
+    trainscope_core::sim::run::run_files(
+        &set,
+        &trainscope_core::sim::SimConfig::default(),
+        &trainscope_core::sim::run::RunOptions::default(),
+    )
+}

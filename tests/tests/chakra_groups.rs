@@ -26,14 +26,7 @@ fn written(tp: u32, dp: u32, pp: u32) -> (Vec<(String, Vec<u8>)>, String, Timeli
 }
 
 fn simulate(files: &[(String, Vec<u8>)], groups: Option<&str>) -> RunOutput {
-    let mut set: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    if let Some(g) = groups {
-        set.push(("comm_groups.json", g.as_bytes()));
-    }
-    run_files(&set, &SimConfig::default(), &RunOptions::default()).expect("simulates")
+    trainscope_tests::chakra_simulate(files, groups).expect("simulates")
 }
 
 /// (collective, bytes, duration) of the collective spans of `kind` on the

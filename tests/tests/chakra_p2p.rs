@@ -27,14 +27,7 @@ fn written(pp: u32) -> (Vec<(String, Vec<u8>)>, String, Summary, Timeline) {
 }
 
 fn simulate(files: &[(String, Vec<u8>)], groups: Option<&str>) -> Result<RunOutput, RunError> {
-    let mut set: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    if let Some(g) = groups {
-        set.push(("comm_groups.json", g.as_bytes()));
-    }
-    run_files(&set, &SimConfig::default(), &RunOptions::default())
+    trainscope_tests::chakra_simulate(files, groups)
 }
 
 fn spans(t: &Timeline, kind: SpanKind) -> Vec<(u32, u64, u64)> {
