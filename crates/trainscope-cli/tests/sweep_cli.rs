@@ -55,6 +55,14 @@ fn sweep(extra: &[&str]) -> Output {
     trainscope(&a)
 }
 
+/// `trainscope sweep ARGS --json`, parsed (the run must succeed).
+fn sweep_json(args: &[&str]) -> Value {
+    let mut a = vec!["sweep"];
+    a.extend_from_slice(args);
+    a.push("--json");
+    serde_json::from_str(&ok(&trainscope(&a))).expect("JSON")
+}
+
 fn tmp(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep_cli");
     std::fs::create_dir_all(&dir).expect("tmp dir");
@@ -131,8 +139,7 @@ fn assert_row_equals_simulate(r: &Value) {
 #[test]
 fn a_pp_that_does_not_divide_the_layers_runs_an_uneven_split_simulate_reproduces() {
     // Llama 3.2 1B's 16 layers on 3 stages: 6 + 6 + 4.
-    let out = trainscope(&[
-        "sweep",
+    let v = sweep_json(&[
         "--model",
         "llama3.2-1b",
         "--world",
@@ -149,9 +156,7 @@ fn a_pp_that_does_not_divide_the_layers_runs_an_uneven_split_simulate_reproduces
         "12",
         "--seq-length",
         "2048",
-        "--json",
     ]);
-    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
     let rows = v["results"].as_array().expect("results");
     assert!(!rows.is_empty());
     // One chunk a stage: the first/last split; interleaved (3 x 3 chunks of
@@ -171,8 +176,7 @@ fn a_pp_that_does_not_divide_the_layers_runs_an_uneven_split_simulate_reproduces
 
 #[test]
 fn a_cp_dimension_runs_context_parallel_rows_simulate_reproduces() {
-    let out = trainscope(&[
-        "sweep",
+    let v = sweep_json(&[
         "--model",
         "llama3.2-1b",
         "--world",
@@ -191,9 +195,7 @@ fn a_cp_dimension_runs_context_parallel_rows_simulate_reproduces() {
         "8",
         "--seq-length",
         "8192",
-        "--json",
     ]);
-    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
     let rows = v["results"].as_array().expect("results");
     let cp_rows: Vec<&Value> = rows.iter().filter(|r| r["cp"] == 2).collect();
     assert_eq!(cp_rows.len(), 2, "TP 1 and 2 with CP 2");
@@ -220,7 +222,6 @@ fn a_cp_dimension_runs_context_parallel_rows_simulate_reproduces() {
 fn moe_sweeps_try_expert_tp_1_and_rows_simulate_reproduces() {
     let sweep = |extra: &[&str]| {
         let mut a = vec![
-            "sweep",
             "--model",
             "qwen3-30b-a3b",
             "--world",
@@ -241,11 +242,9 @@ fn moe_sweeps_try_expert_tp_1_and_rows_simulate_reproduces() {
             "2048",
             "--gpu-type",
             "B200",
-            "--json",
         ];
         a.extend_from_slice(extra);
-        let v: Value = serde_json::from_str(&ok(&trainscope(&a))).expect("JSON");
-        v
+        sweep_json(&a)
     };
     let v = sweep(&[]);
     let rows = v["results"].as_array().expect("results");
@@ -306,8 +305,7 @@ fn moe_sweeps_try_expert_tp_1_and_rows_simulate_reproduces() {
 /// x 3 virtual stages (18 / 9 = 2 a chunk); the row reproduces.
 #[test]
 fn interleaved_chunks_with_the_embedding_and_loss_in_the_split_simulate_reproduces() {
-    let out = trainscope(&[
-        "sweep",
+    let v = sweep_json(&[
         "--model",
         "llama3.2-1b",
         "--world",
@@ -326,9 +324,7 @@ fn interleaved_chunks_with_the_embedding_and_loss_in_the_split_simulate_reproduc
         "6",
         "--seq-length",
         "1024",
-        "--json",
     ]);
-    let v: Value = serde_json::from_str(&ok(&out)).expect("JSON");
     let rows = v["results"].as_array().expect("results");
     let r = rows
         .iter()
