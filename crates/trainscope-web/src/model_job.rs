@@ -185,10 +185,7 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         String::new()
     };
     let s = &j.setup;
-    let expert_tp = match s.expert_tp {
-        Some(e) => format!(" (expert TP {e}, expert DP {})", j.expert_dp()),
-        None => String::new(),
-    };
+    let expert_tp = j.expert_layout_label();
     let description = format!(
         "{} ({}, {:.2} B parameters{active}) on {} × {}: TP {} · PP {} · DP {} · EP {}{expert_tp} · vpp {} · global batch {} = {} micro-batches of {} × {} tokens · {} · recompute {}{}{} — model: {}",
         m.name,

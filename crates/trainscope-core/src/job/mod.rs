@@ -693,6 +693,15 @@ impl ModelJob {
         self.setup.expert_tp.unwrap_or(self.setup.tp).max(1)
     }
 
+    /// The experts' own layout in words (" (expert TP 1, expert DP 4)")
+    /// when expert TP is not TP, else empty: for job descriptions.
+    pub fn expert_layout_label(&self) -> String {
+        match self.setup.expert_tp {
+            Some(e) => format!(" (expert TP {e}, expert DP {})", self.expert_dp()),
+            None => String::new(),
+        }
+    }
+
     /// Ranks holding the same routed experts (expert data parallelism):
     /// TP x DP x CP / (expert TP x EP), at least 1; the expert gradients
     /// are reduced and their optimizer state sharded over them.

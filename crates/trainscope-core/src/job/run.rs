@@ -144,10 +144,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         );
         result.timeline.set_counters(counters);
     }
-    let expert_tp = match s.expert_tp {
-        Some(e) => format!(" (expert TP {e}, expert DP {})", job.expert_dp()),
-        None => String::new(),
-    };
+    let expert_tp = job.expert_layout_label();
     let mut notes = vec![format!(
         "model-level job: {} ({:.2} B parameters) on {} x {}, TP {} PP {} DP {} EP {}{expert_tp}, {} micro-batches of {} x {} tokens",
         job.model.name,
