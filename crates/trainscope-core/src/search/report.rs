@@ -398,8 +398,12 @@ pub fn explain(best: &Row, second: &Row) -> String {
     d("DP", second.dp.to_string(), best.dp.to_string());
     d("CP", second.cp.to_string(), best.cp.to_string());
     d("EP", second.ep.to_string(), best.ep.to_string());
-    let etp = |r: &Row| r.expert_tp.unwrap_or(r.tp).to_string();
-    d("expert TP", etp(second), etp(best));
+    // Expert TP is a setting of its own only where a row sets it apart
+    // from TP (else it follows TP, whose change is named already).
+    if best.expert_tp.is_some() || second.expert_tp.is_some() {
+        let etp = |r: &Row| r.expert_tp.unwrap_or(r.tp).to_string();
+        d("expert TP", etp(second), etp(best));
+    }
     d("schedule", second.schedule.clone(), best.schedule.clone());
     d("vpp", second.vpp.to_string(), best.vpp.to_string());
     d(

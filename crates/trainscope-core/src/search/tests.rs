@@ -482,6 +482,21 @@ fn explain_names_the_changes_and_what_moved() {
     );
 }
 
+/// A TP change is not an expert TP change (expert TP follows TP unless
+/// set); an expert TP set to 1 is named.
+#[test]
+fn explain_names_expert_tp_only_when_set() {
+    let mut best = row(0, 800_000_000, 60 << 30, true);
+    best.tp = 2;
+    let mut second = row(1, 900_000_000, 50 << 30, true);
+    second.tp = 4;
+    let why = explain(&best, &second);
+    assert!(why.starts_with("TP 4 -> 2:"), "{why}");
+    best.expert_tp = Some(1);
+    let why = explain(&best, &second);
+    assert!(why.starts_with("TP 4 -> 2, expert TP 4 -> 1:"), "{why}");
+}
+
 #[test]
 fn flags_quote_words_a_shell_would_split() {
     use super::{shell_join, shell_word};
