@@ -16,7 +16,10 @@ use std::time::Duration;
 use trainscope_core::analysis::analyse;
 use trainscope_core::formats::kineto;
 use trainscope_core::inspect::{load_set, LoadOptions};
-use trainscope_core::sim::{run_files, RunOptions, SimConfig};
+use trainscope_core::{
+    engine::SimConfig,
+    run::{run_files, RunOptions},
+};
 use trainscope_tests::kineto_gen::KinetoJob;
 
 fn report(name: &str, bytes: usize, min: Duration, f: impl FnMut()) {

@@ -60,7 +60,7 @@ pub fn chakra_written(
 ) -> (
     Vec<(String, Vec<u8>)>,
     String,
-    trainscope_core::sim::run::RunOutput,
+    trainscope_core::run::RunOutput,
 ) {
     use trainscope_core::job::{run::run_model, ModelJob, TrainingSetup};
     let setup = TrainingSetup {
@@ -74,11 +74,11 @@ pub fn chakra_written(
     let model = trainscope_core::model::presets::preset("llama3.2-1b").expect("preset");
     let gpu = trainscope_core::hardware::gpu_preset("H100").expect("GPU");
     let job = ModelJob::new(model, setup, gpu, None).expect("a valid job");
-    let out = run_model(&job, &trainscope_core::sim::SimConfig::default()).expect("runs");
-    let ex = trainscope_core::sim::chakra::write_timeline(
+    let out = run_model(&job, &trainscope_core::engine::SimConfig::default()).expect("runs");
+    let ex = trainscope_core::replay::chakra::write_timeline(
         &out.run.result.timeline,
         out.run.parallel,
-        trainscope_core::sim::network::PlacementOrder::default(),
+        trainscope_core::engine::network::PlacementOrder::default(),
     );
     assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
     let files = ex
@@ -94,7 +94,7 @@ pub fn chakra_written(
 pub fn chakra_simulate(
     files: &[(String, Vec<u8>)],
     groups: Option<&str>,
-) -> Result<trainscope_core::sim::run::RunOutput, trainscope_core::sim::run::RunError> {
+) -> Result<trainscope_core::run::RunOutput, trainscope_core::run::RunError> {
     let mut set: Vec<(&str, &[u8])> = files
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
@@ -102,9 +102,9 @@ pub fn chakra_simulate(
     if let Some(g) = groups {
         set.push(("comm_groups.json", g.as_bytes()));
     }
-    trainscope_core::sim::run::run_files(
+    trainscope_core::run::run_files(
         &set,
-        &trainscope_core::sim::SimConfig::default(),
-        &trainscope_core::sim::run::RunOptions::default(),
+        &trainscope_core::engine::SimConfig::default(),
+        &trainscope_core::run::RunOptions::default(),
     )
 }

@@ -9,14 +9,14 @@
 //! over the link between the two ranks, and transfers that wait on each
 //! other named as a stall.
 
+use trainscope_core::engine::summary::Summary;
+use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::chakra::schema::{
     AttributeProto, GlobalMetadata, Node, NodeType, Value,
 };
 use trainscope_core::formats::chakra::{self, encode};
-use trainscope_core::sim::run::{run_files, RunError, RunOptions, RunOutput};
-use trainscope_core::sim::summary::Summary;
-use trainscope_core::sim::timeline::{SpanKind, Timeline};
-use trainscope_core::sim::SimConfig;
+use trainscope_core::run::{run_files, RunError, RunOptions, RunOutput};
+use trainscope_core::timeline::{SpanKind, Timeline};
 use trainscope_core::workload::OpKind;
 
 /// The written files (`job.<rank>.et`), the groups JSON and the original

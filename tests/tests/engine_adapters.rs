@@ -2,17 +2,19 @@
 //! the engine, described jobs from the model (NeuSight semantics on a
 //! hand-computed TSV), measured runs (Echo replay of a consistent trace, the
 //! nearest-stage assumption, Optimus-Prime per-stage forward times and
-//! calibration), and the one entry `sim::run_files` (determinism, errors).
+//! calibration), and the one entry `trainscope_core::run::run_files` (determinism, errors).
 
 use trainscope_core::analytical::{self, ClusterConfig, CostModel, RatioTables};
+use trainscope_core::engine::spec::JobSpec;
+use trainscope_core::engine::NetworkConfig;
 use trainscope_core::formats::simai::{self, Collective};
 use trainscope_core::formats::{echo, neusight, optimus};
-use trainscope_core::sim::job::JobSpec;
-use trainscope_core::sim::replay;
-use trainscope_core::sim::timeline::{SpanKind, Stream};
-use trainscope_core::sim::NetworkConfig;
-use trainscope_core::sim::{
-    self, export, run_files, Algorithm, RunError, RunOptions, SimConfig, SimError,
+use trainscope_core::replay;
+use trainscope_core::timeline::{SpanKind, Stream};
+use trainscope_core::{
+    engine::{Algorithm, SimConfig, SimError},
+    export,
+    run::{run_files, RunError, RunOptions},
 };
 use trainscope_tests::fixture_bytes;
 
@@ -39,7 +41,7 @@ fn simai_algorithm_costs_each_collective_as_the_analytical_function() {
         algorithm: Algorithm::Simai,
         ..SimConfig::default()
     };
-    let r = sim::simulate(&job, &config).unwrap();
+    let r = trainscope_core::engine::simulate(&job, &config).unwrap();
     let n = &config.network;
     let model = CostModel::new(
         ClusterConfig {
@@ -304,7 +306,7 @@ fn a_consistent_trace_replays_to_its_measured_time() {
     for (ml, sl) in m.timeline.lanes().iter().zip(sim_t.lanes()) {
         assert_eq!((ml.group, ml.stream), (sl.group, sl.stream));
     }
-    let starts = |t: &trainscope_core::sim::Timeline, lane: u32| -> Vec<u64> {
+    let starts = |t: &trainscope_core::timeline::Timeline, lane: u32| -> Vec<u64> {
         t.spans(lane).iter().map(|s| s.start_ns).collect()
     };
     for lane in [0u32, 5] {
@@ -506,7 +508,7 @@ fn optimus_calibration_meets_the_measurement_then_what_if() {
     let gpipe = run_files(
         &files,
         &SimConfig {
-            schedule: sim::ScheduleKind::GPipe,
+            schedule: trainscope_core::engine::ScheduleKind::GPipe,
             micro_batches: Some(16),
             ..SimConfig::default()
         },
@@ -552,10 +554,11 @@ fn run_files_is_deterministic() {
         );
         // The output is serialisable with its timelines, and they come back.
         let v = serde_json::to_value(&a).unwrap();
-        let t: sim::Timeline = serde_json::from_value(v["result"]["timeline"].clone()).unwrap();
+        let t: trainscope_core::timeline::Timeline =
+            serde_json::from_value(v["result"]["timeline"].clone()).unwrap();
         assert_eq!(t, a.result.timeline, "{name}");
         if let Some(m) = &a.measured {
-            let t: sim::Timeline =
+            let t: trainscope_core::timeline::Timeline =
                 serde_json::from_value(v["measured"]["timeline"].clone()).unwrap();
             assert_eq!(t, m.timeline);
         }
@@ -589,7 +592,7 @@ fn run_files_errors_are_classified() {
     let e = run_files(
         &[("s0.txt", s0.as_slice())],
         &SimConfig {
-            schedule: sim::ScheduleKind::Interleaved,
+            schedule: trainscope_core::engine::ScheduleKind::Interleaved,
             virtual_stages: 2,
             ..SimConfig::default()
         },
@@ -603,7 +606,8 @@ fn run_files_errors_are_classified() {
     assert_eq!(e.exit_code(), 4);
     // convert refuses a described workload, pointing at simulate.
     let e =
-        sim::run::convert_files(&[("s0.txt", s0.as_slice())], &RunOptions::default()).unwrap_err();
+        trainscope_core::run::convert_files(&[("s0.txt", s0.as_slice())], &RunOptions::default())
+            .unwrap_err();
     assert!(e.to_string().contains("--chrome-trace"));
 }
 
@@ -616,8 +620,11 @@ fn described_jobs_go_through_the_model() {
     ] {
         let bytes = fixture_bytes(name);
         let w = simai::parse(name, std::str::from_utf8(&bytes).unwrap()).unwrap();
-        let direct =
-            sim::simulate(&JobSpec::from_simai(&w).unwrap(), &SimConfig::default()).unwrap();
+        let direct = trainscope_core::engine::simulate(
+            &JobSpec::from_simai(&w).unwrap(),
+            &SimConfig::default(),
+        )
+        .unwrap();
         let out = run_files(
             &[(name, bytes.as_slice())],
             &SimConfig::default(),

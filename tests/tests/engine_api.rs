@@ -4,14 +4,14 @@
 //! per-rank jobs wait for their slowest member, and the timeline answers
 //! time-range queries.
 
-use trainscope_core::sim::job::{
+use trainscope_core::engine::network::{CollectiveCost, CollectiveRequest, CostError};
+use trainscope_core::engine::schedule::PipeStep;
+use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
-use trainscope_core::sim::network::{CollectiveCost, CollectiveRequest, CostError};
-use trainscope_core::sim::schedule::PipeStep;
-use trainscope_core::sim::timeline::{SpanKind, Stream};
-use trainscope_core::sim::{self, Algorithm, ScheduleKind, SimConfig, SimError};
+use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig, SimError};
+use trainscope_core::timeline::{SpanKind, Stream};
 
 fn block(f: u64) -> Block {
     Block {
@@ -38,7 +38,7 @@ fn small() -> JobSpec {
 
 #[test]
 fn bad_settings_are_named() {
-    let bad = |c: SimConfig| match sim::simulate(&small(), &c) {
+    let bad = |c: SimConfig| match trainscope_core::engine::simulate(&small(), &c) {
         Err(SimError::InvalidConfig { name, .. }) => name,
         other => panic!("expected an invalid setting, got {other:?}"),
     };
@@ -100,19 +100,19 @@ fn bad_jobs_are_errors_not_panics() {
     let mut j = small();
     j.programs.pop();
     assert!(matches!(
-        sim::simulate(&j, &SimConfig::default()),
+        trainscope_core::engine::simulate(&j, &SimConfig::default()),
         Err(SimError::InvalidJob(_))
     ));
     let mut j = small();
     j.programs[0].micro_batch_blocks = vec![5];
     assert!(matches!(
-        sim::simulate(&j, &SimConfig::default()),
+        trainscope_core::engine::simulate(&j, &SimConfig::default()),
         Err(SimError::InvalidJob(_))
     ));
     let mut j = small();
     j.parallel.ep = 3;
     assert!(matches!(
-        sim::simulate(&j, &SimConfig::default()),
+        trainscope_core::engine::simulate(&j, &SimConfig::default()),
         Err(SimError::InvalidJob(_))
     ));
     let j = JobSpec::spmd(
@@ -134,7 +134,7 @@ fn bad_jobs_are_errors_not_panics() {
         },
     );
     assert!(matches!(
-        sim::simulate(&j, &SimConfig::default()),
+        trainscope_core::engine::simulate(&j, &SimConfig::default()),
         Err(SimError::TooLarge(_))
     ));
 }
@@ -145,7 +145,7 @@ fn simai_algorithm_runs_through_simulate() {
         algorithm: Algorithm::Simai,
         ..SimConfig::default()
     };
-    let r = sim::simulate(&small(), &c).unwrap();
+    let r = trainscope_core::engine::simulate(&small(), &c).unwrap();
     assert_eq!(r.summary.algorithm, "simai");
     assert!(r
         .summary
@@ -153,7 +153,7 @@ fn simai_algorithm_runs_through_simulate() {
         .iter()
         .any(|n| n.contains("SimAI-compatible")));
     // The built-in model alone still refuses it, pointing at SimaiCost.
-    let e = sim::NetworkModel::new(&c.network, Algorithm::Simai).unwrap_err();
+    let e = trainscope_core::engine::NetworkModel::new(&c.network, Algorithm::Simai).unwrap_err();
     assert_eq!(e, SimError::CostModelUnavailable("simai"));
     assert!(e.hint().unwrap().contains("SimaiCost"));
 }
@@ -188,7 +188,7 @@ fn cost_function_is_pluggable() {
         algorithm: Algorithm::Simai,
         ..SimConfig::default()
     };
-    let r = sim::simulate_with(&j, &c, &PerByte).unwrap();
+    let r = trainscope_core::engine::simulate_with(&j, &c, &PerByte).unwrap();
     assert_eq!(r.summary.algorithm, "per-byte");
     let t = &r.timeline;
     let lane = t
@@ -214,7 +214,7 @@ fn cost_function_is_pluggable() {
         .unwrap()
         .size_bytes = 1 << 41;
     assert!(matches!(
-        sim::simulate_with(&j, &c, &PerByte),
+        trainscope_core::engine::simulate_with(&j, &c, &PerByte),
         Err(SimError::Cost { .. })
     ));
 }
@@ -271,7 +271,7 @@ fn per_rank(slow_rank: u32) -> JobSpec {
 
 #[test]
 fn per_rank_replay_uses_measured_durations_and_syncs_collectives() {
-    let r = sim::simulate(&per_rank(NO_RANK), &SimConfig::default()).unwrap();
+    let r = trainscope_core::engine::simulate(&per_rank(NO_RANK), &SimConfig::default()).unwrap();
     assert_eq!(r.summary.simulated_ranks, 4);
     assert!(!r.summary.representative_ranks);
     let t = &r.timeline;
@@ -287,7 +287,7 @@ fn per_rank_replay_uses_measured_durations_and_syncs_collectives() {
     assert_eq!(fwd, vec![1000, 1010]);
     // A slow rank 0 delays its DP partner's all-reduce (rank 1): the two
     // start together.
-    let slow = sim::simulate(&per_rank(0), &SimConfig::default()).unwrap();
+    let slow = trainscope_core::engine::simulate(&per_rank(0), &SimConfig::default()).unwrap();
     let dp_starts = |rank: u32| -> Vec<u64> {
         let t = &slow.timeline;
         t.lanes()
@@ -299,7 +299,8 @@ fn per_rank_replay_uses_measured_durations_and_syncs_collectives() {
     };
     assert_eq!(dp_starts(0), dp_starts(1));
     assert_eq!(dp_starts(0).len(), 2);
-    let base = sim::simulate(&per_rank(NO_RANK), &SimConfig::default()).unwrap();
+    let base =
+        trainscope_core::engine::simulate(&per_rank(NO_RANK), &SimConfig::default()).unwrap();
     assert!(slow.summary.iteration_time_ns > base.summary.iteration_time_ns);
 }
 
@@ -316,8 +317,8 @@ fn explicit_step_orders_are_replayed_or_refused() {
     for p in &mut j.programs {
         p.order = Some(gpipe_order.clone());
     }
-    let r = sim::simulate(&j, &SimConfig::default()).unwrap();
-    let gpipe = sim::simulate(
+    let r = trainscope_core::engine::simulate(&j, &SimConfig::default()).unwrap();
+    let gpipe = trainscope_core::engine::simulate(
         &small(),
         &SimConfig {
             schedule: ScheduleKind::GPipe,
@@ -326,7 +327,7 @@ fn explicit_step_orders_are_replayed_or_refused() {
     )
     .unwrap();
     assert_eq!(r.summary.iteration_time_ns, gpipe.summary.iteration_time_ns);
-    let one_f_one_b = sim::simulate(&small(), &SimConfig::default()).unwrap();
+    let one_f_one_b = trainscope_core::engine::simulate(&small(), &SimConfig::default()).unwrap();
     assert_ne!(
         r.summary.iteration_time_ns,
         one_f_one_b.summary.iteration_time_ns
@@ -334,7 +335,7 @@ fn explicit_step_orders_are_replayed_or_refused() {
     // A backward before its forward can never run.
     let mut j = small();
     j.programs[1].order = Some(vec![PipeStep::b(0, 0), PipeStep::f(0, 0)]);
-    match sim::simulate(&j, &SimConfig::default()) {
+    match trainscope_core::engine::simulate(&j, &SimConfig::default()) {
         Err(SimError::Stalled(msg)) => assert!(msg.contains("stage 1"), "{msg}"),
         other => panic!("expected a stall, got {other:?}"),
     }
@@ -358,7 +359,7 @@ fn backward_factor_fills_forward_only_inputs() {
             layers: vec![LayerSpec::compute("l", 1000, 0, 0)],
         },
     );
-    let r = sim::simulate(
+    let r = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             backward_factor: Some(2.0),
@@ -367,7 +368,7 @@ fn backward_factor_fills_forward_only_inputs() {
     )
     .unwrap();
     assert_eq!(r.summary.iteration_time_ns, 3000);
-    let r = sim::simulate(
+    let r = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             compute_scale: 1.5,
@@ -380,7 +381,7 @@ fn backward_factor_fills_forward_only_inputs() {
 
 #[test]
 fn timeline_range_queries() {
-    let r = sim::simulate(&small(), &SimConfig::default()).unwrap();
+    let r = trainscope_core::engine::simulate(&small(), &SimConfig::default()).unwrap();
     let t = &r.timeline;
     let lane = t
         .lanes()
@@ -439,19 +440,25 @@ fn calibration_fits_one_compute_scale() {
         0,
         block(1_000_000),
     );
-    let cost = sim::NetworkModel::new(&SimConfig::default().network, Algorithm::Ring).unwrap();
-    let base = sim::simulate(&j, &SimConfig::default())
+    let cost =
+        trainscope_core::engine::NetworkModel::new(&SimConfig::default().network, Algorithm::Ring)
+            .unwrap();
+    let base = trainscope_core::engine::simulate(&j, &SimConfig::default())
         .unwrap()
         .summary
         .iteration_time_ns;
     assert_eq!(base, 5 * 3_000_000);
     let target = base * 13 / 10;
-    let c = sim::calibrate_compute_scale(&j, &SimConfig::default(), &cost, target).unwrap();
+    let c =
+        trainscope_core::engine::calibrate_compute_scale(&j, &SimConfig::default(), &cost, target)
+            .unwrap();
     assert!((c.compute_scale - 1.3).abs() < 1e-3, "{}", c.compute_scale);
     assert!(c.result.summary.iteration_time_ns.abs_diff(target) <= target / 10_000);
     assert!(c.simulations > 1 && c.simulations <= 60);
     // Already there: one simulation.
-    let c = sim::calibrate_compute_scale(&j, &SimConfig::default(), &cost, base).unwrap();
+    let c =
+        trainscope_core::engine::calibrate_compute_scale(&j, &SimConfig::default(), &cost, base)
+            .unwrap();
     assert_eq!((c.compute_scale, c.simulations), (1.0, 1));
 }
 
@@ -500,7 +507,7 @@ fn hostile_simai_numbers_do_not_panic() {
         etp: None,
     };
     j.micro_batches = 3;
-    match sim::simulate(&j, &SimConfig::default()) {
+    match trainscope_core::engine::simulate(&j, &SimConfig::default()) {
         Ok(r) => {
             assert_eq!(r.summary.iteration_time_ns, u64::MAX);
             assert!(r.summary.warnings.iter().any(|w| w.contains("64-bit")));
@@ -513,7 +520,7 @@ fn hostile_simai_numbers_do_not_panic() {
         ..SimConfig::default()
     };
     assert!(matches!(
-        sim::simulate(&small(), &c),
+        trainscope_core::engine::simulate(&small(), &c),
         Err(SimError::InvalidConfig {
             name: "virtual_stages",
             ..
@@ -529,7 +536,7 @@ fn hostile_simai_numbers_do_not_panic() {
 #[test]
 fn hostile_sizes_are_refused_before_allocating() {
     use trainscope_core::formats::simai;
-    use trainscope_core::sim::{run_files, RunError, RunOptions};
+    use trainscope_core::run::{run_files, RunError, RunOptions};
     let simai_text = |pp: &str, ga: &str, world: &str| {
         format!(
             "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 1 ep: 1 pp: {pp} vpp: 1 ga: {ga} all_gpus: {world} pp_comm: 1024\n\
@@ -538,7 +545,7 @@ fn hostile_sizes_are_refused_before_allocating() {
              mlp -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n"
         )
     };
-    let too_large = |r: Result<sim::RunOutput, RunError>, what: &str| match r {
+    let too_large = |r: Result<trainscope_core::run::RunOutput, RunError>, what: &str| match r {
         Err(RunError::Sim(SimError::TooLarge(m))) => {
             assert!(m.contains("limit"), "{what}: {m}");
         }
@@ -582,7 +589,7 @@ fn hostile_sizes_are_refused_before_allocating() {
     // but too many tasks.
     let t = simai_text("4", "4", "4");
     let c = SimConfig {
-        micro_batches: Some(sim::config::MAX_MICRO_BATCHES),
+        micro_batches: Some(trainscope_core::engine::config::MAX_MICRO_BATCHES),
         virtual_stages: 2,
         schedule: ScheduleKind::Interleaved,
         ..SimConfig::default()
@@ -593,7 +600,7 @@ fn hostile_sizes_are_refused_before_allocating() {
         .replace("> PP: 8", "> PP: 400000000");
     too_large(run(&log, "o.log", &d, &o), "optimus PP");
     // The size check itself names the numbers.
-    let e = sim::job::check_size(
+    let e = trainscope_core::engine::spec::check_size(
         Parallelism {
             tp: 1,
             dp: 1,

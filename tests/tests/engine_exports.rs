@@ -4,9 +4,12 @@
 //! the summary JSON has a schema version; the spans CSV has one row per span.
 
 use serde_json::Value;
-use trainscope_core::sim::job::{Block, JobSpec, LayerSpec, Parallelism};
-use trainscope_core::sim::timeline::{SpanKind, Stream};
-use trainscope_core::sim::{self, export, SimConfig, SimResult};
+use trainscope_core::engine::spec::{Block, JobSpec, LayerSpec, Parallelism};
+use trainscope_core::timeline::{SpanKind, Stream};
+use trainscope_core::{
+    engine::{SimConfig, SimResult},
+    export,
+};
 
 /// Two stages, two micro-batches, one layer of 1_234_567 ns forward:
 /// stage 0's second forward starts at exactly 1_234_567 ns.
@@ -28,7 +31,7 @@ fn result() -> SimResult {
         1 << 20,
         block,
     );
-    sim::simulate(&job, &SimConfig::default()).unwrap()
+    trainscope_core::engine::simulate(&job, &SimConfig::default()).unwrap()
 }
 
 fn events(json: &str) -> Vec<Value> {

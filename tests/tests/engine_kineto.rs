@@ -10,9 +10,12 @@
 //! straggler; a set parsed one file at a time (`SetLoader`,
 //! `load_from_set`) gives the same set and the same run as all at once.
 
-use trainscope_core::sim::infer::NetworkOverrides;
-use trainscope_core::sim::run::{convert_files, SlowRank};
-use trainscope_core::sim::{run_files, RunOptions, RunOutput, SimConfig};
+use trainscope_core::replay::infer::NetworkOverrides;
+use trainscope_core::run::{convert_files, SlowRank};
+use trainscope_core::{
+    engine::SimConfig,
+    run::{run_files, RunOptions, RunOutput},
+};
 use trainscope_tests::kineto_gen::KinetoJob;
 
 fn run(files: &[(String, String)], options: &RunOptions) -> RunOutput {
@@ -210,7 +213,7 @@ fn slowing_a_rank_is_a_what_if() {
 #[test]
 fn a_set_parsed_one_file_at_a_time_gives_the_same_run() {
     use trainscope_core::inspect::{load_set, SetLoader};
-    use trainscope_core::sim::run::{load_from_set, load_options, run_loaded};
+    use trainscope_core::run::{load_from_set, load_options, run_loaded};
     let job = KinetoJob::default();
     let files = job.generate();
     let options = RunOptions::default();

@@ -3,11 +3,11 @@
 //! overlaps a pipeline send takes longer than either alone, and so does the
 //! send.
 
-use trainscope_core::sim::job::{
+use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobSpec, LayerSpec, Parallelism, PhaseOps,
 };
-use trainscope_core::sim::timeline::{SpanKind, Stream};
-use trainscope_core::sim::{self, SimConfig, Timeline};
+use trainscope_core::timeline::{SpanKind, Stream};
+use trainscope_core::{engine::SimConfig, timeline::Timeline};
 
 /// tp 8 fills a node, dp 2 puts the DP group on two nodes, pp 2 puts the
 /// stages on different nodes: the last stage's gradient send and its
@@ -67,9 +67,9 @@ fn span_of(t: &Timeline, stream: Stream, kind: SpanKind) -> Option<(u64, u64)> {
 fn dp_sync_and_pipeline_send_share_the_nics() {
     let config = SimConfig::default();
     let bytes = 256 << 20;
-    let send_alone = sim::simulate(&job(bytes, 0), &config).unwrap();
-    let sync_alone = sim::simulate(&job(0, bytes), &config).unwrap();
-    let both = sim::simulate(&job(bytes, bytes), &config).unwrap();
+    let send_alone = trainscope_core::engine::simulate(&job(bytes, 0), &config).unwrap();
+    let sync_alone = trainscope_core::engine::simulate(&job(0, bytes), &config).unwrap();
+    let both = trainscope_core::engine::simulate(&job(bytes, bytes), &config).unwrap();
 
     // Stage 1's gradient send (the only send of stage 1: m = 1).
     let (_, send_a) = span_of(&send_alone.timeline, Stream::Send, SpanKind::Send).unwrap();
@@ -85,7 +85,7 @@ fn dp_sync_and_pipeline_send_share_the_nics() {
     assert!(sync_b > sync_a, "sync {sync_b} vs alone {sync_a}");
     assert!(send_b <= 2 * send_a && sync_b <= 2 * sync_a);
     // The iteration is longer than with either transfer alone.
-    let it = |r: &sim::SimResult| r.summary.iteration_time_ns;
+    let it = |r: &trainscope_core::engine::SimResult| r.summary.iteration_time_ns;
     assert!(it(&both) > it(&send_alone) && it(&both) > it(&sync_alone));
 }
 
@@ -96,8 +96,8 @@ fn no_sharing_inside_a_node() {
     let mut config = SimConfig::default();
     config.network.gpus_per_node = 32;
     let bytes = 64 << 20;
-    let send_alone = sim::simulate(&job(bytes, 0), &config).unwrap();
-    let both = sim::simulate(&job(bytes, bytes), &config).unwrap();
+    let send_alone = trainscope_core::engine::simulate(&job(bytes, 0), &config).unwrap();
+    let both = trainscope_core::engine::simulate(&job(bytes, bytes), &config).unwrap();
     let a = span_of(&send_alone.timeline, Stream::Send, SpanKind::Send)
         .unwrap()
         .1;
@@ -110,11 +110,12 @@ fn no_sharing_inside_a_node() {
 #[test]
 fn oversubscription_slows_cross_node_traffic_only() {
     let bytes = 64 << 20;
-    let base = sim::simulate(&job(bytes, bytes), &SimConfig::default()).unwrap();
+    let base =
+        trainscope_core::engine::simulate(&job(bytes, bytes), &SimConfig::default()).unwrap();
     let mut config = SimConfig::default();
     config.network.oversubscription = 2.0;
-    let over = sim::simulate(&job(bytes, bytes), &config).unwrap();
-    let d = |r: &sim::SimResult, s, k| span_of(&r.timeline, s, k).unwrap().1;
+    let over = trainscope_core::engine::simulate(&job(bytes, bytes), &config).unwrap();
+    let d = |r: &trainscope_core::engine::SimResult, s, k| span_of(&r.timeline, s, k).unwrap().1;
     assert!(
         d(&over, Stream::GradSync, SpanKind::CollDp) > d(&base, Stream::GradSync, SpanKind::CollDp)
     );

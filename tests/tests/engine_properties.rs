@@ -8,13 +8,16 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use trainscope_core::sim::job::{
+use trainscope_core::engine::network::{Placement, PlacementOrder};
+use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
-use trainscope_core::sim::network::{Placement, PlacementOrder};
-use trainscope_core::sim::timeline::{SpanKind, SpanRef, Stream};
-use trainscope_core::sim::{self, export, Algorithm, ScheduleKind, SimConfig, SimResult};
+use trainscope_core::timeline::{SpanKind, SpanRef, Stream};
+use trainscope_core::{
+    engine::{Algorithm, ScheduleKind, SimConfig, SimResult},
+    export,
+};
 
 fn comm_strategy() -> impl Strategy<Value = Option<CommSpec>> {
     prop_oneof![
@@ -301,7 +304,8 @@ fn check(case: &Case, r: &SimResult) -> Result<(), TestCaseError> {
     let receivers_per_stage = (job.programs.len() as u32) / p;
     // A V-shaped placement's middle boundary stays on the last stage.
     let local = u32::from(
-        case.config.schedule.placement() == trainscope_core::sim::schedule::ChunkPlacement::VShape,
+        case.config.schedule.placement()
+            == trainscope_core::engine::schedule::ChunkPlacement::VShape,
     );
     let want = if p > 1 && job.activation_bytes > 0 {
         2 * m * (v * p - 1 - local) * receivers_per_stage
@@ -333,14 +337,14 @@ proptest! {
     #![proptest_config(trainscope_tests::proptest_config(160))]
     #[test]
     fn random_jobs_keep_the_invariants(case in case_strategy()) {
-        let r = sim::simulate(&case.job, &case.config);
+        let r = trainscope_core::engine::simulate(&case.job, &case.config);
         let r = match r {
             Ok(r) => r,
             Err(e) => return Err(TestCaseError::fail(format!("simulation failed: {e}"))),
         };
         check(&case, &r)?;
         // Determinism: a second run gives identical exports.
-        let again = sim::simulate(&case.job, &case.config).unwrap();
+        let again = trainscope_core::engine::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::chrome_trace_json(&r.timeline), export::chrome_trace_json(&again.timeline));
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
         same_without_timeline(&case, &r)?;
@@ -355,7 +359,7 @@ fn same_without_timeline(case: &Case, r: &SimResult) -> Result<(), TestCaseError
         summary_only: true,
         ..case.config.clone()
     };
-    let s = sim::simulate(&case.job, &lean).unwrap();
+    let s = trainscope_core::engine::simulate(&case.job, &lean).unwrap();
     prop_assert_eq!(&s.summary, &r.summary);
     prop_assert_eq!(&s.activations, &r.activations);
     prop_assert_eq!(s.stats, r.stats);
@@ -394,13 +398,13 @@ proptest! {
         case.config.schedule = schedule;
         case.config.virtual_stages = 1;
         case.job.micro_batches = case.job.micro_batches.max(least);
-        let r = match sim::simulate(&case.job, &case.config) {
+        let r = match trainscope_core::engine::simulate(&case.job, &case.config) {
             Ok(r) => r,
             Err(e) => return Err(TestCaseError::fail(format!("simulation failed: {e}"))),
         };
         prop_assert_eq!(r.summary.schedule, schedule.name());
         check(&case, &r)?;
-        let again = sim::simulate(&case.job, &case.config).unwrap();
+        let again = trainscope_core::engine::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
         same_without_timeline(&case, &r)?;
     }

@@ -8,9 +8,12 @@
 //! explicit network settings overriding the inferred values.
 
 use trainscope_core::formats::echo;
-use trainscope_core::sim::infer::{self, Direction, FitBasis, LinkGroup, NetworkOverrides};
-use trainscope_core::sim::replay::{self, ByKind};
-use trainscope_core::sim::{run_files, RunOptions, RunOutput, SimConfig};
+use trainscope_core::replay::infer::{self, Direction, FitBasis, LinkGroup, NetworkOverrides};
+use trainscope_core::replay::{self, ByKind};
+use trainscope_core::{
+    engine::SimConfig,
+    run::{run_files, RunOptions, RunOutput},
+};
 use trainscope_tests::{fixture, fixture_bytes};
 
 /// The documented tolerance (README, ARCHITECTURE): an uncalibrated replay

@@ -8,8 +8,8 @@
 //! which each schedule's W passes fill the drain; see their module docs).
 
 use proptest::prelude::*;
-use trainscope_core::sim::job::{Block, JobSpec, LayerSpec, Parallelism};
-use trainscope_core::sim::{self, ScheduleKind, SimConfig, SimError};
+use trainscope_core::engine::spec::{Block, JobSpec, LayerSpec, Parallelism};
+use trainscope_core::engine::{ScheduleKind, SimConfig, SimError};
 
 /// A job of `p` identical stages whose block has `layers` layers of
 /// (f, ig, wg) compute, no communication.
@@ -41,7 +41,9 @@ fn run(job: &JobSpec, schedule: ScheduleKind, v: u32) -> Result<u64, SimError> {
         virtual_stages: v,
         ..SimConfig::default()
     };
-    Ok(sim::simulate(job, &config)?.summary.iteration_time_ns)
+    Ok(trainscope_core::engine::simulate(job, &config)?
+        .summary
+        .iteration_time_ns)
 }
 
 #[test]
@@ -89,7 +91,7 @@ fn interleaved_matches_the_formula() {
 /// iteration still takes m(t_f + t_b) + (p - 1)(t_f + t_b)/v.
 #[test]
 fn interleaved_with_m_equal_to_p_warms_up_with_every_forward() {
-    use trainscope_core::sim::schedule::{stage_order, Direction};
+    use trainscope_core::engine::schedule::{stage_order, Direction};
     for (p, v) in [(2u32, 2u32), (3, 2), (4, 3)] {
         for stage in 0..p {
             let order = stage_order(ScheduleKind::Interleaved, p, p, v, stage).unwrap();
@@ -138,7 +140,7 @@ fn interleaved_needs_m_multiple_of_p() {
 fn bubble_is_the_pipeline_fill_and_drain() {
     // 1F1B, p = 4, m = 8: every stage idles (p - 1)(t_f + t_b) in total.
     let j = job(4, 8, 2, 10, 10, 10);
-    let r = sim::simulate(&j, &SimConfig::default()).unwrap();
+    let r = trainscope_core::engine::simulate(&j, &SimConfig::default()).unwrap();
     let (tf, tb) = (20u64, 40u64);
     for s in &r.summary.stages {
         assert_eq!(s.compute_ns, 8 * (tf + tb), "stage {}", s.stage);
@@ -233,7 +235,7 @@ fn interleaved_simai_blocks_split_by_whole_layers() {
 /// `final_column`; with 4 virtual stages every chunk runs 2 whole layers.
 #[test]
 fn seed_blocks_have_whole_layer_chunks() {
-    use trainscope_core::sim::chunks::BlockLayers;
+    use trainscope_core::engine::chunks::BlockLayers;
     let text = std::fs::read_to_string(trainscope_tests::fixture(
         "seeds/simai_405b_tp8_pp16_ga16_sp.txt",
     ))
@@ -285,7 +287,7 @@ fn zb_h1_matches_the_formula() {
     }
     // F = B = W: the bubble is a third of 1F1B's.
     let j = job(4, 8, 1, 10, 10, 10);
-    let zb = sim::simulate(
+    let zb = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             schedule: ScheduleKind::ZbH1,
@@ -293,7 +295,7 @@ fn zb_h1_matches_the_formula() {
         },
     )
     .unwrap();
-    let flat = sim::simulate(&j, &SimConfig::default()).unwrap();
+    let flat = trainscope_core::engine::simulate(&j, &SimConfig::default()).unwrap();
     assert_eq!(flat.summary.stages[0].bubble_ns, 3 * 30);
     assert_eq!(zb.summary.stages[0].bubble_ns, 3 * 10);
 }
@@ -324,9 +326,9 @@ fn zb_h2_matches_the_formula() {
 /// does not wait for W).
 #[test]
 fn zero_bubble_backward_is_split() {
-    use trainscope_core::sim::timeline::{SpanKind, Stream};
+    use trainscope_core::timeline::{SpanKind, Stream};
     let j = job(3, 6, 2, 4, 4, 4);
-    let r = sim::simulate(
+    let r = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             schedule: ScheduleKind::ZbH1,
@@ -428,7 +430,7 @@ fn peaks(j: &JobSpec, schedule: ScheduleKind, v: u32) -> Vec<(u32, f64)> {
         virtual_stages: v,
         ..SimConfig::default()
     };
-    let r = sim::simulate(j, &config).unwrap();
+    let r = trainscope_core::engine::simulate(j, &config).unwrap();
     assert_eq!(r.activations.len(), r.summary.stages.len());
     r.summary
         .stages
@@ -497,9 +499,9 @@ fn activation_peaks_per_schedule() {
 /// micro-batch and stores F1's (one point, frees first).
 #[test]
 fn activation_series_steps() {
-    use trainscope_core::sim::summary::ActivationPoint;
+    use trainscope_core::engine::summary::ActivationPoint;
     let j = job(2, 2, 1, 10, 10, 0);
-    let r = sim::simulate(&j, &SimConfig::default()).unwrap();
+    let r = trainscope_core::engine::simulate(&j, &SimConfig::default()).unwrap();
     let pts = |i: usize| -> Vec<(u64, u32)> {
         r.activations[i]
             .points
@@ -513,7 +515,7 @@ fn activation_series_steps() {
     assert_eq!(r.activations[0].at(40), 1);
     assert_eq!(r.activations[1].at(5), 0);
     // ZB-H1: stage 1 holds micro-batch 0 until its W, after B1.
-    let r = sim::simulate(
+    let r = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             schedule: ScheduleKind::ZbH1,
@@ -549,7 +551,7 @@ fn zbv_matches_the_formula() {
     }
     let mut j = job(3, 6, 2, 5, 5, 5);
     j.activation_bytes = 1 << 20;
-    let r = sim::simulate(
+    let r = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             schedule: ScheduleKind::ZbV,
@@ -633,8 +635,8 @@ fn dualpipev_matches_the_formula() {
 /// iteration shorter than the same steps run one after the other.
 #[test]
 fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
-    use trainscope_core::sim::job::{CollectiveKind, CommSpec, GroupKind, PhaseOps};
-    use trainscope_core::sim::timeline::Stream;
+    use trainscope_core::engine::spec::{CollectiveKind, CommSpec, GroupKind, PhaseOps};
+    use trainscope_core::timeline::Stream;
     let comm = Some(CommSpec {
         collective: CollectiveKind::AllReduce,
         group: GroupKind::Tp,
@@ -669,7 +671,7 @@ fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
             layers: vec![layer.clone(), layer],
         },
     );
-    let r = sim::simulate(
+    let r = trainscope_core::engine::simulate(
         &j,
         &SimConfig {
             schedule: ScheduleKind::DualPipeV,
@@ -707,7 +709,7 @@ fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
     let mut sequential = j.clone();
     for prog in &mut sequential.programs {
         prog.order = Some(
-            trainscope_core::sim::schedule::stage_order(
+            trainscope_core::engine::schedule::stage_order(
                 ScheduleKind::DualPipeV,
                 2,
                 8,
@@ -721,7 +723,7 @@ fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
         schedule: ScheduleKind::DualPipeV,
         ..SimConfig::default()
     };
-    let seq = sim::simulate(&sequential, &config).unwrap();
+    let seq = trainscope_core::engine::simulate(&sequential, &config).unwrap();
     assert!(
         r.summary.iteration_time_ns < seq.summary.iteration_time_ns,
         "overlapped {} vs sequential {}",

@@ -4,9 +4,12 @@
 //! repeated runs.
 
 use serde_json::{json, Value};
+use trainscope_core::engine::spec::JobSpec;
 use trainscope_core::formats::simai::{self, SimaiWorkload};
-use trainscope_core::sim::job::JobSpec;
-use trainscope_core::sim::{self, export, ScheduleKind, SimConfig, SimResult};
+use trainscope_core::{
+    engine::{ScheduleKind, SimConfig, SimResult},
+    export,
+};
 use trainscope_tests::fixture_bytes;
 
 const SEED000: &str = "simai_llama65b_tp8_pp4_vpp8.txt";
@@ -22,7 +25,7 @@ fn job(name: &str) -> JobSpec {
 }
 
 fn run(job: &JobSpec, config: &SimConfig) -> SimResult {
-    sim::simulate(job, config).expect("simulates")
+    trainscope_core::engine::simulate(job, config).expect("simulates")
 }
 
 /// Compute of one stage straight from the file: every record's three
@@ -182,7 +185,7 @@ fn seeds_are_deterministic() {
 
 /// Interleaved 1F1B with one virtual stage on seed 000 (p = 4, m = 8) takes
 /// exactly GPipe's iteration time, not 1F1B's. From the definitions
-/// (`sim::schedules`): with v = 1 Megatron's interleaved warm-up
+/// (`trainscope_core::engine::schedule`): with v = 1 Megatron's interleaved warm-up
 /// 2(p - s - 1) + (v - 1)p is 2(p - s - 1) forwards, twice 1F1B's p - s - 1,
 /// so its order is neither GPipe's (all m forwards first) nor 1F1B's. On
 /// identical stages without communication all three take (m + p - 1)(F + B);

@@ -13,12 +13,12 @@
 
 use serde::Deserialize;
 use trainscope_core::analytical::NicType;
+use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::calibrate::fit_compute_scale;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::{presets, Family, ModelSpec};
-use trainscope_core::sim::SimConfig;
 use trainscope_tests::median;
 
 const CASES: &str = include_str!("../fixtures/model_jobs/published.jsonl");

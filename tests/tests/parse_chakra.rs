@@ -296,10 +296,10 @@ fn bad_files_give_located_errors() {
 fn a_chakra_set_simulates() {
     let b0 = fixture_bytes(0);
     let b1 = fixture_bytes(1);
-    let out = trainscope_core::sim::run::run_files(
+    let out = trainscope_core::run::run_files(
         &[("job.0.et", &b0), ("job.1.et", &b1)],
-        &trainscope_core::sim::SimConfig::default(),
-        &trainscope_core::sim::run::RunOptions::default(),
+        &trainscope_core::engine::SimConfig::default(),
+        &trainscope_core::run::RunOptions::default(),
     )
     .expect("simulates");
     assert_eq!(out.format, Format::ChakraEt);

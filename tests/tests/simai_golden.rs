@@ -346,7 +346,10 @@ fn json_shape_snapshot() {
 /// counted as written; whatever `--micro-batches` says.
 #[test]
 fn event_simai_bubble_equals_the_analytical_bubble() {
-    use trainscope_core::sim::{run_files, Algorithm, RunOptions, SimConfig};
+    use trainscope_core::{
+        engine::{Algorithm, SimConfig},
+        run::{run_files, RunOptions},
+    };
     for (file, gpus, nvlink) in [
         (SEED000, 8, 370.8),
         (SEED001, 8, 370.8),
@@ -388,11 +391,11 @@ fn event_simai_bubble_equals_the_analytical_bubble() {
         &String::from_utf8(fixture_bytes("parse/simai/ga_block_once.txt")).unwrap(),
     )
     .unwrap();
-    let job = trainscope_core::sim::JobSpec::from_simai(&w).unwrap();
-    let r = trainscope_core::sim::simulate(
+    let job = trainscope_core::engine::JobSpec::from_simai(&w).unwrap();
+    let r = trainscope_core::engine::simulate(
         &job,
-        &trainscope_core::sim::SimConfig {
-            algorithm: trainscope_core::sim::Algorithm::Simai,
+        &trainscope_core::engine::SimConfig {
+            algorithm: trainscope_core::engine::Algorithm::Simai,
             ..Default::default()
         },
     )

@@ -3,9 +3,9 @@
 //!
 //! The event mode reads the files, turns the flags into the core's settings
 //! ([`SimConfig`], [`RunOptions`]) and calls the one entry the web page also
-//! calls ([`trainscope_core::sim::run_files`]), so both print the same
+//! calls ([`trainscope_core::run::run_files`]), so both print the same
 //! numbers. Output: a readable report (stdout; warnings on stderr) or the
-//! JSON object of [`trainscope_core::sim::RunOutput::report_json`]
+//! JSON object of [`trainscope_core::run::RunOutput::report_json`]
 //! (`--json`); optionally the simulated timeline as a Chrome trace
 //! (`--chrome-trace PATH`) and its spans as CSV (`--spans-csv PATH`).
 //! Without flags the settings are exactly `SimConfig::default()` and
@@ -22,14 +22,17 @@ use crate::simulate::{self, Args, EXIT_CONFIG, EXIT_USAGE};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use trainscope_core::analytical::{NicType, RatioTables};
+use trainscope_core::engine::network::PlacementOrder;
+use trainscope_core::export;
 use trainscope_core::hardware::{gpu_preset, GPU_NAMES};
-use trainscope_core::sim::export;
-use trainscope_core::sim::infer::{FitBasis, NetworkOverrides};
-use trainscope_core::sim::network::PlacementOrder;
-use trainscope_core::sim::run::{convert_files, InferredReport, RunOutput, SlowRank};
-use trainscope_core::sim::timeline::Timeline;
-use trainscope_core::sim::{run_files, Algorithm, RunError, RunOptions, ScheduleKind, SimConfig};
+use trainscope_core::replay::infer::{FitBasis, NetworkOverrides};
+use trainscope_core::run::{convert_files, InferredReport, RunOutput, SlowRank};
+use trainscope_core::timeline::Timeline;
 use trainscope_core::Format;
+use trainscope_core::{
+    engine::{Algorithm, ScheduleKind, SimConfig},
+    run::{run_files, RunError, RunOptions},
+};
 
 /// Pipeline schedules (`--schedule`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -765,12 +768,12 @@ pub struct ConvertArgs {
 /// message, which ends with the ASTRA-sim flags that read them.
 pub fn write_chakra(
     what: &str,
-    timeline: &trainscope_core::sim::timeline::Timeline,
-    parallel: trainscope_core::sim::job::Parallelism,
-    order: trainscope_core::sim::network::PlacementOrder,
+    timeline: &trainscope_core::timeline::Timeline,
+    parallel: trainscope_core::engine::spec::Parallelism,
+    order: trainscope_core::engine::network::PlacementOrder,
     dir: &std::path::Path,
 ) -> Result<u8> {
-    let export = trainscope_core::sim::chakra::write_timeline(timeline, parallel, order);
+    let export = trainscope_core::replay::chakra::write_timeline(timeline, parallel, order);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut stands = Vec::new();
     for i in 0..export.len() {
@@ -828,9 +831,9 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
     if args.to == ConvertTo::ChakraEt {
-        let out = match trainscope_core::sim::run::run_files(
+        let out = match trainscope_core::run::run_files(
             &refs,
-            &trainscope_core::sim::SimConfig::default(),
+            &trainscope_core::engine::SimConfig::default(),
             &options,
         ) {
             Ok(o) => o,
@@ -840,7 +843,9 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
             eprintln!("{w}");
         }
         let what = out.files.join(", ");
-        let order = trainscope_core::sim::SimConfig::default().network.placement;
+        let order = trainscope_core::engine::SimConfig::default()
+            .network
+            .placement;
         return write_chakra(
             &what,
             &out.result.timeline,

@@ -255,7 +255,7 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
             Ok(j) => j,
             Err(code) => return Ok(code),
         };
-        let config = trainscope_core::sim::SimConfig::default();
+        let config = trainscope_core::engine::SimConfig::default();
         let out = match run_model(&job, &config) {
             Ok(o) => o,
             Err(e) => return Ok(crate::event::report_error(&e)),

@@ -26,6 +26,7 @@ use clap::Parser;
 use rayon::prelude::*;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use trainscope_core::engine::ScheduleKind;
 use trainscope_core::hardware::Precision;
 use trainscope_core::job::memory::gib;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
@@ -33,7 +34,6 @@ use trainscope_core::search::report::{summary, ShardId};
 use trainscope_core::search::{
     build, enumerate, merge, process, shard, shell_join, sweep_config, SweepReport, SweepSpec,
 };
-use trainscope_core::sim::ScheduleKind;
 
 /// Flags of `trainscope sweep`.
 #[derive(clap::Args, Debug, Default)]
@@ -427,7 +427,7 @@ fn make_spec(
     args: &Args,
     model: trainscope_core::model::ModelSpec,
     gpu: trainscope_core::hardware::GpuSpec,
-    config: &trainscope_core::sim::SimConfig,
+    config: &trainscope_core::engine::SimConfig,
     common: &[String],
 ) -> std::result::Result<SweepSpec, String> {
     let gpn = config.network.gpus_per_node;

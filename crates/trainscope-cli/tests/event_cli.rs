@@ -8,7 +8,10 @@
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use trainscope_core::sim::{run_files, RunOptions, SimConfig};
+use trainscope_core::{
+    engine::SimConfig,
+    run::{run_files, RunOptions},
+};
 
 fn fixture(rel: &str) -> String {
     format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))

@@ -11,11 +11,11 @@
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::presets::preset;
-use trainscope_core::sim::SimConfig;
 
 fn fixture(rel: &str) -> String {
     format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))

@@ -1,7 +1,7 @@
 //! Benchmark of the event engine (prints figures; no assertions on time):
 //! seed 001 (SimAI 405B, 16 stages x 16 micro-batches) simulated in full,
 //! engine events per second, a synthetic 1024-rank per-rank simulation, and
-//! the whole `sim::run_files` entry (what the CLI and the web page call) on
+//! the whole `trainscope_core::run::run_files` entry (what the CLI and the web page call) on
 //! the seeds, including the Echo replay and the Optimus-Prime calibration.
 //! Run with `cargo bench -p trainscope-core --bench engine [FILTER]`
 //! (filters: `seed001`, `per_rank`, `run_files`).
@@ -10,13 +10,16 @@ mod common;
 
 use common::{ms, time};
 use std::time::{Duration, Instant};
-use trainscope_core::formats::simai;
-use trainscope_core::sim::job::{
+use trainscope_core::engine::network::{Placement, PlacementOrder};
+use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
-use trainscope_core::sim::network::{Placement, PlacementOrder};
-use trainscope_core::sim::{self, export, SimConfig, SimResult};
+use trainscope_core::formats::simai;
+use trainscope_core::{
+    engine::{SimConfig, SimResult},
+    export,
+};
 
 const SEED001: &str = include_str!("../../../tests/fixtures/seeds/simai_405b_tp8_pp16_ga16_sp.txt");
 const SEED000: &str = include_str!("../../../tests/fixtures/seeds/simai_llama65b_tp8_pp4_vpp8.txt");
@@ -50,7 +53,7 @@ fn report(name: &str, med: Duration, min: Duration, r: &SimResult) {
         "  timeline memory: {:.1} MB, {:.1} bytes/span (span struct {} B)",
         r.timeline.heap_bytes() as f64 / 1e6,
         r.timeline.heap_bytes() as f64 / spans.max(1) as f64,
-        std::mem::size_of::<sim::Span>()
+        std::mem::size_of::<trainscope_core::timeline::Span>()
     );
     println!(
         "  iteration {:.3} ms simulated",
@@ -64,7 +67,9 @@ fn seed001() {
         JobSpec::from_simai(&w).expect("adapts")
     });
     let config = SimConfig::default();
-    let (med, min, r) = time(7, || sim::simulate(&job, &config).expect("simulates"));
+    let (med, min, r) = time(7, || {
+        trainscope_core::engine::simulate(&job, &config).expect("simulates")
+    });
     report("seed 001 (405B, tp 8, pp 16, ga 16), 1F1B", med, min, &r);
     println!("  parse + adapt: median {:.1} ms", ms(pmed));
     phases(&job, &config);
@@ -75,11 +80,13 @@ fn seed001() {
         out.len() as f64 / 1e6
     );
     let config = SimConfig {
-        schedule: sim::ScheduleKind::Interleaved,
+        schedule: trainscope_core::engine::ScheduleKind::Interleaved,
         virtual_stages: 2,
         ..SimConfig::default()
     };
-    let (med, min, r) = time(5, || sim::simulate(&job, &config).expect("simulates"));
+    let (med, min, r) = time(5, || {
+        trainscope_core::engine::simulate(&job, &config).expect("simulates")
+    });
     report("seed 001, interleaved v = 2", med, min, &r);
 }
 
@@ -169,7 +176,9 @@ fn synthetic_per_rank() -> JobSpec {
 fn per_rank_1024() {
     let job = synthetic_per_rank();
     let config = SimConfig::default();
-    let (med, min, r) = time(3, || sim::simulate(&job, &config).expect("simulates"));
+    let (med, min, r) = time(3, || {
+        trainscope_core::engine::simulate(&job, &config).expect("simulates")
+    });
     report(
         "synthetic 1024 ranks per-rank (tp 8, dp 16, pp 8, m 16, 8 layers)",
         med,
@@ -180,7 +189,9 @@ fn per_rank_1024() {
         record_dependencies: false,
         ..SimConfig::default()
     };
-    let (med, _, _) = time(3, || sim::simulate(&job, &no_deps).expect("simulates"));
+    let (med, _, _) = time(3, || {
+        trainscope_core::engine::simulate(&job, &no_deps).expect("simulates")
+    });
     println!("  without dependency edges: median {:.1} ms", ms(med));
     phases(&job, &config);
 }
@@ -188,7 +199,7 @@ fn per_rank_1024() {
 /// Time the three phases separately: build the task graph, run the
 /// engine, turn the run into timeline and summary.
 fn phases(job: &JobSpec, config: &SimConfig) {
-    use trainscope_core::sim::{build, engine::Engine, NetworkModel};
+    use trainscope_core::engine::{build, event::Engine, NetworkModel};
     let cost = NetworkModel::new(&config.network, config.algorithm).expect("model");
     let t0 = Instant::now();
     let model = build::build(job, config, &cost).expect("builds");
@@ -209,8 +220,10 @@ fn phases(job: &JobSpec, config: &SimConfig) {
 
 /// The whole entry (load, adapt, simulate, compare) on every seed.
 fn run_files_seeds() {
-    use trainscope_core::sim::{run_files, RunOptions};
-    println!("sim::run_files (parse + adapt + simulate + compare), default settings");
+    use trainscope_core::run::{run_files, RunOptions};
+    println!(
+        "trainscope_core::run::run_files (parse + adapt + simulate + compare), default settings"
+    );
     // File names matter for Echo traces (TP, PP, world come from them).
     let cases: [(&str, &str, &str, bool); 6] = [
         ("seed 000 (SimAI 65B, pp 4)", "seed000.txt", SEED000, false),

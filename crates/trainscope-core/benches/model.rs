@@ -8,11 +8,11 @@
 mod common;
 
 use common::{ms, time};
+use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::presets::preset;
-use trainscope_core::sim::SimConfig;
 
 fn case(name: &str, model: &str, setup: TrainingSetup, world: u32, config: &SimConfig) {
     let gpu = gpu_preset("H100-SXM").expect("preset");

@@ -7,10 +7,10 @@
 //! core with rayon). Run with `cargo bench -p trainscope-core --bench search`.
 
 use std::time::Instant;
+use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::model::presets::preset;
 use trainscope_core::search::{build, enumerate, process, sweep_config, SweepSpec};
-use trainscope_core::sim::SimConfig;
 
 fn main() {
     let spec = SweepSpec::new(

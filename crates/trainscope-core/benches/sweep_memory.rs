@@ -21,11 +21,11 @@
 //! Run with `cargo bench -p trainscope-core --bench sweep_memory`.
 
 use std::process::Command;
+use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::presets::preset;
 use trainscope_core::search::{enumerate, evaluate, precheck, sweep_config, Candidate, SweepSpec};
-use trainscope_core::sim::{ScheduleKind, SimConfig};
 
 /// The environment variable a child process reads:
 /// `SWEEP|WORLD|SCHEDULE|MODE|SETUP-JSON`.

@@ -12,14 +12,18 @@
 pub mod analysis;
 pub mod analytical;
 pub mod diag;
+pub mod engine;
+pub mod export;
 pub mod formats;
 pub mod hardware;
 pub mod inspect;
 pub mod job;
 pub mod limits;
 pub mod model;
+pub mod replay;
+pub mod run;
 pub mod search;
-pub mod sim;
+pub mod timeline;
 pub mod workload;
 
 pub use diag::{Diagnostic, Location, Severity};

@@ -1,10 +1,10 @@
 //! The accepted range of every user setting, checked once here for both
 //! simulation modes and the web page: the event mode's
-//! [`crate::sim::NetworkConfig::validate`] and
-//! [`crate::sim::SimConfig::validate`], the SimAI-compatible mode's
+//! [`crate::engine::NetworkConfig::validate`] and
+//! [`crate::engine::SimConfig::validate`], the SimAI-compatible mode's
 //! [`crate::analytical::ClusterConfig::validate`] and
 //! [`crate::analytical::OverlapRatios::validate`], the run options'
-//! [`crate::sim::RunOptions::validate`] and the page's per-field
+//! [`crate::run::RunOptions::validate`] and the page's per-field
 //! validation all call these functions, so a value refused in one place
 //! is refused everywhere, with the same words.
 //!

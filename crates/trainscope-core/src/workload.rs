@@ -47,7 +47,7 @@ pub struct ParallelConfig {
     /// with an expert TP, TP x DP / (expert TP x EP).
     pub dp_ep: u32,
     /// Expert tensor-parallel size when other than TP (see
-    /// [`crate::sim::Parallelism::etp`]); `None` for every input format,
+    /// [`crate::engine::spec::Parallelism::etp`]); `None` for every input format,
     /// set by model-level jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etp: Option<u32>,

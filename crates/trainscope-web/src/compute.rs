@@ -26,16 +26,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use trainscope_core::analysis::Analysis;
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
+use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
 use trainscope_core::formats::{decode_text, echo, Format};
 use trainscope_core::inspect::{FileSummary, LoadOptions, LoadedSet, SetLoader};
 use trainscope_core::job::run::ModelRunOutput;
-use trainscope_core::sim::infer::NetworkOverrides;
-use trainscope_core::sim::run::{
+use trainscope_core::replay::infer::NetworkOverrides;
+use trainscope_core::run::{
     load_from_set, load_options, run_loaded, LoadedInput, RunError, RunOptions,
     RunOutput as SimRunOutput,
 };
-use trainscope_core::sim::{self as coresim, SimConfig};
 use trainscope_core::Diagnostic;
 
 /// Files from this size on report progress while they are parsed
@@ -434,23 +434,23 @@ pub enum ExportSource {
 /// or `None` when this run has no such export.
 pub fn export(source: &ExportSource, testid: &str) -> Option<String> {
     match (source, testid) {
-        (ExportSource::Event(out), "export-chrome-trace") => {
-            Some(coresim::export::chrome_trace_json(&out.result.timeline))
-        }
+        (ExportSource::Event(out), "export-chrome-trace") => Some(
+            trainscope_core::export::chrome_trace_json(&out.result.timeline),
+        ),
         (ExportSource::Event(out), "export-summary-json") => {
             Some(serde_json::to_string_pretty(&out.report_json()).unwrap_or_default())
         }
         (ExportSource::Event(out), "export-csv") => {
-            Some(coresim::export::spans_csv(&out.result.timeline))
+            Some(trainscope_core::export::spans_csv(&out.result.timeline))
         }
-        (ExportSource::Model(out), "export-chrome-trace") => {
-            Some(coresim::export::chrome_trace_json(&out.run.result.timeline))
-        }
+        (ExportSource::Model(out), "export-chrome-trace") => Some(
+            trainscope_core::export::chrome_trace_json(&out.run.result.timeline),
+        ),
         (ExportSource::Model(out), "export-summary-json") => {
             Some(serde_json::to_string_pretty(&out.report_json()).unwrap_or_default())
         }
         (ExportSource::Model(out), "export-csv") => {
-            Some(coresim::export::spans_csv(&out.run.result.timeline))
+            Some(trainscope_core::export::spans_csv(&out.run.result.timeline))
         }
         (ExportSource::Simai { name, report }, "export-csv") => Some(analytical::end_to_end_csv(
             report,

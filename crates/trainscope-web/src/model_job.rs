@@ -23,13 +23,13 @@ use crate::protocol::{JobOutcome, NamedTimeline};
 use crate::settings::{Field, Mode, Settings};
 use crate::views::{MemoryView, ModelView, ResultView, StageMemoryView};
 use std::collections::BTreeSet;
+use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::decode_text;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
 use trainscope_core::job::memory;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
 use trainscope_core::job::ModelJob;
 use trainscope_core::model::{hf, presets, ModelSpec};
-use trainscope_core::sim::SimConfig;
 use trainscope_core::Diagnostic;
 
 /// The model a job names: a preset, or a loaded config file (found by

@@ -567,7 +567,7 @@ pub struct JobOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NamedTimeline {
     pub label: String,
-    pub timeline: trainscope_core::sim::Timeline,
+    pub timeline: trainscope_core::timeline::Timeline,
 }
 
 /// What the worker says.

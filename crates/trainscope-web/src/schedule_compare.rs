@@ -26,7 +26,7 @@
 //! collective lanes and the activation memory lanes), labelled [`TIMELINE_PREFIX`] + the row's
 //! name, for the stacked view under the table.
 //!
-//! [`ScheduleKind::ALL`]: trainscope_core::sim::ScheduleKind::ALL
+//! [`ScheduleKind::ALL`]: trainscope_core::engine::ScheduleKind::ALL
 
 use crate::compute::{
     event_config, pick_input, run_error_diagnostics, ExportSource, RunFiles, Simulated,
@@ -36,10 +36,10 @@ use crate::protocol::NamedTimeline;
 use crate::settings::{schedule_name, Field, Mode, Schedule, Settings};
 use crate::views::{ScheduleComparison, ScheduleRefusal, ScheduleRow};
 use std::collections::BTreeSet;
+use trainscope_core::engine::Summary;
 use trainscope_core::inspect::FileSummary;
-use trainscope_core::sim::run::run_loaded;
-use trainscope_core::sim::timeline::{Stream, Timeline, TimelineBuilder};
-use trainscope_core::sim::Summary;
+use trainscope_core::run::run_loaded;
+use trainscope_core::timeline::{Stream, Timeline, TimelineBuilder};
 use trainscope_core::Diagnostic;
 
 /// Label prefix of a compared schedule's timeline (`schedule:zb-h1`), so
@@ -282,7 +282,7 @@ pub fn compare_schedules(
 }
 
 /// A run error's first diagnostic.
-fn first_error(e: &trainscope_core::sim::RunError) -> Diagnostic {
+fn first_error(e: &trainscope_core::run::RunError) -> Diagnostic {
     run_error_diagnostics(e)
         .into_iter()
         .next()

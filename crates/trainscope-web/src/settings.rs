@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
 use trainscope_core::analytical::{AnalyticalConfig, GpuType, NicType, OverlapRatios};
+use trainscope_core::engine::config::DEFAULT_BACKWARD_FACTOR;
+use trainscope_core::engine::network::PlacementOrder;
+use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::formats::neusight::DEFAULT_BLOCK_REPEATS;
 use trainscope_core::limits;
-use trainscope_core::sim::config::DEFAULT_BACKWARD_FACTOR;
-use trainscope_core::sim::network::PlacementOrder;
-use trainscope_core::sim::{self as coresim, ScheduleKind, SimConfig};
 
 /// Which simulator a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
@@ -185,11 +185,11 @@ impl Algorithm {
     pub const ALL: [Algorithm; 3] = [Algorithm::Ring, Algorithm::Tree, Algorithm::Simai];
 
     /// The core's collective algorithm.
-    pub fn core(self) -> coresim::Algorithm {
+    pub fn core(self) -> trainscope_core::engine::Algorithm {
         match self {
-            Algorithm::Ring => coresim::Algorithm::Ring,
-            Algorithm::Tree => coresim::Algorithm::Tree,
-            Algorithm::Simai => coresim::Algorithm::Simai,
+            Algorithm::Ring => trainscope_core::engine::Algorithm::Ring,
+            Algorithm::Tree => trainscope_core::engine::Algorithm::Tree,
+            Algorithm::Simai => trainscope_core::engine::Algorithm::Simai,
         }
     }
 }

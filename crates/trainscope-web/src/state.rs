@@ -18,7 +18,7 @@ use crate::url::UrlState;
 use crate::views::{FileView, ResultView, ScheduleComparison};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
-use trainscope_core::sim::Timeline;
+use trainscope_core::timeline::Timeline;
 use yew::Reducible;
 
 /// One file the user dropped, picked or loaded from the gallery.

@@ -15,6 +15,7 @@ use crate::model_job::{job_sim_config, nvlink_pinned, resolve_model};
 use crate::settings::{Field, Schedule, Settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::search::report::ShardId;
@@ -22,7 +23,6 @@ use trainscope_core::search::{
     build, enumerate, process, shard, shell_word, sweep_config, Outcome, Row, SweepReport,
     SweepSpec,
 };
-use trainscope_core::sim::{ScheduleKind, SimConfig};
 
 /// The bounds of a sweep as typed: comma-separated lists, empty for the
 /// core's default list (`world` empty: the job panel's TP x CP x PP x DP).

@@ -71,7 +71,7 @@ fn compute_output(req: &RunRequest) -> RunOutput {
 #[wasm_bindgen_test]
 fn default_settings_are_the_cores_defaults_and_valid() {
     use trainscope_core::analytical::{AnalyticalConfig, OverlapRatios};
-    use trainscope_core::sim::{RunOptions, SimConfig};
+    use trainscope_core::{engine::SimConfig, run::RunOptions};
     let s = Settings::default();
     assert_eq!(s.validate(), vec![]);
     // The values the form shows: H100 and CX7 presets, 8 + 8 per node.
@@ -123,10 +123,10 @@ fn a_neusight_table_shows_the_world_and_blocks_its_run_uses() {
         out.hints.sources
     );
     let r = out.result.expect("simulated");
-    let cli = trainscope_core::sim::run_files(
+    let cli = trainscope_core::run::run_files(
         &[("n.tsv", NEUSIGHT)],
-        &trainscope_core::sim::SimConfig::default(),
-        &trainscope_core::sim::RunOptions::default(),
+        &trainscope_core::engine::SimConfig::default(),
+        &trainscope_core::run::RunOptions::default(),
     )
     .unwrap();
     assert_eq!(r.iteration_time_ns, Some(cli.summary().iteration_time_ns));
@@ -541,7 +541,10 @@ fn a_dropped_file_travels_as_its_blob_not_its_bytes() {
 
 #[wasm_bindgen_test]
 fn a_run_reads_each_file_once_and_equals_the_cores_run() {
-    use trainscope_core::sim::{run_files, RunOptions, SimConfig};
+    use trainscope_core::{
+        engine::SimConfig,
+        run::{run_files, RunOptions},
+    };
     use trainscope_web::compute::ExportSource;
     const K0: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank0.json");
     const K1: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank1.pt.trace.json.gz");
@@ -1354,7 +1357,7 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
 /// the event mode's network configuration.
 #[wasm_bindgen_test]
 fn placement_and_oversubscription_settings() {
-    use trainscope_core::sim::network::PlacementOrder;
+    use trainscope_core::engine::network::PlacementOrder;
     let mut s = Settings::default();
     assert_eq!(s.placement, PlacementOrder::from_name("tp-dp-pp").unwrap());
     assert_eq!(s.oversubscription, 1.0);

@@ -10,8 +10,8 @@
 
 use serde_json::{json, Value};
 use trainscope_core::analytical::{self, AnalyticalConfig};
-use trainscope_core::sim::run::{run_files, RunOptions};
-use trainscope_core::sim::SimConfig;
+use trainscope_core::engine::SimConfig;
+use trainscope_core::run::{run_files, RunOptions};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);

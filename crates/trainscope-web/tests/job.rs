@@ -456,7 +456,7 @@ fn the_jobs_gpu_sets_nvlink_unless_the_user_set_it() {
             None,
         )
         .unwrap();
-        let mut c = trainscope_core::sim::SimConfig::default();
+        let mut c = trainscope_core::engine::SimConfig::default();
         c.network.nvlink_gbps = nvlink;
         trainscope_core::job::run::run_model(&job, &c)
             .unwrap()
@@ -491,7 +491,7 @@ fn echo_replays_take_the_network_the_user_set() {
             req.pinned.insert(*f);
         }
         let (config, options) = compute::event_config(&req.settings, &req.pinned);
-        let core = trainscope_core::sim::run_files(&[(name, ECHO)], &config, &options)
+        let core = trainscope_core::run::run_files(&[(name, ECHO)], &config, &options)
             .unwrap()
             .summary()
             .iteration_time_ns;

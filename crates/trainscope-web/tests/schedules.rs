@@ -14,8 +14,8 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use trainscope_core::sim::timeline::Stream;
-use trainscope_core::sim::{run_files, ScheduleKind};
+use trainscope_core::timeline::Stream;
+use trainscope_core::{engine::ScheduleKind, run::run_files};
 use trainscope_web::components::activation_chart::{step_path, ActivationChart};
 use trainscope_web::components::schedule_compare::ScheduleCompare;
 use trainscope_web::compute;

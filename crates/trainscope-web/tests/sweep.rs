@@ -10,8 +10,8 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use trainscope_core::engine::ScheduleKind;
 use trainscope_core::search::{build, enumerate, merge, process, rank, Row, ShardId};
-use trainscope_core::sim::ScheduleKind;
 use trainscope_web::job::{JobModel, JobSettings};
 use trainscope_web::model_job::run_job;
 use trainscope_web::protocol::{decode_request, encode_request, InputFile, Request, SweepRequest};

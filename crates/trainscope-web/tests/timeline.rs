@@ -10,10 +10,10 @@
 #![cfg(target_arch = "wasm32")]
 
 use std::rc::Rc;
-use trainscope_core::sim::timeline::{
+use trainscope_core::engine::{JobSpec, SimConfig};
+use trainscope_core::timeline::{
     CollOp, LabelId, Lane, LaneGroup, Span, SpanKind, Stream, Timeline as Model, TimelineBuilder,
 };
-use trainscope_core::sim::{self, JobSpec, SimConfig};
 use trainscope_web::timeline::draw::{self, LABEL_W, RULER_H};
 use trainscope_web::timeline::layout::{self, Layout, RowKind, LANE_H};
 use trainscope_web::timeline::lod::{self, Prim};
@@ -34,7 +34,7 @@ const SEED000: &str = include_str!("../../../tests/fixtures/seeds/simai_llama65b
 fn seed000() -> Model {
     let w = trainscope_core::formats::simai::parse("seed000.txt", SEED000).expect("seed parses");
     let job = JobSpec::from_simai(&w).expect("job");
-    sim::simulate(&job, &SimConfig::default())
+    trainscope_core::engine::simulate(&job, &SimConfig::default())
         .expect("simulates")
         .timeline
 }
@@ -866,7 +866,11 @@ async fn component_keeps_the_view_when_new_data_has_the_same_lanes() {
         compute_scale: 0.5,
         ..SimConfig::default()
     };
-    let tl2 = Rc::new(sim::simulate(&job, &cfg).unwrap().timeline);
+    let tl2 = Rc::new(
+        trainscope_core::engine::simulate(&job, &cfg)
+            .unwrap()
+            .timeline,
+    );
     assert_eq!(tl2.lanes(), tl.lanes());
     app.update(props(tl2.clone()));
     settle().await;
@@ -875,7 +879,7 @@ async fn component_keeps_the_view_when_new_data_has_the_same_lanes() {
     want.set_range(a1, b1);
     assert_eq!(view_range(&host), (want.start_ns(), want.end_ns()));
     assert!(view_range(&host).0 > 0, "not fitted");
-    let r = trainscope_core::sim::timeline::SpanRef {
+    let r = trainscope_core::timeline::SpanRef {
         lane: sel.0,
         index: sel.1,
     };

@@ -37,7 +37,7 @@
 //! receives have no duration there) in one topological order of their
 //! dependencies (ties: sends and receives first, issued as soon as their
 //! dependencies allow, then file order), which
-//! [`crate::sim::chakra::chakra_job`] replays.
+//! [`crate::replay::chakra::chakra_job`] replays.
 //!
 //! Point-to-point transfers (ASTRA-sim's matching): a send on rank A with
 //! `comm_dst` B and tag T is matched with a receive on B with `comm_src` A
@@ -70,7 +70,7 @@
 //! the file, where `pg_name`s get a warning with the hint to add the file.
 //!
 //! Writing ([`encode`]) frames messages the same way; the conversion of a
-//! simulated timeline into nodes is [`crate::sim::chakra`].
+//! simulated timeline into nodes is [`crate::replay::chakra`].
 
 pub mod groups;
 pub mod schema;

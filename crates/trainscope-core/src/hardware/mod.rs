@@ -7,7 +7,7 @@
 //!
 //! Units: peaks in TFLOP/s (10^12 FLOP/s), memory bandwidth in GB/s (10^9
 //! bytes/s, as vendors publish it), capacity in bytes, the intra-node bus
-//! bandwidth in GB/s of 2^30 bytes (the unit of [`crate::sim::NetworkConfig`]
+//! bandwidth in GB/s of 2^30 bytes (the unit of [`crate::engine::NetworkConfig`]
 //! and SimAI). Pure data and arithmetic.
 
 use crate::analytical::GpuType;
@@ -228,7 +228,7 @@ pub struct GpuSpec {
     /// `rocm-smi` reports).
     pub memory_bytes: u64,
     /// Intra-node collective bus bandwidth per GPU, GB/s of 2^30 bytes
-    /// (what [`crate::sim::NetworkConfig::nvlink_gbps`] takes).
+    /// (what [`crate::engine::NetworkConfig::nvlink_gbps`] takes).
     pub nvlink_busbw_gbps: f64,
     /// The efficiency curves of the time model.
     pub efficiency: Efficiency,

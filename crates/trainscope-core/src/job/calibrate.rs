@@ -4,7 +4,7 @@
 //! micro-batches and micro-batch size as the files state them) is built as
 //! a model-level job of the given model, its compute scale is fitted so its
 //! simulated iteration meets the measured one
-//! ([`crate::sim::calibrate_compute_scale`]), and the job asked about is
+//! ([`crate::engine::calibrate_compute_scale`]), and the job asked about is
 //! then simulated with that scale. A user calibrates on the run they have
 //! and asks about the one they do not.
 //!
@@ -17,12 +17,12 @@
 
 use super::run::ModelRunOutput;
 use super::{ModelJob, TrainingSetup};
+use crate::engine::described::DescribedOptions;
+use crate::engine::simai_cost::cost_for;
+use crate::engine::{calibrate_compute_scale, JobSpec, ScheduleKind, SimConfig};
 use crate::formats::Format;
 use crate::inspect::{failed_file_errors, load_set, LoadOptions};
-use crate::sim::described::DescribedOptions;
-use crate::sim::run::RunError;
-use crate::sim::simai_cost::cost_for;
-use crate::sim::{calibrate_compute_scale, JobSpec, ScheduleKind, SimConfig};
+use crate::run::RunError;
 use serde::Serialize;
 
 /// One fitted parameter.
@@ -201,7 +201,7 @@ pub fn fit_compute_scale(
     let described = super::build::described_job(job, &job.model.name);
     let spec = JobSpec::from_described(&described, &DescribedOptions::default())?;
     let cost = cost_for(spec.parallel, &base, None)?;
-    let uncalibrated = crate::sim::simulate_with(&spec, &base, cost.as_ref())?;
+    let uncalibrated = crate::engine::simulate_with(&spec, &base, cost.as_ref())?;
     let cal = calibrate_compute_scale(&spec, &base, cost.as_ref(), target_ns)?;
     Ok(ScaleFit {
         compute_scale: cal.compute_scale,

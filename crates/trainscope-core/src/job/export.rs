@@ -156,10 +156,10 @@ pub fn simai_workload(job: &ModelJob) -> (String, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{simulate, JobSpec, SimConfig};
     use crate::formats::simai;
     use crate::hardware::gpu_preset;
     use crate::job::tests::{llama3_70b, setup};
-    use crate::sim::{simulate, JobSpec, SimConfig};
 
     #[test]
     fn a_cp_job_exports_gradients_over_dp_x_cp_and_names_the_left_out_exchange_once() {
@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(total(&bs.before), total(&os.before));
         assert_eq!(total(&bs.after), total(&os.after));
         // Same numbers through the event engine.
-        let opts = crate::sim::described::DescribedOptions::default();
+        let opts = crate::engine::described::DescribedOptions::default();
         let a = simulate(
             &JobSpec::from_described(&back, &opts).unwrap(),
             &SimConfig::default(),

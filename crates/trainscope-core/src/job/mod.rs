@@ -614,11 +614,11 @@ impl ModelJob {
             }
         };
         let micro_batches = gbs / per_step;
-        if micro_batches > u64::from(crate::sim::config::MAX_MICRO_BATCHES) {
+        if micro_batches > u64::from(crate::engine::config::MAX_MICRO_BATCHES) {
             return Err(JobError::new(
                 format!(
                     "{micro_batches} micro-batches per iteration is more than {}",
-                    crate::sim::config::MAX_MICRO_BATCHES
+                    crate::engine::config::MAX_MICRO_BATCHES
                 ),
                 "use a smaller global batch or a larger micro-batch",
             ));

@@ -1,7 +1,7 @@
 //! Simulating a model-level job: [`run_model`] builds the workload
 //! ([`super::build::described_job`]), runs it through the same adapter,
 //! cost model and engine as a dropped workload file
-//! ([`crate::sim::JobSpec::from_described`], [`crate::sim::simulate_with`]),
+//! ([`crate::engine::JobSpec::from_described`], [`crate::engine::simulate_with`]),
 //! and adds what only a model-level job knows: memory per stage (and the
 //! timeline's activation memory lanes in bytes), MFU, tokens/s. [`ModelRunOutput::report_json`] is `trainscope simulate
 //! --model ... --json`: the file run's keys plus `model`, `mfu`,
@@ -15,12 +15,12 @@
 
 use super::memory::{chunk_activation_bytes, memory_report, MemoryReport};
 use super::{ModelJob, Throughput};
-use crate::sim::described::DescribedOptions;
-use crate::sim::run::{as_warning_lines, push_unique, RunError, RunOutput, RUN_SCHEMA_VERSION};
-use crate::sim::schedule::{ChunkPlacement, ScheduleKind};
-use crate::sim::simai_cost::cost_for;
-use crate::sim::summary::activation_counters;
-use crate::sim::{simulate_with, JobSpec, SimConfig, SimError};
+use crate::engine::described::DescribedOptions;
+use crate::engine::schedule::{ChunkPlacement, ScheduleKind};
+use crate::engine::simai_cost::cost_for;
+use crate::engine::summary::activation_counters;
+use crate::engine::{simulate_with, JobSpec, SimConfig, SimError};
+use crate::run::{as_warning_lines, push_unique, RunError, RunOutput, RUN_SCHEMA_VERSION};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -42,7 +42,7 @@ pub struct ModelRunOutput {
 /// (at most m); interleaved 1F1B Megatron's warm-up 2(p - stage - 1) + (v -
 /// 1)p, plus the one in the steady state (at most m x v), and all m x v
 /// when m = p (Megatron's `all_warmup_microbatches`, as
-/// [`crate::sim::schedules::interleaved`] runs it).
+/// [`crate::engine::schedule::interleaved`] runs it).
 pub fn peak_in_flight(schedule: ScheduleKind, p: u32, m: u32, v: u32, stage: u32) -> u32 {
     let (p, m, v, s) = (u64::from(p), u64::from(m), u64::from(v), u64::from(stage));
     let k = match schedule {
@@ -326,7 +326,7 @@ mod tests {
         let counters = out.run.result.timeline.counters();
         assert_eq!(counters.len(), out.memory.per_stage.len());
         for (c, m) in counters.iter().zip(&out.memory.per_stage) {
-            assert_eq!(c.unit, crate::sim::timeline::CounterUnit::Bytes);
+            assert_eq!(c.unit, crate::timeline::CounterUnit::Bytes);
             assert_eq!(
                 c.max_value(),
                 m.activations_bytes as f64,

@@ -46,13 +46,13 @@
 
 pub mod report;
 
+use crate::engine::schedule::{ChunkPlacement, ScheduleKind};
+use crate::engine::SimConfig;
 use crate::hardware::{GpuSpec, Precision};
 use crate::job::memory::{memory_report, MemoryReport};
 use crate::job::run::{peak_in_flight, run_model};
 use crate::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use crate::model::ModelSpec;
-use crate::sim::schedule::{ChunkPlacement, ScheduleKind};
-use crate::sim::SimConfig;
 use std::collections::BTreeMap;
 
 pub use report::{

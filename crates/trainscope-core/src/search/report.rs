@@ -9,9 +9,9 @@
 //! run builds (the same rows, counts, front and explanation).
 
 use super::{counts_of, evaluate, precheck, Candidate, ReasonCountMap};
+use crate::engine::summary::ExposedComm;
+use crate::engine::SimConfig;
 use crate::job::memory::gib;
-use crate::sim::summary::ExposedComm;
-use crate::sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

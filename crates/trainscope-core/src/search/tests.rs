@@ -602,7 +602,7 @@ fn summary_only_rows_equal_the_full_runs() {
         assert_eq!(x.run.result.activations, y.run.result.activations);
         assert_eq!(x.memory, y.memory);
         assert!(x.run.result.timeline.span_count() > 0);
-        assert_eq!(y.run.result.timeline, crate::sim::Timeline::default());
+        assert_eq!(y.run.result.timeline, crate::timeline::Timeline::default());
         schedules.insert(c.schedule.name());
         cp |= a.cp > 1;
         ep |= a.ep > 1;

@@ -10,7 +10,7 @@
 
 use js_sys::{Array, Object, Reflect};
 use std::rc::Rc;
-use trainscope_core::sim::{self, JobSpec, SimConfig};
+use trainscope_core::engine::{JobSpec, SimConfig};
 use trainscope_web::timeline::synth::{self, SynthSpec};
 use trainscope_web::timeline::{FrameStats, Timeline, TimelineProps};
 use wasm_bindgen::{JsCast, JsValue};
@@ -60,7 +60,7 @@ fn main() {
         let w = trainscope_core::formats::simai::parse("seed000.txt", SEED000)
             .expect("the bundled seed parses");
         let job = JobSpec::from_simai(&w).expect("seed 000 is a valid job");
-        let a = sim::simulate(&job, &SimConfig::default())
+        let a = trainscope_core::engine::simulate(&job, &SimConfig::default())
             .expect("seed 000 simulates")
             .timeline;
         let b = param("compare").map(|_| {
@@ -70,7 +70,7 @@ fn main() {
                 ..SimConfig::default()
             };
             Rc::new(
-                sim::simulate(&job, &cfg)
+                trainscope_core::engine::simulate(&job, &cfg)
                     .expect("seed 000 simulates")
                     .timeline,
             )

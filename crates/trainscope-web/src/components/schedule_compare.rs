@@ -60,7 +60,7 @@ fn stacked(timelines: &[SharedTimeline]) -> Html {
                 .to_string(),
         )
     };
-    let stack: Vec<(AttrValue, std::rc::Rc<trainscope_core::sim::Timeline>)> =
+    let stack: Vec<(AttrValue, std::rc::Rc<trainscope_core::timeline::Timeline>)> =
         rest.iter().map(|t| (name(t), t.timeline.clone())).collect();
     html! {
         <div class="schedule-compare-timelines" data-testid="schedule-compare-timelines"

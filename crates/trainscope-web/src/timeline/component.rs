@@ -25,7 +25,7 @@ use gloo::events::{EventListener, EventListenerOptions};
 use gloo::render::{request_animation_frame, AnimationFrame};
 use std::cell::Cell;
 use std::rc::Rc;
-use trainscope_core::sim::timeline::{LaneGroup, SpanKind, SpanRef, Timeline as Model};
+use trainscope_core::timeline::{LaneGroup, SpanKind, SpanRef, Timeline as Model};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{
@@ -994,7 +994,7 @@ fn context_2d(c: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
 }
 
 /// A span's name: its label, or its kind's name when it has none.
-fn span_name(tl: &Model, s: &trainscope_core::sim::timeline::Span) -> String {
+fn span_name(tl: &Model, s: &trainscope_core::timeline::Span) -> String {
     let l = tl.label(s.label);
     if l.is_empty() {
         palette::kind_label(s.kind).to_string()
@@ -1004,12 +1004,7 @@ fn span_name(tl: &Model, s: &trainscope_core::sim::timeline::Span) -> String {
 }
 
 /// The fields shown in the tooltip and the details panel.
-fn span_fields(
-    sec: &Section,
-    h: Hit,
-    s: &trainscope_core::sim::timeline::Span,
-    long: bool,
-) -> Html {
+fn span_fields(sec: &Section, h: Hit, s: &trainscope_core::timeline::Span, long: bool) -> Html {
     let tl = &sec.tl;
     let mut rows: Vec<(&str, String)> = Vec::new();
     rows.push(("kind", palette::kind_label(s.kind).to_string()));

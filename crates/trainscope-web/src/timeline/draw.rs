@@ -15,9 +15,7 @@ use super::lod::{self, Prim, LEVELS};
 use super::palette;
 use super::viewport::Viewport;
 use std::rc::Rc;
-use trainscope_core::sim::timeline::{
-    CounterLane, Span, SpanKind, SpanRef, Stream, Timeline as Model,
-};
+use trainscope_core::timeline::{CounterLane, Span, SpanKind, SpanRef, Stream, Timeline as Model};
 use web_sys::{CanvasRenderingContext2d as Ctx, HtmlCanvasElement};
 
 /// Width of the label column, CSS px (the plot starts there).

@@ -3,7 +3,7 @@
 //! 1024) and bandwidths (GB/s with GB = 2^30 bytes, as
 //! `Span::achieved_gbps`), plus the ruler's tick spacing and tick labels.
 
-use trainscope_core::sim::timeline::CounterUnit;
+use trainscope_core::timeline::CounterUnit;
 
 /// A time unit for labels: its symbol and nanoseconds per unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! innermost span containing the pointer's time, else the nearest one.
 
 use super::viewport::Viewport;
-use trainscope_core::sim::timeline::{SpanRef, Timeline as Model};
+use trainscope_core::timeline::{SpanRef, Timeline as Model};
 
 /// A span of one of the shown timelines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -8,7 +8,7 @@
 //! "B", a schedule's name). Rows are stacked from y = 0 (CSS px, before
 //! scrolling).
 
-use trainscope_core::sim::timeline::{LaneGroup, Timeline as Model};
+use trainscope_core::timeline::{LaneGroup, Timeline as Model};
 
 /// Height of a lane row, CSS px.
 pub const LANE_H: f64 = 20.0;

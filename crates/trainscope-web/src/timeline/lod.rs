@@ -11,7 +11,7 @@
 //! is bounded the same way, lane by lane ([`critical_runs`]).
 
 use super::viewport::Viewport;
-use trainscope_core::sim::timeline::{SpanKind, Timeline as Model};
+use trainscope_core::timeline::{SpanKind, Timeline as Model};
 
 /// Busy-fraction levels of aggregate bars (level `k` of `LEVELS` draws
 /// `k / LEVELS` of the lane height).

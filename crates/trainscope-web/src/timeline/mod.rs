@@ -6,7 +6,7 @@
 //!
 //! Frames cost O(visible lanes x plot width): [`lod`] turns each visible
 //! lane into at most one primitive per pixel column using the core's
-//! per-lane time index ([`trainscope_core::sim::timeline::Timeline::buckets`]),
+//! per-lane time index ([`trainscope_core::timeline::Timeline::buckets`]),
 //! so a million spans draw as fast as a thousand. [`viewport`] is the only
 //! time <-> pixel mapping.
 //!

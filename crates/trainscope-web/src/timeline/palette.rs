@@ -4,7 +4,7 @@
 //! rarer kinds; each colour comes with a legible text colour for labels
 //! drawn on it, and the legend's display names.
 
-use trainscope_core::sim::timeline::SpanKind;
+use trainscope_core::timeline::SpanKind;
 
 /// Fill colour of a span kind (CSS hex).
 pub fn kind_color(kind: SpanKind) -> &'static str {

@@ -7,7 +7,7 @@
 //! TP dependencies, and a critical path. Used by the benchmark page (a
 //! million spans) and the browser tests (level-of-detail bounds).
 
-use trainscope_core::sim::timeline::{
+use trainscope_core::timeline::{
     CollOp, Flow, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline as Model,
     TimelineBuilder,
 };
@@ -59,7 +59,7 @@ fn span(start_ns: u64, duration_ns: u64, kind: SpanKind) -> Span {
         start_ns,
         duration_ns,
         bytes: 0,
-        label: trainscope_core::sim::timeline::LabelId(0),
+        label: trainscope_core::timeline::LabelId(0),
         layer: Span::NONE,
         micro_batch: Span::NONE,
         kind,

@@ -10,7 +10,7 @@
 //! path, hit testing, ruler and minimap all go through it: no other module
 //! converts between time and pixels.
 
-use trainscope_core::sim::timeline::MAX_BUCKETS;
+use trainscope_core::timeline::MAX_BUCKETS;
 
 /// A visible time window mapped onto a plot of a given pixel width.
 #[derive(Debug, Clone, Copy, PartialEq)]

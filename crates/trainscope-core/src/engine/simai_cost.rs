@@ -27,11 +27,11 @@
 //! trait's default does. A collective running alone takes exactly
 //! `collective_time_ns`.
 
-use super::config::{Algorithm, NetworkConfig};
-use super::job::{CollectiveKind, GroupKind, Parallelism, Phase};
-use super::network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};
-use super::SimError;
 use crate::analytical::{self, ClusterConfig, CostModel, RatioTables};
+use crate::engine::config::{Algorithm, NetworkConfig};
+use crate::engine::network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};
+use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism, Phase};
+use crate::engine::SimError;
 use crate::formats::simai::Collective;
 
 /// The SimAI-compatible cost function for one job on one cluster.
@@ -147,7 +147,7 @@ impl CollectiveCost for SimaiCost {
 /// tree model, or [`SimaiCost`] with `tables` (built-in when `None`).
 pub fn cost_for(
     parallel: Parallelism,
-    config: &super::SimConfig,
+    config: &crate::engine::SimConfig,
     tables: Option<&RatioTables>,
 ) -> Result<Box<dyn CollectiveCost>, SimError> {
     Ok(match config.algorithm {
@@ -163,7 +163,7 @@ pub fn cost_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::network::GroupPlacement;
+    use crate::engine::network::GroupPlacement;
 
     fn req(
         collective: CollectiveKind,

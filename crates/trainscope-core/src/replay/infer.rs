@@ -42,8 +42,8 @@
 //! setting the latency term, and an explicit algorithm costs every
 //! collective with the configured model.
 
-use super::job::{CollectiveKind, GroupKind, Parallelism, Phase as JobPhase};
-use super::network::{CollectiveCost, CollectiveRequest, CostError};
+use crate::engine::network::{CollectiveCost, CollectiveRequest, CostError};
+use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism, Phase as JobPhase};
 use crate::workload::{
     CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, Phase,
 };

@@ -6,7 +6,7 @@
 //! - parallel sizes from the job's [`crate::workload::ParallelConfig`]; an EP
 //!   that does not divide DP is placed as EP 1 (warned);
 //! - per stage: the once-per-iteration rows before the micro-batches become
-//!   gradient-sync rows ([`super::job::RankProgram::pre_rows`]), the rows
+//!   gradient-sync rows ([`crate::engine::spec::RankProgram::pre_rows`]), the rows
 //!   after them the closing rows; the micro-batch blocks (run-length
 //!   encoded, `repeat` micro-batches each) become distinct blocks with a
 //!   block index per micro-batch; the micro-batch count is the sum of the
@@ -35,12 +35,12 @@
 //! ([`LayerOp::backward_estimated`]); [`DescribedOptions::backward_factor`]
 //! changes that factor for exactly those rows.
 
-use super::config::MAX_MICRO_BATCHES;
-use super::job::{
+use crate::engine::config::MAX_MICRO_BATCHES;
+use crate::engine::spec::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
     Parallelism, Phase, PhaseOps, RankProgram,
 };
-use super::SimError;
+use crate::engine::SimError;
 use crate::formats::Format;
 use crate::workload::{CommGroup, CommKind, CommOp, DescribedJob, LayerOp, PhaseOp, StageWorkload};
 use serde::{Deserialize, Serialize};

@@ -31,9 +31,9 @@
 //! The NIC part of a cost (what sharing stretches) is the bandwidth term of
 //! the inter-node level.
 
-use super::config::{Algorithm, NetworkConfig};
-use super::job::{CollectiveKind, GroupKind, Parallelism, Phase};
-use super::SimError;
+use crate::engine::config::{Algorithm, NetworkConfig};
+use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism, Phase};
+use crate::engine::SimError;
 use serde::{Deserialize, Serialize};
 
 /// One parallel dimension, for placement orders.

@@ -6,7 +6,7 @@
 //! chunk).
 //!
 //! With v model chunks per rank, chunk c of stage s is virtual stage c·p + s;
-//! a chunk is layers / (p·v) whole transformer layers ([`crate::sim::chunks`]).
+//! a chunk is layers / (p·v) whole transformer layers ([`crate::engine::chunks`]).
 //! Micro-step k (0 <= k < m·v) of the forward sequence runs micro-batch
 //! (k / (p·v))·p + k % p on chunk (k % (p·v)) / p; backward micro-step k runs
 //! the same micro-batch on chunk v - 1 - that. Stage s warms up with
@@ -14,7 +14,7 @@
 //! k + w / backward k, then cools down; when m == p every stage warms up with
 //! all m·v forwards and then runs all backwards (Megatron's
 //! `all_warmup_microbatches`). m must be a multiple of p
-//! ([`crate::sim::SimError::InterleavedMicroBatches`]).
+//! ([`crate::engine::SimError::InterleavedMicroBatches`]).
 //!
 //! Makespan on p identical stages with no communication:
 //! m(F + B) + (p - 1)(F + B)/v, m == p included: the all-forwards-first
@@ -25,7 +25,7 @@
 //! min((p - s - 1)·2 + (v - 1)·p + 1, m·v) chunk activations (the warm-up
 //! plus the first steady forward), i.e. that over v micro-batches.
 
-use crate::sim::schedule::{Direction, PipeStep};
+use crate::engine::schedule::{Direction, PipeStep};
 
 /// The order of `stage` of `p` with `m` micro-batches (a multiple of `p`)
 /// and `v` chunks per rank.
@@ -64,8 +64,8 @@ pub fn order(p: u32, m: u32, v: u32, stage: u32) -> Vec<PipeStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
     use super::order;
+    use crate::engine::schedule::fmt;
 
     #[test]
     fn megatron_order() {

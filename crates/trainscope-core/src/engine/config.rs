@@ -12,10 +12,10 @@
 //! both modes, the CLI without flags and the page as it opens use the same
 //! numbers.
 
-use super::network::PlacementOrder;
-use super::schedule::ScheduleKind;
-use super::SimError;
 use crate::analytical::AnalyticalConfig;
+use crate::engine::network::PlacementOrder;
+use crate::engine::schedule::ScheduleKind;
+use crate::engine::SimError;
 use crate::limits;
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +31,7 @@ pub enum Algorithm {
     /// collectives as with `Ring`.
     Tree,
     /// The SimAI-compatible per-collective function
-    /// ([`super::simai_cost::SimaiCost`]; [`super::simulate`] uses it with
+    /// ([`crate::engine::simai_cost::SimaiCost`]; [`crate::engine::simulate`] uses it with
     /// SimAI's built-in tables).
     Simai,
 }
@@ -176,10 +176,10 @@ pub struct SimConfig {
     /// a span's dependencies). Costs about 12 bytes per edge.
     pub record_dependencies: bool,
     /// Keep only what the summary needs: no timeline is built (the result's
-    /// [`super::Timeline`] is empty: no lanes, spans, flows, dependencies,
+    /// [`crate::timeline::Timeline`] is empty: no lanes, spans, flows, dependencies,
     /// critical path or counter lanes), so a run holds the task graph, the
     /// engine's times and the task records only while it simulates, and
-    /// returns just the [`super::Summary`] and the activation series. Every
+    /// returns just the [`crate::engine::Summary`] and the activation series. Every
     /// number of the summary (iteration time, compute, bubble, exposed
     /// communication per group, per-stage shares and activation peaks,
     /// critical path summary) is the same as with the timeline. Default

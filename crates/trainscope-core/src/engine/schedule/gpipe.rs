@@ -6,7 +6,7 @@
 //! with F and B one micro-batch's forward and backward on one stage. Every
 //! stage holds all m micro-batches' activations at its peak.
 
-use crate::sim::schedule::PipeStep;
+use crate::engine::schedule::PipeStep;
 
 /// The order of every stage.
 pub fn order(m: u32) -> Vec<PipeStep> {
@@ -18,7 +18,7 @@ pub fn order(m: u32) -> Vec<PipeStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
+    use crate::engine::schedule::fmt;
 
     #[test]
     fn all_forwards_then_all_backwards() {

@@ -19,8 +19,8 @@
 //! `{"bytes":268435456}`), which Perfetto and chrome://tracing draw as a
 //! counter track.
 
-use super::summary::Summary;
-use super::timeline::{Lane, LaneGroup, Span, Timeline};
+use crate::engine::summary::Summary;
+use crate::timeline::{Lane, LaneGroup, Span, Timeline};
 use std::io::{self, Write};
 
 /// Nanoseconds as a JSON number of microseconds (exact decimal: ns / 1000).

@@ -12,7 +12,7 @@
 //!   2(p - s) - 1 forwards: exactly as many as fit before the first
 //!   gradient arrives when T_F = T_B), then one forward and one backward in
 //!   turn, then the remaining backwards;
-//! - W passes delayed by s, as in ZB-H1 ([`super::zb_h1`]).
+//! - W passes delayed by s, as in ZB-H1 ([`crate::engine::schedule::zb_h1`]).
 //!
 //! Stage s holds at most 2p - 1 - s micro-batches in flight (first forward
 //! begun, W not yet run): 2p - 1 on the first stage, as the paper states.
@@ -24,17 +24,17 @@
 //! T_F = T_B = T_W. Outside those conditions the tail's W passes no longer
 //! cover the gaps and the iteration is longer.
 
-use crate::sim::schedule::PipeStep;
+use crate::engine::schedule::PipeStep;
 
 /// The order of `stage` of `p` with `m >= 2p - 1` micro-batches.
 pub fn order(p: u32, m: u32, stage: u32) -> Vec<PipeStep> {
-    super::zb_h1::with_delayed_w(m, 2 * (p - stage) - 2, stage)
+    crate::engine::schedule::zb_h1::with_delayed_w(m, 2 * (p - stage) - 2, stage)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
     use super::order;
+    use crate::engine::schedule::fmt;
 
     #[test]
     fn longer_warm_up_then_delayed_w() {

@@ -5,19 +5,19 @@
 //!
 //! This module holds the vocabulary ([`ScheduleKind`], [`Direction`],
 //! [`PipeStep`]) and [`stage_order`], which checks a
-//! schedule's conditions and asks its module in [`super::schedules`] for the
+//! schedule's conditions and asks its module in [`crate::engine::schedule`] for the
 //! order. Each schedule's module documents its source, its ordering rules and
 //! its closed-form makespan:
 //!
 //! | name | module | chunks per rank | backward |
 //! |---|---|---|---|
-//! | `gpipe` | [`super::schedules::gpipe`] | 1 | B and W together |
-//! | `1f1b` | [`super::schedules::one_f_one_b`] | 1 | B and W together |
-//! | `interleaved` | [`super::schedules::interleaved`] | `virtual_stages` | B and W together |
-//! | `zb-h1` | [`super::schedules::zb_h1`] | 1 | split: B, later W |
-//! | `zb-h2` | [`super::schedules::zb_h2`] | 1 | split: B, later W |
-//! | `zbv` | [`super::schedules::zbv`] | 2, V-shaped | split: B, later W |
-//! | `dualpipev` | [`super::schedules::dualpipev`] | 2, V-shaped | full, or split in the warm-up and cool-down |
+//! | `gpipe` | [`crate::engine::schedule::gpipe`] | 1 | B and W together |
+//! | `1f1b` | [`crate::engine::schedule::one_f_one_b`] | 1 | B and W together |
+//! | `interleaved` | [`crate::engine::schedule::interleaved`] | `virtual_stages` | B and W together |
+//! | `zb-h1` | [`crate::engine::schedule::zb_h1`] | 1 | split: B, later W |
+//! | `zb-h2` | [`crate::engine::schedule::zb_h2`] | 1 | split: B, later W |
+//! | `zbv` | [`crate::engine::schedule::zbv`] | 2, V-shaped | split: B, later W |
+//! | `dualpipev` | [`crate::engine::schedule::dualpipev`] | 2, V-shaped | full, or split in the warm-up and cool-down |
 //!
 //! A backward step runs the chunk's input-gradient and weight-gradient work
 //! together (in reverse layer order, each layer's input gradient then its
@@ -29,7 +29,7 @@
 //! the next ([`StagePlan`], DualPipeV).
 //!
 //! With v chunks per rank the model is cut into p·v virtual stages, and the
-//! layers of a chunk are whole transformer layers ([`super::chunks`]).
+//! layers of a chunk are whole transformer layers ([`crate::engine::chunks`]).
 //! Chunk placement ([`ChunkPlacement`]): looped (Megatron's interleaving),
 //! chunk c of stage s is virtual stage c·p + s; V-shaped (two chunks),
 //! chunk 0 of stage s is virtual stage s and chunk 1 is virtual stage
@@ -40,8 +40,15 @@
 //! schedule ignores it (the count comes from the settings), and only SimAI's
 //! closed-form bubble in the summary uses it, as SimAI does.
 
-use super::schedules;
-use super::SimError;
+pub mod dualpipev;
+pub mod gpipe;
+pub mod interleaved;
+pub mod one_f_one_b;
+pub mod zb_h1;
+pub mod zb_h2;
+pub mod zbv;
+
+use crate::engine::SimError;
 use serde::{Deserialize, Serialize};
 
 /// Which pipeline schedule.
@@ -299,14 +306,14 @@ pub fn stage_plan(
     }
     kind.check(p, m)?;
     let steps = match kind {
-        ScheduleKind::GPipe => schedules::gpipe::order(m),
-        ScheduleKind::OneFOneB => schedules::one_f_one_b::order(p, m, stage),
-        ScheduleKind::Interleaved => schedules::interleaved::order(p, m, v, stage),
-        ScheduleKind::ZbH1 => schedules::zb_h1::order(p, m, stage),
-        ScheduleKind::ZbH2 => schedules::zb_h2::order(p, m, stage),
-        ScheduleKind::ZbV => schedules::zbv::order(p, m, stage),
+        ScheduleKind::GPipe => gpipe::order(m),
+        ScheduleKind::OneFOneB => one_f_one_b::order(p, m, stage),
+        ScheduleKind::Interleaved => interleaved::order(p, m, v, stage),
+        ScheduleKind::ZbH1 => zb_h1::order(p, m, stage),
+        ScheduleKind::ZbH2 => zb_h2::order(p, m, stage),
+        ScheduleKind::ZbV => zbv::order(p, m, stage),
         ScheduleKind::DualPipeV => {
-            let (steps, overlapped) = schedules::dualpipev::plan(p, m, stage);
+            let (steps, overlapped) = dualpipev::plan(p, m, stage);
             return Ok(StagePlan { steps, overlapped });
         }
     };
@@ -314,6 +321,22 @@ pub fn stage_plan(
         steps,
         overlapped: Vec::new(),
     })
+}
+
+#[cfg(test)]
+pub(crate) fn fmt(steps: &[PipeStep]) -> String {
+    steps
+        .iter()
+        .map(|s| {
+            let d = match s.direction {
+                Direction::Forward => 'F',
+                Direction::Backward => 'B',
+                Direction::Weight => 'W',
+            };
+            format!("{d}{}.{}", s.micro_batch, s.chunk)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

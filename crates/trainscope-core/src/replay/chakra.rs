@@ -15,7 +15,7 @@
 //! per-rank input for all-gather, whose full size is `comm_size` x the
 //! group's members. Sends and receives matched by the reader (per ordered
 //! pair of ranks and tag, in file order; see [`crate::formats::chakra`])
-//! are the job's point-to-point transfers ([`super::job::Transfer`]): a
+//! are the job's point-to-point transfers ([`crate::engine::spec::Transfer`]): a
 //! send is issued where it stands in its rank's order, after the rank's
 //! work before it and the transfers it depends on, without holding the
 //! rank up (an asynchronous send); the transfer holds the sender's send
@@ -25,12 +25,12 @@
 //! receive is no work of its own: the nodes that depend on it (directly,
 //! or through another receive) wait for the transfer's end, as do the
 //! nodes that depend on a send. Stages are not linked as a pipeline
-//! besides ([`super::job::JobSpec::pipelined`] false). Without a pipeline
+//! besides ([`crate::engine::spec::JobSpec::pipelined`] false). Without a pipeline
 //! layout (no groups file) every collective spans all ranks; when the
 //! transfers make such collectives wait on each other for ever (stage 0's
 //! first collective before its first send, stage 1's after its first
 //! receive), the run simulates the collectives unsynchronised, with a
-//! warning ([`super::run`]). Branches of a rank's graph that ASTRA-sim
+//! warning ([`crate::run`]). Branches of a rank's graph that ASTRA-sim
 //! could run concurrently run one after another here (trainscope's
 //! per-rank programs are sequences; the order is a topological one, ties:
 //! sends and receives first, then file order), so a replay of a job whose
@@ -70,20 +70,20 @@
 //! dependency on another lane, the last node of another lane of the group
 //! that ended before it started.
 
-use super::job::{
+use crate::engine::network::{Coords, Placement, PlacementOrder};
+use crate::engine::schedule::PipeStep;
+use crate::engine::spec::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, LayerSpec, Parallelism, PhaseOps,
     RankProgram, Transfer,
 };
-use super::network::{Coords, Placement, PlacementOrder};
-use super::replay::{ByKind, ReplayJob};
-use super::schedule::PipeStep;
-use super::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Timeline};
-use super::SimError;
+use crate::engine::SimError;
 use crate::formats::chakra::{
     encode,
     schema::{AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value},
     SCHEMA_VERSION,
 };
+use crate::replay::{ByKind, ReplayJob};
+use crate::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Timeline};
 use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,7 +109,7 @@ fn comm_spec(
     size_bytes: u64,
     parallel: Parallelism,
 ) -> Option<CommSpec> {
-    let collective = match super::infer::collective_kind(collective) {
+    let collective = match crate::replay::infer::collective_kind(collective) {
         CollectiveKind::SendRecv => return None,
         c => c,
     };
@@ -858,7 +858,7 @@ fn rank_files(
 mod tests {
     use super::*;
     use crate::formats::chakra::{parse, schema::Value, NodeWork};
-    use crate::sim::timeline::{Lane, Span, Stream, TimelineBuilder};
+    use crate::timeline::{Lane, Span, Stream, TimelineBuilder};
     use prost::Message;
 
     /// Two ranks: forward (2 µs), a DP all-reduce of 1 MiB (3 µs), an
@@ -1087,7 +1087,7 @@ mod tests {
                 },
             ));
         }
-        tb.flow(crate::sim::timeline::Flow {
+        tb.flow(crate::timeline::Flow {
             from: refs[0],
             to: refs[1],
             bytes: 512,
@@ -1139,7 +1139,7 @@ mod tests {
         };
         let model = crate::model::presets::preset("llama3.2-1b").unwrap();
         let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), None).unwrap();
-        let out = run_model(&job, &crate::sim::SimConfig::default()).unwrap();
+        let out = run_model(&job, &crate::engine::SimConfig::default()).unwrap();
         write_timeline(
             &out.run.result.timeline,
             out.run.parallel,

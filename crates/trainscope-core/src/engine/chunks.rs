@@ -32,8 +32,8 @@
 //! in the pipeline split) gives their layer counts, and
 //! [`BlockLayers::chunk_rows_of`] cuts by them the same way.
 
-use super::job::Block;
-use super::SimError;
+use crate::engine::spec::Block;
+use crate::engine::SimError;
 use std::ops::Range;
 
 /// The layer structure of a block (row indices).
@@ -104,7 +104,7 @@ impl BlockLayers {
     }
 
     /// The rows of chunks of `counts[c]` whole layers each (the program's
-    /// [`crate::sim::job::RankProgram::chunk_layers`]): the head with chunk
+    /// [`crate::engine::spec::RankProgram::chunk_layers`]): the head with chunk
     /// 0, the tail with the last; a chunk of no layer is the head (or the
     /// tail) alone, else empty. `counts` must have `v` entries that add up
     /// to the block's layers.
@@ -150,7 +150,7 @@ impl BlockLayers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::job::LayerSpec;
+    use crate::engine::spec::LayerSpec;
 
     fn block(names: &[&str]) -> Block {
         Block {

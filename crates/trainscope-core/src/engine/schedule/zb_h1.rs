@@ -26,7 +26,7 @@
 //! 1F1B's bubble (p - 1)(F + B + W)); with a larger W the delayed W passes
 //! no longer fit the drain's bubbles.
 
-use crate::sim::schedule::PipeStep;
+use crate::engine::schedule::PipeStep;
 
 /// The order of `stage` of `p` with `m >= p` micro-batches.
 pub fn order(p: u32, m: u32, stage: u32) -> Vec<PipeStep> {
@@ -62,8 +62,8 @@ pub(super) fn with_delayed_w(m: u32, warm: u32, lag: u32) -> Vec<PipeStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
     use super::order;
+    use crate::engine::schedule::fmt;
 
     #[test]
     fn w_delayed_by_the_stage_index() {

@@ -1,60 +1,51 @@
-//! Event-level simulation of one training iteration (issue 5): a pipeline
-//! schedule ([`schedule`]) expands a schedule-ready job ([`job::JobSpec`])
-//! into a task graph ([`build`]), a deterministic discrete-event engine
-//! ([`engine`]) runs it over per-rank streams with a network model
-//! ([`network`]), and the result is a drawable [`timeline::Timeline`], a
-//! [`summary::Summary`] (bubble, exposed communication per group, critical
-//! path) and exports ([`export`]: Chrome trace, summary JSON, spans CSV).
+//! The event engine: one training iteration of a schedule-ready job
+//! ([`spec::JobSpec`]) simulated event by event. A pipeline schedule
+//! ([`schedule`]) orders each stage's steps, [`build`] expands them into a
+//! task graph over per-rank streams with the network model ([`network`]),
+//! the deterministic discrete-event loop ([`event`]) runs it, and the result
+//! is a drawable [`crate::timeline::Timeline`] and a [`summary::Summary`]
+//! (bubble, exposed communication per group, critical path).
 //!
-//! Adapters: [`JobSpec::from_simai`] and [`JobSpec::from_described`]
-//! ([`described`]) for workloads, [`measured`] for the timelines of measured
-//! runs, [`replay`] to rebuild measured runs as jobs, [`simai_cost`] for the
-//! SimAI-compatible collective cost (`Algorithm::Simai`). [`run::run_files`]
-//! is the one entry the CLI and the web page call: files in, everything to
-//! show out.
+//! Adapters into a [`JobSpec`]: [`JobSpec::from_simai`] and
+//! [`JobSpec::from_described`] ([`described`]); [`simai_cost`] is the
+//! SimAI-compatible collective cost (`Algorithm::Simai`). Measured runs are
+//! rebuilt as jobs in [`crate::replay`]; [`crate::run`] is the entry the CLI
+//! and the page call.
 //!
 //! Everything here is pure: integer-nanosecond time, no threads, clocks or
 //! IO, and the same input gives byte-identical output on every platform.
 //!
 //! ```
-//! use trainscope_core::sim::{self, job::JobSpec, SimConfig};
+//! use trainscope_core::engine::{self, spec::JobSpec, SimConfig};
 //! let w = trainscope_core::formats::simai::parse("w.txt",
 //!     "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 2 vpp: 1 ga: 2 all_gpus: 4 pp_comm: 1048576\n\
 //!      2\n\
 //!      embedding_layer -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n\
 //!      embedding_layer -1 1000 NONE 0 1000 NONE 0 1000 NONE 0 100\n").unwrap();
 //! let job = JobSpec::from_simai(&w).unwrap();
-//! let result = sim::simulate(&job, &SimConfig::default()).unwrap();
+//! let result = engine::simulate(&job, &SimConfig::default()).unwrap();
 //! assert!(result.summary.iteration_time_ns > 0);
 //! ```
 
 pub mod build;
-pub mod chakra;
 pub mod chunks;
 pub mod config;
 pub mod described;
-pub mod engine;
-pub mod export;
-pub mod infer;
-pub mod job;
-pub mod measured;
+pub mod event;
 pub mod network;
-pub mod replay;
-pub mod run;
 pub mod schedule;
-pub mod schedules;
 pub mod simai_cost;
+pub mod spec;
 pub mod summary;
-pub mod timeline;
 
 pub use config::{Algorithm, NetworkConfig, SimConfig};
-pub use job::JobSpec;
 pub use network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};
-pub use run::{load_files, run_files, run_loaded, LoadedInput, RunError, RunOptions, RunOutput};
 pub use schedule::ScheduleKind;
 pub use simai_cost::SimaiCost;
+pub use spec::JobSpec;
 pub use summary::Summary;
-pub use timeline::{Flow, Lane, Span, SpanKind, SpanRef, Stream, Timeline};
+
+use crate::timeline::Timeline;
 
 /// Why a simulation could not run. Every variant is a problem with the input
 /// or the settings (never a panic); [`SimError::hint`] says what to change.
@@ -131,7 +122,7 @@ impl SimError {
                 "use a virtual-stage count that divides the layers per stage (a layer starts at each `attention*` row; without such rows every row is a layer)"
             }
             SimError::CostModelUnavailable(_) => {
-                "use `sim::simulate`, or `SimaiCost` with `simulate_with`, for the SimAI-compatible cost function"
+                "use `engine::simulate`, or `SimaiCost` with `simulate_with`, for the SimAI-compatible cost function"
             }
             SimError::TooLarge(_) => "reduce the micro-batch count or the number of simulated ranks",
             _ => return None,
@@ -161,7 +152,7 @@ pub struct SimResult {
     /// (its peaks are in the summary's stages).
     pub activations: Vec<summary::ActivationSeries>,
     /// Engine counters.
-    pub stats: engine::EngineStats,
+    pub stats: event::EngineStats,
 }
 
 /// Simulate one iteration of `job` with the cost function `config.algorithm`
@@ -269,7 +260,7 @@ pub fn simulate_with(
     cost: &dyn CollectiveCost,
 ) -> Result<SimResult, SimError> {
     let build::Model { graph, meta } = build::build(job, config, cost)?;
-    let mut engine = engine::Engine::new(graph)?;
+    let mut engine = event::Engine::new(graph)?;
     engine.run().map_err(|e| meta.explain_stall(e, &engine))?;
     let stats = engine.stats();
     let (timeline, summary, activations) = build::finish_all(&meta, &engine, config)?;

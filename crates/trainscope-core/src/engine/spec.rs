@@ -22,8 +22,8 @@
 //! rows. The adapter splits the file back into those parts, keeps each
 //! distinct block once and maps every micro-batch to its block.
 
-use super::schedule::PipeStep;
-use super::SimError;
+use crate::engine::schedule::PipeStep;
+use crate::engine::SimError;
 use crate::formats::simai::{self, CommGroup, CommType, SimaiRecord, SimaiWorkload};
 use serde::Serialize;
 
@@ -41,10 +41,10 @@ pub fn estimated_stage_tasks(micro_batches: u64, block_layers: u64, once_rows: u
 
 /// Refuse, before anything proportional to them is allocated, sizes beyond
 /// the limits: a world (tp x dp x pp) above [`MAX_WORLD`], more than
-/// [`super::config::MAX_MICRO_BATCHES`] micro-batches, more than
-/// [`super::config::MAX_VIRTUAL_STAGES`] virtual stages, or `programs`
+/// [`crate::engine::config::MAX_MICRO_BATCHES`] micro-batches, more than
+/// [`crate::engine::config::MAX_VIRTUAL_STAGES`] virtual stages, or `programs`
 /// stage programs of the given shape making more than
-/// [`super::build::MAX_TASKS`] tasks. Adapters call it with the sizes the
+/// [`crate::engine::build::MAX_TASKS`] tasks. Adapters call it with the sizes the
 /// input states (and one micro-batch when the count may still be
 /// overridden); the builder with the final ones. The error names the
 /// numbers and the limit.
@@ -56,8 +56,8 @@ pub fn check_size(
     block_layers: u64,
     once_rows: u64,
 ) -> Result<(), SimError> {
-    use super::build::MAX_TASKS;
-    use super::config::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
+    use crate::engine::build::MAX_TASKS;
+    use crate::engine::config::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
     let world = parallel.world();
     if world > MAX_WORLD {
         return Err(SimError::TooLarge(format!(
@@ -323,7 +323,7 @@ pub struct RankProgram {
     /// Transformer layers of each model chunk (virtual stage) of this
     /// rank, in chunk order, when they differ (Megatron's embedding and loss
     /// counted as layers in the pipeline split); empty: L / v each
-    /// ([`super::chunks::BlockLayers::chunk_rows`]).
+    /// ([`crate::engine::chunks::BlockLayers::chunk_rows`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chunk_layers: Vec<u32>,
 }
@@ -470,7 +470,7 @@ pub struct JobSpec {
     /// SimAI workloads: what SimAI's closed-form bubble is computed from
     /// (every row of the file once, `ga`, `vpp`). `None`: the summary's
     /// `simai_bubble_ns` uses the fallback over the simulated micro-batches
-    /// (see [`super::summary::Summary::simai_bubble_ns`]).
+    /// (see [`crate::engine::summary::Summary::simai_bubble_ns`]).
     pub simai_bubble: Option<SimaiBubbleBasis>,
     /// Whether stages are linked as a pipeline: a step waits for its
     /// neighbour stage's (a forward for the previous stage's forward, a

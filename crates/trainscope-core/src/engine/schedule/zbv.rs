@@ -3,7 +3,7 @@
 //! sail-sg/zero-bubble-pipeline-parallelism repository generates it with a
 //! heuristic, `zbv.py`): every rank holds two model chunks in a V shape
 //! (chunk 0 of stage s is virtual stage s, chunk 1 is virtual stage
-//! 2p - 1 - s; [`crate::sim::schedule::ChunkPlacement::VShape`]), so the
+//! 2p - 1 - s; [`crate::engine::schedule::ChunkPlacement::VShape`]), so the
 //! first stage computes the loss and the last stage passes its chunk-0
 //! output to its own chunk 1 without a transfer. The backward is split into
 //! B and W as in ZB-H1.
@@ -33,7 +33,7 @@
 //! paper's assumption (every stage busy from its first forward to its last
 //! W); with unequal times the order still runs, with some bubble.
 
-use crate::sim::schedule::PipeStep;
+use crate::engine::schedule::PipeStep;
 
 struct Counts {
     m: u32,
@@ -139,8 +139,8 @@ pub fn order(p: u32, m: u32, stage: u32) -> Vec<PipeStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
     use super::order;
+    use crate::engine::schedule::fmt;
 
     #[test]
     fn v_shaped_order() {

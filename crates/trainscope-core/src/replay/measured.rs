@@ -30,7 +30,7 @@
 //! - The measured iteration time is the run's steady value
 //!   ([`MeasuredRun::steady_iteration_ns`]).
 
-use super::timeline::{
+use crate::timeline::{
     CollOp, Flow, LabelId, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline,
     TimelineBuilder,
 };

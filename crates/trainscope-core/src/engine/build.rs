@@ -22,7 +22,7 @@
 //! there and run as two chains from that anchor, queueing on the rank's
 //! streams first-come-first-served (one's collective runs while the other
 //! computes); both outputs are handed on when both chains are done. A
-//! chunk's layers are whole transformer layers ([`super::chunks`]); its
+//! chunk's layers are whole transformer layers ([`crate::engine::chunks`]); its
 //! virtual stage follows the schedule's [`schedule::ChunkPlacement`].
 //! After a collective its layer's
 //! `update_ns` passes before dependents start (an edge lag). A forward step's
@@ -52,19 +52,23 @@
 //! list round-robin as far as its inputs exist; an explicit order that can
 //! never run is reported as [`SimError::Stalled`].
 
-use super::chunks::BlockLayers;
-use super::config::{SimConfig, MAX_MICRO_BATCHES};
-use super::engine::{Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE};
-use super::job::{
+use crate::engine::chunks::BlockLayers;
+use crate::engine::config::{SimConfig, MAX_MICRO_BATCHES};
+use crate::engine::event::{
+    Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE,
+};
+use crate::engine::network::{
+    CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement,
+};
+use crate::engine::schedule::{self, Direction, PipeStep, ScheduleKind, StagePlan};
+use crate::engine::spec::{
     estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
 };
-use super::network::{CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement};
-use super::schedule::{self, Direction, PipeStep, ScheduleKind, StagePlan};
-use super::summary::{self, ActivationSeries, Summary};
-use super::timeline::{
+use crate::engine::summary::{self, ActivationSeries, Summary};
+use crate::engine::SimError;
+use crate::timeline::{
     CollOp, Flow, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline, TimelineBuilder,
 };
-use super::SimError;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -172,7 +176,7 @@ impl Meta {
                 let stuck = engine
                     .all_times()
                     .iter()
-                    .position(|t| t.state != super::engine::TaskState::Done)
+                    .position(|t| t.state != crate::engine::event::TaskState::Done)
                     .unwrap_or(0) as u32;
                 SimError::Stalled(format!(
                     "{} never ran (collectives of a group must come in the same order on every simulated member, and none may wait for a point-to-point transfer that waits for it)",
@@ -1597,7 +1601,7 @@ pub fn finish_all(
             start_ns: t.start_ns,
             duration_ns: t.end_ns - t.start_ns,
             bytes: m.bytes,
-            label: super::timeline::LabelId(m.label),
+            label: crate::timeline::LabelId(m.label),
             layer: m.layer,
             micro_batch: m.micro_batch,
             kind: m.kind,

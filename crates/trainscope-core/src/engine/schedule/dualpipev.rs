@@ -3,7 +3,7 @@
 //! Sea AI Lab, as implemented in the public deepseek-ai/DualPipe repository,
 //! `dualpipe/dualpipev.py`): two chunks per rank in a V shape (chunk 0 of
 //! stage s is virtual stage s, chunk 1 is virtual stage 2p - 1 - s;
-//! [`crate::sim::schedule::ChunkPlacement::VShape`]), and in the steady
+//! [`crate::engine::schedule::ChunkPlacement::VShape`]), and in the steady
 //! phase the forward of one chunk runs overlapped with the backward of the
 //! other (F&B), so one's communication hides behind the other's compute.
 //!
@@ -22,7 +22,7 @@
 //! 7. p - r - 1 × (W, B0 zb);
 //! 8. r + 1 × W.
 //!
-//! An overlapped pair ([`crate::sim::schedule::StagePlan::overlapped`])
+//! An overlapped pair ([`crate::engine::schedule::StagePlan::overlapped`])
 //! starts when both inputs are there, runs as two chains on the rank's
 //! streams (the compute stream serves them first-come-first-served, so with
 //! no communication the pair takes F + B) and hands both outputs on when
@@ -36,7 +36,7 @@
 //! and W = w. Every rank holds at most 2p + 1 chunk activations (the
 //! repository's PP + 1).
 
-use crate::sim::schedule::PipeStep;
+use crate::engine::schedule::PipeStep;
 use std::collections::VecDeque;
 
 struct Plan {
@@ -142,8 +142,8 @@ pub fn plan(p: u32, m: u32, rank: u32) -> (Vec<PipeStep>, Vec<bool>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
     use super::plan;
+    use crate::engine::schedule::fmt;
 
     /// Steps, with `&` joining an overlapped pair.
     fn show(p: u32, m: u32, r: u32) -> String {
@@ -180,7 +180,7 @@ mod tests {
                     // Every zb backward's W is listed, after it.
                     let ws = steps
                         .iter()
-                        .filter(|s| s.direction == crate::sim::schedule::Direction::Weight)
+                        .filter(|s| s.direction == crate::engine::schedule::Direction::Weight)
                         .count();
                     assert_eq!(steps.len(), 4 * m as usize + ws);
                 }

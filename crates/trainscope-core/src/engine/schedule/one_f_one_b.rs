@@ -8,7 +8,7 @@
 //! (m + p - 1)(F + B), as GPipe, but stage s holds at most min(p - s, m)
 //! micro-batches' activations instead of m.
 
-use crate::sim::schedule::PipeStep;
+use crate::engine::schedule::PipeStep;
 
 /// The order of `stage` of `p` with `m` micro-batches.
 pub fn order(p: u32, m: u32, stage: u32) -> Vec<PipeStep> {
@@ -25,8 +25,8 @@ pub fn order(p: u32, m: u32, stage: u32) -> Vec<PipeStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fmt;
     use super::order;
+    use crate::engine::schedule::fmt;
 
     #[test]
     fn warm_up_then_alternate() {

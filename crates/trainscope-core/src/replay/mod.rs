@@ -54,17 +54,21 @@
 //! for its stage; embedding-group rows are kept only on the first and last
 //! stage. A warning names every copy ([`AssumedRank`]).
 
-use super::described::scale;
-use super::infer::{self, first_iteration, InferredNetwork, LinkGroup, WHOLE_OP};
-use super::job::{
+pub mod chakra;
+pub mod infer;
+pub mod measured;
+
+use crate::engine::described::scale;
+use crate::engine::network::{Coords, Placement, PlacementOrder};
+use crate::engine::schedule::PipeStep;
+use crate::engine::spec::{
     check_size, Block, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
-use super::network::{Coords, Placement, PlacementOrder};
-use super::schedule::PipeStep;
-use super::timeline::{LaneGroup, Span, SpanKind, Stream, Timeline};
-use super::SimError;
-use super::{CollectiveCost, SimConfig};
+use crate::engine::SimError;
+use crate::engine::{CollectiveCost, SimConfig};
+use crate::replay::infer::{first_iteration, InferredNetwork, LinkGroup, WHOLE_OP};
+use crate::timeline::{LaneGroup, Span, SpanKind, Stream, Timeline};
 use crate::workload::{MeasuredOp, MeasuredRun, OpKind, Phase, RankTrace};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -589,7 +593,7 @@ fn echo_program(
     }
     if !b.lead.is_empty() {
         if let Some(first) = order.first() {
-            let target = if first.direction == super::schedule::Direction::Forward {
+            let target = if first.direction == crate::engine::schedule::Direction::Forward {
                 Bucket::Forward(first.micro_batch)
             } else {
                 Bucket::Backward(first.micro_batch)
@@ -958,7 +962,7 @@ pub struct CopyScales {
 
 /// `job` with every compute piece of `rank` (its blocks' three phases, the
 /// rows before and after them) times `factor`: the slowed-rank what-if of
-/// a per-rank replay ([`super::run::RunOptions::slow_rank`]). A job that
+/// a per-rank replay ([`crate::run::RunOptions::slow_rank`]). A job that
 /// is not per rank, or does not simulate `rank`, is refused.
 pub fn slow_rank(job: &JobSpec, rank: u32, factor: f64) -> Result<JobSpec, SimError> {
     let refuse = |reason: String| {
@@ -1137,7 +1141,7 @@ pub fn fit_copies(
         return Ok(None);
     }
     let mut sims = 0u32;
-    let simulate = |job: &JobSpec| super::simulate_with(job, config, cost);
+    let simulate = |job: &JobSpec| crate::engine::simulate_with(job, config, cost);
     let end_of = |t: &Timeline| -> u64 {
         rj.present_ranks
             .iter()

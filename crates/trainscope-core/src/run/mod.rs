@@ -16,7 +16,7 @@
 //!   closed-form bubble, [`SimaiBubbleBasis`]);
 //! - an Echo trace: replayed ([`replay::echo_job`]: every traced op as
 //!   measured, the measured step order, collectives and transfers re-costed
-//!   with the network inferred from the trace, [`super::infer`]; unmeasured
+//!   with the network inferred from the trace, [`crate::replay::infer`]; unmeasured
 //!   stages scaled to the measured ranks' waits, [`replay::fit_copies`]),
 //!   and so are PyTorch profiler (Kineto) traces, all files of a set one
 //!   run, one `ProfilerStep` ([`replay::kineto_job`]),
@@ -32,7 +32,7 @@
 //! refuses it with a usage error pointing at `trainscope simulate --model`.
 //!
 //! Calibration ([`RunOptions::calibrate`], measured runs): the compute scale
-//! is fitted ([`super::calibrate_compute_scale`]) with the settings as
+//! is fitted ([`crate::engine::calibrate_compute_scale`]) with the settings as
 //! logged (for Optimus-Prime: 1F1B, one chunk, the logged micro-batch
 //! count; for Echo the inferred network without overrides; the cluster
 //! settings as given) so the prediction meets the measured iteration time;
@@ -43,27 +43,29 @@
 //! Everything is deterministic: same bytes, settings and options give the
 //! same output, natively and in wasm. The inputs ([`SimConfig`],
 //! [`RunOptions`]) serialise and deserialise; the output ([`RunOutput`])
-//! serialises whole, timelines included (a [`super::Timeline`] deserialises
+//! serialises whole, timelines included (a [`crate::timeline::Timeline`] deserialises
 //! back to an equal value), for a web worker to post it.
 
-use super::described::DescribedOptions;
-use super::infer::{FitBasis, GroupFit, InferredCost, InferredNetwork, NetworkOverrides};
-use super::job::{Parallelism, SimaiBubbleBasis};
-use super::measured::{measured_timeline, MeasuredTimeline};
-use super::replay::{self, AssumedRank, ByKind, CopyScales, KINDS};
-use super::schedule::ScheduleKind;
-use super::simai_cost::{cost_for, SIMAI_P2P_NOTE};
-use super::summary::{ExposedComm, StageSummary};
-use super::CollectiveCost;
-use super::{calibrate_compute_scale, simulate_with, Algorithm, JobSpec, SimConfig, SimError};
-use super::{SimResult, Summary};
 use crate::analysis::{analyse, Analysis};
 use crate::analytical::RatioTables;
 use crate::diag::Diagnostic;
+use crate::engine::described::DescribedOptions;
+use crate::engine::schedule::ScheduleKind;
+use crate::engine::simai_cost::{cost_for, SIMAI_P2P_NOTE};
+use crate::engine::spec::{Parallelism, SimaiBubbleBasis};
+use crate::engine::summary::{ExposedComm, StageSummary};
+use crate::engine::CollectiveCost;
+use crate::engine::{
+    calibrate_compute_scale, simulate_with, Algorithm, JobSpec, SimConfig, SimError,
+};
+use crate::engine::{SimResult, Summary};
 use crate::formats::simai::SimaiWorkload;
 use crate::formats::{neusight, Format};
 use crate::inspect::{failed_file_errors, load_set, LoadOptions, LoadedSet};
 use crate::limits;
+use crate::replay::infer::{FitBasis, GroupFit, InferredCost, InferredNetwork, NetworkOverrides};
+use crate::replay::measured::{measured_timeline, MeasuredTimeline};
+use crate::replay::{self, AssumedRank, ByKind, CopyScales, KINDS};
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -272,7 +274,7 @@ pub struct CalibrationReport {
     pub schedule: &'static str,
 }
 
-/// What an Echo replay inferred from its trace ([`super::infer`]).
+/// What an Echo replay inferred from its trace ([`crate::replay::infer`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InferredReport {
     /// How to read it (one line).
@@ -969,10 +971,10 @@ pub fn run_loaded(
                     (rj, w, None)
                 }
                 Format::ChakraEt => {
-                    let (rj, mut w) = super::chakra::chakra_job(run)?;
+                    let (rj, mut w) = crate::replay::chakra::chakra_job(run)?;
                     // The groups were matched to Megatron's placement.
                     let p = rj.job.parallel;
-                    let default = super::network::PlacementOrder::default();
+                    let default = crate::engine::network::PlacementOrder::default();
                     if (p.tp > 1 || p.pp > 1) && c.network.placement != default {
                         w.push(format!(
                             "the Chakra groups fit TP {} x DP {} x PP {} with ranks ordered TP fastest, then DP, then PP: that placement is simulated, not the configured {}",
@@ -1203,7 +1205,7 @@ pub fn run_loaded(
                     notes.extend(override_notes(net, overrides, &c));
                 }
                 None if run.format == Format::ChakraEt => {
-                    notes.push(super::chakra::CHAKRA_NOTE.to_string())
+                    notes.push(crate::replay::chakra::CHAKRA_NOTE.to_string())
                 }
                 None => notes.push(FORWARD_ONLY_NOTE.to_string()),
             }

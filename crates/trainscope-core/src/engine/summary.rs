@@ -32,15 +32,15 @@
 //! from its forward to its W. Frees come before stores at the same instant; a
 //! step with no work takes the time of the rank's previous event. The peak
 //! per rank is [`StageSummary::peak_activation_micro_batches`]. The series
-//! is [`super::SimResult::activations`]; [`activation_counters`] turns it
+//! is [`crate::engine::SimResult::activations`]; [`activation_counters`] turns it
 //! into the timeline's counter lanes (one per stage or rank, in its lane
 //! group: micro-batches in flight, or bytes for a model-level job).
 
-use super::build::{Meta, TaskMeta};
-use super::engine::{Engine, TaskId, TaskTimes, NONE};
-use super::job::{GroupKind, JobMode};
-use super::schedule::Direction;
-use super::timeline::{
+use crate::engine::build::{Meta, TaskMeta};
+use crate::engine::event::{Engine, TaskId, TaskTimes, NONE};
+use crate::engine::schedule::Direction;
+use crate::engine::spec::{GroupKind, JobMode};
+use crate::timeline::{
     CounterLane, CounterPoint, CounterUnit, LaneGroup, Span, SpanKind, Stream, Timeline,
 };
 use serde::Serialize;
@@ -681,9 +681,9 @@ pub fn summarize(
 
 #[cfg(test)]
 mod tests {
-    use crate::sim::job::{Block, JobSpec, LayerSpec, Parallelism};
-    use crate::sim::timeline::{CounterUnit, LaneGroup};
-    use crate::sim::{simulate, ScheduleKind, SimConfig};
+    use crate::engine::spec::{Block, JobSpec, LayerSpec, Parallelism};
+    use crate::engine::{simulate, ScheduleKind, SimConfig};
+    use crate::timeline::{CounterUnit, LaneGroup};
 
     /// p stages of one layer (forward 10 ns, backward 10 ns), m
     /// micro-batches, no communication.

@@ -1,6 +1,6 @@
 //! The discrete-event core: tasks with dependencies run on FIFO resources
 //! (streams), in integer nanoseconds, deterministically. It knows nothing
-//! about pipelines: the builder ([`super::build`]) turns a job into a
+//! about pipelines: the builder ([`crate::engine::build`]) turns a job into a
 //! [`TaskGraph`]; this module runs it.
 //!
 //! Model:
@@ -40,7 +40,7 @@
 //!    declared among equals, and to the resource's previous occupant only
 //!    when it freed the resource strictly later.
 
-use super::SimError;
+use crate::engine::SimError;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
