@@ -4,6 +4,7 @@
 //! model-level job written as Chakra files (the Chakra round-trip tests).
 
 pub mod kineto_gen;
+pub mod modgraph;
 
 use std::path::PathBuf;
 
@@ -78,7 +79,7 @@ pub fn chakra_written(
     let ex = trainscope_core::replay::chakra::write_timeline(
         &out.run.result.timeline,
         out.run.parallel,
-        trainscope_core::engine::network::PlacementOrder::default(),
+        trainscope_core::engine::config::PlacementOrder::default(),
     );
     assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
     let files = ex

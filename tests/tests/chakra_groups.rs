@@ -10,13 +10,13 @@
 //! in a set, a file whose groups fit no Megatron layout, a pg_name the
 //! file lacks, and a SimAI MoE workload (EP = DP) read back the same way.
 
-use trainscope_core::engine::network::PlacementOrder;
+use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::SimConfig;
-use trainscope_core::formats::Format;
 use trainscope_core::inspect::{self, LoadOptions};
 use trainscope_core::replay::chakra::write_timeline;
 use trainscope_core::run::{run_files, RunError, RunOptions, RunOutput};
 use trainscope_core::timeline::{LaneGroup, SpanKind, Timeline};
+use trainscope_core::workload::Format;
 
 /// The written files (`job.<rank>.et`), the groups JSON and the original
 /// simulation's timeline (4 micro-batches per pipeline).

@@ -589,7 +589,7 @@ fn hostile_sizes_are_refused_before_allocating() {
     // but too many tasks.
     let t = simai_text("4", "4", "4");
     let c = SimConfig {
-        micro_batches: Some(trainscope_core::engine::config::MAX_MICRO_BATCHES),
+        micro_batches: Some(trainscope_core::limits::MAX_MICRO_BATCHES),
         virtual_stages: 2,
         schedule: ScheduleKind::Interleaved,
         ..SimConfig::default()

@@ -8,11 +8,11 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use trainscope_core::engine::network::{Placement, PlacementOrder};
 use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
+use trainscope_core::engine::{config::PlacementOrder, network::Placement};
 use trainscope_core::timeline::{SpanKind, SpanRef, Stream};
 use trainscope_core::{
     engine::{Algorithm, ScheduleKind, SimConfig, SimResult},

@@ -6,11 +6,11 @@
 //! (H100) and are checked on (H100 and H200); whole training steps.
 
 use trainscope_core::engine::SimConfig;
+use trainscope_core::formats::hf;
 use trainscope_core::hardware::{gpu_preset, AttentionPass, Precision};
 use trainscope_core::inspect::inspect_set;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, TrainingSetup};
-use trainscope_core::model::hf;
 use trainscope_core::model::ops::OpClass;
 use trainscope_tests::{fixture_bytes, median};
 

@@ -12,8 +12,8 @@
 //! to see the table.
 
 use serde::Deserialize;
-use trainscope_core::analytical::NicType;
 use trainscope_core::engine::SimConfig;
+use trainscope_core::hardware::NicType;
 use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::calibrate::fit_compute_scale;
 use trainscope_core::job::run::run_model;

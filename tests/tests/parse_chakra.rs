@@ -12,9 +12,9 @@ use trainscope_core::formats::chakra::schema::{
     AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value,
 };
 use trainscope_core::formats::chakra::{self, encode, NodeWork};
-use trainscope_core::formats::Format;
 use trainscope_core::inspect;
 use trainscope_core::workload::CommKind;
+use trainscope_core::workload::Format;
 
 fn attr(name: &str, value: Value) -> AttributeProto {
     AttributeProto {

@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use trainscope_core::formats::lex::MAX_DIAGNOSTICS_PER_FILE;
 use trainscope_core::inspect::{inspect, inspect_set, to_json};
-use trainscope_core::Format;
+use trainscope_core::workload::Format;
 use trainscope_tests::fixture_bytes;
 
 const SEEDS: [&str; 5] = [

@@ -6,9 +6,9 @@
 //! Qwen3-MoE `mlp_only_layers` that is no list), plus the parameter counts against
 //! the presets.
 
-use trainscope_core::formats::Format;
 use trainscope_core::inspect::{inspect, to_json};
-use trainscope_core::model::{hf, presets};
+use trainscope_core::workload::Format;
+use trainscope_core::{formats::hf, model::presets};
 use trainscope_tests::fixture_bytes;
 
 fn report(rel: &str) -> String {

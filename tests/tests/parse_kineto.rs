@@ -5,9 +5,12 @@
 //! jobs of `trainscope_tests::kineto_gen` checked against the facts the
 //! generator used (kernels, collectives, step spans, exact ns).
 
-use trainscope_core::formats::{self, kineto, Format};
 use trainscope_core::inspect::{inspect, inspect_set, load_set, to_json, FileSummary, LoadOptions};
 use trainscope_core::workload::{CommGroup, CommKind, OpKind};
+use trainscope_core::{
+    formats::{self, kineto},
+    workload::Format,
+};
 use trainscope_tests::fixture_bytes;
 use trainscope_tests::kineto_gen::KinetoJob;
 

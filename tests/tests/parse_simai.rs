@@ -5,8 +5,8 @@
 
 use trainscope_core::formats::simai::{self, Collective, CommGroup, CommType};
 use trainscope_core::inspect::{inspect, to_json};
+use trainscope_core::workload::Format;
 use trainscope_core::workload::{CommGroup as G, CommKind, DescribedJob, LayerRole};
-use trainscope_core::Format;
 use trainscope_tests::fixture_bytes;
 
 /// The inspect JSON of one fixture plus its rendered diagnostics.

@@ -30,7 +30,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let contents = crate::event::read_files(&args.files)?;
+    let contents = crate::io::read_files(&args.files)?;
     let refs: Vec<(&str, &[u8])> = contents
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))

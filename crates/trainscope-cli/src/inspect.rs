@@ -8,7 +8,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use trainscope_core::inspect::{load_set, to_json, FileSummary, LoadOptions};
-use trainscope_core::Format;
+use trainscope_core::workload::Format;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -4,9 +4,12 @@
 //! to parse, 4 an invalid simulation configuration.
 
 mod analyze;
+mod args;
 mod event;
 mod inspect;
+mod io;
 mod model;
+mod render;
 mod simulate;
 mod sweep;
 
@@ -27,11 +30,11 @@ enum Command {
     Inspect(inspect::Args),
     /// Simulate one training iteration of a workload or replay a measured
     /// run (`--mode simai`: SimAI-Analytical's numbers).
-    Simulate(Box<simulate::Args>),
+    Simulate(Box<args::Args>),
     /// Write a measured run's timeline (Echo traces, Optimus-Prime log) as a
     /// Chrome trace or spans CSV, without simulating; or a simulated job
     /// (files or --model) as Chakra execution traces (--to chakra-et).
-    Convert(Box<event::ConvertArgs>),
+    Convert(Box<args::ConvertArgs>),
     /// Search the parallel layouts of a model-level job (TP, PP, EP,
     /// virtual stages, micro-batch size, recompute, schedule): the fastest
     /// that fit in memory, the Pareto front of time and memory.

@@ -9,235 +9,19 @@
 //! Exit codes: 0 success, 2 usage, 3 the config file failed to parse, 4 an
 //! invalid job (unknown preset or GPU, inconsistent parallelism).
 
-use crate::simulate::{Args, EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
+use crate::args::{Args, ModelFlags};
+use crate::io::{EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
-use trainscope_core::hardware::{gpu_preset, GpuSpec, Precision, GPU_NAMES};
-use trainscope_core::job::calibrate::{attach, calibrate_from};
+use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
+use trainscope_core::job::calibrate::calibrate_from;
 use trainscope_core::job::memory::gib;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
-use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
-use trainscope_core::model::{hf, presets, ModelSpec};
-
-/// Flags of a model-level job.
-#[derive(clap::Args, Debug, Default)]
-#[command(next_help_heading = "Model-level job (--model)")]
-pub struct ModelFlags {
-    /// A model preset name (see `--model list`) or the path of a
-    /// HuggingFace config.json; simulates the job the flags below describe
-    /// instead of reading workload files.
-    #[arg(long, value_name = "MODEL")]
-    pub model: Option<String>,
-    /// Tensor-parallel size (default 1).
-    #[arg(long, value_name = "N")]
-    pub tp: Option<u32>,
-    /// Pipeline stages (default 1).
-    #[arg(long, value_name = "N")]
-    pub pp: Option<u32>,
-    /// Context-parallel size (Megatron's --context-parallel-size; default
-    /// 1): every sequence split over CP ranks; the sequence length must be
-    /// a multiple of 2 x CP.
-    #[arg(long, value_name = "N", alias = "context-parallel-size")]
-    pub cp: Option<u32>,
-    /// Data-parallel size (default: world / (TP x CP x PP), else 1).
-    #[arg(long, value_name = "N")]
-    pub dp: Option<u32>,
-    /// Expert-parallel size, carved out of DP (default 1); with
-    /// --expert-tp 1 out of TP x DP.
-    #[arg(long, value_name = "N")]
-    pub ep: Option<u32>,
-    /// Expert tensor-parallel size (Megatron's
-    /// --expert-tensor-parallel-size): 1 keeps whole experts on each rank
-    /// and carves EP out of TP x DP (MoE parallel folding; needs
-    /// --sequence-parallel when TP > 1); default TP.
-    #[arg(long, value_name = "N", alias = "expert-tensor-parallel-size")]
-    pub expert_tp: Option<u32>,
-    /// Virtual pipeline stages per rank (interleaved 1F1B; default 1).
-    #[arg(long, value_name = "N")]
-    pub vpp: Option<u32>,
-    /// Transformer layers on the first pipeline stage (Megatron's
-    /// --decoder-first-pipeline-num-layers); the stages between share the
-    /// rest evenly. Default: an even split.
-    #[arg(long, value_name = "N", alias = "decoder-first-pipeline-num-layers")]
-    pub first_stage_layers: Option<u32>,
-    /// Transformer layers on the last pipeline stage (Megatron's
-    /// --decoder-last-pipeline-num-layers). Default: an even split.
-    #[arg(long, value_name = "N", alias = "decoder-last-pipeline-num-layers")]
-    pub last_stage_layers: Option<u32>,
-    /// Megatron's --account-for-embedding-in-pipeline-split: the embedding
-    /// counts as a layer when the layers are cut into PP x vpp model
-    /// chunks, so stage 0's first chunk holds one layer fewer.
-    #[arg(long = "account-for-embedding-in-pipeline-split")]
-    pub account_for_embedding: bool,
-    /// Megatron's --account-for-loss-in-pipeline-split: the output layer
-    /// and loss count as a layer, so the last stage's last chunk holds one
-    /// layer fewer.
-    #[arg(long = "account-for-loss-in-pipeline-split")]
-    pub account_for_loss: bool,
-    /// Keep and reduce gradients in bf16 under bf16/FP8 training
-    /// (Megatron-Bridge's grad_reduce_in_fp32 = False, set by NVIDIA's
-    /// performance recipes): 2 bytes a gradient, half the gradient
-    /// reduction's bytes, an fp32 copy of the optimizer's shard.
-    #[arg(long = "no-grad-reduce-in-fp32")]
-    pub bf16_grads: bool,
-    /// Megatron sequence parallelism (needs TP > 1).
-    #[arg(long)]
-    pub sequence_parallel: bool,
-    /// Sequences per micro-batch (default 1).
-    #[arg(long, value_name = "N")]
-    pub micro_batch_size: Option<u32>,
-    /// Sequences per iteration (default 1024, rounded up to a multiple of
-    /// micro-batch x DP).
-    #[arg(long, value_name = "N")]
-    pub global_batch_size: Option<u32>,
-    /// Tokens per sequence (default 4096).
-    #[arg(long, value_name = "N")]
-    pub seq_length: Option<u32>,
-    /// GEMM precision: fp32, bf16 (default), fp16, fp8.
-    #[arg(long, value_name = "P")]
-    pub precision: Option<String>,
-    /// Activation recompute: none (default), selective, full.
-    #[arg(long, value_name = "R")]
-    pub recompute: Option<String>,
-    /// Megatron's distributed optimizer (ZeRO-1 over DP).
-    #[arg(long)]
-    pub distributed_optimizer: bool,
-    /// Megatron's unfused core attention instead of a fused (flash) kernel:
-    /// scores, softmax, dropout and context as separate kernels over the
-    /// full score matrix, which is stored unless recomputed.
-    #[arg(long)]
-    pub no_flash_attention: bool,
-    /// Fraction of the dense peak a large GEMM reaches (default: the GPU
-    /// preset's).
-    #[arg(long, value_name = "X")]
-    pub gemm_efficiency: Option<f64>,
-    /// Fraction of the dense peak the fused attention core reaches on long
-    /// sequences, forward and backward (the preset's curve over the
-    /// sequence length keeps its shape).
-    #[arg(long, value_name = "X")]
-    pub attention_efficiency: Option<f64>,
-    /// Fraction of the memory bandwidth bandwidth-bound kernels reach.
-    #[arg(long, value_name = "X")]
-    pub hbm_efficiency: Option<f64>,
-    /// Launch overhead per kernel, microseconds.
-    #[arg(long, value_name = "US")]
-    pub launch_overhead_us: Option<f64>,
-    /// A measured run of the same model on the same GPU type (an
-    /// Optimus-Prime log, the rank traces of one Echo job): fit the compute
-    /// scale on its configuration, then simulate the job the flags give.
-    #[arg(long, value_name = "FILE", num_args = 1..)]
-    pub calibrate_from: Vec<PathBuf>,
-}
-
-impl ModelFlags {
-    /// The model-only flags that were given (refused without `--model`).
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut out = Vec::new();
-        let mut add = |set: bool, name: &'static str| {
-            if set {
-                out.push(name);
-            }
-        };
-        add(self.tp.is_some(), "--tp");
-        add(self.pp.is_some(), "--pp");
-        add(self.dp.is_some(), "--dp");
-        add(self.cp.is_some(), "--cp");
-        add(self.ep.is_some(), "--ep");
-        add(self.expert_tp.is_some(), "--expert-tp");
-        add(self.vpp.is_some(), "--vpp");
-        add(self.first_stage_layers.is_some(), "--first-stage-layers");
-        add(self.last_stage_layers.is_some(), "--last-stage-layers");
-        add(
-            self.account_for_embedding,
-            "--account-for-embedding-in-pipeline-split",
-        );
-        add(
-            self.account_for_loss,
-            "--account-for-loss-in-pipeline-split",
-        );
-        add(self.bf16_grads, "--no-grad-reduce-in-fp32");
-        add(self.sequence_parallel, "--sequence-parallel");
-        add(self.micro_batch_size.is_some(), "--micro-batch-size");
-        add(self.global_batch_size.is_some(), "--global-batch-size");
-        add(self.seq_length.is_some(), "--seq-length");
-        add(self.precision.is_some(), "--precision");
-        add(self.recompute.is_some(), "--recompute");
-        add(self.distributed_optimizer, "--distributed-optimizer");
-        add(self.no_flash_attention, "--no-flash-attention");
-        add(self.gemm_efficiency.is_some(), "--gemm-efficiency");
-        add(
-            self.attention_efficiency.is_some(),
-            "--attention-efficiency",
-        );
-        add(self.hbm_efficiency.is_some(), "--hbm-efficiency");
-        add(self.launch_overhead_us.is_some(), "--launch-overhead-us");
-        add(!self.calibrate_from.is_empty(), "--calibrate-from");
-        out
-    }
-
-    /// The training setup the flags give (`Err`: the message for exit 4).
-    pub fn setup(&self) -> std::result::Result<TrainingSetup, String> {
-        let d = TrainingSetup::default();
-        let precision = match &self.precision {
-            None => d.precision,
-            Some(p) => Precision::from_name(p).ok_or_else(|| {
-                format!("unknown precision `{p}`; expected one of: fp32, bf16, fp16, fp8")
-            })?,
-        };
-        let recompute = match &self.recompute {
-            None => d.recompute,
-            Some(r) => Recompute::from_name(r).ok_or_else(|| {
-                format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
-            })?,
-        };
-        Ok(TrainingSetup {
-            tp: self.tp.unwrap_or(d.tp),
-            pp: self.pp.unwrap_or(d.pp),
-            dp: self.dp,
-            cp: self.cp.unwrap_or(d.cp),
-            ep: self.ep.unwrap_or(d.ep),
-            expert_tp: self.expert_tp,
-            vpp: self.vpp.unwrap_or(d.vpp),
-            sequence_parallel: self.sequence_parallel,
-            micro_batch_size: self.micro_batch_size.unwrap_or(d.micro_batch_size),
-            global_batch_size: self.global_batch_size,
-            seq_length: self.seq_length.unwrap_or(d.seq_length),
-            precision,
-            recompute,
-            distributed_optimizer: self.distributed_optimizer,
-            flash_attention: !self.no_flash_attention,
-            first_stage_layers: self.first_stage_layers,
-            last_stage_layers: self.last_stage_layers,
-            account_for_embedding: self.account_for_embedding,
-            account_for_loss: self.account_for_loss,
-            bf16_grads: self.bf16_grads,
-        })
-    }
-
-    /// `gpu` with the efficiency overrides applied (`Err`: the message).
-    pub fn apply_efficiency(&self, gpu: &mut GpuSpec) -> std::result::Result<(), String> {
-        let e = &mut gpu.efficiency;
-        if let Some(x) = self.gemm_efficiency {
-            e.gemm_max = x;
-        }
-        if let Some(x) = self.attention_efficiency {
-            e.attention = x;
-            e.attention_backward = x;
-        }
-        if let Some(x) = self.hbm_efficiency {
-            e.memory = x;
-        }
-        if let Some(us) = self.launch_overhead_us {
-            if !us.is_finite() || !(0.0..=1e6).contains(&us) {
-                return Err(format!(
-                    "launch overhead {us} us is not between 0 and 1000000"
-                ));
-            }
-            e.launch_ns = (us * 1000.0).round() as u64;
-        }
-        e.validate()
-    }
-}
+use trainscope_core::job::ModelJob;
+use trainscope_core::{
+    formats::hf,
+    model::{presets, ModelSpec},
+};
 
 /// The GPU of a model-level job when `--gpu-type` is not given (the
 /// core's, which the page uses too).
@@ -245,12 +29,12 @@ pub use trainscope_core::job::DEFAULT_GPU;
 
 /// `trainscope convert --model ... --to simai-workload -o FILE`: the job
 /// as a SimAI/AICB workload. Returns the exit code.
-pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
+pub fn convert(args: &crate::args::ConvertArgs, model: &str) -> Result<u8> {
     if !args.files.is_empty() {
         eprintln!("error: --model converts a model-level job; do not also give files");
         return Ok(EXIT_USAGE);
     }
-    if args.to == crate::event::ConvertTo::ChakraEt {
+    if args.to == crate::args::ConvertTo::ChakraEt {
         let job = match load_job(&args.model, model, args.gpu_type.as_deref(), args.world)? {
             Ok(j) => j,
             Err(code) => return Ok(code),
@@ -258,12 +42,12 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
         let config = trainscope_core::engine::SimConfig::default();
         let out = match run_model(&job, &config) {
             Ok(o) => o,
-            Err(e) => return Ok(crate::event::report_error(&e)),
+            Err(e) => return Ok(crate::io::report_error(&e)),
         };
         for w in &out.run.warnings {
             eprintln!("{w}");
         }
-        return crate::event::write_chakra(
+        return crate::io::write_chakra(
             &job.model.name,
             &out.run.result.timeline,
             out.run.parallel,
@@ -271,7 +55,7 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
             &args.output,
         );
     }
-    if args.to != crate::event::ConvertTo::SimaiWorkload {
+    if args.to != crate::args::ConvertTo::SimaiWorkload {
         eprintln!("error: a model-level job converts to `--to simai-workload` (its simulated timeline: `simulate --model ... --chrome-trace PATH`)");
         return Ok(EXIT_USAGE);
     }
@@ -285,7 +69,7 @@ pub fn convert(args: &crate::event::ConvertArgs, model: &str) -> Result<u8> {
     for w in &warnings {
         eprintln!("warning: {w}");
     }
-    crate::event::print_stdout(&format!(
+    crate::io::print_stdout(&format!(
         "{}: SimAI workload ({} records, TP {} PP {} DP {}, {} micro-batches) written to {}\n",
         job.model.name,
         text.lines().count().saturating_sub(2),
@@ -420,7 +204,7 @@ fn list_presets() -> String {
 /// Run `simulate --model`; returns the exit code.
 pub fn run(args: &Args, model: &str) -> Result<u8> {
     if model == "list" {
-        crate::event::print_stdout(&list_presets())?;
+        crate::io::print_stdout(&list_presets())?;
         return Ok(0);
     }
     if !args.files.is_empty() {
@@ -460,13 +244,13 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
         Ok(j) => j,
         Err(code) => return Ok(code),
     };
-    let mut config = match crate::event::settings(args)? {
+    let mut config = match crate::args::settings(args)? {
         Ok((c, _)) => c,
         Err(code) => return Ok(code),
     };
     let mut fit = None;
     if !args.model.calibrate_from.is_empty() {
-        let files = crate::event::read_files(&args.model.calibrate_from)?;
+        let files = crate::io::read_files(&args.model.calibrate_from)?;
         let refs: Vec<(&str, &[u8])> = files
             .iter()
             .map(|(n, b)| (n.as_str(), b.as_slice()))
@@ -476,25 +260,25 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
                 config.compute_scale = f.compute_scale();
                 fit = Some(f);
             }
-            Err(e) => return Ok(crate::event::report_error(&e)),
+            Err(e) => return Ok(crate::io::report_error(&e)),
         }
     }
     let mut out = match run_model(&job, &config) {
         Ok(o) => o,
-        Err(e) => return Ok(crate::event::report_error(&e)),
+        Err(e) => return Ok(crate::io::report_error(&e)),
     };
     if let Some(f) = fit {
-        attach(&mut out, f);
+        out.attach_calibration(f);
     }
-    crate::event::write_timeline(
+    crate::io::write_timeline(
         &out.run.result.timeline,
         e.chrome_trace.as_deref(),
         e.spans_csv.as_deref(),
     )?;
     if args.json {
-        crate::event::print_stdout(&(serde_json::to_string_pretty(&out.report_json())? + "\n"))?;
+        crate::io::print_stdout(&(serde_json::to_string_pretty(&out.report_json())? + "\n"))?;
     } else {
-        crate::event::print_stdout(&render_text(&out))?;
+        crate::io::print_stdout(&render_text(&out))?;
         for w in &out.run.warnings {
             eprintln!("{w}");
         }
@@ -577,7 +361,7 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         }
         out.push('\n');
     }
-    out.push_str(&crate::event::render_text(&o.run));
+    out.push_str(&crate::render::render_text(&o.run));
     out.push_str(&format!(
         "\n  memory per stage (first rank; capacity {}):\n  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10}\n",
         gib(o.memory.capacity_bytes),

@@ -10,127 +10,17 @@
 //! `--nics-per-node` (= `--nics-per-server`), `--nvlink-gbps`, `--nic-gbps`,
 //! `--gpu-type`, `--nic-type`, `--ratio-table-dir`, `--json`.
 
+use crate::args::{Args, Mode};
+use crate::io::{config_error, csv_prefix, load_tables};
+use crate::io::{EXIT_PARSE, EXIT_USAGE};
 use anyhow::{Context, Result};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use trainscope_core::analytical::csv::{end_to_end_csv, us_rounded};
-use trainscope_core::analytical::RatioTables;
 use trainscope_core::analytical::{
-    analyse, parse_workload, AnalyticalConfig, AnalyticalError, AnalyticalReport, OverlapRatios,
-    PhaseComm, RatioTable, SimulateError, TableKind,
+    analyse, parse_workload, AnalyticalConfig, AnalyticalReport, OverlapRatios, PhaseComm,
+    SimulateError,
 };
 use trainscope_core::Diagnostic;
-
-/// Exit code: usage error.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit code: an input failed to parse.
-pub const EXIT_PARSE: u8 = 3;
-/// Exit code: invalid simulation configuration.
-pub const EXIT_CONFIG: u8 = 4;
-
-/// Which simulator runs.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// The event-level engine: pipeline schedules, network model, replay of
-    /// measured runs.
-    Event,
-    /// SimAI-Analytical's closed-form cost model, reproducing its numbers.
-    Simai,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// Input files: a SimAI/AICB workload, a NeuSight TSV, the rank traces
-    /// of one Echo job, or an Optimus-Prime log (`--mode simai`: one SimAI
-    /// workload; SimAI's `-w FILE` also works).
-    #[arg(required_unless_present = "model", value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-    /// Simulator: `event` (default) or `simai` (SimAI-compatible).
-    #[arg(long, value_enum, default_value_t = Mode::Event)]
-    pub mode: Mode,
-    /// Print the report as a JSON object.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write SimAI's EndToEnd CSV to PATH (its first field is the file
-    /// name up to `EndToEnd.csv`, e.g. `r000-` for `r000-EndToEnd.csv`).
-    #[arg(long, value_name = "PATH")]
-    pub csv: Option<PathBuf>,
-    #[command(flatten)]
-    pub simai: SimaiFlags,
-    #[command(flatten)]
-    pub event: crate::event::EventFlags,
-    #[command(flatten)]
-    pub model: crate::model::ModelFlags,
-}
-
-/// Cluster flags of both modes and the SimAI-compatible mode's own flags
-/// (SimAI's spelling in brackets).
-#[derive(clap::Args, Debug, Default)]
-#[command(next_help_heading = "SimAI mode")]
-pub struct SimaiFlags {
-    /// World size, GPUs [-g] (default: the header's `all_gpus`; NeuSight
-    /// inputs: the data-parallel size, default 1).
-    #[arg(long, value_name = "N", help_heading = "Cluster (both modes)")]
-    pub world: Option<u32>,
-    /// GPUs per server (node) [-g_p_s] (default 8).
-    #[arg(
-        long,
-        value_name = "N",
-        visible_alias = "gpus-per-node",
-        help_heading = "Cluster (both modes)"
-    )]
-    pub gpus_per_server: Option<u32>,
-    /// NICs per server (node) [-n_p_s] (default 8).
-    #[arg(
-        long,
-        value_name = "N",
-        visible_alias = "nics-per-node",
-        help_heading = "Cluster (both modes)"
-    )]
-    pub nics_per_server: Option<u32>,
-    /// NVLink bus bandwidth, GB/s [-nv] (default: from --gpu-type, else H100).
-    #[arg(
-        long,
-        value_name = "X",
-        allow_negative_numbers = true,
-        help_heading = "Cluster (both modes)"
-    )]
-    pub nvlink_gbps: Option<f64>,
-    /// Per-NIC bus bandwidth, GB/s [-nic] (default: from --nic-type, else CX7).
-    #[arg(
-        long,
-        value_name = "X",
-        allow_negative_numbers = true,
-        help_heading = "Cluster (both modes)"
-    )]
-    pub nic_gbps: Option<f64>,
-    /// GPU preset (case-insensitive): A100-40G, A100-80G (= A100), A800,
-    /// H100-SXM (= H100), H800, H20, H200, B200, A40, L40S, MI300X. Sets the
-    /// NVLink bandwidth (SimAI mode: H100, H20, H800, A100, A800) and, for
-    /// --model, the GPU (default H100-SXM).
-    #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
-    pub gpu_type: Option<String>,
-    /// NIC preset for the NIC bandwidth: CX6, CX7, BF3.
-    #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
-    pub nic_type: Option<String>,
-    /// DP overlap ratio in [0, 1] [-dp_o] (default 0).
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
-    pub dp_overlap: Option<f64>,
-    /// TP overlap ratio in [0, 1] [-tp_o] (default 0).
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
-    pub tp_overlap: Option<f64>,
-    /// EP overlap ratio in [0, 1] [-ep_o] (default 0).
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
-    pub ep_overlap: Option<f64>,
-    /// PP overlap ratio in (0, 1] [-pp_o] (default 1).
-    #[arg(long, value_name = "R", allow_negative_numbers = true)]
-    pub pp_overlap: Option<f64>,
-    /// Directory with nvlink_ratio.csv / nic_ratio.csv / ata_ratio.csv
-    /// replacing the built-in bandwidth-efficiency tables (each file found
-    /// replaces its table; event mode: for `--algorithm simai`).
-    #[arg(long, value_name = "DIR", help_heading = "Cluster (both modes)")]
-    pub ratio_table_dir: Option<PathBuf>,
-}
 
 /// SimAI's single-dash flags and their long spellings here.
 const SIMAI_SPELLINGS: [(&str, &str); 9] = [
@@ -262,7 +152,7 @@ fn run_simai(args: &Args) -> Result<u8> {
             }
             let text = String::from_utf8_lossy(&bytes);
             if let Ok(format) = trainscope_core::formats::detect(&name, &text) {
-                if format != trainscope_core::Format::SimaiWorkload {
+                if format != trainscope_core::workload::Format::SimaiWorkload {
                     eprintln!(
                         "note: `{name}` looks like a {} file; `--mode simai` reads SimAI/AICB workloads",
                         format.name()
@@ -294,75 +184,6 @@ fn run_simai(args: &Args) -> Result<u8> {
         }
     }
     Ok(0)
-}
-
-/// Print an invalid configuration; its exit code is always 4 (invalid
-/// configuration), an unknown `--gpu-type` / `--nic-type` preset included
-/// (the message lists the known presets).
-pub fn config_error(e: &AnalyticalError) -> u8 {
-    eprint!("{}", e.to_diagnostic().render());
-    EXIT_CONFIG
-}
-
-/// Replace the built-in tables by the files found in `dir`. The outer
-/// error is IO (usage); the inner `Err(code)` a parse failure already printed.
-pub fn load_tables(
-    dir: &Path,
-    tables: &mut RatioTables,
-    warnings: &mut Vec<Diagnostic>,
-) -> Result<std::result::Result<(), u8>> {
-    if !dir.is_dir() {
-        anyhow::bail!("--ratio-table-dir {} is not a directory", dir.display());
-    }
-    let mut found = 0;
-    for kind in TableKind::ALL {
-        let path = dir.join(kind.file_name());
-        if !path.is_file() {
-            warnings.push(Diagnostic::warning(format!(
-                "{} not found; using the built-in {kind} table",
-                path.display()
-            )));
-            continue;
-        }
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        match RatioTable::parse_csv(&path.display().to_string(), &bytes) {
-            Ok(t) => {
-                tables.set(kind, t);
-                found += 1;
-            }
-            Err(d) => {
-                eprint!("{}", d.render());
-                return Ok(Err(EXIT_PARSE));
-            }
-        }
-    }
-    if found == 0 {
-        anyhow::bail!(
-            "--ratio-table-dir {} holds none of nvlink_ratio.csv, nic_ratio.csv, ata_ratio.csv",
-            dir.display()
-        );
-    }
-    Ok(Ok(()))
-}
-
-/// The summary line's first field: the CSV's file name up to `EndToEnd.csv`
-/// (SimAI names its output `<prefix>EndToEnd.csv`), else its stem and `-`.
-pub fn csv_prefix(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match name.strip_suffix("EndToEnd.csv") {
-        Some(prefix) => prefix.to_string(),
-        None => {
-            let stem = path
-                .file_stem()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            format!("{stem}-")
-        }
-    }
 }
 
 /// The JSON object: the core report plus `file`, with warnings as
@@ -462,6 +283,7 @@ pub fn render_text(file: &str, r: &AnalyticalReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn rw(args: &[&str]) -> Vec<String> {
         rewrite_simai_spellings(args.iter().map(OsString::from).collect())

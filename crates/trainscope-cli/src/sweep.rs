@@ -12,7 +12,7 @@
 //!
 //! The GPU, the cluster and the efficiency flags are given to the sweep as
 //! to `simulate --model`; they are parsed by `simulate`'s own parser
-//! ([`crate::simulate::Args`]) so that each row's `flags` reproduce it;
+//! ([`crate::args::Args`]) so that each row's `flags` reproduce it;
 //! a word a shell would split (a model path with a space) is quoted in
 //! shell style ([`shell_join`]).
 //!
@@ -20,7 +20,7 @@
 //! (or the model's config file failed to parse), 4 an invalid sweep (unknown
 //! preset, GPU, value; shards that do not belong together).
 
-use crate::simulate::{EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
+use crate::io::{EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
 use anyhow::{Context, Result};
 use clap::Parser;
 use rayon::prelude::*;
@@ -246,7 +246,7 @@ pub struct Args {
 #[derive(Parser, Debug)]
 struct SimulateCli {
     #[command(flatten)]
-    args: crate::simulate::Args,
+    args: crate::args::Args,
 }
 
 impl Args {
@@ -369,7 +369,7 @@ pub fn run(args: &Args) -> Result<u8> {
             return Ok(EXIT_USAGE);
         }
     };
-    let config = match crate::event::settings(&sim)? {
+    let config = match crate::args::settings(&sim)? {
         Ok((c, _)) => c,
         Err(code) => return Ok(code),
     };
@@ -574,9 +574,9 @@ fn output(args: &Args, mut report: SweepReport) -> Result<u8> {
         if let Some(k) = args.top {
             report.results.truncate(k);
         }
-        crate::event::print_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        crate::io::print_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
-        crate::event::print_stdout(&render_text(&report, args.top.unwrap_or(10)))?;
+        crate::io::print_stdout(&render_text(&report, args.top.unwrap_or(10)))?;
     }
     Ok(0)
 }

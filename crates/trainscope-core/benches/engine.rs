@@ -10,11 +10,11 @@ mod common;
 
 use common::{ms, time};
 use std::time::{Duration, Instant};
-use trainscope_core::engine::network::{Placement, PlacementOrder};
 use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
+use trainscope_core::engine::{config::PlacementOrder, network::Placement};
 use trainscope_core::formats::simai;
 use trainscope_core::{
     engine::{SimConfig, SimResult},

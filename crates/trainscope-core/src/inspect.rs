@@ -12,11 +12,15 @@
 
 use crate::diag::Diagnostic;
 use crate::formats::simai::SimaiWorkload;
-use crate::formats::{
-    self, chakra, echo, kineto, lex, neusight, optimus, simai, Detection, Format,
-};
-use crate::model::{hf, Family, ModelSpec};
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
+use crate::{
+    formats::hf,
+    model::{Family, ModelSpec},
+};
+use crate::{
+    formats::{self, chakra, echo, kineto, lex, neusight, optimus, simai, Detection},
+    workload::Format,
+};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 

@@ -27,4 +27,4 @@ pub mod timeline;
 pub mod workload;
 
 pub use diag::{Diagnostic, Location, Severity};
-pub use formats::Format;
+pub use workload::Format;

@@ -26,6 +26,8 @@ pub const MAX_LATENCY_US: f64 = 1e6;
 pub const MAX_OVERSUBSCRIPTION: f64 = 1e6;
 /// Most micro-batches per iteration.
 pub const MAX_MICRO_BATCHES: u32 = 1 << 20;
+/// Most tasks a simulation may create.
+pub const MAX_TASKS: u64 = 40_000_000;
 /// Most virtual stages per rank (a span stores its chunk in a byte).
 pub const MAX_VIRTUAL_STAGES: u32 = 255;
 /// Largest backward / forward factor.

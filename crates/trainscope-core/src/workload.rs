@@ -20,8 +20,90 @@
 //! it came from. Nothing here does IO.
 
 use crate::diag::Diagnostic;
-use crate::formats::Format;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// The input formats trainscope reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Format {
+    /// SimAI / AICB text workload.
+    #[serde(rename = "simai-workload")]
+    SimaiWorkload,
+    /// NeuSight "Work_Item" TSV.
+    #[serde(rename = "neusight-tsv")]
+    NeusightTsv,
+    /// Echo / Megatron per-rank op trace.
+    #[serde(rename = "echo-trace")]
+    EchoTrace,
+    /// Optimus-Prime pipeline training log.
+    #[serde(rename = "optimus-prime-log")]
+    OptimusPrimeLog,
+    /// HuggingFace `config.json` of a model (an architecture, not a job).
+    #[serde(rename = "hf-config")]
+    HfConfig,
+    /// PyTorch profiler (Kineto) trace JSON, plain or gzip'd, one per rank.
+    #[serde(rename = "kineto-trace")]
+    KinetoTrace,
+    /// Chakra execution trace (protobuf `.et`, one per rank).
+    #[serde(rename = "chakra-et")]
+    ChakraEt,
+    /// ASTRA-sim's communicator-group JSON (`comm_groups.json`) beside a
+    /// set of Chakra `.et` files.
+    #[serde(rename = "chakra-comm-groups")]
+    ChakraCommGroups,
+}
+
+impl Format {
+    pub const ALL: [Format; 8] = [
+        Format::SimaiWorkload,
+        Format::NeusightTsv,
+        Format::EchoTrace,
+        Format::OptimusPrimeLog,
+        Format::HfConfig,
+        Format::KinetoTrace,
+        Format::ChakraEt,
+        Format::ChakraCommGroups,
+    ];
+
+    /// The stable name used in the CLI, JSON and the web page.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::SimaiWorkload => "simai-workload",
+            Format::NeusightTsv => "neusight-tsv",
+            Format::EchoTrace => "echo-trace",
+            Format::OptimusPrimeLog => "optimus-prime-log",
+            Format::HfConfig => "hf-config",
+            Format::KinetoTrace => "kineto-trace",
+            Format::ChakraEt => "chakra-et",
+            Format::ChakraCommGroups => "chakra-comm-groups",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// What a file of this format looks like, for error messages.
+    pub fn signature(self) -> &'static str {
+        match self {
+            Format::SimaiWorkload => "a policy such as HYBRID_TRANSFORMER_FWD_IN_BCKWD on line 1",
+            Format::NeusightTsv => "a tab-separated header starting `name\\tforward_compute_time`",
+            Format::EchoTrace => "lines like `rank:7:forward_step(stage_id=3,...)`",
+            Format::OptimusPrimeLog => "log lines like `> World size: 8` or `| epoch   1 |`",
+            Format::HfConfig => {
+                "a HuggingFace config.json: a JSON object with `model_type` and `hidden_size`"
+            }
+            Format::KinetoTrace => {
+                "a PyTorch profiler trace: a JSON object (optionally gzip'd) with `traceEvents` and `schemaVersion` / `distributedInfo`"
+            }
+            Format::ChakraEt => {
+                "a Chakra execution trace: binary protobuf, a length-prefixed GlobalMetadata (version such as 0.0.4) then Node messages"
+            }
+            Format::ChakraCommGroups => {
+                "ASTRA-sim's comm_groups.json: a JSON object mapping each group id to a list of ranks, `{\"1\": [0, 1]}`"
+            }
+        }
+    }
+}
 
 /// The parallel configuration of a job. Rank layout (Megatron): TP fastest,
 /// then DP, then PP, i.e. `rank = tp_rank + tp * (dp_rank + dp * stage)`.

@@ -28,7 +28,6 @@ use trainscope_core::analysis::Analysis;
 use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, OverlapRatios};
 use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::simai::{self, CommGroup, SimaiWorkload};
-use trainscope_core::formats::{decode_text, echo, Format};
 use trainscope_core::inspect::{FileSummary, LoadOptions, LoadedSet, SetLoader};
 use trainscope_core::job::run::ModelRunOutput;
 use trainscope_core::replay::infer::NetworkOverrides;
@@ -37,6 +36,10 @@ use trainscope_core::run::{
     RunOutput as SimRunOutput,
 };
 use trainscope_core::Diagnostic;
+use trainscope_core::{
+    formats::{decode_text, echo},
+    workload::Format,
+};
 
 /// Files from this size on report progress while they are parsed
 /// ([`Progress::parsed_bytes`]); smaller ones parse in a blink.

@@ -160,7 +160,7 @@ pub const MEASURED: [(&str, &str); 3] = [
     ),
 ];
 
-/// What "measured" covers for `format` (a [`trainscope_core::Format`] name).
+/// What "measured" covers for `format` (a [`trainscope_core::workload::Format`] name).
 pub fn measured_covers(format: &str) -> Option<&'static str> {
     MEASURED.iter().find(|(f, _)| *f == format).map(|(_, s)| *s)
 }

@@ -29,8 +29,11 @@ use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
 use trainscope_core::job::memory;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
 use trainscope_core::job::ModelJob;
-use trainscope_core::model::{hf, presets, ModelSpec};
 use trainscope_core::Diagnostic;
+use trainscope_core::{
+    formats::hf,
+    model::{presets, ModelSpec},
+};
 
 /// The model a job names: a preset, or a loaded config file (found by
 /// name among `pairs`) parsed; the configuration search takes it too.
@@ -166,7 +169,7 @@ pub fn config_file_job(
     job: &JobSettings,
 ) -> Option<JobSettings> {
     let format = summaries.iter().find(|s| s.file == name)?.format;
-    (format == Some(trainscope_core::Format::HfConfig))
+    (format == Some(trainscope_core::workload::Format::HfConfig))
         .then(|| job.with_model(JobModel::File(name.to_string())))
 }
 

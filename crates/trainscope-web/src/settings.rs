@@ -13,12 +13,15 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
-use trainscope_core::analytical::{AnalyticalConfig, GpuType, NicType, OverlapRatios};
+use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::config::DEFAULT_BACKWARD_FACTOR;
-use trainscope_core::engine::network::PlacementOrder;
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::formats::neusight::DEFAULT_BLOCK_REPEATS;
 use trainscope_core::limits;
+use trainscope_core::{
+    analytical::{AnalyticalConfig, OverlapRatios},
+    hardware::{GpuType, NicType},
+};
 
 /// Which simulator a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]

@@ -1357,7 +1357,7 @@ async fn results_panel_shows_iteration_time_figures_and_draws() {
 /// the event mode's network configuration.
 #[wasm_bindgen_test]
 fn placement_and_oversubscription_settings() {
-    use trainscope_core::engine::network::PlacementOrder;
+    use trainscope_core::engine::config::PlacementOrder;
     let mut s = Settings::default();
     assert_eq!(s.placement, PlacementOrder::from_name("tp-dp-pp").unwrap());
     assert_eq!(s.oversubscription, 1.0);

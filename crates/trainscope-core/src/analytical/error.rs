@@ -3,7 +3,7 @@
 //! with an [`AnalyticalError`] that names the group, its placement and the
 //! numbers involved.
 
-use super::cost::{GroupKind, Placement};
+use super::groups::{GroupKind, Placement};
 use super::tables::TableKind;
 use crate::diag::Diagnostic;
 

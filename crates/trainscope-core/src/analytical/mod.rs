@@ -17,10 +17,11 @@ pub mod config;
 pub mod cost;
 pub mod csv;
 pub mod error;
+pub mod groups;
 pub mod report;
 pub mod tables;
 
-pub use config::{AnalyticalConfig, ClusterConfig, GpuType, NicType, OverlapRatios, Parallelism};
+pub use config::{AnalyticalConfig, ClusterConfig, OverlapRatios, Parallelism};
 pub use cost::{
     bus_factor, busbw, collective_time_ns, group_size, ratio_source, small_message_ns, Busbw,
     CollectiveCost, CostModel, CostPath, GroupKind, Phase, Placement,

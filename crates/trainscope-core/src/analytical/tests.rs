@@ -10,6 +10,7 @@ use super::error::AnalyticalError;
 use super::report::*;
 use super::tables::{RatioTables, TableKind};
 use crate::formats::simai::{self, Collective, CommGroup};
+use crate::hardware::{GpuType, NicType};
 
 fn cluster(p: u32, k: u32) -> ClusterConfig {
     ClusterConfig {

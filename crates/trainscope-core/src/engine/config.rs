@@ -13,11 +13,81 @@
 //! numbers.
 
 use crate::analytical::AnalyticalConfig;
-use crate::engine::network::PlacementOrder;
 use crate::engine::schedule::ScheduleKind;
 use crate::engine::SimError;
-use crate::limits;
+use crate::limits::{self, MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
 use serde::{Deserialize, Serialize};
+
+/// One parallel dimension, for placement orders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dim {
+    Tp,
+    Dp,
+    Pp,
+}
+
+/// The order in which dimensions vary along the rank numbers, fastest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PlacementOrder(pub [Dim; 3]);
+
+impl Default for PlacementOrder {
+    /// Megatron: TP fastest, then DP, then PP.
+    fn default() -> Self {
+        PlacementOrder([Dim::Tp, Dim::Dp, Dim::Pp])
+    }
+}
+
+impl PlacementOrder {
+    /// Every order's name, the default (Megatron's) first.
+    pub const NAMES: [&'static str; 6] = [
+        "tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp",
+    ];
+
+    /// The `tp-dp-pp` style name (fastest first), as [`Self::from_name`]
+    /// reads it.
+    pub fn name(&self) -> String {
+        self.0
+            .iter()
+            .map(|d| match d {
+                Dim::Tp => "tp",
+                Dim::Dp => "dp",
+                Dim::Pp => "pp",
+            })
+            .collect::<Vec<_>>()
+            .join("-")
+    }
+
+    /// [`Self::from_name`], or a message naming the valid orders.
+    pub fn parse(name: &str) -> Result<PlacementOrder, String> {
+        Self::from_name(name).ok_or_else(|| {
+            format!(
+                "unknown placement order `{name}`; expected one of: {}",
+                Self::NAMES.join(", ")
+            )
+        })
+    }
+
+    /// Parse `tp-dp-pp` style names (fastest first).
+    pub fn from_name(name: &str) -> Option<PlacementOrder> {
+        let mut dims = [Dim::Tp; 3];
+        let mut n = 0;
+        for part in name.split(['-', ',']) {
+            let d = match part {
+                "tp" => Dim::Tp,
+                "dp" => Dim::Dp,
+                "pp" => Dim::Pp,
+                _ => return None,
+            };
+            if n >= 3 || dims[..n].contains(&d) {
+                return None;
+            }
+            dims[n] = d;
+            n += 1;
+        }
+        (n == 3).then_some(PlacementOrder(dims))
+    }
+}
 
 /// How collectives are costed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -212,8 +282,6 @@ impl Default for SimConfig {
 /// weight gradient = forward) and the Optimus-Prime replay's default. The
 /// page's backward-factor field starts at it.
 pub const DEFAULT_BACKWARD_FACTOR: f64 = 2.0;
-
-pub use crate::limits::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
 
 impl SimConfig {
     /// Check every field (the job-dependent checks happen in the builder).

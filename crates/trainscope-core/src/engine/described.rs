@@ -35,13 +35,13 @@
 //! ([`LayerOp::backward_estimated`]); [`DescribedOptions::backward_factor`]
 //! changes that factor for exactly those rows.
 
-use crate::engine::config::MAX_MICRO_BATCHES;
 use crate::engine::spec::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
     Parallelism, Phase, PhaseOps, RankProgram,
 };
 use crate::engine::SimError;
-use crate::formats::Format;
+use crate::limits::MAX_MICRO_BATCHES;
+use crate::workload::Format;
 use crate::workload::{CommGroup, CommKind, CommOp, DescribedJob, LayerOp, PhaseOp, StageWorkload};
 use serde::{Deserialize, Serialize};
 

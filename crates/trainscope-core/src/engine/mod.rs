@@ -37,6 +37,7 @@ pub mod schedule;
 pub mod simai_cost;
 pub mod spec;
 pub mod summary;
+pub mod task;
 
 pub use config::{Algorithm, NetworkConfig, SimConfig};
 pub use network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};

@@ -41,10 +41,10 @@ pub fn estimated_stage_tasks(micro_batches: u64, block_layers: u64, once_rows: u
 
 /// Refuse, before anything proportional to them is allocated, sizes beyond
 /// the limits: a world (tp x dp x pp) above [`MAX_WORLD`], more than
-/// [`crate::engine::config::MAX_MICRO_BATCHES`] micro-batches, more than
-/// [`crate::engine::config::MAX_VIRTUAL_STAGES`] virtual stages, or `programs`
+/// [`crate::limits::MAX_MICRO_BATCHES`] micro-batches, more than
+/// [`crate::limits::MAX_VIRTUAL_STAGES`] virtual stages, or `programs`
 /// stage programs of the given shape making more than
-/// [`crate::engine::build::MAX_TASKS`] tasks. Adapters call it with the sizes the
+/// [`crate::limits::MAX_TASKS`] tasks. Adapters call it with the sizes the
 /// input states (and one micro-batch when the count may still be
 /// overridden); the builder with the final ones. The error names the
 /// numbers and the limit.
@@ -56,8 +56,8 @@ pub fn check_size(
     block_layers: u64,
     once_rows: u64,
 ) -> Result<(), SimError> {
-    use crate::engine::build::MAX_TASKS;
-    use crate::engine::config::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
+    use crate::limits::MAX_TASKS;
+    use crate::limits::{MAX_MICRO_BATCHES, MAX_VIRTUAL_STAGES};
     let world = parallel.world();
     if world > MAX_WORLD {
         return Err(SimError::TooLarge(format!(

@@ -36,10 +36,10 @@
 //! into the timeline's counter lanes (one per stage or rank, in its lane
 //! group: micro-batches in flight, or bytes for a model-level job).
 
-use crate::engine::build::{Meta, TaskMeta};
 use crate::engine::event::{Engine, TaskId, TaskTimes, NONE};
 use crate::engine::schedule::Direction;
 use crate::engine::spec::{GroupKind, JobMode};
+use crate::engine::task::{Meta, TaskMeta};
 use crate::timeline::{
     CounterLane, CounterPoint, CounterUnit, LaneGroup, Span, SpanKind, Stream, Timeline,
 };

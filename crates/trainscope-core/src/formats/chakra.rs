@@ -77,7 +77,7 @@ pub mod schema;
 
 use crate::diag::{Diagnostic, Location};
 use crate::formats::lex::DiagSink;
-use crate::formats::Format;
+use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, RankTrace,
 };

@@ -14,7 +14,7 @@
 
 use super::lex::{self, DiagSink};
 use crate::diag::{Diagnostic, Severity};
-use crate::formats::Format;
+use crate::workload::Format;
 use crate::workload::{
     tensor_bytes, CommGroup, CommKind, MeasuredIteration, MeasuredOp, MeasuredRun, OpKind,
     ParallelConfig, Phase, RankTrace, Span,

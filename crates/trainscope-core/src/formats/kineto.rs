@@ -46,11 +46,11 @@
 
 use crate::diag::{Diagnostic, Location, Severity};
 use crate::formats::lex::{self, DiagSink};
+use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig,
     RankTrace, Span,
 };
-use crate::Format;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;

@@ -12,7 +12,7 @@
 
 use super::lex::{self, DiagSink};
 use crate::diag::Diagnostic;
-use crate::formats::Format;
+use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
     PhaseOp, StageScope, StageWorkload,

@@ -23,7 +23,7 @@
 
 use super::lex::{self, DiagSink};
 use crate::diag::{Diagnostic, Severity};
-use crate::formats::Format;
+use crate::workload::Format;
 use crate::workload::{
     MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, Phase, RankTrace,
 };

@@ -1005,7 +1005,7 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
 
     DescribedJob {
         file: file.to_string(),
-        format: crate::formats::Format::SimaiWorkload,
+        format: crate::workload::Format::SimaiWorkload,
         parallel,
         stages: vec![StageWorkload {
             scope: StageScope::AllStages,

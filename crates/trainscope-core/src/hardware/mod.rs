@@ -10,7 +10,10 @@
 //! bandwidth in GB/s of 2^30 bytes (the unit of [`crate::engine::NetworkConfig`]
 //! and SimAI). Pure data and arithmetic.
 
-use crate::analytical::GpuType;
+pub mod simai;
+
+pub use simai::{GpuType, NicType};
+
 use crate::model::ops::OpClass;
 use serde::{Deserialize, Serialize};
 
@@ -550,7 +553,7 @@ mod tests {
             assert!(g.peaks.bf16_tflops > 0.0 && g.hbm_gbps > 0.0 && g.memory_bytes > 0);
             assert!(!g.source.is_empty());
         }
-        for g in crate::analytical::GpuType::ALL {
+        for g in GpuType::ALL {
             let p = gpu_preset(g.name()).unwrap();
             assert_eq!(p.nvlink_busbw_gbps, g.nvlink_busbw_gbps(), "{}", g.name());
         }

@@ -32,54 +32,16 @@
 //! local shard). Pipeline sends carry the real activation: micro-batch x
 //! sequence x hidden elements (/ TP with sequence parallelism).
 
+use super::layout::{gradient_bytes, shape, stage_chunk_layers, stage_layers, weight_bytes};
 use super::memory::{stage_params, StageParams};
 use super::{ModelJob, Recompute};
-use crate::formats::Format;
 use crate::hardware::{AttentionPass, GpuSpec, Precision};
 use crate::model::ops::{Op, OpClass, OpWork, Shape};
+use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
     PhaseOp, StageScope, StageWorkload,
 };
-
-/// Bytes per gradient element Megatron keeps and reduces: fp16 training
-/// fp16 gradients, bf16 and fp8 training fp32 main gradients (bf16 with
-/// [`super::TrainingSetup::bf16_grads`]), fp32 training fp32.
-pub fn gradient_bytes(s: &super::TrainingSetup) -> u64 {
-    match s.precision {
-        Precision::Fp16 => 2,
-        Precision::Bf16 | Precision::Fp8 if s.bf16_grads => 2,
-        _ => 4,
-    }
-}
-
-/// Bytes per weight element as stored for compute (the all-gather of the
-/// distributed optimizer moves these).
-pub fn weight_bytes(p: Precision) -> u64 {
-    match p {
-        Precision::Fp32 => 4,
-        _ => 2,
-    }
-}
-
-/// The shape of one micro-batch on one TP rank.
-pub fn shape(job: &ModelJob) -> Shape {
-    let s = &job.setup;
-    Shape {
-        micro_batch_size: u64::from(s.micro_batch_size),
-        seq_length: u64::from(s.seq_length),
-        tp: u64::from(s.tp),
-        expert_tp: u64::from(job.expert_tp()),
-        cp: u64::from(s.cp),
-        sequence_parallel: s.sequence_parallel,
-        activation_bytes: s.precision.activation_bytes(),
-        gemm_weight_bytes: match s.precision {
-            Precision::Fp8 => 1,
-            p => weight_bytes(p),
-        },
-        flash_attention: s.flash_attention,
-    }
-}
 
 /// Time of one phase of an op on `gpu`, ns (`attention`: the pass and
 /// sequence length, used by the attention core's efficiency).
@@ -580,40 +542,6 @@ pub fn activation_send_bytes(job: &ModelJob) -> u64 {
     } else {
         full
     }
-}
-
-/// The layers stage `stage` holds, in the order it runs them: chunk c of
-/// the stage holds layer group c x PP + stage (looped), or groups stage and
-/// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk). With
-/// first/last-stage layer counts, the stage's own range.
-pub fn stage_layers(job: &ModelJob, stage: u32) -> Vec<u32> {
-    stage_chunk_layers(job, stage).concat()
-}
-
-/// The layers of each model chunk of stage `stage`, in the order the stage
-/// runs its chunks (one chunk without interleaving; see [`stage_layers`]).
-pub fn stage_chunk_layers(job: &ModelJob, stage: u32) -> Vec<Vec<u32>> {
-    if job.is_uneven() {
-        return vec![job.stage_layer_range(stage).collect()];
-    }
-    let p = job.setup.pp;
-    if job.accounts_in_split() {
-        return (0..job.chunks_per_stage())
-            .map(|c| job.accounted_chunk_range(c * p + stage).collect())
-            .collect();
-    }
-    let per = job.layers_per_chunk();
-    (0..job.chunks_per_stage())
-        .map(|c| {
-            let group = if job.v_shape && c == 1 {
-                2 * p - 1 - stage
-            } else {
-                c * p + stage
-            };
-            let first = group * per;
-            (first..first + per).collect()
-        })
-        .collect()
 }
 
 /// The workload of a model-level job (see the module documentation). `name`

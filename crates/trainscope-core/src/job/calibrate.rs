@@ -15,14 +15,13 @@
 //! not say (the sequence length, the precision) is taken from the job asked
 //! about, and each such assumption is a note.
 
-use super::run::ModelRunOutput;
 use super::{ModelJob, TrainingSetup};
 use crate::engine::described::DescribedOptions;
 use crate::engine::simai_cost::cost_for;
 use crate::engine::{calibrate_compute_scale, JobSpec, ScheduleKind, SimConfig};
-use crate::formats::Format;
 use crate::inspect::{failed_file_errors, load_set, LoadOptions};
 use crate::run::RunError;
+use crate::workload::Format;
 use serde::Serialize;
 
 /// One fitted parameter.
@@ -208,20 +207,6 @@ pub fn fit_compute_scale(
         uncalibrated_ns: uncalibrated.summary.iteration_time_ns,
         calibrated_ns: cal.result.summary.iteration_time_ns,
     })
-}
-
-/// Attach a fit to a model-level run's output.
-pub fn attach(out: &mut ModelRunOutput, fit: CalibrationFit) {
-    out.run.notes.push(format!(
-        "calibrated on {} ({}): compute scale {:.4}, measured {:.1} ms, the measured configuration simulated {:.1} ms before and {:.1} ms after",
-        fit.files.join(", "),
-        fit.format.name(),
-        fit.compute_scale(),
-        fit.measured_iteration_time_ns as f64 / 1e6,
-        fit.uncalibrated_iteration_time_ns as f64 / 1e6,
-        fit.calibrated_iteration_time_ns as f64 / 1e6
-    ));
-    out.calibration = Some(fit);
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ pub fn simai_workload(job: &ModelJob) -> (String, Vec<String>) {
         );
         warnings.push(format!(
             "SimAI describes one stage: exported stage 0's {} layers with the last stage's output layer and loss",
-            super::build::stage_layers(job, 0).len()
+            super::layout::stage_layers(job, 0).len()
         ));
     }
     let ga = p.micro_batches;

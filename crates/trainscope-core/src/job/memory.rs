@@ -48,7 +48,7 @@
 //! For GPT-3-like shapes the generalisation gives exactly Korthikanti's
 //! 34 s b h + 5 a s^2 b (tested).
 
-use super::build::{gradient_bytes, shape, weight_bytes};
+use super::layout::{gradient_bytes, shape, weight_bytes};
 use super::{ModelJob, Recompute};
 use crate::hardware::Precision;
 use crate::model::Family;
@@ -85,7 +85,7 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
     let etp = u64::from(job.expert_tp());
     let norm = m.norm_params();
     let mut p = StageParams::default();
-    for layer in super::build::stage_layers(job, stage) {
+    for layer in super::layout::stage_layers(job, stage) {
         p.dense += counts.attention_per_layer / t;
         // MLA's two latent norms stay in: a few thousand weights.
         p.linear += counts.attention_per_layer.saturating_sub(norm) / t;
@@ -288,7 +288,7 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             } else {
                 n * ob
             };
-            let chunks = super::build::stage_chunk_layers(job, stage);
+            let chunks = super::layout::stage_chunk_layers(job, stage);
             let layers: Vec<u32> = chunks.concat();
             let chunk_bytes: Vec<u64> = chunks
                 .iter()

@@ -19,6 +19,7 @@
 pub mod build;
 pub mod calibrate;
 pub mod export;
+pub mod layout;
 pub mod memory;
 pub mod run;
 
@@ -614,11 +615,11 @@ impl ModelJob {
             }
         };
         let micro_batches = gbs / per_step;
-        if micro_batches > u64::from(crate::engine::config::MAX_MICRO_BATCHES) {
+        if micro_batches > u64::from(crate::limits::MAX_MICRO_BATCHES) {
             return Err(JobError::new(
                 format!(
                     "{micro_batches} micro-batches per iteration is more than {}",
-                    crate::engine::config::MAX_MICRO_BATCHES
+                    crate::limits::MAX_MICRO_BATCHES
                 ),
                 "use a smaller global batch or a larger micro-batch",
             ));
@@ -949,7 +950,7 @@ pub(crate) mod tests {
             ModelJob::new(m.clone(), s, gpu.clone(), Some(512))
         };
         let j = job(8, true, true).unwrap();
-        let chunks = |st| build::stage_chunk_layers(&j, st);
+        let chunks = |st| layout::stage_chunk_layers(&j, st);
         let sizes = |st| chunks(st).iter().map(Vec::len).collect::<Vec<_>>();
         assert_eq!(sizes(0), vec![1, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(sizes(3), vec![2; 8]);
@@ -959,7 +960,7 @@ pub(crate) mod tests {
         assert_eq!(chunks(1)[0], vec![1, 2]);
         assert_eq!(chunks(0)[1], vec![15, 16]);
         assert_eq!(chunks(7)[7], vec![125]);
-        let mut all: Vec<u32> = (0..8).flat_map(|st| build::stage_layers(&j, st)).collect();
+        let mut all: Vec<u32> = (0..8).flat_map(|st| layout::stage_layers(&j, st)).collect();
         all.sort_unstable();
         assert_eq!(all, (0..126).collect::<Vec<_>>());
         assert_eq!(j.layers_per_chunk(), 2);
@@ -1066,7 +1067,7 @@ pub(crate) mod tests {
             "every layer once, in order"
         );
         assert_eq!(
-            crate::job::build::stage_layers(&j, 1),
+            crate::job::layout::stage_layers(&j, 1),
             (10..25).collect::<Vec<_>>()
         );
         assert_eq!(j.layers_per_chunk(), 15);
@@ -1208,7 +1209,7 @@ pub(crate) mod tests {
         );
         // Every op but the attention core's key side on s/CP tokens: the
         // layer's FLOPs per rank halve, GEMMs and attention core alike.
-        let sh = |j: &ModelJob| crate::job::build::shape(j);
+        let sh = |j: &ModelJob| crate::job::layout::shape(j);
         let flops = |j: &ModelJob, pred: &dyn Fn(&crate::model::ops::Op) -> bool| -> f64 {
             j.model
                 .attention_ops(&sh(j))

@@ -13,6 +13,7 @@
 //! collective algorithm and the schedule otherwise come from the
 //! [`SimConfig`].
 
+use super::calibrate::CalibrationFit;
 use super::memory::{chunk_activation_bytes, memory_report, MemoryReport};
 use super::{ModelJob, Throughput};
 use crate::engine::described::DescribedOptions;
@@ -34,7 +35,7 @@ pub struct ModelRunOutput {
     pub throughput: Throughput,
     pub memory: MemoryReport,
     /// `--calibrate-from`: what the measured run fitted.
-    pub calibration: Option<super::calibrate::CalibrationFit>,
+    pub calibration: Option<CalibrationFit>,
 }
 
 /// Peak chunks in flight on `stage` (activations of one micro-batch's
@@ -212,6 +213,20 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
 }
 
 impl ModelRunOutput {
+    /// Attach a calibration fit to this output (its note and its numbers).
+    pub fn attach_calibration(&mut self, fit: CalibrationFit) {
+        self.run.notes.push(format!(
+            "calibrated on {} ({}): compute scale {:.4}, measured {:.1} ms, the measured configuration simulated {:.1} ms before and {:.1} ms after",
+            fit.files.join(", "),
+            fit.format.name(),
+            fit.compute_scale(),
+            fit.measured_iteration_time_ns as f64 / 1e6,
+            fit.uncalibrated_iteration_time_ns as f64 / 1e6,
+            fit.calibrated_iteration_time_ns as f64 / 1e6
+        ));
+        self.calibration = Some(fit);
+    }
+
     /// The JSON of `trainscope simulate --model ... --json`.
     pub fn report_json(&self) -> Value {
         let mut v = self.run.report_json();
@@ -268,7 +283,7 @@ impl ModelRunOutput {
             v["training"]["account_for_loss"] = json!(s.account_for_loss);
             v["training"]["chunk_layers"] = (0..s.pp)
                 .map(|st| {
-                    super::build::stage_chunk_layers(&self.job, st)
+                    super::layout::stage_chunk_layers(&self.job, st)
                         .iter()
                         .map(Vec::len)
                         .collect::<Vec<_>>()

@@ -6,7 +6,6 @@
 //! ([`presets`]). FLOPs and bytes per op live in [`ops`]. Pure data and
 //! integer arithmetic; nothing here knows about GPUs or the simulator.
 
-pub mod hf;
 pub mod ops;
 pub mod presets;
 

@@ -70,13 +70,16 @@
 //! dependency on another lane, the last node of another lane of the group
 //! that ended before it started.
 
-use crate::engine::network::{Coords, Placement, PlacementOrder};
 use crate::engine::schedule::PipeStep;
 use crate::engine::spec::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, LayerSpec, Parallelism, PhaseOps,
     RankProgram, Transfer,
 };
 use crate::engine::SimError;
+use crate::engine::{
+    config::PlacementOrder,
+    network::{Coords, Placement},
+};
 use crate::formats::chakra::{
     encode,
     schema::{AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value},

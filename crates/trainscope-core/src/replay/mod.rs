@@ -59,13 +59,16 @@ pub mod infer;
 pub mod measured;
 
 use crate::engine::described::scale;
-use crate::engine::network::{Coords, Placement, PlacementOrder};
 use crate::engine::schedule::PipeStep;
 use crate::engine::spec::{
     check_size, Block, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
 use crate::engine::SimError;
+use crate::engine::{
+    config::PlacementOrder,
+    network::{Coords, Placement},
+};
 use crate::engine::{CollectiveCost, SimConfig};
 use crate::replay::infer::{first_iteration, InferredNetwork, LinkGroup, WHOLE_OP};
 use crate::timeline::{LaneGroup, Span, SpanKind, Stream, Timeline};

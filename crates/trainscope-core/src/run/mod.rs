@@ -60,13 +60,13 @@ use crate::engine::{
 };
 use crate::engine::{SimResult, Summary};
 use crate::formats::simai::SimaiWorkload;
-use crate::formats::{neusight, Format};
 use crate::inspect::{failed_file_errors, load_set, LoadOptions, LoadedSet};
 use crate::limits;
 use crate::replay::infer::{FitBasis, GroupFit, InferredCost, InferredNetwork, NetworkOverrides};
 use crate::replay::measured::{measured_timeline, MeasuredTimeline};
 use crate::replay::{self, AssumedRank, ByKind, CopyScales, KINDS};
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
+use crate::{formats::neusight, workload::Format};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -974,7 +974,7 @@ pub fn run_loaded(
                     let (rj, mut w) = crate::replay::chakra::chakra_job(run)?;
                     // The groups were matched to Megatron's placement.
                     let p = rj.job.parallel;
-                    let default = crate::engine::network::PlacementOrder::default();
+                    let default = crate::engine::config::PlacementOrder::default();
                     if (p.tp > 1 || p.pp > 1) && c.network.placement != default {
                         w.push(format!(
                             "the Chakra groups fit TP {} x DP {} x PP {} with ranks ordered TP fastest, then DP, then PP: that placement is simulated, not the configured {}",

@@ -11,7 +11,7 @@ use crate::settings::{
     Mode, NicPreset, Schedule,
 };
 use crate::state::{Action, AppState};
-use trainscope_core::engine::network::PlacementOrder;
+use trainscope_core::engine::config::PlacementOrder;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 

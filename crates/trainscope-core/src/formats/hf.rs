@@ -19,9 +19,9 @@
 //! width `qk_nope_head_dim + qk_rope_head_dim`; multi-token-prediction
 //! layers are not counted.
 
-use super::{Family, MlaSpec, ModelSpec, MoeSpec};
 use crate::diag::{Diagnostic, Location};
 use crate::formats::lex;
+use crate::model::{Family, MlaSpec, ModelSpec, MoeSpec};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! and published totals, defaults, the located errors, and the warnings for
 //! keys that are not modelled.
 
-use super::*;
+use crate::formats::hf::*;
 use crate::model::presets::preset;
 
 fn fixture(name: &str) -> String {

@@ -1,0 +1,696 @@
+//! The command line's flags, below every command that reads them: the
+//! `simulate` arguments of both modes ([`Args`]: SimAI-compatible flags,
+//! event-engine flags, model-level job flags), `convert`'s ([`ConvertArgs`]),
+//! the exit codes, and [`settings`], the one translation of the event flags
+//! into the core's settings ([`SimConfig`], [`RunOptions`]) that `simulate`,
+//! `sweep` and `--model` share.
+
+use crate::io::{load_tables, EXIT_CONFIG, EXIT_USAGE};
+use anyhow::Result;
+use std::path::PathBuf;
+use trainscope_core::analytical::RatioTables;
+use trainscope_core::engine::config::PlacementOrder;
+use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
+use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
+use trainscope_core::hardware::{GpuSpec, Precision};
+use trainscope_core::job::{Recompute, TrainingSetup};
+use trainscope_core::replay::infer::NetworkOverrides;
+use trainscope_core::run::{RunOptions, SlowRank};
+use trainscope_core::workload::Format;
+
+/// Which simulator runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The event-level engine: pipeline schedules, network model, replay of
+    /// measured runs.
+    Event,
+    /// SimAI-Analytical's closed-form cost model, reproducing its numbers.
+    Simai,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Input files: a SimAI/AICB workload, a NeuSight TSV, the rank traces
+    /// of one Echo job, or an Optimus-Prime log (`--mode simai`: one SimAI
+    /// workload; SimAI's `-w FILE` also works).
+    #[arg(required_unless_present = "model", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Simulator: `event` (default) or `simai` (SimAI-compatible).
+    #[arg(long, value_enum, default_value_t = Mode::Event)]
+    pub mode: Mode,
+    /// Print the report as a JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write SimAI's EndToEnd CSV to PATH (its first field is the file
+    /// name up to `EndToEnd.csv`, e.g. `r000-` for `r000-EndToEnd.csv`).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub simai: SimaiFlags,
+    #[command(flatten)]
+    pub event: EventFlags,
+    #[command(flatten)]
+    pub model: ModelFlags,
+}
+
+/// Cluster flags of both modes and the SimAI-compatible mode's own flags
+/// (SimAI's spelling in brackets).
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "SimAI mode")]
+pub struct SimaiFlags {
+    /// World size, GPUs [-g] (default: the header's `all_gpus`; NeuSight
+    /// inputs: the data-parallel size, default 1).
+    #[arg(long, value_name = "N", help_heading = "Cluster (both modes)")]
+    pub world: Option<u32>,
+    /// GPUs per server (node) [-g_p_s] (default 8).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "gpus-per-node",
+        help_heading = "Cluster (both modes)"
+    )]
+    pub gpus_per_server: Option<u32>,
+    /// NICs per server (node) [-n_p_s] (default 8).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "nics-per-node",
+        help_heading = "Cluster (both modes)"
+    )]
+    pub nics_per_server: Option<u32>,
+    /// NVLink bus bandwidth, GB/s [-nv] (default: from --gpu-type, else H100).
+    #[arg(
+        long,
+        value_name = "X",
+        allow_negative_numbers = true,
+        help_heading = "Cluster (both modes)"
+    )]
+    pub nvlink_gbps: Option<f64>,
+    /// Per-NIC bus bandwidth, GB/s [-nic] (default: from --nic-type, else CX7).
+    #[arg(
+        long,
+        value_name = "X",
+        allow_negative_numbers = true,
+        help_heading = "Cluster (both modes)"
+    )]
+    pub nic_gbps: Option<f64>,
+    /// GPU preset (case-insensitive): A100-40G, A100-80G (= A100), A800,
+    /// H100-SXM (= H100), H800, H20, H200, B200, A40, L40S, MI300X. Sets the
+    /// NVLink bandwidth (SimAI mode: H100, H20, H800, A100, A800) and, for
+    /// --model, the GPU (default H100-SXM).
+    #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
+    pub gpu_type: Option<String>,
+    /// NIC preset for the NIC bandwidth: CX6, CX7, BF3.
+    #[arg(long, value_name = "T", help_heading = "Cluster (both modes)")]
+    pub nic_type: Option<String>,
+    /// DP overlap ratio in [0, 1] [-dp_o] (default 0).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub dp_overlap: Option<f64>,
+    /// TP overlap ratio in [0, 1] [-tp_o] (default 0).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub tp_overlap: Option<f64>,
+    /// EP overlap ratio in [0, 1] [-ep_o] (default 0).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub ep_overlap: Option<f64>,
+    /// PP overlap ratio in (0, 1] [-pp_o] (default 1).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    pub pp_overlap: Option<f64>,
+    /// Directory with nvlink_ratio.csv / nic_ratio.csv / ata_ratio.csv
+    /// replacing the built-in bandwidth-efficiency tables (each file found
+    /// replaces its table; event mode: for `--algorithm simai`).
+    #[arg(long, value_name = "DIR", help_heading = "Cluster (both modes)")]
+    pub ratio_table_dir: Option<PathBuf>,
+}
+
+/// Pipeline schedules (`--schedule`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// All forwards, then all backwards.
+    Gpipe,
+    /// One forward, one backward after a warm-up (Megatron's default).
+    #[value(name = "1f1b")]
+    OneFOneB,
+    /// Interleaved 1F1B with --virtual-stages model chunks per rank.
+    Interleaved,
+    /// Zero Bubble ZB-H1: backward split into B and W, W delayed into the
+    /// bubbles, 1F1B's peak memory (needs m >= p).
+    #[value(name = "zb-h1")]
+    ZbH1,
+    /// Zero Bubble ZB-H2: longer warm-up, up to 2p - 1 micro-batches in
+    /// flight, no bubble once full (needs m >= 2p - 1).
+    #[value(name = "zb-h2")]
+    ZbH2,
+    /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
+    /// memory (needs m >= 2p and an even number of layers per stage).
+    Zbv,
+    /// DeepSeek-V3's DualPipeV: two V-shaped chunks per rank, forward and
+    /// backward of the two chunks overlapped (needs m >= 2p).
+    Dualpipev,
+}
+
+impl From<Schedule> for ScheduleKind {
+    fn from(s: Schedule) -> ScheduleKind {
+        match s {
+            Schedule::Gpipe => ScheduleKind::GPipe,
+            Schedule::OneFOneB => ScheduleKind::OneFOneB,
+            Schedule::Interleaved => ScheduleKind::Interleaved,
+            Schedule::ZbH1 => ScheduleKind::ZbH1,
+            Schedule::ZbH2 => ScheduleKind::ZbH2,
+            Schedule::Zbv => ScheduleKind::ZbV,
+            Schedule::Dualpipev => ScheduleKind::DualPipeV,
+        }
+    }
+}
+
+/// Collective algorithms (`--algorithm`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlgorithmArg {
+    /// Ring all-reduce / all-gather / reduce-scatter.
+    Ring,
+    /// Hierarchical all-reduce (intra-node ring, inter-node tree).
+    Tree,
+    /// SimAI-Analytical's per-collective cost.
+    Simai,
+}
+
+impl From<AlgorithmArg> for Algorithm {
+    fn from(a: AlgorithmArg) -> Algorithm {
+        match a {
+            AlgorithmArg::Ring => Algorithm::Ring,
+            AlgorithmArg::Tree => Algorithm::Tree,
+            AlgorithmArg::Simai => Algorithm::Simai,
+        }
+    }
+}
+
+/// Flags of the event mode.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Event mode")]
+pub struct EventFlags {
+    /// Pipeline schedule (default 1f1b; --virtual-stages > 1 implies
+    /// interleaved).
+    #[arg(long, value_enum)]
+    pub schedule: Option<Schedule>,
+    /// Model chunks per rank for the interleaved schedule (default 1).
+    #[arg(long, value_name = "V")]
+    pub virtual_stages: Option<u32>,
+    /// Micro-batches per iteration (default: the file's `ga` / GAS).
+    #[arg(long, value_name = "M")]
+    pub micro_batches: Option<u32>,
+    /// Per-step latency across nodes, microseconds (NVLink: a fifth of it;
+    /// default 5 / 1).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub latency_us: Option<f64>,
+    /// How ranks are laid out on the nodes, fastest-varying dimension first:
+    /// tp-dp-pp (default, Megatron), tp-pp-dp, dp-tp-pp, dp-pp-tp, pp-tp-dp,
+    /// pp-dp-tp.
+    #[arg(long, value_name = "ORDER")]
+    pub placement: Option<String>,
+    /// Fabric oversubscription X >= 1: inter-node bandwidth is divided by X
+    /// (default 1).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub oversubscription: Option<f64>,
+    /// Collective cost: ring (default), tree or simai (SimAI-compatible).
+    #[arg(long, value_enum)]
+    pub algorithm: Option<AlgorithmArg>,
+    /// Backward = X x forward where backward is not given (NeuSight
+    /// forward-only files, Optimus-Prime logs: default 2; SimAI layers with
+    /// no backward compute: off unless given).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub backward_factor: Option<f64>,
+    /// Measured runs: fit one compute-scale factor so the prediction meets
+    /// the measured iteration time, report it, then simulate the given
+    /// settings with it (what-if). An Echo replay meets the measurement
+    /// without it (network inferred from the trace; explicit network flags
+    /// replace the inferred values as a what-if), so the factor fits only
+    /// what is left; Optimus-Prime logs need it.
+    #[arg(long)]
+    pub calibrate: bool,
+    /// Bytes of one stage-to-stage send (default: the file's `pp_comm` or
+    /// the traced activation shape).
+    #[arg(long, value_name = "N")]
+    pub activation_bytes: Option<u64>,
+    /// Issue the gradient-sync collectives when the last backward starts
+    /// (overlapping it) instead of after it.
+    #[arg(long)]
+    pub overlap_grad_sync: bool,
+    /// NeuSight inputs: how many times the model repeats the described
+    /// transformer block (default 36, GPT-2-large).
+    #[arg(long, value_name = "N")]
+    pub block_repeats: Option<u32>,
+    /// Force the input format instead of detecting it: simai-workload,
+    /// neusight-tsv, echo-trace, optimus-prime-log, kineto-trace, chakra-et
+    /// (hf-config files are models, simulated with --model; with chakra-et a
+    /// Chakra set's comm_groups.json is still detected as its groups).
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+    /// Kineto traces: the ProfilerStep number to analyse (default: the last
+    /// one every rank has).
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
+    /// Measured runs replayed per rank (Kineto, Echo, Chakra traces): a
+    /// what-if with rank R's compute PCT percent slower (`5:30`); its
+    /// collectives start later and the others wait for it. The report gives
+    /// the iteration with and without it (JSON `slow_rank`).
+    #[arg(long, value_name = "R:PCT")]
+    pub slow_rank: Option<String>,
+    /// Write the simulated timeline as Chrome Trace Event JSON (Perfetto,
+    /// chrome://tracing; times in microseconds).
+    #[arg(long, value_name = "PATH")]
+    pub chrome_trace: Option<PathBuf>,
+    /// Write the simulated timeline's spans as CSV.
+    #[arg(long, value_name = "PATH")]
+    pub spans_csv: Option<PathBuf>,
+}
+
+impl EventFlags {
+    /// The event-only flags that were given (for the SimAI mode's warning).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut add = |set: bool, name: &'static str| {
+            if set {
+                out.push(name);
+            }
+        };
+        add(self.schedule.is_some(), "--schedule");
+        add(self.virtual_stages.is_some(), "--virtual-stages");
+        add(self.micro_batches.is_some(), "--micro-batches");
+        add(self.latency_us.is_some(), "--latency-us");
+        add(self.placement.is_some(), "--placement");
+        add(self.oversubscription.is_some(), "--oversubscription");
+        add(self.algorithm.is_some(), "--algorithm");
+        add(self.backward_factor.is_some(), "--backward-factor");
+        add(self.calibrate, "--calibrate");
+        add(self.activation_bytes.is_some(), "--activation-bytes");
+        add(self.overlap_grad_sync, "--overlap-grad-sync");
+        add(self.block_repeats.is_some(), "--block-repeats");
+        add(self.format.is_some(), "--format");
+        add(self.iteration.is_some(), "--iteration");
+        add(self.slow_rank.is_some(), "--slow-rank");
+        add(self.chrome_trace.is_some(), "--chrome-trace");
+        add(self.spans_csv.is_some(), "--spans-csv");
+        out
+    }
+}
+
+pub(crate) fn parse_format(name: &str) -> std::result::Result<Format, u8> {
+    Format::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        eprintln!(
+            "error: unknown format `{name}`; expected one of: {}",
+            names.join(", ")
+        );
+        EXIT_USAGE
+    })
+}
+
+/// The settings the flags give (`Err(code)`: already reported).
+pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, RunOptions), u8>> {
+    let f = &args.simai;
+    let e = &args.event;
+    let mut config = SimConfig::default();
+    let net = &mut config.network;
+    if let Some(g) = f.gpus_per_server {
+        net.gpus_per_node = g;
+    }
+    if let Some(k) = f.nics_per_server {
+        net.nics_per_node = k;
+    }
+    match (f.nvlink_gbps, &f.gpu_type) {
+        (Some(v), _) => net.nvlink_gbps = v,
+        (None, Some(name)) => match gpu_preset(name) {
+            Some(g) => net.nvlink_gbps = g.nvlink_busbw_gbps,
+            None => {
+                eprintln!(
+                    "error: unknown GPU type `{name}`; expected one of: {}",
+                    GPU_NAMES.join(", ")
+                );
+                return Ok(Err(EXIT_CONFIG));
+            }
+        },
+        (None, None) => {}
+    }
+    match (f.nic_gbps, &f.nic_type) {
+        (Some(v), _) => net.nic_gbps = v,
+        (None, Some(name)) => match NicType::from_name(name) {
+            Some(n) => net.nic_gbps = n.nic_busbw_gbps(),
+            None => {
+                eprintln!(
+                    "error: unknown NIC type `{name}`; expected one of: {}",
+                    NicType::NAMES
+                );
+                return Ok(Err(EXIT_CONFIG));
+            }
+        },
+        (None, None) => {}
+    }
+    if let Some(us) = e.latency_us {
+        if let Err(err) = net.set_latency_us(us) {
+            eprint!("{}", err.to_diagnostic().render());
+            return Ok(Err(EXIT_CONFIG));
+        }
+    }
+    if let Some(name) = &e.placement {
+        match PlacementOrder::parse(name) {
+            Ok(order) => net.placement = order,
+            Err(why) => {
+                eprintln!("error: invalid setting `placement`: {why}");
+                return Ok(Err(EXIT_CONFIG));
+            }
+        }
+    }
+    if let Some(x) = e.oversubscription {
+        // Range-checked with the other settings (exit 4 when below 1).
+        net.oversubscription = x;
+    }
+    if let Some(v) = e.virtual_stages {
+        config.virtual_stages = v;
+        if v > 1 && e.schedule.is_none() {
+            config.schedule = ScheduleKind::Interleaved;
+        }
+    }
+    if let Some(s) = e.schedule {
+        config.schedule = s.into();
+    }
+    config.micro_batches = e.micro_batches;
+    if let Some(a) = e.algorithm {
+        config.algorithm = a.into();
+    }
+    config.backward_factor = e.backward_factor;
+    config.activation_bytes = e.activation_bytes;
+    config.overlap_grad_sync = e.overlap_grad_sync;
+    if let Some(n) = e.block_repeats {
+        if let Err(d) = trainscope_core::formats::neusight::check_block_repeats(n) {
+            eprint!("{}", d.render());
+            return Ok(Err(EXIT_CONFIG));
+        }
+    }
+    // Measured replays: an explicit network setting replaces, for its
+    // link, what the replay inferred from the trace.
+    let network_overrides = NetworkOverrides {
+        nvlink_gbps: f.nvlink_gbps.is_some() || f.gpu_type.is_some(),
+        nic_gbps: f.nic_gbps.is_some()
+            || f.nic_type.is_some()
+            || f.nics_per_server.is_some()
+            || e.oversubscription.is_some(),
+        latency: e.latency_us.is_some(),
+        algorithm: e.algorithm.is_some(),
+    };
+    let mut options = RunOptions {
+        block_repeats: e.block_repeats,
+        world: f.world,
+        calibrate: e.calibrate,
+        iteration: e.iteration,
+        network_overrides,
+        ..RunOptions::default()
+    };
+    if let Some(text) = &e.slow_rank {
+        match SlowRank::parse(text) {
+            Ok(sr) => options.slow_rank = Some(sr),
+            Err(why) => {
+                eprintln!("error: invalid setting `slow-rank`: {why}");
+                return Ok(Err(EXIT_CONFIG));
+            }
+        }
+    }
+    if let Some(name) = &e.format {
+        match parse_format(name) {
+            Ok(fm) => options.format = Some(fm),
+            Err(code) => return Ok(Err(code)),
+        }
+    }
+    if let Some(dir) = &f.ratio_table_dir {
+        let mut tables = RatioTables::builtin();
+        let mut warnings = Vec::new();
+        if let Err(code) = load_tables(dir, &mut tables, &mut warnings)? {
+            return Ok(Err(code));
+        }
+        for w in &warnings {
+            eprintln!("{}", w.short());
+        }
+        options.ratio_tables = Some(tables);
+    }
+    Ok(Ok((config, options)))
+}
+
+/// What `convert` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvertTo {
+    /// Chrome Trace Event JSON (times in microseconds).
+    ChromeTrace,
+    /// One CSV row per span.
+    SpansCsv,
+    /// A SimAI/AICB workload (model-level jobs: `--model`).
+    SimaiWorkload,
+    /// Chakra execution traces of the simulated job, one `.et` per
+    /// simulated rank (per stage for model-level jobs), into the directory
+    /// given by -o (ASTRA-sim's input).
+    ChakraEt,
+}
+
+/// `trainscope convert FILE... --to chrome-trace -o PATH`.
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// A measured run: the rank traces of one Echo job, or an Optimus-Prime
+    /// log (or none with --model); with --to chakra-et any input that
+    /// simulates (its simulated job is written).
+    #[arg(required_unless_present = "model", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ConvertTo::ChromeTrace)]
+    pub to: ConvertTo,
+    /// Output file (with --to chakra-et: the output directory).
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: PathBuf,
+    /// Force the input format instead of detecting it.
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+    /// With --model: world size, GPUs.
+    #[arg(long, value_name = "N")]
+    pub world: Option<u32>,
+    /// With --model: the GPU preset (default H100-SXM).
+    #[arg(long, value_name = "T")]
+    pub gpu_type: Option<String>,
+    #[command(flatten)]
+    pub model: ModelFlags,
+}
+
+/// Flags of a model-level job.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Model-level job (--model)")]
+pub struct ModelFlags {
+    /// A model preset name (see `--model list`) or the path of a
+    /// HuggingFace config.json; simulates the job the flags below describe
+    /// instead of reading workload files.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Tensor-parallel size (default 1).
+    #[arg(long, value_name = "N")]
+    pub tp: Option<u32>,
+    /// Pipeline stages (default 1).
+    #[arg(long, value_name = "N")]
+    pub pp: Option<u32>,
+    /// Context-parallel size (Megatron's --context-parallel-size; default
+    /// 1): every sequence split over CP ranks; the sequence length must be
+    /// a multiple of 2 x CP.
+    #[arg(long, value_name = "N", alias = "context-parallel-size")]
+    pub cp: Option<u32>,
+    /// Data-parallel size (default: world / (TP x CP x PP), else 1).
+    #[arg(long, value_name = "N")]
+    pub dp: Option<u32>,
+    /// Expert-parallel size, carved out of DP (default 1); with
+    /// --expert-tp 1 out of TP x DP.
+    #[arg(long, value_name = "N")]
+    pub ep: Option<u32>,
+    /// Expert tensor-parallel size (Megatron's
+    /// --expert-tensor-parallel-size): 1 keeps whole experts on each rank
+    /// and carves EP out of TP x DP (MoE parallel folding; needs
+    /// --sequence-parallel when TP > 1); default TP.
+    #[arg(long, value_name = "N", alias = "expert-tensor-parallel-size")]
+    pub expert_tp: Option<u32>,
+    /// Virtual pipeline stages per rank (interleaved 1F1B; default 1).
+    #[arg(long, value_name = "N")]
+    pub vpp: Option<u32>,
+    /// Transformer layers on the first pipeline stage (Megatron's
+    /// --decoder-first-pipeline-num-layers); the stages between share the
+    /// rest evenly. Default: an even split.
+    #[arg(long, value_name = "N", alias = "decoder-first-pipeline-num-layers")]
+    pub first_stage_layers: Option<u32>,
+    /// Transformer layers on the last pipeline stage (Megatron's
+    /// --decoder-last-pipeline-num-layers). Default: an even split.
+    #[arg(long, value_name = "N", alias = "decoder-last-pipeline-num-layers")]
+    pub last_stage_layers: Option<u32>,
+    /// Megatron's --account-for-embedding-in-pipeline-split: the embedding
+    /// counts as a layer when the layers are cut into PP x vpp model
+    /// chunks, so stage 0's first chunk holds one layer fewer.
+    #[arg(long = "account-for-embedding-in-pipeline-split")]
+    pub account_for_embedding: bool,
+    /// Megatron's --account-for-loss-in-pipeline-split: the output layer
+    /// and loss count as a layer, so the last stage's last chunk holds one
+    /// layer fewer.
+    #[arg(long = "account-for-loss-in-pipeline-split")]
+    pub account_for_loss: bool,
+    /// Keep and reduce gradients in bf16 under bf16/FP8 training
+    /// (Megatron-Bridge's grad_reduce_in_fp32 = False, set by NVIDIA's
+    /// performance recipes): 2 bytes a gradient, half the gradient
+    /// reduction's bytes, an fp32 copy of the optimizer's shard.
+    #[arg(long = "no-grad-reduce-in-fp32")]
+    pub bf16_grads: bool,
+    /// Megatron sequence parallelism (needs TP > 1).
+    #[arg(long)]
+    pub sequence_parallel: bool,
+    /// Sequences per micro-batch (default 1).
+    #[arg(long, value_name = "N")]
+    pub micro_batch_size: Option<u32>,
+    /// Sequences per iteration (default 1024, rounded up to a multiple of
+    /// micro-batch x DP).
+    #[arg(long, value_name = "N")]
+    pub global_batch_size: Option<u32>,
+    /// Tokens per sequence (default 4096).
+    #[arg(long, value_name = "N")]
+    pub seq_length: Option<u32>,
+    /// GEMM precision: fp32, bf16 (default), fp16, fp8.
+    #[arg(long, value_name = "P")]
+    pub precision: Option<String>,
+    /// Activation recompute: none (default), selective, full.
+    #[arg(long, value_name = "R")]
+    pub recompute: Option<String>,
+    /// Megatron's distributed optimizer (ZeRO-1 over DP).
+    #[arg(long)]
+    pub distributed_optimizer: bool,
+    /// Megatron's unfused core attention instead of a fused (flash) kernel:
+    /// scores, softmax, dropout and context as separate kernels over the
+    /// full score matrix, which is stored unless recomputed.
+    #[arg(long)]
+    pub no_flash_attention: bool,
+    /// Fraction of the dense peak a large GEMM reaches (default: the GPU
+    /// preset's).
+    #[arg(long, value_name = "X")]
+    pub gemm_efficiency: Option<f64>,
+    /// Fraction of the dense peak the fused attention core reaches on long
+    /// sequences, forward and backward (the preset's curve over the
+    /// sequence length keeps its shape).
+    #[arg(long, value_name = "X")]
+    pub attention_efficiency: Option<f64>,
+    /// Fraction of the memory bandwidth bandwidth-bound kernels reach.
+    #[arg(long, value_name = "X")]
+    pub hbm_efficiency: Option<f64>,
+    /// Launch overhead per kernel, microseconds.
+    #[arg(long, value_name = "US")]
+    pub launch_overhead_us: Option<f64>,
+    /// A measured run of the same model on the same GPU type (an
+    /// Optimus-Prime log, the rank traces of one Echo job): fit the compute
+    /// scale on its configuration, then simulate the job the flags give.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub calibrate_from: Vec<PathBuf>,
+}
+
+impl ModelFlags {
+    /// The model-only flags that were given (refused without `--model`).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut add = |set: bool, name: &'static str| {
+            if set {
+                out.push(name);
+            }
+        };
+        add(self.tp.is_some(), "--tp");
+        add(self.pp.is_some(), "--pp");
+        add(self.dp.is_some(), "--dp");
+        add(self.cp.is_some(), "--cp");
+        add(self.ep.is_some(), "--ep");
+        add(self.expert_tp.is_some(), "--expert-tp");
+        add(self.vpp.is_some(), "--vpp");
+        add(self.first_stage_layers.is_some(), "--first-stage-layers");
+        add(self.last_stage_layers.is_some(), "--last-stage-layers");
+        add(
+            self.account_for_embedding,
+            "--account-for-embedding-in-pipeline-split",
+        );
+        add(
+            self.account_for_loss,
+            "--account-for-loss-in-pipeline-split",
+        );
+        add(self.bf16_grads, "--no-grad-reduce-in-fp32");
+        add(self.sequence_parallel, "--sequence-parallel");
+        add(self.micro_batch_size.is_some(), "--micro-batch-size");
+        add(self.global_batch_size.is_some(), "--global-batch-size");
+        add(self.seq_length.is_some(), "--seq-length");
+        add(self.precision.is_some(), "--precision");
+        add(self.recompute.is_some(), "--recompute");
+        add(self.distributed_optimizer, "--distributed-optimizer");
+        add(self.no_flash_attention, "--no-flash-attention");
+        add(self.gemm_efficiency.is_some(), "--gemm-efficiency");
+        add(
+            self.attention_efficiency.is_some(),
+            "--attention-efficiency",
+        );
+        add(self.hbm_efficiency.is_some(), "--hbm-efficiency");
+        add(self.launch_overhead_us.is_some(), "--launch-overhead-us");
+        add(!self.calibrate_from.is_empty(), "--calibrate-from");
+        out
+    }
+
+    /// The training setup the flags give (`Err`: the message for exit 4).
+    pub fn setup(&self) -> std::result::Result<TrainingSetup, String> {
+        let d = TrainingSetup::default();
+        let precision = match &self.precision {
+            None => d.precision,
+            Some(p) => Precision::from_name(p).ok_or_else(|| {
+                format!("unknown precision `{p}`; expected one of: fp32, bf16, fp16, fp8")
+            })?,
+        };
+        let recompute = match &self.recompute {
+            None => d.recompute,
+            Some(r) => Recompute::from_name(r).ok_or_else(|| {
+                format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
+            })?,
+        };
+        Ok(TrainingSetup {
+            tp: self.tp.unwrap_or(d.tp),
+            pp: self.pp.unwrap_or(d.pp),
+            dp: self.dp,
+            cp: self.cp.unwrap_or(d.cp),
+            ep: self.ep.unwrap_or(d.ep),
+            expert_tp: self.expert_tp,
+            vpp: self.vpp.unwrap_or(d.vpp),
+            sequence_parallel: self.sequence_parallel,
+            micro_batch_size: self.micro_batch_size.unwrap_or(d.micro_batch_size),
+            global_batch_size: self.global_batch_size,
+            seq_length: self.seq_length.unwrap_or(d.seq_length),
+            precision,
+            recompute,
+            distributed_optimizer: self.distributed_optimizer,
+            flash_attention: !self.no_flash_attention,
+            first_stage_layers: self.first_stage_layers,
+            last_stage_layers: self.last_stage_layers,
+            account_for_embedding: self.account_for_embedding,
+            account_for_loss: self.account_for_loss,
+            bf16_grads: self.bf16_grads,
+        })
+    }
+
+    /// `gpu` with the efficiency overrides applied (`Err`: the message).
+    pub fn apply_efficiency(&self, gpu: &mut GpuSpec) -> std::result::Result<(), String> {
+        let e = &mut gpu.efficiency;
+        if let Some(x) = self.gemm_efficiency {
+            e.gemm_max = x;
+        }
+        if let Some(x) = self.attention_efficiency {
+            e.attention = x;
+            e.attention_backward = x;
+        }
+        if let Some(x) = self.hbm_efficiency {
+            e.memory = x;
+        }
+        if let Some(us) = self.launch_overhead_us {
+            if !us.is_finite() || !(0.0..=1e6).contains(&us) {
+                return Err(format!(
+                    "launch overhead {us} us is not between 0 and 1000000"
+                ));
+            }
+            e.launch_ns = (us * 1000.0).round() as u64;
+        }
+        e.validate()
+    }
+}

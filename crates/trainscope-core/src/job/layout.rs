@@ -1,0 +1,81 @@
+//! Where a model-level job's layers and bytes sit: the shape of one
+//! micro-batch on one TP rank, the layers of each stage and model chunk,
+//! and the bytes per weight and gradient element. The workload builder
+//! ([`super::build`]) and the memory model ([`super::memory`]) both read it.
+
+use super::ModelJob;
+use crate::hardware::Precision;
+use crate::model::ops::Shape;
+
+/// Bytes per gradient element Megatron keeps and reduces: fp16 training
+/// fp16 gradients, bf16 and fp8 training fp32 main gradients (bf16 with
+/// [`super::TrainingSetup::bf16_grads`]), fp32 training fp32.
+pub fn gradient_bytes(s: &super::TrainingSetup) -> u64 {
+    match s.precision {
+        Precision::Fp16 => 2,
+        Precision::Bf16 | Precision::Fp8 if s.bf16_grads => 2,
+        _ => 4,
+    }
+}
+
+/// Bytes per weight element as stored for compute (the all-gather of the
+/// distributed optimizer moves these).
+pub fn weight_bytes(p: Precision) -> u64 {
+    match p {
+        Precision::Fp32 => 4,
+        _ => 2,
+    }
+}
+
+/// The shape of one micro-batch on one TP rank.
+pub fn shape(job: &ModelJob) -> Shape {
+    let s = &job.setup;
+    Shape {
+        micro_batch_size: u64::from(s.micro_batch_size),
+        seq_length: u64::from(s.seq_length),
+        tp: u64::from(s.tp),
+        expert_tp: u64::from(job.expert_tp()),
+        cp: u64::from(s.cp),
+        sequence_parallel: s.sequence_parallel,
+        activation_bytes: s.precision.activation_bytes(),
+        gemm_weight_bytes: match s.precision {
+            Precision::Fp8 => 1,
+            p => weight_bytes(p),
+        },
+        flash_attention: s.flash_attention,
+    }
+}
+
+/// The layers stage `stage` holds, in the order it runs them: chunk c of
+/// the stage holds layer group c x PP + stage (looped), or groups stage and
+/// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk). With
+/// first/last-stage layer counts, the stage's own range.
+pub fn stage_layers(job: &ModelJob, stage: u32) -> Vec<u32> {
+    stage_chunk_layers(job, stage).concat()
+}
+
+/// The layers of each model chunk of stage `stage`, in the order the stage
+/// runs its chunks (one chunk without interleaving; see [`stage_layers`]).
+pub fn stage_chunk_layers(job: &ModelJob, stage: u32) -> Vec<Vec<u32>> {
+    if job.is_uneven() {
+        return vec![job.stage_layer_range(stage).collect()];
+    }
+    let p = job.setup.pp;
+    if job.accounts_in_split() {
+        return (0..job.chunks_per_stage())
+            .map(|c| job.accounted_chunk_range(c * p + stage).collect())
+            .collect();
+    }
+    let per = job.layers_per_chunk();
+    (0..job.chunks_per_stage())
+        .map(|c| {
+            let group = if job.v_shape && c == 1 {
+                2 * p - 1 - stage
+            } else {
+                c * p + stage
+            };
+            let first = group * per;
+            (first..first + per).collect()
+        })
+        .collect()
+}
