@@ -120,7 +120,7 @@ fn json_keys_on_every_seed() {
 #[test]
 fn measured_runs_report_their_measurement() {
     let v = json_of(&simulate(ECHO, &["--json"]));
-    // Rank 7's first op start to its optimizer end (FORMATS.md section 4).
+    // Rank 7's first op start to its optimizer end (docs/FORMATS.md §2.3).
     assert_eq!(u(&v, "measured_iteration_time_ns"), 3_851_380_000);
     let w = v["warnings"].to_string();
     assert!(w.contains("nearest present stage"), "{w}");

@@ -34,7 +34,7 @@ pub enum Mode {
     Simai,
 }
 
-/// GPU type presets: each sets a default NVLink bus bandwidth (FORMATS.md §2.8).
+/// GPU type presets: each sets a default NVLink bus bandwidth (docs/FORMATS.md §4 item 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
 pub enum GpuPreset {
     /// Bandwidth typed in by the user.
@@ -87,7 +87,7 @@ impl GpuPreset {
     }
 }
 
-/// NIC type presets: each sets a default per-NIC bus bandwidth (FORMATS.md §2.8).
+/// NIC type presets: each sets a default per-NIC bus bandwidth (docs/FORMATS.md §4 item 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
 pub enum NicPreset {
     #[default]

@@ -1,4 +1,4 @@
-//! The per-collective cost of SimAI-Analytical (FORMATS.md section 2, items
+//! The per-collective cost of SimAI-Analytical (docs/FORMATS.md §4, items
 //! 1-7), as small pure functions: the group's placement on servers
 //! ([`Placement::for_group`]), the bus bandwidth of a placement ([`busbw`]),
 //! the small-message constants ([`small_message_ns`]), the choice of ratio
@@ -295,7 +295,7 @@ impl CostModel {
     }
 
     /// Cost one collective of `size_bytes` over a `group` of `group_size`
-    /// ranks in `phase` (FORMATS.md section 2, items 1-7):
+    /// ranks in `phase` (docs/FORMATS.md §4, items 1-7):
     ///
     /// 1. forward sizes in (0, 4096) become 4096;
     /// 2. n <= 1: 0 ns;

@@ -1,5 +1,5 @@
 //! SimAI-compatible mode: SimAI-Analytical's cost model and report
-//! (FORMATS.md section 2), reproducing its numbers to the printed
+//! (docs/FORMATS.md §4), reproducing its numbers to the printed
 //! microsecond from a parsed SimAI/AICB workload.
 //!
 //! - [`tables`]: bandwidth-efficiency tables (built-in = SimAI's; user CSV);

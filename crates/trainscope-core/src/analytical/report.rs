@@ -1,4 +1,4 @@
-//! The SimAI-Analytical report (FORMATS.md section 2, "Report"): per-layer
+//! The SimAI-Analytical report (docs/FORMATS.md §4 "Report"): per-layer
 //! rows (compute, exposed and total comm, algbw and busbw per phase) and the
 //! summary (exposed DP, DP_EP, TP, EP and PP comm, bubble, compute, exposed
 //! total, total, each with its share), all in integer nanoseconds, each term

@@ -1,5 +1,5 @@
 //! Bandwidth-efficiency ("ratio") tables of the SimAI-compatible cost model
-//! (FORMATS.md section 2, item 7): the fraction of peak bus bandwidth a
+//! (docs/FORMATS.md §4 item 7): the fraction of peak bus bandwidth a
 //! collective reaches for a message size and a node count, the built-in
 //! tables, the lookup with linear interpolation, and a parser for a
 //! user-supplied table in SimAI's CSV layout (bytes in, [`Diagnostic`] out).

@@ -1,6 +1,6 @@
 //! Unit tests of the SimAI-compatible mode's small functions and of every
 //! invalid-configuration error. Expected values are worked out by hand from
-//! the formulas of FORMATS.md section 2 (the golden tests in
+//! the formulas of docs/FORMATS.md §4 (the golden tests in
 //! `tests/tests/simai_golden.rs` check whole reports against SimAI).
 
 use super::config::*;
@@ -560,7 +560,7 @@ fn config_resolution_defaults_presets_and_errors() {
 }
 
 /// SimAI's order and precision for the four overlap ratios (Layer.cc at
-/// the reference commit; FORMATS.md section 2): the ratio is a C `float`,
+/// the reference commit; docs/FORMATS.md §4): the ratio is a C `float`,
 /// `Tick t; t *= (1 - ratio)` converts the 64-bit tick to `float`,
 /// multiplies in single precision and truncates; the exposed PP time is
 /// first truncated to whole microseconds in double precision, dividing by

@@ -958,7 +958,7 @@ impl Builder<'_> {
         Ok(self.cost(req)?.0)
     }
 
-    /// SimAI's closed form (FORMATS.md section 2). With the file's rows
+    /// SimAI's closed form (docs/FORMATS.md §4). With the file's rows
     /// ([`JobSpec::simai_bubble`]): per row except `embedding_layer`, once
     /// each, (fwd comm + ig comm + fwd + ig + wg compute as written, times
     /// the compute scale), summed, times (p - 1) / (ga * vpp), truncated

@@ -3,7 +3,7 @@
 //! into a [`SimError::InvalidConfig`] naming the setting.
 //!
 //! Bandwidths are in GB/s with 1 GB = 2^30 bytes (the unit SimAI and
-//! FORMATS.md section 2 use), so `--nvlink-gbps` / `--nic-gbps` mean the same
+//! docs/FORMATS.md §4 use), so `--nvlink-gbps` / `--nic-gbps` mean the same
 //! in the event mode and the SimAI-compatible mode. Latencies are integer ns.
 //!
 //! The defaults are the project's one set: the cluster's come from the

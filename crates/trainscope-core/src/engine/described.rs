@@ -23,7 +23,7 @@
 //! - SimAI workloads keep the header's `vpp` for SimAI's closed-form bubble
 //!   only ([`JobSpec::header_vpp`]).
 //!
-//! NeuSight semantics (FORMATS.md section 3) follow from this and the
+//! NeuSight semantics (docs/FORMATS.md §2.2) follow from this and the
 //! engine: one stage, one micro-batch per block; forward runs the ops in
 //! order, backward walks them in reverse, and a `_grad` row's all-reduce
 //! (attached by the parser to its op's weight-gradient column) starts

@@ -1,7 +1,7 @@
 //! The SimAI-compatible collective cost as an engine [`CollectiveCost`]
 //! ([`SimaiCost`]), so `--algorithm simai` prices every collective of an
 //! event-level simulation exactly as the SimAI-compatible mode does
-//! ([`crate::analytical::collective_time_ns`], FORMATS.md section 2).
+//! ([`crate::analytical::collective_time_ns`], docs/FORMATS.md §4).
 //!
 //! Mapping of an engine request to the analytical function:
 //! - cluster: world = tp x dp x pp of the job, GPUs per server = the

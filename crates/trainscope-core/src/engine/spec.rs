@@ -358,7 +358,7 @@ pub struct BubbleRow {
     pub comms: Vec<(Phase, CommSpec)>,
 }
 
-/// The inputs of SimAI's closed-form bubble (FORMATS.md section 2): every
+/// The inputs of SimAI's closed-form bubble (docs/FORMATS.md §4): every
 /// row the file holds except `embedding_layer`, once each in file order,
 /// and the header's `ga` and `vpp`. The bubble is
 /// trunc(sum over rows of (fwd comm + ig comm + fwd + ig + wg compute) x
@@ -522,7 +522,7 @@ impl JobSpec {
         }
     }
 
-    /// Adapt a parsed SimAI/AICB workload (FORMATS.md section 1) into an
+    /// Adapt a parsed SimAI/AICB workload (docs/FORMATS.md §2.1) into an
     /// SPMD job: one block per distinct unrolled micro-batch block, the rows
     /// before the first `embedding_layer` as gradient-sync rows, the
     /// `cross_entropy*` / `optimizer*` rows after the last block as closing

@@ -347,7 +347,7 @@ pub struct Summary {
     /// The rank whose decomposition is reported at the top level.
     pub reference_stage: u32,
     pub reference_rank: u32,
-    /// SimAI's closed-form bubble for the same job (FORMATS.md section 2),
+    /// SimAI's closed-form bubble for the same job (docs/FORMATS.md §4),
     /// ns: for a SimAI workload, every row of the file once (except
     /// `embedding_layer`, compute as written) x (pp - 1) / (ga x vpp) from
     /// the header, whatever the simulated micro-batch count. Collectives are

@@ -1,4 +1,4 @@
-//! Exports (FORMATS.md section 6): the timeline as Chrome Trace Event JSON
+//! Exports (docs/FORMATS.md §3): the timeline as Chrome Trace Event JSON
 //! (Perfetto / chrome://tracing), the summary as JSON with a
 //! `schema_version`, and the spans as CSV. Writers take any
 //! [`std::io::Write`] (the CLI passes a file, tests a `Vec<u8>`); nothing

@@ -1,4 +1,4 @@
-//! Chakra execution traces (format `chakra-et`, FORMATS.md section 7): the
+//! Chakra execution traces (format `chakra-et`, docs/FORMATS.md §2.7): the
 //! protobuf `.et` files of mlcommons/chakra that ASTRA-sim replays, one per
 //! rank (`NAME.<rank>.et`), each a varint-length-prefixed `GlobalMetadata`
 //! message followed by varint-length-prefixed `Node` messages to the end of

@@ -1,4 +1,4 @@
-//! Parser for Echo / Megatron per-rank op traces (FORMATS.md section 4) and
+//! Parser for Echo / Megatron per-rank op traces (docs/FORMATS.md §2.3) and
 //! the assembly of several rank files into one [`MeasuredRun`].
 //!
 //! One op per line:

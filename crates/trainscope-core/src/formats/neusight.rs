@@ -1,4 +1,4 @@
-//! Parser for NeuSight "Work_Item" TSVs (FORMATS.md section 3) and their
+//! Parser for NeuSight "Work_Item" TSVs (docs/FORMATS.md §2.2) and their
 //! conversion to the normalised workload model.
 //!
 //! A header row of 11 named columns, then one row per torch.fx op of one

@@ -1,4 +1,4 @@
-//! Parser for Optimus-Prime pipeline training logs (FORMATS.md section 5)
+//! Parser for Optimus-Prime pipeline training logs (docs/FORMATS.md §2.4)
 //! and their conversion to a [`MeasuredRun`].
 //!
 //! The log is the shared stdout of all ranks, so useful lines interleave

@@ -1,4 +1,4 @@
-//! Parser for SimAI / AICB text workloads (FORMATS.md section 1).
+//! Parser for SimAI / AICB text workloads (docs/FORMATS.md §2.1).
 //!
 //! Line 1 is the policy token plus `key: value` pairs in any order, line 2 the
 //! declared record count, then one 12-field record per layer. The parser keeps
@@ -795,7 +795,7 @@ fn parse_record(cx: &mut Ctx<'_>, no: u32, line: &str) -> Result<SimaiRecord, Di
 fn model_comm(c: &SimaiComm, column: Column) -> Option<CommOp> {
     let (kind, group) = c.collective()?;
     if c.size_bytes <= 1 {
-        // Size 0 or 1 with a type set means "no data" (FORMATS.md §1).
+        // Size 0 or 1 with a type set means "no data" (docs/FORMATS.md §2.1).
         return None;
     }
     Some(CommOp {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// GPU presets that set the NVLink bus bandwidth (FORMATS.md section 2, item 8).
+/// GPU presets that set the NVLink bus bandwidth (docs/FORMATS.md §4 item 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GpuType {
     /// NVIDIA H100 (NVLink 370.8 GB/s).

@@ -1,5 +1,5 @@
-//! A model-level job written as a SimAI/AICB text workload (FORMATS.md
-//! section 1), for users who want to cross-check with SimAI itself:
+//! A model-level job written as a SimAI/AICB text workload (docs/FORMATS.md
+//! §2.1), for users who want to cross-check with SimAI itself:
 //! `trainscope convert --model ... --to simai-workload -o FILE`. The text
 //! reads back through our own SimAI parser (tested) and follows AICB's
 //! layout: the once-per-iteration gradient sync first (collectives in the

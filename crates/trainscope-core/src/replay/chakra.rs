@@ -1,4 +1,4 @@
-//! Chakra execution traces (FORMATS.md section 7) to and from the simulator.
+//! Chakra execution traces (docs/FORMATS.md §2.7) to and from the simulator.
 //!
 //! In ([`chakra_job`]): a run read by [`crate::formats::chakra::to_run`]
 //! becomes a per-rank [`JobSpec`] with an explicit order: each rank's kept

@@ -19,7 +19,7 @@
 //!   the peer); waits on the compute stream. Sub-ops go to the stream of
 //!   their own kind (compute sub-ops nest inside their parent).
 //! - Time: the clock of the traces (one host clock shared by the ranks,
-//!   FORMATS.md section 4) shifted so the earliest measured start is 0.
+//!   docs/FORMATS.md §2.3) shifted so the earliest measured start is 0.
 //!   Ops without a measured start (profiling placeholders, aggregated log
 //!   entries such as Optimus-Prime's per-step forward totals) are laid end
 //!   to end after the rank's previous op, and a warning says how many.

@@ -1,5 +1,5 @@
 //! ASTRA-sim's communicator-group file (format `chakra-comm-groups`,
-//! FORMATS.md section 7): the JSON file ASTRA-sim reads with
+//! docs/FORMATS.md §2.8): the JSON file ASTRA-sim reads with
 //! `--comm-group-configuration` beside a set of Chakra `.et` files (its
 //! workload layer: `Workload.cc`, groups by integer id), one object mapping
 //! each group id (a string, `"1"`) to the list of its member ranks
