@@ -418,7 +418,8 @@ fn phase_ops_default_is_nothing() {
         PhaseOps::default(),
         PhaseOps {
             compute_ns: 0,
-            comm: None
+            comm: None,
+            ..Default::default()
         }
     );
 }

@@ -44,6 +44,7 @@ fn job(send_bytes: u64, sync_bytes: u64) -> JobSpec {
                         group: GroupKind::Dp,
                         size_bytes: sync_bytes,
                     }),
+                    ..Default::default()
                 },
                 update_ns: 0,
             });

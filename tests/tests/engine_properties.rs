@@ -40,7 +40,11 @@ fn phase_strategy() -> impl Strategy<Value = PhaseOps> {
         prop_oneof![1 => Just(0u64), 4 => 1u64..5_000_000],
         comm_strategy(),
     )
-        .prop_map(|(compute_ns, comm)| PhaseOps { compute_ns, comm })
+        .prop_map(|(compute_ns, comm)| PhaseOps {
+            compute_ns,
+            comm,
+            ..Default::default()
+        })
 }
 
 fn layer_strategy() -> impl Strategy<Value = LayerSpec> {

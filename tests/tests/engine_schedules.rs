@@ -647,10 +647,12 @@ fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
         forward: PhaseOps {
             compute_ns: 400_000,
             comm,
+            ..Default::default()
         },
         input_grad: PhaseOps {
             compute_ns: 400_000,
             comm,
+            ..Default::default()
         },
         weight_grad: PhaseOps::compute(200_000),
         update_ns: 0,

@@ -114,10 +114,12 @@ fn synthetic_per_rank() -> JobSpec {
         forward: PhaseOps {
             compute_ns: 2_000_000 + jitter,
             comm: tp(32 << 20),
+            ..Default::default()
         },
         input_grad: PhaseOps {
             compute_ns: 2_000_000 + jitter,
             comm: tp(32 << 20),
+            ..Default::default()
         },
         weight_grad: PhaseOps::compute(2_000_000),
         update_ns: 100,
@@ -133,6 +135,7 @@ fn synthetic_per_rank() -> JobSpec {
                 group: GroupKind::Dp,
                 size_bytes: 2 << 30,
             }),
+            ..Default::default()
         },
         update_ns: 100,
     };

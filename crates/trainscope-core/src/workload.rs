@@ -284,6 +284,18 @@ pub struct PhaseOp {
     /// The collective run after the compute, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm: Option<CommOp>,
+    /// Host time to launch the compute's kernels, ns (0: no host model; see
+    /// [`crate::engine::spec::PhaseOps::launch_ns`]).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub launch_ns: u64,
+    /// The host waits for the device before launching this compute (see
+    /// [`crate::engine::spec::PhaseOps::host_sync`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub host_sync: bool,
+}
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
 }
 
 /// What a layer row is for (drives special cases in the simulators).

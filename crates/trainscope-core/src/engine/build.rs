@@ -62,6 +62,7 @@ use crate::engine::network::{
 use crate::engine::schedule::{self, Direction, PipeStep, StagePlan};
 use crate::engine::spec::{
     estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
+    PhaseOps,
 };
 use crate::engine::summary::{self, ActivationSeries, Summary};
 use crate::engine::task::{Meta, ProgramInfo, StepRecord, TaskMeta};
@@ -73,6 +74,9 @@ use crate::timeline::{
 use crate::{engine::config::SimConfig, limits::MAX_MICRO_BATCHES};
 use std::collections::BTreeMap;
 use std::ops::Range;
+
+/// Engine resources per program: one per [`Stream`] (the host's included).
+const STREAMS: u32 = Stream::ALL.len() as u32;
 
 /// A built model: the graph for the engine and the meaning of its tasks.
 #[derive(Debug, Clone)]
@@ -97,6 +101,8 @@ struct ProgState {
     last_bwd_start: Vec<Dep>,
     coll_seq: [u32; 5],
     closed: bool,
+    /// The rank's last host launch (jobs with a host model).
+    host_last: Option<TaskId>,
     /// A step stopped at a point-to-point wait whose transfer its sender has
     /// not issued yet ([`JobSpec::transfers`]); it resumes there.
     resume: Option<Resume>,
@@ -161,6 +167,8 @@ struct Builder<'a> {
     cost_cache: BTreeMap<CollectiveRequest, (u64, u64)>,
     gangs: BTreeMap<(GroupKind, u32, u32), GangId>,
     scratch: Vec<Dep>,
+    /// Some op had a host launch (the timeline gets host lanes).
+    has_host: bool,
     /// Per transfer of [`JobSpec::transfers`]: its task once issued.
     p2p_task: Vec<TaskId>,
     /// Per program: its transfer points (boundary, point), by boundary,
@@ -247,16 +255,21 @@ impl Builder<'_> {
     }
 
     fn res(prog: u32, stream: Stream) -> u32 {
-        prog * 5 + stream.index()
+        prog * STREAMS + stream.index()
     }
 
-    /// A chain compute task (skipped when zero).
+    /// A chain compute task (skipped when zero), after its host launch
+    /// when `ops` has one ([`PhaseOps::launch_ns`], [`PhaseOps::host_sync`]):
+    /// the launch runs on the rank's host lane after the previous launch
+    /// (and, at a sync point, after the device work the compute waits for),
+    /// and the compute waits for its launch.
     fn compute(
         &mut self,
         st: &mut ProgState,
         pending: &mut Vec<Dep>,
         prog: u32,
         ns: u64,
+        ops: &PhaseOps,
         meta: TaskMeta,
     ) -> Result<(), SimError> {
         if ns == 0 {
@@ -264,6 +277,29 @@ impl Builder<'_> {
         }
         let mut deps = std::mem::take(&mut self.scratch);
         merge_deps(&mut deps, &st.frontier, pending);
+        if ops.launch_ns > 0 || ops.host_sync {
+            let mut host_deps: Vec<Dep> = st.host_last.map(Dep::on).into_iter().collect();
+            if ops.host_sync {
+                host_deps.extend(deps.iter().copied());
+            }
+            let kind = if ops.host_sync {
+                SpanKind::HostSync
+            } else {
+                SpanKind::HostLaunch
+            };
+            let host = self.task(
+                TaskDef::on(Self::res(prog, Stream::Host), ops.launch_ns),
+                &host_deps,
+                TaskMeta {
+                    kind,
+                    stream: Stream::Host,
+                    ..meta
+                },
+            )?;
+            st.host_last = Some(host);
+            self.has_host = true;
+            deps.push(Dep::on(host));
+        }
         let id = self.task(
             TaskDef::on(Self::res(prog, Stream::Compute), ns),
             &deps,
@@ -416,7 +452,7 @@ impl Builder<'_> {
                     chunk: 0,
                 };
                 let ns = self.compute_ns(row, phase);
-                self.compute(st, pending, prog, ns, meta)?;
+                self.compute(st, pending, prog, ns, row.phase(phase), meta)?;
                 if let Some(comm) = row.phase(phase).comm {
                     let is_dp = matches!(comm.group, GroupKind::Dp | GroupKind::DpEp);
                     let (blocking, after) = if grad_sync {
@@ -703,7 +739,7 @@ impl Builder<'_> {
             for &(phase, kind, blocking) in phases {
                 let meta = TaskMeta { kind, ..meta };
                 let ns = self.compute_ns(layer, phase);
-                self.compute(st, &mut pending, prog, ns, meta)?;
+                self.compute(st, &mut pending, prog, ns, layer.phase(phase), meta)?;
                 if let Some(comm) = layer.phase(phase).comm {
                     self.collective(
                         st,
@@ -1227,7 +1263,7 @@ pub fn build(
         }
     }
     let mut graph = TaskGraph::new();
-    for _ in 0..job.programs.len() * 5 {
+    for _ in 0..job.programs.len() * STREAMS as usize {
         graph.add_resource();
     }
     let mut node_ids: BTreeMap<u32, NodeId> = BTreeMap::new();
@@ -1288,6 +1324,7 @@ pub fn build(
         scratch: Vec::new(),
         p2p_task: vec![NONE; job.transfers.len()],
         points: transfer_points(job, &by_rank_copy),
+        has_host: false,
     };
     let mut states = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
@@ -1320,6 +1357,7 @@ pub fn build(
             last_bwd_start: Vec::new(),
             coll_seq: [0; 5],
             closed: false,
+            host_last: None,
             resume: None,
         });
     }
@@ -1393,6 +1431,7 @@ pub fn build(
         mut tasks,
         mut steps,
         labels,
+        has_host,
         ..
     } = b;
     // Kept through the run: no spare capacity from growing.
@@ -1420,6 +1459,7 @@ pub fn build(
         cost_model: cost.name().to_string(),
         activation_bytes: activation,
         simai_bubble_ns,
+        host: has_host,
         warnings,
         notes,
     };
@@ -1451,8 +1491,15 @@ pub fn finish_all(
     for l in &meta.labels {
         tb.label(l);
     }
+    // Host lanes only where some op had a host launch: every other
+    // timeline keeps its five device lanes per rank.
+    let streams: &[Stream] = if meta.host {
+        &Stream::ALL
+    } else {
+        &Stream::DEVICE
+    };
     for prog in &meta.programs {
-        for stream in Stream::ALL {
+        for &stream in streams {
             let (group_kind, group, name) = match meta.mode {
                 JobMode::Spmd => (
                     LaneGroup::Stage,
@@ -1479,7 +1526,8 @@ pub fn finish_all(
             });
         }
     }
-    let lane = |prog: u32, stream: Stream| prog * 5 + stream.index();
+    let per_prog = streams.len() as u32;
+    let lane = |prog: u32, stream: Stream| prog * per_prog + stream.index();
     let mut primary = Vec::with_capacity(meta.tasks.len());
     let mut recv_of: BTreeMap<u32, SpanRef> = BTreeMap::new();
     for (id, (m, t)) in meta.tasks.iter().zip(times).enumerate() {

@@ -147,6 +147,8 @@ fn phase_ops(p: &PhaseOp, phase: Phase, name: &str, warnings: &mut Vec<String>) 
             .comm
             .as_ref()
             .and_then(|c| comm_spec(c, phase, name, warnings)),
+        launch_ns: p.launch_ns,
+        host_sync: p.host_sync,
     }
 }
 

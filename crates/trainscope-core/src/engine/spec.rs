@@ -232,11 +232,34 @@ pub struct CommSpec {
     pub size_bytes: u64,
 }
 
-/// Compute then (optionally) a collective.
+/// Compute then (optionally) a collective, and what the rank's host does
+/// to launch the compute ([`PhaseOps::launch_ns`], [`PhaseOps::host_sync`];
+/// both zero/false: no host model, the device runs the op as soon as its
+/// inputs are ready).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 pub struct PhaseOps {
     pub compute_ns: u64,
     pub comm: Option<CommSpec>,
+    /// Host time to launch this op's kernels, ns: the rank's host thread
+    /// launches ops one after another in program order, running ahead of
+    /// the device; the device cannot start the op before its launch ends.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub launch_ns: u64,
+    /// A sync point before this op: the host waits until the device has
+    /// finished the work issued before it (a device-to-host copy such as
+    /// Megatron's all-to-all dispatcher reading its token counts, or an
+    /// `.item()`), so the launch queue drains and the device then waits for
+    /// the host's launches.
+    #[serde(skip_serializing_if = "is_false")]
+    pub host_sync: bool,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 impl PhaseOps {
@@ -244,7 +267,7 @@ impl PhaseOps {
     pub fn compute(compute_ns: u64) -> PhaseOps {
         PhaseOps {
             compute_ns,
-            comm: None,
+            ..PhaseOps::default()
         }
     }
 }
@@ -927,14 +950,17 @@ fn layer_from_record(r: &SimaiRecord, warnings: &mut Vec<String>) -> LayerSpec {
         forward: PhaseOps {
             compute_ns: compute_value(r.fwd_compute_ns),
             comm: comm_from(&r.fwd_comm, Phase::Forward, warnings, &r.name),
+            ..Default::default()
         },
         input_grad: PhaseOps {
             compute_ns: compute_value(r.ig_compute_ns),
             comm: comm_from(&r.ig_comm, Phase::InputGrad, warnings, &r.name),
+            ..Default::default()
         },
         weight_grad: PhaseOps {
             compute_ns: compute_value(r.wg_compute_ns),
             comm: comm_from(&r.wg_comm, Phase::WeightGrad, warnings, &r.name),
+            ..Default::default()
         },
         update_ns: r.update_ns,
     }

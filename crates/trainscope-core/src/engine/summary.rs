@@ -113,6 +113,13 @@ pub struct StageSummary {
     pub bubble_ns: u64,
     pub exposed_comm_ns: ExposedComm,
     pub other_idle_ns: u64,
+    /// Idle waiting for the host's kernel launches, ns (jobs with a host
+    /// model; part of the idle time the other fields do not count).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_bound_ns: u64,
+    /// Host time blocked at sync points waiting for the device, ns.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sync_stall_ns: u64,
     /// Busy time of the other streams, ns.
     pub collective_busy_ns: u64,
     pub grad_sync_busy_ns: u64,
@@ -344,6 +351,13 @@ pub struct Summary {
     pub bubble_ns: u64,
     pub exposed_comm_ns: ExposedComm,
     pub other_idle_ns: u64,
+    /// The reference rank's compute stream idle waiting for kernel launches
+    /// (host-bound), ns; 0 without a host model.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_bound_ns: u64,
+    /// The reference rank's host blocked at sync points, ns.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sync_stall_ns: u64,
     /// The rank whose decomposition is reported at the top level.
     pub reference_stage: u32,
     pub reference_rank: u32,
@@ -391,6 +405,8 @@ struct Breakdown {
     bubble: u64,
     exposed: ExposedComm,
     other: u64,
+    /// Waiting for the host's launches.
+    host: u64,
 }
 
 fn group_of(kind: SpanKind) -> Option<GroupKind> {
@@ -431,6 +447,8 @@ fn attribute(
             let ns = hi - seg_lo;
             if !local {
                 b.bubble += ns;
+            } else if m.stream == Stream::Host {
+                b.host += ns;
             } else if let Some(g) = group_of(m.kind) {
                 b.exposed.add(g, ns);
             } else {
@@ -480,7 +498,9 @@ pub fn summarize(
     let n = meta.programs.len();
     let mut per_prog: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     let mut last_of: Vec<TaskId> = vec![NONE; n];
-    let mut busy = vec![[0u64; 5]; n];
+    let mut busy = vec![[0u64; Stream::ALL.len()]; n];
+    let mut host_end = vec![0u64; n];
+    let mut sync_stall = vec![0u64; n];
     for (i, m) in tasks.iter().enumerate() {
         let t = &times[i];
         let p = m.program as usize;
@@ -491,6 +511,13 @@ pub fn summarize(
         }
         if m.stream == Stream::Compute {
             per_prog[p].push(i as u32);
+        }
+        if m.stream == Stream::Host {
+            // Host tasks of a program are made in its launch order.
+            if m.kind == SpanKind::HostSync {
+                sync_stall[p] += t.start_ns.saturating_sub(host_end[p]);
+            }
+            host_end[p] = t.end_ns;
         }
         let l = last_of[p];
         if l == NONE || t.end_ns > times[l as usize].end_ns {
@@ -539,6 +566,8 @@ pub fn summarize(
                 bubble_ns: 0,
                 exposed_comm_ns: ExposedComm::default(),
                 other_idle_ns: 0,
+                host_bound_ns: 0,
+                sync_stall_ns: sync_stall[p],
                 collective_busy_ns: busy[p][Stream::Collective.index() as usize],
                 grad_sync_busy_ns: busy[p][Stream::GradSync.index() as usize],
                 send_busy_ns: busy[p][Stream::Send.index() as usize],
@@ -558,6 +587,7 @@ pub fn summarize(
             bubble_ns: b.bubble,
             exposed_comm_ns: b.exposed,
             other_idle_ns: b.other,
+            host_bound_ns: b.host,
             ..s
         })
         .collect();
@@ -581,6 +611,8 @@ pub fn summarize(
         bubble_ns: 0,
         exposed_comm_ns: ExposedComm::default(),
         other_idle_ns: 0,
+        host_bound_ns: 0,
+        sync_stall_ns: 0,
         collective_busy_ns: 0,
         grad_sync_busy_ns: 0,
         send_busy_ns: 0,
@@ -653,6 +685,8 @@ pub fn summarize(
         bubble_ns: r.bubble_ns,
         exposed_comm_ns: r.exposed_comm_ns,
         other_idle_ns: r.other_idle_ns,
+        host_bound_ns: r.host_bound_ns,
+        sync_stall_ns: r.sync_stall_ns,
         reference_stage: r.stage,
         reference_rank: r.rank,
         simai_bubble_ns: meta.simai_bubble_ns,

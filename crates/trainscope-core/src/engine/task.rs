@@ -75,6 +75,8 @@ pub struct Meta {
     pub activation_bytes: u64,
     /// SimAI's closed-form bubble for this job, ns.
     pub simai_bubble_ns: u64,
+    /// Some op had a host launch ([`crate::engine::spec::PhaseOps::launch_ns`]).
+    pub host: bool,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
 }

@@ -513,6 +513,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
         op.forward = PhaseOp {
             compute_ns: r.forward_ns,
             comm: model_comm(&r.forward_comm),
+            ..Default::default()
         };
         op.input_grad = PhaseOp {
             compute_ns: if estimated[i] {
@@ -521,6 +522,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
                 r.backward_ns
             },
             comm: model_comm(&r.backward_comm),
+            ..Default::default()
         };
         op.weight_grad = PhaseOp {
             compute_ns: if estimated[i] {
@@ -529,6 +531,7 @@ pub fn to_model(file: &str, table: &NeusightTable, options: &NeusightOptions) ->
                 r.weight_grad_ns
             },
             comm: model_comm(&r.weight_grad_comm),
+            ..Default::default()
         };
         op.update_ns = r.process_ns;
         op.backward_estimated = estimated[i] && r.forward_ns > 0;

@@ -874,14 +874,17 @@ pub fn to_model(file: &str, w: &SimaiWorkload) -> DescribedJob {
             forward: PhaseOp {
                 compute_ns: model_compute(r.fwd_compute_ns),
                 comm: model_comm(&r.fwd_comm, Column::Forward),
+                ..Default::default()
             },
             input_grad: PhaseOp {
                 compute_ns: model_compute(r.ig_compute_ns),
                 comm: model_comm(&r.ig_comm, Column::InputGrad),
+                ..Default::default()
             },
             weight_grad: PhaseOp {
                 compute_ns: model_compute(r.wg_compute_ns),
                 comm: model_comm(&r.wg_comm, Column::WeightGrad),
+                ..Default::default()
             },
             update_ns: r.update_ns,
             backward_estimated: false,

@@ -124,14 +124,17 @@ fn op(
     o.forward = PhaseOp {
         compute_ns: t.forward,
         comm: fwd,
+        ..Default::default()
     };
     o.input_grad = PhaseOp {
         compute_ns: t.input_grad,
         comm: ig,
+        ..Default::default()
     };
     o.weight_grad = PhaseOp {
         compute_ns: t.weight_grad,
         comm: None,
+        ..Default::default()
     };
     o
 }
@@ -391,6 +394,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
             r.input_grad = PhaseOp {
                 compute_ns: ns,
                 comm: c,
+                ..Default::default()
             };
             out.push(r);
         }

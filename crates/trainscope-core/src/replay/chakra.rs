@@ -239,6 +239,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                             forward: PhaseOps {
                                 compute_ns: acc,
                                 comm: Some(spec),
+                                ..Default::default()
                             },
                             input_grad: PhaseOps::default(),
                             weight_grad: PhaseOps::default(),

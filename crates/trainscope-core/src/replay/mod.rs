@@ -147,7 +147,7 @@ impl ByKind {
                     SpanKind::CollOther | SpanKind::CollCp => 7,
                     SpanKind::Send => SEND,
                     SpanKind::Recv => RECV,
-                    SpanKind::Wait => continue,
+                    SpanKind::Wait | SpanKind::HostLaunch | SpanKind::HostSync => continue,
                 };
                 out.add(k, s.duration_ns);
             }
@@ -373,6 +373,7 @@ fn pieces(items: &[Item], compute_kind: usize, measured: &mut ByKind) -> Vec<Lay
                     forward: PhaseOps {
                         compute_ns: acc,
                         comm: Some(*spec),
+                        ..Default::default()
                     },
                     input_grad: PhaseOps::default(),
                     weight_grad: PhaseOps::default(),
@@ -417,6 +418,7 @@ fn rows(pieces: Vec<LayerSpec>) -> Vec<LayerSpec> {
             weight_grad: PhaseOps {
                 compute_ns: 0,
                 comm: p.forward.comm,
+                ..Default::default()
             },
             update_ns: 0,
         })

@@ -40,11 +40,24 @@ pub enum Stream {
     Send,
     /// Pipeline receives.
     Recv,
+    /// The rank's host thread launching kernels (only in jobs with a host
+    /// model: [`crate::engine::spec::PhaseOps::launch_ns`]).
+    Host,
 }
 
 impl Stream {
     /// All streams, in lane order.
-    pub const ALL: [Stream; 5] = [
+    pub const ALL: [Stream; 6] = [
+        Stream::Compute,
+        Stream::Collective,
+        Stream::GradSync,
+        Stream::Send,
+        Stream::Recv,
+        Stream::Host,
+    ];
+
+    /// The device's streams: every stream but the host's.
+    pub const DEVICE: [Stream; 5] = [
         Stream::Compute,
         Stream::Collective,
         Stream::GradSync,
@@ -60,11 +73,12 @@ impl Stream {
             Stream::GradSync => "dp collectives",
             Stream::Send => "pp send",
             Stream::Recv => "pp recv",
+            Stream::Host => "host launches",
         }
     }
 
     /// Machine name (CSV, JSON): `compute`, `collective`, `grad_sync`,
-    /// `send`, `recv`.
+    /// `send`, `recv`, `host`.
     pub fn key(self) -> &'static str {
         match self {
             Stream::Compute => "compute",
@@ -72,6 +86,7 @@ impl Stream {
             Stream::GradSync => "grad_sync",
             Stream::Send => "send",
             Stream::Recv => "recv",
+            Stream::Host => "host",
         }
     }
 
@@ -131,11 +146,16 @@ pub enum SpanKind {
     /// A context-parallel collective (after the others: the discriminants
     /// of the older kinds stay as they were).
     CollCp,
+    /// The host launching an op's kernels.
+    HostLaunch,
+    /// A launch that first waited for the device (a sync point: a
+    /// device-to-host copy such as the all-to-all dispatcher's token counts).
+    HostSync,
 }
 
 impl SpanKind {
     /// Every kind, in legend order.
-    pub const ALL: [SpanKind; 13] = [
+    pub const ALL: [SpanKind; 15] = [
         SpanKind::Forward,
         SpanKind::InputGrad,
         SpanKind::WeightGrad,
@@ -149,6 +169,8 @@ impl SpanKind {
         SpanKind::Recv,
         SpanKind::Wait,
         SpanKind::CollCp,
+        SpanKind::HostLaunch,
+        SpanKind::HostSync,
     ];
 
     /// Stable name (JSON, CSV, Chrome trace `cat`).
@@ -167,6 +189,8 @@ impl SpanKind {
             SpanKind::Recv => "recv",
             SpanKind::Wait => "wait",
             SpanKind::CollCp => "coll_cp",
+            SpanKind::HostLaunch => "host_launch",
+            SpanKind::HostSync => "host_sync",
         }
     }
 

@@ -135,6 +135,7 @@ pub fn stream_label(s: Stream) -> &'static str {
         Stream::GradSync => "DP coll.",
         Stream::Send => "PP send",
         Stream::Recv => "PP recv",
+        Stream::Host => "host",
     }
 }
 

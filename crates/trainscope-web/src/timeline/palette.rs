@@ -22,6 +22,8 @@ pub fn kind_color(kind: SpanKind) -> &'static str {
         SpanKind::Recv => "#2A6F97",       // dark sky blue
         SpanKind::Wait => "#C8C8C8",       // light grey
         SpanKind::CollCp => "#005C45",     // dark bluish green
+        SpanKind::HostLaunch => "#A6BDD7", // pale steel blue
+        SpanKind::HostSync => "#5E3C99",   // dark purple
     }
 }
 
@@ -75,6 +77,8 @@ pub fn kind_label(kind: SpanKind) -> &'static str {
         SpanKind::Recv => "pipeline receive",
         SpanKind::Wait => "wait",
         SpanKind::CollCp => "CP collective",
+        SpanKind::HostLaunch => "host launch",
+        SpanKind::HostSync => "host sync (waits for the GPU)",
     }
 }
 

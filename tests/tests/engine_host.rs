@@ -1,0 +1,170 @@
+//! The host model of the engine (issue 24): each rank's host thread launches
+//! its ops in program order ([`PhaseOps::launch_ns`]) ahead of the device,
+//! a sync point ([`PhaseOps::host_sync`]) makes the host wait for the
+//! device, and the summary says how long the device waited for launches
+//! (`host_bound_ns`) and the host for the device (`sync_stall_ns`). Checked
+//! against closed forms on toy jobs, and against today's results: with no
+//! launch cost a job runs exactly as without a host model.
+
+use trainscope_core::engine::spec::{Block, JobSpec, LayerSpec, Parallelism, PhaseOps};
+use trainscope_core::engine::{simulate, ScheduleKind, SimConfig, SimResult};
+use trainscope_core::timeline::{SpanKind, Stream};
+
+const US: u64 = 1_000;
+
+fn one_gpu() -> Parallelism {
+    Parallelism {
+        tp: 1,
+        dp: 1,
+        pp: 1,
+        ep: 1,
+        cp: 1,
+        etp: None,
+    }
+}
+
+/// `n` forward-only rows of `compute_ns`, each launched in `launch_ns`;
+/// row `sync_at` (if any) is a sync point.
+fn rows(n: usize, compute_ns: u64, launch_ns: u64, sync_at: Option<usize>) -> Block {
+    Block {
+        layers: (0..n)
+            .map(|i| LayerSpec {
+                forward: PhaseOps {
+                    compute_ns,
+                    launch_ns,
+                    host_sync: sync_at == Some(i),
+                    ..PhaseOps::default()
+                },
+                ..LayerSpec::compute(&format!("op{i}"), compute_ns, 0, 0)
+            })
+            .collect(),
+    }
+}
+
+fn run(job: &JobSpec) -> SimResult {
+    simulate(job, &SimConfig::default()).expect("simulates")
+}
+
+#[test]
+fn many_tiny_kernels_run_at_the_hosts_pace() {
+    // 50 ops of 1 us, each 5 us to launch: the device waits for every launch.
+    let job = JobSpec::spmd("tiny", one_gpu(), 1, 0, rows(50, US, 5 * US, None));
+    let r = run(&job);
+    assert_eq!(r.summary.iteration_time_ns, 50 * 5 * US + US);
+    assert_eq!(r.summary.compute_ns, 50 * US);
+    // Every idle nanosecond of the device is a wait for the host.
+    assert_eq!(
+        r.summary.host_bound_ns,
+        r.summary.iteration_time_ns - r.summary.compute_ns
+    );
+    assert_eq!(r.summary.sync_stall_ns, 0);
+}
+
+#[test]
+fn a_fast_host_hides_behind_the_device() {
+    // 50 ops of 10 us launched in 1 us each: only the first launch shows.
+    let job = JobSpec::spmd("big", one_gpu(), 1, 0, rows(50, 10 * US, US, None));
+    let r = run(&job);
+    assert_eq!(r.summary.iteration_time_ns, US + 50 * 10 * US);
+    assert_eq!(r.summary.host_bound_ns, US);
+}
+
+#[test]
+fn a_sync_point_drains_the_launch_queue() {
+    // The host runs ahead (1 us per launch, 10 us per op) until op k, where
+    // it waits for the device to finish op k-1; the device then waits one
+    // launch for op k.
+    let k = 20usize;
+    let job = JobSpec::spmd("sync", one_gpu(), 1, 0, rows(50, 10 * US, US, Some(k)));
+    let r = run(&job);
+    assert_eq!(r.summary.iteration_time_ns, US + 50 * 10 * US + US);
+    assert_eq!(r.summary.host_bound_ns, 2 * US);
+    // Launched ops 0..k by k us; the device ends op k-1 at 1 + 10k us.
+    let k = k as u64;
+    assert_eq!(r.summary.sync_stall_ns, (1 + 10 * k - k) * US);
+    // The sync launch is drawn as such, on the host lane.
+    let t = &r.timeline;
+    let host_lane = t
+        .lanes()
+        .iter()
+        .position(|l| l.stream == Stream::Host)
+        .expect("a host lane") as u32;
+    let kinds: Vec<SpanKind> = t.spans(host_lane).iter().map(|s| s.kind).collect();
+    assert_eq!(kinds.len(), 50);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == SpanKind::HostSync).count(),
+        1
+    );
+}
+
+/// A pipeline job: 4 stages, 8 micro-batches, 3 layers of forward, input-
+/// and weight-gradient compute.
+fn pipeline(launch_ns: u64, host_sync: bool) -> JobSpec {
+    let layer = |i: usize| {
+        let ops = |c: u64| PhaseOps {
+            compute_ns: c,
+            launch_ns,
+            host_sync,
+            ..PhaseOps::default()
+        };
+        LayerSpec {
+            forward: ops(100 * US + i as u64 * 7 * US),
+            input_grad: ops(150 * US),
+            weight_grad: ops(90 * US),
+            ..LayerSpec::compute(&format!("layer{i}"), 0, 0, 0)
+        }
+    };
+    JobSpec::spmd(
+        "pipe",
+        Parallelism { pp: 4, ..one_gpu() },
+        8,
+        1 << 20,
+        Block {
+            layers: (0..3).map(layer).collect(),
+        },
+    )
+}
+
+#[test]
+fn without_launch_cost_results_equal_todays_exactly() {
+    for schedule in [
+        ScheduleKind::GPipe,
+        ScheduleKind::OneFOneB,
+        ScheduleKind::ZbH1,
+    ] {
+        let config = SimConfig {
+            schedule,
+            ..SimConfig::default()
+        };
+        let base = simulate(&pipeline(0, false), &config).expect("runs");
+        // Sync points with free launches: the host waits for the device and
+        // launches at once, so the device never waits.
+        let synced = simulate(&pipeline(0, true), &config).expect("runs");
+        assert_eq!(
+            base.summary.iteration_time_ns, synced.summary.iteration_time_ns,
+            "{schedule:?}"
+        );
+        assert_eq!(synced.summary.host_bound_ns, 0);
+        let device_spans = |r: &SimResult| -> Vec<(u64, u64)> {
+            let t = &r.timeline;
+            (0..t.lanes().len() as u32)
+                .filter(|&l| t.lanes()[l as usize].stream != Stream::Host)
+                .flat_map(|l| t.spans(l).iter().map(|s| (s.start_ns, s.duration_ns)))
+                .collect()
+        };
+        assert_eq!(device_spans(&base), device_spans(&synced));
+        // No host model: five device lanes per stage, no host lane.
+        assert_eq!(base.timeline.lanes().len(), 4 * 5);
+        assert_eq!(synced.timeline.lanes().len(), 4 * 6);
+    }
+}
+
+#[test]
+fn launch_cost_never_speeds_a_job_up() {
+    let mut last = 0;
+    for launch_us in [0, 1, 10, 50, 200] {
+        let r = simulate(&pipeline(launch_us * US, false), &SimConfig::default()).expect("runs");
+        assert!(r.summary.iteration_time_ns >= last, "launch {launch_us} us");
+        last = r.summary.iteration_time_ns;
+    }
+}
