@@ -13,6 +13,8 @@ pub mod analysis;
 pub mod analytical;
 pub mod diag;
 pub mod formats;
+/// Whole-run planning: days to train, failures, checkpoints, restarts and cost (goodput).
+pub mod goodput;
 pub mod hardware;
 pub mod inspect;
 pub mod job;
