@@ -7,6 +7,7 @@ mod analyze;
 mod event;
 mod inspect;
 mod model;
+mod plan;
 mod simulate;
 mod sweep;
 
@@ -40,6 +41,10 @@ enum Command {
     /// idle), list the top kernels and name the straggler (PyTorch
     /// profiler traces).
     Analyze(analyze::Args),
+    /// Plan the whole run of a job: days to train, failures, checkpoints,
+    /// restarts, GPU-hours and cost (goodput), with a seeded Monte-Carlo.
+    #[command(mut_arg("files", |a| a.hide(true).required_unless_present_any(["model", "from_json", "tokens", "steps"])))]
+    Plan(Box<plan::PlanArgs>),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => event::convert(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Analyze(args) => analyze::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
