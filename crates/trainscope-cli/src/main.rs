@@ -9,6 +9,7 @@ mod event;
 mod inspect;
 mod io;
 mod model;
+mod plan;
 mod render;
 mod simulate;
 mod sweep;
@@ -43,6 +44,10 @@ enum Command {
     /// idle), list the top kernels and name the straggler (PyTorch
     /// profiler traces).
     Analyze(analyze::Args),
+    /// Plan the whole run of a job: days to train, failures, checkpoints,
+    /// restarts, GPU-hours and cost (goodput), with a seeded Monte-Carlo.
+    #[command(mut_arg("files", |a| a.hide(true).required_unless_present_any(["model", "from_json", "tokens", "steps"])))]
+    Plan(Box<plan::PlanArgs>),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => event::convert(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Analyze(args) => analyze::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

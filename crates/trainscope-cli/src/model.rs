@@ -207,9 +207,34 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
         crate::io::print_stdout(&list_presets())?;
         return Ok(0);
     }
+    let out = match simulate_job(args, model)? {
+        Ok(o) => o,
+        Err(code) => return Ok(code),
+    };
+    let e = &args.event;
+    crate::io::write_timeline(
+        &out.run.result.timeline,
+        e.chrome_trace.as_deref(),
+        e.spans_csv.as_deref(),
+    )?;
+    if args.json {
+        crate::io::print_stdout(&(serde_json::to_string_pretty(&out.report_json())? + "\n"))?;
+    } else {
+        crate::io::print_stdout(&render_text(&out))?;
+        for w in &out.run.warnings {
+            eprintln!("{w}");
+        }
+    }
+    Ok(0)
+}
+
+/// Build and simulate the model-level job `simulate --model` describes
+/// (warning about the event-mode flags it ignores); `trainscope plan`
+/// plans the same job. `Err(code)`: already reported.
+pub fn simulate_job(args: &Args, model: &str) -> Result<std::result::Result<ModelRunOutput, u8>> {
     if !args.files.is_empty() {
         eprintln!("error: --model simulates a model-level job; do not also give workload files");
-        return Ok(EXIT_USAGE);
+        return Ok(Err(EXIT_USAGE));
     }
     let e = &args.event;
     for (set, flag, instead) in [
@@ -242,11 +267,11 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
         args.simai.world,
     )? {
         Ok(j) => j,
-        Err(code) => return Ok(code),
+        Err(code) => return Ok(Err(code)),
     };
     let mut config = match crate::args::settings(args)? {
         Ok((c, _)) => c,
-        Err(code) => return Ok(code),
+        Err(code) => return Ok(Err(code)),
     };
     let mut fit = None;
     if !args.model.calibrate_from.is_empty() {
@@ -260,30 +285,17 @@ pub fn run(args: &Args, model: &str) -> Result<u8> {
                 config.compute_scale = f.compute_scale();
                 fit = Some(f);
             }
-            Err(e) => return Ok(crate::io::report_error(&e)),
+            Err(e) => return Ok(Err(crate::io::report_error(&e))),
         }
     }
     let mut out = match run_model(&job, &config) {
         Ok(o) => o,
-        Err(e) => return Ok(crate::io::report_error(&e)),
+        Err(e) => return Ok(Err(crate::io::report_error(&e))),
     };
     if let Some(f) = fit {
         out.attach_calibration(f);
     }
-    crate::io::write_timeline(
-        &out.run.result.timeline,
-        e.chrome_trace.as_deref(),
-        e.spans_csv.as_deref(),
-    )?;
-    if args.json {
-        crate::io::print_stdout(&(serde_json::to_string_pretty(&out.report_json())? + "\n"))?;
-    } else {
-        crate::io::print_stdout(&render_text(&out))?;
-        for w in &out.run.warnings {
-            eprintln!("{w}");
-        }
-    }
-    Ok(0)
+    Ok(Ok(out))
 }
 
 /// The readable report: the event report, then the model's figures and the

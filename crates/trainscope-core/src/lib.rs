@@ -15,6 +15,8 @@ pub mod diag;
 pub mod engine;
 pub mod export;
 pub mod formats;
+/// Whole-run planning: days to train, failures, checkpoints, restarts and cost (goodput).
+pub mod goodput;
 pub mod hardware;
 pub mod inspect;
 pub mod job;
