@@ -52,7 +52,8 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// A model-level job of Llama 3.2 1B (H100, 1024 tokens a sequence, TP x
 /// DP x PP as given, `global_batch` sequences) simulated and written as
 /// Chakra files: the `job.<rank>.et` files, the `comm_groups.json` text
-/// and the original run (its summary and timeline).
+/// and the original run (its summary and timeline); the host model is off
+/// (Chakra files carry no host launches).
 pub fn chakra_written(
     tp: u32,
     dp: u32,
@@ -70,6 +71,12 @@ pub fn chakra_written(
         dp: Some(dp),
         global_batch_size: Some(global_batch),
         seq_length: 1024,
+        // Chakra ETs carry the device's work, not the host's launches: the
+        // round trip is checked on the job without its host model.
+        stack: trainscope_core::model::stack::StackSettings {
+            launch_ns_per_kernel: Some(0),
+            ..Default::default()
+        },
         ..TrainingSetup::default()
     };
     let model = trainscope_core::model::presets::preset("llama3.2-1b").expect("preset");

@@ -88,7 +88,7 @@ fn chrome_trace_names_and_flows() {
     };
     assert_eq!(meta("process_name", 0), 1);
     assert_eq!(meta("process_name", 1), 1);
-    assert_eq!(meta("thread_name", 0), Stream::ALL.len());
+    assert_eq!(meta("thread_name", 0), Stream::DEVICE.len());
     // 2 micro-batches x (activation + gradient) = 4 flows, each s then f.
     let starts: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "s").collect();
     let ends: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "f").collect();

@@ -14,6 +14,7 @@ use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
 use trainscope_core::job::{Recompute, TrainingSetup};
+use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_core::replay::infer::NetworkOverrides;
 use trainscope_core::run::{RunOptions, SlowRank};
 use trainscope_core::workload::Format;
@@ -536,6 +537,19 @@ pub struct ModelFlags {
     /// reduction's bytes, an fp32 copy of the optimizer's shard.
     #[arg(long = "no-grad-reduce-in-fp32")]
     pub bf16_grads: bool,
+    /// The software stack that launches the kernels: megatron-te (the
+    /// default), pytorch-eager or torch-compile; each rank's host launches
+    /// them at the stack's cost per kernel.
+    #[arg(long, value_name = "STACK")]
+    pub stack: Option<String>,
+    /// CUDA graphs: none (default), layers (per layer block, Megatron's
+    /// partial scopes; `partial` also works) or full (the whole step).
+    #[arg(long, value_name = "SCOPE")]
+    pub cuda_graphs: Option<String>,
+    /// Host time per kernel launch, microseconds, instead of the stack's
+    /// (0 turns the host model off).
+    #[arg(long, value_name = "US")]
+    pub host_launch_us: Option<f64>,
     /// Megatron sequence parallelism (needs TP > 1).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -612,6 +626,9 @@ impl ModelFlags {
             "--account-for-loss-in-pipeline-split",
         );
         add(self.bf16_grads, "--no-grad-reduce-in-fp32");
+        add(self.stack.is_some(), "--stack");
+        add(self.cuda_graphs.is_some(), "--cuda-graphs");
+        add(self.host_launch_us.is_some(), "--host-launch-us");
         add(self.sequence_parallel, "--sequence-parallel");
         add(self.micro_batch_size.is_some(), "--micro-batch-size");
         add(self.global_batch_size.is_some(), "--global-batch-size");
@@ -646,7 +663,39 @@ impl ModelFlags {
                 format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
             })?,
         };
+        let stack = StackSettings {
+            stack: match &self.stack {
+                None => d.stack.stack,
+                Some(name) => Stack::from_name(name).ok_or_else(|| {
+                    format!(
+                        "unknown stack `{name}`; expected one of: {}",
+                        Stack::ALL.map(Stack::name).join(", ")
+                    )
+                })?,
+            },
+            cuda_graphs: match &self.cuda_graphs {
+                None => d.stack.cuda_graphs,
+                Some(name) => CudaGraphs::from_name(name).ok_or_else(|| {
+                    format!(
+                        "unknown CUDA graph scope `{name}`; expected one of: {}",
+                        CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
+                    )
+                })?,
+            },
+            launch_ns_per_kernel: match self.host_launch_us {
+                None => None,
+                Some(us) if us.is_finite() && (0.0..=1e6).contains(&us) => {
+                    Some((us * 1e3).round() as u64)
+                }
+                Some(us) => {
+                    return Err(format!(
+                        "--host-launch-us {us} is out of range; give 0 to 1000000 microseconds"
+                    ))
+                }
+            },
+        };
         Ok(TrainingSetup {
+            stack,
             tp: self.tp.unwrap_or(d.tp),
             pp: self.pp.unwrap_or(d.pp),
             dp: self.dp,

@@ -102,7 +102,7 @@ fn restore_from_fragment(dispatch: &UseReducerDispatcher<AppState>) {
         dispatch.dispatch(Action::Notice(n));
     }
     let example = state.example.clone();
-    dispatch.dispatch(Action::Restore(state));
+    dispatch.dispatch(Action::Restore(Box::new(state)));
     if let Some(name) = example {
         if let Some(ex) = EXAMPLES.iter().find(|e| e.file_name == name) {
             load_example(ex.file_name, dispatch.clone());

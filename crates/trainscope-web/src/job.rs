@@ -21,6 +21,7 @@ use std::fmt;
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::presets;
+use trainscope_core::model::stack::{CudaGraphs, Stack};
 
 /// The preset the panel starts with (the CLI has no default model: `--model`
 /// is required).
@@ -101,6 +102,8 @@ pub struct JobSettings {
     pub account_for_loss: bool,
     /// Gradients kept and reduced in bf16 (`--no-grad-reduce-in-fp32`).
     pub bf16_grads: bool,
+    /// The software stack (framework, CUDA graphs, host time per kernel).
+    pub stack: trainscope_core::model::stack::StackSettings,
 }
 
 impl Default for JobSettings {
@@ -129,6 +132,7 @@ impl Default for JobSettings {
             account_for_embedding: d.account_for_embedding,
             account_for_loss: d.account_for_loss,
             bf16_grads: d.bf16_grads,
+            stack: d.stack,
         }
     }
 }
@@ -158,11 +162,14 @@ pub enum JobField {
     AccountForEmbedding,
     AccountForLoss,
     Bf16Grads,
+    Stack,
+    CudaGraphs,
+    HostLaunchUs,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 22] = [
+    pub const ALL: [JobField; 25] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -185,6 +192,9 @@ impl JobField {
         JobField::AccountForEmbedding,
         JobField::AccountForLoss,
         JobField::Bf16Grads,
+        JobField::Stack,
+        JobField::CudaGraphs,
+        JobField::HostLaunchUs,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -213,6 +223,9 @@ impl JobField {
             JobField::AccountForEmbedding => "job_split_emb",
             JobField::AccountForLoss => "job_split_loss",
             JobField::Bf16Grads => "job_bf16_grads",
+            JobField::Stack => "job_stack",
+            JobField::CudaGraphs => "job_cuda_graphs",
+            JobField::HostLaunchUs => "job_host_launch_us",
         }
     }
 
@@ -253,6 +266,9 @@ impl JobField {
             JobField::AccountForEmbedding => "Embedding in pipeline split",
             JobField::AccountForLoss => "Loss in pipeline split",
             JobField::Bf16Grads => "bf16 gradients",
+            JobField::Stack => "Software stack",
+            JobField::CudaGraphs => "CUDA graphs",
+            JobField::HostLaunchUs => "Host µs per kernel",
         }
     }
 
@@ -281,6 +297,9 @@ impl JobField {
             JobField::AccountForEmbedding => "--account-for-embedding-in-pipeline-split",
             JobField::AccountForLoss => "--account-for-loss-in-pipeline-split",
             JobField::Bf16Grads => "--no-grad-reduce-in-fp32",
+            JobField::Stack => "--stack",
+            JobField::CudaGraphs => "--cuda-graphs",
+            JobField::HostLaunchUs => "--host-launch-us (empty: the stack's)",
         }
     }
 
@@ -397,6 +416,11 @@ impl JobSettings {
             JobField::AccountForEmbedding => on_off(self.account_for_embedding),
             JobField::AccountForLoss => on_off(self.account_for_loss),
             JobField::Bf16Grads => on_off(self.bf16_grads),
+            JobField::Stack => self.stack.stack.name().into(),
+            JobField::CudaGraphs => self.stack.cuda_graphs.name().into(),
+            JobField::HostLaunchUs => self.stack.launch_ns_per_kernel.map_or(String::new(), |ns| {
+                trainscope_core::limits::number(ns as f64 / 1e3)
+            }),
         }
     }
 
@@ -446,6 +470,41 @@ impl JobSettings {
             JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
             JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
             JobField::Bf16Grads => self.bf16_grads = parse_on_off(text)?,
+            JobField::Stack => {
+                self.stack.stack = Stack::from_name(text).ok_or_else(|| {
+                    format!(
+                        "unknown stack `{}`; expected one of: {}",
+                        text.trim(),
+                        Stack::ALL.map(Stack::name).join(", ")
+                    )
+                })?
+            }
+            JobField::CudaGraphs => {
+                self.stack.cuda_graphs = CudaGraphs::from_name(text).ok_or_else(|| {
+                    format!(
+                        "unknown CUDA graph scope `{}`; expected one of: {}",
+                        text.trim(),
+                        CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
+                    )
+                })?
+            }
+            JobField::HostLaunchUs => {
+                let t = text.trim();
+                self.stack.launch_ns_per_kernel = if t.is_empty() {
+                    None
+                } else {
+                    match t.parse::<f64>() {
+                        Ok(us) if us.is_finite() && (0.0..=1e6).contains(&us) => {
+                            Some((us * 1e3).round() as u64)
+                        }
+                        _ => {
+                            return Err(format!(
+                                "`{t}` is not a host time per kernel; give 0 to 1000000 microseconds, or leave it empty for the stack's"
+                            ))
+                        }
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -474,6 +533,7 @@ impl JobSettings {
             account_for_embedding: self.account_for_embedding,
             account_for_loss: self.account_for_loss,
             bf16_grads: self.bf16_grads,
+            stack: self.stack,
         }
     }
 
@@ -547,6 +607,18 @@ impl JobSettings {
         }
         if self.gpu != d.gpu {
             out.push_str(&format!(" --gpu-type {}", self.gpu));
+        }
+        if self.stack.stack != d.stack.stack {
+            out.push_str(&format!(" --stack {}", self.stack.stack.name()));
+        }
+        if self.stack.cuda_graphs != d.stack.cuda_graphs {
+            out.push_str(&format!(" --cuda-graphs {}", self.stack.cuda_graphs.name()));
+        }
+        if let Some(ns) = self.stack.launch_ns_per_kernel {
+            out.push_str(&format!(
+                " --host-launch-us {}",
+                trainscope_core::limits::number(ns as f64 / 1e3)
+            ));
         }
         out
     }

@@ -181,7 +181,7 @@ pub enum Action {
     /// Simulate the described job now (its Run button).
     RunJob,
     /// A link's settings (from the URL fragment).
-    Restore(UrlState),
+    Restore(Box<UrlState>),
     /// A message to show (link problems and the like).
     Notice(String),
     DismissNotices,
@@ -581,6 +581,7 @@ impl Reducible for AppState {
                 next.files_rev += 1;
             }
             Action::Restore(url) => {
+                let url = *url;
                 next.settings = url.settings;
                 next.link_fields = url.given.clone();
                 next.pinned_fields = url.given;

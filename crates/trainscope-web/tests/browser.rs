@@ -1084,7 +1084,7 @@ fn example_is_kept_only_for_a_single_gallery_file_and_pin_copies_the_result() {
 #[wasm_bindgen_test]
 fn link_pins_hold_until_its_files_are_removed() {
     let (url, _) = from_fragment("world=64&tp=2");
-    let s = reduce(Rc::new(AppState::default()), Action::Restore(url));
+    let s = reduce(Rc::new(AppState::default()), Action::Restore(Box::new(url)));
     let s = reduce(s, Action::Edit(Field::Tp, "4".into()));
     let s = reduce(
         s,

@@ -15,6 +15,7 @@ use std::rc::Rc;
 use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::presets::preset;
+use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_web::compute;
 use trainscope_web::job::{JobField, JobModel, JobSettings};
 use trainscope_web::protocol::{
@@ -142,6 +143,11 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         account_for_embedding: true,
         account_for_loss: true,
         bf16_grads: true,
+        stack: StackSettings {
+            stack: Stack::TorchCompile,
+            cuda_graphs: CudaGraphs::Layers,
+            launch_ns_per_kernel: Some(12_500),
+        },
     };
     let fragment = format!(
         "{}&{}",
@@ -546,7 +552,7 @@ fn editing_the_job_makes_it_the_input_and_new_files_take_over() {
     assert_eq!(s.job.tp, 2, "the panel keeps its values");
     // A link with a job restores it and makes it the input.
     let (url, _) = from_fragment("model=llama3-70b&job_tp=8");
-    let s = s.reduce(Action::Restore(url));
+    let s = s.reduce(Action::Restore(Box::new(url)));
     assert!(s.job_active);
     assert_eq!((s.job.model.name(), s.job.tp), ("llama3-70b", 8));
 }

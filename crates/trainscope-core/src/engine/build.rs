@@ -772,7 +772,11 @@ impl Builder<'_> {
         self.steps.push(StepRecord {
             program: prog,
             step,
-            first: if made > first_task { first_task } else { NONE },
+            // The step's first device task: its host launches may run far
+            // ahead of the device and would start the step too early.
+            first: (first_task..made)
+                .find(|&t| self.tasks[t as usize].stream != Stream::Host)
+                .unwrap_or(NONE),
             last: st
                 .frontier
                 .iter()

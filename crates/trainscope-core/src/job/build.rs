@@ -37,6 +37,7 @@ use super::memory::{stage_params, StageParams};
 use super::{ModelJob, Recompute};
 use crate::hardware::{AttentionPass, GpuSpec, Precision};
 use crate::model::ops::{Op, OpClass, OpWork, Shape};
+use crate::model::stack::{CudaGraphs, Region, StackSettings};
 use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
@@ -60,6 +61,19 @@ fn phase_ns(
     } else {
         precision
     };
+    if op.class == OpClass::Gemm && work.groups > 1 {
+        // A grouped GEMM: `groups` GEMMs, each on the curve at its size.
+        let g = work.groups;
+        let one = gpu.op_time_ns(
+            op.class,
+            work.flops / f64::from(g),
+            work.bytes / f64::from(g),
+            work.kernels / g,
+            precision,
+            attention,
+        );
+        return one.saturating_mul(u64::from(g));
+    }
     gpu.op_time_ns(
         op.class,
         work.flops,
@@ -70,12 +84,22 @@ fn phase_ns(
     )
 }
 
-/// Summed phase times of a group of ops.
+/// Summed phase times of a group of ops, and the host time to launch
+/// their kernels per phase ([`StackSettings::launch_ns`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Times {
     forward: u64,
     input_grad: u64,
     weight_grad: u64,
+    launch: [u64; 3],
+}
+
+/// How the host launches a group of ops: the job's stack and where the
+/// ops sit (what a CUDA graph captures).
+#[derive(Debug, Clone, Copy)]
+struct Host {
+    stack: StackSettings,
+    region: Region,
 }
 
 fn times(
@@ -84,8 +108,10 @@ fn times(
     precision: Precision,
     recompute: Recompute,
     seq_length: u64,
+    host: Host,
 ) -> Times {
     let mut t = Times::default();
+    let mut kernels = [0u32; 3];
     let pass = |backward| AttentionPass {
         seq_length,
         backward,
@@ -95,10 +121,15 @@ fn times(
         t.forward += f;
         t.input_grad += phase_ns(gpu, op, &op.input_grad, precision, pass(true));
         t.weight_grad += phase_ns(gpu, op, &op.weight_grad, precision, pass(true));
+        kernels[0] += op.forward.kernels;
+        kernels[1] += op.input_grad.kernels;
+        kernels[2] += op.weight_grad.kernels;
         if recompute == Recompute::Selective && op.attention_core {
             t.input_grad += f;
+            kernels[1] += op.forward.kernels;
         }
     }
+    t.launch = kernels.map(|k| host.stack.launch_ns(k, host.region));
     t
 }
 
@@ -124,16 +155,19 @@ fn op(
     o.forward = PhaseOp {
         compute_ns: t.forward,
         comm: fwd,
+        launch_ns: t.launch[0],
         ..Default::default()
     };
     o.input_grad = PhaseOp {
         compute_ns: t.input_grad,
         comm: ig,
+        launch_ns: t.launch[1],
         ..Default::default()
     };
     o.weight_grad = PhaseOp {
         compute_ns: t.weight_grad,
         comm: None,
+        launch_ns: t.launch[2],
         ..Default::default()
     };
     o
@@ -183,6 +217,7 @@ impl Times {
             forward: self.forward + other.forward,
             input_grad: self.input_grad + other.input_grad,
             weight_grad: self.weight_grad + other.weight_grad,
+            launch: [0, 1, 2].map(|i| self.launch[i] + other.launch[i]),
         }
     }
 }
@@ -305,7 +340,11 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     };
     let block = TpBlock { tp: &tp, layer };
     let first_out = out.len();
-    let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.local_seq_length());
+    let host = Host {
+        stack: s.stack,
+        region: Region::Layer,
+    };
+    let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.local_seq_length(), host);
     // Attention block.
     let (norm, body, residual) = split_norm(m.attention_ops(shape));
     let attention = t(&body).plus(t(&residual));
@@ -357,14 +396,26 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
             // backward ends with the TP collective of the block's input.
             block.push_with(out, ["mlp_norm", "moe_dispatch"], t(&norm), t(&front), a2a);
             let li = Some(layer);
-            out.push(op(
+            // The routed experts run behind the token dispatcher's sync
+            // point (Megatron's all-to-all dispatcher copies the per-expert
+            // token counts to the host before the all-to-all): their
+            // launches wait for the router on the device, and only whole-
+            // step graphs (static token counts) capture them.
+            let dynamic = Host {
+                region: Region::DynamicExperts,
+                ..host
+            };
+            let mut experts_op = op(
                 format!("moe_experts.{layer}"),
                 LayerRole::Layer,
                 li,
-                t(&experts),
+                times(gpu, &experts, p, rc, shape.local_seq_length(), dynamic),
                 a2a,
                 a2a,
-            ));
+            );
+            experts_op.forward.host_sync =
+                s.stack.cuda_graphs != CudaGraphs::Full && s.stack.per_kernel_ns() > 0;
+            out.push(experts_op);
             let combine = t(&back).plus(t(&residual));
             out.push(op(
                 format!("moe_combine.{layer}"),
@@ -384,16 +435,17 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         // Re-run the layer's forward (compute and its forward collectives)
         // before its backward: the backward walks ops in reverse, so the
         // recompute ops come last, in reverse forward order.
-        let fwd: Vec<(u64, Option<CommOp>)> = out[first_out..]
+        let fwd: Vec<(u64, Option<CommOp>, u64)> = out[first_out..]
             .iter()
-            .map(|o| (o.forward.compute_ns, o.forward.comm))
+            .map(|o| (o.forward.compute_ns, o.forward.comm, o.forward.launch_ns))
             .collect();
-        for (i, (ns, c)) in fwd.into_iter().enumerate().rev() {
+        for (i, (ns, c, launch_ns)) in fwd.into_iter().enumerate().rev() {
             let mut r = LayerOp::empty(format!("recompute.{layer}.{i}"), LayerRole::Layer);
             r.block_index = Some(layer);
             r.input_grad = PhaseOp {
                 compute_ns: ns,
                 comm: c,
+                launch_ns,
                 ..Default::default()
             };
             out.push(r);
@@ -427,6 +479,10 @@ fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
         job.setup.precision,
         Recompute::None,
         u64::from(job.setup.seq_length / job.setup.cp.max(1)),
+        Host {
+            stack: job.setup.stack,
+            region: Region::Outside,
+        },
     );
     op(name.to_string(), role, None, t, None, None)
 }
@@ -505,6 +561,7 @@ fn iteration_rows(
             flops: 0.0,
             bytes: (local * ADAM_BYTES_PER_PARAM) as f64,
             kernels: 4,
+            ..Default::default()
         },
         input_grad: OpWork::default(),
         weight_grad: OpWork::default(),
@@ -625,6 +682,15 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TEST_HOST: Host = Host {
+        stack: StackSettings {
+            stack: crate::model::stack::Stack::MegatronTe,
+            cuda_graphs: CudaGraphs::None,
+            launch_ns_per_kernel: None,
+        },
+        region: Region::Layer,
+    };
     use crate::hardware::gpu_preset;
     use crate::model::presets;
 
@@ -643,12 +709,35 @@ mod tests {
                 activation_bytes: 2,
                 gemm_weight_bytes: 2,
                 flash_attention: flash,
+                local_experts: 1,
             };
             let ops = m.attention_ops(&s);
             let core: Vec<Op> = ops.iter().filter(|o| o.attention_core).cloned().collect();
-            let none = times(&gpu, &ops, Precision::Bf16, Recompute::None, 2048);
-            let sel = times(&gpu, &ops, Precision::Bf16, Recompute::Selective, 2048);
-            let core_fwd = times(&gpu, &core, Precision::Bf16, Recompute::None, 2048).forward;
+            let none = times(
+                &gpu,
+                &ops,
+                Precision::Bf16,
+                Recompute::None,
+                2048,
+                TEST_HOST,
+            );
+            let sel = times(
+                &gpu,
+                &ops,
+                Precision::Bf16,
+                Recompute::Selective,
+                2048,
+                TEST_HOST,
+            );
+            let core_fwd = times(
+                &gpu,
+                &core,
+                Precision::Bf16,
+                Recompute::None,
+                2048,
+                TEST_HOST,
+            )
+            .forward;
             assert!(core_fwd > 0);
             assert_eq!(sel.forward, none.forward);
             assert_eq!(sel.input_grad, none.input_grad + core_fwd, "flash {flash}");
@@ -670,13 +759,32 @@ mod tests {
             activation_bytes: 2,
             gemm_weight_bytes: weight_bytes,
             flash_attention: true,
+            local_experts: 1,
         };
-        let out = |p, w| times(&gpu, &m.output_ops(&s(w)), p, Recompute::None, 4096);
+        let out = |p, w| {
+            times(
+                &gpu,
+                &m.output_ops(&s(w)),
+                p,
+                Recompute::None,
+                4096,
+                TEST_HOST,
+            )
+        };
         let (fp8, bf16) = (out(Precision::Fp8, 1), out(Precision::Bf16, 2));
         assert_eq!(fp8.forward, bf16.forward);
         assert_eq!(fp8.weight_grad, bf16.weight_grad);
         // The layers' GEMMs do run faster in FP8.
-        let mlp = |p, w| times(&gpu, &m.mlp_ops(0, &s(w)), p, Recompute::None, 4096);
+        let mlp = |p, w| {
+            times(
+                &gpu,
+                &m.mlp_ops(0, &s(w)),
+                p,
+                Recompute::None,
+                4096,
+                TEST_HOST,
+            )
+        };
         assert!(mlp(Precision::Fp8, 1).forward < mlp(Precision::Bf16, 2).forward);
     }
 }

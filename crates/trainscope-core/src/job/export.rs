@@ -5,6 +5,9 @@
 //! layout: the once-per-iteration gradient sync first (collectives in the
 //! weight-gradient column), then the per-micro-batch block written `ga`
 //! times, each starting with `embedding_layer`, then the optimizer rows.
+//! The host's kernel launches ([`crate::model::stack`]) are not written:
+//! SimAI's format has no place for them, so the file simulates like the
+//! job with `--host-launch-us 0`.
 //!
 //! SimAI describes one SPMD stage: the block written is stage 0's layers
 //! with the last stage's output layer and loss appended (AICB does the
@@ -187,6 +190,8 @@ mod tests {
         // One stage, so the exported stage is the whole job.
         let mut s = setup(8, 1, 32);
         s.seq_length = 4096;
+        // SimAI's format carries no host launches: compared without them.
+        s.stack.launch_ns_per_kernel = Some(0);
         let job = ModelJob::new(llama3_70b(), s, gpu, Some(32)).unwrap();
         let (text, warnings) = simai_workload(&job);
         assert!(warnings.is_empty(), "{warnings:?}");

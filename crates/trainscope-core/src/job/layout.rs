@@ -43,6 +43,9 @@ pub fn shape(job: &ModelJob) -> Shape {
             p => weight_bytes(p),
         },
         flash_attention: s.flash_attention,
+        local_experts: job.model.moe.as_ref().map_or(1, |m| {
+            (u64::from(m.num_experts) / u64::from(s.ep.max(1))).max(1)
+        }),
     }
 }
 

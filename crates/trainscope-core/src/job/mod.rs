@@ -134,6 +134,9 @@ pub struct TrainingSetup {
     /// bytes, and the optimizer's fp32 copy of its shard of them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub bf16_grads: bool,
+    /// The software stack that launches the kernels (framework, CUDA
+    /// graphs, host time per kernel): [`crate::model::stack`].
+    pub stack: crate::model::stack::StackSettings,
 }
 
 fn is_one(v: &u32) -> bool {
@@ -173,6 +176,7 @@ impl Default for TrainingSetup {
             account_for_embedding: false,
             account_for_loss: false,
             bf16_grads: false,
+            stack: crate::model::stack::StackSettings::default(),
         }
     }
 }

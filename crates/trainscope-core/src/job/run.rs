@@ -255,6 +255,9 @@ impl ModelRunOutput {
             "distributed_optimizer": s.distributed_optimizer,
             "flash_attention": s.flash_attention,
             "gpu": self.job.gpu.name,
+            "stack": s.stack.stack.name(),
+            "cuda_graphs": s.stack.cuda_graphs.name(),
+            "host_launch_ns_per_kernel": s.stack.per_kernel_ns(),
         });
         if s.cp > 1 {
             // Context parallelism: world = TP x CP x PP x DP.

@@ -8,6 +8,7 @@
 
 pub mod ops;
 pub mod presets;
+pub mod stack;
 
 use serde::{Deserialize, Serialize};
 

@@ -59,6 +59,9 @@ pub struct OpWork {
     pub flops: f64,
     pub bytes: f64,
     pub kernels: u32,
+    /// A grouped GEMM: this many equal GEMMs, each of 1/groups of the
+    /// FLOPs, read on the GEMM curve at its own size (0 or 1: one GEMM).
+    pub groups: u32,
 }
 
 /// One op of a layer on one TP rank for one micro-batch.
@@ -103,6 +106,9 @@ pub struct Shape {
     pub gemm_weight_bytes: u64,
     /// A fused (flash) attention kernel; `false`: the unfused core.
     pub flash_attention: bool,
+    /// Routed experts on one rank (experts / EP; 1 for dense models): the
+    /// routed experts run as a grouped GEMM of this many GEMMs.
+    pub local_experts: u64,
 }
 
 impl Shape {
@@ -164,12 +170,14 @@ fn gemm(name: &'static str, m: u64, k: u64, n: u64, fp8: bool, s: &Shape) -> Op 
             flops,
             bytes: fwd_bytes,
             kernels: 1,
+            ..Default::default()
         },
         // dX = dY W^T: reads dY and W, writes dX.
         input_grad: OpWork {
             flops,
             bytes: fwd_bytes,
             kernels: 1,
+            ..Default::default()
         },
         // dW = X^T dY: reads X and dY and accumulates into the fp32 main
         // gradient (Megatron's gradient-accumulation fusion: read and
@@ -178,6 +186,7 @@ fn gemm(name: &'static str, m: u64, k: u64, n: u64, fp8: bool, s: &Shape) -> Op 
             flops,
             bytes: m * k * a + m * n * a + k * n * 8.0,
             kernels: 1,
+            ..Default::default()
         },
     }
 }
@@ -195,11 +204,13 @@ fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &
             flops: 0.0,
             bytes: fwd_elems * a,
             kernels,
+            ..Default::default()
         },
         input_grad: OpWork {
             flops: 0.0,
             bytes: bwd_elems * a,
             kernels,
+            ..Default::default()
         },
         weight_grad: OpWork::default(),
     }
@@ -303,11 +314,13 @@ impl ModelSpec {
                     flops,
                     bytes: fwd_bytes,
                     kernels: 1,
+                    ..Default::default()
                 },
                 input_grad: OpWork {
                     flops: 2.0 * flops,
                     bytes: bwd_bytes,
                     kernels: 2,
+                    ..Default::default()
                 },
                 weight_grad: OpWork::default(),
             };
@@ -354,11 +367,13 @@ impl ModelSpec {
                 flops: fwd,
                 bytes: io,
                 kernels: 1,
+                ..Default::default()
             },
             input_grad: OpWork {
                 flops: 2.5 * fwd,
                 bytes: 2.0 * io,
                 kernels: 3,
+                ..Default::default()
             },
             weight_grad: OpWork::default(),
         }]
@@ -422,13 +437,24 @@ impl ModelSpec {
                 // of the TP group's tokens at 1/e of their width (e = t: all
                 // of them, as Megatron gathers them over TP first).
                 let e = s.expert_tp.clamp(1, t);
-                ops.extend(self.mlp_gemms(
+                let mut experts = self.mlp_gemms(
                     ["experts_up", "experts_act", "experts_down"],
                     pairs * e / t,
                     m.expert_ffn_hidden_size,
                     e,
                     s,
-                ));
+                );
+                // A grouped GEMM of one GEMM per local expert, each over
+                // that expert's share of the pairs (Transformer Engine's
+                // grouped linear launches one GEMM per expert).
+                let groups = u32::try_from(s.local_experts.max(1)).unwrap_or(u32::MAX);
+                for o in experts.iter_mut().filter(|o| o.class == OpClass::Gemm) {
+                    for w in [&mut o.forward, &mut o.input_grad, &mut o.weight_grad] {
+                        w.groups = groups;
+                        w.kernels = w.kernels.saturating_mul(groups);
+                    }
+                }
+                ops.extend(experts);
                 if m.num_shared_experts > 0 {
                     ops.extend(self.mlp_gemms(
                         ["shared_up", "shared_act", "shared_down"],
@@ -556,6 +582,7 @@ mod tests {
             activation_bytes: 2,
             gemm_weight_bytes: 2,
             flash_attention: true,
+            local_experts: 1,
         };
         let gemm_flops = |ops: &[Op]| -> f64 {
             ops.iter()
@@ -597,6 +624,7 @@ mod tests {
             activation_bytes: 2,
             gemm_weight_bytes: 2,
             flash_attention: flash,
+            local_experts: 1,
         };
         let core = |flash| -> Vec<Op> {
             m.attention_ops(&shape(flash))
@@ -658,6 +686,7 @@ mod tests {
             activation_bytes: 2,
             gemm_weight_bytes: weight_bytes,
             flash_attention: true,
+            local_experts: 1,
         };
         let (bf16, fp8) = (shape(2), shape(1));
         assert!(fp8.fp8() && !bf16.fp8());

@@ -86,7 +86,7 @@ use crate::formats::chakra::{
     SCHEMA_VERSION,
 };
 use crate::replay::{ByKind, ReplayJob};
-use crate::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Timeline};
+use crate::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Stream, Timeline};
 use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -577,11 +577,16 @@ pub fn write_timeline(
     let nfiles = groups.len();
     let mut per_file: Vec<Vec<SpanRef>> = vec![Vec::new(); nfiles];
     let mut skipped_waits = 0u64;
-    for (li, _) in timeline.lanes().iter().enumerate() {
+    let mut skipped_launches = 0u64;
+    for (li, l) in timeline.lanes().iter().enumerate() {
         let lane = li as u32;
         for (si, s) in timeline.spans(lane).iter().enumerate() {
             if s.kind == SpanKind::Wait {
                 skipped_waits += 1;
+                continue;
+            }
+            if l.stream == Stream::Host {
+                skipped_launches += 1;
                 continue;
             }
             per_file[lane_file[li] as usize].push(SpanRef {
@@ -593,6 +598,11 @@ pub fn write_timeline(
     if skipped_waits > 0 {
         warnings.push(format!(
             "{skipped_waits} wait span(s) are not written: the replay re-creates waiting"
+        ));
+    }
+    if skipped_launches > 0 {
+        warnings.push(format!(
+            "{skipped_launches} host launch span(s) are not written: Chakra ETs carry the device's work, so the files replay like the job without its host model (--host-launch-us 0)"
         ));
     }
     // Transfers: span → (peer file, tag).
@@ -862,7 +872,7 @@ fn rank_files(
 mod tests {
     use super::*;
     use crate::formats::chakra::{parse, schema::Value, NodeWork};
-    use crate::timeline::{Lane, Span, Stream, TimelineBuilder};
+    use crate::timeline::{Lane, Span, TimelineBuilder};
     use prost::Message;
 
     /// Two ranks: forward (2 µs), a DP all-reduce of 1 MiB (3 µs), an
@@ -1207,7 +1217,9 @@ mod tests {
                 "rank {rank}: {colls} {transfers}"
             );
         }
-        assert!(ex.warnings.is_empty(), "{:?}", ex.warnings);
+        // Only the note that the host's launches are not written.
+        assert_eq!(ex.warnings.len(), 1, "{:?}", ex.warnings);
+        assert!(ex.warnings[0].contains("host launch"), "{:?}", ex.warnings);
     }
 
     /// ASTRA-sim issues ready nodes lowest id first with one communication

@@ -4,7 +4,7 @@
 //! [`TimelineBuilder`] so the web page draws measured and simulated runs
 //! alike.
 //!
-//! - Lanes: per rank (ascending), the five streams of [`Stream::ALL`],
+//! - Lanes: per rank (ascending), the five streams of [`Stream::DEVICE`],
 //!   grouped by rank; a rank whose ops name their device stream (Kineto
 //!   traces) gets one lane per CUDA stream instead (ascending; a stream
 //!   running only NCCL kernels is a collective lane, named `(nccl)`).
@@ -138,7 +138,7 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
         }
         let base = next_lane;
         next_lane += 5;
-        for stream in Stream::ALL {
+        for stream in Stream::DEVICE {
             tb.lane(Lane {
                 group_kind: LaneGroup::Rank,
                 group: rt.rank,

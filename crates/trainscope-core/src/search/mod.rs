@@ -111,6 +111,9 @@ pub struct SweepSpec {
     /// Gradients in bf16 for every candidate
     /// ([`crate::job::TrainingSetup::bf16_grads`]).
     pub bf16_grads: bool,
+    /// The software stack every candidate runs on
+    /// ([`crate::job::TrainingSetup::stack`]).
+    pub stack: crate::model::stack::StackSettings,
     /// Default: powers of two up to the GPUs per node that divide the
     /// attention heads.
     pub tp: Option<Vec<u32>>,
@@ -158,6 +161,7 @@ impl SweepSpec {
             precision: Precision::Bf16,
             flash_attention: true,
             bf16_grads: false,
+            stack: crate::model::stack::StackSettings::default(),
             tp: None,
             pp: None,
             cp: None,
@@ -605,6 +609,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     account_for_embedding: accounted,
                                                     account_for_loss: accounted,
                                                     bf16_grads: spec.bf16_grads,
+                                                    stack: spec.stack,
                                                 };
                                                 let job = match ModelJob::new(
                                                     spec.model.clone(),

@@ -19,6 +19,7 @@ use crate::state::{Action, AppState};
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::Recompute;
 use trainscope_core::model::presets;
+use trainscope_core::model::stack::{CudaGraphs, Stack};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -53,6 +54,14 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
             .iter()
             .map(|r| (r.name().to_string(), r.name().to_string()))
             .collect(),
+        JobField::Stack => Stack::ALL
+            .iter()
+            .map(|s| (s.name().to_string(), s.name().to_string()))
+            .collect(),
+        JobField::CudaGraphs => CudaGraphs::ALL
+            .iter()
+            .map(|g| (g.name().to_string(), g.name().to_string()))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -67,7 +76,12 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
     let testid = field.testid();
     let title = format!("CLI: {}", field.flag());
     let input = match field {
-        JobField::Model | JobField::Gpu | JobField::Precision | JobField::Recompute => {
+        JobField::Model
+        | JobField::Gpu
+        | JobField::Precision
+        | JobField::Recompute
+        | JobField::Stack
+        | JobField::CudaGraphs => {
             let onchange = Callback::from(move |e: Event| {
                 let select: HtmlSelectElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::JobEdit(field, select.value()));
@@ -101,11 +115,14 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             });
             let placeholder = match field {
                 JobField::GlobalBatchSize => Some("auto"),
+                JobField::HostLaunchUs => Some("stack's"),
                 JobField::FirstStageLayers | JobField::LastStageLayers => Some("even"),
                 _ => None,
             };
             html! {
-                <input id={id.clone()} name={field.key()} type="number" step="1" min="1"
+                <input id={id.clone()} name={field.key()} type="number"
+                       step={if field == JobField::HostLaunchUs { "any" } else { "1" }}
+                       min={if field == JobField::HostLaunchUs { "0" } else { "1" }}
                        inputmode="numeric" value={text} {placeholder} {title}
                        aria-invalid={invalid.then_some("true")}
                        aria-describedby={invalid.then(|| err_id.clone())}
@@ -115,7 +132,12 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
     };
     let wide = matches!(
         field,
-        JobField::Model | JobField::Gpu | JobField::Precision | JobField::Recompute
+        JobField::Model
+            | JobField::Gpu
+            | JobField::Precision
+            | JobField::Recompute
+            | JobField::Stack
+            | JobField::CudaGraphs
     );
     html! {
         <div class={classes!("job-field", wide.then_some("wide"), field.is_check().then_some("check"),
@@ -185,6 +207,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
+                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.cp > 1 {

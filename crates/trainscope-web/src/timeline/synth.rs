@@ -92,7 +92,7 @@ pub fn pipeline(spec: SynthSpec) -> Model {
     let dp = b.label("dp all_reduce grads");
     let mut lanes = Vec::new();
     for s in 0..stages {
-        let ids: Vec<u32> = Stream::ALL
+        let ids: Vec<u32> = Stream::DEVICE
             .iter()
             .map(|&stream| {
                 b.lane(Lane {

@@ -1,0 +1,223 @@
+//! The software stack that drives the GPU (issue 24): which framework
+//! launches a model's kernels ([`Stack`]), what launching one kernel costs
+//! the host thread of a rank, and what CUDA graphs capture ([`CudaGraphs`]).
+//! The job builder turns each op's kernel count into its host launch time
+//! ([`StackSettings::launch_ns`]); the engine runs the launches on a host
+//! lane ahead of the device (`engine::spec::PhaseOps::launch_ns`).
+//!
+//! The constants and where they come from (`docs/SOFTWARE-STACK-DATA.md`
+//! has the full tables; `tests/fixtures/measured/host/` the data):
+//! - [`EAGER_LAUNCH_NS`], 40 us per kernel: the median gap between
+//!   consecutive kernel launches of one host thread in the two eager H100
+//!   PyTorch training steps committed as Kineto traces (37-43 us over four
+//!   steps, `host-launch.csv`; traced, so an upper estimate: the untraced
+//!   step bounds the mean at 44 us). Megatron-Core and Transformer Engine
+//!   are Python modules over the same dispatcher; no Megatron trace was
+//!   available, so `megatron-te` takes the eager figure (an assumption).
+//! - [`COMPILED_LAUNCH_NS`], 8 us: a compiled region launches its kernels
+//!   from generated code without the module-level Python; the bare launch
+//!   call measured 7.7-8.6 us in the same traces (an assumption that the
+//!   compiled path costs about one launch call per kernel).
+//! - [`GRAPH_LAUNCH_NS`], 10 us per captured region: one graph launch
+//!   (an assumption of the order of one kernel launch; not measured).
+//!
+//! What is not modelled: kernels launched from several host threads; the
+//! CPU's own speed (all figures are one H100 host's); the Python between
+//! modules beyond the per-kernel average.
+
+use serde::{Deserialize, Serialize};
+
+/// Host time per kernel of eager PyTorch and of Megatron-Core + TE, ns.
+pub const EAGER_LAUNCH_NS: u64 = 40_000;
+/// Host time per kernel inside a `torch.compile` region, ns.
+pub const COMPILED_LAUNCH_NS: u64 = 8_000;
+/// Host time to launch one captured CUDA graph, ns.
+pub const GRAPH_LAUNCH_NS: u64 = 10_000;
+
+/// The framework that launches the kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stack {
+    /// Megatron-Core with Transformer Engine's fused kernels (the kernel
+    /// counts of [`crate::model::ops`]).
+    #[default]
+    MegatronTe,
+    /// Eager PyTorch module code (HF transformers style): the same kernels
+    /// launched one by one from Python.
+    PytorchEager,
+    /// `torch.compile`d regions: the same kernels from generated code.
+    TorchCompile,
+}
+
+impl Stack {
+    /// Every stack, the default first.
+    pub const ALL: [Stack; 3] = [Stack::MegatronTe, Stack::PytorchEager, Stack::TorchCompile];
+
+    /// The stable name (CLI, JSON, the page).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::MegatronTe => "megatron-te",
+            Stack::PytorchEager => "pytorch-eager",
+            Stack::TorchCompile => "torch-compile",
+        }
+    }
+
+    /// Case-insensitive lookup by [`Stack::name`].
+    pub fn from_name(name: &str) -> Option<Stack> {
+        Stack::ALL
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Host time to launch one kernel, ns.
+    pub fn launch_ns_per_kernel(self) -> u64 {
+        match self {
+            Stack::MegatronTe | Stack::PytorchEager => EAGER_LAUNCH_NS,
+            Stack::TorchCompile => COMPILED_LAUNCH_NS,
+        }
+    }
+}
+
+/// What CUDA graphs capture (Megatron's `--cuda-graph-impl` /
+/// `--cuda-graph-modules`; `torch.compile(mode="reduce-overhead")`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CudaGraphs {
+    /// Every kernel launched by the host.
+    #[default]
+    None,
+    /// Per layer block (attention, dense MLP, MoE router and
+    /// preprocessing): one graph launch each. The routed experts after the
+    /// all-to-all dispatcher's sync point stay eager (their token counts
+    /// change every step).
+    Layers,
+    /// Everything captured, MoE experts included (needs static token
+    /// counts: no sync point in the step).
+    Full,
+}
+
+impl CudaGraphs {
+    /// Every setting, the default first.
+    pub const ALL: [CudaGraphs; 3] = [CudaGraphs::None, CudaGraphs::Layers, CudaGraphs::Full];
+
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CudaGraphs::None => "none",
+            CudaGraphs::Layers => "layers",
+            CudaGraphs::Full => "full",
+        }
+    }
+
+    /// Case-insensitive lookup by [`CudaGraphs::name`] (`partial` is read
+    /// as `layers`).
+    pub fn from_name(name: &str) -> Option<CudaGraphs> {
+        let n = name.trim();
+        if n.eq_ignore_ascii_case("partial") {
+            return Some(CudaGraphs::Layers);
+        }
+        CudaGraphs::ALL
+            .into_iter()
+            .find(|g| g.name().eq_ignore_ascii_case(n))
+    }
+}
+
+/// Where an op sits, for what a CUDA graph captures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// An ordinary layer op (attention, dense MLP, router, norms).
+    Layer,
+    /// The routed experts behind a token dispatcher's sync point.
+    DynamicExperts,
+    /// Embedding, output layer, loss and the optimizer step.
+    Outside,
+}
+
+/// The stack of a job: framework, CUDA graphs and an optional override of
+/// the per-kernel host cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StackSettings {
+    pub stack: Stack,
+    pub cuda_graphs: CudaGraphs,
+    /// Host time per kernel launch, ns, instead of the stack's; `Some(0)`
+    /// turns the host model off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_ns_per_kernel: Option<u64>,
+}
+
+impl StackSettings {
+    /// Host time per kernel, ns.
+    pub fn per_kernel_ns(&self) -> u64 {
+        self.launch_ns_per_kernel
+            .unwrap_or_else(|| self.stack.launch_ns_per_kernel())
+    }
+
+    /// Whether a CUDA graph captures an op of `region`.
+    pub fn captured(&self, region: Region) -> bool {
+        match (self.cuda_graphs, region) {
+            (CudaGraphs::None, _) | (_, Region::Outside) => false,
+            (CudaGraphs::Layers, Region::DynamicExperts) => false,
+            (CudaGraphs::Layers | CudaGraphs::Full, _) => true,
+        }
+    }
+
+    /// Host time to launch an op of `kernels` kernels in `region`, ns: one
+    /// graph launch when captured, else a launch per kernel; 0 for an op
+    /// without kernels or with the host model off.
+    pub fn launch_ns(&self, kernels: u32, region: Region) -> u64 {
+        let per = self.per_kernel_ns();
+        if kernels == 0 || per == 0 {
+            return 0;
+        }
+        if self.captured(region) {
+            GRAPH_LAUNCH_NS.min(per.saturating_mul(u64::from(kernels)))
+        } else {
+            per.saturating_mul(u64::from(kernels))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in Stack::ALL {
+            assert_eq!(Stack::from_name(s.name()), Some(s));
+        }
+        for g in CudaGraphs::ALL {
+            assert_eq!(CudaGraphs::from_name(g.name()), Some(g));
+        }
+        assert_eq!(CudaGraphs::from_name("Partial"), Some(CudaGraphs::Layers));
+        assert_eq!(Stack::from_name("jax"), None);
+    }
+
+    #[test]
+    fn graphs_replace_launches_in_their_scope() {
+        let eager = StackSettings::default();
+        assert_eq!(eager.launch_ns(10, Region::Layer), 10 * EAGER_LAUNCH_NS);
+        let layers = StackSettings {
+            cuda_graphs: CudaGraphs::Layers,
+            ..eager
+        };
+        assert_eq!(layers.launch_ns(10, Region::Layer), GRAPH_LAUNCH_NS);
+        assert_eq!(
+            layers.launch_ns(10, Region::DynamicExperts),
+            10 * EAGER_LAUNCH_NS
+        );
+        assert_eq!(layers.launch_ns(10, Region::Outside), 10 * EAGER_LAUNCH_NS);
+        let full = StackSettings {
+            cuda_graphs: CudaGraphs::Full,
+            ..eager
+        };
+        assert_eq!(full.launch_ns(10, Region::DynamicExperts), GRAPH_LAUNCH_NS);
+        let off = StackSettings {
+            launch_ns_per_kernel: Some(0),
+            ..full
+        };
+        assert_eq!(off.launch_ns(10, Region::Layer), 0);
+        assert_eq!(eager.launch_ns(0, Region::Layer), 0);
+    }
+}
