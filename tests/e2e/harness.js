@@ -80,12 +80,36 @@ export function rendererProcesses(userDataDir) {
   return pids;
 }
 
-/** A new page that records console errors and page errors into `errors`. */
+/** How long a page may take to start (fetch and compile its wasm, mount):
+ * generous, a cold machine with 2 shared cores is slow. */
+export const READY_TIMEOUT_MS = 120000;
+
+/** Wait for the page's readiness signal: `<body data-ready="1">`, set by the
+ * app once mounted (app.rs `mark_ready`; the timeline bench page too). */
+export async function waitReady(page, timeout = READY_TIMEOUT_MS) {
+  await page.locator('body[data-ready="1"]').waitFor({ state: 'attached', timeout });
+}
+
+/** A new page that records console errors and page errors into `errors`.
+ * Its `goto` and `reload` wait for the app's readiness signal
+ * ([`waitReady`]) before returning, so no test interacts with a page
+ * that is still starting; pass `{ ready: false }` to return at once (a
+ * test of what happens during start-up). */
 export async function newPage(context) {
   const page = await context.newPage();
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
+  for (const name of ['goto', 'reload']) {
+    const original = page[name].bind(page);
+    page[name] = async (...args) => {
+      const last = args.length && typeof args[args.length - 1] === 'object' ? args.pop() : {};
+      const { ready = true, ...options } = last ?? {};
+      const response = await original(...args, options);
+      if (ready) await waitReady(page);
+      return response;
+    };
+  }
   return { page, errors };
 }
 

@@ -1,5 +1,6 @@
 // The page's interaction details end to end: a file dropped on the page
-// (synthetic drag and drop) is parsed and simulated; the keyboard reaches
+// (synthetic drag and drop) is parsed and simulated, also one dropped or
+// chosen while the page is still starting (its wasm held back); the keyboard reaches
 // the mode select and Simulate, and Enter/Space on Simulate runs; a long
 // run shows its progress and can be cancelled, after which the result is
 // marked stale and its downloads are disabled with a reason; downloads are
@@ -40,6 +41,55 @@ test('a file dropped on the page gets a file card with its format and a result',
   // The drop overlay is gone once dropped.
   assert.equal(await page.locator('.drop-overlay').count(), 0);
   await screenshot(page, 'ux-dropped');
+  assert.deepEqual(errors, []);
+});
+
+/** Open the page with its wasm held back until `release()`: the page is
+ * still starting (its inline script and placeholder only) until then. */
+async function openStarting() {
+  const { page, errors } = await newPage(browser.context);
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  await page.route(/\.wasm$/, async (route) => { await gate; await route.continue(); });
+  await page.goto(site.url, { waitUntil: 'commit', ready: false });
+  await page.getByTestId('booting').waitFor();
+  return { page, errors, release };
+}
+
+test('a file dropped while the page is starting is kept, then loaded and simulated once it is ready', async () => {
+  const { page, errors, release } = await openStarting();
+  // The placeholder shows from the first paint; the app has not mounted.
+  assert.ok(await page.getByTestId('booting').isVisible(), 'a visible loading state');
+  assert.equal(await page.evaluate(() => document.body.dataset.ready), undefined);
+  const bytes = fs.readFileSync(path.join(seeds, SEED000));
+  await dropFiles(page, [{ name: SEED000, bytes }]);
+  // Not opened by the browser in place of the page; queued and said so.
+  const queued = page.locator('#boot-queued');
+  await queued.waitFor();
+  assert.equal(await queued.textContent(), `1 file waiting: ${SEED000}`);
+  assert.equal(await page.evaluate(() => document.body.dataset.ready), undefined, 'still starting');
+  await screenshot(page, 'ux-dropped-while-starting');
+  release();
+  const card = page.locator(`[data-testid="file-card"][data-file="${SEED000}"]`);
+  await card.waitFor({ timeout: 120000 });
+  await waitDone(page, { timeout: 120000 });
+  assert.equal(await page.evaluate(() => document.body.dataset.ready), '1');
+  assert.equal(await page.getByTestId('booting').count(), 0, 'the placeholder is gone once ready');
+  assert.equal((await card.getByTestId('format').textContent()).trim(), 'simai-workload');
+  assert.equal(await page.locator('[data-testid="file-card"]').count(), 1, 'loaded once');
+  assert.ok(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')) > 0);
+  assert.deepEqual(errors, []);
+});
+
+test('a file chosen on the start-up placeholder is loaded once the page is ready', async () => {
+  const { page, errors, release } = await openStarting();
+  await page.locator('#boot-input').setInputFiles(path.join(seeds, SEED000));
+  await page.locator('#boot-queued').waitFor();
+  release();
+  const card = page.locator(`[data-testid="file-card"][data-file="${SEED000}"]`);
+  await card.waitFor({ timeout: 120000 });
+  await waitDone(page, { timeout: 120000 });
+  assert.equal((await card.getByTestId('format').textContent()).trim(), 'simai-workload');
   assert.deepEqual(errors, []);
 });
 

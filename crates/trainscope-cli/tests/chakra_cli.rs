@@ -217,3 +217,36 @@ fn the_written_groups_file_reads_back_with_the_files() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The ETs Chakra's own converters wrote (`tests/fixtures/chakra/converter/`,
+/// `schema` attribute, empty `version`): `inspect` detects each as
+/// `chakra-et` and `simulate` runs each set.
+#[test]
+fn chakra_converter_files_are_detected_and_simulate() {
+    for (name, ranks) in [
+        ("text_dp", 4),
+        ("text_hybrid", 1),
+        ("text_micro", 2),
+        ("pytorch", 1),
+    ] {
+        let files: Vec<String> = (0..ranks)
+            .map(|r| fixture(&format!("chakra/converter/{name}.{r}.et")))
+            .collect();
+        let mut args = vec!["inspect"];
+        args.extend(files.iter().map(String::as_str));
+        let out = run(&args);
+        ok(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("format: chakra-et (detected, 100%)").count(),
+            ranks,
+            "{stdout}"
+        );
+        let mut args = vec!["simulate", "--json"];
+        args.extend(files.iter().map(String::as_str));
+        let out = run(&args);
+        ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["format"], "chakra-et", "{name}");
+    }
+}

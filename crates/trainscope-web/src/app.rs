@@ -3,7 +3,9 @@
 //! for new files or the job panel's Run button, [`DEBOUNCE_MS`] after the
 //! last settings or job edit, or on the Simulate button), and the URL
 //! fragment (restored on load and on `hashchange`, rewritten when the
-//! example, the settings or the described job change).
+//! example, the settings or the described job change). On mount it takes
+//! the files dropped while the page was starting (queued by index.html's
+//! inline script) and marks the page ready (`<body data-ready="1">`).
 
 use crate::components::activation_chart::ActivationChart;
 use crate::components::compare::Compare;
@@ -48,6 +50,46 @@ pub fn read_files(files: Vec<web_sys::File>, dispatch: UseReducerDispatcher<AppS
         files: loaded,
         example: None,
     });
+}
+
+/// The name of the start-up queue that index.html's inline script keeps:
+/// files dropped (or chosen) before the app mounted.
+const EARLY_FILES: &str = "__trainscopeEarlyFiles";
+
+/// Take the files queued by index.html while the app was starting (none
+/// when the page has no such queue, e.g. a test page), and tell the script
+/// the app takes drops from now on.
+pub fn take_early_files() -> Vec<web_sys::File> {
+    use wasm_bindgen::JsCast;
+    let window = gloo::utils::window();
+    let Ok(early) = js_sys::Reflect::get(&window, &EARLY_FILES.into()) else {
+        return Vec::new();
+    };
+    if !early.is_object() {
+        return Vec::new();
+    }
+    let _ = js_sys::Reflect::set(&early, &"taken".into(), &true.into());
+    let queued = js_sys::Reflect::get(&early, &"files".into()).unwrap_or_default();
+    let _ = js_sys::Reflect::set(&early, &"files".into(), &js_sys::Array::new());
+    let Ok(queued) = queued.dyn_into::<js_sys::Array>() else {
+        return Vec::new();
+    };
+    queued
+        .iter()
+        .filter_map(|f| f.dyn_into::<web_sys::File>().ok())
+        .collect()
+}
+
+/// The app has mounted: remove the start-up placeholder (`#boot`) and mark
+/// `<body data-ready="1">`, the signal the end-to-end harness waits for.
+pub fn mark_ready() {
+    let document = gloo::utils::document();
+    if let Some(boot) = document.get_element_by_id("boot") {
+        boot.remove();
+    }
+    if let Some(body) = document.body() {
+        let _ = body.set_attribute("data-ready", "1");
+    }
 }
 
 /// Files carried by a drop event.
@@ -157,6 +199,9 @@ pub fn App() -> Html {
             });
             *host.borrow_mut() = Some(WorkerHost::new(WORKER_URL, sink));
             restore_from_fragment(&dispatch);
+            // Files dropped while the page was starting: load them now.
+            read_files(take_early_files(), dispatch.clone());
+            mark_ready();
             let d = dispatch.clone();
             let listener =
                 gloo::events::EventListener::new(&gloo::utils::window(), "hashchange", move |_| {

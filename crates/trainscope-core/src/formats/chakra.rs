@@ -8,9 +8,17 @@
 //!
 //! Reading ([`parse`]): every node is decoded, located by its byte offset;
 //! what ASTRA-sim's workload layer runs is kept:
+//! - `GlobalMetadata`: the schema version is its `version` field
+//!   (trainscope's writer, ASTRA-sim's example generators) or, as Chakra's
+//!   own converters write it (`version` empty), its `schema` string
+//!   attribute (`1.0.2-chakra.1.0.0`); detection ([`looks_like`]) is by
+//!   structure: such a metadata message, then a `Node` of a known type;
 //! - `COMP_NODE`: its `duration_micros` (µs → ns); a compute node priced by
 //!   `num_ops` / `tensor_size` alone (ASTRA-sim's roofline) has no time here
-//!   and is kept at 0 ns with a warning;
+//!   and is kept at 0 ns, as is one with neither (ASTRA-sim skips it); CPU
+//!   operators (`is_cpu_op`, Chakra's PyTorch converter) run in the rank's
+//!   one sequence with the GPU operators; each of the three is one warning
+//!   per file, located at its first node;
 //! - `COMM_COLL_NODE`: `comm_type` (the schema's `CollectiveCommType`) and
 //!   `comm_size` (bytes) as integer attributes (any integer encoding; one
 //!   other than `int64_val`, which ASTRA-sim alone reads, is warned about),
@@ -134,7 +142,8 @@ pub struct ChakraTrace {
     pub file: String,
     /// Rank from the file name (`NAME.<rank>.et`), when it has one.
     pub rank: Option<u32>,
-    /// `GlobalMetadata.version`.
+    /// The schema version: `GlobalMetadata.version`, else its `schema`
+    /// attribute ([`stated_version`]; empty when neither states one).
     pub version: String,
     /// Kept nodes in one topological order (ties: file order).
     pub nodes: Vec<ChakraNode>,
@@ -206,27 +215,49 @@ fn at(file: &str, offset: usize, what: &str) -> Location {
     }
 }
 
-/// Whether `bytes` look like a Chakra ET file: a `GlobalMetadata` with a
-/// version such as `0.0.4`, then a `Node` of a known type. (confidence,
-/// reason).
+/// The schema version a `GlobalMetadata` states: its `version` field
+/// (trainscope's writer, ASTRA-sim's example generators: `0.0.4`), else
+/// its `schema` string attribute (Chakra's own converters leave `version`
+/// empty and write e.g. `1.0.2-chakra.1.0.0` there); None when neither
+/// holds a version (a digit first, then at most 64 printable ASCII
+/// characters without spaces, with a dot).
+pub fn stated_version(meta: &GlobalMetadata) -> Option<String> {
+    let plausible = |v: &str| {
+        let b = v.as_bytes();
+        b.first().is_some_and(u8::is_ascii_digit)
+            && b.len() <= 64
+            && b.iter().all(u8::is_ascii_graphic)
+            && b.contains(&b'.')
+    };
+    if plausible(&meta.version) {
+        return Some(meta.version.clone());
+    }
+    meta.attr
+        .iter()
+        .filter(|a| a.name == "schema")
+        .find_map(|a| match &a.value {
+            Some(Value::StringVal(v)) if plausible(v) => Some(v.clone()),
+            _ => None,
+        })
+}
+
+/// Whether `bytes` look like a Chakra ET file, by structure: a
+/// `GlobalMetadata` that states a schema version ([`stated_version`]:
+/// its `version` field or a `schema` attribute), then a `Node` of a known
+/// type. (confidence, reason).
 pub fn looks_like(bytes: &[u8]) -> Option<(u8, String)> {
     let (end, start) = frame(bytes, 0).ok()?;
     let meta = GlobalMetadata::decode(&bytes[start..end]).ok()?;
-    let v = meta.version.as_bytes();
-    let versioned = v.first().is_some_and(u8::is_ascii_digit)
-        && v.len() <= 32
-        && v.iter().all(|b| b.is_ascii_digit() || *b == b'.')
-        && v.contains(&b'.');
-    if !versioned {
-        return None;
-    }
+    let version = stated_version(&meta)?;
+    let stated = if meta.version == version {
+        format!("version {version}")
+    } else {
+        format!("schema {version}")
+    };
     if end == bytes.len() {
         return Some((
             60,
-            format!(
-                "a Chakra GlobalMetadata (version {}) and no nodes",
-                meta.version
-            ),
+            format!("a Chakra GlobalMetadata ({stated}) and no nodes"),
         ));
     }
     let (nend, nstart) = frame(bytes, end).ok()?;
@@ -236,10 +267,7 @@ pub fn looks_like(bytes: &[u8]) -> Option<(u8, String)> {
         .filter(|t| *t != NodeType::InvalidNode)?;
     Some((
         100,
-        format!(
-            "a Chakra GlobalMetadata (version {}) followed by a Node",
-            meta.version
-        ),
+        format!("a Chakra GlobalMetadata ({stated}) followed by a Node"),
     ))
 }
 
@@ -294,6 +322,63 @@ pub fn collective_of(comm_type: i128) -> Option<CommKind> {
     }
 }
 
+/// Nodes of one kind, (id, byte offset) each, in file order.
+type NodeList = Vec<(u64, usize)>;
+
+/// Compute nodes whose time or placement trainscope does not model as
+/// ASTRA-sim would, (id, byte offset) each: reported once per kind.
+#[derive(Default)]
+struct ComputeNotes {
+    /// No `duration_micros`, a positive `num_ops` (ASTRA-sim's roofline
+    /// prices these from `num_ops` / `tensor_size`).
+    priced_by_ops: NodeList,
+    /// Neither `duration_micros` nor `num_ops` (ASTRA-sim skips them).
+    untimed: NodeList,
+    /// `is_cpu_op` true (ASTRA-sim runs CPU and GPU operators on separate
+    /// resources).
+    cpu_ops: NodeList,
+}
+
+impl ComputeNotes {
+    /// One warning per kind, located at its first node, naming the first
+    /// ids and the count.
+    fn report(&self, file: &str, sink: &mut DiagSink) {
+        let cases: [(&NodeList, &str, &str); 3] = [
+            (
+                &self.priced_by_ops,
+                "have no duration_micros, only num_ops (ASTRA-sim prices them with its roofline model from num_ops and tensor_size): trainscope has no roofline for Chakra nodes and runs them as 0 ns",
+                "the simulated iteration leaves out their compute; give the nodes duration_micros (e.g. measured) to time them",
+            ),
+            (
+                &self.untimed,
+                "have neither duration_micros nor num_ops: run as 0 ns, keeping their dependencies (ASTRA-sim skips such nodes)",
+                "Chakra's PyTorch converter writes a node's exclusive GPU time here; a trace collected without it has no compute time to replay",
+            ),
+            (
+                &self.cpu_ops,
+                "are CPU operators (is_cpu_op): run in the rank's one sequence with its GPU operators, in dependency order (ASTRA-sim runs one CPU and one GPU operator at a time side by side)",
+                "a rank whose CPU and GPU work overlapped replays longer here than it ran",
+            ),
+        ];
+        for (nodes, what, hint) in cases {
+            let Some((first, off)) = nodes.first() else {
+                continue;
+            };
+            let shown: Vec<String> = nodes.iter().take(5).map(|(id, _)| id.to_string()).collect();
+            sink.push(
+                Diagnostic::warning(format!(
+                    "`{file}`: {} compute node(s) (ids {}{}) {what}",
+                    nodes.len(),
+                    shown.join(", "),
+                    if nodes.len() > 5 { ", ..." } else { "" }
+                ))
+                .with_hint(hint)
+                .at(at(file, *off, &format!("node {first}"))),
+            );
+        }
+    }
+}
+
 /// Parse one `.et` file (see the module documentation).
 pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
     let mut sink = DiagSink::default();
@@ -311,7 +396,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
         match frame(bytes, 0) {
             Ok((end, start)) => match GlobalMetadata::decode(&bytes[start..end]) {
                 Ok(m) => {
-                    trace.version = m.version;
+                    trace.version = stated_version(&m).unwrap_or(m.version);
                     end
                 }
                 Err(e) => {
@@ -372,6 +457,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
     let mut all_ids: BTreeMap<u64, usize> = BTreeMap::new();
     let mut skipped_by_type: BTreeMap<String, u64> = BTreeMap::new();
     let mut peers: BTreeSet<u32> = BTreeSet::new();
+    let mut compute_notes = ComputeNotes::default();
     for (offset, n) in &raw {
         let off = *offset;
         if let Some(first) = all_ids.get(&n.id) {
@@ -410,14 +496,23 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
             |msg: String| Diagnostic::error(msg).at(at(file, off, &format!("node {}", n.id)));
         match NodeType::try_from(n.r#type) {
             Ok(NodeType::CompNode) => {
-                if n.duration_micros == 0 && attr(n, "num_ops").is_some() {
-                    sink.push(
-                        Diagnostic::warning(format!(
-                            "`{file}`: compute node {} (`{}`) has no duration_micros, only num_ops (ASTRA-sim's roofline): run as 0 ns",
-                            n.id, n.name
-                        ))
-                        .at(at(file, off, &format!("node {}", n.id))),
-                    );
+                // As Chakra's feeder reads them: `num_ops` (int64_val),
+                // `is_cpu_op` (bool_val); any integer encoding of num_ops.
+                let num_ops = attr(n, "num_ops")
+                    .and_then(|a| int_value(a).ok())
+                    .unwrap_or(0);
+                if n.duration_micros == 0 {
+                    let list = if num_ops > 0 {
+                        &mut compute_notes.priced_by_ops
+                    } else {
+                        &mut compute_notes.untimed
+                    };
+                    list.push((n.id, off));
+                }
+                if attr(n, "is_cpu_op")
+                    .is_some_and(|a| matches!(a.value, Some(Value::BoolVal(true))))
+                {
+                    compute_notes.cpu_ops.push((n.id, off));
                 }
                 kept.push(base);
             }
@@ -577,6 +672,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
         }
     }
     trace.p2p_peers = peers.into_iter().collect();
+    compute_notes.report(file, &mut sink);
     for (t, count) in &skipped_by_type {
         sink.push(Diagnostic::warning(format!(
             "`{file}`: {count} {t} node(s) skipped (trainscope replays compute, collective, send and receive nodes; memory and metadata nodes are not simulated)"

@@ -707,6 +707,14 @@ impl ModelJob {
         }
     }
 
+    /// Whether the distributed optimizer has anything to shard its states
+    /// over: more than one data-parallel rank (DP x CP), or, for a model
+    /// with experts, more than one expert data-parallel rank. When false,
+    /// the job is the same with it on or off (memory and time alike).
+    pub fn optimizer_shards(&self) -> bool {
+        self.dp_cp() > 1 || (self.model.moe_layers() > 0 && self.expert_dp() > 1)
+    }
+
     /// Ranks holding the same routed experts (expert data parallelism):
     /// TP x DP x CP / (expert TP x EP), at least 1; the expert gradients
     /// are reduced and their optimizer state sharded over them.

@@ -14,7 +14,9 @@
 //! - [`enumerate`]: the cartesian product in a fixed order (world, TP, CP, PP,
 //!   EP, schedule, virtual stages, micro-batch, recompute, sequence
 //!   parallelism, distributed optimizer, expert TP; an expert TP equal to
-//!   TP is the default layout, tried once); each combination
+//!   TP is the default layout, tried once; so is a layout whose
+//!   distributed optimizer has nothing to shard over, DP x CP 1 and no
+//!   expert DP, where on and off are the same job); each combination
 //!   [`crate::job::ModelJob::new`] refuses, or whose schedule's conditions
 //!   ([`ScheduleKind::check`]) fail, is counted under its reason (the
 //!   message with its numbers written as `N`). Every survivor gets its
@@ -575,8 +577,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                             // layout (at TP 1, expert TP 1
                                             // too): each layout tried once.
                                             let effective = |e: Option<u32>| e.filter(|e| *e != tp);
-                                            for (&dist, (j, &expert_tp)) in
-                                                dist_list.iter().flat_map(|d| {
+                                            for ((i, &dist), (j, &expert_tp)) in
+                                                dist_list.iter().enumerate().flat_map(|d| {
                                                     etp_list.iter().enumerate().map(move |e| (d, e))
                                                 })
                                             {
@@ -623,6 +625,16 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                         continue;
                                                     }
                                                 };
+                                                // Nothing to shard over (DP x CP 1,
+                                                // no expert DP): on and off are the
+                                                // same job, tried once (the list's
+                                                // first value).
+                                                if !job.optimizer_shards()
+                                                    && dist_list[..i].iter().any(|d| *d != dist)
+                                                {
+                                                    skip(SKIP_DIST_OPT_UNSHARDED.to_string(), 1);
+                                                    continue;
+                                                }
                                                 if let Err(e) =
                                                     schedule.check(pp, job.micro_batches)
                                                 {
@@ -656,6 +668,11 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
 /// Why an expert TP equal to TP (the default) is skipped after the first.
 pub const SKIP_EXPERT_TP_IS_TP: &str =
     "expert TP equal to TP is the default layout: each layout is tried once";
+
+/// Why a second distributed-optimizer value is skipped where the
+/// optimizer has nothing to shard over ([`ModelJob::optimizer_shards`]).
+pub const SKIP_DIST_OPT_UNSHARDED: &str =
+    "the distributed optimizer has no data-parallel ranks to shard over (DP x CP and expert DP of one rank): on and off are the same job, tried once";
 
 /// Why a second sequence-parallel value is skipped at TP 1.
 pub const SKIP_SP_AT_TP1: &str =

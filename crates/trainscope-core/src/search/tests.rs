@@ -613,3 +613,102 @@ fn summary_only_rows_equal_the_full_runs() {
     assert!(cp && ep && vpp && split, "{cp} {ep} {vpp} {split}");
     assert!(candidates.len() > 100, "{}", candidates.len());
 }
+
+/// The distributed optimizer as a dimension: where it has nothing to shard
+/// over (DP x CP 1, no expert DP) on and off are the same job, tried once
+/// (the list's first value); elsewhere both are tried, and they differ.
+#[test]
+fn the_distributed_optimizer_is_tried_once_where_it_shards_nothing() {
+    let mut s = tiny_spec();
+    s.tp = Some(vec![1, 2, 4, 8]);
+    s.pp = Some(vec![1]);
+    s.schedule = Some(vec![ScheduleKind::OneFOneB]);
+    s.micro_batch_size = Some(vec![1]);
+    s.recompute = Some(vec![Recompute::None]);
+    s.sequence_parallel = Some(vec![false]);
+    s.distributed_optimizer = Some(vec![false, true]);
+    // TP 1, 2, 4 (DP 8, 4, 2): on and off; TP 8 (DP 1): once, off.
+    let e = enumerate(&s);
+    let got: Vec<(u32, u32, bool)> = e
+        .candidates
+        .iter()
+        .map(|c| (c.job.setup.tp, c.job.dp, c.job.setup.distributed_optimizer))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (1, 8, false),
+            (1, 8, true),
+            (2, 4, false),
+            (2, 4, true),
+            (4, 2, false),
+            (4, 2, true),
+            (8, 1, false),
+        ]
+    );
+    assert_eq!(
+        reasons(&e.skipped_reasons),
+        vec![(SKIP_DIST_OPT_UNSHARDED, 1)]
+    );
+    // The list's first value is the one kept.
+    s.distributed_optimizer = Some(vec![true, false]);
+    let e = enumerate(&s);
+    let dp1: Vec<bool> = e
+        .candidates
+        .iter()
+        .filter(|c| c.job.dp == 1)
+        .map(|c| c.job.setup.distributed_optimizer)
+        .collect();
+    assert_eq!(dp1, vec![true]);
+    // The skipped one is the same job: equal time and memory; where DP > 1
+    // the two differ (the optimizer states are sharded).
+    let config = sweep_config(&SimConfig::default());
+    let both = |c: &Candidate| {
+        let mut on = c.clone();
+        on.job.setup.distributed_optimizer = true;
+        let mut off = c.clone();
+        off.job.setup.distributed_optimizer = false;
+        let (a, b) = (
+            evaluate(&on, &config, "").unwrap(),
+            evaluate(&off, &config, "").unwrap(),
+        );
+        (a.iteration_time_ns, a.peak_bytes) == (b.iteration_time_ns, b.peak_bytes)
+    };
+    for c in &e.candidates {
+        assert_eq!(both(c), c.job.dp == 1, "{}", c.flags(""));
+    }
+    // The Pareto front of the whole sweep holds no job twice.
+    s.distributed_optimizer = Some(vec![false, true]);
+    let report = run_all(&s, None);
+    let front: Vec<&Row> = report.results.iter().filter(|r| r.pareto).collect();
+    assert!(!front.is_empty());
+    for (i, a) in front.iter().enumerate() {
+        for b in &front[i + 1..] {
+            let same = (a.tp, a.pp, a.dp, a.cp, a.ep, a.micro_batch_size)
+                == (b.tp, b.pp, b.dp, b.cp, b.ep, b.micro_batch_size);
+            assert!(!same, "{} and {} are one layout", a.flags, b.flags);
+        }
+    }
+}
+
+/// A model with experts keeps both values at DP 1 where the experts have
+/// data-parallel ranks to shard their optimizer states over.
+#[test]
+fn the_distributed_optimizer_shards_expert_states_at_dp_1() {
+    let model = crate::model::presets::preset("mixtral-8x7b").unwrap();
+    let setup = TrainingSetup {
+        tp: 8,
+        pp: 1,
+        dp: Some(1),
+        expert_tp: Some(1),
+        sequence_parallel: true,
+        global_batch_size: Some(8),
+        ..TrainingSetup::default()
+    };
+    let job = ModelJob::new(model, setup, gpu_preset("H100").unwrap(), Some(8)).unwrap();
+    assert_eq!((job.dp, job.expert_dp()), (1, 8));
+    assert!(job.optimizer_shards());
+    let mut dense = job.clone();
+    dense.model = tiny();
+    assert!(!dense.optimizer_shards());
+}

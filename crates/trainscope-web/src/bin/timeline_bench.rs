@@ -140,4 +140,6 @@ fn main() {
         on_frame: Some(on_frame),
     });
     yew::Renderer::<Timeline>::with_root_and_props(root, props).render();
+    // The same readiness signal as the app's, which the e2e harness waits for.
+    trainscope_web::app::mark_ready();
 }
