@@ -12,6 +12,7 @@ use trainscope_core::inspect::inspect_set;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::ops::OpClass;
+use trainscope_core::model::stack::{Stack, StackSettings};
 use trainscope_tests::{fixture_bytes, median};
 
 const DIR: &str = "measured/h100-sxm";
@@ -213,7 +214,17 @@ fn h100_training_steps_table() {
             "{name}"
         );
         let mb = num(&r, "micro_batch") as u32;
+        // The stack each step ran on: HF transformers eager, or compiled.
+        let stack = if r["compiled"] == "True" {
+            Stack::TorchCompile
+        } else {
+            Stack::PytorchEager
+        };
         let setup = TrainingSetup {
+            stack: StackSettings {
+                stack,
+                ..StackSettings::default()
+            },
             tp: 1,
             pp: 1,
             dp: Some(1),

@@ -663,37 +663,11 @@ impl ModelFlags {
                 format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
             })?,
         };
-        let stack = StackSettings {
-            stack: match &self.stack {
-                None => d.stack.stack,
-                Some(name) => Stack::from_name(name).ok_or_else(|| {
-                    format!(
-                        "unknown stack `{name}`; expected one of: {}",
-                        Stack::ALL.map(Stack::name).join(", ")
-                    )
-                })?,
-            },
-            cuda_graphs: match &self.cuda_graphs {
-                None => d.stack.cuda_graphs,
-                Some(name) => CudaGraphs::from_name(name).ok_or_else(|| {
-                    format!(
-                        "unknown CUDA graph scope `{name}`; expected one of: {}",
-                        CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
-                    )
-                })?,
-            },
-            launch_ns_per_kernel: match self.host_launch_us {
-                None => None,
-                Some(us) if us.is_finite() && (0.0..=1e6).contains(&us) => {
-                    Some((us * 1e3).round() as u64)
-                }
-                Some(us) => {
-                    return Err(format!(
-                        "--host-launch-us {us} is out of range; give 0 to 1000000 microseconds"
-                    ))
-                }
-            },
-        };
+        let stack = stack_settings(
+            self.stack.as_deref(),
+            self.cuda_graphs.as_deref(),
+            self.host_launch_us,
+        )?;
         Ok(TrainingSetup {
             stack,
             tp: self.tp.unwrap_or(d.tp),
@@ -742,4 +716,46 @@ impl ModelFlags {
         }
         e.validate()
     }
+}
+
+/// The software stack from its flags (`--stack`, `--cuda-graphs`,
+/// `--host-launch-us`; absent: the core's defaults), as `simulate --model`
+/// and `sweep` read them (`Err`: the message for exit 4).
+pub fn stack_settings(
+    stack: Option<&str>,
+    cuda_graphs: Option<&str>,
+    host_launch_us: Option<f64>,
+) -> std::result::Result<StackSettings, String> {
+    let d = StackSettings::default();
+    Ok(StackSettings {
+        stack: match stack {
+            None => d.stack,
+            Some(name) => Stack::from_name(name).ok_or_else(|| {
+                format!(
+                    "unknown stack `{name}`; expected one of: {}",
+                    Stack::ALL.map(Stack::name).join(", ")
+                )
+            })?,
+        },
+        cuda_graphs: match cuda_graphs {
+            None => d.cuda_graphs,
+            Some(name) => CudaGraphs::from_name(name).ok_or_else(|| {
+                format!(
+                    "unknown CUDA graph scope `{name}`; expected one of: {}",
+                    CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
+                )
+            })?,
+        },
+        launch_ns_per_kernel: match host_launch_us {
+            None => None,
+            Some(us) if us.is_finite() && (0.0..=1e6).contains(&us) => {
+                Some((us * 1e3).round() as u64)
+            }
+            Some(us) => {
+                return Err(format!(
+                    "--host-launch-us {us} is out of range; give 0 to 1000000 microseconds"
+                ))
+            }
+        },
+    })
 }

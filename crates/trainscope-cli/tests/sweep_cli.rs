@@ -617,3 +617,47 @@ fn a_model_path_with_spaces_is_quoted_in_the_flags_and_a_shell_reads_it_back() {
         assert_eq!(r["mfu"], s["mfu"], "{flags}");
     }
 }
+
+/// The software stack reaches every candidate: rows carry `--stack` and
+/// `--cuda-graphs` in their flags and reproduce with them, and the stack
+/// changes the numbers of a host-bound model.
+#[test]
+fn a_sweep_runs_on_the_given_stack_and_rows_simulate_reproduces() {
+    let base = [
+        "--model",
+        "qwen3-30b-a3b",
+        "--world",
+        "8",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--ep",
+        "8",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "full",
+        "--global-batch-size",
+        "16",
+    ];
+    let mut graphs = base.to_vec();
+    graphs.extend_from_slice(&["--stack", "torch-compile", "--cuda-graphs", "full"]);
+    let v = sweep_json(&graphs);
+    let r = &v["results"][0];
+    let flags = r["flags"].as_str().unwrap();
+    assert!(
+        flags.contains(" --stack torch-compile --cuda-graphs full"),
+        "{flags}"
+    );
+    assert_row_equals_simulate(r);
+    let eager = sweep_json(&base);
+    let e = &eager["results"][0];
+    assert!(!e["flags"].as_str().unwrap().contains("--stack"));
+    assert!(
+        e["iteration_time_ns"].as_u64() > r["iteration_time_ns"].as_u64(),
+        "eager {} vs graphs {}",
+        e["iteration_time_ns"],
+        r["iteration_time_ns"]
+    );
+}

@@ -287,6 +287,7 @@ pub fn sweep_spec(
     spec.precision = job.precision;
     spec.flash_attention = job.flash_attention;
     spec.bf16_grads = job.bf16_grads;
+    spec.stack = job.stack;
     spec.tp = numbers("TP", &inputs.tp)?;
     spec.cp = numbers("CP", &inputs.cp)?;
     spec.pp = numbers("PP", &inputs.pp)?;

@@ -103,6 +103,8 @@ struct ProgState {
     closed: bool,
     /// The rank's last host launch (jobs with a host model).
     host_last: Option<TaskId>,
+    /// The rank's last compute task: what a sync point waits for.
+    last_compute: Option<TaskId>,
     /// A step stopped at a point-to-point wait whose transfer its sender has
     /// not issued yet ([`JobSpec::transfers`]); it resumes there.
     resume: Option<Resume>,
@@ -261,8 +263,10 @@ impl Builder<'_> {
     /// A chain compute task (skipped when zero), after its host launch
     /// when `ops` has one ([`PhaseOps::launch_ns`], [`PhaseOps::host_sync`]):
     /// the launch runs on the rank's host lane after the previous launch
-    /// (and, at a sync point, after the device work the compute waits for),
-    /// and the compute waits for its launch.
+    /// (and, at a sync point, after the rank's last compute task: the
+    /// device-to-host copy is queued on the compute stream, so the host
+    /// waits for the compute issued before it, not for collectives it
+    /// launched in between), and the compute waits for its launch.
     fn compute(
         &mut self,
         st: &mut ProgState,
@@ -280,7 +284,7 @@ impl Builder<'_> {
         if ops.launch_ns > 0 || ops.host_sync {
             let mut host_deps: Vec<Dep> = st.host_last.map(Dep::on).into_iter().collect();
             if ops.host_sync {
-                host_deps.extend(deps.iter().copied());
+                host_deps.extend(st.last_compute.map(Dep::on));
             }
             let kind = if ops.host_sync {
                 SpanKind::HostSync
@@ -309,6 +313,7 @@ impl Builder<'_> {
         pending.clear();
         st.frontier.clear();
         st.frontier.push(Dep::on(id));
+        st.last_compute = Some(id);
         Ok(())
     }
 
@@ -1362,6 +1367,7 @@ pub fn build(
             coll_seq: [0; 5],
             closed: false,
             host_last: None,
+            last_compute: None,
             resume: None,
         });
     }
