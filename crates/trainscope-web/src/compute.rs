@@ -1255,6 +1255,25 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
             value_ns: s.other_idle_ns,
         });
     }
+    if s.host_bound_ns > 0 {
+        v.figures.push(Figure::new(
+            "host_bound",
+            "Host-bound",
+            Quantity::DurationNs(s.host_bound_ns),
+        ));
+        v.breakdown.push(Segment {
+            key: "host_bound".into(),
+            label: "Host-bound".into(),
+            value_ns: s.host_bound_ns,
+        });
+    }
+    if s.sync_stall_ns > 0 {
+        v.figures.push(Figure::new(
+            "sync_stall",
+            "Host sync stall",
+            Quantity::DurationNs(s.sync_stall_ns),
+        ));
+    }
     v.figures.push(Figure::new(
         "simai_bubble",
         "SimAI closed-form bubble",

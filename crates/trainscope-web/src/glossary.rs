@@ -24,7 +24,7 @@ pub struct Definition {
 }
 
 /// Every figure the Read panel shows, in display order.
-pub const DEFINITIONS: [Definition; 18] = [
+pub const DEFINITIONS: [Definition; 20] = [
     Definition {
         key: "iteration_time",
         label: "Iteration time",
@@ -89,6 +89,18 @@ pub const DEFINITIONS: [Definition; 18] = [
         key: "other",
         label: "Other idle",
         event: Some("Idle time of the reference rank's compute that no waited-for task explains (e.g. before its first task)."),
+        simai: None,
+    },
+    Definition {
+        key: "host_bound",
+        label: "Host-bound",
+        event: Some("Time the reference rank's GPU waits for its host to launch kernels: the software stack's cost per kernel launch, exposed where the kernels are shorter than their launches or after a sync point (job panel: Software stack, CUDA graphs)."),
+        simai: None,
+    },
+    Definition {
+        key: "sync_stall",
+        label: "Host sync stall",
+        event: Some("Time the reference rank's host waits for its GPU at sync points (Megatron's all-to-all token dispatcher reads the token counts on the host before every MoE layer's experts); not GPU idle time by itself."),
         simai: None,
     },
     Definition {
