@@ -14,7 +14,7 @@ use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
 use trainscope_core::job::{Recompute, TrainingSetup};
-use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
+use trainscope_core::model::stack::{launch_ns_from_us, CudaGraphs, Stack, StackSettings};
 use trainscope_core::replay::infer::NetworkOverrides;
 use trainscope_core::run::{RunOptions, SlowRank};
 use trainscope_core::workload::Format;
@@ -537,19 +537,8 @@ pub struct ModelFlags {
     /// reduction's bytes, an fp32 copy of the optimizer's shard.
     #[arg(long = "no-grad-reduce-in-fp32")]
     pub bf16_grads: bool,
-    /// The software stack that launches the kernels: megatron-te (the
-    /// default), pytorch-eager or torch-compile; each rank's host launches
-    /// them at the stack's cost per kernel.
-    #[arg(long, value_name = "STACK")]
-    pub stack: Option<String>,
-    /// CUDA graphs: none (default), layers (per layer block, Megatron's
-    /// partial scopes; `partial` also works) or full (the whole step).
-    #[arg(long, value_name = "SCOPE")]
-    pub cuda_graphs: Option<String>,
-    /// Host time per kernel launch, microseconds, instead of the stack's
-    /// (0 turns the host model off).
-    #[arg(long, value_name = "US")]
-    pub host_launch_us: Option<f64>,
+    #[command(flatten)]
+    pub software: StackFlags,
     /// Megatron sequence parallelism (needs TP > 1).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -626,9 +615,9 @@ impl ModelFlags {
             "--account-for-loss-in-pipeline-split",
         );
         add(self.bf16_grads, "--no-grad-reduce-in-fp32");
-        add(self.stack.is_some(), "--stack");
-        add(self.cuda_graphs.is_some(), "--cuda-graphs");
-        add(self.host_launch_us.is_some(), "--host-launch-us");
+        add(self.software.stack.is_some(), "--stack");
+        add(self.software.cuda_graphs.is_some(), "--cuda-graphs");
+        add(self.software.host_launch_us.is_some(), "--host-launch-us");
         add(self.sequence_parallel, "--sequence-parallel");
         add(self.micro_batch_size.is_some(), "--micro-batch-size");
         add(self.global_batch_size.is_some(), "--global-batch-size");
@@ -663,11 +652,7 @@ impl ModelFlags {
                 format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
             })?,
         };
-        let stack = stack_settings(
-            self.stack.as_deref(),
-            self.cuda_graphs.as_deref(),
-            self.host_launch_us,
-        )?;
+        let stack = self.software.settings()?;
         Ok(TrainingSetup {
             stack,
             tp: self.tp.unwrap_or(d.tp),
@@ -718,44 +703,36 @@ impl ModelFlags {
     }
 }
 
-/// The software stack from its flags (`--stack`, `--cuda-graphs`,
-/// `--host-launch-us`; absent: the core's defaults), as `simulate --model`
-/// and `sweep` read them (`Err`: the message for exit 4).
-pub fn stack_settings(
-    stack: Option<&str>,
-    cuda_graphs: Option<&str>,
-    host_launch_us: Option<f64>,
-) -> std::result::Result<StackSettings, String> {
-    let d = StackSettings::default();
-    Ok(StackSettings {
-        stack: match stack {
-            None => d.stack,
-            Some(name) => Stack::from_name(name).ok_or_else(|| {
-                format!(
-                    "unknown stack `{name}`; expected one of: {}",
-                    Stack::ALL.map(Stack::name).join(", ")
-                )
-            })?,
-        },
-        cuda_graphs: match cuda_graphs {
-            None => d.cuda_graphs,
-            Some(name) => CudaGraphs::from_name(name).ok_or_else(|| {
-                format!(
-                    "unknown CUDA graph scope `{name}`; expected one of: {}",
-                    CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
-                )
-            })?,
-        },
-        launch_ns_per_kernel: match host_launch_us {
-            None => None,
-            Some(us) if us.is_finite() && (0.0..=1e6).contains(&us) => {
-                Some((us * 1e3).round() as u64)
-            }
-            Some(us) => {
-                return Err(format!(
-                    "--host-launch-us {us} is out of range; give 0 to 1000000 microseconds"
-                ))
-            }
-        },
-    })
+/// The software stack's flags, shared by `simulate --model` and `sweep`.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct StackFlags {
+    /// The software stack that launches the kernels: megatron-te (the
+    /// default), pytorch-eager or torch-compile; each rank's host launches
+    /// them at the stack's cost per kernel.
+    #[arg(long, value_name = "STACK")]
+    pub stack: Option<String>,
+    /// CUDA graphs: none (default), layers (per layer block, Megatron's
+    /// partial scopes; `partial` also works) or full (the whole step).
+    #[arg(long, value_name = "SCOPE")]
+    pub cuda_graphs: Option<String>,
+    /// Host time per kernel launch, microseconds, instead of the stack's
+    /// (0 turns the host model off).
+    #[arg(long, value_name = "US")]
+    pub host_launch_us: Option<f64>,
+}
+
+impl StackFlags {
+    /// The core's stack settings (absent flags: its defaults; `Err`: the
+    /// message for exit 4).
+    pub fn settings(&self) -> std::result::Result<StackSettings, String> {
+        let d = StackSettings::default();
+        Ok(StackSettings {
+            stack: self.stack.as_deref().map_or(Ok(d.stack), Stack::parse)?,
+            cuda_graphs: self
+                .cuda_graphs
+                .as_deref()
+                .map_or(Ok(d.cuda_graphs), CudaGraphs::parse)?,
+            launch_ns_per_kernel: self.host_launch_us.map(launch_ns_from_us).transpose()?,
+        })
+    }
 }

@@ -68,15 +68,9 @@ pub struct Args {
     /// Gradients kept and reduced in bf16 (as `simulate`'s flag).
     #[arg(long = "no-grad-reduce-in-fp32")]
     pub bf16_grads: bool,
-    /// The software stack every candidate runs on (as `simulate`'s flag).
-    #[arg(long, value_name = "STACK")]
-    pub stack: Option<String>,
-    /// CUDA graphs of every candidate (as `simulate`'s flag).
-    #[arg(long, value_name = "SCOPE")]
-    pub cuda_graphs: Option<String>,
-    /// Host time per kernel launch, microseconds (as `simulate`'s flag).
-    #[arg(long, value_name = "US")]
-    pub host_launch_us: Option<f64>,
+    /// The software stack every candidate runs on.
+    #[command(flatten)]
+    pub software: crate::args::StackFlags,
     /// Tensor-parallel sizes (default: powers of two up to the GPUs per node
     /// that divide the attention heads).
     #[arg(
@@ -500,11 +494,7 @@ fn make_spec(
     spec.precision = precision;
     spec.flash_attention = !args.no_flash_attention;
     spec.bf16_grads = args.bf16_grads;
-    spec.stack = crate::args::stack_settings(
-        args.stack.as_deref(),
-        args.cuda_graphs.as_deref(),
-        args.host_launch_us,
-    )?;
+    spec.stack = args.software.settings()?;
     spec.tp = numbers("tp", &args.tp)?;
     spec.pp = numbers("pp", &args.pp)?;
     spec.cp = numbers("cp", &args.cp)?;

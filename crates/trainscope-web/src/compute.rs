@@ -1243,29 +1243,21 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
         s.bubble_ns,
         exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp, e.cp),
     );
-    if s.other_idle_ns > 0 {
-        v.figures.push(Figure::new(
-            "other",
-            "Other idle",
-            Quantity::DurationNs(s.other_idle_ns),
-        ));
-        v.breakdown.push(Segment {
-            key: "other".into(),
-            label: "Other idle".into(),
-            value_ns: s.other_idle_ns,
-        });
-    }
-    if s.host_bound_ns > 0 {
-        v.figures.push(Figure::new(
-            "host_bound",
-            "Host-bound",
-            Quantity::DurationNs(s.host_bound_ns),
-        ));
-        v.breakdown.push(Segment {
-            key: "host_bound".into(),
-            label: "Host-bound".into(),
-            value_ns: s.host_bound_ns,
-        });
+    // Idle parts beyond the exposed communication: a figure and a part of
+    // the breakdown each, where there is any.
+    for (key, label, ns) in [
+        ("other", "Other idle", s.other_idle_ns),
+        ("host_bound", "Host-bound", s.host_bound_ns),
+    ] {
+        if ns > 0 {
+            v.figures
+                .push(Figure::new(key, label, Quantity::DurationNs(ns)));
+            v.breakdown.push(Segment {
+                key: key.into(),
+                label: label.into(),
+                value_ns: ns,
+            });
+        }
     }
     if s.sync_stall_ns > 0 {
         v.figures.push(Figure::new(

@@ -21,7 +21,7 @@ use std::fmt;
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::presets;
-use trainscope_core::model::stack::{CudaGraphs, Stack};
+use trainscope_core::model::stack::{launch_ns_from_us, launch_us_text, CudaGraphs, Stack};
 
 /// The preset the panel starts with (the CLI has no default model: `--model`
 /// is required).
@@ -418,9 +418,10 @@ impl JobSettings {
             JobField::Bf16Grads => on_off(self.bf16_grads),
             JobField::Stack => self.stack.stack.name().into(),
             JobField::CudaGraphs => self.stack.cuda_graphs.name().into(),
-            JobField::HostLaunchUs => self.stack.launch_ns_per_kernel.map_or(String::new(), |ns| {
-                trainscope_core::limits::number(ns as f64 / 1e3)
-            }),
+            JobField::HostLaunchUs => self
+                .stack
+                .launch_ns_per_kernel
+                .map_or(String::new(), launch_us_text),
         }
     }
 
@@ -470,39 +471,19 @@ impl JobSettings {
             JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
             JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
             JobField::Bf16Grads => self.bf16_grads = parse_on_off(text)?,
-            JobField::Stack => {
-                self.stack.stack = Stack::from_name(text).ok_or_else(|| {
-                    format!(
-                        "unknown stack `{}`; expected one of: {}",
-                        text.trim(),
-                        Stack::ALL.map(Stack::name).join(", ")
-                    )
-                })?
-            }
-            JobField::CudaGraphs => {
-                self.stack.cuda_graphs = CudaGraphs::from_name(text).ok_or_else(|| {
-                    format!(
-                        "unknown CUDA graph scope `{}`; expected one of: {}",
-                        text.trim(),
-                        CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
-                    )
-                })?
-            }
+            JobField::Stack => self.stack.stack = Stack::parse(text)?,
+            JobField::CudaGraphs => self.stack.cuda_graphs = CudaGraphs::parse(text)?,
             JobField::HostLaunchUs => {
                 let t = text.trim();
                 self.stack.launch_ns_per_kernel = if t.is_empty() {
                     None
                 } else {
-                    match t.parse::<f64>() {
-                        Ok(us) if us.is_finite() && (0.0..=1e6).contains(&us) => {
-                            Some((us * 1e3).round() as u64)
-                        }
-                        _ => {
-                            return Err(format!(
-                                "`{t}` is not a host time per kernel; give 0 to 1000000 microseconds, or leave it empty for the stack's"
-                            ))
-                        }
-                    }
+                    let us = t.parse::<f64>().map_err(|_| {
+                        format!(
+                            "`{t}` is not a number of microseconds; leave it empty for the stack's"
+                        )
+                    })?;
+                    Some(launch_ns_from_us(us)?)
                 }
             }
         }
@@ -608,18 +589,7 @@ impl JobSettings {
         if self.gpu != d.gpu {
             out.push_str(&format!(" --gpu-type {}", self.gpu));
         }
-        if self.stack.stack != d.stack.stack {
-            out.push_str(&format!(" --stack {}", self.stack.stack.name()));
-        }
-        if self.stack.cuda_graphs != d.stack.cuda_graphs {
-            out.push_str(&format!(" --cuda-graphs {}", self.stack.cuda_graphs.name()));
-        }
-        if let Some(ns) = self.stack.launch_ns_per_kernel {
-            out.push_str(&format!(
-                " --host-launch-us {}",
-                trainscope_core::limits::number(ns as f64 / 1e3)
-            ));
-        }
+        out.push_str(&self.stack.flags());
         out
     }
 

@@ -282,9 +282,14 @@ impl Builder<'_> {
         let mut deps = std::mem::take(&mut self.scratch);
         merge_deps(&mut deps, &st.frontier, pending);
         if ops.launch_ns > 0 || ops.host_sync {
-            let mut host_deps: Vec<Dep> = st.host_last.map(Dep::on).into_iter().collect();
-            if ops.host_sync {
-                host_deps.extend(st.last_compute.map(Dep::on));
+            // After the previous launch, and at a sync point after the last
+            // compute: at most two dependencies, no allocation per task.
+            let sync_on = st.last_compute.filter(|_| ops.host_sync);
+            let mut host_deps = [Dep::on(0); 2];
+            let mut n = 0;
+            for t in [st.host_last, sync_on].into_iter().flatten() {
+                host_deps[n] = Dep::on(t);
+                n += 1;
             }
             let kind = if ops.host_sync {
                 SpanKind::HostSync
@@ -293,7 +298,7 @@ impl Builder<'_> {
             };
             let host = self.task(
                 TaskDef::on(Self::res(prog, Stream::Host), ops.launch_ns),
-                &host_deps,
+                &host_deps[..n],
                 TaskMeta {
                     kind,
                     stream: Stream::Host,

@@ -37,7 +37,7 @@ use super::memory::{stage_params, StageParams};
 use super::{ModelJob, Recompute};
 use crate::hardware::{AttentionPass, GpuSpec, Precision};
 use crate::model::ops::{Op, OpClass, OpWork, Shape};
-use crate::model::stack::{CudaGraphs, Region, StackSettings};
+use crate::model::stack::{Region, StackSettings};
 use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, CommOp, DescribedJob, LayerOp, LayerRole, MicroBatchBlock, ParallelConfig,
@@ -413,8 +413,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
                 a2a,
                 a2a,
             );
-            experts_op.forward.host_sync =
-                s.stack.cuda_graphs != CudaGraphs::Full && s.stack.per_kernel_ns() > 0;
+            experts_op.forward.host_sync = s.stack.syncs_before_experts();
             out.push(experts_op);
             let combine = t(&back).plus(t(&residual));
             out.push(op(
@@ -686,7 +685,7 @@ mod tests {
     const TEST_HOST: Host = Host {
         stack: StackSettings {
             stack: crate::model::stack::Stack::MegatronTe,
-            cuda_graphs: CudaGraphs::None,
+            cuda_graphs: crate::model::stack::CudaGraphs::None,
             launch_ns_per_kernel: None,
         },
         region: Region::Layer,

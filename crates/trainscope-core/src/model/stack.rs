@@ -146,7 +146,73 @@ pub struct StackSettings {
     pub launch_ns_per_kernel: Option<u64>,
 }
 
+/// Largest `--host-launch-us`, microseconds (one second).
+pub const MAX_HOST_LAUNCH_US: f64 = 1e6;
+
+impl Stack {
+    /// [`Stack::from_name`], or the message naming every stack.
+    pub fn parse(name: &str) -> Result<Stack, String> {
+        Stack::from_name(name).ok_or_else(|| {
+            format!(
+                "unknown stack `{}`; expected one of: {}",
+                name.trim(),
+                Stack::ALL.map(Stack::name).join(", ")
+            )
+        })
+    }
+}
+
+impl CudaGraphs {
+    /// [`CudaGraphs::from_name`], or the message naming every scope.
+    pub fn parse(name: &str) -> Result<CudaGraphs, String> {
+        CudaGraphs::from_name(name).ok_or_else(|| {
+            format!(
+                "unknown CUDA graph scope `{}`; expected one of: {}",
+                name.trim(),
+                CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
+            )
+        })
+    }
+}
+
+/// A host time per kernel given in microseconds (`--host-launch-us`, the
+/// page's field) as ns, or the message for a value out of range.
+pub fn launch_ns_from_us(us: f64) -> Result<u64, String> {
+    if us.is_finite() && (0.0..=MAX_HOST_LAUNCH_US).contains(&us) {
+        Ok((us * 1e3).round() as u64)
+    } else {
+        Err(format!(
+            "host time per kernel {us} us is out of range; give 0 to 1000000 microseconds"
+        ))
+    }
+}
+
 impl StackSettings {
+    /// The CLI flags that set this stack on top of the defaults
+    /// (` --stack torch-compile --cuda-graphs full`; empty for the default),
+    /// as a sweep row's command and the page's CLI line write them.
+    pub fn flags(&self) -> String {
+        let d = StackSettings::default();
+        let mut f = String::new();
+        if self.stack != d.stack {
+            f.push_str(&format!(" --stack {}", self.stack.name()));
+        }
+        if self.cuda_graphs != d.cuda_graphs {
+            f.push_str(&format!(" --cuda-graphs {}", self.cuda_graphs.name()));
+        }
+        if let Some(ns) = self.launch_ns_per_kernel {
+            f.push_str(&format!(" --host-launch-us {}", launch_us_text(ns)));
+        }
+        f
+    }
+
+    /// Whether Megatron's token dispatcher syncs the host before the routed
+    /// experts: always, unless whole-step graphs (static token counts) or
+    /// the host model is off.
+    pub fn syncs_before_experts(&self) -> bool {
+        self.cuda_graphs != CudaGraphs::Full && self.per_kernel_ns() > 0
+    }
+
     /// Host time per kernel, ns.
     pub fn per_kernel_ns(&self) -> u64 {
         self.launch_ns_per_kernel
@@ -178,6 +244,11 @@ impl StackSettings {
     }
 }
 
+/// A host time per kernel in ns as the microseconds a user types.
+pub fn launch_us_text(ns: u64) -> String {
+    crate::limits::number(ns as f64 / 1e3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +263,19 @@ mod tests {
         }
         assert_eq!(CudaGraphs::from_name("Partial"), Some(CudaGraphs::Layers));
         assert_eq!(Stack::from_name("jax"), None);
+        assert!(Stack::parse("jax").unwrap_err().contains("megatron-te"));
+        assert_eq!(launch_ns_from_us(12.5), Ok(12_500));
+        assert!(launch_ns_from_us(-1.0).is_err());
+        let s = StackSettings {
+            stack: Stack::TorchCompile,
+            cuda_graphs: CudaGraphs::Full,
+            launch_ns_per_kernel: Some(12_500),
+        };
+        assert_eq!(
+            s.flags(),
+            " --stack torch-compile --cuda-graphs full --host-launch-us 12.5"
+        );
+        assert_eq!(StackSettings::default().flags(), "");
     }
 
     #[test]

@@ -385,19 +385,7 @@ impl Candidate {
         if !s.flash_attention {
             f.push_str(" --no-flash-attention");
         }
-        let d = crate::model::stack::StackSettings::default();
-        if s.stack.stack != d.stack {
-            f.push_str(&format!(" --stack {}", s.stack.stack.name()));
-        }
-        if s.stack.cuda_graphs != d.cuda_graphs {
-            f.push_str(&format!(" --cuda-graphs {}", s.stack.cuda_graphs.name()));
-        }
-        if let Some(ns) = s.stack.launch_ns_per_kernel {
-            f.push_str(&format!(
-                " --host-launch-us {}",
-                crate::limits::number(ns as f64 / 1e3)
-            ));
-        }
+        f.push_str(&s.stack.flags());
         if let Some(n) = s.first_stage_layers {
             f.push_str(&format!(" --first-stage-layers {n}"));
         }
