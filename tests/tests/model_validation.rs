@@ -33,10 +33,16 @@ const MEDIAN_TOLERANCE: f64 = 0.12;
 const WORST_TOLERANCE: f64 = 0.30;
 /// Documented accuracy on mixture-of-experts models (the worst absolute
 /// error): far from the dense cases' (README "Validation"); a guard, not a
-/// target.
-const MOE_WORST_TOLERANCE: f64 = 0.65;
-/// Documented median accuracy on mixture-of-experts models; a guard.
-const MOE_MEDIAN_TOLERANCE: f64 = 0.40;
+/// target. 65% before the dispatcher's kernels were placed ahead of its
+/// sync point (issue 24); see [`MOE_MEDIAN_TOLERANCE`].
+const MOE_WORST_TOLERANCE: f64 = 0.70;
+/// Documented median accuracy on mixture-of-experts models; a guard. It
+/// widened from 40% to 50% when Transformer Engine's grouped-GEMM launches
+/// (a C++ loop over the experts) were charged the bare launch call instead
+/// of a Python op each: better founded, and it shows that the absolute MoE
+/// gap is not the host's (the two-setting ratios of `stack_validation`
+/// are within 5%).
+const MOE_MEDIAN_TOLERANCE: f64 = 0.50;
 /// Documented accuracy of predictions calibrated on another case of the
 /// same model and GPU (median absolute error).
 const CALIBRATED_MEDIAN_TOLERANCE: f64 = 0.10;

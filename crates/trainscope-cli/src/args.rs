@@ -14,6 +14,7 @@ use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
 use trainscope_core::job::{Recompute, TrainingSetup};
+use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::stack::{launch_ns_from_us, CudaGraphs, Stack, StackSettings};
 use trainscope_core::replay::infer::NetworkOverrides;
 use trainscope_core::run::{RunOptions, SlowRank};
@@ -719,6 +720,24 @@ pub struct StackFlags {
     /// (0 turns the host model off).
     #[arg(long, value_name = "US")]
     pub host_launch_us: Option<f64>,
+    /// MoE token dispatcher (Megatron's `--moe-token-dispatcher-type`):
+    /// alltoall (default), allgather, or flex (DeepEP / HybridEP: fused
+    /// kernels, tokens sent once per destination rank and node).
+    #[arg(long, value_name = "D")]
+    pub moe_token_dispatcher: Option<String>,
+    /// Megatron's MoE router and permute fusions: on or off (default: the
+    /// stack's; megatron-te and torch-compile on, pytorch-eager off).
+    #[arg(long, value_name = "ON|OFF")]
+    pub moe_fusion: Option<String>,
+    /// Megatron's EP overlap (`--overlap-moe-expert-parallel-comm`): a
+    /// micro-batch's forward runs with another's backward, one's
+    /// all-to-alls overlapping the other's compute.
+    #[arg(long)]
+    pub moe_a2a_overlap: bool,
+    /// Tokens of the busiest expert rank over the mean, >= 1 (default 1:
+    /// balanced routing): its experts and all-to-alls take that much longer.
+    #[arg(long, value_name = "X")]
+    pub moe_imbalance: Option<f64>,
 }
 
 impl StackFlags {
@@ -733,6 +752,13 @@ impl StackFlags {
                 .as_deref()
                 .map_or(Ok(d.cuda_graphs), CudaGraphs::parse)?,
             launch_ns_per_kernel: self.host_launch_us.map(launch_ns_from_us).transpose()?,
+            dispatcher: self
+                .moe_token_dispatcher
+                .as_deref()
+                .map_or(Ok(d.dispatcher), Dispatcher::parse)?,
+            moe_fusion: self.moe_fusion.as_deref().map(parse_fusion).transpose()?,
+            moe_a2a_overlap: self.moe_a2a_overlap,
+            moe_imbalance_milli: self.moe_imbalance.map(imbalance_milli).transpose()?,
         })
     }
 }

@@ -734,3 +734,86 @@ fn event_flags_that_do_not_apply_are_warned() {
     assert_eq!(out.status.code(), Some(4));
     assert!(stderr(&out).contains("takes its virtual stages from --vpp"));
 }
+
+/// The MoE settings (issue 24) reach the JSON, reproduce from the flags,
+/// and refuse bad values with exit 4 and the reason.
+#[test]
+fn moe_dispatcher_flags_reach_the_report() {
+    let base = [
+        "simulate",
+        "--model",
+        "qwen3-30b-a3b",
+        "--world",
+        "16",
+        "--ep",
+        "16",
+        "--global-batch-size",
+        "64",
+        "--seq-length",
+        "1024",
+        "--json",
+    ];
+    let default = json_of(&trainscope(&base));
+    assert_eq!(default["training"]["moe_token_dispatcher"], "alltoall");
+    assert_eq!(default["training"]["moe_fusion"], true);
+    assert_eq!(default["training"]["moe_a2a_overlap"], false);
+    assert!(default["kernels_per_iteration"][0].as_u64().unwrap() > 1000);
+    let mut args = base.to_vec();
+    args.extend_from_slice(&[
+        "--moe-token-dispatcher",
+        "flex",
+        "--moe-fusion",
+        "off",
+        "--moe-a2a-overlap",
+        "--moe-imbalance",
+        "1.3",
+    ]);
+    let set = json_of(&trainscope(&args));
+    let t = &set["training"];
+    assert_eq!(t["moe_token_dispatcher"], "flex");
+    assert_eq!(t["moe_fusion"], false);
+    assert_eq!(t["moe_a2a_overlap"], true);
+    assert_eq!(t["moe_imbalance"], 1.3);
+    // Unfused routing launches more kernels.
+    assert!(
+        set["kernels_per_iteration"][0].as_u64() > default["kernels_per_iteration"][0].as_u64()
+    );
+    for (flag, value, says) in [
+        (
+            "--moe-token-dispatcher",
+            "nccl",
+            "alltoall, allgather, flex",
+        ),
+        ("--moe-fusion", "maybe", "on"),
+        ("--moe-imbalance", "0.5", "1 (balanced)"),
+    ] {
+        let mut bad = base.to_vec();
+        bad.extend_from_slice(&[flag, value]);
+        let out = trainscope(&bad);
+        assert_eq!(
+            out.status.code(),
+            Some(4),
+            "{flag} {value}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains(says), "{flag}: {}", stderr(&out));
+    }
+    // On a dense model EP overlap changes nothing, and says so.
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3.2-1b",
+        "--global-batch-size",
+        "8",
+        "--seq-length",
+        "512",
+        "--moe-a2a-overlap",
+        "--json",
+    ]);
+    let v = json_of(&out);
+    assert!(
+        v["warnings"].to_string().contains("no MoE layers"),
+        "{}",
+        v["warnings"]
+    );
+}

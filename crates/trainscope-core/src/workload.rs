@@ -292,6 +292,14 @@ pub struct PhaseOp {
     /// [`crate::engine::spec::PhaseOps::host_sync`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub host_sync: bool,
+    /// Kernels the compute launches (0 where the input does not say; model
+    /// jobs count them per op, for `kernels_per_iteration`).
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub kernels: u32,
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 fn is_zero_u64(x: &u64) -> bool {

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
+use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::presets;
 use trainscope_core::model::stack::{launch_ns_from_us, launch_us_text, CudaGraphs, Stack};
 
@@ -165,11 +166,15 @@ pub enum JobField {
     Stack,
     CudaGraphs,
     HostLaunchUs,
+    MoeDispatcher,
+    MoeFusion,
+    MoeA2aOverlap,
+    MoeImbalance,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 25] = [
+    pub const ALL: [JobField; 29] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -195,6 +200,10 @@ impl JobField {
         JobField::Stack,
         JobField::CudaGraphs,
         JobField::HostLaunchUs,
+        JobField::MoeDispatcher,
+        JobField::MoeFusion,
+        JobField::MoeA2aOverlap,
+        JobField::MoeImbalance,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -226,6 +235,10 @@ impl JobField {
             JobField::Stack => "job_stack",
             JobField::CudaGraphs => "job_cuda_graphs",
             JobField::HostLaunchUs => "job_host_launch_us",
+            JobField::MoeDispatcher => "job_moe_dispatcher",
+            JobField::MoeFusion => "job_moe_fusion",
+            JobField::MoeA2aOverlap => "job_moe_a2a_overlap",
+            JobField::MoeImbalance => "job_moe_imbalance",
         }
     }
 
@@ -269,6 +282,10 @@ impl JobField {
             JobField::Stack => "Software stack",
             JobField::CudaGraphs => "CUDA graphs",
             JobField::HostLaunchUs => "Host µs per kernel",
+            JobField::MoeDispatcher => "MoE token dispatcher",
+            JobField::MoeFusion => "MoE router/permute fusion",
+            JobField::MoeA2aOverlap => "EP overlap",
+            JobField::MoeImbalance => "MoE imbalance (busiest rank)",
         }
     }
 
@@ -300,6 +317,10 @@ impl JobField {
             JobField::Stack => "--stack",
             JobField::CudaGraphs => "--cuda-graphs",
             JobField::HostLaunchUs => "--host-launch-us (empty: the stack's)",
+            JobField::MoeDispatcher => "--moe-token-dispatcher",
+            JobField::MoeFusion => "--moe-fusion (stack's: as the stack runs it)",
+            JobField::MoeA2aOverlap => "--moe-a2a-overlap",
+            JobField::MoeImbalance => "--moe-imbalance (empty: balanced)",
         }
     }
 
@@ -313,6 +334,7 @@ impl JobField {
                 | JobField::AccountForEmbedding
                 | JobField::AccountForLoss
                 | JobField::Bf16Grads
+                | JobField::MoeA2aOverlap
         )
     }
 }
@@ -422,6 +444,15 @@ impl JobSettings {
                 .stack
                 .launch_ns_per_kernel
                 .map_or(String::new(), launch_us_text),
+            JobField::MoeDispatcher => self.stack.dispatcher.name().into(),
+            JobField::MoeFusion => match self.stack.moe_fusion {
+                None => String::new(),
+                Some(on) => if on { "on" } else { "off" }.into(),
+            },
+            JobField::MoeA2aOverlap => on_off(self.stack.moe_a2a_overlap),
+            JobField::MoeImbalance => self.stack.moe_imbalance_milli.map_or(String::new(), |m| {
+                trainscope_core::limits::number(f64::from(m) / 1e3)
+            }),
         }
     }
 
@@ -484,6 +515,27 @@ impl JobSettings {
                         )
                     })?;
                     Some(launch_ns_from_us(us)?)
+                }
+            }
+            JobField::MoeDispatcher => self.stack.dispatcher = Dispatcher::parse(text)?,
+            JobField::MoeFusion => {
+                let t = text.trim();
+                self.stack.moe_fusion = if t.is_empty() {
+                    None
+                } else {
+                    Some(parse_fusion(t)?)
+                }
+            }
+            JobField::MoeA2aOverlap => self.stack.moe_a2a_overlap = parse_on_off(text)?,
+            JobField::MoeImbalance => {
+                let t = text.trim();
+                self.stack.moe_imbalance_milli = if t.is_empty() {
+                    None
+                } else {
+                    let x = t.parse::<f64>().map_err(|_| {
+                        format!("`{t}` is not a number; give the busiest rank's tokens over the mean (1 = balanced) or leave it empty")
+                    })?;
+                    Some(imbalance_milli(x)?)
                 }
             }
         }

@@ -147,6 +147,10 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
             stack: Stack::TorchCompile,
             cuda_graphs: CudaGraphs::Layers,
             launch_ns_per_kernel: Some(12_500),
+            dispatcher: trainscope_core::model::dispatcher::Dispatcher::Flex,
+            moe_fusion: Some(false),
+            moe_a2a_overlap: true,
+            moe_imbalance_milli: Some(1_250),
         },
     };
     let fragment = format!(

@@ -108,6 +108,19 @@ struct ProgState {
     /// A step stopped at a point-to-point wait whose transfer its sender has
     /// not issued yet ([`JobSpec::transfers`]); it resumes there.
     resume: Option<Resume>,
+    /// Overlapped pairs run as independent chains
+    /// ([`schedule::StagePlan::independent`]).
+    independent: bool,
+    /// The first of an independent pair has run: where the second starts.
+    pair: Option<PairStart>,
+}
+
+/// Where the second step of an independent pair starts: the frontier and
+/// the host's last launch and compute before the first.
+struct PairStart {
+    anchor: Vec<Dep>,
+    host_last: Option<TaskId>,
+    last_compute: Option<TaskId>,
 }
 
 /// Where a suspended step goes on.
@@ -628,6 +641,10 @@ impl Builder<'_> {
         let Some(input) = self.inputs(states, prog, step) else {
             return Ok(false);
         };
+        if states[pi].independent && (second.is_some() || states[pi].pair.is_some()) {
+            let pending = self.receive(prog, step, input)?;
+            return self.independent_pair_step(&mut states[pi], prog, step, second, pending);
+        }
         let Some(second) = second else {
             let pending = self.receive(prog, step, input)?;
             self.run_step(&mut states[pi], prog, step, pending)?;
@@ -655,9 +672,18 @@ impl Builder<'_> {
                 ))
             }
         };
+        // Each chain launches from the host in its own order: the second's
+        // launches do not wait for the first's (one host thread still runs
+        // them one at a time, first come first served), and each chain's
+        // sync points wait for its own compute.
+        let host_at_anchor = (st.host_last, st.last_compute);
         overlapped_done(self.run_step(st, prog, step, Vec::new())?)?;
         let first_end = std::mem::replace(&mut st.frontier, anchor);
+        let first_host = (st.host_last, st.last_compute);
+        (st.host_last, st.last_compute) = host_at_anchor;
         overlapped_done(self.run_step(st, prog, second, Vec::new())?)?;
+        st.host_last = st.host_last.or(first_host.0);
+        st.last_compute = st.last_compute.or(first_host.1);
         let f = std::mem::take(&mut st.frontier);
         merge_deps(&mut st.frontier, &f, &first_end);
         for s in [step, second] {
@@ -665,6 +691,50 @@ impl Builder<'_> {
             st.outputs[own] = Some(st.frontier.clone());
         }
         Ok(true)
+    }
+
+    /// One step of an independent pair ([`schedule::StagePlan::independent`]):
+    /// the first (`second` is its partner) runs from the frontier and hands
+    /// its output on when done; the partner later starts from the same
+    /// anchor, as soon as its own input is there, and the frontier after
+    /// both is the end of both chains. Each chain launches from the host in
+    /// its own order (the host thread still runs one launch at a time).
+    fn independent_pair_step(
+        &mut self,
+        st: &mut ProgState,
+        prog: u32,
+        step: PipeStep,
+        second: Option<PipeStep>,
+        pending: Vec<Dep>,
+    ) -> Result<bool, SimError> {
+        let whole = |done: bool| {
+            if done {
+                Ok(true)
+            } else {
+                Err(SimError::InvalidJob(
+                    "point-to-point transfers in overlapped steps are not supported".to_string(),
+                ))
+            }
+        };
+        if let Some(start) = st.pair.take() {
+            let first_end = std::mem::replace(&mut st.frontier, start.anchor);
+            let first_host = (st.host_last, st.last_compute);
+            (st.host_last, st.last_compute) = (start.host_last, start.last_compute);
+            let done = self.run_step(st, prog, step, pending)?;
+            st.host_last = st.host_last.or(first_host.0);
+            st.last_compute = st.last_compute.or(first_host.1);
+            let f = std::mem::take(&mut st.frontier);
+            merge_deps(&mut st.frontier, &f, &first_end);
+            return whole(done);
+        }
+        debug_assert!(second.is_some());
+        st.pair = Some(PairStart {
+            anchor: st.frontier.clone(),
+            host_last: st.host_last,
+            last_compute: st.last_compute,
+        });
+        let done = self.run_step(st, prog, step, pending)?;
+        whole(done)
     }
 
     /// Make the tasks of `step` on `prog`'s chain after its frontier and
@@ -1346,8 +1416,16 @@ pub fn build(
             Some(o) => StagePlan {
                 steps: o.clone(),
                 overlapped: Vec::new(),
+                independent: false,
             },
-            None => schedule::stage_plan(config.schedule, p, m, v, prog.stage)?,
+            None => {
+                let plan = schedule::stage_plan(config.schedule, p, m, v, prog.stage)?;
+                if config.overlap_forward_backward {
+                    schedule::overlap::pair_forward_backward(plan, p)
+                } else {
+                    plan
+                }
+            }
         };
         let mut weighted = vec![false; m as usize * v as usize];
         for s in order
@@ -1363,6 +1441,8 @@ pub fn build(
             split: weighted.iter().any(|w| *w),
             order: order.steps,
             overlapped: order.overlapped,
+            independent: order.independent,
+            pair: None,
             weighted,
             pos: 0,
             frontier: Vec::new(),

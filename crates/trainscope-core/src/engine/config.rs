@@ -256,6 +256,12 @@ pub struct SimConfig {
     /// off; the configuration search turns it on
     /// ([`crate::search::sweep_config`]), as its rows need no timeline.
     pub summary_only: bool,
+    /// Run a micro-batch's forward together with another's backward where
+    /// the schedule allows ([`crate::engine::schedule::overlap`]: Megatron's
+    /// EP overlap), so one's collectives overlap the other's compute.
+    /// Default off.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub overlap_forward_backward: bool,
 }
 
 impl Default for SimConfig {
@@ -273,6 +279,7 @@ impl Default for SimConfig {
             sync_collectives: true,
             record_dependencies: true,
             summary_only: false,
+            overlap_forward_backward: false,
         }
     }
 }

@@ -36,6 +36,7 @@ use super::layout::{gradient_bytes, shape, stage_chunk_layers, stage_layers, wei
 use super::memory::{stage_params, StageParams};
 use super::{ModelJob, Recompute};
 use crate::hardware::{AttentionPass, GpuSpec, Precision};
+use crate::model::dispatcher::Dispatcher;
 use crate::model::ops::{Op, OpClass, OpWork, Shape};
 use crate::model::stack::{Region, StackSettings};
 use crate::workload::Format;
@@ -92,6 +93,7 @@ struct Times {
     input_grad: u64,
     weight_grad: u64,
     launch: [u64; 3],
+    kernels: [u32; 3],
 }
 
 /// How the host launches a group of ops: the job's stack and where the
@@ -112,6 +114,7 @@ fn times(
 ) -> Times {
     let mut t = Times::default();
     let mut kernels = [0u32; 3];
+    let mut native = [0u32; 3];
     let pass = |backward| AttentionPass {
         seq_length,
         backward,
@@ -121,15 +124,26 @@ fn times(
         t.forward += f;
         t.input_grad += phase_ns(gpu, op, &op.input_grad, precision, pass(true));
         t.weight_grad += phase_ns(gpu, op, &op.weight_grad, precision, pass(true));
-        kernels[0] += op.forward.kernels;
-        kernels[1] += op.input_grad.kernels;
-        kernels[2] += op.weight_grad.kernels;
+        for (i, w) in [&op.forward, &op.input_grad, &op.weight_grad]
+            .into_iter()
+            .enumerate()
+        {
+            // A grouped op: one call from Python, the rest of its kernels
+            // from the C++ loop over the groups.
+            let python = w.kernels / w.groups.max(1);
+            kernels[i] += python;
+            native[i] += w.kernels - python;
+        }
         if recompute == Recompute::Selective && op.attention_core {
             t.input_grad += f;
             kernels[1] += op.forward.kernels;
         }
     }
-    t.launch = kernels.map(|k| host.stack.launch_ns(k, host.region));
+    t.launch = [0, 1, 2].map(|i| {
+        host.stack.launch_ns(kernels[i], host.region)
+            + host.stack.native_launch_ns(native[i], host.region)
+    });
+    t.kernels = [0, 1, 2].map(|i| kernels[i] + native[i]);
     t
 }
 
@@ -156,18 +170,21 @@ fn op(
         compute_ns: t.forward,
         comm: fwd,
         launch_ns: t.launch[0],
+        kernels: t.kernels[0],
         ..Default::default()
     };
     o.input_grad = PhaseOp {
         compute_ns: t.input_grad,
         comm: ig,
         launch_ns: t.launch[1],
+        kernels: t.kernels[1],
         ..Default::default()
     };
     o.weight_grad = PhaseOp {
         compute_ns: t.weight_grad,
         comm: None,
         launch_ns: t.launch[2],
+        kernels: t.kernels[2],
         ..Default::default()
     };
     o
@@ -218,6 +235,7 @@ impl Times {
             input_grad: self.input_grad + other.input_grad,
             weight_grad: self.weight_grad + other.weight_grad,
             launch: [0, 1, 2].map(|i| self.launch[i] + other.launch[i]),
+            kernels: [0, 1, 2].map(|i| self.kernels[i] + other.kernels[i]),
         }
     }
 }
@@ -370,18 +388,14 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     let (norm, body, residual) = split_norm(m.mlp_ops(layer, shape));
     match &m.moe {
         Some(moe) if m.is_moe_layer(layer) => {
-            // Router and permutation | experts (routed + shared) | unpermute.
+            // Router, routing and permutation | experts (routed + shared) |
+            // unpermute.
             let (front, rest): (Vec<Op>, Vec<Op>) = body
                 .into_iter()
-                .partition(|o| o.name == "router" || o.name == "moe_permute");
+                .partition(|o| matches!(o.name, "router" | "moe_routing" | "moe_permute"));
             let (experts, back): (Vec<Op>, Vec<Op>) =
                 rest.into_iter().partition(|o| o.name != "moe_unpermute");
-            let tokens_per_rank = shape.tokens().div_ceil(u64::from(s.tp));
-            let a2a_bytes =
-                tokens_per_rank * u64::from(moe.top_k) * m.hidden_size * shape.activation_bytes;
-            let a2a = (s.ep > 1)
-                .then(|| comm(CommKind::AllToAll, CommGroup::Ep, a2a_bytes))
-                .flatten();
+            let (disp, comb, probs) = dispatch_comms(job, moe, shape);
             // Expert TP 1 below TP (parallel folding): each rank routes its
             // own sequence-parallel tokens to whole experts, so the block
             // has no TP collective, unless shared experts (run with TP on
@@ -394,8 +408,18 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
             let block = TpBlock { tp: &moe_tp, layer };
             // The dispatch ends the router block in the forward; its
             // backward ends with the TP collective of the block's input.
-            block.push_with(out, ["mlp_norm", "moe_dispatch"], t(&norm), t(&front), a2a);
+            block.push_with(out, ["mlp_norm", "moe_dispatch"], t(&norm), t(&front), disp);
             let li = Some(layer);
+            if probs.is_some() {
+                out.push(op(
+                    format!("moe_dispatch_probs.{layer}"),
+                    LayerRole::Layer,
+                    li,
+                    Times::default(),
+                    probs,
+                    probs,
+                ));
+            }
             // The routed experts run behind the token dispatcher's sync
             // point (Megatron's all-to-all dispatcher copies the per-expert
             // token counts to the host before the all-to-all): their
@@ -410,8 +434,8 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
                 LayerRole::Layer,
                 li,
                 times(gpu, &experts, p, rc, shape.local_seq_length(), dynamic),
-                a2a,
-                a2a,
+                comb,
+                comb,
             );
             experts_op.forward.host_sync = s.stack.syncs_before_experts();
             out.push(experts_op);
@@ -422,7 +446,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
                 li,
                 combine,
                 moe_tp.after_fwd(),
-                a2a,
+                disp,
             ));
         }
         _ => {
@@ -434,21 +458,62 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         // Re-run the layer's forward (compute and its forward collectives)
         // before its backward: the backward walks ops in reverse, so the
         // recompute ops come last, in reverse forward order.
-        let fwd: Vec<(u64, Option<CommOp>, u64)> = out[first_out..]
-            .iter()
-            .map(|o| (o.forward.compute_ns, o.forward.comm, o.forward.launch_ns))
-            .collect();
-        for (i, (ns, c, launch_ns)) in fwd.into_iter().enumerate().rev() {
+        let fwd: Vec<PhaseOp> = out[first_out..].iter().map(|o| o.forward).collect();
+        for (i, f) in fwd.into_iter().enumerate().rev() {
             let mut r = LayerOp::empty(format!("recompute.{layer}.{i}"), LayerRole::Layer);
             r.block_index = Some(layer);
             r.input_grad = PhaseOp {
-                compute_ns: ns,
-                comm: c,
-                launch_ns,
-                ..Default::default()
+                host_sync: false,
+                ..f
             };
             out.push(r);
         }
+    }
+}
+
+/// The token dispatcher's collectives of one MoE layer over EP, per rank
+/// and micro-batch ([`crate::model::dispatcher`]): (dispatch, combine, the
+/// routing probabilities' own exchange). `alltoall`: an all-to-all of every
+/// (token, expert) pair each way, the probabilities in a second one;
+/// `allgather`: an all-gather of every token of the group and a
+/// reduce-scatter of the outputs (the backward swaps them), the
+/// probabilities gathered too; `flex`: one fused kernel each way with the
+/// bytes deduplicated per destination rank and node, the probabilities
+/// inside it. The busiest rank's imbalance scales what it receives. None
+/// without EP.
+fn dispatch_comms(
+    job: &ModelJob,
+    moe: &crate::model::MoeSpec,
+    shape: &Shape,
+) -> (Option<CommOp>, Option<CommOp>, Option<CommOp>) {
+    let s = &job.setup;
+    if s.ep <= 1 {
+        return (None, None, None);
+    }
+    let tokens = shape.tokens().div_ceil(u64::from(s.tp)) as f64;
+    let d = s.stack.dispatcher;
+    let vectors =
+        d.wire_elements_per_token(moe.num_experts, moe.top_k, s.ep, job.ep_ranks_per_node())
+            * s.stack.moe_imbalance();
+    let size = (tokens * vectors).round() as u64 * job.model.hidden_size * shape.activation_bytes;
+    // fp32 probabilities, one per (token, expert) pair.
+    let probs = (tokens * f64::from(moe.top_k) * 4.0).round() as u64;
+    match d {
+        Dispatcher::AllToAll => (
+            comm(CommKind::AllToAll, CommGroup::Ep, size),
+            comm(CommKind::AllToAll, CommGroup::Ep, size),
+            comm(CommKind::AllToAll, CommGroup::Ep, probs),
+        ),
+        Dispatcher::AllGather => (
+            comm(CommKind::AllGather, CommGroup::Ep, size),
+            comm(CommKind::ReduceScatter, CommGroup::Ep, size),
+            comm(CommKind::AllGather, CommGroup::Ep, probs * u64::from(s.ep)),
+        ),
+        Dispatcher::Flex => (
+            comm(CommKind::AllToAll, CommGroup::Ep, size),
+            comm(CommKind::AllToAll, CommGroup::Ep, size),
+            None,
+        ),
     }
 }
 
@@ -559,13 +624,18 @@ fn iteration_rows(
         forward: OpWork {
             flops: 0.0,
             bytes: (local * ADAM_BYTES_PER_PARAM) as f64,
-            kernels: 4,
+            kernels: optimizer_kernels(local),
             ..Default::default()
         },
         input_grad: OpWork::default(),
         weight_grad: OpWork::default(),
     };
-    after.push(simple(job, "optimizer_step", LayerRole::Optimizer, &[adam]));
+    let mut step = simple(job, "optimizer_step", LayerRole::Optimizer, &[adam]);
+    // The gradient norm's `.item()` (clip_grads.py) and the mixed-precision
+    // optimizer's `found_inf.item()` block the host until the device is
+    // there.
+    step.forward.host_sync = step.forward.launch_ns > 0;
+    after.push(step);
     if dist {
         let gather =
             |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
@@ -591,6 +661,43 @@ fn iteration_rows(
         );
     }
     (before, after)
+}
+
+/// Kernels each pipeline stage's first rank launches in one iteration
+/// (every op of every micro-batch, recomputes included, and the
+/// once-per-iteration rows), from the ops' own counts.
+pub fn kernels_per_iteration(described: &DescribedJob) -> Vec<u64> {
+    let phases = |o: &LayerOp| {
+        u64::from(o.forward.kernels)
+            + u64::from(o.input_grad.kernels)
+            + u64::from(o.weight_grad.kernels)
+    };
+    described
+        .stages
+        .iter()
+        .map(|st| {
+            let blocks: u64 = st
+                .blocks
+                .iter()
+                .map(|b| u64::from(b.repeat) * b.ops.iter().map(phases).sum::<u64>())
+                .sum();
+            blocks + st.before.iter().chain(&st.after).map(phases).sum::<u64>()
+        })
+        .collect()
+}
+
+/// Elements one multi-tensor-apply launch covers: 320 blocks of 65,536
+/// (PyTorch's `MultiTensorApply.cuh`; the fused Adam of the committed H100
+/// traces launched 60 kernels for 1.24 B parameters).
+pub const MULTI_TENSOR_ELEMS: u64 = 320 * 65_536;
+
+/// Kernels of one optimizer step over `local` parameters: Adam, the
+/// gradient norm's L2 and the clipping scale, each one multi-tensor launch
+/// per [`MULTI_TENSOR_ELEMS`], plus the norm's reduction and the found-inf
+/// check (Megatron's `clip_grads.py`, `optimizer.py`).
+pub fn optimizer_kernels(local: u64) -> u32 {
+    let per_pass = local.div_ceil(MULTI_TENSOR_ELEMS).max(1);
+    u32::try_from(3 * per_pass + 2).unwrap_or(u32::MAX)
 }
 
 /// Bytes of one stage-to-stage send of one micro-batch.
@@ -687,6 +794,10 @@ mod tests {
             stack: crate::model::stack::Stack::MegatronTe,
             cuda_graphs: crate::model::stack::CudaGraphs::None,
             launch_ns_per_kernel: None,
+            dispatcher: Dispatcher::AllToAll,
+            moe_fusion: None,
+            moe_a2a_overlap: false,
+            moe_imbalance_milli: None,
         },
         region: Region::Layer,
     };
@@ -709,6 +820,8 @@ mod tests {
                 gemm_weight_bytes: 2,
                 flash_attention: flash,
                 local_experts: 1,
+                moe: Default::default(),
+                unfused: false,
             };
             let ops = m.attention_ops(&s);
             let core: Vec<Op> = ops.iter().filter(|o| o.attention_core).cloned().collect();
@@ -759,6 +872,8 @@ mod tests {
             gemm_weight_bytes: weight_bytes,
             flash_attention: true,
             local_experts: 1,
+            moe: Default::default(),
+            unfused: false,
         };
         let out = |p, w| {
             times(

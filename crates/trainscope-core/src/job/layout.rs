@@ -5,7 +5,9 @@
 
 use super::ModelJob;
 use crate::hardware::Precision;
+use crate::model::dispatcher::{MoeRun, BALANCED_MILLI};
 use crate::model::ops::Shape;
+use crate::model::stack::Stack;
 
 /// Bytes per gradient element Megatron keeps and reduces: fp16 training
 /// fp16 gradients, bf16 and fp8 training fp32 main gradients (bf16 with
@@ -46,6 +48,12 @@ pub fn shape(job: &ModelJob) -> Shape {
         local_experts: job.model.moe.as_ref().map_or(1, |m| {
             (u64::from(m.num_experts) / u64::from(s.ep.max(1))).max(1)
         }),
+        moe: MoeRun {
+            dispatcher: s.stack.dispatcher,
+            fused: s.stack.moe_fused(),
+            imbalance_milli: s.stack.moe_imbalance_milli.unwrap_or(BALANCED_MILLI),
+        },
+        unfused: s.stack.stack == Stack::PytorchEager,
     }
 }
 

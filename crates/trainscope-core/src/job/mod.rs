@@ -227,6 +227,10 @@ pub struct ModelJob {
     /// layer groups s and 2p - 1 - s, so the output layer is on stage 0);
     /// set by [`run::run_model`] from the schedule. False: looped chunks.
     pub v_shape: bool,
+    /// GPUs per node, for how many of an EP group's ranks share a node
+    /// (the flex dispatcher's deduplication); set by [`run::run_model`]
+    /// from the network, else the engine's default.
+    pub gpus_per_node: u32,
 }
 
 /// Check a first/last-stage layer split: pipeline stages to split, one
@@ -683,6 +687,7 @@ impl ModelJob {
             padded_vocab_size,
             notes,
             v_shape: false,
+            gpus_per_node: crate::engine::NetworkConfig::default().gpus_per_node,
         })
     }
 
@@ -722,6 +727,14 @@ impl ModelJob {
         let ranks = u64::from(self.setup.tp) * u64::from(self.dp_cp());
         let per = u64::from(self.expert_tp()) * u64::from(self.setup.ep.max(1));
         u32::try_from((ranks / per).max(1)).unwrap_or(u32::MAX)
+    }
+
+    /// Ranks of one EP group on one node: EP ranks sit expert-TP ranks
+    /// apart in the rank order, so a node of G GPUs holds G / expert TP of
+    /// them (at least 1, at most EP).
+    pub fn ep_ranks_per_node(&self) -> u32 {
+        let stride = self.expert_tp().max(1);
+        (self.gpus_per_node / stride).clamp(1, self.setup.ep.max(1))
     }
 
     /// Model chunks per stage: the virtual stages, or 2 in a V.

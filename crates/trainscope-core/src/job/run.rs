@@ -36,6 +36,9 @@ pub struct ModelRunOutput {
     pub memory: MemoryReport,
     /// `--calibrate-from`: what the measured run fitted.
     pub calibration: Option<CalibrationFit>,
+    /// Kernels each stage's first rank launches per iteration
+    /// ([`super::build::kernels_per_iteration`]).
+    pub kernels_per_iteration: Vec<u64>,
 }
 
 /// Peak chunks in flight on `stage` (activations of one micro-batch's
@@ -94,11 +97,21 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     }
     c.activation_bytes = None;
     c.backward_factor = None;
+    if s.stack.moe_a2a_overlap {
+        if job.model.moe.is_some() && s.ep > 1 {
+            c.overlap_forward_backward = true;
+        } else {
+            warnings.push(
+                "EP overlap (--moe-a2a-overlap) overlaps the expert-parallel all-to-alls: this job has no MoE layers with EP > 1, so it changes nothing".to_string(),
+            );
+        }
+    }
     c.validate()?;
     // V-shaped schedules place two chunks per stage in a V: the builder
     // needs to know (the output layer moves to stage 0).
     let mut shaped = job.clone();
     shaped.v_shape = c.schedule.placement() == ChunkPlacement::VShape;
+    shaped.gpus_per_node = c.network.gpus_per_node;
     let job = &shaped;
     let groups = 2 * s.pp;
     if job.v_shape && job.accounts_in_split() {
@@ -131,6 +144,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     }
     let name = job.model.name.clone();
     let described = super::build::described_job(job, &name);
+    let kernels_per_iteration = super::build::kernels_per_iteration(&described);
     let spec = JobSpec::from_described(&described, &DescribedOptions::default())?;
     let cost = cost_for(spec.parallel, &c, None)?;
     let mut result = simulate_with(&spec, &c, cost.as_ref())?;
@@ -209,6 +223,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         throughput,
         memory,
         calibration: None,
+        kernels_per_iteration,
     })
 }
 
@@ -259,6 +274,14 @@ impl ModelRunOutput {
             "cuda_graphs": s.stack.cuda_graphs.name(),
             "host_launch_ns_per_kernel": s.stack.per_kernel_ns(),
         });
+        if m.moe.is_some() {
+            // How the MoE layers run (model::dispatcher).
+            v["training"]["moe_token_dispatcher"] = json!(s.stack.dispatcher.name());
+            v["training"]["moe_fusion"] = json!(s.stack.moe_fused());
+            v["training"]["moe_a2a_overlap"] = json!(s.stack.moe_a2a_overlap);
+            v["training"]["moe_imbalance"] = json!(s.stack.moe_imbalance());
+        }
+        v["kernels_per_iteration"] = json!(self.kernels_per_iteration);
         if s.cp > 1 {
             // Context parallelism: world = TP x CP x PP x DP.
             v["training"]["cp"] = json!(s.cp);

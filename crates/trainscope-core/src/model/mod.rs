@@ -6,6 +6,8 @@
 //! ([`presets`]). FLOPs and bytes per op live in [`ops`]. Pure data and
 //! integer arithmetic; nothing here knows about GPUs or the simulator.
 
+pub mod dispatcher;
+pub mod eager;
 pub mod ops;
 pub mod presets;
 pub mod stack;

@@ -38,6 +38,7 @@
 //!   tensor parallelism = TP) and a balanced router (each rank computes T x
 //!   top-k token-expert pairs / t worth of expert GEMMs, whatever EP is).
 
+use super::dispatcher::{MoeKernels, MoeRun};
 use super::ModelSpec;
 use serde::Serialize;
 
@@ -109,6 +110,11 @@ pub struct Shape {
     /// Routed experts on one rank (experts / EP; 1 for dense models): the
     /// routed experts run as a grouped GEMM of this many GEMMs.
     pub local_experts: u64,
+    /// How MoE layers dispatch their tokens and which kernels that takes.
+    pub moe: MoeRun,
+    /// Element-wise steps unfused, one kernel each (eager PyTorch;
+    /// [`super::eager`]).
+    pub unfused: bool,
 }
 
 impl Shape {
@@ -150,6 +156,30 @@ fn linear(ops: &mut Vec<Op>, name: &'static str, m: u64, k: u64, n: u64, s: &Sha
     if s.fp8() {
         let (m, k, n) = (m as f64, k as f64, n as f64);
         ops.push(memory("fp8_cast_transpose", 2.0 * m * k, 2.0 * m * n, 1, s));
+    }
+}
+
+/// Rewrite a layer's `ops` to the eager stack's kernels and memory passes
+/// ([`super::eager::EAGER_KERNELS`]); ops not in the table (the MoE's,
+/// MLA's) keep theirs.
+fn unfuse(ops: &mut [Op]) {
+    use super::eager::{EAGER_KERNELS, ROPE_BYTES_SHARE};
+    for op in ops.iter_mut() {
+        let Some((_, [f, ig, wg], bytes)) = EAGER_KERNELS.iter().find(|(n, _, _)| *n == op.name)
+        else {
+            continue;
+        };
+        op.forward.kernels = *f;
+        op.input_grad.kernels = *ig;
+        op.weight_grad.kernels = *wg;
+        let rope = if op.name == "attn_core" {
+            1.0 + ROPE_BYTES_SHARE
+        } else {
+            1.0
+        };
+        for w in [&mut op.forward, &mut op.input_grad] {
+            w.bytes *= bytes * rope;
+        }
     }
 }
 
@@ -285,6 +315,9 @@ impl ModelSpec {
             1,
             s,
         ));
+        if s.unfused {
+            unfuse(&mut ops);
+        }
         ops
     }
 
@@ -416,39 +449,58 @@ impl ModelSpec {
         match (&self.moe, self.is_moe_layer(layer)) {
             (Some(m), true) => {
                 let t = s.tp.max(1);
+                let k = MoeKernels::of(s.moe.dispatcher, s.moe.fused, s.local_experts);
                 // Router: replicated over TP on the rank's tokens.
+                let routed = tok.div_ceil(t);
                 ops.push(gemm(
                     "router",
-                    tok.div_ceil(t),
+                    routed,
                     self.hidden_size,
                     u64::from(m.num_experts),
                     false,
                     s,
                 ));
+                // Score function, top-k, routing map and aux loss: small
+                // fp32 tensors of tokens x experts, many kernels.
+                let scores = routed as f64 * f64::from(m.num_experts) * 2.0;
+                let mut routing = memory("moe_routing", 3.0 * scores, 3.0 * scores, 0, s);
+                routing.forward.kernels = k.routing[0];
+                routing.input_grad.kernels = k.routing[1];
+                ops.push(routing);
+                // The busiest expert rank's share of the pairs (balanced:
+                // the mean).
                 let pairs = tok * u64::from(m.top_k);
-                ops.push(memory(
+                let busiest = (pairs as f64 * s.moe.imbalance()).round() as u64;
+                let mut permute = memory(
                     "moe_permute",
-                    2.0 * pairs as f64 * h / t as f64,
-                    2.0 * pairs as f64 * h / t as f64,
-                    4,
+                    2.0 * busiest as f64 * h / t as f64,
+                    2.0 * busiest as f64 * h / t as f64,
+                    0,
                     s,
-                ));
+                );
+                permute.forward.kernels = k.dispatch[0];
+                permute.input_grad.kernels = k.dispatch[1];
+                ops.push(permute);
                 // The routed experts see the pairs of the rank's e / t share
                 // of the TP group's tokens at 1/e of their width (e = t: all
                 // of them, as Megatron gathers them over TP first).
                 let e = s.expert_tp.clamp(1, t);
                 let mut experts = self.mlp_gemms(
                     ["experts_up", "experts_act", "experts_down"],
-                    pairs * e / t,
+                    busiest * e / t,
                     m.expert_ffn_hidden_size,
                     e,
                     s,
                 );
                 // A grouped GEMM of one GEMM per local expert, each over
                 // that expert's share of the pairs (Transformer Engine's
-                // grouped linear launches one GEMM per expert).
+                // grouped linear launches one GEMM per expert, and under
+                // FP8 quantises each expert's input on its own).
                 let groups = u32::try_from(s.local_experts.max(1)).unwrap_or(u32::MAX);
-                for o in experts.iter_mut().filter(|o| o.class == OpClass::Gemm) {
+                for o in experts
+                    .iter_mut()
+                    .filter(|o| o.class == OpClass::Gemm || o.name == "fp8_cast_transpose")
+                {
                     for w in [&mut o.forward, &mut o.input_grad, &mut o.weight_grad] {
                         w.groups = groups;
                         w.kernels = w.kernels.saturating_mul(groups);
@@ -464,13 +516,16 @@ impl ModelSpec {
                         s,
                     ));
                 }
-                ops.push(memory(
+                let mut unpermute = memory(
                     "moe_unpermute",
-                    2.0 * pairs as f64 * h / t as f64,
-                    2.0 * pairs as f64 * h / t as f64,
-                    2,
+                    2.0 * busiest as f64 * h / t as f64,
+                    2.0 * busiest as f64 * h / t as f64,
+                    0,
                     s,
-                ));
+                );
+                unpermute.forward.kernels = k.combine[0];
+                unpermute.input_grad.kernels = k.combine[1];
+                ops.push(unpermute);
             }
             _ => ops.extend(self.mlp_gemms(
                 ["mlp_up", "mlp_act", "mlp_down"],
@@ -481,6 +536,9 @@ impl ModelSpec {
             )),
         }
         ops.push(memory("mlp_residual", 3.0 * nt * h, 2.0 * nt * h, 1, s));
+        if s.unfused {
+            unfuse(&mut ops);
+        }
         ops
     }
 
@@ -583,6 +641,8 @@ mod tests {
             gemm_weight_bytes: 2,
             flash_attention: true,
             local_experts: 1,
+            moe: Default::default(),
+            unfused: false,
         };
         let gemm_flops = |ops: &[Op]| -> f64 {
             ops.iter()
@@ -625,6 +685,8 @@ mod tests {
             gemm_weight_bytes: 2,
             flash_attention: flash,
             local_experts: 1,
+            moe: Default::default(),
+            unfused: false,
         };
         let core = |flash| -> Vec<Op> {
             m.attention_ops(&shape(flash))
@@ -687,6 +749,8 @@ mod tests {
             gemm_weight_bytes: weight_bytes,
             flash_attention: true,
             local_experts: 1,
+            moe: Default::default(),
+            unfused: false,
         };
         let (bf16, fp8) = (shape(2), shape(1));
         assert!(fp8.fp8() && !bf16.fp8());

@@ -25,6 +25,7 @@
 //! CPU's own speed (all figures are one H100 host's); the Python between
 //! modules beyond the per-kernel average.
 
+use super::dispatcher::{Dispatcher, BALANCED_MILLI};
 use serde::{Deserialize, Serialize};
 
 /// Host time per kernel of eager PyTorch and of Megatron-Core + TE, ns.
@@ -33,6 +34,11 @@ pub const EAGER_LAUNCH_NS: u64 = 40_000;
 pub const COMPILED_LAUNCH_NS: u64 = 8_000;
 /// Host time to launch one captured CUDA graph, ns.
 pub const GRAPH_LAUNCH_NS: u64 = 10_000;
+/// Host time per kernel launched from a C++ loop inside one Python call
+/// (Transformer Engine's grouped GEMM: one cuBLAS GEMM per local expert,
+/// and its per-expert FP8 quantisation), ns: the bare launch call, 7.9 us
+/// median traced on H100 (`docs/SOFTWARE-STACK-DATA.md` §1).
+pub const NATIVE_LAUNCH_NS: u64 = 8_000;
 
 /// The framework that launches the kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -67,6 +73,15 @@ impl Stack {
         Stack::ALL
             .into_iter()
             .find(|s| s.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Whether the stack runs Megatron's fused router and permute kernels
+    /// by default: Megatron-Bridge's performance recipes set
+    /// `moe_router_fusion` and `moe_permute_fusion` (megatron-te); a
+    /// compiled region fuses the element-wise routing code; eager PyTorch
+    /// runs it kernel by kernel.
+    pub fn fuses_moe(self) -> bool {
+        !matches!(self, Stack::PytorchEager)
     }
 
     /// Host time to launch one kernel, ns.
@@ -133,8 +148,9 @@ pub enum Region {
     Outside,
 }
 
-/// The stack of a job: framework, CUDA graphs and an optional override of
-/// the per-kernel host cost.
+/// The stack of a job: framework, CUDA graphs, an optional override of
+/// the per-kernel host cost, and how MoE layers run (token dispatcher,
+/// kernel fusions, EP overlap, load imbalance; [`super::dispatcher`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StackSettings {
@@ -144,6 +160,31 @@ pub struct StackSettings {
     /// turns the host model off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_ns_per_kernel: Option<u64>,
+    /// Megatron's `--moe-token-dispatcher-type` (MoE models).
+    #[serde(skip_serializing_if = "is_default")]
+    pub dispatcher: Dispatcher,
+    /// Megatron's router and permute fusions (`--moe-router-fusion`,
+    /// `--moe-permute-fusion`) on or off; `None`: the stack's own
+    /// ([`Stack::fuses_moe`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_fusion: Option<bool>,
+    /// Megatron's EP overlap (`--overlap-moe-expert-parallel-comm`): in the
+    /// steady state a micro-batch's forward runs together with another's
+    /// backward, so one's all-to-alls overlap the other's compute.
+    #[serde(skip_serializing_if = "is_false")]
+    pub moe_a2a_overlap: bool,
+    /// Tokens of the busiest expert rank over the mean, in thousandths
+    /// (`--moe-imbalance`); `None`: balanced routing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_imbalance_milli: Option<u32>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 /// Largest `--host-launch-us`, microseconds (one second).
@@ -203,7 +244,36 @@ impl StackSettings {
         if let Some(ns) = self.launch_ns_per_kernel {
             f.push_str(&format!(" --host-launch-us {}", launch_us_text(ns)));
         }
+        if self.dispatcher != d.dispatcher {
+            f.push_str(&format!(
+                " --moe-token-dispatcher {}",
+                self.dispatcher.name()
+            ));
+        }
+        if let Some(on) = self.moe_fusion {
+            f.push_str(&format!(" --moe-fusion {}", if on { "on" } else { "off" }));
+        }
+        if self.moe_a2a_overlap {
+            f.push_str(" --moe-a2a-overlap");
+        }
+        if let Some(m) = self.moe_imbalance_milli {
+            f.push_str(&format!(
+                " --moe-imbalance {}",
+                crate::limits::number(f64::from(m) / 1e3)
+            ));
+        }
         f
+    }
+
+    /// Whether the router and permute kernels are fused.
+    pub fn moe_fused(&self) -> bool {
+        self.moe_fusion.unwrap_or_else(|| self.stack.fuses_moe())
+    }
+
+    /// The busiest expert rank's tokens over the mean (1: balanced).
+    pub fn moe_imbalance(&self) -> f64 {
+        self.moe_imbalance_milli
+            .map_or(1.0, |m| f64::from(m.max(BALANCED_MILLI)) / 1e3)
     }
 
     /// Whether Megatron's token dispatcher syncs the host before the routed
@@ -244,6 +314,21 @@ impl StackSettings {
     }
 }
 
+impl StackSettings {
+    /// Host time for `native` kernels launched from a C++ loop of an op in
+    /// `region` ([`NATIVE_LAUNCH_NS`] each; nothing when captured in a
+    /// graph, whose one launch [`StackSettings::launch_ns`] counts, or with
+    /// the host model off).
+    pub fn native_launch_ns(&self, native: u32, region: Region) -> u64 {
+        if self.per_kernel_ns() == 0 || self.captured(region) {
+            return 0;
+        }
+        NATIVE_LAUNCH_NS
+            .min(self.per_kernel_ns())
+            .saturating_mul(u64::from(native))
+    }
+}
+
 /// A host time per kernel in ns as the microseconds a user types.
 pub fn launch_us_text(ns: u64) -> String {
     crate::limits::number(ns as f64 / 1e3)
@@ -270,11 +355,25 @@ mod tests {
             stack: Stack::TorchCompile,
             cuda_graphs: CudaGraphs::Full,
             launch_ns_per_kernel: Some(12_500),
+            ..StackSettings::default()
         };
         assert_eq!(
             s.flags(),
             " --stack torch-compile --cuda-graphs full --host-launch-us 12.5"
         );
+        let moe = StackSettings {
+            dispatcher: Dispatcher::Flex,
+            moe_fusion: Some(false),
+            moe_a2a_overlap: true,
+            moe_imbalance_milli: Some(1250),
+            ..StackSettings::default()
+        };
+        assert_eq!(
+            moe.flags(),
+            " --moe-token-dispatcher flex --moe-fusion off --moe-a2a-overlap --moe-imbalance 1.25"
+        );
+        assert!(!moe.moe_fused());
+        assert_eq!(moe.moe_imbalance(), 1.25);
         assert_eq!(StackSettings::default().flags(), "");
     }
 

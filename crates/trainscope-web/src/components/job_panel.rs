@@ -18,6 +18,7 @@ use crate::settings::Field;
 use crate::state::{Action, AppState};
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::Recompute;
+use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::presets;
 use trainscope_core::model::stack::{CudaGraphs, Stack};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
@@ -62,6 +63,15 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
             .iter()
             .map(|g| (g.name().to_string(), g.name().to_string()))
             .collect(),
+        JobField::MoeDispatcher => Dispatcher::ALL
+            .iter()
+            .map(|d| (d.name().to_string(), d.name().to_string()))
+            .collect(),
+        JobField::MoeFusion => vec![
+            (String::new(), "as the stack runs it".to_string()),
+            ("on".to_string(), "on".to_string()),
+            ("off".to_string(), "off".to_string()),
+        ],
         _ => Vec::new(),
     }
 }
@@ -81,7 +91,9 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
         | JobField::Precision
         | JobField::Recompute
         | JobField::Stack
-        | JobField::CudaGraphs => {
+        | JobField::CudaGraphs
+        | JobField::MoeDispatcher
+        | JobField::MoeFusion => {
             let onchange = Callback::from(move |e: Event| {
                 let select: HtmlSelectElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::JobEdit(field, select.value()));
@@ -116,12 +128,13 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             let placeholder = match field {
                 JobField::GlobalBatchSize => Some("auto"),
                 JobField::HostLaunchUs => Some("stack's"),
+                JobField::MoeImbalance => Some("1 (balanced)"),
                 JobField::FirstStageLayers | JobField::LastStageLayers => Some("even"),
                 _ => None,
             };
             html! {
                 <input id={id.clone()} name={field.key()} type="number"
-                       step={if field == JobField::HostLaunchUs { "any" } else { "1" }}
+                       step={if matches!(field, JobField::HostLaunchUs | JobField::MoeImbalance) { "any" } else { "1" }}
                        min={if field == JobField::HostLaunchUs { "0" } else { "1" }}
                        inputmode="numeric" value={text} {placeholder} {title}
                        aria-invalid={invalid.then_some("true")}
@@ -138,6 +151,8 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             | JobField::Recompute
             | JobField::Stack
             | JobField::CudaGraphs
+            | JobField::MoeDispatcher
+            | JobField::MoeFusion
     );
     html! {
         <div class={classes!("job-field", wide.then_some("wide"), field.is_check().then_some("check"),
@@ -208,6 +223,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
                     { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs]) }
+                    { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.cp > 1 {

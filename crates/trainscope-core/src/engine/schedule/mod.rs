@@ -44,6 +44,7 @@ pub mod dualpipev;
 pub mod gpipe;
 pub mod interleaved;
 pub mod one_f_one_b;
+pub mod overlap;
 pub mod zb_h1;
 pub mod zb_h2;
 pub mod zbv;
@@ -268,6 +269,11 @@ pub struct StagePlan {
     /// overlaps the other's compute, and hand on their outputs when both
     /// are done). Empty when no step overlaps.
     pub overlapped: Vec<bool>,
+    /// The overlapped pairs run as independent chains: each starts from
+    /// the same anchor as soon as its own input is there, and hands its
+    /// output on when it is done ([`overlap`]: Megatron's EP overlap).
+    /// False: both wait for both inputs (DualPipeV).
+    pub independent: bool,
 }
 
 /// The step order of `stage` (0-based) for `p` stages, `m` micro-batches and
@@ -314,12 +320,17 @@ pub fn stage_plan(
         ScheduleKind::ZbV => zbv::order(p, m, stage),
         ScheduleKind::DualPipeV => {
             let (steps, overlapped) = dualpipev::plan(p, m, stage);
-            return Ok(StagePlan { steps, overlapped });
+            return Ok(StagePlan {
+                steps,
+                overlapped,
+                independent: false,
+            });
         }
     };
     Ok(StagePlan {
         steps,
         overlapped: Vec::new(),
+        independent: false,
     })
 }
 
