@@ -253,3 +253,40 @@ test('figure: Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16, 16 micro-batches) fr
   console.log(`# figure: llama3-70b on 1024 x H100-SXM, Run click to result in the browser (worker: build + simulate + result; the timeline follows): median ${times[2]} ms (runs: ${times.join(', ')})`);
   assert.deepEqual(errors, []);
 });
+
+test('MoE software settings: dispatcher, fusion, EP overlap and imbalance run as the CLI runs them, and the link restores them', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
+  await page.getByTestId('job-dp').fill('8');
+  await page.getByTestId('job-ep').fill('8');
+  await page.getByTestId('job-gbs').fill('16');
+  await page.getByTestId('job-seq').fill('1024');
+  await page.getByTestId('job-moe-dispatcher').selectOption('flex');
+  await page.getByTestId('job-moe-fusion').selectOption('off');
+  await page.getByTestId('job-moe-a2a-overlap').check();
+  await page.getByTestId('job-moe-imbalance').fill('1.25');
+  await page.waitForFunction(() => location.hash.includes('job_moe_imbalance=1.25'));
+  await settled(page);
+  const got = await shown(page);
+  const want = cli(['--model', 'qwen3-30b-a3b', '--dp', '8', '--ep', '8', '--global-batch-size', '16',
+    '--seq-length', '1024', '--moe-token-dispatcher', 'flex', '--moe-fusion', 'off', '--moe-a2a-overlap',
+    '--moe-imbalance', '1.25']);
+  assert.equal(want.training.moe_token_dispatcher, 'flex');
+  assert.equal(got.ns, want.iteration_time_ns);
+  assert.deepEqual(got.peaks, want.memory.per_stage.map((s) => s.peak_bytes));
+  // The same job with the defaults is another number: the settings took.
+  const plain = cli(['--model', 'qwen3-30b-a3b', '--dp', '8', '--ep', '8', '--global-batch-size', '16',
+    '--seq-length', '1024']);
+  assert.notEqual(plain.iteration_time_ns, got.ns);
+  const hash = await page.evaluate(() => location.hash);
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-moe-dispatcher').inputValue(), 'flex');
+  assert.equal(await page.getByTestId('job-moe-a2a-overlap').isChecked(), true);
+  assert.deepEqual(await shown(page), got);
+  assert.equal(await page.evaluate(() => location.hash), hash);
+  await screenshot(page, 'model-moe-stack');
+  assert.deepEqual(errors, []);
+});
