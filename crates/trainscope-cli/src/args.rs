@@ -738,6 +738,11 @@ pub struct StackFlags {
     /// balanced routing): its experts and all-to-alls take that much longer.
     #[arg(long, value_name = "X")]
     pub moe_imbalance: Option<f64>,
+    /// Transformer Engine's tensor-parallel communication overlap (needs
+    /// --sequence-parallel): a block's all-gather streams with its first
+    /// GEMM, its reduce-scatter with its last.
+    #[arg(long)]
+    pub tp_comm_overlap: bool,
 }
 
 impl StackFlags {
@@ -758,6 +763,7 @@ impl StackFlags {
                 .map_or(Ok(d.dispatcher), Dispatcher::parse)?,
             moe_fusion: self.moe_fusion.as_deref().map(parse_fusion).transpose()?,
             moe_a2a_overlap: self.moe_a2a_overlap,
+            tp_comm_overlap: self.tp_comm_overlap,
             moe_imbalance_milli: self.moe_imbalance.map(imbalance_milli).transpose()?,
         })
     }

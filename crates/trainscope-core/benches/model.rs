@@ -2,8 +2,11 @@
 //! building and simulating Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16,
 //! 16 micro-batches), the case the configuration search repeats thousands
 //! of times; also without the timeline's dependency edges, summary-only
-//! (no timeline at all: what a sweep runs) and a Mixtral 8x7B MoE job. Run with
-//! `cargo bench -p trainscope-core --bench model`.
+//! (no timeline at all: what a sweep runs) and a Mixtral 8x7B MoE job;
+//! each also with the host model off (`launch_ns_per_kernel` 0: the
+//! results of the engine before host lanes existed, so the pair shows what
+//! the host model costs). Run with `cargo bench -p trainscope-core --bench
+//! model`.
 
 mod common;
 
@@ -15,6 +18,13 @@ use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::presets::preset;
 
 fn case(name: &str, model: &str, setup: TrainingSetup, world: u32, config: &SimConfig) {
+    one(name, model, setup.clone(), world, config);
+    let mut off = setup;
+    off.stack.launch_ns_per_kernel = Some(0);
+    one("    host model off", model, off, world, config);
+}
+
+fn one(name: &str, model: &str, setup: TrainingSetup, world: u32, config: &SimConfig) {
     let gpu = gpu_preset("H100-SXM").expect("preset");
     let spec = preset(model).expect("preset");
     let (med, min, out) = time(21, || {

@@ -296,6 +296,10 @@ pub struct PhaseOp {
     /// jobs count them per op, for `kernels_per_iteration`).
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub kernels: u32,
+    /// The collective runs alongside this compute instead of after it (see
+    /// [`crate::engine::spec::PhaseOps::comm_overlap`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub comm_overlap: bool,
 }
 
 fn is_zero_u32(x: &u32) -> bool {

@@ -170,11 +170,12 @@ pub enum JobField {
     MoeFusion,
     MoeA2aOverlap,
     MoeImbalance,
+    TpCommOverlap,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 29] = [
+    pub const ALL: [JobField; 30] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -204,6 +205,7 @@ impl JobField {
         JobField::MoeFusion,
         JobField::MoeA2aOverlap,
         JobField::MoeImbalance,
+        JobField::TpCommOverlap,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -239,6 +241,7 @@ impl JobField {
             JobField::MoeFusion => "job_moe_fusion",
             JobField::MoeA2aOverlap => "job_moe_a2a_overlap",
             JobField::MoeImbalance => "job_moe_imbalance",
+            JobField::TpCommOverlap => "job_tp_overlap",
         }
     }
 
@@ -286,6 +289,7 @@ impl JobField {
             JobField::MoeFusion => "MoE router/permute fusion",
             JobField::MoeA2aOverlap => "EP overlap",
             JobField::MoeImbalance => "MoE imbalance (busiest rank)",
+            JobField::TpCommOverlap => "TP comm overlap",
         }
     }
 
@@ -321,6 +325,7 @@ impl JobField {
             JobField::MoeFusion => "--moe-fusion (stack's: as the stack runs it)",
             JobField::MoeA2aOverlap => "--moe-a2a-overlap",
             JobField::MoeImbalance => "--moe-imbalance (empty: balanced)",
+            JobField::TpCommOverlap => "--tp-comm-overlap",
         }
     }
 
@@ -335,6 +340,7 @@ impl JobField {
                 | JobField::AccountForLoss
                 | JobField::Bf16Grads
                 | JobField::MoeA2aOverlap
+                | JobField::TpCommOverlap
         )
     }
 }
@@ -450,6 +456,7 @@ impl JobSettings {
                 Some(on) => if on { "on" } else { "off" }.into(),
             },
             JobField::MoeA2aOverlap => on_off(self.stack.moe_a2a_overlap),
+            JobField::TpCommOverlap => on_off(self.stack.tp_comm_overlap),
             JobField::MoeImbalance => self.stack.moe_imbalance_milli.map_or(String::new(), |m| {
                 trainscope_core::limits::number(f64::from(m) / 1e3)
             }),
@@ -527,6 +534,7 @@ impl JobSettings {
                 }
             }
             JobField::MoeA2aOverlap => self.stack.moe_a2a_overlap = parse_on_off(text)?,
+            JobField::TpCommOverlap => self.stack.tp_comm_overlap = parse_on_off(text)?,
             JobField::MoeImbalance => {
                 let t = text.trim();
                 self.stack.moe_imbalance_milli = if t.is_empty() {

@@ -819,7 +819,29 @@ impl Builder<'_> {
             for &(phase, kind, blocking) in phases {
                 let meta = TaskMeta { kind, ..meta };
                 let ns = self.compute_ns(layer, phase);
-                self.compute(st, &mut pending, prog, ns, layer.phase(phase), meta)?;
+                let ops = layer.phase(phase);
+                if let (Some(comm), true, true) = (ops.comm, ops.comm_overlap, blocking) {
+                    // Alongside the compute: both after what came before,
+                    // the chain goes on after both.
+                    let mut before = Vec::new();
+                    merge_deps(&mut before, &st.frontier, &pending);
+                    self.compute(st, &mut pending, prog, ns, ops, meta)?;
+                    let computed = std::mem::take(&mut st.frontier);
+                    self.collective(
+                        st,
+                        &mut pending,
+                        prog,
+                        comm,
+                        phase,
+                        true,
+                        Some(&before),
+                        layer.update_ns,
+                        meta,
+                    )?;
+                    st.frontier.extend(computed);
+                    continue;
+                }
+                self.compute(st, &mut pending, prog, ns, ops, meta)?;
                 if let Some(comm) = layer.phase(phase).comm {
                     self.collective(
                         st,

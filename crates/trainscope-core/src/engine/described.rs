@@ -149,6 +149,7 @@ fn phase_ops(p: &PhaseOp, phase: Phase, name: &str, warnings: &mut Vec<String>) 
             .and_then(|c| comm_spec(c, phase, name, warnings)),
         launch_ns: p.launch_ns,
         host_sync: p.host_sync,
+        comm_overlap: p.comm_overlap,
     }
 }
 

@@ -252,6 +252,13 @@ pub struct PhaseOps {
     /// the host's launches.
     #[serde(skip_serializing_if = "is_false")]
     pub host_sync: bool,
+    /// The collective runs alongside the compute, both after what comes
+    /// before the op, and what follows waits for both (Transformer
+    /// Engine's tensor-parallel overlap: the all-gather or reduce-scatter
+    /// split into chunks that stream with the GEMM using or making them);
+    /// false: the collective runs after the compute.
+    #[serde(skip_serializing_if = "is_false")]
+    pub comm_overlap: bool,
 }
 
 fn is_zero(x: &u64) -> bool {

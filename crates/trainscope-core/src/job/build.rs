@@ -251,6 +251,28 @@ fn split_norm(mut ops: Vec<Op>) -> (Vec<Op>, Vec<Op>, Vec<Op>) {
     (first, ops, last)
 }
 
+/// A block's body split for TP overlap: its first GEMM (and the FP8 cast
+/// after it), the middle, its last GEMM and everything after it.
+fn split_gemms(body: Vec<Op>) -> (Vec<Op>, Vec<Op>, Vec<Op>) {
+    let first_gemm = body.iter().position(|o| o.class == OpClass::Gemm);
+    let last_gemm = body.iter().rposition(|o| o.class == OpClass::Gemm);
+    let (Some(f), Some(l)) = (first_gemm, last_gemm) else {
+        return (Vec::new(), body, Vec::new());
+    };
+    let cast = |i: usize| {
+        body.get(i + 1)
+            .is_some_and(|o| o.name == "fp8_cast_transpose")
+    };
+    let first_end = if cast(f) { f + 2 } else { f + 1 };
+    if l < first_end {
+        return (body, Vec::new(), Vec::new());
+    }
+    let mut rest = body;
+    let last = rest.split_off(l);
+    let middle = rest.split_off(first_end);
+    (rest, middle, last)
+}
+
 /// One TP block as layer ops: with sequence parallelism the norm (then the
 /// all-gather) and the body (then the reduce-scatter; the backward mirrors
 /// both); without it one op, its all-reduce after the forward and after
@@ -303,6 +325,43 @@ impl TpBlock<'_> {
 
     fn push(&self, out: &mut Vec<LayerOp>, names: [&str; 2], norm: Times, body: Times) {
         self.push_with(out, names, norm, body, self.tp.after_fwd());
+    }
+
+    /// A sequence-parallel block under Transformer Engine's TP overlap: the
+    /// norm, the first GEMM with the all-gather streaming alongside it, the
+    /// middle, the last GEMM (and the residual) with the reduce-scatter
+    /// alongside it; in the backward the output gradient's all-gather runs
+    /// alongside the last GEMM's input gradient. (Megatron's backward
+    /// reduce-scatter of the input gradient and the weight gradient's
+    /// re-gather are already asynchronous without TE: not modelled, as in
+    /// [`TpBlock::push_with`].)
+    fn push_overlapped(&self, out: &mut Vec<LayerOp>, block: &str, parts: [Times; 4]) {
+        let li = Some(self.layer);
+        let name = |part: &str| format!("{block}{part}.{}", self.layer);
+        let [norm, first, middle, last] = parts;
+        out.push(op(name("_norm"), LayerRole::Layer, li, norm, None, None));
+        let mut o = op(
+            name("_in"),
+            LayerRole::Layer,
+            li,
+            first,
+            self.tp.before_fwd(),
+            None,
+        );
+        o.forward.comm_overlap = true;
+        out.push(o);
+        out.push(op(name(""), LayerRole::Layer, li, middle, None, None));
+        let mut o = op(
+            name("_out"),
+            LayerRole::Layer,
+            li,
+            last,
+            self.tp.after_fwd(),
+            self.tp.ig_before(),
+        );
+        o.forward.comm_overlap = true;
+        o.input_grad.comm_overlap = true;
+        out.push(o);
     }
 
     fn push_with(
@@ -363,10 +422,22 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         region: Region::Layer,
     };
     let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.local_seq_length(), host);
+    // Transformer Engine's TP overlap: sequence-parallel blocks with TP > 1
+    // (the CP exchange and MoE blocks keep their collectives in the chain).
+    let tp_overlap = s.stack.tp_comm_overlap && s.sequence_parallel && s.tp > 1;
+    let overlapped = |block: &str, ops: Vec<Op>, out: &mut Vec<LayerOp>| {
+        let (norm, body, residual) = split_norm(ops);
+        let (first, middle, mut last) = split_gemms(body);
+        last.extend(residual);
+        let b = TpBlock { tp: &tp, layer };
+        b.push_overlapped(out, block, [t(&norm), t(&first), t(&middle), t(&last)]);
+    };
     // Attention block.
     let (norm, body, residual) = split_norm(m.attention_ops(shape));
     let attention = t(&body).plus(t(&residual));
-    if s.cp > 1 {
+    if tp_overlap && s.cp == 1 {
+        overlapped("attention", m.attention_ops(shape), out);
+    } else if s.cp > 1 {
         // Context parallelism: the K and V of the other CP ranks' tokens
         // gathered before the attention core (Megatron's `cp_comm_type
         // allgather`), their gradients reduce-scattered in the backward;
@@ -449,6 +520,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
                 disp,
             ));
         }
+        _ if tp_overlap => overlapped("mlp", m.mlp_ops(layer, shape), out),
         _ => {
             let mlp = t(&body).plus(t(&residual));
             block.push(out, ["mlp_norm", "mlp"], t(&norm), mlp);
@@ -797,6 +869,7 @@ mod tests {
             dispatcher: Dispatcher::AllToAll,
             moe_fusion: None,
             moe_a2a_overlap: false,
+            tp_comm_overlap: false,
             moe_imbalance_milli: None,
         },
         region: Region::Layer,

@@ -97,6 +97,13 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     }
     c.activation_bytes = None;
     c.backward_factor = None;
+    if s.stack.tp_comm_overlap && !(s.sequence_parallel && s.tp > 1) {
+        warnings.push(format!(
+            "TP communication overlap (--tp-comm-overlap) streams sequence parallelism's all-gathers and reduce-scatters with the GEMMs: this job has TP {}{}, so it changes nothing",
+            s.tp,
+            if s.sequence_parallel { "" } else { " without --sequence-parallel" }
+        ));
+    }
     if s.stack.moe_a2a_overlap {
         if job.model.moe.is_some() && s.ep > 1 {
             c.overlap_forward_backward = true;
@@ -280,6 +287,9 @@ impl ModelRunOutput {
             v["training"]["moe_fusion"] = json!(s.stack.moe_fused());
             v["training"]["moe_a2a_overlap"] = json!(s.stack.moe_a2a_overlap);
             v["training"]["moe_imbalance"] = json!(s.stack.moe_imbalance());
+        }
+        if s.stack.tp_comm_overlap {
+            v["training"]["tp_comm_overlap"] = json!(true);
         }
         v["kernels_per_iteration"] = json!(self.kernels_per_iteration);
         if s.cp > 1 {

@@ -177,6 +177,12 @@ pub struct StackSettings {
     /// (`--moe-imbalance`); `None`: balanced routing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_imbalance_milli: Option<u32>,
+    /// Transformer Engine's tensor-parallel communication overlap
+    /// (Megatron's `--tp-comm-overlap`, needs sequence parallelism): each
+    /// block's all-gather streams with its first GEMM and its
+    /// reduce-scatter with its last, in both directions.
+    #[serde(skip_serializing_if = "is_false")]
+    pub tp_comm_overlap: bool,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -255,6 +261,9 @@ impl StackSettings {
         }
         if self.moe_a2a_overlap {
             f.push_str(" --moe-a2a-overlap");
+        }
+        if self.tp_comm_overlap {
+            f.push_str(" --tp-comm-overlap");
         }
         if let Some(m) = self.moe_imbalance_milli {
             f.push_str(&format!(

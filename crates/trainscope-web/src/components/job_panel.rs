@@ -222,7 +222,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
-                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs]) }
+                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::TpCommOverlap]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
                 </div>
                 <p class="derived" data-testid="job-world">
