@@ -124,67 +124,6 @@ pub struct SimaiFlags {
     pub ratio_table_dir: Option<PathBuf>,
 }
 
-/// Pipeline schedules (`--schedule`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Schedule {
-    /// All forwards, then all backwards.
-    Gpipe,
-    /// One forward, one backward after a warm-up (Megatron's default).
-    #[value(name = "1f1b")]
-    OneFOneB,
-    /// Interleaved 1F1B with --virtual-stages model chunks per rank.
-    Interleaved,
-    /// Zero Bubble ZB-H1: backward split into B and W, W delayed into the
-    /// bubbles, 1F1B's peak memory (needs m >= p).
-    #[value(name = "zb-h1")]
-    ZbH1,
-    /// Zero Bubble ZB-H2: longer warm-up, up to 2p - 1 micro-batches in
-    /// flight, no bubble once full (needs m >= 2p - 1).
-    #[value(name = "zb-h2")]
-    ZbH2,
-    /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
-    /// memory (needs m >= 2p and an even number of layers per stage).
-    Zbv,
-    /// DeepSeek-V3's DualPipeV: two V-shaped chunks per rank, forward and
-    /// backward of the two chunks overlapped (needs m >= 2p).
-    Dualpipev,
-}
-
-impl From<Schedule> for ScheduleKind {
-    fn from(s: Schedule) -> ScheduleKind {
-        match s {
-            Schedule::Gpipe => ScheduleKind::GPipe,
-            Schedule::OneFOneB => ScheduleKind::OneFOneB,
-            Schedule::Interleaved => ScheduleKind::Interleaved,
-            Schedule::ZbH1 => ScheduleKind::ZbH1,
-            Schedule::ZbH2 => ScheduleKind::ZbH2,
-            Schedule::Zbv => ScheduleKind::ZbV,
-            Schedule::Dualpipev => ScheduleKind::DualPipeV,
-        }
-    }
-}
-
-/// Collective algorithms (`--algorithm`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AlgorithmArg {
-    /// Ring all-reduce / all-gather / reduce-scatter.
-    Ring,
-    /// Hierarchical all-reduce (intra-node ring, inter-node tree).
-    Tree,
-    /// SimAI-Analytical's per-collective cost.
-    Simai,
-}
-
-impl From<AlgorithmArg> for Algorithm {
-    fn from(a: AlgorithmArg) -> Algorithm {
-        match a {
-            AlgorithmArg::Ring => Algorithm::Ring,
-            AlgorithmArg::Tree => Algorithm::Tree,
-            AlgorithmArg::Simai => Algorithm::Simai,
-        }
-    }
-}
-
 /// Flags of the event mode.
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Event mode")]
@@ -192,7 +131,7 @@ pub struct EventFlags {
     /// Pipeline schedule (default 1f1b; --virtual-stages > 1 implies
     /// interleaved).
     #[arg(long, value_enum)]
-    pub schedule: Option<Schedule>,
+    pub schedule: Option<ScheduleKind>,
     /// Model chunks per rank for the interleaved schedule (default 1).
     #[arg(long, value_name = "V")]
     pub virtual_stages: Option<u32>,
@@ -214,7 +153,7 @@ pub struct EventFlags {
     pub oversubscription: Option<f64>,
     /// Collective cost: ring (default), tree or simai (SimAI-compatible).
     #[arg(long, value_enum)]
-    pub algorithm: Option<AlgorithmArg>,
+    pub algorithm: Option<Algorithm>,
     /// Backward = X x forward where backward is not given (NeuSight
     /// forward-only files, Optimus-Prime logs: default 2; SimAI layers with
     /// no backward compute: off unless given).
@@ -372,11 +311,11 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
         }
     }
     if let Some(s) = e.schedule {
-        config.schedule = s.into();
+        config.schedule = s;
     }
     config.micro_batches = e.micro_batches;
     if let Some(a) = e.algorithm {
-        config.algorithm = a.into();
+        config.algorithm = a;
     }
     config.backward_factor = e.backward_factor;
     config.activation_bytes = e.activation_bytes;

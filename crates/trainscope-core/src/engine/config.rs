@@ -89,20 +89,22 @@ impl PlacementOrder {
     }
 }
 
-/// How collectives are costed.
+/// How collectives are costed (the CLI's `--algorithm` values with the
+/// `clap` feature). `Tree`: intra-node ring reduce-scatter, inter-node tree
+/// all-reduce of each shard, intra-node all-gather; other collectives as
+/// with `Ring`. `Simai`: the SimAI-compatible per-collective function
+/// ([`crate::engine::simai_cost::SimaiCost`]; [`crate::engine::simulate`]
+/// uses it with SimAI's built-in tables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Algorithm {
-    /// Ring all-reduce / all-gather / reduce-scatter over the group.
+    /// Ring all-reduce / all-gather / reduce-scatter.
     #[default]
     Ring,
-    /// Hierarchical all-reduce: intra-node ring reduce-scatter, inter-node
-    /// tree all-reduce of each shard, intra-node all-gather. Other
-    /// collectives as with `Ring`.
+    /// Hierarchical all-reduce (intra-node ring, inter-node tree).
     Tree,
-    /// The SimAI-compatible per-collective function
-    /// ([`crate::engine::simai_cost::SimaiCost`]; [`crate::engine::simulate`] uses it with
-    /// SimAI's built-in tables).
+    /// SimAI-Analytical's per-collective cost.
     Simai,
 }
 

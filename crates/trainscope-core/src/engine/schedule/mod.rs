@@ -52,31 +52,42 @@ pub mod zbv;
 use crate::engine::SimError;
 use serde::{Deserialize, Serialize};
 
-/// Which pipeline schedule.
+/// Which pipeline schedule (the CLI's `--schedule` values, with the
+/// `clap` feature, are the serde names; the doc lines are its help).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ScheduleKind {
+    /// All forwards, then all backwards.
     #[serde(rename = "gpipe")]
+    #[cfg_attr(feature = "clap", value(name = "gpipe"))]
     GPipe,
+    /// One forward, one backward after a warm-up (Megatron's default).
     #[default]
     #[serde(rename = "1f1b")]
+    #[cfg_attr(feature = "clap", value(name = "1f1b"))]
     OneFOneB,
+    /// Interleaved 1F1B with --virtual-stages model chunks per rank.
     #[serde(rename = "interleaved")]
     Interleaved,
-    /// Zero Bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B's peak memory, W
-    /// passes delayed into the bubbles.
+    /// Zero Bubble ZB-H1: backward split into B and W, W delayed into the
+    /// bubbles, 1F1B's peak memory (needs m >= p).
     #[serde(rename = "zb-h1")]
+    #[cfg_attr(feature = "clap", value(name = "zb-h1"))]
     ZbH1,
-    /// Zero Bubble ZB-H2: a longer warm-up (2p - 1 micro-batches in flight on
-    /// the first stage), no bubble once the pipeline is full.
+    /// Zero Bubble ZB-H2: longer warm-up, up to 2p - 1 micro-batches in
+    /// flight, no bubble once full (needs m >= 2p - 1).
     #[serde(rename = "zb-h2")]
+    #[cfg_attr(feature = "clap", value(name = "zb-h2"))]
     ZbH2,
     /// Zero Bubble ZB-V: two chunks per rank in a V shape, 1F1B's peak
-    /// memory, no bubble once full when F = B = W.
+    /// memory (needs m >= 2p and an even number of layers per stage).
     #[serde(rename = "zbv")]
+    #[cfg_attr(feature = "clap", value(name = "zbv"))]
     ZbV,
-    /// DeepSeek-V3's DualPipeV: two chunks per rank in a V shape, the
-    /// forward of one chunk overlapped with the backward of the other.
+    /// DeepSeek-V3's DualPipeV: two V-shaped chunks per rank, forward and
+    /// backward of the two chunks overlapped (needs m >= 2p).
     #[serde(rename = "dualpipev")]
+    #[cfg_attr(feature = "clap", value(name = "dualpipev"))]
     DualPipeV,
 }
 
