@@ -820,29 +820,21 @@ impl Builder<'_> {
                 let meta = TaskMeta { kind, ..meta };
                 let ns = self.compute_ns(layer, phase);
                 let ops = layer.phase(phase);
-                if let (Some(comm), true, true) = (ops.comm, ops.comm_overlap, blocking) {
-                    // Alongside the compute: both after what came before,
-                    // the chain goes on after both.
-                    let mut before = Vec::new();
-                    merge_deps(&mut before, &st.frontier, &pending);
-                    self.compute(st, &mut pending, prog, ns, ops, meta)?;
-                    let computed = std::mem::take(&mut st.frontier);
-                    self.collective(
-                        st,
-                        &mut pending,
-                        prog,
-                        comm,
-                        phase,
-                        true,
-                        Some(&before),
-                        layer.update_ns,
-                        meta,
-                    )?;
-                    st.frontier.extend(computed);
-                    continue;
-                }
+                // A collective alongside the compute (`comm_overlap`): both
+                // after what came before, the chain goes on after both.
+                let alongside = ops.comm.is_some() && ops.comm_overlap && blocking;
+                let before = alongside.then(|| {
+                    let mut d = Vec::new();
+                    merge_deps(&mut d, &st.frontier, &pending);
+                    d
+                });
                 self.compute(st, &mut pending, prog, ns, ops, meta)?;
-                if let Some(comm) = layer.phase(phase).comm {
+                if let Some(comm) = ops.comm {
+                    let computed = if alongside {
+                        std::mem::take(&mut st.frontier)
+                    } else {
+                        Vec::new()
+                    };
                     self.collective(
                         st,
                         &mut pending,
@@ -850,10 +842,11 @@ impl Builder<'_> {
                         comm,
                         phase,
                         blocking,
-                        None,
+                        before.as_deref(),
                         layer.update_ns,
                         meta,
                     )?;
+                    st.frontier.extend(computed);
                 }
             }
         }
