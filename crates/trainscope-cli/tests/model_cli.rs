@@ -77,11 +77,20 @@ fn preset_job_reports_model_memory_and_mfu() {
             "optimizer_bytes",
             "activations_bytes",
             "logits_bytes",
+            "unsharded_unit_bytes",
+            "workspace_bytes",
+            "cuda_graph_bytes",
         ]
         .iter()
         .map(|k| s[k].as_u64().unwrap())
         .sum::<u64>();
-        assert_eq!(s["peak_bytes"].as_u64().unwrap(), sum);
+        assert_eq!(s["allocated_bytes"].as_u64().unwrap(), sum);
+        let outside = s["nccl_bytes"].as_u64().unwrap() + s["context_bytes"].as_u64().unwrap();
+        assert_eq!(s["peak_bytes"].as_u64().unwrap(), sum + outside);
+        assert_eq!(
+            s["reserved_bytes"].as_u64().unwrap(),
+            sum + outside + s["fragmentation_bytes"].as_u64().unwrap()
+        );
     }
     assert_eq!(v["memory"]["capacity_bytes"], 81_559u64 << 20);
     assert!(v["memory"]["fits"].is_boolean());
@@ -164,7 +173,7 @@ fn text_report_shows_throughput_and_memory() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("throughput: MFU "), "{text}");
     assert!(
-        text.contains("memory per stage (first rank; capacity 79.6 GiB)"),
+        text.contains("memory per stage (first rank; capacity 79.6 GiB;"),
         "{text}"
     );
 }

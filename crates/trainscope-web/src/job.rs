@@ -515,6 +515,7 @@ impl JobSettings {
             account_for_loss: self.account_for_loss,
             bf16_grads: self.bf16_grads,
             stack: self.stack,
+            sharding: Default::default(),
         }
     }
 
