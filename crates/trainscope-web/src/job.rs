@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::presets;
 use trainscope_core::model::stack::{launch_ns_from_us, launch_us_text, CudaGraphs, Stack};
@@ -104,6 +105,10 @@ pub struct JobSettings {
     pub bf16_grads: bool,
     /// The software stack (framework, CUDA graphs, host time per kernel).
     pub stack: trainscope_core::model::stack::StackSettings,
+    /// Sharded data parallelism: the ZeRO stage (kept equal to
+    /// `distributed_optimizer` for stage 1, as the core keeps it), FSDP's
+    /// prefetch and resharding.
+    pub sharding: Sharding,
 }
 
 impl Default for JobSettings {
@@ -133,6 +138,7 @@ impl Default for JobSettings {
             account_for_loss: d.account_for_loss,
             bf16_grads: d.bf16_grads,
             stack: d.stack,
+            sharding: d.sharding,
         }
     }
 }
@@ -165,11 +171,14 @@ pub enum JobField {
     Stack,
     CudaGraphs,
     HostLaunchUs,
+    Sharding,
+    FsdpPrefetch,
+    ReshardAfterForward,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 25] = [
+    pub const ALL: [JobField; 28] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -195,6 +204,9 @@ impl JobField {
         JobField::Stack,
         JobField::CudaGraphs,
         JobField::HostLaunchUs,
+        JobField::Sharding,
+        JobField::FsdpPrefetch,
+        JobField::ReshardAfterForward,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -226,6 +238,9 @@ impl JobField {
             JobField::Stack => "job_stack",
             JobField::CudaGraphs => "job_cuda_graphs",
             JobField::HostLaunchUs => "job_host_launch_us",
+            JobField::Sharding => "job_zero",
+            JobField::FsdpPrefetch => "job_fsdp_prefetch",
+            JobField::ReshardAfterForward => "job_reshard",
         }
     }
 
@@ -269,6 +284,9 @@ impl JobField {
             JobField::Stack => "Software stack",
             JobField::CudaGraphs => "CUDA graphs",
             JobField::HostLaunchUs => "Host µs per kernel",
+            JobField::Sharding => "Sharding",
+            JobField::FsdpPrefetch => "FSDP prefetch",
+            JobField::ReshardAfterForward => "Reshard after forward",
         }
     }
 
@@ -300,6 +318,20 @@ impl JobField {
             JobField::Stack => "--stack",
             JobField::CudaGraphs => "--cuda-graphs",
             JobField::HostLaunchUs => "--host-launch-us (empty: the stack's)",
+            JobField::Sharding => "--zero N (1: --distributed-optimizer; 3: --fsdp)",
+            JobField::FsdpPrefetch => "--fsdp-prefetch",
+            JobField::ReshardAfterForward => "--no-reshard-after-forward (unchecked)",
+        }
+    }
+
+    /// The other fields that show the same setting (the distributed
+    /// optimizer is ZeRO-1 of the Sharding select): their text follows
+    /// when this one changes.
+    pub fn linked(self) -> &'static [JobField] {
+        match self {
+            JobField::DistributedOptimizer => &[JobField::Sharding],
+            JobField::Sharding => &[JobField::DistributedOptimizer],
+            _ => &[],
         }
     }
 
@@ -313,6 +345,7 @@ impl JobField {
                 | JobField::AccountForEmbedding
                 | JobField::AccountForLoss
                 | JobField::Bf16Grads
+                | JobField::ReshardAfterForward
         )
     }
 }
@@ -422,6 +455,9 @@ impl JobSettings {
                 .stack
                 .launch_ns_per_kernel
                 .map_or(String::new(), launch_us_text),
+            JobField::Sharding => self.zero().level().to_string(),
+            JobField::FsdpPrefetch => self.sharding.prefetch.to_string(),
+            JobField::ReshardAfterForward => on_off(self.sharding.reshard_after_forward),
         }
     }
 
@@ -466,7 +502,30 @@ impl JobSettings {
                 })?
             }
             JobField::SequenceParallel => self.sequence_parallel = parse_on_off(text)?,
-            JobField::DistributedOptimizer => self.distributed_optimizer = parse_on_off(text)?,
+            JobField::DistributedOptimizer => {
+                self.distributed_optimizer = parse_on_off(text)?;
+                // ZeRO-1 is the distributed optimizer: off leaves nothing
+                // sharded, on at least the optimizer states.
+                self.sharding.zero = if self.distributed_optimizer {
+                    self.sharding.zero.max(ZeroStage::Optimizer)
+                } else {
+                    ZeroStage::None
+                };
+            }
+            JobField::Sharding => {
+                let t = text.trim();
+                let zero = t
+                    .parse::<u8>()
+                    .ok()
+                    .and_then(ZeroStage::from_level)
+                    .ok_or_else(|| format!("`{t}` is not a ZeRO stage (0, 1, 2 or 3)"))?;
+                self.sharding.zero = zero;
+                self.distributed_optimizer = zero >= ZeroStage::Optimizer;
+            }
+            JobField::FsdpPrefetch => self.sharding.prefetch = parse_count(text)?,
+            JobField::ReshardAfterForward => {
+                self.sharding.reshard_after_forward = parse_on_off(text)?
+            }
             JobField::FlashAttention => self.flash_attention = parse_on_off(text)?,
             JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
             JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
@@ -515,7 +574,20 @@ impl JobSettings {
             account_for_loss: self.account_for_loss,
             bf16_grads: self.bf16_grads,
             stack: self.stack,
-            sharding: Default::default(),
+            sharding: Sharding {
+                zero: self.zero(),
+                ..self.sharding
+            },
+        }
+    }
+
+    /// The ZeRO stage the panel states: the Sharding select's, at least 1
+    /// with the distributed optimizer on.
+    pub fn zero(&self) -> ZeroStage {
+        if self.distributed_optimizer {
+            self.sharding.zero.max(ZeroStage::Optimizer)
+        } else {
+            self.sharding.zero
         }
     }
 
@@ -570,7 +642,10 @@ impl JobSettings {
         }
         for (on, flag) in [
             (self.sequence_parallel, "--sequence-parallel"),
-            (self.distributed_optimizer, "--distributed-optimizer"),
+            (
+                self.zero() == ZeroStage::Optimizer,
+                "--distributed-optimizer",
+            ),
             (!self.flash_attention, "--no-flash-attention"),
             (
                 self.account_for_embedding,
@@ -591,6 +666,10 @@ impl JobSettings {
             out.push_str(&format!(" --gpu-type {}", self.gpu));
         }
         out.push_str(&self.stack.flags());
+        for flag in self.setup().sharding.flags() {
+            out.push(' ');
+            out.push_str(&flag);
+        }
         out
     }
 

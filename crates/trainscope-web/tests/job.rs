@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::presets::preset;
 use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
@@ -148,7 +149,19 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
             cuda_graphs: CudaGraphs::Layers,
             launch_ns_per_kernel: Some(12_500),
         },
+        sharding: Sharding {
+            zero: ZeroStage::Parameters,
+            prefetch: 2,
+            reshard_after_forward: false,
+        },
     };
+    assert!(
+        job.cli_command()
+            .ends_with(" --zero 3 --fsdp-prefetch 2 --no-reshard-after-forward"),
+        "{}",
+        job.cli_command()
+    );
+    assert!(!job.cli_command().contains("--distributed-optimizer"));
     let fragment = format!(
         "{}&{}",
         to_fragment(None, &Settings::default(), &BTreeSet::new()),

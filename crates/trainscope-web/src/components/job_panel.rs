@@ -17,6 +17,7 @@ use crate::model_job::nvlink_pinned;
 use crate::settings::Field;
 use crate::state::{Action, AppState};
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::Recompute;
 use trainscope_core::model::presets;
 use trainscope_core::model::stack::{CudaGraphs, Stack};
@@ -62,6 +63,18 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
             .iter()
             .map(|g| (g.name().to_string(), g.name().to_string()))
             .collect(),
+        JobField::Sharding => ZeroStage::ALL
+            .iter()
+            .map(|z| {
+                let label = match z {
+                    ZeroStage::None => "none".to_string(),
+                    ZeroStage::Optimizer => "ZeRO-1 (distributed optimizer)".to_string(),
+                    ZeroStage::Gradients => "ZeRO-2 (+ gradients)".to_string(),
+                    ZeroStage::Parameters => "ZeRO-3 / FSDP (+ weights)".to_string(),
+                };
+                (z.level().to_string(), label)
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -81,7 +94,8 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
         | JobField::Precision
         | JobField::Recompute
         | JobField::Stack
-        | JobField::CudaGraphs => {
+        | JobField::CudaGraphs
+        | JobField::Sharding => {
             let onchange = Callback::from(move |e: Event| {
                 let select: HtmlSelectElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::JobEdit(field, select.value()));
@@ -138,6 +152,7 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             | JobField::Recompute
             | JobField::Stack
             | JobField::CudaGraphs
+            | JobField::Sharding
     );
     html! {
         <div class={classes!("job-field", wide.then_some("wide"), field.is_check().then_some("check"),
@@ -208,6 +223,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
                     { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs]) }
+                    { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.cp > 1 {
