@@ -224,3 +224,107 @@ fn trained_runs_fit_and_measured_peaks_match() {
             .join("\n")
     );
 }
+
+/// One stage's parts as a line of the snapshot.
+fn parts_line(st: &trainscope_core::job::memory::StageMemory) -> String {
+    let b = |v: u64| v.to_string();
+    format!(
+        "stage {}: parameters {} weights {} gradients {} optimizer {} activations {} (in flight {}) logits {} unsharded_units {} workspace {} cuda_graphs {} allocated {} nccl {} context {} peak {} fragmentation {} reserved {} largest {}",
+        st.stage,
+        st.parameters,
+        b(st.weights_bytes),
+        b(st.gradients_bytes),
+        b(st.optimizer_bytes),
+        b(st.activations_bytes),
+        st.in_flight,
+        b(st.logits_bytes),
+        b(st.unsharded_unit_bytes),
+        b(st.workspace_bytes),
+        b(st.cuda_graph_bytes),
+        b(st.allocated_bytes),
+        b(st.nccl_bytes),
+        b(st.context_bytes),
+        b(st.peak_bytes),
+        b(st.fragmentation_bytes),
+        b(st.reserved_bytes),
+        st.parts()[0].0
+    )
+}
+
+/// The memory breakdown of one dense and one MoE job, byte for byte,
+/// against the committed `tests/fixtures/memory/breakdown.txt` (written
+/// when missing or with `UPDATE_MEMORY_SNAPSHOT=1`; review the diff).
+#[test]
+fn memory_breakdown_snapshot() {
+    let gpu = gpu_preset("H100-SXM").unwrap();
+    let mut text = String::new();
+    let jobs = [
+        (
+            "llama3-70b, 64 x H100, TP 4 PP 8 vpp 5 DP 2, fp8, bf16 gradients, distributed optimizer, CUDA graphs per layer",
+            presets::preset("llama3-70b").unwrap(),
+            TrainingSetup {
+                tp: 4,
+                pp: 8,
+                vpp: 5,
+                sequence_parallel: true,
+                global_batch_size: Some(128),
+                seq_length: 8192,
+                precision: Precision::Fp8,
+                distributed_optimizer: true,
+                bf16_grads: true,
+                stack: StackSettings {
+                    cuda_graphs: CudaGraphs::Layers,
+                    ..StackSettings::default()
+                },
+                ..TrainingSetup::default()
+            },
+            64,
+        ),
+        (
+            "qwen3-30b-a3b, 16 x H100, PP 2 vpp 12 EP 8, fp8, ZeRO-3",
+            presets::preset("qwen3-30b-a3b").unwrap(),
+            TrainingSetup {
+                pp: 2,
+                vpp: 12,
+                ep: 8,
+                global_batch_size: Some(512),
+                precision: Precision::Fp8,
+                sharding: trainscope_core::job::sharding::Sharding {
+                    zero: trainscope_core::job::sharding::ZeroStage::Parameters,
+                    ..Default::default()
+                },
+                ..TrainingSetup::default()
+            },
+            16,
+        ),
+    ];
+    for (name, model, setup, world) in jobs {
+        let job = ModelJob::new(model, setup, gpu.clone(), Some(world)).unwrap();
+        let s = &job.setup;
+        let in_flight: Vec<u32> = (0..s.pp)
+            .map(|st| {
+                peak_in_flight(
+                    ScheduleKind::Interleaved,
+                    s.pp,
+                    job.micro_batches,
+                    s.vpp,
+                    st,
+                )
+            })
+            .collect();
+        let r = memory_report(&job, &in_flight, 1);
+        text.push_str(&format!("{name}\n"));
+        for st in &r.per_stage {
+            text.push_str(&parts_line(st));
+            text.push('\n');
+        }
+        text.push('\n');
+    }
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/memory/breakdown.txt");
+    if std::env::var_os("UPDATE_MEMORY_SNAPSHOT").is_some() || !path.exists() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(have, text, "{} differs from this build", path.display());
+}
