@@ -256,9 +256,11 @@ fn fsdp_collectives_run_per_unit_on_the_dp_lane() {
     let (c1, t1) = dp_collectives(&z1);
     assert_eq!(count(&c1, CollOp::AllGather), 1);
     assert_eq!(count(&c1, CollOp::ReduceScatter), 1);
-    // ZeRO-3's gathers are exposed (no prefetch overlap is modelled in
-    // time): it is slower than ZeRO-1 here.
-    assert!(t3 > t1, "{t3} vs {t1}");
+    // Both simulate; ZeRO-3's gathers are prefetched behind the compute
+    // (see `prefetch_hides_the_gathers_behind_long_compute`), its
+    // reduce-scatters overlap the backward, where ZeRO-1's closing
+    // reduce-scatter and all-gather wait for the last backward.
+    assert!(t3 > 0 && t1 > 0);
 }
 
 /// Llama 3 70B on 64 H100s without model parallelism (TP 1, PP 1, DP
@@ -291,4 +293,54 @@ fn the_sweep_finds_layouts_that_fit_only_with_sharding() {
     assert_eq!(rows[1].zero, 3);
     assert!(rows[1].fits, "{} bytes", rows[1].peak_bytes);
     assert!(rows[1].flags.contains("--zero 3"), "{}", rows[1].flags);
+}
+
+/// Prefetch on a toy where compute is long (Llama 3 8B, 8192-token
+/// sequences on 2 GPUs of one node): each unit's all-gather is issued
+/// when the previous unit starts computing and hides behind it, so the
+/// exposed DP time is at most the gathers nothing can hide (the first
+/// unit's, before any compute) and the last reduce-scatter (after the last
+/// backward): far below the gathers' total.
+#[test]
+fn prefetch_hides_the_gathers_behind_long_compute() {
+    let setup = TrainingSetup {
+        global_batch_size: Some(2),
+        seq_length: 8192,
+        sharding: trainscope_core::job::sharding::Sharding {
+            zero: ZeroStage::Parameters,
+            ..Default::default()
+        },
+        ..TrainingSetup::default()
+    };
+    let gpu = gpu_preset("H100").unwrap();
+    let j = ModelJob::new(preset("llama3-8b").unwrap(), setup, gpu, Some(2)).unwrap();
+    let mut c = SimConfig::default();
+    c.network.nvlink_gbps = j.gpu.nvlink_busbw_gbps;
+    let out = run_model(&j, &c).unwrap();
+    let t = &out.run.result.timeline;
+    let mut gathers = Vec::new();
+    let mut scatters = Vec::new();
+    for (li, _) in t.lanes().iter().enumerate() {
+        for s in t.spans(li as u32) {
+            match (s.kind, s.coll) {
+                (SpanKind::CollDp, CollOp::AllGather) => gathers.push(s.duration_ns),
+                (SpanKind::CollDp, CollOp::ReduceScatter) => scatters.push(s.duration_ns),
+                _ => {}
+            }
+        }
+    }
+    let summary = out.run.summary();
+    let exposed = summary.exposed_comm_ns.dp;
+    let total: u64 = gathers.iter().sum();
+    let unavoidable = gathers.first().copied().unwrap_or(0) + scatters.last().copied().unwrap_or(0);
+    println!(
+        "gathers {} total {:.1} ms, exposed DP {:.1} ms, first gather + last reduce-scatter {:.1} ms",
+        gathers.len(),
+        total as f64 / 1e6,
+        exposed as f64 / 1e6,
+        unavoidable as f64 / 1e6
+    );
+    assert_eq!(gathers.len(), 2 * 32);
+    assert!(exposed <= unavoidable, "{exposed} > {unavoidable}");
+    assert!(exposed * 5 < total, "{exposed} vs {total}");
 }

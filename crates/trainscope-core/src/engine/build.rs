@@ -25,7 +25,11 @@
 //! chunk's layers are whole transformer layers ([`crate::engine::chunks`]); its
 //! virtual stage follows the schedule's [`schedule::ChunkPlacement`].
 //! After a collective its layer's
-//! `update_ns` passes before dependents start (an edge lag). A forward step's
+//! `update_ns` passes before dependents start (an edge lag). A prefetch
+//! collective ([`CommSpec::prefetch`], FSDP's gathers) in the forward or
+//! input-gradient column is not in the chain: it is issued with the
+//! dependencies of the first compute after the previous prefetch (when
+//! the previous unit could start) and the next compute waits for it. A forward step's
 //! first task also waits for the activation from the previous virtual stage
 //! (a transfer holding the sender's send stream and the receiver's receive
 //! stream, costed as point-to-point), a backward for the gradient from the
@@ -105,6 +109,11 @@ struct ProgState {
     host_last: Option<TaskId>,
     /// The rank's last compute task: what a sync point waits for.
     last_compute: Option<TaskId>,
+    /// The dependencies of the first compute after the latest prefetch
+    /// point ([`CommSpec::prefetch`]): where the next prefetch is issued.
+    prefetch_anchor: Vec<Dep>,
+    /// A prefetch was issued: the next compute sets the anchor.
+    prefetch_armed: bool,
     /// A step stopped at a point-to-point wait whose transfer its sender has
     /// not issued yet ([`JobSpec::transfers`]); it resumes there.
     resume: Option<Resume>,
@@ -281,6 +290,13 @@ impl Builder<'_> {
         }
         let mut deps = std::mem::take(&mut self.scratch);
         merge_deps(&mut deps, &st.frontier, pending);
+        if st.prefetch_armed {
+            // This unit's first compute: the next prefetch goes when it
+            // may start.
+            st.prefetch_anchor.clear();
+            st.prefetch_anchor.extend_from_slice(&deps);
+            st.prefetch_armed = false;
+        }
         if ops.launch_ns > 0 || ops.host_sync {
             // After the previous launch, and at a sync point after the last
             // compute: at most two dependencies, no allocation per task.
@@ -751,17 +767,43 @@ impl Builder<'_> {
                 let ns = self.compute_ns(layer, phase);
                 self.compute(st, &mut pending, prog, ns, layer.phase(phase), meta)?;
                 if let Some(comm) = layer.phase(phase).comm {
-                    self.collective(
-                        st,
-                        &mut pending,
-                        prog,
-                        comm,
-                        phase,
-                        blocking,
-                        None,
-                        layer.update_ns,
-                        meta,
-                    )?;
+                    if comm.prefetch && blocking {
+                        // Issued when the previous unit's first compute
+                        // could start (on its own stream, FIFO), awaited by
+                        // the next compute.
+                        let anchor = std::mem::take(&mut st.prefetch_anchor);
+                        let before = st.async_tasks.len();
+                        self.collective(
+                            st,
+                            &mut pending,
+                            prog,
+                            comm,
+                            phase,
+                            false,
+                            Some(&anchor),
+                            layer.update_ns,
+                            meta,
+                        )?;
+                        st.prefetch_anchor = anchor;
+                        if st.async_tasks.len() > before {
+                            if let Some(d) = st.async_tasks.pop() {
+                                pending.push(d);
+                            }
+                        }
+                        st.prefetch_armed = true;
+                    } else {
+                        self.collective(
+                            st,
+                            &mut pending,
+                            prog,
+                            comm,
+                            phase,
+                            blocking,
+                            None,
+                            layer.update_ns,
+                            meta,
+                        )?;
+                    }
                 }
             }
         }
@@ -1373,6 +1415,8 @@ pub fn build(
             closed: false,
             host_last: None,
             last_compute: None,
+            prefetch_anchor: Vec::new(),
+            prefetch_armed: false,
             resume: None,
         });
     }

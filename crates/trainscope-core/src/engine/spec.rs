@@ -230,6 +230,12 @@ pub struct CommSpec {
     pub group: GroupKind,
     /// Full (gathered) tensor size, bytes.
     pub size_bytes: u64,
+    /// A prefetch (FSDP / ZeRO-3's all-gather of the next unit's weights,
+    /// forward or input-gradient column): issued on its stream when the
+    /// previous prefetch point's first compute starts, not in the chain;
+    /// the next compute waits for it ([`crate::engine::build`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub prefetch: bool,
 }
 
 /// Compute then (optionally) a collective, and what the rank's host does
@@ -421,6 +427,7 @@ impl SimaiBubbleBasis {
                     collective,
                     group,
                     size_bytes: c.size_bytes,
+                    prefetch: false,
                 },
             ))
         };
@@ -941,6 +948,7 @@ fn comm_from(
         collective,
         group,
         size_bytes: c.size_bytes,
+        prefetch: false,
     })
 }
 

@@ -17,7 +17,11 @@
 //!   `reshard_after_forward`, the default), again before its backward; its
 //!   gradients are reduce-scattered after its backward. Per micro-batch:
 //!   FSDP2 and ZeRO-3 gather per micro-batch (no gradient-accumulation
-//!   fusion across micro-batches is modelled).
+//!   fusion across micro-batches is modelled). The gathers are marked as
+//!   prefetches (asynchronous outside the weight-gradient column): the
+//!   engine issues each when the previous unit starts computing, so it
+//!   hides behind that compute (one unit ahead in time; `prefetch` units
+//!   are counted in memory).
 //!
 //! Memory per parameter is the ZeRO paper's (2 + 2 + K) split over N (the
 //! paper's Psi (2 + 2 + K) / N_d for stage 3), with Megatron's byte counts
@@ -343,11 +347,17 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
     } else {
         (CommGroup::DpEp, expert)
     };
+    // The gathers are prefetches (asynchronous outside the weight-gradient
+    // column): the engine issues each when the previous unit starts.
+    let gather = CommOp {
+        asynchronous: true,
+        ..comm(CommKind::AllGather, group, elems * w)
+    };
     let mut before = LayerOp::empty(
         format!("attention_fsdp_allgather.{layer}"),
         LayerRole::Layer,
     );
-    before.forward.comm = Some(comm(CommKind::AllGather, group, elems * w));
+    before.forward.comm = Some(gather);
     before.weight_grad.comm = Some(CommOp {
         asynchronous: true,
         ..comm(CommKind::ReduceScatter, group, elems * g)
@@ -358,7 +368,7 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
             format!("mlp_fsdp_backward_allgather.{layer}"),
             LayerRole::Layer,
         );
-        o.input_grad.comm = Some(comm(CommKind::AllGather, group, elems * w));
+        o.input_grad.comm = Some(gather);
         after.push(o);
     }
     (vec![before], after)
