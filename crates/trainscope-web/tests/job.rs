@@ -215,7 +215,9 @@ fn a_preset_job_runs_in_the_worker_with_memory_mfu_and_timeline() {
             + st.optimizer_bytes
             + st.activations_bytes
             + st.logits_bytes
+            + st.buffers_bytes
     );
+    assert!(st.buffers_bytes > 0, "cuBLAS workspace, NCCL, context");
     // The event result around it: breakdown, timeline, downloads named
     // after the model.
     assert!(!r.breakdown.is_empty());
