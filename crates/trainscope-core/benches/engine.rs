@@ -107,7 +107,7 @@ fn synthetic_per_rank() -> JobSpec {
             collective: CollectiveKind::AllReduce,
             group: GroupKind::Tp,
             size_bytes: bytes,
-            prefetch: false,
+            prefetch: 0,
         })
     };
     let layer = |i: usize, jitter: u64| LayerSpec {
@@ -135,7 +135,7 @@ fn synthetic_per_rank() -> JobSpec {
                 collective: CollectiveKind::ReduceScatter,
                 group: GroupKind::Dp,
                 size_bytes: 2 << 30,
-                prefetch: false,
+                prefetch: 0,
             }),
             ..Default::default()
         },

@@ -79,6 +79,10 @@ use crate::{engine::config::SimConfig, limits::MAX_MICRO_BATCHES};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+/// Prefetch points remembered per program (the deepest prefetch a
+/// collective may ask for, [`CommSpec::prefetch`]).
+const MAX_PREFETCH_ANCHORS: usize = u8::MAX as usize;
+
 /// Engine resources per program: one per [`Stream`] (the host's included).
 const STREAMS: u32 = Stream::ALL.len() as u32;
 
@@ -109,9 +113,10 @@ struct ProgState {
     host_last: Option<TaskId>,
     /// The rank's last compute task: what a sync point waits for.
     last_compute: Option<TaskId>,
-    /// The dependencies of the first compute after the latest prefetch
-    /// point ([`CommSpec::prefetch`]): where the next prefetch is issued.
-    prefetch_anchor: Vec<Dep>,
+    /// The dependencies of the first compute after each of the latest
+    /// prefetch points, oldest first ([`CommSpec::prefetch`] of them):
+    /// where a prefetch that many points ahead is issued.
+    prefetch_anchors: std::collections::VecDeque<Vec<Dep>>,
     /// A prefetch was issued: the next compute sets the anchor.
     prefetch_armed: bool,
     /// A step stopped at a point-to-point wait whose transfer its sender has
@@ -291,10 +296,16 @@ impl Builder<'_> {
         let mut deps = std::mem::take(&mut self.scratch);
         merge_deps(&mut deps, &st.frontier, pending);
         if st.prefetch_armed {
-            // This unit's first compute: the next prefetch goes when it
-            // may start.
-            st.prefetch_anchor.clear();
-            st.prefetch_anchor.extend_from_slice(&deps);
+            // This unit's first compute: later prefetches go when it may
+            // start.
+            let mut a = if st.prefetch_anchors.len() >= MAX_PREFETCH_ANCHORS {
+                st.prefetch_anchors.pop_front().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            a.clear();
+            a.extend_from_slice(&deps);
+            st.prefetch_anchors.push_back(a);
             st.prefetch_armed = false;
         }
         if ops.launch_ns > 0 || ops.host_sync {
@@ -767,11 +778,18 @@ impl Builder<'_> {
                 let ns = self.compute_ns(layer, phase);
                 self.compute(st, &mut pending, prog, ns, layer.phase(phase), meta)?;
                 if let Some(comm) = layer.phase(phase).comm {
-                    if comm.prefetch && blocking {
-                        // Issued when the previous unit's first compute
-                        // could start (on its own stream, FIFO), awaited by
-                        // the next compute.
-                        let anchor = std::mem::take(&mut st.prefetch_anchor);
+                    if comm.prefetch > 0 && blocking {
+                        // Issued when the first compute `prefetch` units
+                        // back could start (on its own stream, FIFO; the
+                        // oldest known when fewer), awaited by the next
+                        // compute.
+                        let n = st.prefetch_anchors.len();
+                        let i = n.saturating_sub(usize::from(comm.prefetch));
+                        let anchor = if n == 0 {
+                            Vec::new()
+                        } else {
+                            std::mem::take(&mut st.prefetch_anchors[i])
+                        };
                         let before = st.async_tasks.len();
                         self.collective(
                             st,
@@ -784,7 +802,9 @@ impl Builder<'_> {
                             layer.update_ns,
                             meta,
                         )?;
-                        st.prefetch_anchor = anchor;
+                        if n > 0 {
+                            st.prefetch_anchors[i] = anchor;
+                        }
                         if st.async_tasks.len() > before {
                             if let Some(d) = st.async_tasks.pop() {
                                 pending.push(d);
@@ -1415,7 +1435,7 @@ pub fn build(
             closed: false,
             host_last: None,
             last_compute: None,
-            prefetch_anchor: Vec::new(),
+            prefetch_anchors: std::collections::VecDeque::new(),
             prefetch_armed: false,
             resume: None,
         });

@@ -139,6 +139,7 @@ fn comm(kind: CommKind, group: CommGroup, size_bytes: u64) -> Option<CommOp> {
         group,
         size_bytes,
         asynchronous: false,
+        prefetch: 0,
     })
 }
 

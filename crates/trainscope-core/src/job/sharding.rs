@@ -17,11 +17,10 @@
 //!   `reshard_after_forward`, the default), again before its backward; its
 //!   gradients are reduce-scattered after its backward. Per micro-batch:
 //!   FSDP2 and ZeRO-3 gather per micro-batch (no gradient-accumulation
-//!   fusion across micro-batches is modelled). The gathers are marked as
-//!   prefetches (asynchronous outside the weight-gradient column): the
-//!   engine issues each when the previous unit starts computing, so it
-//!   hides behind that compute (one unit ahead in time; `prefetch` units
-//!   are counted in memory).
+//!   fusion across micro-batches is modelled). The gathers are prefetches
+//!   `prefetch` units ahead (`CommOp::prefetch`): the engine issues each
+//!   when the unit that many before it starts computing, so it hides
+//!   behind that compute.
 //!
 //! Memory per parameter is the ZeRO paper's (2 + 2 + K) split over N (the
 //! paper's Psi (2 + 2 + K) / N_d for stage 3), with Megatron's byte counts
@@ -337,6 +336,7 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         group,
         size_bytes: bytes,
         asynchronous: false,
+        prefetch: 0,
     };
     // Dense weights over DP x CP, routed experts over expert DP; the
     // engine runs one collective per column, so a MoE unit's expert part
@@ -347,10 +347,10 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
     } else {
         (CommGroup::DpEp, expert)
     };
-    // The gathers are prefetches (asynchronous outside the weight-gradient
-    // column): the engine issues each when the previous unit starts.
+    // The gathers are prefetches `prefetch` units ahead: the engine issues
+    // each when the unit that many before it starts computing.
     let gather = CommOp {
-        asynchronous: true,
+        prefetch: u8::try_from(s.sharding.prefetch.max(1)).unwrap_or(u8::MAX),
         ..comm(CommKind::AllGather, group, elems * w)
     };
     let mut before = LayerOp::empty(

@@ -126,7 +126,7 @@ fn comm_spec(
         collective,
         group,
         size_bytes,
-        prefetch: false,
+        prefetch: 0,
     })
 }
 
