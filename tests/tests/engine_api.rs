@@ -182,6 +182,7 @@ fn cost_function_is_pluggable() {
         collective: CollectiveKind::AllReduce,
         group: GroupKind::Tp,
         size_bytes: 7_000,
+        prefetch: 0,
     });
     j.parallel.tp = 2;
     let c = SimConfig {
@@ -250,6 +251,7 @@ fn per_rank(slow_rank: u32) -> JobSpec {
                         collective: CollectiveKind::AllReduce,
                         group: GroupKind::Dp,
                         size_bytes: 1 << 20,
+                        prefetch: 0,
                     });
                     b
                 })

@@ -43,6 +43,7 @@ fn job(send_bytes: u64, sync_bytes: u64) -> JobSpec {
                         collective: CollectiveKind::ReduceScatter,
                         group: GroupKind::Dp,
                         size_bytes: sync_bytes,
+                        prefetch: 0,
                     }),
                     ..Default::default()
                 },

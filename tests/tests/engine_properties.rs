@@ -30,7 +30,7 @@ fn comm_strategy() -> impl Strategy<Value = Option<CommSpec>> {
                 CollectiveKind::AllToAll,
             ][c];
             let group = [GroupKind::Tp, GroupKind::Dp, GroupKind::Ep, GroupKind::DpEp][g];
-            Some(CommSpec { collective, group, size_bytes: bytes })
+            Some(CommSpec { collective, group, size_bytes: bytes, prefetch: 0 })
         }),
     ]
 }

@@ -641,6 +641,7 @@ fn dualpipev_overlaps_compute_with_the_other_chunks_communication() {
         collective: CollectiveKind::AllReduce,
         group: GroupKind::Tp,
         size_bytes: 64 << 20,
+        prefetch: 0,
     });
     let layer = LayerSpec {
         name: "l".into(),

@@ -179,6 +179,7 @@ fn evaluate(c: &Case) -> Row {
                 .unwrap_or_default(),
             ..StackSettings::default()
         },
+        sharding: Default::default(),
     };
     let gpu = gpu_preset(&c.gpu).unwrap_or_else(|| panic!("{}: no GPU {}", c.id, c.gpu));
     let nvlink_gbps = gpu.nvlink_busbw_gbps;
@@ -193,7 +194,7 @@ fn evaluate(c: &Case) -> Row {
     let job = job.clone();
     let memory = c.peak_memory_gib_last_stage.map(|m| {
         let last = out.memory.per_stage.last().expect("a stage");
-        (m, last.peak_bytes as f64 / (1u64 << 30) as f64)
+        (m, last.allocated_bytes as f64 / (1u64 << 30) as f64)
     });
     let group = format!(
         "{}/{}",

@@ -13,6 +13,7 @@ use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
+use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::stack::{launch_ns_from_us, CudaGraphs, Stack, StackSettings};
@@ -479,6 +480,8 @@ pub struct ModelFlags {
     pub bf16_grads: bool,
     #[command(flatten)]
     pub software: StackFlags,
+    #[command(flatten)]
+    pub sharding: ShardingFlags,
     /// Megatron sequence parallelism (needs TP > 1).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -574,6 +577,7 @@ impl ModelFlags {
         add(self.hbm_efficiency.is_some(), "--hbm-efficiency");
         add(self.launch_overhead_us.is_some(), "--launch-overhead-us");
         add(!self.calibrate_from.is_empty(), "--calibrate-from");
+        out.extend(self.sharding.given());
         out
     }
 
@@ -593,8 +597,10 @@ impl ModelFlags {
             })?,
         };
         let stack = self.software.settings()?;
+        let sharding = self.sharding.settings()?;
         Ok(TrainingSetup {
             stack,
+            sharding,
             tp: self.tp.unwrap_or(d.tp),
             pp: self.pp.unwrap_or(d.pp),
             dp: self.dp,
@@ -704,6 +710,71 @@ impl StackFlags {
             moe_a2a_overlap: self.moe_a2a_overlap,
             tp_comm_overlap: self.tp_comm_overlap,
             moe_imbalance_milli: self.moe_imbalance.map(imbalance_milli).transpose()?,
+        })
+    }
+}
+
+/// Sharded data parallelism's flags (`simulate --model`): the ZeRO stage,
+/// FSDP's prefetch and resharding (the core's
+/// [`trainscope_core::job::sharding`]).
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct ShardingFlags {
+    /// ZeRO stage: 1 shards the optimizer states over the data-parallel
+    /// ranks (the distributed optimizer), 2 also the gradients, 3 also the
+    /// weights (all-gathered per layer before its forward and backward,
+    /// gradients reduce-scattered after it).
+    #[arg(long, value_name = "N")]
+    pub zero: Option<u8>,
+    /// FSDP (FSDP2's form): ZeRO-3.
+    #[arg(long)]
+    pub fsdp: bool,
+    /// ZeRO-3: units all-gathered ahead of the one computing (default 1).
+    #[arg(long, value_name = "N")]
+    pub fsdp_prefetch: Option<u32>,
+    /// ZeRO-3: keep each unit's gathered weights from its forward to its
+    /// backward (FSDP2's `reshard_after_forward=False`): one all-gather a
+    /// unit, more memory.
+    #[arg(long)]
+    pub no_reshard_after_forward: bool,
+}
+
+impl ShardingFlags {
+    /// The flags that were given (model-only).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.zero.is_some() {
+            out.push("--zero");
+        }
+        if self.fsdp {
+            out.push("--fsdp");
+        }
+        if self.fsdp_prefetch.is_some() {
+            out.push("--fsdp-prefetch");
+        }
+        if self.no_reshard_after_forward {
+            out.push("--no-reshard-after-forward");
+        }
+        out
+    }
+
+    /// The core's sharding settings (`Err`: the message for exit 4).
+    pub fn settings(&self) -> std::result::Result<Sharding, String> {
+        let d = Sharding::default();
+        let zero = match (self.zero, self.fsdp) {
+            (Some(z), true) if z != 3 => {
+                return Err(format!(
+                    "--fsdp is ZeRO-3 but --zero {z} is given; give one of them"
+                ))
+            }
+            (_, true) => ZeroStage::Parameters,
+            (Some(z), false) => ZeroStage::from_level(z)
+                .ok_or_else(|| format!("--zero {z}: the ZeRO stage is 0, 1, 2 or 3"))?,
+            (None, false) => d.zero,
+        };
+        Ok(Sharding {
+            zero,
+            prefetch: self.fsdp_prefetch.unwrap_or(d.prefetch),
+            reshard_after_forward: !self.no_reshard_after_forward,
         })
     }
 }

@@ -17,6 +17,7 @@ use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
 use trainscope_core::job::calibrate::calibrate_from;
 use trainscope_core::job::memory::gib;
 use trainscope_core::job::run::{run_model, ModelRunOutput};
+use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::ModelJob;
 use trainscope_core::{
     formats::hf,
@@ -336,10 +337,26 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         } else {
             ""
         },
-        if s.distributed_optimizer {
-            " · distributed optimizer"
-        } else {
-            ""
+        match s.sharding.zero {
+            ZeroStage::None => String::new(),
+            ZeroStage::Optimizer => " · distributed optimizer".to_string(),
+            z => format!(
+                " · ZeRO-{}{}",
+                z.level(),
+                if z == ZeroStage::Parameters {
+                    format!(
+                        " (FSDP, prefetch {}{})",
+                        s.sharding.prefetch,
+                        if s.sharding.reshard_after_forward {
+                            ""
+                        } else {
+                            ", no reshard after forward"
+                        }
+                    )
+                } else {
+                    String::new()
+                }
+            ),
         },
     ));
     let t = &o.throughput;
@@ -375,7 +392,7 @@ pub fn render_text(o: &ModelRunOutput) -> String {
     }
     out.push_str(&crate::render::render_text(&o.run));
     out.push_str(&format!(
-        "\n  memory per stage (first rank; capacity {}):\n  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10}\n",
+        "\n  memory per stage (first rank; capacity {}; buffers: unsharded FSDP units, cuBLAS workspace, CUDA graphs, NCCL, CUDA context; reserved adds the allocator's expected fragmentation):\n  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>9} {:>10} {:>10}\n",
         gib(o.memory.capacity_bytes),
         "stage",
         "weights",
@@ -383,18 +400,27 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         "optimizer",
         "activations",
         "logits",
-        "peak"
+        "buffers",
+        "peak",
+        "reserved"
     ));
     for st in &o.memory.per_stage {
+        let buffers = st.unsharded_unit_bytes
+            + st.workspace_bytes
+            + st.cuda_graph_bytes
+            + st.nccl_bytes
+            + st.context_bytes;
         out.push_str(&format!(
-            "  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10}{}\n",
+            "  {:>5} {:>10} {:>10} {:>10} {:>11} {:>8} {:>9} {:>10} {:>10}{}\n",
             st.stage,
             gib(st.weights_bytes),
             gib(st.gradients_bytes),
             gib(st.optimizer_bytes),
             gib(st.activations_bytes),
             gib(st.logits_bytes),
+            gib(buffers),
             gib(st.peak_bytes),
+            gib(st.reserved_bytes),
             if st.peak_bytes > o.memory.capacity_bytes {
                 "  does not fit"
             } else {

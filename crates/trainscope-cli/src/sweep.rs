@@ -29,6 +29,7 @@ use std::path::PathBuf;
 use trainscope_core::engine::ScheduleKind;
 use trainscope_core::hardware::Precision;
 use trainscope_core::job::memory::gib;
+use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use trainscope_core::search::report::{summary, ShardId};
 use trainscope_core::search::{
@@ -170,6 +171,17 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub distributed_optimizer: Vec<String>,
+    /// ZeRO stages to try, e.g. 1,3 (0: nothing sharded, 1: the
+    /// distributed optimizer, 2: also gradients, 3: also weights, FSDP);
+    /// replaces --distributed-optimizer's list.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "distributed_optimizer",
+        help_heading = "Bounds"
+    )]
+    pub zero: Vec<u8>,
     /// Rows to print (text: default 10; JSON and CSV: default all).
     #[arg(long, value_name = "K", help_heading = "Output")]
     pub top: Option<usize>,
@@ -506,6 +518,18 @@ fn make_spec(
     spec.schedule = schedule;
     spec.sequence_parallel = on_off("sequence-parallel", &args.sequence_parallel)?;
     spec.distributed_optimizer = on_off("distributed-optimizer", &args.distributed_optimizer)?;
+    if !args.zero.is_empty() {
+        spec.zero = Some(
+            args.zero
+                .iter()
+                .map(|&z| {
+                    ZeroStage::from_level(z).ok_or_else(|| {
+                        format!("--zero takes ZeRO stages 0, 1, 2 or 3, separated by commas; found `{z}`")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        );
+    }
     spec.common_flags = shell_join(common);
     Ok(spec)
 }
@@ -590,7 +614,7 @@ fn output(args: &Args, mut report: SweepReport) -> Result<u8> {
 /// omits them), the exposed communication per group, the flags last.
 pub fn csv(r: &SweepReport) -> String {
     let mut out = String::from(
-        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,expert_tp,vpp,first_stage_layers,last_stage_layers,account_for_embedding,account_for_loss,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
+        "rank,index,iteration_time_ns,tokens_per_second,mfu,peak_bytes,capacity_bytes,fits,pareto,world,tp,pp,dp,cp,ep,expert_tp,vpp,first_stage_layers,last_stage_layers,account_for_embedding,account_for_loss,micro_batch_size,micro_batches,recompute,schedule,sequence_parallel,distributed_optimizer,zero,bubble_ns,exposed_tp_ns,exposed_cp_ns,exposed_ep_ns,exposed_dp_ns,exposed_dp_ep_ns,exposed_pp_ns,flags\n",
     );
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     for (i, x) in r.results.iter().enumerate() {
@@ -623,6 +647,7 @@ pub fn csv(r: &SweepReport) -> String {
             x.schedule.clone(),
             x.sequence_parallel.to_string(),
             x.distributed_optimizer.to_string(),
+            x.zero.to_string(),
             x.bubble_ns.to_string(),
             e.tp.to_string(),
             e.cp.to_string(),

@@ -77,11 +77,20 @@ fn preset_job_reports_model_memory_and_mfu() {
             "optimizer_bytes",
             "activations_bytes",
             "logits_bytes",
+            "unsharded_unit_bytes",
+            "workspace_bytes",
+            "cuda_graph_bytes",
         ]
         .iter()
         .map(|k| s[k].as_u64().unwrap())
         .sum::<u64>();
-        assert_eq!(s["peak_bytes"].as_u64().unwrap(), sum);
+        assert_eq!(s["allocated_bytes"].as_u64().unwrap(), sum);
+        let outside = s["nccl_bytes"].as_u64().unwrap() + s["context_bytes"].as_u64().unwrap();
+        assert_eq!(s["peak_bytes"].as_u64().unwrap(), sum + outside);
+        assert_eq!(
+            s["reserved_bytes"].as_u64().unwrap(),
+            sum + outside + s["fragmentation_bytes"].as_u64().unwrap()
+        );
     }
     assert_eq!(v["memory"]["capacity_bytes"], 81_559u64 << 20);
     assert!(v["memory"]["fits"].is_boolean());
@@ -164,7 +173,7 @@ fn text_report_shows_throughput_and_memory() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("throughput: MFU "), "{text}");
     assert!(
-        text.contains("memory per stage (first rank; capacity 79.6 GiB)"),
+        text.contains("memory per stage (first rank; capacity 79.6 GiB;"),
         "{text}"
     );
 }
@@ -816,4 +825,93 @@ fn moe_dispatcher_flags_reach_the_report() {
         "{}",
         v["warnings"]
     );
+}
+
+/// `--zero` / `--fsdp`: the ZeRO stage in JSON (`training.zero`, FSDP's
+/// settings), ZeRO-1 the same job as `--distributed-optimizer`, sharded
+/// weights and gradients in memory, the text names the stage; bad
+/// combinations exit 4 with the message.
+#[test]
+fn zero_stages_and_fsdp_flags() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "2048",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let dist = run(&["--distributed-optimizer"]);
+    let z1 = run(&["--zero", "1"]);
+    assert_eq!(dist, z1);
+    assert_eq!(z1["training"]["zero"], 1);
+    let z3 = run(&["--fsdp", "--fsdp-prefetch", "2"]);
+    assert_eq!(z3["training"]["zero"], 3);
+    assert_eq!(z3["training"]["fsdp_prefetch"], 2);
+    assert_eq!(z3["training"]["reshard_after_forward"], true);
+    assert_eq!(z3, run(&["--zero", "3", "--fsdp-prefetch", "2"]));
+    let part = |v: &Value, k: &str| v["memory"]["per_stage"][0][k].as_u64().unwrap();
+    assert_eq!(part(&z3, "weights_bytes") * 8, part(&z1, "weights_bytes"));
+    assert_eq!(
+        part(&z3, "gradients_bytes") * 8,
+        part(&z1, "gradients_bytes")
+    );
+    assert!(part(&z3, "unsharded_unit_bytes") > 0);
+    assert_eq!(part(&z1, "unsharded_unit_bytes"), 0);
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--dp",
+        "8",
+        "--global-batch-size",
+        "8",
+        "--fsdp",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(" · ZeRO-3 (FSDP, prefetch 1)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for (args, want) in [
+        (
+            vec!["--zero", "5"],
+            "--zero 5: the ZeRO stage is 0, 1, 2 or 3",
+        ),
+        (
+            vec!["--fsdp", "--zero", "2"],
+            "--fsdp is ZeRO-3 but --zero 2 is given",
+        ),
+        (
+            vec!["--zero", "2", "--pp", "2", "--dp", "4"],
+            "ZeRO-2 with pipeline parallelism (PP 2)",
+        ),
+        (
+            vec!["--fsdp-prefetch", "2"],
+            "FSDP prefetch 2 is set but the weights are not sharded",
+        ),
+    ] {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--global-batch-size",
+            "8",
+        ];
+        if !args.contains(&"--dp") {
+            a.extend_from_slice(&["--dp", "8"]);
+        }
+        a.extend_from_slice(&args);
+        let out = trainscope(&a);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
 }

@@ -107,6 +107,7 @@ fn synthetic_per_rank() -> JobSpec {
             collective: CollectiveKind::AllReduce,
             group: GroupKind::Tp,
             size_bytes: bytes,
+            prefetch: 0,
         })
     };
     let layer = |i: usize, jitter: u64| LayerSpec {
@@ -134,6 +135,7 @@ fn synthetic_per_rank() -> JobSpec {
                 collective: CollectiveKind::ReduceScatter,
                 group: GroupKind::Dp,
                 size_bytes: 2 << 30,
+                prefetch: 0,
             }),
             ..Default::default()
         },

@@ -274,6 +274,15 @@ pub struct CommOp {
     /// Issued without waiting for completion (SimAI weight-gradient column,
     /// NeuSight `ALLREDUCE_ASYNC`); blocking otherwise.
     pub asynchronous: bool,
+    /// A prefetch this many units ahead (FSDP's all-gathers, forward and
+    /// input-gradient columns; 0: none; see the engine's
+    /// `CommSpec::prefetch`).
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub prefetch: u8,
+}
+
+fn is_zero_u8(x: &u8) -> bool {
+    *x == 0
 }
 
 /// Compute of one phase of a layer followed by its (optional) collective.

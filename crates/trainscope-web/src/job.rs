@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::presets;
@@ -105,6 +106,10 @@ pub struct JobSettings {
     pub bf16_grads: bool,
     /// The software stack (framework, CUDA graphs, host time per kernel).
     pub stack: trainscope_core::model::stack::StackSettings,
+    /// Sharded data parallelism: the ZeRO stage (kept equal to
+    /// `distributed_optimizer` for stage 1, as the core keeps it), FSDP's
+    /// prefetch and resharding.
+    pub sharding: Sharding,
 }
 
 impl Default for JobSettings {
@@ -134,6 +139,7 @@ impl Default for JobSettings {
             account_for_loss: d.account_for_loss,
             bf16_grads: d.bf16_grads,
             stack: d.stack,
+            sharding: d.sharding,
         }
     }
 }
@@ -171,11 +177,14 @@ pub enum JobField {
     MoeA2aOverlap,
     MoeImbalance,
     TpCommOverlap,
+    Sharding,
+    FsdpPrefetch,
+    ReshardAfterForward,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 30] = [
+    pub const ALL: [JobField; 33] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -206,6 +215,9 @@ impl JobField {
         JobField::MoeA2aOverlap,
         JobField::MoeImbalance,
         JobField::TpCommOverlap,
+        JobField::Sharding,
+        JobField::FsdpPrefetch,
+        JobField::ReshardAfterForward,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -242,6 +254,9 @@ impl JobField {
             JobField::MoeA2aOverlap => "job_moe_a2a_overlap",
             JobField::MoeImbalance => "job_moe_imbalance",
             JobField::TpCommOverlap => "job_tp_overlap",
+            JobField::Sharding => "job_zero",
+            JobField::FsdpPrefetch => "job_fsdp_prefetch",
+            JobField::ReshardAfterForward => "job_reshard",
         }
     }
 
@@ -290,6 +305,9 @@ impl JobField {
             JobField::MoeA2aOverlap => "EP overlap",
             JobField::MoeImbalance => "MoE imbalance (busiest rank)",
             JobField::TpCommOverlap => "TP comm overlap",
+            JobField::Sharding => "Sharding",
+            JobField::FsdpPrefetch => "FSDP prefetch",
+            JobField::ReshardAfterForward => "Reshard after forward",
         }
     }
 
@@ -326,6 +344,20 @@ impl JobField {
             JobField::MoeA2aOverlap => "--moe-a2a-overlap",
             JobField::MoeImbalance => "--moe-imbalance (empty: balanced)",
             JobField::TpCommOverlap => "--tp-comm-overlap",
+            JobField::Sharding => "--zero N (1: --distributed-optimizer; 3: --fsdp)",
+            JobField::FsdpPrefetch => "--fsdp-prefetch",
+            JobField::ReshardAfterForward => "--no-reshard-after-forward (unchecked)",
+        }
+    }
+
+    /// The other fields that show the same setting (the distributed
+    /// optimizer is ZeRO-1 of the Sharding select): their text follows
+    /// when this one changes.
+    pub fn linked(self) -> &'static [JobField] {
+        match self {
+            JobField::DistributedOptimizer => &[JobField::Sharding],
+            JobField::Sharding => &[JobField::DistributedOptimizer],
+            _ => &[],
         }
     }
 
@@ -341,6 +373,7 @@ impl JobField {
                 | JobField::Bf16Grads
                 | JobField::MoeA2aOverlap
                 | JobField::TpCommOverlap
+                | JobField::ReshardAfterForward
         )
     }
 }
@@ -460,6 +493,9 @@ impl JobSettings {
             JobField::MoeImbalance => self.stack.moe_imbalance_milli.map_or(String::new(), |m| {
                 trainscope_core::limits::number(f64::from(m) / 1e3)
             }),
+            JobField::Sharding => self.zero().level().to_string(),
+            JobField::FsdpPrefetch => self.sharding.prefetch.to_string(),
+            JobField::ReshardAfterForward => on_off(self.sharding.reshard_after_forward),
         }
     }
 
@@ -504,7 +540,30 @@ impl JobSettings {
                 })?
             }
             JobField::SequenceParallel => self.sequence_parallel = parse_on_off(text)?,
-            JobField::DistributedOptimizer => self.distributed_optimizer = parse_on_off(text)?,
+            JobField::DistributedOptimizer => {
+                self.distributed_optimizer = parse_on_off(text)?;
+                // ZeRO-1 is the distributed optimizer: off leaves nothing
+                // sharded, on at least the optimizer states.
+                self.sharding.zero = if self.distributed_optimizer {
+                    self.sharding.zero.max(ZeroStage::Optimizer)
+                } else {
+                    ZeroStage::None
+                };
+            }
+            JobField::Sharding => {
+                let t = text.trim();
+                let zero = t
+                    .parse::<u8>()
+                    .ok()
+                    .and_then(ZeroStage::from_level)
+                    .ok_or_else(|| format!("`{t}` is not a ZeRO stage (0, 1, 2 or 3)"))?;
+                self.sharding.zero = zero;
+                self.distributed_optimizer = zero >= ZeroStage::Optimizer;
+            }
+            JobField::FsdpPrefetch => self.sharding.prefetch = parse_count(text)?,
+            JobField::ReshardAfterForward => {
+                self.sharding.reshard_after_forward = parse_on_off(text)?
+            }
             JobField::FlashAttention => self.flash_attention = parse_on_off(text)?,
             JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
             JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
@@ -575,6 +634,20 @@ impl JobSettings {
             account_for_loss: self.account_for_loss,
             bf16_grads: self.bf16_grads,
             stack: self.stack,
+            sharding: Sharding {
+                zero: self.zero(),
+                ..self.sharding
+            },
+        }
+    }
+
+    /// The ZeRO stage the panel states: the Sharding select's, at least 1
+    /// with the distributed optimizer on.
+    pub fn zero(&self) -> ZeroStage {
+        if self.distributed_optimizer {
+            self.sharding.zero.max(ZeroStage::Optimizer)
+        } else {
+            self.sharding.zero
         }
     }
 
@@ -629,7 +702,10 @@ impl JobSettings {
         }
         for (on, flag) in [
             (self.sequence_parallel, "--sequence-parallel"),
-            (self.distributed_optimizer, "--distributed-optimizer"),
+            (
+                self.zero() == ZeroStage::Optimizer,
+                "--distributed-optimizer",
+            ),
             (!self.flash_attention, "--no-flash-attention"),
             (
                 self.account_for_embedding,
@@ -650,6 +726,10 @@ impl JobSettings {
             out.push_str(&format!(" --gpu-type {}", self.gpu));
         }
         out.push_str(&self.stack.flags());
+        for flag in self.setup().sharding.flags() {
+            out.push(' ');
+            out.push_str(&flag);
+        }
         out
     }
 

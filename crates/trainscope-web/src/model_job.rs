@@ -208,7 +208,11 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
         s.precision.name(),
         s.recompute.name(),
         if s.sequence_parallel { " · sequence parallel" } else { "" },
-        if s.distributed_optimizer { " · distributed optimizer" } else { "" },
+        match s.sharding.zero.level() {
+            0 => String::new(),
+            1 => " · distributed optimizer".to_string(),
+            z => format!(" · ZeRO-{z}"),
+        },
         m.source,
     );
     let description = if s.cp > 1 {
@@ -260,6 +264,11 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
                     activations_bytes: st.activations_bytes,
                     in_flight: st.in_flight,
                     logits_bytes: st.logits_bytes,
+                    buffers_bytes: st.unsharded_unit_bytes
+                        + st.workspace_bytes
+                        + st.cuda_graph_bytes
+                        + st.nccl_bytes
+                        + st.context_bytes,
                     peak_bytes: st.peak_bytes,
                 })
                 .collect(),

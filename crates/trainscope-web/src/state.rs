@@ -565,6 +565,10 @@ impl Reducible for AppState {
                 match next.job.set(field, &text) {
                     Ok(()) => {
                         next.job_parse_errors.remove(&field);
+                        // Fields that show the same setting follow it.
+                        for f in field.linked() {
+                            next.job_texts.remove(f);
+                        }
                     }
                     Err(m) => {
                         next.job_parse_errors.insert(field, m);

@@ -376,6 +376,10 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.recompute = Recompute::from_name(&row.recompute)?;
     job.sequence_parallel = row.sequence_parallel;
     job.distributed_optimizer = row.distributed_optimizer;
+    // The row's ZeRO stage (rows of older sweeps: as the distributed
+    // optimizer says).
+    job.sharding.zero =
+        trainscope_core::job::sharding::ZeroStage::from_level(row.zero).unwrap_or_default();
     // A PP that does not divide the layers: the row's uneven split.
     job.first_stage_layers = row.first_stage_layers;
     job.last_stage_layers = row.last_stage_layers;

@@ -417,29 +417,35 @@ pub struct StageMemoryView {
     /// at the peak.
     pub in_flight: u32,
     pub logits_bytes: u64,
+    /// Framework buffers: ZeRO-3's unsharded units, the cuBLAS workspace,
+    /// CUDA graph buffers, NCCL's buffers and the CUDA context.
+    #[serde(default)]
+    pub buffers_bytes: u64,
     pub peak_bytes: u64,
 }
 
 /// The parts of a stage's memory in stacking order: (key, label).
-pub const MEMORY_PARTS: [(&str, &str); 5] = [
+pub const MEMORY_PARTS: [(&str, &str); 6] = [
     ("weights", "Weights"),
     ("gradients", "Gradients"),
     ("optimizer", "Optimizer"),
     ("activations", "Activations"),
     ("logits", "Logits"),
+    ("buffers", "Buffers"),
 ];
 
 impl StageMemoryView {
     /// The stacked parts in [`MEMORY_PARTS`] order: (key, label, bytes).
-    pub fn parts(&self) -> [(&'static str, &'static str, u64); 5] {
+    pub fn parts(&self) -> [(&'static str, &'static str, u64); 6] {
         let bytes = [
             self.weights_bytes,
             self.gradients_bytes,
             self.optimizer_bytes,
             self.activations_bytes,
             self.logits_bytes,
+            self.buffers_bytes,
         ];
-        let mut out = [("", "", 0); 5];
+        let mut out = [("", "", 0); 6];
         for (o, ((key, label), b)) in out.iter_mut().zip(MEMORY_PARTS.into_iter().zip(bytes)) {
             *o = (key, label, b);
         }

@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::presets::preset;
 use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
@@ -153,7 +154,19 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
             moe_imbalance_milli: Some(1_250),
             tp_comm_overlap: true,
         },
+        sharding: Sharding {
+            zero: ZeroStage::Parameters,
+            prefetch: 2,
+            reshard_after_forward: false,
+        },
     };
+    assert!(
+        job.cli_command()
+            .ends_with(" --zero 3 --fsdp-prefetch 2 --no-reshard-after-forward"),
+        "{}",
+        job.cli_command()
+    );
+    assert!(!job.cli_command().contains("--distributed-optimizer"));
     let fragment = format!(
         "{}&{}",
         to_fragment(None, &Settings::default(), &BTreeSet::new()),
@@ -207,7 +220,9 @@ fn a_preset_job_runs_in_the_worker_with_memory_mfu_and_timeline() {
             + st.optimizer_bytes
             + st.activations_bytes
             + st.logits_bytes
+            + st.buffers_bytes
     );
+    assert!(st.buffers_bytes > 0, "cuBLAS workspace, NCCL, context");
     // The event result around it: breakdown, timeline, downloads named
     // after the model.
     assert!(!r.breakdown.is_empty());

@@ -25,7 +25,11 @@
 //! chunk's layers are whole transformer layers ([`crate::engine::chunks`]); its
 //! virtual stage follows the schedule's [`schedule::ChunkPlacement`].
 //! After a collective its layer's
-//! `update_ns` passes before dependents start (an edge lag). A forward step's
+//! `update_ns` passes before dependents start (an edge lag). A prefetch
+//! collective ([`CommSpec::prefetch`], FSDP's gathers) in the forward or
+//! input-gradient column is not in the chain: it is issued with the
+//! dependencies of the first compute after the previous prefetch (when
+//! the previous unit could start) and the next compute waits for it. A forward step's
 //! first task also waits for the activation from the previous virtual stage
 //! (a transfer holding the sender's send stream and the receiver's receive
 //! stream, costed as point-to-point), a backward for the gradient from the
@@ -75,6 +79,10 @@ use crate::{engine::config::SimConfig, limits::MAX_MICRO_BATCHES};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+/// Prefetch points remembered per program (the deepest prefetch a
+/// collective may ask for, [`CommSpec::prefetch`]).
+const MAX_PREFETCH_ANCHORS: usize = u8::MAX as usize;
+
 /// Engine resources per program: one per [`Stream`] (the host's included).
 const STREAMS: u32 = Stream::ALL.len() as u32;
 
@@ -105,6 +113,12 @@ struct ProgState {
     host_last: Option<TaskId>,
     /// The rank's last compute task: what a sync point waits for.
     last_compute: Option<TaskId>,
+    /// The dependencies of the first compute after each of the latest
+    /// prefetch points, oldest first ([`CommSpec::prefetch`] of them):
+    /// where a prefetch that many points ahead is issued.
+    prefetch_anchors: std::collections::VecDeque<Vec<Dep>>,
+    /// A prefetch was issued: the next compute sets the anchor.
+    prefetch_armed: bool,
     /// A step stopped at a point-to-point wait whose transfer its sender has
     /// not issued yet ([`JobSpec::transfers`]); it resumes there.
     resume: Option<Resume>,
@@ -294,6 +308,19 @@ impl Builder<'_> {
         }
         let mut deps = std::mem::take(&mut self.scratch);
         merge_deps(&mut deps, &st.frontier, pending);
+        if st.prefetch_armed {
+            // This unit's first compute: later prefetches go when it may
+            // start.
+            let mut a = if st.prefetch_anchors.len() >= MAX_PREFETCH_ANCHORS {
+                st.prefetch_anchors.pop_front().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            a.clear();
+            a.extend_from_slice(&deps);
+            st.prefetch_anchors.push_back(a);
+            st.prefetch_armed = false;
+        }
         if ops.launch_ns > 0 || ops.host_sync {
             // After the previous launch, and at a sync point after the last
             // compute: at most two dependencies, no allocation per task.
@@ -822,7 +849,8 @@ impl Builder<'_> {
                 let ops = layer.phase(phase);
                 // A collective alongside the compute (`comm_overlap`): both
                 // after what came before, the chain goes on after both.
-                let alongside = ops.comm.is_some() && ops.comm_overlap && blocking;
+                let alongside =
+                    ops.comm.is_some_and(|c| c.prefetch == 0) && ops.comm_overlap && blocking;
                 let before = alongside.then(|| {
                     let mut d = Vec::new();
                     merge_deps(&mut d, &st.frontier, &pending);
@@ -830,23 +858,58 @@ impl Builder<'_> {
                 });
                 self.compute(st, &mut pending, prog, ns, ops, meta)?;
                 if let Some(comm) = ops.comm {
-                    let computed = if alongside {
-                        std::mem::take(&mut st.frontier)
+                    if comm.prefetch > 0 && blocking {
+                        // Issued when the first compute `prefetch` units
+                        // back could start (on its own stream, FIFO; the
+                        // oldest known when fewer), awaited by the next
+                        // compute.
+                        let n = st.prefetch_anchors.len();
+                        let i = n.saturating_sub(usize::from(comm.prefetch));
+                        let anchor = if n == 0 {
+                            Vec::new()
+                        } else {
+                            std::mem::take(&mut st.prefetch_anchors[i])
+                        };
+                        let before = st.async_tasks.len();
+                        self.collective(
+                            st,
+                            &mut pending,
+                            prog,
+                            comm,
+                            phase,
+                            false,
+                            Some(&anchor),
+                            layer.update_ns,
+                            meta,
+                        )?;
+                        if n > 0 {
+                            st.prefetch_anchors[i] = anchor;
+                        }
+                        if st.async_tasks.len() > before {
+                            if let Some(d) = st.async_tasks.pop() {
+                                pending.push(d);
+                            }
+                        }
+                        st.prefetch_armed = true;
                     } else {
-                        Vec::new()
-                    };
-                    self.collective(
-                        st,
-                        &mut pending,
-                        prog,
-                        comm,
-                        phase,
-                        blocking,
-                        before.as_deref(),
-                        layer.update_ns,
-                        meta,
-                    )?;
-                    st.frontier.extend(computed);
+                        let computed = if alongside {
+                            std::mem::take(&mut st.frontier)
+                        } else {
+                            Vec::new()
+                        };
+                        self.collective(
+                            st,
+                            &mut pending,
+                            prog,
+                            comm,
+                            phase,
+                            blocking,
+                            before.as_deref(),
+                            layer.update_ns,
+                            meta,
+                        )?;
+                        st.frontier.extend(computed);
+                    }
                 }
             }
         }
@@ -1468,6 +1531,8 @@ pub fn build(
             closed: false,
             host_last: None,
             last_compute: None,
+            prefetch_anchors: std::collections::VecDeque::new(),
+            prefetch_armed: false,
             resume: None,
         });
     }

@@ -137,6 +137,13 @@ fn comm_spec(c: &CommOp, phase: Phase, name: &str, warnings: &mut Vec<String>) -
         collective,
         group,
         size_bytes: c.size_bytes,
+        // Prefetches are the forward and input-gradient columns' (the
+        // FSDP builder's gathers; no file format writes one).
+        prefetch: if phase == Phase::WeightGrad {
+            0
+        } else {
+            c.prefetch
+        },
     })
 }
 

@@ -230,6 +230,13 @@ pub struct CommSpec {
     pub group: GroupKind,
     /// Full (gathered) tensor size, bytes.
     pub size_bytes: u64,
+    /// A prefetch this many units ahead (FSDP / ZeRO-3's all-gathers of a
+    /// unit's weights, forward or input-gradient column; 0: none): issued
+    /// on its stream when the first compute after the prefetch point that
+    /// many points back may start, not in the chain; the next compute
+    /// waits for it ([`crate::engine::build`]).
+    #[serde(skip_serializing_if = "is_zero_u8")]
+    pub prefetch: u8,
 }
 
 /// Compute then (optionally) a collective, and what the rank's host does
@@ -259,6 +266,10 @@ pub struct PhaseOps {
     /// false: the collective runs after the compute.
     #[serde(skip_serializing_if = "is_false")]
     pub comm_overlap: bool,
+}
+
+fn is_zero_u8(x: &u8) -> bool {
+    *x == 0
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -428,6 +439,7 @@ impl SimaiBubbleBasis {
                     collective,
                     group,
                     size_bytes: c.size_bytes,
+                    prefetch: 0,
                 },
             ))
         };
@@ -948,6 +960,7 @@ fn comm_from(
         collective,
         group,
         size_bytes: c.size_bytes,
+        prefetch: 0,
     })
 }
 

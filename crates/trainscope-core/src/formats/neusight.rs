@@ -396,6 +396,7 @@ fn model_comm(c: &NeusightComm) -> Option<CommOp> {
         group,
         size_bytes: c.size_bytes,
         asynchronous,
+        prefetch: 0,
     })
 }
 
@@ -701,7 +702,8 @@ mod tests {
                 kind: CommKind::AllReduce,
                 group: CommGroup::Dp,
                 size_bytes: 5_242_880,
-                asynchronous: true
+                asynchronous: true,
+                prefetch: 0
             })
         );
         // Estimated backward: 2 x forward split equally.

@@ -814,6 +814,7 @@ fn model_comm(c: &SimaiComm, column: Column) -> Option<CommOp> {
         },
         size_bytes: c.size_bytes,
         asynchronous: column == Column::WeightGrad,
+        prefetch: 0,
     })
 }
 

@@ -153,6 +153,7 @@ fn comm(kind: CommKind, group: CommGroup, size_bytes: u64) -> Option<CommOp> {
         group,
         size_bytes,
         asynchronous: false,
+        prefetch: 0,
     })
 }
 
@@ -639,11 +640,13 @@ fn iteration_rows(
     let w = weight_bytes(s.precision);
     let dp_cp = job.dp_cp();
     let dist = s.distributed_optimizer && dp_cp > 1;
+    // ZeRO-3 reduces and gathers per unit (`sharding::unit_collectives`).
+    let per_unit = super::sharding::shards_parameters(job);
     let mut before = Vec::new();
     let mut after = Vec::new();
     let grad_sync =
         |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-            if ranks <= 1 || elems == 0 {
+            if ranks <= 1 || elems == 0 || per_unit {
                 return;
             }
             let kind = if dist {
@@ -711,7 +714,7 @@ fn iteration_rows(
     if dist {
         let gather =
             |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-                if ranks > 1 && elems > 0 {
+                if ranks > 1 && elems > 0 && !per_unit {
                     let mut o = LayerOp::empty(name, LayerRole::Optimizer);
                     o.weight_grad.comm = comm(CommKind::AllGather, group, elems * w);
                     out.push(o);
@@ -815,7 +818,11 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
                 ));
             }
             for layer in stage_layers(job, stage) {
+                // ZeRO-3 / FSDP: the unit's all-gathers and reduce-scatter.
+                let (gather, regather) = super::sharding::unit_collectives(job, layer);
+                ops.extend(gather);
                 layer_ops(job, layer, &shape, &mut ops);
+                ops.extend(regather);
             }
             if stage == job.output_stage() {
                 ops.push(simple(

@@ -128,6 +128,7 @@ pub fn calibrate_from(
         account_for_loss: false,
         bf16_grads: false,
         stack: job.setup.stack,
+        sharding: super::sharding::Sharding::default(),
     };
     let ref_job = ModelJob::new(job.model.clone(), reference.clone(), job.gpu.clone(), None)
         .map_err(|e| {

@@ -20,6 +20,14 @@ pub fn gradient_bytes(s: &super::TrainingSetup) -> u64 {
     }
 }
 
+/// Bytes per linear-layer weight of its FP8 copies under FP8 training:
+/// Transformer Engine casts each weight once per iteration (first
+/// micro-batch) and keeps it for the forward GEMM and, transposed, for the
+/// input-gradient GEMM (Hopper's FP8 GEMMs take TN layouts only;
+/// Blackwell's MXFP8 keeps row-wise and column-wise copies likewise, plus
+/// a scale per 32 elements, not counted).
+pub const FP8_COPY_BYTES: u64 = 2;
+
 /// Bytes per weight element as stored for compute (the all-gather of the
 /// distributed optimizer moves these).
 pub fn weight_bytes(p: Precision) -> u64 {

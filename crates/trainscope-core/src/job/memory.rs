@@ -1,7 +1,14 @@
-//! Memory of a model-level job per pipeline stage (the stage's first rank):
-//! weights, gradients and optimizer states from Megatron's byte counts,
-//! activations held at the schedule's peak, and the logits buffer of the
-//! last stage; the peak against the GPU's capacity.
+//! Memory of a model-level job per pipeline stage (the stage's first rank),
+//! part by part ([`StageMemory`]): weights, gradients and optimizer states
+//! from Megatron's byte counts (split over the data-parallel ranks by the
+//! ZeRO stage, [`super::sharding`]), activations held at the schedule's
+//! peak, the logits buffer of the last stage, ZeRO-2/3's unsharded units,
+//! Transformer Engine's cuBLAS workspace and the CUDA graphs' static
+//! buffers (all in PyTorch's caching allocator: `allocated_bytes`), NCCL's
+//! buffers and the CUDA context beside it (`peak_bytes`, judged against
+//! the GPU's capacity), and the allocator's expected fragmentation on top
+//! (`reserved_bytes`, reported, not judged: [`FRAGMENTATION_PERCENT`]). A
+//! stage that does not fit is named with its largest part.
 //!
 //! Bytes per parameter (Megatron-LM, "Distributed Optimizer" documentation,
 //! docs/source/api-guide/dist_optimizer.md, its table of bytes per
@@ -34,6 +41,10 @@
 //!   layers store the dispatched tokens (T k h), the routed experts' inner
 //!   activations (3 T k f_e), the shared experts' (3 T f_shared) and the
 //!   router's fp32 logits (T E x 4 bytes);
+//! - FP8 training: Transformer Engine keeps its FP8 GEMMs' inputs for the
+//!   weight-gradient GEMM as FP8 casts (1 byte): the QKV and FC1 inputs,
+//!   FC2's input and the output projection's (beside the bf16 attention
+//!   output the fused kernel keeps), the routed experts' dispatched tokens;
 //! - dropout masks (1 byte per element after attention and MLP) for the
 //!   GPT family only (Llama-style models train without dropout);
 //! - tensor parallelism shards everything but the norm/projection inputs
@@ -49,6 +60,7 @@
 //! 34 s b h + 5 a s^2 b (tested).
 
 use super::layout::{gradient_bytes, shape, weight_bytes};
+use super::sharding::ZeroStage;
 use super::{ModelJob, Recompute};
 use crate::hardware::Precision;
 use crate::model::Family;
@@ -123,13 +135,7 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
     p
 }
 
-/// Bytes per linear-layer weight of its FP8 copies under FP8 training:
-/// Transformer Engine casts each weight once per iteration (first
-/// micro-batch) and keeps it for the forward GEMM and, transposed, for the
-/// input-gradient GEMM (Hopper's FP8 GEMMs take TN layouts only;
-/// Blackwell's MXFP8 keeps row-wise and column-wise copies likewise, plus
-/// a scale per 32 elements, not counted).
-pub const FP8_COPY_BYTES: u64 = 2;
+pub use super::layout::FP8_COPY_BYTES;
 
 /// Optimizer bytes per parameter (fp32 main weights and moments; with
 /// 2-byte gradients, fp16 or [`crate::job::TrainingSetup::bf16_grads`],
@@ -159,9 +165,16 @@ pub fn layer_activation_bytes(job: &ModelJob, layer: u32) -> u64 {
     }
     let dropout = m.family == Family::Gpt;
     let mask = if dropout { tok * h / sp_div } else { 0 };
+    // Under FP8 training Transformer Engine keeps the inputs of its FP8
+    // GEMMs for their weight-gradient GEMM as the FP8 casts (1 byte):
+    // the QKV and FC1 inputs (the norms' outputs), the output projection's
+    // input (a copy beside the attention output the fused kernel keeps) and
+    // FC2's input.
+    let fp8 = s.precision == crate::hardware::Precision::Fp8;
+    let gemm_in = if fp8 { 1 } else { ab };
     // Replicated (without sequence parallelism) parts: norm input and the
     // projection input of each block, the dropout masks.
-    let replicated = 4 * tok * h * ab / sp_div + 2 * mask;
+    let replicated = 2 * tok * h * (ab + gemm_in) / sp_div + 2 * mask;
     // Attention, TP-sharded.
     let (q, kv, out) = match &m.mla {
         Some(mla) => {
@@ -174,7 +187,8 @@ pub fn layer_activation_bytes(job: &ModelJob, layer: u32) -> u64 {
         }
         None => (m.q_width(), 2 * m.kv_width(), m.q_width()),
     };
-    let attention = tok * (q + kv + out) * ab / t;
+    let out_bytes = if fp8 { ab + 1 } else { ab };
+    let attention = tok * ((q + kv) * ab + out * out_bytes) / t;
     let scores = if s.flash_attention || s.recompute != Recompute::None {
         0
     } else {
@@ -187,17 +201,22 @@ pub fn layer_activation_bytes(job: &ModelJob, layer: u32) -> u64 {
             / u128::from(t);
         u64::try_from(bytes).unwrap_or(u64::MAX)
     };
-    let mats = if m.gated_mlp { 3 } else { 2 };
+    // Bytes per MLP-width element: the activation's inputs (gate and up
+    // for SwiGLU, FC1's output for GELU) and its output, FC2's input.
+    let mats = if m.gated_mlp {
+        2 * ab + gemm_in
+    } else {
+        ab + gemm_in
+    };
     let mlp = match &m.moe {
         Some(moe) if m.is_moe_layer(layer) => {
             let k = u64::from(moe.top_k);
-            tok * k * h * ab / sp_div
-                + mats * tok * k * moe.expert_ffn_hidden_size * ab / t
-                + mats * tok * u64::from(moe.num_shared_experts) * moe.expert_ffn_hidden_size * ab
-                    / t
+            tok * k * h * gemm_in / sp_div
+                + mats * tok * k * moe.expert_ffn_hidden_size / t
+                + mats * tok * u64::from(moe.num_shared_experts) * moe.expert_ffn_hidden_size / t
                 + tok * u64::from(moe.num_experts) * 4 / sp_div
         }
-        _ => mats * tok * m.ffn_hidden_size * ab / t,
+        _ => mats * tok * m.ffn_hidden_size / t,
     };
     (replicated + attention + mlp).saturating_add(scores)
 }
@@ -209,14 +228,26 @@ pub fn logits_bytes(job: &ModelJob) -> u64 {
     sh.tokens() * (job.padded_vocab_size / u64::from(job.setup.tp)) * 4
 }
 
-/// Memory of one stage.
+/// Memory of one stage (its first rank), part by part. The parts up to
+/// `allocated_bytes` live in PyTorch's caching allocator (what
+/// `torch.cuda.max_memory_allocated` reports, and Megatron-LM logs as
+/// `mem-max-allocated-bytes`); NCCL's buffers and the CUDA context are
+/// allocated beside it; fragmentation is the allocator's expected reserve
+/// on top ([`FRAGMENTATION_PERCENT`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StageMemory {
     pub stage: u32,
-    /// Parameters on one rank of the stage.
+    /// Parameters on one rank of the stage (before ZeRO-3 sharding).
     pub parameters: u64,
+    /// Weights as stored for compute (bf16/fp16/fp32; FP8 copies of the
+    /// linear layers' weights under FP8 training); / N under ZeRO-3.
     pub weights_bytes: u64,
+    /// The gradient buffer (Megatron's main-grad buffer: fp32, or 2-byte
+    /// with fp16 / bf16 gradients); / N under ZeRO-2 and 3.
     pub gradients_bytes: u64,
+    /// Optimizer states (fp32 main weights, Adam's two moments, the fp32
+    /// gradient copy with 2-byte gradients); / N with the distributed
+    /// optimizer (ZeRO-1) and above.
     pub optimizer_bytes: u64,
     /// Activations held at the peak (see [`MemoryReport`]).
     pub activations_bytes: u64,
@@ -225,8 +256,101 @@ pub struct StageMemory {
     pub in_flight: u32,
     /// Last stage: the logits buffer; 0 elsewhere.
     pub logits_bytes: u64,
-    /// weights + gradients + optimizer + activations + logits.
+    /// ZeRO-2/3: the unsharded units' gathered weights and full gradients
+    /// ([`crate::job::sharding::unsharded_unit_bytes`]); 0 otherwise.
+    pub unsharded_unit_bytes: u64,
+    /// Transformer Engine's cuBLAS workspace ([`workspace_bytes`]).
+    pub workspace_bytes: u64,
+    /// The CUDA graphs' static buffers where the stack captures graphs
+    /// ([`cuda_graph_bytes`]); 0 without graphs.
+    pub cuda_graph_bytes: u64,
+    /// Everything in the caching allocator at the peak: the parts above.
+    pub allocated_bytes: u64,
+    /// NCCL's buffers, outside the allocator ([`nccl_bytes`]).
+    pub nccl_bytes: u64,
+    /// The CUDA context ([`CUDA_CONTEXT_BYTES`]).
+    pub context_bytes: u64,
+    /// allocated + NCCL + context: what the stage needs on the device at
+    /// least; the fit is judged on it.
     pub peak_bytes: u64,
+    /// The caching allocator's expected fragmentation on top of the
+    /// allocated peak ([`FRAGMENTATION_PERCENT`] of the reserved memory).
+    pub fragmentation_bytes: u64,
+    /// peak + fragmentation: the device memory the process is expected to
+    /// hold (nvidia-smi's figure) when there is room for it; under memory
+    /// pressure the allocator frees its cache and retries before failing.
+    pub reserved_bytes: u64,
+}
+
+/// Bytes of the cuBLAS workspace Transformer Engine allocates per device
+/// (one per GEMM stream; Megatron runs one): 32 MiB on GPUs with FP8
+/// tensor cores (Hopper and later; cuBLAS's documentation of
+/// `cublasSetWorkspace` recommends 32 MiB for Hopper), 4 MiB before.
+pub fn workspace_bytes(gpu: &crate::hardware::GpuSpec) -> u64 {
+    if gpu.peaks.fp8_tflops.is_some() {
+        32 << 20
+    } else {
+        4 << 20
+    }
+}
+
+/// NCCL's buffer per connection and direction: `NCCL_BUFFSIZE`'s default
+/// of 4 MiB (NCCL's environment-variable documentation) for the Simple
+/// protocol.
+pub const NCCL_BUFFSIZE_BYTES: u64 = 4 << 20;
+/// Channels assumed per communicator (NCCL picks them per topology; 16 is
+/// an assumption, not measured here).
+pub const NCCL_CHANNELS: u64 = 16;
+/// The CUDA context of one process: an assumption of 0.5 GiB (the context
+/// with CUDA 12's lazy module loading; not measured here).
+pub const CUDA_CONTEXT_BYTES: u64 = 512 << 20;
+/// The caching allocator's fragmentation, percent of the reserved memory:
+/// 15%, the average fragmentation GMLake (Guo et al., ASPLOS 2024,
+/// arXiv 2401.08156) removed from PyTorch's caching allocator over eight
+/// LLM training setups on A100-80GB (up to 33%). Reported, not counted in
+/// the fit: under pressure the allocator frees cached blocks and retries.
+pub const FRAGMENTATION_PERCENT: u64 = 15;
+
+/// NCCL's buffers of one rank: per communicator of more than one rank it
+/// belongs to (TP, CP, DP, EP, expert DP, the pipeline neighbours, the
+/// tied-embedding pair), [`NCCL_CHANNELS`] channels of a send and a
+/// receive buffer of [`NCCL_BUFFSIZE_BYTES`].
+pub fn nccl_bytes(job: &ModelJob) -> u64 {
+    let s = &job.setup;
+    let groups = [
+        s.tp,
+        s.cp,
+        job.dp_cp(),
+        if job.model.moe.is_some() { s.ep } else { 1 },
+        if job.model.moe.is_some() {
+            job.expert_dp()
+        } else {
+            1
+        },
+        s.pp,
+    ];
+    let n = groups.iter().filter(|&&g| g > 1).count() as u64;
+    n * NCCL_CHANNELS * 2 * NCCL_BUFFSIZE_BYTES
+}
+
+/// The CUDA graphs' static buffers on stage `stage` where the stack
+/// captures graphs (`--cuda-graphs layers|full`): each captured layer
+/// graph keeps a static input and output of one micro-batch (2 x tokens x
+/// hidden x activation bytes, / TP with sequence parallelism); the graphs
+/// share one memory pool for everything else, which the activations
+/// already count. An estimate from the graphs' structure, not measured.
+pub fn cuda_graph_bytes(job: &ModelJob, stage: u32) -> u64 {
+    if job.setup.stack.cuda_graphs == crate::model::stack::CudaGraphs::None {
+        return 0;
+    }
+    let sh = shape(job);
+    let sp = if job.setup.sequence_parallel {
+        u64::from(job.setup.tp)
+    } else {
+        1
+    };
+    let per_layer = 2 * sh.tokens() * job.model.hidden_size * sh.activation_bytes / sp;
+    per_layer * super::layout::stage_layers(job, stage).len() as u64
 }
 
 /// Memory of every stage against the GPU's capacity.
@@ -236,9 +360,30 @@ pub struct MemoryReport {
     pub capacity_bytes: u64,
     /// Every stage's peak fits in the capacity.
     pub fits: bool,
-    /// "does not fit on stage k: needs X GiB of Y GiB" per stage that
-    /// does not fit.
+    /// "does not fit on stage k: needs X GiB of Y GiB (GPU); the largest
+    /// part: ..." per stage that does not fit.
     pub messages: Vec<String>,
+}
+
+impl StageMemory {
+    /// The named parts of the peak, largest first (name, bytes): what a
+    /// message names as the part that breaks a stage.
+    pub fn parts(&self) -> Vec<(&'static str, u64)> {
+        let mut p = vec![
+            ("weights", self.weights_bytes),
+            ("gradients", self.gradients_bytes),
+            ("optimizer states", self.optimizer_bytes),
+            ("activations", self.activations_bytes),
+            ("logits", self.logits_bytes),
+            ("unsharded FSDP units", self.unsharded_unit_bytes),
+            ("cuBLAS workspace", self.workspace_bytes),
+            ("CUDA graph buffers", self.cuda_graph_bytes),
+            ("NCCL buffers", self.nccl_bytes),
+            ("CUDA context", self.context_bytes),
+        ];
+        p.sort_by_key(|x| std::cmp::Reverse(x.1));
+        p
+    }
 }
 
 /// GiB with one decimal, for messages.
@@ -276,18 +421,24 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
         .map(|stage| {
             let params = stage_params(job, stage);
             let n = params.total();
-            let mut weights = n * weight_bytes(p);
-            if p == Precision::Fp8 {
+            // Split over the data-parallel ranks (dense: DP x CP; routed
+            // experts: expert DP) when the ZeRO stage shards this part.
+            let split = |per_param: u64, sharded: bool| {
+                if sharded {
+                    (params.dense * per_param).div_ceil(u64::from(job.dp_cp()))
+                        + (params.expert * per_param).div_ceil(u64::from(dp_ep))
+                } else {
+                    n * per_param
+                }
+            };
+            let zero3 = s.sharding.zero == ZeroStage::Parameters;
+            let mut weights = split(weight_bytes(p), zero3);
+            if p == Precision::Fp8 && !zero3 {
+                // Under ZeRO-3 the FP8 copies live with the gathered units.
                 weights += FP8_COPY_BYTES * params.linear;
             }
-            let gradients = n * gradient_bytes(s);
-            let ob = optimizer_bytes(s);
-            let optimizer = if dist {
-                (params.dense * ob).div_ceil(u64::from(job.dp_cp()))
-                    + (params.expert * ob).div_ceil(u64::from(dp_ep))
-            } else {
-                n * ob
-            };
+            let gradients = split(gradient_bytes(s), s.sharding.zero >= ZeroStage::Gradients);
+            let optimizer = split(optimizer_bytes(s), dist);
             let chunks = super::layout::stage_chunk_layers(job, stage);
             let layers: Vec<u32> = chunks.concat();
             let chunk_bytes: Vec<u64> = chunks
@@ -321,6 +472,32 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             } else {
                 0
             };
+            let unsharded = super::sharding::unsharded_unit_bytes(job, stage);
+            let workspace = workspace_bytes(&job.gpu);
+            let graphs = cuda_graph_bytes(job, stage);
+            let allocated = [
+                weights,
+                gradients,
+                optimizer,
+                activations,
+                logits,
+                unsharded,
+                workspace,
+                graphs,
+            ]
+            .into_iter()
+            .fold(0u64, u64::saturating_add);
+            let nccl = nccl_bytes(job);
+            let peak = allocated
+                .saturating_add(nccl)
+                .saturating_add(CUDA_CONTEXT_BYTES);
+            // Fragmentation is a share of the reserved memory: reserved =
+            // allocated / (1 - f).
+            let fragmentation = u64::try_from(
+                u128::from(allocated) * u128::from(FRAGMENTATION_PERCENT)
+                    / u128::from(100 - FRAGMENTATION_PERCENT),
+            )
+            .unwrap_or(u64::MAX);
             StageMemory {
                 stage,
                 parameters: n,
@@ -330,9 +507,15 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
                 activations_bytes: activations,
                 in_flight: k,
                 logits_bytes: logits,
-                peak_bytes: [weights, gradients, optimizer, activations, logits]
-                    .into_iter()
-                    .fold(0u64, u64::saturating_add),
+                unsharded_unit_bytes: unsharded,
+                workspace_bytes: workspace,
+                cuda_graph_bytes: graphs,
+                allocated_bytes: allocated,
+                nccl_bytes: nccl,
+                context_bytes: CUDA_CONTEXT_BYTES,
+                peak_bytes: peak,
+                fragmentation_bytes: fragmentation,
+                reserved_bytes: peak.saturating_add(fragmentation),
             }
         })
         .collect();
@@ -341,12 +524,14 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
         .iter()
         .filter(|m| m.peak_bytes > capacity)
         .map(|m| {
+            let (part, bytes) = m.parts()[0];
             format!(
-                "does not fit on stage {}: needs {} of {} ({})",
+                "does not fit on stage {}: needs {} of {} ({}); the largest part: {part}, {}",
                 m.stage,
                 gib(m.peak_bytes),
                 gib(capacity),
-                job.gpu.name
+                job.gpu.name,
+                gib(bytes)
             )
         })
         .collect();
@@ -495,7 +680,7 @@ mod tests {
             r.messages[0]
         );
         assert!(
-            r.messages[0].ends_with("of 79.6 GiB (H100-SXM)"),
+            r.messages[0].contains("of 79.6 GiB (H100-SXM); the largest part: "),
             "{}",
             r.messages[0]
         );

@@ -22,6 +22,7 @@ pub mod export;
 pub mod layout;
 pub mod memory;
 pub mod run;
+pub mod sharding;
 
 use crate::hardware::{GpuSpec, Precision};
 use crate::model::ModelSpec;
@@ -137,6 +138,11 @@ pub struct TrainingSetup {
     /// The software stack that launches the kernels (framework, CUDA
     /// graphs, host time per kernel): [`crate::model::stack`].
     pub stack: crate::model::stack::StackSettings,
+    /// Sharded data parallelism ([`sharding`]): the ZeRO stage (1 is
+    /// `distributed_optimizer`, kept equal by [`ModelJob::new`]) and
+    /// FSDP's prefetch and resharding. Not written in JSON at its default.
+    #[serde(skip_serializing_if = "sharding::Sharding::is_default")]
+    pub sharding: sharding::Sharding,
 }
 
 fn is_one(v: &u32) -> bool {
@@ -177,6 +183,7 @@ impl Default for TrainingSetup {
             account_for_loss: false,
             bf16_grads: false,
             stack: crate::model::stack::StackSettings::default(),
+            sharding: sharding::Sharding::default(),
         }
     }
 }
@@ -400,6 +407,7 @@ impl ModelJob {
             positive("world", w)?;
         }
         check_limits(&model, &setup)?;
+        sharding::resolve(&mut setup)?;
         let tp_pp = u64::from(tp) * u64::from(pp) * u64::from(cp);
         // "TP x PP" in messages, "TP x CP x PP" with context parallelism.
         let (tp_pp_name, tp_pp_values) = if cp > 1 {

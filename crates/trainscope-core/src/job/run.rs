@@ -275,6 +275,7 @@ impl ModelRunOutput {
             "precision": s.precision.name(),
             "recompute": s.recompute.name(),
             "distributed_optimizer": s.distributed_optimizer,
+            "zero": s.sharding.zero.level(),
             "flash_attention": s.flash_attention,
             "gpu": self.job.gpu.name,
             "stack": s.stack.stack.name(),
@@ -295,6 +296,11 @@ impl ModelRunOutput {
         if s.cp > 1 {
             // Context parallelism: world = TP x CP x PP x DP.
             v["training"]["cp"] = json!(s.cp);
+        }
+        if s.sharding.zero == super::sharding::ZeroStage::Parameters {
+            // ZeRO-3 / FSDP: units gathered ahead, resharding.
+            v["training"]["fsdp_prefetch"] = json!(s.sharding.prefetch);
+            v["training"]["reshard_after_forward"] = json!(s.sharding.reshard_after_forward);
         }
         if s.bf16_grads {
             // Gradients kept and reduced in bf16.
@@ -341,7 +347,16 @@ impl ModelRunOutput {
                 "activations_bytes": st.activations_bytes,
                 "activation_chunks_in_flight": st.in_flight,
                 "logits_bytes": st.logits_bytes,
+                "unsharded_unit_bytes": st.unsharded_unit_bytes,
+                "workspace_bytes": st.workspace_bytes,
+                "cuda_graph_bytes": st.cuda_graph_bytes,
+                "allocated_bytes": st.allocated_bytes,
+                "nccl_bytes": st.nccl_bytes,
+                "context_bytes": st.context_bytes,
                 "peak_bytes": st.peak_bytes,
+                "fragmentation_bytes": st.fragmentation_bytes,
+                "reserved_bytes": st.reserved_bytes,
+                "largest_part": st.parts()[0].0,
             })).collect::<Vec<_>>(),
             "capacity_bytes": self.memory.capacity_bytes,
             "fits": self.memory.fits,

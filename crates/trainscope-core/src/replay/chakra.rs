@@ -126,6 +126,7 @@ fn comm_spec(
         collective,
         group,
         size_bytes,
+        prefetch: 0,
     })
 }
 

@@ -265,6 +265,7 @@ fn coll_spec(op: &MeasuredOp, parallel: Parallelism) -> Option<CommSpec> {
         collective: infer::collective_kind(c),
         group,
         size_bytes,
+        prefetch: 0,
     })
 }
 

@@ -53,6 +53,7 @@ use crate::engine::SimConfig;
 use crate::hardware::{GpuSpec, Precision};
 use crate::job::memory::{memory_report, MemoryReport};
 use crate::job::run::{peak_in_flight, run_model};
+use crate::job::sharding::{Sharding, ZeroStage};
 use crate::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use crate::model::ModelSpec;
 use std::collections::BTreeMap;
@@ -145,6 +146,10 @@ pub struct SweepSpec {
     pub sequence_parallel: Option<Vec<bool>>,
     /// Default: on.
     pub distributed_optimizer: Option<Vec<bool>>,
+    /// ZeRO stages ([`ZeroStage`]) as a dimension: when given it replaces
+    /// the distributed-optimizer list (stage 1 is the distributed
+    /// optimizer, 0 without it); `None`: that list decides.
+    pub zero: Option<Vec<ZeroStage>>,
     /// The flags every row shares, as the front end spells them (`--model
     /// NAME`, the GPU and the cluster): prepended to each row's flags.
     pub common_flags: String,
@@ -175,6 +180,7 @@ impl SweepSpec {
             schedule: None,
             sequence_parallel: None,
             distributed_optimizer: None,
+            zero: None,
             common_flags: String::new(),
         }
     }
@@ -265,6 +271,25 @@ impl SweepSpec {
         self.sequence_parallel.clone().unwrap_or_else(|| vec![true])
     }
 
+    /// The ZeRO stages tried: the given list, else the distributed
+    /// optimizer's values (off: 0, on: 1).
+    pub fn zero_values(&self) -> Vec<ZeroStage> {
+        match &self.zero {
+            Some(z) => z.clone(),
+            None => self
+                .distributed_optimizer_values()
+                .into_iter()
+                .map(|d| {
+                    if d {
+                        ZeroStage::Optimizer
+                    } else {
+                        ZeroStage::None
+                    }
+                })
+                .collect(),
+        }
+    }
+
     pub fn distributed_optimizer_values(&self) -> Vec<bool> {
         self.distributed_optimizer
             .clone()
@@ -289,6 +314,17 @@ impl SweepSpec {
             format!("{cp} | bf16 grads")
         } else {
             cp
+        };
+        // ZeRO stages only when swept (older shards keep their line).
+        let cp = match &self.zero {
+            Some(z) => format!(
+                "{cp} | zero {}",
+                z.iter()
+                    .map(|z| z.level().to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            None => cp,
         };
         // Expert TP likewise only when other than TP.
         let tail = match self.expert_tp_values().as_slice() {
@@ -378,6 +414,10 @@ impl Candidate {
         }
         if s.distributed_optimizer {
             f.push_str(" --distributed-optimizer");
+        }
+        for flag in s.sharding.flags() {
+            f.push(' ');
+            f.push_str(&flag);
         }
         if s.bf16_grads {
             f.push_str(" --no-grad-reduce-in-fp32");
@@ -498,7 +538,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
     let mbs_list = spec.micro_batch_values();
     let recompute = spec.recompute_values();
     let sp_list = spec.sequence_parallel_values();
-    let dist_list = spec.distributed_optimizer_values();
+    let dist_list = spec.zero_values();
     let etp_list = spec.expert_tp_values();
     for &world in &spec.worlds {
         for tp in spec.tp_values() {
@@ -578,7 +618,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                             // layout (at TP 1, expert TP 1
                                             // too): each layout tried once.
                                             let effective = |e: Option<u32>| e.filter(|e| *e != tp);
-                                            for ((i, &dist), (j, &expert_tp)) in
+                                            for ((i, &zero), (j, &expert_tp)) in
                                                 dist_list.iter().enumerate().flat_map(|d| {
                                                     etp_list.iter().enumerate().map(move |e| (d, e))
                                                 })
@@ -605,7 +645,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     seq_length: spec.seq_length,
                                                     precision: spec.precision,
                                                     recompute: rc,
-                                                    distributed_optimizer: dist,
+                                                    distributed_optimizer: zero
+                                                        >= ZeroStage::Optimizer,
                                                     flash_attention: spec.flash_attention,
                                                     first_stage_layers: split.map(|(f, _)| f),
                                                     last_stage_layers: split.map(|(_, l)| l),
@@ -613,6 +654,10 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     account_for_loss: accounted,
                                                     bf16_grads: spec.bf16_grads,
                                                     stack: spec.stack,
+                                                    sharding: Sharding {
+                                                        zero,
+                                                        ..Sharding::default()
+                                                    },
                                                 };
                                                 let job = match ModelJob::new(
                                                     spec.model.clone(),
@@ -631,7 +676,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                 // same job, tried once (the list's
                                                 // first value).
                                                 if !job.optimizer_shards()
-                                                    && dist_list[..i].iter().any(|d| *d != dist)
+                                                    && dist_list[..i].iter().any(|d| *d != zero)
                                                 {
                                                     skip(SKIP_DIST_OPT_UNSHARDED.to_string(), 1);
                                                     continue;
@@ -772,6 +817,7 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         schedule: c.schedule.name().to_string(),
         sequence_parallel: s.sequence_parallel,
         distributed_optimizer: s.distributed_optimizer,
+        zero: s.sharding.zero.level(),
         iteration_time_ns: summary.iteration_time_ns,
         tokens_per_second: out.throughput.tokens_per_second,
         mfu: out.throughput.mfu,

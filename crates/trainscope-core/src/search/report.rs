@@ -68,6 +68,10 @@ pub struct Row {
     pub schedule: String,
     pub sequence_parallel: bool,
     pub distributed_optimizer: bool,
+    /// The ZeRO stage (1: the distributed optimizer; absent in older
+    /// rows: 0).
+    #[serde(default)]
+    pub zero: u8,
     pub iteration_time_ns: u64,
     pub tokens_per_second: f64,
     pub mfu: f64,

@@ -319,6 +319,7 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         schedule: "1f1b".into(),
         sequence_parallel: false,
         distributed_optimizer: true,
+        zero: 1,
         iteration_time_ns: t,
         tokens_per_second: 1.0,
         mfu: 0.5,

@@ -17,6 +17,7 @@ use crate::model_job::nvlink_pinned;
 use crate::settings::Field;
 use crate::state::{Action, AppState};
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::Recompute;
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::presets;
@@ -72,6 +73,18 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
             ("on".to_string(), "on".to_string()),
             ("off".to_string(), "off".to_string()),
         ],
+        JobField::Sharding => ZeroStage::ALL
+            .iter()
+            .map(|z| {
+                let label = match z {
+                    ZeroStage::None => "none".to_string(),
+                    ZeroStage::Optimizer => "ZeRO-1 (distributed optimizer)".to_string(),
+                    ZeroStage::Gradients => "ZeRO-2 (+ gradients)".to_string(),
+                    ZeroStage::Parameters => "ZeRO-3 / FSDP (+ weights)".to_string(),
+                };
+                (z.level().to_string(), label)
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -93,7 +106,8 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
         | JobField::Stack
         | JobField::CudaGraphs
         | JobField::MoeDispatcher
-        | JobField::MoeFusion => {
+        | JobField::MoeFusion
+        | JobField::Sharding => {
             let onchange = Callback::from(move |e: Event| {
                 let select: HtmlSelectElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::JobEdit(field, select.value()));
@@ -153,6 +167,7 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             | JobField::CudaGraphs
             | JobField::MoeDispatcher
             | JobField::MoeFusion
+            | JobField::Sharding
     );
     html! {
         <div class={classes!("job-field", wide.then_some("wide"), field.is_check().then_some("check"),
@@ -224,6 +239,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
                     { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::TpCommOverlap]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
+                    { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.cp > 1 {

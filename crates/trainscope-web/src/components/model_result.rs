@@ -72,6 +72,7 @@ pub fn part_colour(key: &str) -> (u8, u8, u8) {
         "gradients" => OKABE_ITO[2],
         "optimizer" => OKABE_ITO[3],
         "activations" => OKABE_ITO[1],
+        "buffers" => OKABE_ITO[4],
         _ => OKABE_ITO[7],
     }
 }
@@ -299,6 +300,7 @@ pub fn MemoryPanel(props: &MemoryPanelProps) -> Html {
                             <th class="num">{"activations"}</th>
                             <th class="num">{"in flight"}</th>
                             <th class="num">{"logits"}</th>
+                            <th class="num" title="ZeRO-3's unsharded units, cuBLAS workspace, CUDA graph buffers, NCCL buffers, CUDA context">{"buffers"}</th>
                             <th class="num">{"peak"}</th>
                             <th>{"fits"}</th>
                         </tr>
@@ -317,6 +319,7 @@ pub fn MemoryPanel(props: &MemoryPanelProps) -> Html {
                                     { cell(s.activations_bytes) }
                                     <td class="num">{ s.in_flight }</td>
                                     { cell(s.logits_bytes) }
+                                    { cell(s.buffers_bytes) }
                                     { cell(s.peak_bytes) }
                                     <td>{ if fits { "yes" } else { "no" } }</td>
                                 </tr>

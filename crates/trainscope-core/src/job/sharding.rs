@@ -1,0 +1,375 @@
+//! Sharded data parallelism: the ZeRO stages (Rajbhandari et al. 2020,
+//! "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
+//! section 5) as one setting, [`ZeroStage`], and FSDP2's per-unit
+//! collectives for stage 3.
+//!
+//! - ZeRO-1 shards the optimizer states over the data-parallel ranks (DP x
+//!   CP; routed experts over the expert data-parallel ranks): Megatron's
+//!   distributed optimizer, `TrainingSetup::distributed_optimizer`, which
+//!   [`super::ModelJob::new`] keeps equal to `zero >= 1`; one concept, two
+//!   spellings on the command line (`--distributed-optimizer`, `--zero 1`).
+//! - ZeRO-2 also shards the gradients: each rank keeps its 1/N of them, a
+//!   layer's full gradients live only until their reduce-scatter.
+//! - ZeRO-3 (`--fsdp`, FSDP2's form) also shards the weights: each FSDP
+//!   unit (here one transformer layer; the embedding and output layer with
+//!   their stage's first and last layer) is all-gathered before its forward
+//!   and, when it was resharded after the forward (FSDP2's
+//!   `reshard_after_forward`, the default), again before its backward; its
+//!   gradients are reduce-scattered after its backward. Per micro-batch:
+//!   FSDP2 and ZeRO-3 gather per micro-batch (no gradient-accumulation
+//!   fusion across micro-batches is modelled). The gathers are prefetches
+//!   `prefetch` units ahead (`CommOp::prefetch`): the engine issues each
+//!   when the unit that many before it starts computing, so it hides
+//!   behind that compute.
+//!
+//! Memory per parameter is the ZeRO paper's (2 + 2 + K) split over N (the
+//! paper's Psi (2 + 2 + K) / N_d for stage 3), with Megatron's byte counts
+//! for each precision (`memory::optimizer_bytes`: K = 12 with fp32
+//! gradients kept in the gradient buffer, 16 with 2-byte gradients and the
+//! optimizer's fp32 copy of them): ZeRO-1 `w + g + K / N`, ZeRO-2 `w + (g +
+//! K) / N`, ZeRO-3 `(w + g + K) / N`, plus ZeRO-3's unsharded units: the
+//! unit being computed and the `prefetch` units gathered ahead of it (their
+//! full weights, and FP8 copies under FP8 training), and one unit's full
+//! gradients before their reduce-scatter (ZeRO-2 and 3). Without resharding
+//! after the forward, every layer of the stage stays gathered from its
+//! forward to its backward.
+//!
+//! Refused with a message: ZeRO-2 with pipeline parallelism (DeepSpeed
+//! refuses it: gradient partitioning would reduce-scatter every
+//! micro-batch's gradients of every stage; torchtitan composes only FSDP,
+//! ZeRO-3, with PP); prefetch or reshard settings without ZeRO-3; a ZeRO
+//! stage above 3.
+
+use super::{JobError, ModelJob, TrainingSetup};
+use crate::workload::{CommGroup, CommKind, CommOp, LayerOp, LayerRole};
+use serde::{Deserialize, Serialize};
+
+/// How much of the training state the data-parallel ranks shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum ZeroStage {
+    /// Every data-parallel rank keeps everything.
+    #[default]
+    None,
+    /// ZeRO-1: optimizer states (Megatron's distributed optimizer).
+    Optimizer,
+    /// ZeRO-2: optimizer states and gradients.
+    Gradients,
+    /// ZeRO-3 / FSDP: optimizer states, gradients and weights.
+    Parameters,
+}
+
+impl ZeroStage {
+    /// Every stage, in order.
+    pub const ALL: [ZeroStage; 4] = [
+        ZeroStage::None,
+        ZeroStage::Optimizer,
+        ZeroStage::Gradients,
+        ZeroStage::Parameters,
+    ];
+
+    /// 0 to 3, as `--zero` and JSON's `training.zero` write it.
+    pub fn level(self) -> u8 {
+        self as u8
+    }
+
+    /// The stage of `--zero N`.
+    pub fn from_level(level: u8) -> Option<ZeroStage> {
+        ZeroStage::ALL.get(usize::from(level)).copied()
+    }
+
+    /// What the stage shards, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ZeroStage::None => "nothing sharded",
+            ZeroStage::Optimizer => "optimizer states sharded (ZeRO-1)",
+            ZeroStage::Gradients => "optimizer states and gradients sharded (ZeRO-2)",
+            ZeroStage::Parameters => {
+                "optimizer states, gradients and weights sharded (ZeRO-3 / FSDP)"
+            }
+        }
+    }
+}
+
+impl Serialize for ZeroStage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.level())
+    }
+}
+
+impl<'de> Deserialize<'de> for ZeroStage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = u8::deserialize(d)?;
+        ZeroStage::from_level(v)
+            .ok_or_else(|| serde::de::Error::custom(format!("ZeRO stage {v} is not 0, 1, 2 or 3")))
+    }
+}
+
+/// FSDP2's default: the next unit is gathered while the current one
+/// computes (its forward and backward prefetch of one unit).
+pub const DEFAULT_FSDP_PREFETCH: u32 = 1;
+/// The most units a user may prefetch.
+pub const MAX_FSDP_PREFETCH: u32 = 64;
+
+/// The sharding settings of a job (`TrainingSetup::sharding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sharding {
+    /// The ZeRO stage. 1 is the distributed optimizer; after
+    /// [`super::ModelJob::new`] it agrees with `distributed_optimizer`.
+    pub zero: ZeroStage,
+    /// ZeRO-3: units all-gathered ahead of the one computing (FSDP2's
+    /// forward/backward prefetch).
+    pub prefetch: u32,
+    /// ZeRO-3: free each unit's gathered weights after its forward and
+    /// gather them again for its backward (FSDP2's default).
+    pub reshard_after_forward: bool,
+}
+
+impl Default for Sharding {
+    fn default() -> Self {
+        Sharding {
+            zero: ZeroStage::None,
+            prefetch: DEFAULT_FSDP_PREFETCH,
+            reshard_after_forward: true,
+        }
+    }
+}
+
+impl Sharding {
+    /// Nothing beyond the defaults and ZeRO-1 (then not written in JSON:
+    /// ZeRO-1 is written as `distributed_optimizer`).
+    pub fn is_default(&self) -> bool {
+        Sharding {
+            zero: ZeroStage::None,
+            ..*self
+        } == Sharding::default()
+            && self.zero <= ZeroStage::Optimizer
+    }
+
+    /// The command-line flags that state these settings beyond the
+    /// defaults (ZeRO-1 is written as `--distributed-optimizer` by the
+    /// caller, as before).
+    pub fn flags(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        if self.zero >= ZeroStage::Gradients {
+            f.push(format!("--zero {}", self.zero.level()));
+        }
+        if self.prefetch != DEFAULT_FSDP_PREFETCH {
+            f.push(format!("--fsdp-prefetch {}", self.prefetch));
+        }
+        if !self.reshard_after_forward {
+            f.push("--no-reshard-after-forward".to_string());
+        }
+        f
+    }
+}
+
+/// Check the sharding settings against the rest of the setup and resolve
+/// the ZeRO stage with the distributed-optimizer flag (both spell ZeRO-1).
+pub(super) fn resolve(setup: &mut TrainingSetup) -> Result<(), JobError> {
+    let sh = setup.sharding;
+    if setup.distributed_optimizer && sh.zero == ZeroStage::None {
+        setup.sharding.zero = ZeroStage::Optimizer;
+    }
+    let zero = setup.sharding.zero;
+    setup.distributed_optimizer = zero >= ZeroStage::Optimizer;
+    if zero < ZeroStage::Parameters {
+        if sh.prefetch != DEFAULT_FSDP_PREFETCH {
+            return Err(JobError::new(
+                format!(
+                    "FSDP prefetch {} is set but the weights are not sharded (ZeRO {})",
+                    sh.prefetch,
+                    zero.level()
+                ),
+                "use --zero 3 (or --fsdp) with --fsdp-prefetch, or drop --fsdp-prefetch",
+            ));
+        }
+        if !sh.reshard_after_forward {
+            return Err(JobError::new(
+                format!(
+                    "reshard-after-forward is a ZeRO-3 / FSDP setting; this job is ZeRO {}",
+                    zero.level()
+                ),
+                "use --zero 3 (or --fsdp), or drop --no-reshard-after-forward",
+            ));
+        }
+    }
+    if sh.prefetch > MAX_FSDP_PREFETCH {
+        return Err(JobError::new(
+            format!(
+                "FSDP prefetch {} is more than {MAX_FSDP_PREFETCH} units",
+                sh.prefetch
+            ),
+            "prefetch a few units (FSDP2's default is 1)",
+        ));
+    }
+    if zero == ZeroStage::Gradients && setup.pp > 1 {
+        return Err(JobError::new(
+            format!(
+                "ZeRO-2 with pipeline parallelism (PP {}): DeepSpeed refuses this combination (gradient partitioning would reduce-scatter every micro-batch's gradients)",
+                setup.pp
+            ),
+            "use --zero 1 (the distributed optimizer) or --zero 3 / --fsdp with PP, or --pp 1",
+        ));
+    }
+    Ok(())
+}
+
+/// Ranks each shard is split over for the dense weights (DP x CP) and the
+/// routed experts (expert DP).
+pub fn shard_ranks(job: &ModelJob) -> (u32, u32) {
+    (job.dp_cp().max(1), job.expert_dp().max(1))
+}
+
+/// Whether ZeRO-3 has anything to shard (more than one rank).
+pub fn shards_parameters(job: &ModelJob) -> bool {
+    job.setup.sharding.zero == ZeroStage::Parameters && job.optimizer_shards()
+}
+
+/// Whether ZeRO-2 or 3 shard gradients here (more than one rank).
+pub fn shards_gradients(job: &ModelJob) -> bool {
+    job.setup.sharding.zero >= ZeroStage::Gradients && job.optimizer_shards()
+}
+
+/// The weights of one FSDP unit on one rank before sharding (elements):
+/// one transformer layer's (TP-sharded; routed experts split over EP and
+/// expert TP), with the embedding on the first layer of stage 0 and the
+/// final norm and output layer on the last layer of the output stage.
+/// `(dense, expert)`.
+pub fn unit_params(job: &ModelJob, layer: u32) -> (u64, u64) {
+    let m = &job.model;
+    let s = &job.setup;
+    let t = u64::from(s.tp);
+    let counts = m.parameters();
+    let etp = u64::from(job.expert_tp());
+    let norm = m.norm_params();
+    let mut dense = counts.attention_per_layer / t;
+    let mut expert = 0;
+    match &m.moe {
+        Some(moe) if m.is_moe_layer(layer) => {
+            let e = m.mlp_params(moe.expert_ffn_hidden_size);
+            dense += m.hidden_size * u64::from(moe.num_experts)
+                + u64::from(moe.num_shared_experts) * e / t
+                + norm;
+            expert += u64::from(moe.num_experts / s.ep.max(1)) * e / etp;
+        }
+        _ => dense += counts.dense_mlp_per_layer / t,
+    }
+    let vocab_rows = job.padded_vocab_size / t * m.hidden_size;
+    let first = (0..s.pp).find_map(|st| super::layout::stage_layers(job, st).first().copied());
+    if first == Some(layer) {
+        dense += vocab_rows;
+        if m.learned_positions {
+            dense += m.max_position_embeddings * m.hidden_size;
+        }
+    }
+    let out = job.output_stage();
+    let last_of_output = super::layout::stage_layers(job, out).last().copied();
+    if last_of_output == Some(layer) && (!m.tied_embeddings || out != 0) {
+        dense += vocab_rows + norm;
+    }
+    (dense, expert)
+}
+
+/// Bytes of the unsharded units stage `stage` holds at its peak under
+/// ZeRO-2/3 (see the module documentation): ZeRO-3's gathered weights
+/// (`1 + prefetch` of the largest units, every layer of the stage without
+/// resharding after the forward; their FP8 copies under FP8 training) and
+/// one unit's full gradients before their reduce-scatter (ZeRO-2 and 3).
+/// 0 otherwise.
+pub fn unsharded_unit_bytes(job: &ModelJob, stage: u32) -> u64 {
+    if !shards_gradients(job) {
+        return 0;
+    }
+    let s = &job.setup;
+    let w = super::layout::weight_bytes(s.precision)
+        + if s.precision == crate::hardware::Precision::Fp8 {
+            super::layout::FP8_COPY_BYTES
+        } else {
+            0
+        };
+    let g = super::layout::gradient_bytes(s);
+    let units: Vec<u64> = super::layout::stage_layers(job, stage)
+        .into_iter()
+        .map(|l| {
+            let (d, e) = unit_params(job, l);
+            d + e
+        })
+        .collect();
+    let largest = units.iter().copied().max().unwrap_or(0);
+    let grads = largest * g;
+    if !shards_parameters(job) {
+        return grads;
+    }
+    let gathered = if s.sharding.reshard_after_forward {
+        let k = (1 + u64::from(s.sharding.prefetch)).min(units.len() as u64);
+        k * largest
+    } else {
+        units.iter().sum()
+    };
+    gathered * w + grads
+}
+
+/// The collectives of one FSDP unit (ZeRO-3) around layer `layer`'s ops,
+/// for the workload builder: `(before, after)` rows of the layer. `before`
+/// all-gathers the unit's weights ahead of its forward and, in its
+/// weight-gradient column (asynchronous, on the DP lane), reduce-scatters
+/// its gradients once the layer's backward is done; `after` (run first in
+/// the backward) all-gathers the weights again before the layer's backward
+/// when they were resharded after the forward. Sizes are the gathered
+/// unit's bytes, as the distributed optimizer's all-gather states them.
+/// The names keep the engine's layer grouping ([`crate::engine::chunks`]:
+/// a layer starts at its first `attention*` row): `before` opens the layer,
+/// `after` closes it.
+/// Both empty when the job does not shard its weights.
+pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerOp>) {
+    if !shards_parameters(job) {
+        return (Vec::new(), Vec::new());
+    }
+    let s = &job.setup;
+    let w = super::layout::weight_bytes(s.precision);
+    let g = super::layout::gradient_bytes(s);
+    let (dense, expert) = unit_params(job, layer);
+    let (dp, edp) = shard_ranks(job);
+    let comm = |kind, group, bytes: u64| CommOp {
+        kind,
+        group,
+        size_bytes: bytes,
+        asynchronous: false,
+        prefetch: 0,
+    };
+    // Dense weights over DP x CP, routed experts over expert DP; the
+    // engine runs one collective per column, so a MoE unit's expert part
+    // rides with the dense one when both shard (the smaller group's own
+    // time is not modelled apart).
+    let (group, elems) = if dense > 0 && dp > 1 {
+        (CommGroup::Dp, dense + if edp > 1 { expert } else { 0 })
+    } else {
+        (CommGroup::DpEp, expert)
+    };
+    // The gathers are prefetches `prefetch` units ahead: the engine issues
+    // each when the unit that many before it starts computing.
+    let gather = CommOp {
+        prefetch: u8::try_from(s.sharding.prefetch.max(1)).unwrap_or(u8::MAX),
+        ..comm(CommKind::AllGather, group, elems * w)
+    };
+    let mut before = LayerOp::empty(
+        format!("attention_fsdp_allgather.{layer}"),
+        LayerRole::Layer,
+    );
+    before.forward.comm = Some(gather);
+    before.weight_grad.comm = Some(CommOp {
+        asynchronous: true,
+        ..comm(CommKind::ReduceScatter, group, elems * g)
+    });
+    let mut after = Vec::new();
+    if s.sharding.reshard_after_forward {
+        let mut o = LayerOp::empty(
+            format!("mlp_fsdp_backward_allgather.{layer}"),
+            LayerRole::Layer,
+        );
+        o.input_grad.comm = Some(gather);
+        after.push(o);
+    }
+    (vec![before], after)
+}

@@ -1,0 +1,86 @@
+// Sharded data parallelism on the page (issue 25): the job panel's Sharding
+// select runs Llama 3 8B on 8 GPUs as ZeRO-3 / FSDP; the memory per stage,
+// the iteration time and the MFU equal the CLI's `simulate --model ...
+// --zero 3 --json`; the CLI command and the permalink carry it and a reload
+// restores it; the timeline's DP lane shows the per-layer all-gathers and
+// reduce-scatters; ZeRO-2 with PP 2 shows the core's refusal. Screenshot:
+// target/e2e/sharding-fsdp.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { serve, launch, newPage, root, waitDone, screenshot } from './harness.js';
+
+let site; let browser;
+before(async () => { site = await serve(); browser = await launch(); });
+after(async () => { await browser.close(); site.server.close(); });
+
+/** `trainscope simulate --json ARGS` (the debug binary `cargo test` built). */
+function cli(args) {
+  const bin = path.join(root, 'target', 'debug', 'trainscope');
+  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
+  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
+}
+
+async function settled(page) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  });
+  await waitDone(page);
+}
+
+async function shown(page) {
+  await page.getByTestId('job-mfu').waitFor();
+  const peaks = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
+  return {
+    mfu: Number(await page.getByTestId('job-mfu').getAttribute('data-value')),
+    ns: Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
+    peaks,
+  };
+}
+
+test('the Sharding select runs ZeRO-3 as the CLI does, the link restores it, ZeRO-2 with PP is refused', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('8');
+  await page.getByTestId('job-gbs').fill('16');
+  await page.getByTestId('job-seq').fill('2048');
+  await page.waitForFunction(() => location.hash.includes('job_seq=2048'));
+  await settled(page);
+  const plain = await shown(page);
+  await page.getByTestId('job-zero').selectOption('3');
+  await page.waitForFunction(() => location.hash.includes('job_zero=3'));
+  await settled(page);
+  const z3 = await shown(page);
+  assert.ok(z3.peaks[0] < plain.peaks[0], `ZeRO-3 shards the weights (${plain.peaks[0]} -> ${z3.peaks[0]})`);
+  const want = cli(['--model', 'llama3-8b', '--dp', '8', '--global-batch-size', '16', '--seq-length', '2048', '--zero', '3']);
+  assert.equal(want.training.zero, 3);
+  assert.equal(z3.ns, want.iteration_time_ns);
+  assert.equal(z3.mfu, want.mfu);
+  assert.deepEqual(z3.peaks, want.memory.per_stage.map((s) => s.peak_bytes));
+  assert.match(await page.getByTestId('job-cli').textContent(), / --zero 3$/);
+  // ZeRO-3 implies the distributed optimizer's sharding: the box follows.
+  assert.equal(await page.getByTestId('job-dist-opt').isChecked(), true);
+  await screenshot(page, 'sharding-fsdp');
+
+  const hash = await page.evaluate(() => location.hash);
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-zero').inputValue(), '3');
+  assert.deepEqual(await shown(page), z3);
+
+  // ZeRO-2 with pipeline parallelism: the core's refusal.
+  await page.getByTestId('job-zero').selectOption('2');
+  await page.getByTestId('job-pp').fill('2');
+  await page.getByTestId('job-dp').fill('4');
+  const err = page.getByTestId('job-error');
+  await err.waitFor();
+  assert.match(await err.textContent(), /ZeRO-2 with pipeline parallelism \(PP 2\)/);
+  assert.ok(hash.includes('job_zero=3'));
+  assert.deepEqual(errors, []);
+});

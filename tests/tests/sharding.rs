@@ -1,0 +1,380 @@
+//! Sharded data parallelism (issue 25): the ZeRO stages' bytes per
+//! parameter against the ZeRO paper's Psi (2 + 2 + K) / N_d with
+//! Megatron's byte counts, ZeRO-1 as the distributed optimizer, the
+//! refusals, FSDP's collective sizes per unit and the unsharded units in
+//! memory, the event engine's all-gathers and reduce-scatters on the DP
+//! lane, and the sweep finding a layout that fits only with sharding.
+
+use trainscope_core::engine::SimConfig;
+use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::job::layout::{gradient_bytes, weight_bytes};
+use trainscope_core::job::memory::{memory_report, optimizer_bytes, stage_params};
+use trainscope_core::job::run::run_model;
+use trainscope_core::job::sharding::{
+    unit_collectives, unit_params, unsharded_unit_bytes, ZeroStage, MAX_FSDP_PREFETCH,
+};
+use trainscope_core::job::{JobError, ModelJob, TrainingSetup};
+use trainscope_core::model::presets::preset;
+use trainscope_core::search::{enumerate, evaluate, sweep_config, SweepSpec};
+use trainscope_core::timeline::{CollOp, SpanKind};
+use trainscope_core::workload::{CommGroup, CommKind};
+
+fn llama3_70b() -> trainscope_core::model::ModelSpec {
+    preset("llama3-70b").unwrap()
+}
+
+/// Llama 3 70B on 64 H100s, TP 8 x DP 8, the setup changed by `f`.
+fn job(f: impl FnOnce(&mut TrainingSetup)) -> Result<ModelJob, JobError> {
+    let mut s = TrainingSetup {
+        tp: 8,
+        pp: 1,
+        dp: Some(8),
+        global_batch_size: Some(64),
+        ..TrainingSetup::default()
+    };
+    f(&mut s);
+    ModelJob::new(llama3_70b(), s, gpu_preset("H100").unwrap(), None)
+}
+
+/// (weights + gradients + optimizer) / parameters of the only stage.
+fn bytes_per_param(j: &ModelJob) -> f64 {
+    let st = &memory_report(j, &[1], 1).per_stage[0];
+    (st.weights_bytes + st.gradients_bytes + st.optimizer_bytes) as f64 / st.parameters as f64
+}
+
+/// The ZeRO paper's Psi (2 + 2 + K) split over N_d = 8, with the
+/// byte counts of Megatron's table for each precision (w weight, g
+/// gradient, K optimizer bytes per parameter).
+#[test]
+fn bytes_per_parameter_follow_the_zero_paper() {
+    for (precision, bf16_grads) in [
+        (Precision::Bf16, false),
+        (Precision::Bf16, true),
+        (Precision::Fp16, false),
+        (Precision::Fp32, false),
+    ] {
+        let base = job(|s| {
+            s.precision = precision;
+            s.bf16_grads = bf16_grads;
+        })
+        .unwrap();
+        let w = weight_bytes(precision) as f64;
+        let g = gradient_bytes(&base.setup) as f64;
+        let k = optimizer_bytes(&base.setup) as f64;
+        let n = 8.0;
+        for (zero, want) in [
+            (ZeroStage::None, w + g + k),
+            (ZeroStage::Optimizer, w + g + k / n),
+            (ZeroStage::Gradients, w + (g + k) / n),
+            (ZeroStage::Parameters, (w + g + k) / n),
+        ] {
+            let j = job(|s| {
+                s.precision = precision;
+                s.bf16_grads = bf16_grads;
+                s.sharding.zero = zero;
+            })
+            .unwrap();
+            let got = bytes_per_param(&j);
+            assert!(
+                (got - want).abs() < 1e-3,
+                "{precision:?} bf16 grads {bf16_grads} ZeRO {}: {got} vs {want}",
+                zero.level()
+            );
+        }
+    }
+    // bf16 mixed precision: 2 + 4 + 12 = 18 bytes, 18 / 8 at ZeRO-3.
+    let j = job(|s| s.sharding.zero = ZeroStage::Parameters).unwrap();
+    assert!((bytes_per_param(&j) - 18.0 / 8.0).abs() < 1e-3);
+}
+
+#[test]
+fn zero_1_is_the_distributed_optimizer() {
+    let a = job(|s| s.distributed_optimizer = true).unwrap();
+    let b = job(|s| s.sharding.zero = ZeroStage::Optimizer).unwrap();
+    assert_eq!(a.setup, b.setup);
+    assert_eq!(a.setup.sharding.zero, ZeroStage::Optimizer);
+    for z in [ZeroStage::Gradients, ZeroStage::Parameters] {
+        assert!(
+            job(|s| s.sharding.zero = z)
+                .unwrap()
+                .setup
+                .distributed_optimizer
+        );
+    }
+    assert!(!job(|_| {}).unwrap().setup.distributed_optimizer);
+}
+
+#[test]
+fn meaningless_combinations_are_refused_with_a_message() {
+    let e = job(|s| {
+        s.pp = 2;
+        s.dp = Some(4);
+        s.sharding.zero = ZeroStage::Gradients;
+    })
+    .unwrap_err();
+    assert!(
+        e.message
+            .starts_with("ZeRO-2 with pipeline parallelism (PP 2)"),
+        "{}",
+        e.message
+    );
+    assert!(e.hint.contains("--zero 3"), "{}", e.hint);
+    // ZeRO-3 composes with PP (torchtitan's FSDP + PP).
+    assert!(job(|s| {
+        s.pp = 2;
+        s.dp = Some(4);
+        s.sharding.zero = ZeroStage::Parameters;
+    })
+    .is_ok());
+    let e = job(|s| s.sharding.prefetch = 2).unwrap_err();
+    assert!(e.message.contains("FSDP prefetch 2"), "{}", e.message);
+    let e = job(|s| s.sharding.reshard_after_forward = false).unwrap_err();
+    assert!(e.message.contains("ZeRO-3"), "{}", e.message);
+    let e = job(|s| {
+        s.sharding.zero = ZeroStage::Parameters;
+        s.sharding.prefetch = MAX_FSDP_PREFETCH + 1;
+    })
+    .unwrap_err();
+    assert!(e.message.contains("more than"), "{}", e.message);
+}
+
+#[test]
+fn units_add_up_to_the_stage_and_their_collectives_move_them() {
+    let j = job(|s| s.sharding.zero = ZeroStage::Parameters).unwrap();
+    let total: u64 = (0..j.model.num_layers)
+        .map(|l| {
+            let (d, e) = unit_params(&j, l);
+            d + e
+        })
+        .sum();
+    assert_eq!(total, stage_params(&j, 0).total());
+    for layer in [0, 7, j.model.num_layers - 1] {
+        let (before, after) = unit_collectives(&j, layer);
+        let (d, _) = unit_params(&j, layer);
+        let ag = before[0].forward.comm.unwrap();
+        assert_eq!(
+            (ag.kind, ag.group, ag.size_bytes),
+            (CommKind::AllGather, CommGroup::Dp, 2 * d)
+        );
+        assert_eq!(ag.prefetch, 1);
+        let rs = before[0].weight_grad.comm.unwrap();
+        assert_eq!((rs.kind, rs.size_bytes), (CommKind::ReduceScatter, 4 * d));
+        assert!(rs.asynchronous);
+        let again = after[0].input_grad.comm.unwrap();
+        assert_eq!((again.kind, again.size_bytes), (CommKind::AllGather, 2 * d));
+        assert!(before[0].name.starts_with("attention"));
+    }
+    // Without resharding: one all-gather a unit, every layer gathered.
+    let keep = job(|s| {
+        s.sharding.zero = ZeroStage::Parameters;
+        s.sharding.reshard_after_forward = false;
+    })
+    .unwrap();
+    assert!(unit_collectives(&keep, 3).1.is_empty());
+    assert!(unsharded_unit_bytes(&keep, 0) > unsharded_unit_bytes(&j, 0));
+    // Only ZeRO-3 gathers per unit.
+    let z2 = job(|s| s.sharding.zero = ZeroStage::Gradients).unwrap();
+    assert!(unit_collectives(&z2, 3).0.is_empty());
+}
+
+#[test]
+fn prefetch_holds_more_units() {
+    let p = |k| {
+        let j = job(|s| {
+            s.sharding.zero = ZeroStage::Parameters;
+            s.sharding.prefetch = k;
+        })
+        .unwrap();
+        unsharded_unit_bytes(&j, 0)
+    };
+    // The last layer carries the final norm and output layer: the
+    // largest unit.
+    let j = job(|_| {}).unwrap();
+    let (d, _) = unit_params(&j, j.model.num_layers - 1);
+    assert_eq!(p(1), 2 * 2 * d + 4 * d);
+    assert_eq!(p(2) - p(1), 2 * d);
+}
+
+/// Every DP-lane collective of a simulated job: (op, bytes).
+fn dp_collectives(j: &ModelJob) -> (Vec<(CollOp, u64)>, u64) {
+    let mut c = SimConfig::default();
+    c.network.nvlink_gbps = j.gpu.nvlink_busbw_gbps;
+    let out = run_model(j, &c).unwrap();
+    let t = &out.run.result.timeline;
+    let mut v = Vec::new();
+    for (li, _) in t.lanes().iter().enumerate() {
+        for s in t.spans(li as u32) {
+            if s.kind == SpanKind::CollDp {
+                v.push((s.coll, s.bytes));
+            }
+        }
+    }
+    (v, out.run.summary().iteration_time_ns)
+}
+
+/// Llama 3 8B on 8 GPUs, DP 8, 2 micro-batches: ZeRO-3 all-gathers each
+/// layer's weights before its forward and its backward and
+/// reduce-scatters its gradients after the backward, per micro-batch, on
+/// the DP lane; ZeRO-1 reduce-scatters once and all-gathers once.
+#[test]
+fn fsdp_collectives_run_per_unit_on_the_dp_lane() {
+    let setup = |zero| TrainingSetup {
+        global_batch_size: Some(16),
+        seq_length: 2048,
+        sharding: trainscope_core::job::sharding::Sharding {
+            zero,
+            ..Default::default()
+        },
+        ..TrainingSetup::default()
+    };
+    let gpu = gpu_preset("H100").unwrap();
+    let m = preset("llama3-8b").unwrap();
+    let z3 = ModelJob::new(
+        m.clone(),
+        setup(ZeroStage::Parameters),
+        gpu.clone(),
+        Some(8),
+    )
+    .unwrap();
+    let z1 = ModelJob::new(m.clone(), setup(ZeroStage::Optimizer), gpu, Some(8)).unwrap();
+    let layers = u64::from(m.num_layers);
+    let micro = u64::from(z3.micro_batches);
+    assert_eq!(micro, 2);
+    let (c3, t3) = dp_collectives(&z3);
+    let count = |v: &[(CollOp, u64)], op| v.iter().filter(|c| c.0 == op).count() as u64;
+    assert_eq!(count(&c3, CollOp::AllGather), 2 * layers * micro);
+    assert_eq!(count(&c3, CollOp::ReduceScatter), layers * micro);
+    // The bytes of each layer's gathers: its weights in bf16.
+    let gathered: u64 = c3
+        .iter()
+        .filter(|c| c.0 == CollOp::AllGather)
+        .map(|c| c.1)
+        .sum();
+    let all: u64 = (0..m.num_layers)
+        .map(|l| unit_params(&z3, l).0 + unit_params(&z3, l).1)
+        .sum();
+    assert_eq!(gathered, 2 * micro * 2 * all);
+    let (c1, t1) = dp_collectives(&z1);
+    assert_eq!(count(&c1, CollOp::AllGather), 1);
+    assert_eq!(count(&c1, CollOp::ReduceScatter), 1);
+    // Both simulate; ZeRO-3's gathers are prefetched behind the compute
+    // (see `prefetch_hides_the_gathers_behind_long_compute`), its
+    // reduce-scatters overlap the backward, where ZeRO-1's closing
+    // reduce-scatter and all-gather wait for the last backward.
+    assert!(t3 > 0 && t1 > 0);
+}
+
+/// Llama 3 70B on 64 H100s without model parallelism (TP 1, PP 1, DP
+/// 64): with the distributed optimizer alone every rank keeps 70 B bf16
+/// weights and fp32 gradients (6 bytes a parameter, over 390 GiB); ZeRO-3
+/// shards them (18 / 64 bytes a parameter) and the sweep finds that it
+/// fits.
+#[test]
+fn the_sweep_finds_layouts_that_fit_only_with_sharding() {
+    let gpu = gpu_preset("H100").unwrap();
+    let mut spec = SweepSpec::new(llama3_70b(), gpu, 64);
+    spec.global_batch_size = 64;
+    spec.seq_length = 2048;
+    spec.tp = Some(vec![1]);
+    spec.pp = Some(vec![1]);
+    spec.micro_batch_size = Some(vec![1]);
+    spec.recompute = Some(vec![trainscope_core::job::Recompute::Full]);
+    spec.schedule = Some(vec![trainscope_core::engine::ScheduleKind::OneFOneB]);
+    spec.zero = Some(vec![ZeroStage::Optimizer, ZeroStage::Parameters]);
+    let e = enumerate(&spec);
+    assert_eq!(e.candidates.len(), 2);
+    let config = sweep_config(&SimConfig::default());
+    let rows: Vec<_> = e
+        .candidates
+        .iter()
+        .map(|c| evaluate(c, &config, "--model llama3-70b").unwrap())
+        .collect();
+    assert_eq!(rows[0].zero, 1);
+    assert!(!rows[0].fits, "ZeRO-1 at TP 1 x DP 64 keeps 70 B weights");
+    assert_eq!(rows[1].zero, 3);
+    assert!(rows[1].fits, "{} bytes", rows[1].peak_bytes);
+    assert!(rows[1].flags.contains("--zero 3"), "{}", rows[1].flags);
+}
+
+/// Prefetch on a toy where compute is long (Llama 3 8B, 8192-token
+/// sequences on 2 GPUs of one node): each unit's all-gather is issued
+/// when the previous unit starts computing and hides behind it, so the
+/// exposed DP time is at most the gathers nothing can hide (the first
+/// unit's, before any compute) and the last reduce-scatter (after the last
+/// backward): far below the gathers' total.
+#[test]
+fn prefetch_hides_the_gathers_behind_long_compute() {
+    let setup = TrainingSetup {
+        global_batch_size: Some(2),
+        seq_length: 8192,
+        sharding: trainscope_core::job::sharding::Sharding {
+            zero: ZeroStage::Parameters,
+            ..Default::default()
+        },
+        ..TrainingSetup::default()
+    };
+    let gpu = gpu_preset("H100").unwrap();
+    let j = ModelJob::new(preset("llama3-8b").unwrap(), setup, gpu, Some(2)).unwrap();
+    let mut c = SimConfig::default();
+    c.network.nvlink_gbps = j.gpu.nvlink_busbw_gbps;
+    let out = run_model(&j, &c).unwrap();
+    let t = &out.run.result.timeline;
+    let mut gathers = Vec::new();
+    let mut scatters = Vec::new();
+    for (li, _) in t.lanes().iter().enumerate() {
+        for s in t.spans(li as u32) {
+            match (s.kind, s.coll) {
+                (SpanKind::CollDp, CollOp::AllGather) => gathers.push(s.duration_ns),
+                (SpanKind::CollDp, CollOp::ReduceScatter) => scatters.push(s.duration_ns),
+                _ => {}
+            }
+        }
+    }
+    let summary = out.run.summary();
+    let exposed = summary.exposed_comm_ns.dp;
+    let total: u64 = gathers.iter().sum();
+    let unavoidable = gathers.first().copied().unwrap_or(0) + scatters.last().copied().unwrap_or(0);
+    println!(
+        "gathers {} total {:.1} ms, exposed DP {:.1} ms, first gather + last reduce-scatter {:.1} ms",
+        gathers.len(),
+        total as f64 / 1e6,
+        exposed as f64 / 1e6,
+        unavoidable as f64 / 1e6
+    );
+    assert_eq!(gathers.len(), 2 * 32);
+    assert!(exposed <= unavoidable, "{exposed} > {unavoidable}");
+    assert!(exposed * 5 < total, "{exposed} vs {total}");
+}
+
+/// Prefetching further ahead hides more where the gathers queue behind
+/// the reduce-scatters on the DP stream (Llama 3 8B on 8 GPUs, 2048
+/// tokens): the exposed DP time does not grow with the depth, and the
+/// gathers are issued earlier.
+#[test]
+fn deeper_prefetch_exposes_no_more() {
+    let run = |prefetch| {
+        let setup = TrainingSetup {
+            global_batch_size: Some(16),
+            seq_length: 2048,
+            sharding: trainscope_core::job::sharding::Sharding {
+                zero: ZeroStage::Parameters,
+                prefetch,
+                ..Default::default()
+            },
+            ..TrainingSetup::default()
+        };
+        let gpu = gpu_preset("H100").unwrap();
+        let j = ModelJob::new(preset("llama3-8b").unwrap(), setup, gpu, Some(8)).unwrap();
+        let mut c = SimConfig::default();
+        c.network.nvlink_gbps = j.gpu.nvlink_busbw_gbps;
+        let out = run_model(&j, &c).unwrap();
+        let s = out.run.summary();
+        (s.exposed_comm_ns.dp, s.iteration_time_ns)
+    };
+    let (e1, t1) = run(1);
+    let (e2, t2) = run(2);
+    let (e4, t4) = run(4);
+    println!("prefetch 1: exposed DP {e1} ns, {t1} ns; 2: {e2}, {t2}; 4: {e4}, {t4}");
+    assert!(e2 <= e1 && e4 <= e2, "{e1} {e2} {e4}");
+    assert!(t2 <= t1 && t4 <= t2, "{t1} {t2} {t4}");
+}
