@@ -14,6 +14,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch, root, waitDone } from './harness.js';
 
+/** Zoom with the wheel (Perfetto's convention, the page's: Ctrl+wheel
+ * zooms; the plain wheel scrolls). */
+async function zoomWheel(page, dy) {
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, dy);
+  await page.keyboard.up('Control');
+}
+
+
 const args = process.argv.slice(2);
 const rounds = Number(args[args.indexOf('--rounds') + 1] || 30) || 30;
 
@@ -53,8 +62,8 @@ async function interact(page, x, y, range) {
     const kind = i % 4;
     const t0 = performance.now();
     await page.mouse.move(x, y);
-    if (kind === 0) await page.mouse.wheel(0, -240);
-    else if (kind === 2) await page.mouse.wheel(0, 240);
+    if (kind === 0) await zoomWheel(page, -240);
+    else if (kind === 2) await zoomWheel(page, 240);
     else {
       await page.mouse.down();
       for (let s = 1; s <= 4; s += 1) await page.mouse.move(x + (kind === 1 ? -30 : 30) * s, y);

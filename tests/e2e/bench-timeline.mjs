@@ -20,6 +20,15 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve, root } from './harness.js';
 
+/** Zoom with the wheel (Perfetto's convention, the page's: Ctrl+wheel
+ * zooms; the plain wheel scrolls). */
+async function zoomWheel(page, dy) {
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, dy);
+  await page.keyboard.up('Control');
+}
+
+
 const args = process.argv.slice(2);
 const arg = (name, dflt) => {
   const i = args.indexOf(name);
@@ -89,7 +98,7 @@ async function scenario(browser, url, { width, height, dpr, screenshots }) {
   // 1. Zoom in with the wheel around three points.
   for (const fx of [0.5, 0.3, 0.7]) {
     await page.mouse.move(plotLeft + fx * plotW, midY);
-    for (let i = 0; i < 8; i++) { await page.mouse.wheel(0, -240); await frame(); }
+    for (let i = 0; i < 8; i++) { await zoomWheel(page, -240); await frame(); }
   }
   ranges.push(await range());
   await phase('drag pan');
@@ -112,9 +121,9 @@ async function scenario(browser, url, { width, height, dpr, screenshots }) {
   await phase('wheel zoom out, overview drag');
   // 4. Zoom all the way out with the wheel (fit), then sweep the overview.
   await page.mouse.move(plotLeft + 0.5 * plotW, midY);
-  for (let i = 0; i < 20; i++) { await page.mouse.wheel(0, 400); await frame(); }
+  for (let i = 0; i < 20; i++) { await zoomWheel(page, 400); await frame(); }
   ranges.push(await range());
-  for (let i = 0; i < 6; i++) { await page.mouse.wheel(0, -300); await frame(); }
+  for (let i = 0; i < 6; i++) { await zoomWheel(page, -300); await frame(); }
   await page.mouse.move(ov.x + 185, ov.y + ov.height / 2);
   await page.mouse.down();
   for (let i = 1; i <= 25; i++) { await page.mouse.move(ov.x + 185 + i * (ov.width - 200) / 25, ov.y + ov.height / 2); await frame(); }
@@ -123,7 +132,7 @@ async function scenario(browser, url, { width, height, dpr, screenshots }) {
   await phase('deep zoom, hover');
   // 5. Deep zoom (tens of nanoseconds) and pan there; hover spans.
   await page.mouse.move(plotLeft + 0.4 * plotW, midY);
-  for (let i = 0; i < 30; i++) { await page.mouse.wheel(0, -300); await frame(); }
+  for (let i = 0; i < 30; i++) { await zoomWheel(page, -300); await frame(); }
   for (let i = 0; i < 10; i++) { await page.keyboard.press('d'); await frame(); }
   for (let i = 0; i < 10; i++) { await page.mouse.move(plotLeft + (0.1 + i * 0.08) * plotW, box.y + 40 + i * 8); await frame(); }
   ranges.push(await range());
@@ -132,7 +141,7 @@ async function scenario(browser, url, { width, height, dpr, screenshots }) {
   await page.getByTestId('timeline-fit').click(); await frame();
   await page.getByTestId('timeline-critical').click(); await frame();
   await page.mouse.move(plotLeft + 0.5 * plotW, midY);
-  for (let i = 0; i < 8; i++) { await page.mouse.wheel(0, -240); await frame(); }
+  for (let i = 0; i < 8; i++) { await zoomWheel(page, -240); await frame(); }
   await page.getByTestId('timeline-critical').click(); await frame();
 
   const frames = await page.evaluate(() => { cancelAnimationFrame(window.__rafId); return window.__tlFrames.slice(); });
@@ -204,9 +213,9 @@ async function scenario(browser, url, { width, height, dpr, screenshots }) {
     await page.getByTestId('timeline-fit').click(); await frame();
     await page.screenshot({ path: path.join(out, 'timeline-1m-fit.png') });
     await page.mouse.move(plotLeft + 0.5 * plotW, midY);
-    for (let i = 0; i < 10; i++) { await page.mouse.wheel(0, -300); await frame(); }
+    for (let i = 0; i < 10; i++) { await zoomWheel(page, -300); await frame(); }
     await page.screenshot({ path: path.join(out, 'timeline-1m-zoomed.png') });
-    for (let i = 0; i < 12; i++) { await page.mouse.wheel(0, -300); await frame(); }
+    for (let i = 0; i < 12; i++) { await zoomWheel(page, -300); await frame(); }
     await page.screenshot({ path: path.join(out, 'timeline-1m-deep.png') });
   }
   await context.close();

@@ -1,6 +1,6 @@
 // The timeline canvas end to end (issue 7), on the real app page (dist/):
 // load the seed-000 example, simulate, and the `timeline` canvas appears;
-// its pixels are not blank, a wheel event narrows `view-range`, hovering a
+// its pixels are not blank, a Ctrl+wheel event narrows `view-range`, hovering a
 // drawn span shows the tooltip naming that span (the same span a click
 // there selects), a drag pans; the keyboard moves the selection; a
 // settings edit keeps a zoomed view. Screenshots go to
@@ -14,6 +14,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch, newPage, screenshot, dist, root, waitDone } from './harness.js';
+
+/** Zoom with the wheel (Perfetto's convention, the page's: Ctrl+wheel
+ * zooms; the plain wheel scrolls). */
+async function zoomWheel(page, dy) {
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, dy);
+  await page.keyboard.up('Control');
+}
+
 
 const onBench = process.env.TIMELINE_E2E_PAGE === 'bench';
 const siteDir = onBench ? path.join(root, 'target', 'bench-dist') : dist;
@@ -122,7 +131,7 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
 
     // Wheel up at the middle of the plot: the range narrows around it.
     await page.mouse.move(plotLeft + plotW / 2, box.y + 40);
-    await page.mouse.wheel(0, -400);
+    await zoomWheel(page, -400);
     await page.waitForFunction(([a, b]) => {
       const e = document.querySelector('[data-testid=view-range]');
       return Number(e.dataset.endNs) - Number(e.dataset.startNs) < b - a;
@@ -182,7 +191,7 @@ test('the timeline draws, zooms with the wheel, shows a tooltip on hover and pan
     for (let round = 0; round < 12; round += 1) {
       const [a0, b0] = await viewRange(page);
       await page.mouse.move(plotLeft + plotW / 2, y0);
-      await page.mouse.wheel(0, round % 2 === 0 ? -120 : 120);
+      await zoomWheel(page, round % 2 === 0 ? -120 : 120);
       await page.waitForFunction(([a, b]) => {
         const e = document.querySelector('[data-testid=view-range]');
         return Number(e.dataset.startNs) !== a || Number(e.dataset.endNs) !== b;
@@ -351,7 +360,7 @@ test('a settings edit re-simulates the same job and keeps the zoomed view',
     await waitDrawn(page);
     const box = await canvas.boundingBox();
     await page.mouse.move(box.x + 180 + (box.width - 190) * 0.3, box.y + 40);
-    await page.mouse.wheel(0, -400);
+    await zoomWheel(page, -400);
     await page.waitForFunction(() => Number(document.querySelector('[data-testid=view-range]').dataset.startNs) > 0);
     const [s1, e1] = await viewRange(page);
     const ns0 = await page.getByTestId('iteration-time').getAttribute('data-ns');

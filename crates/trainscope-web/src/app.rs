@@ -106,6 +106,27 @@ type PendingExports = VecDeque<(u64, ExportFile)>;
 
 /// The pending download of run `id`'s `testid` (the oldest such click),
 /// taken off the queue: the worker answered it.
+/// Bring the newest result on screen (issue 29: results opened 2,000 px
+/// down): the run's messages when it has any, else the results section,
+/// aligned to the top of the viewport; left alone when its top is already
+/// in the upper part of the viewport, so a result in view does not jump.
+fn scroll_result_into_view() {
+    let document = gloo::utils::document();
+    let Ok(Some(el)) = document.query_selector(".main-col .run-diags, .main-col .results") else {
+        return;
+    };
+    let top = el.get_bounding_client_rect().top();
+    let height = gloo::utils::window()
+        .inner_height()
+        .ok()
+        .and_then(|h| h.as_f64())
+        .unwrap_or(0.0);
+    if (0.0..height * 0.4).contains(&top) {
+        return;
+    }
+    el.scroll_into_view_with_bool(true);
+}
+
 fn take_pending(pending: &RefCell<PendingExports>, id: u64, testid: &str) -> Option<ExportFile> {
     let mut queue = pending.borrow_mut();
     let at = queue
@@ -160,6 +181,13 @@ pub fn App() -> Html {
     let next_id = use_mut_ref(|| 0u64);
     let debounce = use_mut_ref(|| None::<Timeout>);
     let pending = use_mut_ref(PendingExports::new);
+    // A run the user asked for (files, an example, Simulate, a sweep row,
+    // a schedule) brings its result on screen when it comes; a settings
+    // edit's re-run leaves the page where the user is editing.
+    let scroll_wanted = use_mut_ref(|| false);
+    // The Configure column folds to a narrow strip, giving the results the
+    // page's width.
+    let config_open = use_state(|| true);
 
     // Mount: start the worker, restore a shared link, follow later edits of
     // the fragment by hand.
@@ -254,9 +282,21 @@ pub fn App() -> Html {
     // New files: run at once.
     {
         let start_run = start_run.clone();
+        let scroll_wanted = scroll_wanted.clone();
         use_effect_with(state.files_rev, move |rev| {
             if *rev > 0 {
+                *scroll_wanted.borrow_mut() = true;
                 start_run.emit(false);
+            }
+        });
+    }
+    // A new output shown: on screen if the user asked for that run.
+    {
+        let scroll_wanted = scroll_wanted.clone();
+        let done = !state.run.is_running();
+        use_effect_with((state.output_run, done), move |(run, done)| {
+            if *run > 0 && *done && std::mem::take(&mut *scroll_wanted.borrow_mut()) {
+                scroll_result_into_view();
             }
         });
     }
@@ -393,7 +433,11 @@ pub fn App() -> Html {
 
     let on_simulate = {
         let start_run = start_run.clone();
-        Callback::from(move |_: ()| start_run.emit(false))
+        let scroll_wanted = scroll_wanted.clone();
+        Callback::from(move |_: ()| {
+            *scroll_wanted.borrow_mut() = true;
+            start_run.emit(false)
+        })
     };
     let on_compare_schedules = {
         let start_run = start_run.clone();
@@ -456,15 +500,30 @@ pub fn App() -> Html {
                     <button type="button" class="secondary small" onclick={on_dismiss}>{"Dismiss"}</button>
                 </div>
             }
-            <div class="workspace">
-                <aside class="config">
-                    <SettingsForm state={state.clone()} on_simulate={on_simulate} />
+            <div class={classes!("workspace", (!*config_open).then_some("config-folded"))}>
+                <aside class="config" data-testid="config-column">
+                    <button type="button" class="secondary small config-toggle" data-testid="config-toggle"
+                            aria-expanded={config_open.to_string()}
+                            title={if *config_open { "Fold the Configure column: the results take the page's width" } else { "Show the Configure column" }}
+                            onclick={{
+                                let config_open = config_open.clone();
+                                Callback::from(move |_| config_open.set(!*config_open))
+                            }}>
+                        { if *config_open { "« Hide Configure" } else { "Configure »" } }
+                    </button>
+                    if *config_open {
+                        <SettingsForm state={state.clone()} on_simulate={on_simulate} />
+                    }
                 </aside>
                 <div class="main-col">
                     <SweepView job={state.job.clone()} settings={state.settings.clone()}
                                pinned={state.pinned_fields.clone()} on_pick={on_pick_config}
                                model_file={sweep_model_file} />
-                    <RunBar status={state.run.clone()} {on_cancel} />
+                    <RunBar status={state.run.clone()} {on_cancel}
+                            no_result={output.as_ref().filter(|o| o.result.is_none() && o.analysis.is_none()).map(|o| AttrValue::from(
+                                if o.job.is_some() { "the Describe a job panel says why" }
+                                else if !o.diagnostics.is_empty() { "the messages below say why" }
+                                else { "each file's card under Files says why" }))} />
                     if let Some(o) = &output {
                         if !o.diagnostics.is_empty() {
                             <ul class="diags run-diags">{ for o.diagnostics.iter().map(diagnostic) }</ul>
@@ -486,7 +545,11 @@ pub fn App() -> Html {
                         </section>
                     } else if state.has_input() && output.is_some() {
                         <section class="results empty" aria-label="Results">
-                            <p class="note">{"No result for these files: the messages above say what is wrong with the input or the settings."}</p>
+                            <p class="note">{ if output.as_ref().is_some_and(|o| !o.diagnostics.is_empty()) {
+                                "No result for these files: the messages above this note say what is wrong with the input or the settings."
+                            } else {
+                                "No result for these files: each file's card under Files, below, says what is wrong with it."
+                            } }</p>
                         </section>
                     } else if !state.has_input() {
                         <section class="results empty" aria-label="Results">

@@ -212,6 +212,18 @@ pub enum Action {
     RunConfig(Box<JobSettings>, Schedule, bool),
 }
 
+/// The Configure fields a described job defines (its parallelism, world
+/// and micro-batches): while the job is active they show the job's values,
+/// read-only ("from the job").
+pub const JOB_DEFINED_FIELDS: [Field; 6] = [
+    Field::World,
+    Field::Tp,
+    Field::Pp,
+    Field::Ep,
+    Field::MicroBatches,
+    Field::VirtualStages,
+];
+
 impl AppState {
     /// Text to show in a field's input.
     pub fn field_text(&self, field: Field) -> String {
@@ -224,16 +236,30 @@ impl AppState {
     /// Every message to show next to a field: parse errors first, then the
     /// settings' validation (for fields that parsed).
     pub fn field_errors(&self) -> Vec<FieldError> {
+        // With a described job active, the fields it defines are shown, not
+        // set, here: checks run against the job's values (what will be
+        // simulated), and no read-only field can hold an error (the job's
+        // own checks are the Describe a job panel's).
+        let job_defined = |f: &Field| self.job_active && JOB_DEFINED_FIELDS.contains(f);
+        let mut checked = self.settings.clone();
+        if self.job_active {
+            checked.tp = self.job.tp;
+            checked.pp = self.job.pp;
+            checked.ep = self.job.ep;
+            checked.virtual_stages = self.job.vpp;
+            checked.world_size = u32::try_from(self.job.world()).unwrap_or(u32::MAX);
+        }
         let mut out: Vec<FieldError> = self
             .parse_errors
             .iter()
+            .filter(|(f, _)| !job_defined(f))
             .map(|(f, m)| FieldError::new(*f, m.clone()))
             .collect();
         out.extend(
-            self.settings
+            checked
                 .validate()
                 .into_iter()
-                .filter(|e| !self.parse_errors.contains_key(&e.field)),
+                .filter(|e| !self.parse_errors.contains_key(&e.field) && !job_defined(&e.field)),
         );
         out.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
         out

@@ -520,10 +520,113 @@ pub struct DiffRow {
     pub b: Option<Quantity>,
     /// Absolute and relative difference (b − a), when both exist.
     pub delta: Option<(String, String)>,
+    /// Whether the difference is good news (issue 29: colours mean better
+    /// or worse per figure, not the sign of the change).
+    pub verdict: Verdict,
 }
 
-/// Pair two figure lists by key (A's order, then B-only figures).
+/// What a difference between two figures means to the user, drawn as its
+/// colour (`td.delta.better` / `.worse` / `.fair`); the sign stays in the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// B is better than A (time or memory down; MFU, throughput up), or a
+    /// simulated figure within [`ERROR_CLOSE`] of its measurement.
+    Better,
+    /// B is worse than A, or a simulated figure more than [`ERROR_FAIR`]
+    /// off its measurement.
+    Worse,
+    /// A simulated figure between [`ERROR_CLOSE`] and [`ERROR_FAIR`] off.
+    Fair,
+    /// No difference, or one with no better direction (a count), or no pair.
+    Neutral,
+}
+
+impl Verdict {
+    /// The CSS class of the difference's cells.
+    pub fn class(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::Fair => "fair",
+            Verdict::Neutral => "same",
+        }
+    }
+}
+
+/// Relative error of a simulated figure against its measurement below which
+/// it is drawn as close (green).
+pub const ERROR_CLOSE: f64 = 0.10;
+/// Relative error above which it is drawn as far off (red); between the
+/// two, amber.
+pub const ERROR_FAIR: f64 = 0.25;
+
+/// Whether a larger value of the figure `key` of this kind is better: time
+/// and memory down is good, MFU, TFLOP/s and throughput up is good; a
+/// fraction is a utilisation (up good) unless it names a loss (bubble,
+/// idle, stall, exposed); `None` for counts, which have no better direction.
+pub fn higher_is_better(key: &str, value: &Quantity) -> Option<bool> {
+    match value {
+        Quantity::DurationNs(_) | Quantity::Bytes(_) => Some(false),
+        Quantity::Tflops(_) | Quantity::TokensPerSecond(_) => Some(true),
+        Quantity::Fraction(_) => {
+            let loss = ["bubble", "idle", "stall", "exposed", "overhead"]
+                .iter()
+                .any(|w| key.contains(w));
+            Some(!loss)
+        }
+        Quantity::Count(_) => None,
+    }
+}
+
+/// The verdict of B against A as a change (Compare A vs B).
+fn change_verdict(key: &str, a: &Quantity, b: &Quantity) -> Verdict {
+    let (x, y) = (a.as_f64(), b.as_f64());
+    let scale = x.abs().max(y.abs());
+    if scale == 0.0 || ((y - x) / scale).abs() < 0.0005 {
+        return Verdict::Neutral;
+    }
+    match higher_is_better(key, a) {
+        Some(up) if (y > x) == up => Verdict::Better,
+        Some(_) => Verdict::Worse,
+        None => Verdict::Neutral,
+    }
+}
+
+/// The verdict of a simulated figure `b` against its measurement `a`: by
+/// the size of the error, whatever its sign.
+fn error_verdict(a: &Quantity, b: &Quantity) -> Verdict {
+    let (x, y) = (a.as_f64(), b.as_f64());
+    if x == 0.0 {
+        return Verdict::Neutral;
+    }
+    let err = ((y - x) / x).abs();
+    if err <= ERROR_CLOSE {
+        Verdict::Better
+    } else if err <= ERROR_FAIR {
+        Verdict::Fair
+    } else {
+        Verdict::Worse
+    }
+}
+
+/// Pair two figure lists by key (A's order, then B-only figures); each
+/// difference judged as a change from A to B ([`higher_is_better`]).
 pub fn diff_figures(a: &[Figure], b: &[Figure]) -> Vec<DiffRow> {
+    pair_figures(a, b, change_verdict)
+}
+
+/// Pair measured figures with simulated ones (as [`diff_figures`]); each
+/// difference judged as an error by its size ([`ERROR_CLOSE`],
+/// [`ERROR_FAIR`]), not its sign.
+pub fn error_figures(measured: &[Figure], simulated: &[Figure]) -> Vec<DiffRow> {
+    pair_figures(measured, simulated, |_, a, b| error_verdict(a, b))
+}
+
+fn pair_figures(
+    a: &[Figure],
+    b: &[Figure],
+    judge: impl Fn(&str, &Quantity, &Quantity) -> Verdict,
+) -> Vec<DiffRow> {
     let mut rows: Vec<DiffRow> = a
         .iter()
         .map(|fa| {
@@ -534,6 +637,9 @@ pub fn diff_figures(a: &[Figure], b: &[Figure]) -> Vec<DiffRow> {
                 a: Some(fa.value),
                 b: fb.map(|f| f.value),
                 delta: fb.and_then(|f| fa.value.diff(&f.value)),
+                verdict: fb
+                    .filter(|f| fa.value.diff(&f.value).is_some())
+                    .map_or(Verdict::Neutral, |f| judge(&fa.key, &fa.value, &f.value)),
             }
         })
         .collect();
@@ -545,6 +651,7 @@ pub fn diff_figures(a: &[Figure], b: &[Figure]) -> Vec<DiffRow> {
                 a: None,
                 b: Some(fb.value),
                 delta: None,
+                verdict: Verdict::Neutral,
             });
         }
     }

@@ -18,7 +18,7 @@ use trainscope_web::protocol::{
 use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
 use trainscope_web::state::{Action, AppState, RunStatus};
 use trainscope_web::url::{from_fragment, to_fragment};
-use trainscope_web::views::{diff_figures, Cell, Figure, Quantity};
+use trainscope_web::views::{diff_figures, error_figures, Cell, Figure, Quantity, Verdict};
 use trainscope_web::{format, views};
 use wasm_bindgen_test::*;
 use yew::Reducible;
@@ -1179,6 +1179,34 @@ fn compare_rows_pair_by_key() {
     assert_eq!(rows[1].delta, None);
     assert_eq!(rows[2].delta, Some(("+12.5 pts".into(), "+25.0 %".into())));
     assert_eq!((rows[3].a, rows[3].delta.clone()), (None, None));
+    // Colours by meaning: a longer iteration is worse, a higher utilisation
+    // better; a figure with no pair is neutral.
+    assert_eq!(rows[0].verdict, Verdict::Worse);
+    assert_eq!(rows[2].verdict, Verdict::Better);
+    assert_eq!(rows[3].verdict, Verdict::Neutral);
+    // Against a measurement the size of the error counts, not its sign:
+    // +25 % is amber, a simulated time 56 % under its measurement red.
+    let errs = error_figures(&a, &b);
+    assert_eq!(errs[0].verdict, Verdict::Fair);
+    let measured = [Figure::new(
+        "iteration_time",
+        "Iteration",
+        Quantity::DurationNs(1_000),
+    )];
+    let off = [Figure::new(
+        "iteration_time",
+        "Iteration",
+        Quantity::DurationNs(440),
+    )];
+    let close = [Figure::new(
+        "iteration_time",
+        "Iteration",
+        Quantity::DurationNs(1_050),
+    )];
+    assert_eq!(error_figures(&measured, &off)[0].verdict, Verdict::Worse);
+    assert_eq!(error_figures(&measured, &close)[0].verdict, Verdict::Better);
+    // ... while as a change 56 % faster is better.
+    assert_eq!(diff_figures(&measured, &off)[0].verdict, Verdict::Better);
 }
 
 #[wasm_bindgen_test]

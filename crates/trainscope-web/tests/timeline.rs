@@ -485,8 +485,11 @@ fn mouse(target: &Element, kind: &str, cx: f64, cy: f64) {
     target.dispatch_event(&e).unwrap();
 }
 
+/// Ctrl+wheel (the timeline's zoom, Perfetto's convention; the plain
+/// wheel scrolls).
 fn wheel(target: &Element, cx: f64, cy: f64, dy: f64) {
     let init = WheelEventInit::new();
+    init.set_ctrl_key(true);
     init.set_bubbles(true);
     init.set_cancelable(true);
     init.set_client_x(cx as i32);

@@ -15,7 +15,9 @@ pub struct DiffTableProps {
     pub rows: Vec<DiffRow>,
 }
 
-/// Rows of figures: label, A, B, B − A, change in percent.
+/// Rows of figures: label, A, B, B − A, change in percent; the difference
+/// coloured by what it means ([`crate::views::Verdict`]: better or worse
+/// for this figure, or an error's size), its sign in the text.
 #[component]
 pub fn DiffTable(props: &DiffTableProps) -> Html {
     html! {
@@ -32,13 +34,13 @@ pub fn DiffTable(props: &DiffTableProps) -> Html {
             <tbody>
                 { for props.rows.iter().map(|row| {
                     let (abs, pct) = row.delta.clone().unwrap_or_else(|| ("—".into(), "—".into()));
-                    let dir = if abs.starts_with('+') { "up" } else if abs.starts_with('−') { "down" } else { "same" };
+                    let dir = row.verdict.class();
                     html! {
                         <tr data-testid="compare-row" data-key={row.key.clone()}>
                             <th scope="row">{ &row.label }</th>
                             <td class="num" data-testid="compare-a">{ row.a.map_or("—".into(), |q| q.text()) }</td>
                             <td class="num" data-testid="compare-b">{ row.b.map_or("—".into(), |q| q.text()) }</td>
-                            <td class={classes!("num", "delta", dir)} data-testid="compare-delta">{ abs }</td>
+                            <td class={classes!("num", "delta", dir)} data-testid="compare-delta" data-verdict={dir}>{ abs }</td>
                             <td class={classes!("num", "delta", dir)} data-testid="compare-pct">{ pct }</td>
                         </tr>
                     }

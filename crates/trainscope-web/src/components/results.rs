@@ -22,7 +22,7 @@ use crate::components::table::SortableTable;
 use crate::download::download_canvas_png;
 use crate::format;
 use crate::glossary;
-use crate::views::{diff_figures, ExportFile, Quantity, ResultView};
+use crate::views::{error_figures, ExportFile, Quantity, ResultView};
 use web_sys::HtmlCanvasElement;
 use yew::prelude::*;
 
@@ -156,7 +156,10 @@ pub fn Results(props: &ResultsProps) -> Html {
                         <p class="measured-covers" data-testid="measured-covers">{ text }</p>
                     }
                     <DiffTable a_label="Measured" b_label="Simulated"
-                               rows={diff_figures(&r.measured, &r.all_figures())} />
+                               rows={error_figures(&r.measured, &r.all_figures())} />
+                    <p class="note" data-testid="measured-legend">{ format!(
+                        "Colour by the size of the error, whatever its sign: green within {:.0} % of the measurement, amber within {:.0} %, red further off.",
+                        crate::views::ERROR_CLOSE * 100.0, crate::views::ERROR_FAIR * 100.0) }</p>
                 </div>
             }
             if !r.breakdown.is_empty() || !r.bars.is_empty() {

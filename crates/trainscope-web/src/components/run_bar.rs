@@ -12,6 +12,11 @@ use yew::prelude::*;
 pub struct RunBarProps {
     pub status: RunStatus,
     pub on_cancel: Callback<()>,
+    /// The finished run gave no result: where the user reads why (the run
+    /// reads "Run N failed: ..." then, not "done"; `data-state` stays `done`,
+    /// the run is over).
+    #[prop_or_default]
+    pub no_result: Option<AttrValue>,
 }
 
 #[component]
@@ -50,7 +55,10 @@ pub fn RunBar(props: &RunBarProps) -> Html {
                             </>
                         }
                     }
-                    RunStatus::Done { id } => html! { <span class="run-label">{ format!("Run {id} done") }</span> },
+                    RunStatus::Done { id } => match &props.no_result {
+                        Some(why) => html! { <span class="run-label" data-outcome="no-result">{ format!("Run {id} failed: {why}") }</span> },
+                        None => html! { <span class="run-label">{ format!("Run {id} done") }</span> },
+                    },
                     RunStatus::Cancelled { id } => html! { <span class="run-label">{ format!("Run {id} cancelled") }</span> },
                     RunStatus::Failed { id, message } => html! {
                         <ul class="diags"><li class="diag error" data-testid="error">{ format!("Run {id} failed: {message}") }</li></ul>

@@ -145,8 +145,40 @@ const GROUPS: [(&str, &[Field]); 4] = [
     ),
 ];
 
+/// The value a described job gives `field` when the job is active and
+/// defines it ([`crate::state::JOB_DEFINED_FIELDS`]), as text.
+fn job_value(state: &AppState, field: Field) -> Option<String> {
+    if !state.job_active || !crate::state::JOB_DEFINED_FIELDS.contains(&field) {
+        return None;
+    }
+    let j = &state.job;
+    Some(match field {
+        Field::World => j.world().to_string(),
+        Field::Tp => j.tp.to_string(),
+        Field::Pp => j.pp.to_string(),
+        Field::Ep => j.ep.to_string(),
+        Field::VirtualStages => j.vpp.to_string(),
+        _ => match j.global_batch_size {
+            Some(g) => (g / (j.micro_batch_size * j.dp).max(1)).to_string(),
+            None => "per the job's batch".into(),
+        },
+    })
+}
+
 fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<String>) -> Html {
     let id = format!("s-{}", field.key());
+    if let Some(value) = job_value(state, field) {
+        // Shown, not set: the job defines it (no tab stop, no error).
+        return html! {
+            <div class="setting from-job" data-field={field.key()}>
+                <label for={id.clone()}>{ field.label() }</label>
+                <input id={id} name={field.key()} type="text" readonly=true tabindex="-1" value={value}
+                       aria-readonly="true" data-testid={format!("setting-{}", field.key())}
+                       title="Defined by the described job: change it in the Describe a job panel" />
+                <span class="from-file" data-testid="from-job">{"from the job"}</span>
+            </div>
+        };
+    }
     let err_id = format!("{id}-err");
     let text = state.field_text(field);
     let dispatch = state.dispatcher();
@@ -270,7 +302,11 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
             on_simulate.emit(());
         })
     };
-    let dp = state.settings.dp();
+    let dp = if state.job_active {
+        state.job.dp.to_string()
+    } else {
+        state.settings.dp().to_string()
+    };
     html! {
         <form class="settings" aria-label="Simulation settings" {onsubmit} novalidate=true>
             <h2>{"Configure"}</h2>

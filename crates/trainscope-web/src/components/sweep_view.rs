@@ -19,8 +19,8 @@
 //! simulated, fitting), the explanation of the winner (`sweep-explain`),
 //! a scatter plot (`sweep-plot`, SVG: peak memory across, iteration time
 //! up, colour by TP or schedule, the GPU's capacity as a dashed line, the
-//! Pareto front as a line through its points) and a sortable table of the
-//! top [`TOP_ROWS`] rows (`sweep-table`, each `<tr data-config=FLAGS>`,
+//! Pareto front as a line through its points) and a sortable table, paged
+//! [`TOP_ROWS`] rows a page with "Rows 1–50 of N" (`sweep-table`, each `<tr data-config=FLAGS>`,
 //! `data-rows` = the rows received).
 //! Clicking a row or a point loads that configuration into the job panel
 //! and simulates it (`on_pick`); a row's "Pin A" (`sweep-pin`) does the
@@ -144,9 +144,12 @@ enum SortKey {
     Peak,
 }
 
-fn sorted_rows(all: &[Row], key: SortKey, descending: bool) -> Vec<(usize, &Row)> {
+/// The rows of table page `page` ([`TOP_ROWS`] a page) of `all` sorted
+/// by `key`, each with its rank.
+fn sorted_rows(all: &[Row], key: SortKey, descending: bool, page: usize) -> Vec<(usize, &Row)> {
+    let skip = page * TOP_ROWS;
     if key == SortKey::Rank && !descending {
-        return all.iter().take(TOP_ROWS).enumerate().collect();
+        return all.iter().enumerate().skip(skip).take(TOP_ROWS).collect();
     }
     let mut rows: Vec<(usize, &Row)> = all.iter().enumerate().collect();
     let cmp = |a: &(usize, &Row), b: &(usize, &Row)| -> std::cmp::Ordering {
@@ -161,8 +164,7 @@ fn sorted_rows(all: &[Row], key: SortKey, descending: bool) -> Vec<(usize, &Row)
         o.then(a.0.cmp(&b.0))
     };
     rows.sort_by(|a, b| if descending { cmp(b, a) } else { cmp(a, b) });
-    rows.truncate(TOP_ROWS);
-    rows
+    rows.into_iter().skip(skip).take(TOP_ROWS).collect()
 }
 
 fn layout(r: &Row) -> String {
@@ -711,6 +713,7 @@ impl PartialEq for RowsViewProps {
 #[component]
 fn RowsView(props: &RowsViewProps) -> Html {
     let sort = use_state(|| (SortKey::Rank, false));
+    let page = use_state(|| 0usize);
     let by_tp = use_state(|| true);
     let mut r = props.run.borrow_mut();
     let partial = r.result.is_none();
@@ -741,26 +744,41 @@ fn RowsView(props: &RowsViewProps) -> Html {
                 </select>
             </label>
             { plot(shown, if partial { PARTIAL_POINTS } else { MAX_POINTS }, *by_tp, &props.pick) }
-            { table(shown, partial, &sort, &props.pick) }
+            { table(shown, partial, &sort, &page, &props.pick) }
         </>
     }
 }
 
-/// The top [`TOP_ROWS`] of `all` (ranked) by the chosen column; one click
-/// handler for the body (`onclick`: the row's `data-config`, "Pin A").
+/// One page of [`TOP_ROWS`] of `all` (ranked) by the chosen column, with
+/// "Rows 1–50 of 498" and Previous / Next (`sweep-page`, `sweep-prev`,
+/// `sweep-next`); one click handler for the body (`onclick`: the row's
+/// `data-config`, "Pin A").
 fn table(
     all: &[Row],
     partial: bool,
     sort: &UseStateHandle<(SortKey, bool)>,
+    page: &UseStateHandle<usize>,
     onclick: &Callback<MouseEvent>,
 ) -> Html {
     let (key, desc) = **sort;
-    let rows = sorted_rows(all, key, desc);
+    let pages = all.len().div_ceil(TOP_ROWS).max(1);
+    let at = (**page).min(pages - 1);
+    let rows = sorted_rows(all, key, desc, at);
+    let first = at * TOP_ROWS;
+    let pager = |label: &'static str, testid: &'static str, to: Option<usize>| {
+        let page = page.clone();
+        html! {
+            <button type="button" class="secondary small" data-testid={testid} disabled={to.is_none()}
+                    onclick={Callback::from(move |_: MouseEvent| if let Some(p) = to { page.set(p) })}>{ label }</button>
+        }
+    };
     let head = |label: &'static str, k: SortKey, first_desc: bool| {
         let sort = sort.clone();
+        let page = page.clone();
         let onclick = Callback::from(move |_: MouseEvent| {
             let (cur, d) = *sort;
             sort.set(if cur == k { (k, !d) } else { (k, first_desc) });
+            page.set(0);
         });
         let mark = if key == k {
             if desc {
@@ -774,6 +792,19 @@ fn table(
         html! { <th class="sortable" {onclick} data-sort={format!("{k:?}")}>{ label }{ mark }</th> }
     };
     html! {
+        <>
+        <div class="sweep-pager">
+            <span data-testid="sweep-page" data-first={(first + 1).to_string()}
+                  data-last={(first + rows.len()).to_string()} data-total={all.len().to_string()}>
+                { if all.is_empty() { "No rows yet".to_string() } else {
+                    format!("Rows {}–{} of {}{}", first + 1, first + rows.len(), all.len(), if partial { " so far" } else { "" })
+                } }
+            </span>
+            if pages > 1 {
+                { pager("‹ Previous", "sweep-prev", at.checked_sub(1)) }
+                { pager("Next ›", "sweep-next", (at + 1 < pages).then_some(at + 1)) }
+            }
+        </div>
         <div class="table-wrap">
             <table class="data sweep-table" data-testid="sweep-table"
                    data-rows={all.len().to_string()} data-partial={partial.to_string()}>
@@ -816,5 +847,6 @@ fn table(
                 </tbody>
             </table>
         </div>
+        </>
     }
 }

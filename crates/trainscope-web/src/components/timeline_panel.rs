@@ -154,7 +154,7 @@ pub fn TimelinePanel(props: &TimelinePanelProps) -> Html {
         },
         None => html! {
             <p class="note" data-testid="timeline-none">
-                {"This run produced no timeline: the messages above say what is wrong with the input or the settings."}
+                {"This run produced no timeline: the run's messages above, or each file's card under Files below, say what is wrong with the input or the settings."}
             </p>
         },
     };

@@ -202,12 +202,67 @@ pub struct Timeline {
     /// return at once when no drag is on), so no attach/detach can race a
     /// release or the next press.
     dragging: Rc<Cell<bool>>,
+    /// The lanes' vertical scroll and its maximum, px, kept current by
+    /// `clamp_scroll`: the wheel listener reads it synchronously to decide
+    /// whether a plain wheel scrolls the lanes (they can move that way) or
+    /// is left to the page (at the lanes' top or bottom, or all lanes shown).
+    lane_scroll: Rc<Cell<(f64, f64)>>,
     resize: Option<(ResizeObserver, Closure<dyn FnMut()>)>,
     ctx2d: Option<CanvasRenderingContext2d>,
     overview_ctx: Option<CanvasRenderingContext2d>,
     overview_cache: Option<(HtmlCanvasElement, f64, f64)>,
     scratch: Scratch,
     legend: Vec<SpanKind>,
+}
+
+/// Zoom of Ctrl+wheel: the view narrows by `exp(delta_px x this)` (one
+/// notch of a mouse wheel, 100 px, zooms by about 1.3x).
+const WHEEL_ZOOM_PER_PX: f64 = 0.0025;
+
+/// What a wheel event over the lanes does, by Perfetto's conventions:
+/// Ctrl (or Cmd) + wheel zooms around the pointer; a horizontal wheel
+/// (trackpad) or Shift+wheel pans; a plain vertical wheel scrolls the lanes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum WheelAction {
+    /// Zoom by this vertical delta, px (negative: in).
+    Zoom(f64),
+    /// Pan by this many px (positive: later).
+    Pan(f64),
+    /// Scroll the lanes by this many px (positive: down).
+    Scroll(f64),
+}
+
+pub(crate) fn wheel_action(dx: f64, dy: f64, shift: bool, ctrl: bool) -> WheelAction {
+    if ctrl {
+        WheelAction::Zoom(if dy != 0.0 { dy } else { dx })
+    } else if shift {
+        // Browsers turn Shift+wheel into a horizontal delta, or not.
+        WheelAction::Pan(if dx != 0.0 { dx } else { dy })
+    } else if dx.abs() > dy.abs() {
+        WheelAction::Pan(dx)
+    } else {
+        WheelAction::Scroll(dy)
+    }
+}
+
+/// Whether the timeline takes a wheel event (and keeps it from the page):
+/// always to zoom or pan; to scroll the lanes only while they can still
+/// move that way (`lane_scroll`: the scroll and its maximum, px), so at the
+/// top or bottom of the lanes, or with every lane shown, the page scrolls.
+pub(crate) fn wheel_is_ours(
+    dx: f64,
+    dy: f64,
+    shift: bool,
+    ctrl: bool,
+    lane_scroll: (f64, f64),
+) -> bool {
+    match wheel_action(dx, dy, shift, ctrl) {
+        WheelAction::Zoom(_) | WheelAction::Pan(_) => true,
+        WheelAction::Scroll(d) => {
+            let (top, max) = lane_scroll;
+            (d < 0.0 && top > 0.5) || (d > 0.0 && top < max - 0.5)
+        }
+    }
 }
 
 /// Zoom factor of one W/S key press or button click.
@@ -594,6 +649,7 @@ impl Timeline {
     fn clamp_scroll(&mut self, props: &TimelineProps) {
         let max = (self.layout.height - self.rows_height(props)).max(0.0);
         self.scroll_y = self.scroll_y.clamp(0.0, max);
+        self.lane_scroll.set((self.scroll_y, max));
     }
 
     fn attach_listeners(&mut self, ctx: &Context<Self>) {
@@ -607,6 +663,7 @@ impl Timeline {
         let el: Element = canvas.clone().into();
         let opts = EventListenerOptions::enable_prevent_default();
         let e2 = el.clone();
+        let lane_scroll = self.lane_scroll.clone();
         self.listeners.push(EventListener::new_with_options(
             &canvas,
             "wheel",
@@ -615,20 +672,27 @@ impl Timeline {
                 let Some(e) = e.dyn_ref::<WheelEvent>() else {
                     return;
                 };
-                e.prevent_default();
-                let (x, y) = relative(&e2, f64::from(e.client_x()), f64::from(e.client_y()));
                 let unit = match e.delta_mode() {
                     1 => 16.0,
                     2 => 400.0,
                     _ => 1.0,
                 };
+                let (dx, dy) = (e.delta_x() * unit, e.delta_y() * unit);
+                let (shift, ctrl) = (e.shift_key(), e.ctrl_key() || e.meta_key());
+                if !wheel_is_ours(dx, dy, shift, ctrl, lane_scroll.get()) {
+                    // The page scrolls (Perfetto's convention: the wheel
+                    // scrolls; Ctrl+wheel zooms).
+                    return;
+                }
+                e.prevent_default();
+                let (x, y) = relative(&e2, f64::from(e.client_x()), f64::from(e.client_y()));
                 link.send_message(Msg::Wheel {
                     x,
                     y,
-                    dx: e.delta_x() * unit,
-                    dy: e.delta_y() * unit,
-                    shift: e.shift_key(),
-                    ctrl: e.ctrl_key() || e.meta_key(),
+                    dx,
+                    dy,
+                    shift,
+                    ctrl,
                 });
             },
         ));
@@ -1084,6 +1148,7 @@ impl Component for Timeline {
             raf: None,
             listeners: Vec::new(),
             dragging: Rc::default(),
+            lane_scroll: Rc::default(),
             resize: None,
             ctx2d: None,
             overview_ctx: None,
@@ -1141,16 +1206,15 @@ impl Component for Timeline {
             } => {
                 let px = x - LABEL_W;
                 self.pointer_x = Some(px);
-                if shift {
-                    self.scroll_y += dy;
-                    self.clamp_scroll(props);
-                } else {
-                    if dy != 0.0 {
-                        let k = if ctrl { 0.01 } else { 0.0025 };
-                        self.vp.zoom_around(px.max(0.0), (-dy * k).exp());
+                match wheel_action(dx, dy, shift, ctrl) {
+                    WheelAction::Zoom(d) => {
+                        self.vp
+                            .zoom_around(px.max(0.0), (-d * WHEEL_ZOOM_PER_PX).exp());
                     }
-                    if dx != 0.0 {
-                        self.vp.pan(dx);
+                    WheelAction::Pan(d) => self.vp.pan(d),
+                    WheelAction::Scroll(d) => {
+                        self.scroll_y += d;
+                        self.clamp_scroll(props);
                     }
                 }
                 let _ = y;
@@ -1367,7 +1431,7 @@ impl Component for Timeline {
         );
         html! {
             <div class="ts-timeline" ref={self.root.clone()} tabindex="0" {onkeydown}
-                aria-label="Timeline. Keys: W and S zoom, A and D pan, F fits; arrow keys select the previous or next span on a lane (Left, Right) or on the neighbouring lane (Up, Down); Enter or Space opens the selected span's details; C collapses or expands its group; Escape clears the selection.">
+                aria-label="Timeline. The wheel scrolls the lanes, then the page; Ctrl and the wheel zoom; Shift and the wheel, or dragging, pan. Keys: W and S zoom, A and D pan, F fits; arrow keys select the previous or next span on a lane (Left, Right) or on the neighbouring lane (Up, Down); Enter or Space opens the selected span's details; C collapses or expands its group; Escape clears the selection.">
                 <div class="ts-tl-toolbar">
                     <div class="ts-tl-group" role="group" aria-label="Zoom">
                         <button class="secondary ts-tl-btn" data-testid={self.tid("timeline-zoom-out")} title="Zoom out (S)" aria-label="Zoom out"
@@ -1384,7 +1448,7 @@ impl Component for Timeline {
                         onclick={link.callback(|_| Msg::ToggleAll)}>{ if all_collapsed { "Expand all" } else { "Collapse all" } }</button>
                     <span class="ts-tl-range" data-testid={self.tid("view-range")}
                         data-start-ns={self.vp.start_ns().to_string()} data-end-ns={self.vp.end_ns().to_string()}>{ range_text }</span>
-                    <span class="ts-tl-hint">{ "wheel / W S: zoom · drag / A D: pan · click / arrows: select · Enter: details · C: collapse group · Esc: clear" }</span>
+                    <span class="ts-tl-hint">{ "wheel: scroll · Ctrl+wheel / W S: zoom · drag / A D / Shift+wheel: pan · click / arrows: select · Enter: details · C: collapse group · Esc: clear" }</span>
                 </div>
                 <div class="ts-tl-main">
                     <div class="ts-tl-canvases" style="position:relative">
@@ -1392,6 +1456,8 @@ impl Component for Timeline {
                             style={format!("display:block;width:100%;height:{OVERVIEW_H}px")} aria-label="Overview of the whole iteration; click or drag to move the view" />
                         <canvas ref={self.canvas.clone()} class="ts-tl-canvas" data-testid={self.tid("timeline")}
                             data-plot-left={LABEL_W.to_string()} data-ruler-height={RULER_H.to_string()}
+                            data-scroll-y={format!("{:.0}", self.scroll_y)}
+                            data-scroll-max={format!("{:.0}", (self.layout.height - self.rows_height(props)).max(0.0))}
                             data-runs={self.sections.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(",")}
                             data-lanes={self.sections.iter().map(|s| s.tl.lanes().len()).sum::<usize>().to_string()}
                             data-memory-lanes={self.layout.counter_rows().to_string()}

@@ -726,11 +726,7 @@ fn draw_labels(ctx: &Ctx, scene: &Scene, visible: std::ops::Range<usize>) {
                 ctx.set_font(FONT_SMALL);
                 ctx.set_text_align("right");
                 let peak = format::counter_value(c.max_value(), c.unit, true);
-                let _ = ctx.fill_text(
-                    &format!("act. memory · peak {peak}"),
-                    LABEL_W - 8.0,
-                    y + row.h / 2.0,
-                );
+                let _ = ctx.fill_text(&format!("act. peak {peak}"), LABEL_W - 8.0, y + row.h / 2.0);
             }
         }
     }

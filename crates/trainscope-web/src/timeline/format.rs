@@ -72,14 +72,16 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// A counter lane's value in its unit, long (`3 micro-batches`, `1.5
-/// micro-batches`, `1.25 GiB`) or short for the label column (`3 mb`).
+/// micro-batches`, `1.25 GiB`) or short for the label column: the same
+/// words (`mb` read as megabytes, issue 29).
 pub fn counter_value(value: f64, unit: CounterUnit, short: bool) -> String {
     match unit {
         CounterUnit::Bytes => bytes(value.max(0.0).round() as u64),
         CounterUnit::MicroBatches => {
             let n = crate::views::trim_float(value);
             match (short, value == 1.0) {
-                (true, _) => format!("{n} mb"),
+                (true, true) => format!("{n} micro-batch"),
+                (true, false) => format!("{n} micro-batches"),
                 (false, true) => format!("{n} micro-batch"),
                 (false, false) => format!("{n} micro-batches"),
             }
