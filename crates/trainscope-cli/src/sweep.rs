@@ -31,6 +31,8 @@ use trainscope_core::hardware::Precision;
 use trainscope_core::job::memory::gib;
 use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
+use trainscope_core::model::dispatcher::Dispatcher;
+use trainscope_core::model::stack::CudaGraphs;
 use trainscope_core::search::report::{summary, ShardId};
 use trainscope_core::search::{
     build, enumerate, merge, process, shard, shell_join, sweep_config, SweepReport, SweepSpec,
@@ -182,6 +184,16 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub zero: Vec<u8>,
+    /// EP overlap values to try for MoE models, e.g. off,on (the stack
+    /// flags' --cuda-graphs and --moe-token-dispatcher take comma lists in
+    /// a sweep too: each value is a dimension).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub moe_a2a_overlap_values: Vec<String>,
     /// Rows to print (text: default 10; JSON and CSV: default all).
     #[arg(long, value_name = "K", help_heading = "Output")]
     pub top: Option<usize>,
@@ -506,7 +518,43 @@ fn make_spec(
     spec.precision = precision;
     spec.flash_attention = !args.no_flash_attention;
     spec.bf16_grads = args.bf16_grads;
-    spec.stack = args.software.settings()?;
+    // The stack flags' comma lists are dimensions; the first value of each
+    // is the base stack.
+    let first = |v: &Option<String>| {
+        v.as_deref()
+            .map(|t| t.split(',').next().unwrap_or("").to_string())
+    };
+    fn listed(v: &Option<String>) -> Option<&str> {
+        v.as_deref().filter(|t| t.contains(','))
+    }
+    let base = crate::args::StackFlags {
+        stack: args.software.stack.clone(),
+        cuda_graphs: first(&args.software.cuda_graphs),
+        host_launch_us: args.software.host_launch_us,
+        moe_token_dispatcher: first(&args.software.moe_token_dispatcher),
+        moe_fusion: args.software.moe_fusion.clone(),
+        moe_a2a_overlap: args.software.moe_a2a_overlap,
+        moe_imbalance: args.software.moe_imbalance,
+        tp_comm_overlap: args.software.tp_comm_overlap,
+    };
+    spec.stack = base.settings()?;
+    if let Some(list) = listed(&args.software.cuda_graphs) {
+        spec.cuda_graphs = Some(
+            list.split(',')
+                .map(CudaGraphs::parse)
+                .collect::<std::result::Result<Vec<_>, _>>()?,
+        );
+    }
+    if let Some(list) = listed(&args.software.moe_token_dispatcher) {
+        spec.dispatcher = Some(
+            list.split(',')
+                .map(Dispatcher::parse)
+                .collect::<std::result::Result<Vec<_>, _>>()?,
+        );
+    }
+    if !args.moe_a2a_overlap_values.is_empty() {
+        spec.moe_a2a_overlap = on_off("moe-a2a-overlap-values", &args.moe_a2a_overlap_values)?;
+    }
     spec.tp = numbers("tp", &args.tp)?;
     spec.pp = numbers("pp", &args.pp)?;
     spec.cp = numbers("cp", &args.cp)?;

@@ -661,3 +661,63 @@ fn a_sweep_runs_on_the_given_stack_and_rows_simulate_reproduces() {
         r["iteration_time_ns"]
     );
 }
+
+/// The software settings as sweep dimensions (issue 24): comma lists in
+/// `--cuda-graphs` and `--moe-token-dispatcher` and
+/// `--moe-a2a-overlap-values` give one candidate per combination, each row
+/// carries its settings (`software`, its flags) and reproduces with
+/// `simulate`; a bad value is refused.
+#[test]
+fn software_settings_are_sweep_dimensions() {
+    let args = [
+        "--model",
+        "qwen3-30b-a3b",
+        "--world",
+        "8",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--ep",
+        "8",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "full",
+        "--global-batch-size",
+        "16",
+        "--cuda-graphs",
+        "none,layers",
+        "--moe-token-dispatcher",
+        "alltoall,flex",
+        "--moe-a2a-overlap-values",
+        "off,on",
+    ];
+    let v = sweep_json(&args);
+    let rows = v["results"].as_array().expect("rows");
+    assert_eq!(rows.len(), 8, "2 x 2 x 2 settings of one layout");
+    let mut software: Vec<&str> = rows
+        .iter()
+        .map(|r| r["software"].as_str().unwrap_or(""))
+        .collect();
+    software.sort_unstable();
+    software.dedup();
+    assert_eq!(software.len(), 8, "{software:?}");
+    assert!(
+        software.contains(&"--cuda-graphs layers --moe-token-dispatcher flex --moe-a2a-overlap")
+    );
+    for r in rows.iter().take(3) {
+        assert_row_equals_simulate(r);
+    }
+    let mut bad = vec!["sweep"];
+    bad.extend_from_slice(&args);
+    let at = bad.len() - 3;
+    bad[at] = "alltoall,nccl";
+    let out = trainscope(&bad);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("unknown token dispatcher `nccl`"),
+        "{}",
+        stderr(&out)
+    );
+}

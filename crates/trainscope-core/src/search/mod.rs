@@ -55,6 +55,8 @@ use crate::job::memory::{memory_report, MemoryReport};
 use crate::job::run::{peak_in_flight, run_model};
 use crate::job::sharding::{Sharding, ZeroStage};
 use crate::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
+use crate::model::dispatcher::Dispatcher;
+use crate::model::stack::{CudaGraphs, StackSettings};
 use crate::model::ModelSpec;
 use std::collections::BTreeMap;
 
@@ -150,6 +152,14 @@ pub struct SweepSpec {
     /// the distributed-optimizer list (stage 1 is the distributed
     /// optimizer, 0 without it); `None`: that list decides.
     pub zero: Option<Vec<ZeroStage>>,
+    /// CUDA-graph scopes as a dimension (`None`: [`SweepSpec::stack`]'s).
+    pub cuda_graphs: Option<Vec<CudaGraphs>>,
+    /// MoE token dispatchers as a dimension (`None`: the stack's; dense
+    /// models try only the stack's).
+    pub dispatcher: Option<Vec<Dispatcher>>,
+    /// EP overlap off / on as a dimension (`None`: the stack's; dense
+    /// models try only the stack's).
+    pub moe_a2a_overlap: Option<Vec<bool>>,
     /// The flags every row shares, as the front end spells them (`--model
     /// NAME`, the GPU and the cluster): prepended to each row's flags.
     pub common_flags: String,
@@ -181,6 +191,9 @@ impl SweepSpec {
             sequence_parallel: None,
             distributed_optimizer: None,
             zero: None,
+            cuda_graphs: None,
+            dispatcher: None,
+            moe_a2a_overlap: None,
             common_flags: String::new(),
         }
     }
@@ -290,6 +303,37 @@ impl SweepSpec {
         }
     }
 
+    /// The software stacks tried: [`SweepSpec::stack`] with each CUDA-graph
+    /// scope, dispatcher and EP-overlap value of the lists (the MoE ones
+    /// only for a mixture of experts), in list order.
+    pub fn stack_values(&self) -> Vec<StackSettings> {
+        let base = self.stack;
+        let moe = self.model.moe.is_some();
+        let graphs = self.cuda_graphs.clone().unwrap_or(vec![base.cuda_graphs]);
+        let dispatchers = match &self.dispatcher {
+            Some(d) if moe => d.clone(),
+            _ => vec![base.dispatcher],
+        };
+        let overlaps = match &self.moe_a2a_overlap {
+            Some(o) if moe => o.clone(),
+            _ => vec![base.moe_a2a_overlap],
+        };
+        let mut out = Vec::new();
+        for &cuda_graphs in &graphs {
+            for &dispatcher in &dispatchers {
+                for &moe_a2a_overlap in &overlaps {
+                    out.push(StackSettings {
+                        cuda_graphs,
+                        dispatcher,
+                        moe_a2a_overlap,
+                        ..base
+                    });
+                }
+            }
+        }
+        out
+    }
+
     pub fn distributed_optimizer_values(&self) -> Vec<bool> {
         self.distributed_optimizer
             .clone()
@@ -325,6 +369,23 @@ impl SweepSpec {
                     .join(",")
             ),
             None => cp,
+        };
+        // The software dimensions only when swept (older shards keep
+        // their line).
+        let cp = if self.cuda_graphs.is_some()
+            || self.dispatcher.is_some()
+            || self.moe_a2a_overlap.is_some()
+        {
+            format!(
+                "{cp} | stacks {}",
+                self.stack_values()
+                    .iter()
+                    .map(|s| s.flags())
+                    .collect::<Vec<_>>()
+                    .join(";")
+            )
+        } else {
+            cp
         };
         // Expert TP likewise only when other than TP.
         let tail = match self.expert_tp_values().as_slice() {
@@ -540,6 +601,7 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
     let sp_list = spec.sequence_parallel_values();
     let dist_list = spec.zero_values();
     let etp_list = spec.expert_tp_values();
+    let stacks = spec.stack_values();
     for &world in &spec.worlds {
         for tp in spec.tp_values() {
             for cp in spec.cp_values() {
@@ -556,7 +618,8 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                     * recompute.len()
                                     * sp_list.len()
                                     * dist_list.len()
-                                    * etp_list.len())
+                                    * etp_list.len()
+                                    * stacks.len())
                                     as u64;
                                 if pp == 1 && schedule != ScheduleKind::OneFOneB && has_1f1b {
                                     skip("one pipeline stage has no schedule to choose (1f1b stands for all)".to_string(), inner);
@@ -610,7 +673,10 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                             if tp == 1 && k > 0 {
                                                 skip(
                                                     SKIP_SP_AT_TP1.to_string(),
-                                                    (dist_list.len() * etp_list.len()) as u64,
+                                                    (dist_list.len()
+                                                        * etp_list.len()
+                                                        * stacks.len())
+                                                        as u64,
                                                 );
                                                 continue;
                                             }
@@ -628,70 +694,80 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                     .iter()
                                                     .any(|e| effective(*e) == expert_tp)
                                                 {
-                                                    skip(SKIP_EXPERT_TP_IS_TP.to_string(), 1);
+                                                    skip(
+                                                        SKIP_EXPERT_TP_IS_TP.to_string(),
+                                                        stacks.len() as u64,
+                                                    );
                                                     continue;
                                                 }
-                                                let setup = TrainingSetup {
-                                                    tp,
-                                                    pp,
-                                                    dp: None,
-                                                    cp,
-                                                    ep,
-                                                    expert_tp,
-                                                    vpp,
-                                                    sequence_parallel: sp,
-                                                    micro_batch_size: mbs,
-                                                    global_batch_size: Some(spec.global_batch_size),
-                                                    seq_length: spec.seq_length,
-                                                    precision: spec.precision,
-                                                    recompute: rc,
-                                                    distributed_optimizer: zero
-                                                        >= ZeroStage::Optimizer,
-                                                    flash_attention: spec.flash_attention,
-                                                    first_stage_layers: split.map(|(f, _)| f),
-                                                    last_stage_layers: split.map(|(_, l)| l),
-                                                    account_for_embedding: accounted,
-                                                    account_for_loss: accounted,
-                                                    bf16_grads: spec.bf16_grads,
-                                                    stack: spec.stack,
-                                                    sharding: Sharding {
-                                                        zero,
-                                                        ..Sharding::default()
-                                                    },
-                                                };
-                                                let job = match ModelJob::new(
-                                                    spec.model.clone(),
-                                                    setup,
-                                                    spec.gpu.clone(),
-                                                    Some(world),
-                                                ) {
-                                                    Ok(j) => j,
-                                                    Err(e) => {
-                                                        skip(e.message, 1);
+                                                for &stack in &stacks {
+                                                    let setup = TrainingSetup {
+                                                        tp,
+                                                        pp,
+                                                        dp: None,
+                                                        cp,
+                                                        ep,
+                                                        expert_tp,
+                                                        vpp,
+                                                        sequence_parallel: sp,
+                                                        micro_batch_size: mbs,
+                                                        global_batch_size: Some(
+                                                            spec.global_batch_size,
+                                                        ),
+                                                        seq_length: spec.seq_length,
+                                                        precision: spec.precision,
+                                                        recompute: rc,
+                                                        distributed_optimizer: zero
+                                                            >= ZeroStage::Optimizer,
+                                                        flash_attention: spec.flash_attention,
+                                                        first_stage_layers: split.map(|(f, _)| f),
+                                                        last_stage_layers: split.map(|(_, l)| l),
+                                                        account_for_embedding: accounted,
+                                                        account_for_loss: accounted,
+                                                        bf16_grads: spec.bf16_grads,
+                                                        stack,
+                                                        sharding: Sharding {
+                                                            zero,
+                                                            ..Sharding::default()
+                                                        },
+                                                    };
+                                                    let job = match ModelJob::new(
+                                                        spec.model.clone(),
+                                                        setup,
+                                                        spec.gpu.clone(),
+                                                        Some(world),
+                                                    ) {
+                                                        Ok(j) => j,
+                                                        Err(e) => {
+                                                            skip(e.message, 1);
+                                                            continue;
+                                                        }
+                                                    };
+                                                    // Nothing to shard over (DP x CP 1,
+                                                    // no expert DP): on and off are the
+                                                    // same job, tried once (the list's
+                                                    // first value).
+                                                    if !job.optimizer_shards()
+                                                        && dist_list[..i].iter().any(|d| *d != zero)
+                                                    {
+                                                        skip(
+                                                            SKIP_DIST_OPT_UNSHARDED.to_string(),
+                                                            1,
+                                                        );
                                                         continue;
                                                     }
-                                                };
-                                                // Nothing to shard over (DP x CP 1,
-                                                // no expert DP): on and off are the
-                                                // same job, tried once (the list's
-                                                // first value).
-                                                if !job.optimizer_shards()
-                                                    && dist_list[..i].iter().any(|d| *d != zero)
-                                                {
-                                                    skip(SKIP_DIST_OPT_UNSHARDED.to_string(), 1);
-                                                    continue;
+                                                    if let Err(e) =
+                                                        schedule.check(pp, job.micro_batches)
+                                                    {
+                                                        skip(e.to_string(), 1);
+                                                        continue;
+                                                    }
+                                                    candidates.push(Candidate {
+                                                        index: candidates.len() as u32,
+                                                        schedule,
+                                                        job,
+                                                    });
                                                 }
-                                                if let Err(e) =
-                                                    schedule.check(pp, job.micro_batches)
-                                                {
-                                                    skip(e.to_string(), 1);
-                                                    continue;
-                                                }
-                                                candidates.push(Candidate {
-                                                    index: candidates.len() as u32,
-                                                    schedule,
-                                                    job,
-                                                });
                                             }
                                         }
                                     }
@@ -818,6 +894,7 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         sequence_parallel: s.sequence_parallel,
         distributed_optimizer: s.distributed_optimizer,
         zero: s.sharding.zero.level(),
+        software: s.stack.flags().trim().to_string(),
         iteration_time_ns: summary.iteration_time_ns,
         tokens_per_second: out.throughput.tokens_per_second,
         mfu: out.throughput.mfu,

@@ -72,6 +72,11 @@ pub struct Row {
     /// rows: 0).
     #[serde(default)]
     pub zero: u8,
+    /// The software-stack flags of the row (`--cuda-graphs layers
+    /// --moe-token-dispatcher flex`; empty: the defaults; absent in JSON
+    /// when empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub software: String,
     pub iteration_time_ns: u64,
     pub tokens_per_second: f64,
     pub mfu: f64,
@@ -430,6 +435,14 @@ pub fn explain(best: &Row, second: &Row) -> String {
         second.distributed_optimizer.to_string(),
         best.distributed_optimizer.to_string(),
     );
+    let software = |r: &Row| {
+        if r.software.is_empty() {
+            "defaults".to_string()
+        } else {
+            format!("`{}`", r.software)
+        }
+    };
+    d("software", software(second), software(best));
     let settings = if diffs.is_empty() {
         "same settings".to_string()
     } else {

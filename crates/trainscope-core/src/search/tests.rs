@@ -320,6 +320,7 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         sequence_parallel: false,
         distributed_optimizer: true,
         zero: 1,
+        software: String::new(),
         iteration_time_ns: t,
         tokens_per_second: 1.0,
         mfu: 0.5,
@@ -712,4 +713,34 @@ fn the_distributed_optimizer_shards_expert_states_at_dp_1() {
     let mut dense = job.clone();
     dense.model = tiny();
     assert!(!dense.optimizer_shards());
+}
+
+#[test]
+fn software_lists_multiply_moe_candidates_and_collapse_on_dense_models() {
+    use crate::model::dispatcher::Dispatcher;
+    use crate::model::stack::CudaGraphs;
+    let mut dense = tiny_spec();
+    dense.cuda_graphs = Some(vec![CudaGraphs::None, CudaGraphs::Layers]);
+    dense.dispatcher = Some(vec![Dispatcher::AllToAll, Dispatcher::Flex]);
+    dense.moe_a2a_overlap = Some(vec![false, true]);
+    // A dense model tries the graph scopes only.
+    assert_eq!(dense.stack_values().len(), 2);
+    let base = enumerate(&tiny_spec()).candidates.len();
+    assert_eq!(enumerate(&dense).candidates.len(), 2 * base);
+    let mut moe = SweepSpec::new(
+        crate::model::presets::preset("qwen3-30b-a3b").unwrap(),
+        gpu_preset("H100").unwrap(),
+        8,
+    );
+    moe.dispatcher = Some(vec![Dispatcher::AllToAll, Dispatcher::Flex]);
+    moe.moe_a2a_overlap = Some(vec![false, true]);
+    let stacks = moe.stack_values();
+    assert_eq!(stacks.len(), 4);
+    assert!(stacks
+        .iter()
+        .any(|s| s.dispatcher == Dispatcher::Flex && s.moe_a2a_overlap));
+    assert_ne!(
+        moe.describe(),
+        SweepSpec::new(moe.model.clone(), moe.gpu.clone(), 8).describe()
+    );
 }
