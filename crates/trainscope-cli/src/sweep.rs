@@ -329,10 +329,9 @@ fn on_off(name: &str, values: &[String]) -> std::result::Result<Option<Vec<bool>
     }
     values
         .iter()
-        .map(|v| match v.trim().to_ascii_lowercase().as_str() {
-            "on" | "true" | "yes" | "1" => Ok(true),
-            "off" | "false" | "no" | "0" => Ok(false),
-            other => Err(format!("--{name}: `{other}` is not on or off")),
+        .map(|v| {
+            trainscope_core::limits::on_off(v)
+                .ok_or_else(|| format!("--{name}: `{}` is not on or off", v.trim()))
         })
         .collect::<std::result::Result<Vec<_>, _>>()
         .map(Some)

@@ -618,29 +618,33 @@ fn a_model_path_with_spaces_is_quoted_in_the_flags_and_a_shell_reads_it_back() {
     }
 }
 
+/// One Qwen3-30B-A3B layout on 8 GPUs (EP 8, full recompute), the sweep
+/// bounds of the software-stack tests.
+const QWEN_ONE_LAYOUT: [&str; 16] = [
+    "--model",
+    "qwen3-30b-a3b",
+    "--world",
+    "8",
+    "--tp",
+    "1",
+    "--pp",
+    "1",
+    "--ep",
+    "8",
+    "--micro-batch-size",
+    "1",
+    "--recompute",
+    "full",
+    "--global-batch-size",
+    "16",
+];
+
 /// The software stack reaches every candidate: rows carry `--stack` and
 /// `--cuda-graphs` in their flags and reproduce with them, and the stack
 /// changes the numbers of a host-bound model.
 #[test]
 fn a_sweep_runs_on_the_given_stack_and_rows_simulate_reproduces() {
-    let base = [
-        "--model",
-        "qwen3-30b-a3b",
-        "--world",
-        "8",
-        "--tp",
-        "1",
-        "--pp",
-        "1",
-        "--ep",
-        "8",
-        "--micro-batch-size",
-        "1",
-        "--recompute",
-        "full",
-        "--global-batch-size",
-        "16",
-    ];
+    let base = QWEN_ONE_LAYOUT;
     let mut graphs = base.to_vec();
     graphs.extend_from_slice(&["--stack", "torch-compile", "--cuda-graphs", "full"]);
     let v = sweep_json(&graphs);
@@ -669,30 +673,15 @@ fn a_sweep_runs_on_the_given_stack_and_rows_simulate_reproduces() {
 /// `simulate`; a bad value is refused.
 #[test]
 fn software_settings_are_sweep_dimensions() {
-    let args = [
-        "--model",
-        "qwen3-30b-a3b",
-        "--world",
-        "8",
-        "--tp",
-        "1",
-        "--pp",
-        "1",
-        "--ep",
-        "8",
-        "--micro-batch-size",
-        "1",
-        "--recompute",
-        "full",
-        "--global-batch-size",
-        "16",
+    let mut args = QWEN_ONE_LAYOUT.to_vec();
+    args.extend_from_slice(&[
         "--cuda-graphs",
         "none,layers",
         "--moe-token-dispatcher",
         "alltoall,flex",
         "--moe-a2a-overlap-values",
         "off,on",
-    ];
+    ]);
     let v = sweep_json(&args);
     let rows = v["results"].as_array().expect("rows");
     assert_eq!(rows.len(), 8, "2 x 2 x 2 settings of one layout");

@@ -37,6 +37,17 @@ pub const MAX_ACTIVATION_BYTES: u64 = 1 << 40;
 
 /// A number as messages show it: shortest round-trip text, in scientific
 /// notation when that is much shorter (`1e300`, not 301 digits).
+/// An on/off setting as users type it: on/off, true/false, yes/no, 1/0
+/// (case and spaces ignored); `None` for anything else. The CLI's and the
+/// page's switches all read through it.
+pub fn on_off(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Some(true),
+        "off" | "false" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}
+
 pub fn number(v: f64) -> String {
     if v.is_finite() && v != 0.0 && !(1e-6..1e9).contains(&v.abs()) {
         format!("{v:e}")

@@ -411,11 +411,7 @@ fn optional(v: Option<u32>) -> String {
 }
 
 fn parse_on_off(text: &str) -> Result<bool, String> {
-    match text.trim() {
-        "1" | "true" | "on" | "yes" => Ok(true),
-        "0" | "false" | "off" | "no" => Ok(false),
-        t => Err(format!("`{t}` is not on/off")),
-    }
+    trainscope_core::limits::on_off(text).ok_or_else(|| format!("`{}` is not on/off", text.trim()))
 }
 
 fn on_off(b: bool) -> String {

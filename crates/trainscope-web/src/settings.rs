@@ -609,11 +609,7 @@ fn parse_f64(text: &str) -> Result<f64, String> {
 }
 
 fn parse_bool(text: &str) -> Result<bool, String> {
-    match text.trim() {
-        "1" | "true" | "on" | "yes" => Ok(true),
-        "0" | "false" | "off" | "no" => Ok(false),
-        t => Err(format!("`{t}` is not on/off")),
-    }
+    trainscope_core::limits::on_off(text).ok_or_else(|| format!("`{}` is not on/off", text.trim()))
 }
 
 fn choice<T: Copy>(all: &[T], name: fn(T) -> &'static str, text: &str) -> Result<T, String> {

@@ -858,57 +858,47 @@ impl Builder<'_> {
                 });
                 self.compute(st, &mut pending, prog, ns, ops, meta)?;
                 if let Some(comm) = ops.comm {
-                    if comm.prefetch > 0 && blocking {
-                        // Issued when the first compute `prefetch` units
-                        // back could start (on its own stream, FIFO; the
-                        // oldest known when fewer), awaited by the next
-                        // compute.
+                    // FSDP prefetch: issued on the side when the compute
+                    // `prefetch` units back could start (the oldest known
+                    // when fewer; FIFO on its stream), awaited by the next
+                    // compute.
+                    let prefetch = comm.prefetch > 0 && blocking;
+                    let slot = prefetch.then(|| {
                         let n = st.prefetch_anchors.len();
                         let i = n.saturating_sub(usize::from(comm.prefetch));
-                        let anchor = if n == 0 {
-                            Vec::new()
-                        } else {
-                            std::mem::take(&mut st.prefetch_anchors[i])
-                        };
-                        let before = st.async_tasks.len();
-                        self.collective(
-                            st,
-                            &mut pending,
-                            prog,
-                            comm,
-                            phase,
-                            false,
-                            Some(&anchor),
-                            layer.update_ns,
-                            meta,
-                        )?;
-                        if n > 0 {
+                        (n > 0).then(|| (i, std::mem::take(&mut st.prefetch_anchors[i])))
+                    });
+                    let issue_after = match &slot {
+                        Some(Some((_, anchor))) => Some(anchor.as_slice()),
+                        Some(None) => Some(&[][..]),
+                        None => before.as_deref(),
+                    };
+                    let computed = if alongside {
+                        std::mem::take(&mut st.frontier)
+                    } else {
+                        Vec::new()
+                    };
+                    let issued = st.async_tasks.len();
+                    self.collective(
+                        st,
+                        &mut pending,
+                        prog,
+                        comm,
+                        phase,
+                        blocking && !prefetch,
+                        issue_after,
+                        layer.update_ns,
+                        meta,
+                    )?;
+                    st.frontier.extend(computed);
+                    if let Some(slot) = slot {
+                        if let Some((i, anchor)) = slot {
                             st.prefetch_anchors[i] = anchor;
                         }
-                        if st.async_tasks.len() > before {
-                            if let Some(d) = st.async_tasks.pop() {
-                                pending.push(d);
-                            }
+                        if st.async_tasks.len() > issued {
+                            pending.extend(st.async_tasks.pop());
                         }
                         st.prefetch_armed = true;
-                    } else {
-                        let computed = if alongside {
-                            std::mem::take(&mut st.frontier)
-                        } else {
-                            Vec::new()
-                        };
-                        self.collective(
-                            st,
-                            &mut pending,
-                            prog,
-                            comm,
-                            phase,
-                            blocking,
-                            before.as_deref(),
-                            layer.update_ns,
-                            meta,
-                        )?;
-                        st.frontier.extend(computed);
                     }
                 }
             }

@@ -65,6 +65,51 @@ pub fn shape(job: &ModelJob) -> Shape {
     }
 }
 
+/// The parameters of transformer layer `layer` on one rank (elements):
+/// attention and dense MLP split over TP; in an MoE layer the router and
+/// layer norm whole, shared experts over TP, the rank's routed experts
+/// (experts / EP) over expert TP. `linear`: the weights of the linear
+/// layers (what FP8 keeps 1-byte copies of).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LayerParams {
+    pub dense: u64,
+    pub expert: u64,
+    pub linear: u64,
+}
+
+/// [`LayerParams`] of `layer`: the one per-layer split both the stage
+/// memory (`memory::stage_params`) and the FSDP units
+/// (`sharding::unit_params`) add up.
+pub fn layer_params(job: &ModelJob, layer: u32) -> LayerParams {
+    let m = &job.model;
+    let s = &job.setup;
+    let t = u64::from(s.tp);
+    let counts = m.parameters();
+    let etp = u64::from(job.expert_tp());
+    let norm = m.norm_params();
+    let attention = counts.attention_per_layer / t;
+    // MLA's two latent norms stay in the linear share: a few thousand.
+    let attention_linear = counts.attention_per_layer.saturating_sub(norm) / t;
+    match &m.moe {
+        Some(moe) if m.is_moe_layer(layer) => {
+            let expert = m.mlp_params(moe.expert_ffn_hidden_size);
+            let router = m.hidden_size * u64::from(moe.num_experts);
+            let shared = u64::from(moe.num_shared_experts) * expert / t;
+            let routed = u64::from(moe.num_experts / s.ep.max(1)) * expert / etp;
+            LayerParams {
+                dense: attention + router + shared + norm,
+                expert: routed,
+                linear: attention_linear + shared + routed,
+            }
+        }
+        _ => LayerParams {
+            dense: attention + counts.dense_mlp_per_layer / t,
+            expert: 0,
+            linear: attention_linear + counts.dense_mlp_per_layer.saturating_sub(norm) / t,
+        },
+    }
+}
+
 /// The layers stage `stage` holds, in the order it runs them: chunk c of
 /// the stage holds layer group c x PP + stage (looped), or groups stage and
 /// 2 PP - 1 - stage in a V; a group is [g x per_chunk, + per_chunk). With

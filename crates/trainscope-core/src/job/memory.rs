@@ -93,29 +93,12 @@ pub fn stage_params(job: &ModelJob, stage: u32) -> StageParams {
     let m = &job.model;
     let s = &job.setup;
     let t = u64::from(s.tp);
-    let counts = m.parameters();
-    let etp = u64::from(job.expert_tp());
-    let norm = m.norm_params();
     let mut p = StageParams::default();
     for layer in super::layout::stage_layers(job, stage) {
-        p.dense += counts.attention_per_layer / t;
-        // MLA's two latent norms stay in: a few thousand weights.
-        p.linear += counts.attention_per_layer.saturating_sub(norm) / t;
-        match &m.moe {
-            Some(moe) if m.is_moe_layer(layer) => {
-                let expert = m.mlp_params(moe.expert_ffn_hidden_size);
-                let router = m.hidden_size * u64::from(moe.num_experts);
-                let shared = u64::from(moe.num_shared_experts) * expert / t;
-                let routed = u64::from(moe.num_experts / s.ep) * expert / etp;
-                p.dense += router + shared + norm;
-                p.expert += routed;
-                p.linear += shared + routed;
-            }
-            _ => {
-                p.dense += counts.dense_mlp_per_layer / t;
-                p.linear += counts.dense_mlp_per_layer.saturating_sub(norm) / t;
-            }
-        }
+        let l = super::layout::layer_params(job, layer);
+        p.dense += l.dense;
+        p.expert += l.expert;
+        p.linear += l.linear;
     }
     let vocab_rows = job.padded_vocab_size / t * m.hidden_size;
     if stage == 0 {

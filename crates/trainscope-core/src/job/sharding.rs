@@ -240,21 +240,9 @@ pub fn unit_params(job: &ModelJob, layer: u32) -> (u64, u64) {
     let m = &job.model;
     let s = &job.setup;
     let t = u64::from(s.tp);
-    let counts = m.parameters();
-    let etp = u64::from(job.expert_tp());
     let norm = m.norm_params();
-    let mut dense = counts.attention_per_layer / t;
-    let mut expert = 0;
-    match &m.moe {
-        Some(moe) if m.is_moe_layer(layer) => {
-            let e = m.mlp_params(moe.expert_ffn_hidden_size);
-            dense += m.hidden_size * u64::from(moe.num_experts)
-                + u64::from(moe.num_shared_experts) * e / t
-                + norm;
-            expert += u64::from(moe.num_experts / s.ep.max(1)) * e / etp;
-        }
-        _ => dense += counts.dense_mlp_per_layer / t,
-    }
+    let l = super::layout::layer_params(job, layer);
+    let (mut dense, expert) = (l.dense, l.expert);
     let vocab_rows = job.padded_vocab_size / t * m.hidden_size;
     let first = (0..s.pp).find_map(|st| super::layout::stage_layers(job, st).first().copied());
     if first == Some(layer) {

@@ -264,13 +264,12 @@ pub fn imbalance_milli(factor: f64) -> Result<u32, String> {
 /// The router and permute fusions as a user writes them: `on` / `off`
 /// (also true/false, yes/no, 1/0), or the message.
 pub fn parse_fusion(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => Ok(true),
-        "off" | "false" | "no" | "0" => Ok(false),
-        other => Err(format!(
-            "MoE fusion `{other}` is neither on nor off; give on (fused router and permute kernels) or off"
-        )),
-    }
+    crate::limits::on_off(text).ok_or_else(|| {
+        format!(
+            "MoE fusion `{}` is neither on nor off; give on (fused router and permute kernels) or off",
+            text.trim()
+        )
+    })
 }
 
 #[cfg(test)]
