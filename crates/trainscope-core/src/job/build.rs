@@ -426,19 +426,20 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     // Transformer Engine's TP overlap: sequence-parallel blocks with TP > 1
     // (the CP exchange and MoE blocks keep their collectives in the chain).
     let tp_overlap = s.stack.tp_comm_overlap && s.sequence_parallel && s.tp > 1;
-    let overlapped = |block: &str, ops: Vec<Op>, out: &mut Vec<LayerOp>| {
-        let (norm, body, residual) = split_norm(ops);
+    let overlapped = |block: &str, parts: (Vec<Op>, Vec<Op>, Vec<Op>), out: &mut Vec<LayerOp>| {
+        let (norm, body, residual) = parts;
         let (first, middle, mut last) = split_gemms(body);
         last.extend(residual);
         let b = TpBlock { tp: &tp, layer };
         b.push_overlapped(out, block, [t(&norm), t(&first), t(&middle), t(&last)]);
     };
     // Attention block.
-    let (norm, body, residual) = split_norm(m.attention_ops(shape));
-    let attention = t(&body).plus(t(&residual));
+    let attention_parts = split_norm(m.attention_ops(shape));
     if tp_overlap && s.cp == 1 {
-        overlapped("attention", m.attention_ops(shape), out);
+        overlapped("attention", attention_parts, out);
     } else if s.cp > 1 {
+        let (norm, body, residual) = attention_parts;
+        let attention = t(&body).plus(t(&residual));
         // Context parallelism: the K and V of the other CP ranks' tokens
         // gathered before the attention core (Megatron's `cp_comm_type
         // allgather`), their gradients reduce-scattered in the backward;
@@ -454,6 +455,8 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
         );
         block.push_cp(out, t(&norm), o, attention);
     } else {
+        let (norm, body, residual) = attention_parts;
+        let attention = t(&body).plus(t(&residual));
         block.push(out, ["attention_norm", "attention"], t(&norm), attention);
     }
     // MLP block.
@@ -521,7 +524,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
                 disp,
             ));
         }
-        _ if tp_overlap => overlapped("mlp", m.mlp_ops(layer, shape), out),
+        _ if tp_overlap => overlapped("mlp", (norm, body, residual), out),
         _ => {
             let mlp = t(&body).plus(t(&residual));
             block.push(out, ["mlp_norm", "mlp"], t(&norm), mlp);
