@@ -12,13 +12,13 @@ use trainscope_tests::modgraph::{circles, graph, name, Graph};
 /// layer or below, never above; homes named here but not yet in the tree
 /// are where the coming work lands (ARCHITECTURE.md's code map).
 const CORE_LAYERS: &[&[&str]] = &[
-    &["diag", "limits"],
+    &["diag", "limits", "rng"],
     &["workload", "model", "timeline"],
     &["hardware", "analysis", "formats"],
     &["inspect", "load"],
     &["analytical"],
     &["engine"],
-    &["replay", "export"],
+    &["replay", "export", "whatif"],
     &["run"],
     &["job", "search", "goodput"],
 ];

@@ -10,6 +10,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 use trainscope_core::analytical::RatioTables;
 use trainscope_core::engine::config::PlacementOrder;
+use trainscope_core::engine::faults::{self, Faults, Jitter, SlowCompute, SlowLink};
 use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
@@ -19,6 +20,7 @@ use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatch
 use trainscope_core::model::stack::{launch_ns_from_us, CudaGraphs, Stack, StackSettings};
 use trainscope_core::replay::infer::NetworkOverrides;
 use trainscope_core::run::{RunOptions, SlowRank};
+use trainscope_core::whatif::DEFAULT_SENSITIVITY_FACTOR;
 use trainscope_core::workload::Format;
 
 /// Which simulator runs.
@@ -54,6 +56,8 @@ pub struct Args {
     pub event: EventFlags,
     #[command(flatten)]
     pub model: ModelFlags,
+    #[command(flatten)]
+    pub whatif: WhatIfFlags,
 }
 
 /// Cluster flags of both modes and the SimAI-compatible mode's own flags
@@ -371,6 +375,16 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
             eprintln!("{}", w.short());
         }
         options.ratio_tables = Some(tables);
+    }
+    match (args.whatif.faults(), args.whatif.blame()) {
+        (Ok(faults), Ok(blame)) => {
+            config.faults = faults;
+            options.blame = blame;
+        }
+        (Err(why), _) | (_, Err(why)) => {
+            eprintln!("error: {why}");
+            return Ok(Err(EXIT_CONFIG));
+        }
     }
     Ok(Ok((config, options)))
 }
@@ -776,5 +790,94 @@ impl ShardingFlags {
             prefetch: self.fsdp_prefetch.unwrap_or(d.prefetch),
             reshard_after_forward: !self.no_reshard_after_forward,
         })
+    }
+}
+
+/// What-if faults and blame, for `simulate` (files and `--model`) and
+/// `sweep` (with `--straggler`); the core's [`Faults`] and blame.
+#[derive(clap::Args, Debug, Default, Clone)]
+#[command(next_help_heading = "What-if faults")]
+pub struct WhatIfFlags {
+    /// Slow GPUs: RANKS:FACTOR, every compute task of the ranks FACTOR
+    /// times as long (`17:1.25`, `4-7,9:2`, `node3:1.1`, `stage2:1.5`);
+    /// repeatable. The report's `whatif` gives the step with and without
+    /// and who carries the delay.
+    #[arg(long, value_name = "RANKS:FACTOR")]
+    pub slow: Vec<String>,
+    /// Slow links: A-B:FACTOR (between ranks A and B) or nodeN:FACTOR (a
+    /// node's NICs): collectives and transfers over it run FACTOR times as
+    /// long (their NVLink or NIC part); repeatable.
+    #[arg(long, value_name = "LINK:FACTOR")]
+    pub slow_link: Vec<String>,
+    /// Per-kernel jitter: each compute task's time times a log-normal draw
+    /// with mean 1 and this coefficient of variation, percent (seeded by
+    /// --seed).
+    #[arg(long, value_name = "PCT")]
+    pub jitter: Option<f64>,
+    /// Seed of every random draw of the command (jitter; `plan`'s
+    /// Monte-Carlo). Default 0.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// The blame: a measured per-rank replay against every rank's compute
+    /// at the ranks' mean (the slow-down and who causes it); a described
+    /// job, each stage slowed by --blame-factor in turn (what it costs the
+    /// step, which group waits).
+    #[arg(long)]
+    pub blame: bool,
+    /// The slow-down of --blame's sensitivity table (default 1.1).
+    #[arg(long, value_name = "X")]
+    pub blame_factor: Option<f64>,
+}
+
+impl WhatIfFlags {
+    /// The core's faults (`Err`: the message for exit 4).
+    pub fn faults(&self) -> std::result::Result<Faults, String> {
+        let slow = self
+            .slow
+            .iter()
+            .map(|t| SlowCompute::parse(t).map_err(|e| format!("invalid setting `slow`: {e}")))
+            .collect::<std::result::Result<_, _>>()?;
+        let slow_links = self
+            .slow_link
+            .iter()
+            .map(|t| SlowLink::parse(t).map_err(|e| format!("invalid setting `slow-link`: {e}")))
+            .collect::<std::result::Result<_, _>>()?;
+        let jitter = self
+            .jitter
+            .map(|p| {
+                Jitter::new(p, self.seed).map_err(|e| format!("invalid setting `jitter`: {e}"))
+            })
+            .transpose()?;
+        Ok(Faults {
+            slow,
+            slow_links,
+            jitter,
+        })
+    }
+
+    /// `--blame` with its factor (`Err`: the message for exit 4).
+    pub fn blame(&self) -> std::result::Result<Option<f64>, String> {
+        if self.blame_factor.is_some() && !self.blame {
+            return Err("--blame-factor sets --blame's slow-down; give --blame too".to_string());
+        }
+        let f = self.blame_factor.unwrap_or(DEFAULT_SENSITIVITY_FACTOR);
+        faults::check_factor(f).map_err(|e| format!("invalid setting `blame-factor`: {e}"))?;
+        Ok(self.blame.then_some(f))
+    }
+
+    /// The what-if flags that were given (for the SimAI mode's warning).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (set, name) in [
+            (!self.slow.is_empty(), "--slow"),
+            (!self.slow_link.is_empty(), "--slow-link"),
+            (self.jitter.is_some(), "--jitter"),
+            (self.blame, "--blame"),
+        ] {
+            if set {
+                out.push(name);
+            }
+        }
+        out
     }
 }

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
 use trainscope_core::job::calibrate::calibrate_from;
 use trainscope_core::job::memory::gib;
-use trainscope_core::job::run::{run_model, ModelRunOutput};
+use trainscope_core::job::run::{run_model, run_model_with, ModelRunOutput};
 use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::ModelJob;
 use trainscope_core::{
@@ -270,8 +270,8 @@ pub fn simulate_job(args: &Args, model: &str) -> Result<std::result::Result<Mode
         Ok(j) => j,
         Err(code) => return Ok(Err(code)),
     };
-    let mut config = match crate::args::settings(args)? {
-        Ok((c, _)) => c,
+    let (mut config, blame) = match crate::args::settings(args)? {
+        Ok((c, o)) => (c, o.blame),
         Err(code) => return Ok(Err(code)),
     };
     let mut fit = None;
@@ -289,7 +289,7 @@ pub fn simulate_job(args: &Args, model: &str) -> Result<std::result::Result<Mode
             Err(e) => return Ok(Err(crate::io::report_error(&e))),
         }
     }
-    let mut out = match run_model(&job, &config) {
+    let mut out = match run_model_with(&job, &config, blame) {
         Ok(o) => o,
         Err(e) => return Ok(Err(crate::io::report_error(&e))),
     };

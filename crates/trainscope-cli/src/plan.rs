@@ -177,9 +177,6 @@ pub struct RunFlags {
         allow_negative_numbers = true
     )]
     pub gpu_hour_price: f64,
-    /// Monte-Carlo seed.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub seed: u64,
     /// Monte-Carlo runs.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS)]
     pub runs: u32,
@@ -360,7 +357,7 @@ pub fn run(args: &PlanArgs) -> Result<u8> {
     input.spare_repair_hours = r.spare_repair_hours;
     input.checkpoint_interval = r.checkpoint_interval;
     input.gpu_hour_price = r.gpu_hour_price;
-    input.seed = r.seed;
+    input.seed = args.job.whatif.seed;
     input.runs = r.runs;
     let planned = match plan(&input) {
         Ok(p) => p,

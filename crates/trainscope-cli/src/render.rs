@@ -3,6 +3,7 @@
 
 use trainscope_core::replay::infer::FitBasis;
 use trainscope_core::run::{InferredReport, RunOutput};
+use trainscope_core::whatif::WhatIfReport;
 
 pub(crate) fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
@@ -216,6 +217,9 @@ pub fn render_text(o: &RunOutput) -> String {
             }
         ));
     }
+    if let Some(w) = &o.whatif {
+        out.push_str(&render_whatif(w));
+    }
     if !o.notes.is_empty() {
         out.push('\n');
         for n in &o.notes {
@@ -224,6 +228,59 @@ pub fn render_text(o: &RunOutput) -> String {
     }
     let trimmed: Vec<&str> = out.lines().map(str::trim_end).collect();
     trimmed.join("\n") + "\n"
+}
+
+/// The what-if lines: the faults, S against the ideal, the blame and the
+/// sensitivity table.
+fn render_whatif(w: &WhatIfReport) -> String {
+    let mut out = String::from("\n  what-if");
+    if !w.injected.is_empty() {
+        out.push_str(&format!(": {}", w.injected.join(" ")));
+    }
+    out.push('\n');
+    if w.ideal != "as given" {
+        out.push_str(&format!(
+            "    step {} ms vs {} ms with {}: slow-down S = {:.4}\n",
+            ms(w.iteration_time_ns),
+            ms(w.baseline_iteration_time_ns),
+            w.ideal,
+            w.slowdown
+        ));
+    }
+    if !w.blame.is_empty() {
+        out.push_str(
+            "    blame (share of S - 1 removed by putting the slice back to its ideal):\n",
+        );
+        for b in &w.blame {
+            let by = serde_json::to_value(b.by).ok();
+            let by = by.as_ref().and_then(|v| v.as_str()).unwrap_or("");
+            out.push_str(&format!(
+                "      {:<6} {:<28} {:>8.4}  (step {} ms)\n",
+                by,
+                b.name,
+                b.share,
+                ms(b.iteration_time_ns)
+            ));
+        }
+    }
+    if let Some(first) = w.sensitivity.first() {
+        out.push_str(&format!(
+            "    sensitivity: each stage's ranks {}x slower in turn (step {} ms as given):\n",
+            trainscope_core::limits::number(first.factor),
+            ms(w.baseline_iteration_time_ns)
+        ));
+        for s in &w.sensitivity {
+            out.push_str(&format!(
+                "      stage {:<4} step {:>10} ms  {:+7.2}%  carried by {}\n",
+                s.stage,
+                ms(s.iteration_time_ns),
+                s.cost_percent,
+                s.carried_by
+            ));
+        }
+    }
+    out.push_str(&format!("    ({} simulations)\n", w.simulations));
+    out
 }
 
 /// The `inferred` lines of the readable report: per group and direction

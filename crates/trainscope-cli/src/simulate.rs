@@ -116,7 +116,7 @@ fn run_simai(args: &Args) -> Result<u8> {
         );
         return Ok(EXIT_USAGE);
     };
-    for name in args.event.given() {
+    for name in args.event.given().into_iter().chain(args.whatif.given()) {
         eprintln!("warning: {name} is an event-mode flag; ignored with --mode simai");
     }
     let name = file.display().to_string();

@@ -23,9 +23,11 @@ pub mod job;
 pub mod limits;
 pub mod model;
 pub mod replay;
+pub mod rng;
 pub mod run;
 pub mod search;
 pub mod timeline;
+pub mod whatif;
 pub mod workload;
 
 pub use diag::{Diagnostic, Location, Severity};

@@ -60,6 +60,7 @@ use crate::engine::chunks::BlockLayers;
 use crate::engine::event::{
     Dep, Engine, FlowDef, GangId, NodeId, TaskDef, TaskGraph, TaskId, NONE,
 };
+use crate::engine::injection;
 use crate::engine::network::{
     CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement,
 };
@@ -125,6 +126,9 @@ struct ProgState {
     /// Overlapped pairs run as independent chains
     /// ([`schedule::StagePlan::independent`]).
     independent: bool,
+    /// Compute tasks issued so far: the jitter's key
+    /// ([`crate::engine::faults::Jitter::factor_of`]).
+    compute_seq: u64,
     /// The first of an independent pair has run: where the second starts.
     pair: Option<PairStart>,
 }
@@ -203,6 +207,8 @@ struct Builder<'a> {
     /// Per program: its transfer points (boundary, point), by boundary,
     /// sends before waits at one boundary.
     points: Vec<Vec<(u32, Point)>>,
+    /// What-if faults against this job (`None`: no fault).
+    faults: Option<injection::Resolved>,
 }
 
 fn merge_deps(out: &mut Vec<Dep>, a: &[Dep], b: &[Dep]) {
@@ -306,6 +312,13 @@ impl Builder<'_> {
         if ns == 0 {
             return Ok(());
         }
+        let ns = match &self.faults {
+            Some(f) => {
+                st.compute_seq += 1;
+                f.compute_ns(prog, self.ranks[prog as usize], st.compute_seq, ns)
+            }
+            None => ns,
+        };
         let mut deps = std::mem::take(&mut self.scratch);
         merge_deps(&mut deps, &st.frontier, pending);
         if st.prefetch_armed {
@@ -394,6 +407,10 @@ impl Builder<'_> {
         if total == 0 {
             return Ok(());
         }
+        let (total, nic) = match &self.faults {
+            Some(f) => f.collective(prog, comm.group, total, nic),
+            None => (total, nic),
+        };
         let stream = match comm.group {
             GroupKind::Dp | GroupKind::DpEp => Stream::GradSync,
             _ => Stream::Collective,
@@ -1064,6 +1081,10 @@ impl Builder<'_> {
             placement,
         };
         let (total, nic) = self.cost(req)?;
+        let (total, nic) = match &self.faults {
+            Some(f) => f.transfer(&self.placement, (from, ra), (to, rb), total, nic),
+            None => (total, nic),
+        };
         let (na, nb) = (
             self.node_of_prog[from as usize],
             self.node_of_prog[to as usize],
@@ -1450,6 +1471,11 @@ pub fn build(
     }
     let activation = config.activation_bytes.unwrap_or(job.activation_bytes);
     let by_rank_copy = by_rank.clone();
+    let faults = if config.faults.is_empty() {
+        None
+    } else {
+        Some(injection::resolve(&config.faults, job, &placement, &ranks)?)
+    };
     let mut b = Builder {
         job,
         config,
@@ -1477,6 +1503,7 @@ pub fn build(
         p2p_task: vec![NONE; job.transfers.len()],
         points: transfer_points(job, &by_rank_copy),
         has_host: false,
+        faults,
     };
     let mut states = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
@@ -1510,6 +1537,7 @@ pub fn build(
             order: order.steps,
             overlapped: order.overlapped,
             independent: order.independent,
+            compute_seq: 0,
             pair: None,
             weighted,
             pos: 0,

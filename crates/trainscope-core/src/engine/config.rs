@@ -264,6 +264,13 @@ pub struct SimConfig {
     /// Default off.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub overlap_forward_backward: bool,
+    /// What-if faults: slow ranks, slow links, jitter
+    /// ([`crate::engine::faults`]). Default none.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::engine::faults::Faults::is_empty"
+    )]
+    pub faults: crate::engine::faults::Faults,
 }
 
 impl Default for SimConfig {
@@ -282,6 +289,7 @@ impl Default for SimConfig {
             record_dependencies: true,
             summary_only: false,
             overlap_forward_backward: false,
+            faults: Default::default(),
         }
     }
 }
@@ -327,7 +335,7 @@ impl SimConfig {
                 format!("{} is not a positive factor", self.compute_scale),
             );
         }
-        Ok(())
+        self.faults.validate()
     }
 }
 

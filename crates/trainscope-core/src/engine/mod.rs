@@ -32,6 +32,8 @@ pub mod chunks;
 pub mod config;
 pub mod described;
 pub mod event;
+pub mod faults;
+pub mod injection;
 pub mod network;
 pub mod schedule;
 pub mod simai_cost;

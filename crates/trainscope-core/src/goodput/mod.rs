@@ -52,8 +52,9 @@ pub mod presets;
 #[cfg(test)]
 mod tests;
 
+use crate::rng::SplitMix64;
 use formulas::{daly_interval_s, job_rate_per_s, no_spare_probability, segment, young_interval_s};
-use montecarlo::{percentile, simulate_run, Process, SplitMix64};
+use montecarlo::{percentile, simulate_run, Process};
 use serde::{Deserialize, Serialize};
 
 /// Most Monte-Carlo runs.

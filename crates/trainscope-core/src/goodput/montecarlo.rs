@@ -13,42 +13,11 @@
 //! process over that wall time, each costing a restart and a restore (the
 //! job drains at a checkpoint first, so it loses no work).
 //!
-//! The generator is SplitMix64 (Steele, Lea and Flood, "Fast splittable
-//! pseudorandom number generators", OOPSLA 2014), written here: no
-//! clocks, no threads, no crates, so a seed gives the same runs on every
-//! build.
+//! The generator is the core's seeded SplitMix64 ([`crate::rng`]), so a
+//! seed gives the same runs on every build.
 
 use super::Badput;
-
-/// SplitMix64: a 64-bit state advanced by a constant and mixed.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1]: the top 53 bits, never 0 (so its log is finite).
-    pub fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Exponential with mean 1.
-    pub fn exponential(&mut self) -> f64 {
-        -self.uniform().ln()
-    }
-}
+use crate::rng::SplitMix64;
 
 /// The settings one simulated run needs, in seconds and per second.
 #[derive(Debug, Clone, Copy)]

@@ -61,6 +61,18 @@ pub fn peak_in_flight(schedule: ScheduleKind, p: u32, m: u32, v: u32, stage: u32
 /// Simulate a validated model-level job under `config` (see the module
 /// documentation for which settings the job overrides).
 pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, RunError> {
+    run_model_with(job, config, None)
+}
+
+/// [`run_model`] with the what-if blame ([`crate::run::RunOptions::blame`]:
+/// a sensitivity table with each stage slowed by the factor in turn).
+/// Injected faults ([`SimConfig::faults`]) get their what-if report either
+/// way, except in summary-only runs (the sweep ranks by the slowed time).
+pub fn run_model_with(
+    job: &ModelJob,
+    config: &SimConfig,
+    blame: Option<f64>,
+) -> Result<ModelRunOutput, RunError> {
     let mut c = config.clone();
     let s = &job.setup;
     let mut warnings = job.notes.clone();
@@ -155,6 +167,11 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
     let spec = JobSpec::from_described(&described, &DescribedOptions::default())?;
     let cost = cost_for(spec.parallel, &c, None)?;
     let mut result = simulate_with(&spec, &c, cost.as_ref())?;
+    let whatif = if c.summary_only && blame.is_none() {
+        None
+    } else {
+        crate::whatif::report(&spec, &c, cost.as_ref(), blame)?
+    };
     // The timeline's activation memory lanes in bytes: the simulated chunk
     // counts times the memory model's bytes per chunk (a summary-only run
     // has no timeline to put them in).
@@ -221,6 +238,7 @@ pub fn run_model(job: &ModelJob, config: &SimConfig) -> Result<ModelRunOutput, R
         inferred: None,
         analysis: None,
         slow_rank: None,
+        whatif,
         warnings: as_warning_lines(Vec::new(), warnings),
         notes,
     };

@@ -97,6 +97,11 @@ pub struct RunOptions {
     /// Measured runs replayed per rank (Kineto, Echo, Chakra): one rank's
     /// compute slowed by a percentage (a what-if straggler).
     pub slow_rank: Option<SlowRank>,
+    /// The what-if blame ([`crate::whatif`]): per-rank replays against
+    /// every rank's compute at the ranks' mean; other jobs a sensitivity
+    /// table with each stage slowed by this factor in turn (`None`: no
+    /// blame; injected faults, [`SimConfig::faults`], always get theirs).
+    pub blame: Option<f64>,
     /// Bandwidth-efficiency tables for `Algorithm::Simai` (SimAI's built-in
     /// ones when `None`).
     #[serde(skip)]
@@ -160,6 +165,12 @@ impl RunOptions {
         if let Some(w) = self.world {
             limits::count(w, limits::MAX_WORLD).map_err(|reason| SimError::InvalidConfig {
                 name: "world",
+                reason,
+            })?;
+        }
+        if let Some(f) = self.blame {
+            crate::engine::faults::check_factor(f).map_err(|reason| SimError::InvalidConfig {
+                name: "blame",
                 reason,
             })?;
         }
@@ -437,6 +448,9 @@ pub struct RunOutput {
     /// [`RunOptions::slow_rank`]: the what-if's iteration against the
     /// replay without it.
     pub slow_rank: Option<SlowRankReport>,
+    /// Injected faults or [`RunOptions::blame`]: the what-if's slow-down
+    /// and blame ([`crate::whatif::report`]).
+    pub whatif: Option<crate::whatif::WhatIfReport>,
     /// Every warning (files, adapters, simulation), one line each, in order.
     pub warnings: Vec<String>,
     /// Notes on what was simulated.
@@ -541,6 +555,9 @@ impl RunOutput {
             if let Some(sr) = &self.slow_rank {
                 v["slow_rank"] = json!(sr);
             }
+        }
+        if let Some(w) = &self.whatif {
+            v["whatif"] = json!(w);
         }
         v["warnings"] = json!(self.warnings);
         v["notes"] = json!(self.notes);
@@ -923,6 +940,7 @@ pub fn run_loaded(
             job.simai_bubble = source.as_ref().map(SimaiBubbleBasis::from_workload);
             let cost = cost_for(job.parallel, config, tables)?;
             let result = simulate_with(&job, config, cost.as_ref())?;
+            let whatif = crate::whatif::report(&job, config, cost.as_ref(), options.blame)?;
             push_unique(&mut warnings, result.summary.warnings.iter().cloned());
             push_unique(&mut notes, result.summary.notes.iter().cloned());
             Ok(RunOutput {
@@ -941,6 +959,7 @@ pub fn run_loaded(
                 assumed_ranks: Vec::new(),
                 analysis: None,
                 slow_rank: None,
+                whatif,
                 warnings: as_warning_lines(file_warnings, warnings),
                 notes,
             })
@@ -1123,6 +1142,8 @@ pub fn run_loaded(
                         base.micro_batches = None;
                     }
                     base.compute_scale = 1.0;
+                    // Calibrated on the run as measured, without what-if faults.
+                    base.faults = Default::default();
                     let plain = simulate_with(&rj.job, &base, logged_cost)?;
                     let plain_t = plain.summary.iteration_time_ns;
                     let cal = calibrate_compute_scale(&rj.job, &base, logged_cost, target)?;
@@ -1191,6 +1212,7 @@ pub fn run_loaded(
                 }
                 _ => None,
             };
+            let whatif = crate::whatif::report(run_job, &c, cost, options.blame)?;
             let analysis = loaded.analysis.clone();
             match &rj.network {
                 Some(net) => {
@@ -1242,6 +1264,7 @@ pub fn run_loaded(
                 assumed_ranks: rj.assumed,
                 analysis,
                 slow_rank,
+                whatif,
                 warnings: as_warning_lines(file_warnings, warnings),
                 notes,
             })
