@@ -19,6 +19,7 @@ use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::calibrate::fit_compute_scale;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
+use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::{CudaGraphs, StackSettings};
 use trainscope_core::model::{presets, Family, ModelSpec};
 use trainscope_tests::median;
@@ -29,20 +30,22 @@ const CASES: &str = include_str!("../fixtures/model_jobs/published.jsonl");
 /// absolute error of the predicted iteration time over the table. The test
 /// guards against regressions; the numbers are what the model achieves,
 /// not targets met by tuning.
-const MEDIAN_TOLERANCE: f64 = 0.12;
+const MEDIAN_TOLERANCE: f64 = 0.10;
 const WORST_TOLERANCE: f64 = 0.30;
 /// Documented accuracy on mixture-of-experts models (the worst absolute
 /// error): far from the dense cases' (README "Validation"); a guard, not a
 /// target. 65% before the dispatcher's kernels were placed ahead of its
-/// sync point (issue 24); see [`MOE_MEDIAN_TOLERANCE`].
+/// sync point (issue 24); 69.0% since the MoE cases run their recipes' EP
+/// overlap and dispatcher (the `recipe` field of each case), which the
+/// table had left at the defaults; see [`MOE_MEDIAN_TOLERANCE`].
 const MOE_WORST_TOLERANCE: f64 = 0.70;
 /// Documented median accuracy on mixture-of-experts models; a guard. It
 /// widened from 40% to 50% when Transformer Engine's grouped-GEMM launches
 /// (a C++ loop over the experts) were charged the bare launch call instead
-/// of a Python op each: better founded, and it shows that the absolute MoE
-/// gap is not the host's (the two-setting ratios of `stack_validation`
-/// are within 5%).
-const MOE_MEDIAN_TOLERANCE: f64 = 0.50;
+/// of a Python op each, and came back to 30% (median 23.6%) when the B200
+/// GEMM curve was fitted to SimuMax's measured B200 table and each expert
+/// GEMM of the multi-stream loop was charged TE's benchmarked 33 us.
+const MOE_MEDIAN_TOLERANCE: f64 = 0.30;
 /// Documented accuracy of predictions calibrated on another case of the
 /// same model and GPU (median absolute error).
 const CALIBRATED_MEDIAN_TOLERANCE: f64 = 0.10;
@@ -98,6 +101,14 @@ struct Case {
     /// absent: none).
     #[serde(default)]
     cuda_graphs: Option<String>,
+    /// Megatron's token dispatcher as the recipe sets it (`alltoall`,
+    /// `allgather`, `flex`; absent: alltoall). The MoE cases cite the
+    /// recipe file in their `recipe` field.
+    #[serde(default)]
+    moe_token_dispatcher: Option<String>,
+    /// Megatron's EP overlap as the recipe sets it (absent: off).
+    #[serde(default)]
+    moe_a2a_overlap: bool,
     /// A fused (flash) attention kernel; absent: true (every source after
     /// 2023 runs one).
     flash_attention: Option<bool>,
@@ -177,6 +188,12 @@ fn evaluate(c: &Case) -> Row {
                 .as_deref()
                 .map(|g| CudaGraphs::from_name(g).expect("cuda_graphs"))
                 .unwrap_or_default(),
+            dispatcher: c
+                .moe_token_dispatcher
+                .as_deref()
+                .map(|d| Dispatcher::parse(d).expect("moe_token_dispatcher"))
+                .unwrap_or_default(),
+            moe_a2a_overlap: c.moe_a2a_overlap,
             ..StackSettings::default()
         },
         sharding: Default::default(),

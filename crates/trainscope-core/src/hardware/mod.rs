@@ -133,12 +133,21 @@ PyTorch 2.11, CUDA 13.0): bf16 69.5% at large sizes and half of it at 2.8 GFLOP,
 half of it at twice the FLOPs (the same time; the fit's median error 5% bf16, 7% fp8). On an \
 H200 swept the same way (tests/fixtures/measured/h200/, not fitted) the same curve is within \
 4% (bf16) and 6% (fp8) median. \
+GEMM on B200: fitted to the kernel table SimuMax measured on a B200 (MooreThreads/SimuMax \
+configs/system/b200_bf16_ceperm.json at 4dcaae5: 514 dense bf16 GEMMs of 6.7 GFLOP to 69 TFLOP and \
+108 grouped GEMMs of Megatron's MoE layers, 20 to 256 groups of M 128..9832 rows, forward, input \
+and weight gradient, each group read at its own size; the same table reproduces SimuMax's B200 \
+training steps within about 5-10%, docs/b200/b200_release_v1.2_summary.md): bf16 48% at large \
+sizes and half of it at 7.6 GFLOP (median error 5.5% dense, 10.6% grouped; the weight-gradient \
+groups run about 20% below the curve, the forward groups about 10% above). The table has no FP8 \
+GEMMs: FP8 takes Bekman's B200 fp8/bf16 best-shape ratio (76.3 / 77.6) of the bf16 level and \
+half of it at the same time (an assumption until measured). \
 GEMM on other GPUs: the 'Maximum Achievable Matmul FLOPS' table of Stas Bekman's ml-engineering \
 book (compute/accelerator/README.md: A100 SXM bf16 86.9%, H100 SXM bf16 80.3%, B200 bf16 77.6% / \
 fp8 76.3%, MI300X bf16 51.4%) gives the best shape a search finds; each is scaled by the H100's \
 measured typical level over its best-shape figure (69.5 / 80.3, an assumption until measured). \
 Half-efficiency size: A100 from NVIDIA's A100 cuBLAS mixed-precision figure (1024^3 ~29%, \
-2048^3 ~70%: about 4 GFLOP); B200 and MI300X the H100's scaled by their bf16 peak (an assumption). \
+2048^3 ~70%: about 4 GFLOP); MI300X the H100's scaled by its bf16 peak (an assumption). \
 Attention: on H100-class GPUs fitted to the H100 SXM sweep (attention.csv: PyTorch SDPA with \
 cuDNN/flash kernels, causal, head size 128): forward 60.5% of the bf16 peak on long sequences, \
 half of it at 450 tokens; backward 57.5%, half at 1,800 tokens (fit within 4% and 2% median; \
@@ -285,12 +294,16 @@ const AMPERE: Efficiency = Efficiency {
     memory_half_bytes: 1.0e6,
     launch_ns: 1_000,
 };
-/// Efficiency of an NVIDIA B200 (Bekman's figures x [`TYPICAL_OF_BEST`];
-/// half size: the H100's x 2250 / 989).
+/// Efficiency of an NVIDIA B200: the GEMM curve fitted to SimuMax's
+/// measured B200 kernel table (dense and grouped GEMMs together, each
+/// group at its own size; see [`EFFICIENCY_SOURCES`]); FP8 at Bekman's
+/// fp8/bf16 best-shape ratio of that level. It replaced Bekman's figures
+/// x [`TYPICAL_OF_BEST`] (67% bf16), which the measured table puts 37%
+/// (dense) and 47% (grouped) too fast at the median.
 const BLACKWELL: Efficiency = Efficiency {
-    gemm_max: 0.776 * TYPICAL_OF_BEST,
-    gemm_fp8_max: 0.763 * TYPICAL_OF_BEST,
-    gemm_half_flops: 6.4e9,
+    gemm_max: 0.48,
+    gemm_fp8_max: 0.48 * 0.763 / 0.776,
+    gemm_half_flops: 7.6e9,
     attention: 0.55,
     attention_half_seq: HALF_SEQ_FORWARD,
     attention_backward: 0.55,

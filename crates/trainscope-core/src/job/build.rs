@@ -115,6 +115,7 @@ fn times(
     let mut t = Times::default();
     let mut kernels = [0u32; 3];
     let mut native = [0u32; 3];
+    let mut grouped_gemms = [0u32; 3];
     let pass = |backward| AttentionPass {
         seq_length,
         backward,
@@ -129,10 +130,15 @@ fn times(
             .enumerate()
         {
             // A grouped op: one call from Python, the rest of its kernels
-            // from the C++ loop over the groups.
+            // from the C++ loop over the groups (a grouped GEMM's expert
+            // GEMMs at their own host cost).
             let python = w.kernels / w.groups.max(1);
             kernels[i] += python;
-            native[i] += w.kernels - python;
+            if op.class == OpClass::Gemm {
+                grouped_gemms[i] += w.kernels - python;
+            } else {
+                native[i] += w.kernels - python;
+            }
         }
         if recompute == Recompute::Selective && op.attention_core {
             t.input_grad += f;
@@ -142,8 +148,11 @@ fn times(
     t.launch = [0, 1, 2].map(|i| {
         host.stack.launch_ns(kernels[i], host.region)
             + host.stack.native_launch_ns(native[i], host.region)
+            + host
+                .stack
+                .grouped_gemm_launch_ns(grouped_gemms[i], host.region)
     });
-    t.kernels = [0, 1, 2].map(|i| kernels[i] + native[i]);
+    t.kernels = [0, 1, 2].map(|i| kernels[i] + native[i] + grouped_gemms[i]);
     t
 }
 

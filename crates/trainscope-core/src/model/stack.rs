@@ -39,6 +39,18 @@ pub const GRAPH_LAUNCH_NS: u64 = 10_000;
 /// and its per-expert FP8 quantisation), ns: the bare launch call, 7.9 us
 /// median traced on H100 (`docs/SOFTWARE-STACK-DATA.md` §1).
 pub const NATIVE_LAUNCH_NS: u64 = 8_000;
+/// Host time per expert GEMM of Transformer Engine's grouped GEMM, ns:
+/// `GroupedLinear` runs one cuBLASLt GEMM per local expert over several
+/// CUDA streams (`nvte_multi_stream_cublas_gemm`), and each costs the host
+/// more than a bare launch (the matmul descriptors and algorithm query per
+/// call, the events that fork and join the streams). TE's own benchmark
+/// (`benchmarks/linear/benchmark_grouped_linear.py`, quoted in
+/// NVIDIA/TransformerEngine PR #3134, SM100) times the multi-stream path at
+/// 0.267 ms for 8 experts of 128 tokens (N = K = 2048) with the operands
+/// prepared beforehand, where one kernel doing the same work takes 0.069
+/// ms: 0.267 / 8 = 33 us per expert GEMM. Applied to every GPU (the loop is
+/// host code; one measurement, on a Blackwell host).
+pub const GROUPED_GEMM_LAUNCH_NS: u64 = 33_000;
 
 /// The framework that launches the kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -336,6 +348,19 @@ impl StackSettings {
             .min(self.per_kernel_ns())
             .saturating_mul(u64::from(native))
     }
+
+    /// Host time for `gemms` expert GEMMs of a grouped GEMM beyond its
+    /// first in `region` ([`GROUPED_GEMM_LAUNCH_NS`] each, at most the
+    /// stack's per-kernel cost; nothing when captured or with the host
+    /// model off).
+    pub fn grouped_gemm_launch_ns(&self, gemms: u32, region: Region) -> u64 {
+        if self.per_kernel_ns() == 0 || self.captured(region) {
+            return 0;
+        }
+        GROUPED_GEMM_LAUNCH_NS
+            .min(self.per_kernel_ns())
+            .saturating_mul(u64::from(gemms))
+    }
 }
 
 /// A host time per kernel in ns as the microseconds a user types.
@@ -411,5 +436,33 @@ mod tests {
         };
         assert_eq!(off.launch_ns(10, Region::Layer), 0);
         assert_eq!(eager.launch_ns(0, Region::Layer), 0);
+    }
+
+    #[test]
+    fn a_grouped_gemms_expert_gemms_cost_more_than_a_bare_launch() {
+        let eager = StackSettings::default();
+        let experts = Region::DynamicExperts;
+        assert_eq!(
+            eager.grouped_gemm_launch_ns(15, experts),
+            15 * GROUPED_GEMM_LAUNCH_NS
+        );
+        assert!(eager.grouped_gemm_launch_ns(15, experts) > eager.native_launch_ns(15, experts));
+        // Never above the stack's own per-kernel cost, nothing when
+        // captured or with the host model off.
+        let cheap = StackSettings {
+            launch_ns_per_kernel: Some(20_000),
+            ..eager
+        };
+        assert_eq!(cheap.grouped_gemm_launch_ns(2, experts), 40_000);
+        let full = StackSettings {
+            cuda_graphs: CudaGraphs::Full,
+            ..eager
+        };
+        assert_eq!(full.grouped_gemm_launch_ns(15, experts), 0);
+        let off = StackSettings {
+            launch_ns_per_kernel: Some(0),
+            ..eager
+        };
+        assert_eq!(off.grouped_gemm_launch_ns(15, experts), 0);
     }
 }
