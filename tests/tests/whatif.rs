@@ -317,3 +317,39 @@ proptest! {
         prop_assert!(t_lo <= t_hi, "x{} {} > x{} {}", lo, t_lo, hi, t_hi);
     }
 }
+
+#[test]
+fn the_bytedance_st_trace_slows_down_about_as_published_and_blames_its_last_stage() {
+    // ByteDance-Seed/StragglerAnalysis's trace ST (tests/fixtures/straggler):
+    // published S = 1.1787 (the mean over its 32 steps, launch delays
+    // removed, ideal = mean per op type); this is one step, replayed with
+    // its host gaps, against the mean of each compute piece over the ranks.
+    let dir = trainscope_tests::fixture("straggler/st-step23");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .filter(|(n, _)| n.ends_with(".txt"))
+        .collect();
+    files.sort();
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let options = trainscope_core::run::RunOptions {
+        blame: Some(whatif::DEFAULT_SENSITIVITY_FACTOR),
+        ..Default::default()
+    };
+    let out = trainscope_core::run::run_files(&refs, &SimConfig::default(), &options).unwrap();
+    let w = out.whatif.unwrap();
+    assert_eq!(w.ideal, "mean compute per op");
+    let err = (w.slowdown - 1.1787).abs() / 1.1787;
+    assert!(err < 0.06, "S {} vs 1.1787", w.slowdown);
+    let stage = w.blame.iter().find(|b| b.by == BlameBy::Stage).unwrap();
+    assert_eq!(stage.name, "stage 3", "{:?}", w.blame);
+}
