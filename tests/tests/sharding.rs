@@ -287,7 +287,7 @@ fn the_sweep_finds_layouts_that_fit_only_with_sharding() {
     let rows: Vec<_> = e
         .candidates
         .iter()
-        .map(|c| evaluate(c, &config, "--model llama3-70b").unwrap())
+        .map(|c| evaluate(c, &config, "--model llama3-70b", None).unwrap())
         .collect();
     assert_eq!(rows[0].zero, 1);
     assert!(!rows[0].fits, "ZeRO-1 at TP 1 x DP 64 keeps 70 B weights");

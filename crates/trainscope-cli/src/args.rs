@@ -812,7 +812,7 @@ pub struct WhatIfFlags {
     /// Per-kernel jitter: each compute task's time times a log-normal draw
     /// with mean 1 and this coefficient of variation, percent (seeded by
     /// --seed).
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
     pub jitter: Option<f64>,
     /// Seed of every random draw of the command (jitter; `plan`'s
     /// Monte-Carlo). Default 0.

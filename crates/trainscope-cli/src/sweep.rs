@@ -254,6 +254,21 @@ pub struct Args {
     /// Overlap the gradient sync with the last backward.
     #[arg(long, help_heading = "Cluster")]
     pub overlap_grad_sync: bool,
+    /// Slow GPUs in every candidate (`simulate`'s --slow RANKS:FACTOR);
+    /// repeatable.
+    #[arg(long, value_name = "RANKS:FACTOR", help_heading = "What-if")]
+    pub slow: Vec<String>,
+    /// Slow links in every candidate (`simulate`'s --slow-link
+    /// LINK:FACTOR); repeatable.
+    #[arg(long, value_name = "LINK:FACTOR", help_heading = "What-if")]
+    pub slow_link: Vec<String>,
+    /// Rank layouts by their step with one GPU FACTOR times slower, at the
+    /// worst place for it (each pipeline stage in turn, at most 8 evenly
+    /// spaced): a layout that synchronises less tolerates a straggler
+    /// better. Rows gain `straggler_iteration_time_ns` and
+    /// `straggler_stage`.
+    #[arg(long, value_name = "FACTOR", help_heading = "What-if")]
+    pub straggler: Option<f64>,
     /// Fraction of the dense peak a large GEMM reaches.
     #[arg(long, value_name = "X", help_heading = "Cluster")]
     pub gemm_efficiency: Option<f64>,
@@ -316,6 +331,12 @@ impl Args {
             "--launch-overhead-us",
             self.launch_overhead_us.map(|x| x.to_string()),
         );
+        for s in &self.slow {
+            put("--slow", Some(s.clone()));
+        }
+        for s in &self.slow_link {
+            put("--slow-link", Some(s.clone()));
+        }
         if self.overlap_grad_sync {
             f.push("--overlap-grad-sync".to_string());
         }
@@ -425,7 +446,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let outcomes: Vec<_> = candidates
         .par_iter()
         .map(|c| {
-            let o = process(c, &config, &spec.common_flags);
+            let o = process(c, &config, &spec.common_flags, args.straggler);
             bar.inc(1);
             o
         })

@@ -328,7 +328,7 @@ pub fn run_shard(
     let mut outcomes = Vec::with_capacity(mine.len());
     let mut pending = Vec::new();
     for (k, c) in mine.iter().enumerate() {
-        let o = process(c, config, &spec.common_flags);
+        let o = process(c, config, &spec.common_flags, None);
         if let Outcome::Simulated(row) = &o {
             pending.push((**row).clone());
         }

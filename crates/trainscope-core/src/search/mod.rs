@@ -863,12 +863,21 @@ pub fn sweep_config(config: &SimConfig) -> SimConfig {
 }
 
 /// Simulate one candidate: its row (`Err`: why the simulation refused it).
-pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result<Row, String> {
+pub fn evaluate(
+    c: &Candidate,
+    config: &SimConfig,
+    common_flags: &str,
+    straggler: Option<f64>,
+) -> Result<Row, String> {
     let mut cfg = config.clone();
     cfg.schedule = c.schedule;
     cfg.virtual_stages = 1;
     cfg.micro_batches = None;
     let out = run_model(&c.job, &cfg).map_err(|e| e.to_string())?;
+    let straggler = match straggler {
+        Some(f) => Some(worst_straggler(c, &cfg, f)?),
+        None => None,
+    };
     let s = &out.job.setup;
     let summary = out.run.summary();
     let peak_per_stage: Vec<u64> = out.memory.per_stage.iter().map(|m| m.peak_bytes).collect();
@@ -904,8 +913,55 @@ pub fn evaluate(c: &Candidate, config: &SimConfig, common_flags: &str) -> Result
         fits: out.memory.fits,
         bubble_ns: summary.bubble_ns,
         exposed_comm_ns: summary.exposed_comm_ns,
+        straggler_iteration_time_ns: straggler.map(|s| s.0),
+        straggler_stage: straggler.map(|s| s.1),
         pareto: false,
     })
+}
+
+/// Most stages [`worst_straggler`] slows in turn (evenly spaced, first
+/// and last included).
+pub const MAX_STRAGGLER_STAGES: u32 = 8;
+
+/// The candidate's step with one GPU `factor` times slower at its worst
+/// place: each pipeline stage's ranks in turn (a described job simulates
+/// one rank per stage for all its ranks, so one slow GPU holds back its
+/// stage: [`crate::engine::faults`]), at most [`MAX_STRAGGLER_STAGES`]
+/// of them; the slowest step and its stage (the first on ties).
+pub fn worst_straggler(
+    c: &Candidate,
+    config: &SimConfig,
+    factor: f64,
+) -> Result<(u64, u32), String> {
+    crate::engine::faults::check_factor(factor).map_err(|e| format!("--straggler: {e}"))?;
+    let p = c.job.setup.pp.max(1);
+    let stages: Vec<u32> = if p <= MAX_STRAGGLER_STAGES {
+        (0..p).collect()
+    } else {
+        let n = MAX_STRAGGLER_STAGES;
+        let mut v: Vec<u32> = (0..n)
+            .map(|i| (u64::from(i) * u64::from(p - 1) / u64::from(n - 1)) as u32)
+            .collect();
+        v.dedup();
+        v
+    };
+    let mut worst = (0u64, 0u32);
+    for s in stages {
+        let mut cfg = config.clone();
+        cfg.faults.slow.push(crate::engine::faults::SlowCompute {
+            scope: crate::engine::faults::RankScope::Stage(s),
+            factor,
+        });
+        let t = run_model(&c.job, &cfg)
+            .map_err(|e| e.to_string())?
+            .run
+            .summary()
+            .iteration_time_ns;
+        if t > worst.0 {
+            worst = (t, s);
+        }
+    }
+    Ok(worst)
 }
 
 /// The `index`-th of `count` deterministic slices (candidate k goes to

@@ -89,6 +89,13 @@ pub struct Row {
     pub bubble_ns: u64,
     /// The reference rank's exposed communication per group, ns.
     pub exposed_comm_ns: ExposedComm,
+    /// `sweep --straggler`: the step with one GPU slowed at its worst
+    /// place ([`super::worst_straggler`]), ns; rows are ranked by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub straggler_iteration_time_ns: Option<u64>,
+    /// The stage whose slow GPU costs the most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub straggler_stage: Option<u32>,
     /// On the Pareto front of (iteration time, peak memory) among the
     /// rows that fit.
     pub pareto: bool,
@@ -105,11 +112,16 @@ pub enum Outcome {
 }
 
 /// Precheck, then simulate: what [`build`] collects for one candidate.
-pub fn process(c: &Candidate, config: &SimConfig, common_flags: &str) -> Outcome {
+pub fn process(
+    c: &Candidate,
+    config: &SimConfig,
+    common_flags: &str,
+    straggler: Option<f64>,
+) -> Outcome {
     if let Err(why) = precheck(c) {
         return Outcome::Pruned(why);
     }
-    match evaluate(c, config, common_flags) {
+    match evaluate(c, config, common_flags, straggler) {
         Ok(r) => Outcome::Simulated(Box::new(r)),
         Err(e) => Outcome::Failed(e),
     }
@@ -184,8 +196,17 @@ pub fn pareto(rows: &mut [Row]) {
     }
 }
 
+impl Row {
+    /// What rows are ranked by: the step with a straggler when the sweep
+    /// has one (`--straggler`), else the step.
+    pub fn ranking_time_ns(&self) -> u64 {
+        self.straggler_iteration_time_ns
+            .unwrap_or(self.iteration_time_ns)
+    }
+}
+
 fn sort_rows(rows: &mut [Row]) {
-    rows.sort_by_key(|r| (!r.fits, r.iteration_time_ns, r.peak_bytes, r.index));
+    rows.sort_by_key(|r| (!r.fits, r.ranking_time_ns(), r.peak_bytes, r.index));
 }
 
 /// Put `rows` in the report's order (fits first, then iteration time, peak

@@ -234,7 +234,7 @@ fn pruning_never_drops_a_fitting_configuration() {
     let mut peaks: Vec<u64> = e
         .candidates
         .iter()
-        .map(|c| evaluate(c, &config, "").unwrap().peak_bytes)
+        .map(|c| evaluate(c, &config, "", None).unwrap().peak_bytes)
         .collect();
     peaks.sort();
     let capacity = peaks[peaks.len() / 2];
@@ -242,7 +242,7 @@ fn pruning_never_drops_a_fitting_configuration() {
     for c in &e.candidates {
         let mut c = c.clone();
         c.job.gpu.memory_bytes = capacity;
-        let row = evaluate(&c, &config, "").unwrap();
+        let row = evaluate(&c, &config, "", None).unwrap();
         match precheck(&c) {
             Err(why) => {
                 assert!(!row.fits, "pruned but fits: {}", c.flags(""));
@@ -282,7 +282,7 @@ fn checked_memory_bounds_the_simulated_memory_per_stage() {
     assert!(e.candidates.len() > 50);
     let mut strict = 0;
     for c in &e.candidates {
-        let row = evaluate(c, &config, "").unwrap();
+        let row = evaluate(c, &config, "", None).unwrap();
         let (m, _) = precheck_memory(c);
         let checked: Vec<u64> = m.per_stage.iter().map(|x| x.peak_bytes).collect();
         if has_closed_form(c.schedule) {
@@ -368,7 +368,7 @@ fn run_all(spec: &SweepSpec, shard_id: Option<ShardId>) -> SweepReport {
     };
     let outcomes: Vec<Outcome> = cands
         .iter()
-        .map(|c| process(c, &config, "--model tiny"))
+        .map(|c| process(c, &config, "--model tiny", None))
         .collect();
     build(
         spec.describe(),
@@ -583,8 +583,8 @@ fn summary_only_rows_equal_the_full_runs() {
     let mut schedules = std::collections::BTreeSet::new();
     let (mut cp, mut ep, mut vpp, mut split) = (false, false, false, false);
     for c in &candidates {
-        let a = evaluate(c, &full, "").unwrap();
-        let b = evaluate(c, &lean, "").unwrap();
+        let a = evaluate(c, &full, "", None).unwrap();
+        let b = evaluate(c, &lean, "", None).unwrap();
         assert_eq!(a, b, "{}", c.flags(""));
         // Exact, not a tolerance: the floats too, bit for bit.
         assert_eq!(a.mfu.to_bits(), b.mfu.to_bits());
@@ -671,8 +671,8 @@ fn the_distributed_optimizer_is_tried_once_where_it_shards_nothing() {
         let mut off = c.clone();
         off.job.setup.distributed_optimizer = false;
         let (a, b) = (
-            evaluate(&on, &config, "").unwrap(),
-            evaluate(&off, &config, "").unwrap(),
+            evaluate(&on, &config, "", None).unwrap(),
+            evaluate(&off, &config, "", None).unwrap(),
         );
         (a.iteration_time_ns, a.peak_bytes) == (b.iteration_time_ns, b.peak_bytes)
     };
