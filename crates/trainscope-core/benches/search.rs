@@ -27,7 +27,7 @@ fn main() {
     let outcomes: Vec<_> = e
         .candidates
         .iter()
-        .map(|c| process(c, &config, "--model llama3-70b"))
+        .map(|c| process(c, &config, "--model llama3-70b", None))
         .collect();
     let report = build(spec.describe(), None, skipped, reasons, outcomes);
     let total = t0.elapsed();

@@ -97,7 +97,7 @@ fn child(arg: &str) {
     };
     let cfg = config(mode == "lean");
     let before = status_bytes("VmRSS:").unwrap_or(0);
-    let row = evaluate(&c, &cfg, "").expect("simulates");
+    let row = evaluate(&c, &cfg, "", None).expect("simulates");
     let peak = status_bytes("VmHWM:").unwrap_or(0);
     println!("{before} {peak} {}", row.iteration_time_ns);
 }
@@ -169,7 +169,7 @@ fn main() {
             };
             let with = trainscope_core::job::run::run_model(&c.job, &cfg(&full)).expect("runs");
             let without = trainscope_core::job::run::run_model(&c.job, &cfg(&lean)).expect("runs");
-            let same = evaluate(c, &full, "").ok() == evaluate(c, &lean, "").ok();
+            let same = evaluate(c, &full, "", None).ok() == evaluate(c, &lean, "", None).ok();
             println!("  {} ({tasks} tasks)", c.flags(""));
             println!(
                 "    result holds: timeline {} ({} spans) -> {} ({} spans); rows equal: {same}",

@@ -119,7 +119,7 @@ fn the_pages_sharded_sweep_equals_the_cores_search() {
     let outcomes = e
         .candidates
         .iter()
-        .map(|c| process(c, &config, &spec.common_flags))
+        .map(|c| process(c, &config, &spec.common_flags, None))
         .collect();
     let whole = build(
         spec.describe(),

@@ -122,7 +122,7 @@ fn a_pp_that_does_not_divide_the_layers_is_searched_with_an_uneven_split() {
         assert!(c
             .flags("")
             .ends_with("--first-stage-layers 3 --last-stage-layers 2"));
-        let row = evaluate(c, &SimConfig::default(), "").unwrap();
+        let row = evaluate(c, &SimConfig::default(), "", None).unwrap();
         assert!(row.iteration_time_ns > 0, "{}", c.schedule.name());
         assert_eq!(
             (row.first_stage_layers, row.last_stage_layers),
@@ -330,6 +330,8 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         fits,
         bubble_ns: 0,
         exposed_comm_ns: Default::default(),
+        straggler_iteration_time_ns: None,
+        straggler_stage: None,
         pareto: false,
     }
 }
