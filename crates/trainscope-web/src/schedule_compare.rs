@@ -28,12 +28,11 @@
 //!
 //! [`ScheduleKind::ALL`]: trainscope_core::engine::ScheduleKind::ALL
 
-use crate::compute::{
-    event_config, pick_input, run_error_diagnostics, ExportSource, RunFiles, Simulated,
-};
+use crate::engine_run::{event_config, run_error_diagnostics, ExportSource, Simulated};
 use crate::job::{JobModel, JobSettings};
 use crate::protocol::NamedTimeline;
 use crate::settings::{schedule_name, Field, Mode, Schedule, Settings};
+use crate::simulate::{pick_input, RunFiles};
 use crate::views::{ScheduleComparison, ScheduleRefusal, ScheduleRow};
 use std::collections::BTreeSet;
 use trainscope_core::engine::Summary;

@@ -114,7 +114,9 @@ fn a_model_job_in_the_worker_equals_the_cli() {
         compare_schedules: false,
     };
     let (out, source) = compute::run_with_source(&req, &mut |_| {});
-    let report = compute::export(&source.expect("simulated"), "export-summary-json").unwrap();
+    let report =
+        trainscope_web::engine_run::export(&source.expect("simulated"), "export-summary-json")
+            .unwrap();
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report, want["report"]);
     // What the page shows is that report's.

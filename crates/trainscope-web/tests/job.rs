@@ -231,7 +231,8 @@ fn a_preset_job_runs_in_the_worker_with_memory_mfu_and_timeline() {
         .exports
         .iter()
         .any(|x| x.file_name == "llama3-8b.summary.json"));
-    let json = compute::export(&source.expect("exports"), "export-summary-json").unwrap();
+    let json = trainscope_web::engine_run::export(&source.expect("exports"), "export-summary-json")
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["kind"], "model");
     assert_eq!(v["training"]["tp"], 2);
@@ -516,7 +517,8 @@ fn echo_replays_take_the_network_the_user_set() {
             req.settings.set(*f, v).unwrap();
             req.pinned.insert(*f);
         }
-        let (config, options) = compute::event_config(&req.settings, &req.pinned);
+        let (config, options) =
+            trainscope_web::engine_run::event_config(&req.settings, &req.pinned);
         let core = trainscope_core::run::run_files(&[(name, ECHO)], &config, &options)
             .unwrap()
             .summary()

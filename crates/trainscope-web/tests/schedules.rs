@@ -106,14 +106,18 @@ fn core_time(kind: ScheduleKind, m: Option<u32>, vpp: u32) -> Result<u64, String
         settings.micro_batches = m;
         pinned.insert(Field::MicroBatches);
     }
-    let (mut config, options) = compute::event_config(&settings, &pinned);
+    let (mut config, options) = trainscope_web::engine_run::event_config(&settings, &pinned);
     config.schedule = kind;
     if kind == ScheduleKind::Interleaved {
         config.virtual_stages = vpp;
     }
     run_files(&[(LLAMA65B_NAME, LLAMA65B)], &config, &options)
         .map(|o| o.summary().iteration_time_ns)
-        .map_err(|e| compute::run_error_diagnostics(&e)[0].message.clone())
+        .map_err(|e| {
+            trainscope_web::engine_run::run_error_diagnostics(&e)[0]
+                .message
+                .clone()
+        })
 }
 
 // ---------------------------------------------------------------- the computation
@@ -269,7 +273,7 @@ fn a_files_activation_series_is_the_cores_in_micro_batches() {
         false,
     );
     let r = run(&req).result.unwrap();
-    let (config, options) = compute::event_config(&req.settings, &req.pinned);
+    let (config, options) = trainscope_web::engine_run::event_config(&req.settings, &req.pinned);
     let core = run_files(&[(LLAMA65B_NAME, LLAMA65B)], &config, &options).unwrap();
     assert_eq!(r.activations.len(), core.result.activations.len());
     for (a, c) in r.activations.iter().zip(&core.result.activations) {

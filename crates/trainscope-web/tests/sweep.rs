@@ -17,7 +17,8 @@ use trainscope_web::model_job::run_job;
 use trainscope_web::protocol::{decode_request, encode_request, InputFile, Request, SweepRequest};
 use trainscope_web::settings::{Field, Schedule, Settings};
 use trainscope_web::state::{Action, AppState};
-use trainscope_web::sweep::{chunk_due, common_flags, row_job, run_shard, sweep_spec, SweepInputs};
+use trainscope_web::sweep::{chunk_due, common_flags, row_job, run_shard, sweep_spec};
+use trainscope_web::sweep_inputs::SweepInputs;
 use wasm_bindgen_test::*;
 use yew::Reducible;
 
