@@ -142,7 +142,7 @@ pub fn compare_schedules(
         }
     };
     let vpp = match &input {
-        Input::Job(j) => j.vpp,
+        Input::Job(j) => j.training.vpp,
         Input::Files(_) => settings.virtual_stages,
     };
     // Parsed once: the files, or the job's model.
@@ -213,7 +213,7 @@ pub fn compare_schedules(
             }
             Input::Job(j) => {
                 let mut jr = j.clone();
-                jr.vpp = virtual_stages;
+                jr.training.vpp = virtual_stages;
                 let reuse = match current {
                     Some(ExportSource::Model(out)) if &jr == j && &s == settings => Some(&**out),
                     _ => None,

@@ -138,12 +138,15 @@ pub fn sweep_spec(
     let mut spec = SweepSpec::new(model, gpu, worlds[0]);
     spec.worlds = worlds;
     spec.gpus_per_node = settings.gpus_per_node;
-    spec.global_batch_size = job.global_batch_size.unwrap_or(DEFAULT_GLOBAL_BATCH);
-    spec.seq_length = job.seq_length;
-    spec.precision = job.precision;
-    spec.flash_attention = job.flash_attention;
-    spec.bf16_grads = job.bf16_grads;
-    spec.stack = job.stack;
+    spec.global_batch_size = job
+        .training
+        .global_batch_size
+        .unwrap_or(DEFAULT_GLOBAL_BATCH);
+    spec.seq_length = job.training.seq_length;
+    spec.precision = job.training.precision;
+    spec.flash_attention = job.training.flash_attention;
+    spec.bf16_grads = job.training.bf16_grads;
+    spec.stack = job.training.stack;
     spec.tp = numbers("TP", &inputs.tp)?;
     spec.cp = numbers("CP", &inputs.cp)?;
     spec.pp = numbers("PP", &inputs.pp)?;
@@ -220,26 +223,26 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
         .into_iter()
         .find(|s| s.core().name() == row.schedule)?;
     let mut job = base.clone();
-    job.tp = row.tp;
-    job.pp = row.pp;
-    job.dp = row.dp;
-    job.cp = row.cp;
-    job.expert_tp = row.expert_tp;
-    job.ep = row.ep;
-    job.vpp = row.vpp;
-    job.micro_batch_size = row.micro_batch_size;
-    job.global_batch_size = Some(row.micro_batch_size * row.micro_batches * row.dp);
-    job.recompute = Recompute::from_name(&row.recompute)?;
-    job.sequence_parallel = row.sequence_parallel;
-    job.distributed_optimizer = row.distributed_optimizer;
+    job.training.tp = row.tp;
+    job.training.pp = row.pp;
+    job.training.dp = Some(row.dp);
+    job.training.cp = row.cp;
+    job.training.expert_tp = row.expert_tp;
+    job.training.ep = row.ep;
+    job.training.vpp = row.vpp;
+    job.training.micro_batch_size = row.micro_batch_size;
+    job.training.global_batch_size = Some(row.micro_batch_size * row.micro_batches * row.dp);
+    job.training.recompute = Recompute::from_name(&row.recompute)?;
+    job.training.sequence_parallel = row.sequence_parallel;
+    job.training.distributed_optimizer = row.distributed_optimizer;
     // The row's ZeRO stage (rows of older sweeps: as the distributed
     // optimizer says).
-    job.sharding.zero =
+    job.training.sharding.zero =
         trainscope_core::job::sharding::ZeroStage::from_level(row.zero).unwrap_or_default();
     // A PP that does not divide the layers: the row's uneven split.
-    job.first_stage_layers = row.first_stage_layers;
-    job.last_stage_layers = row.last_stage_layers;
-    job.account_for_embedding = row.account_for_embedding;
-    job.account_for_loss = row.account_for_loss;
+    job.training.first_stage_layers = row.first_stage_layers;
+    job.training.last_stage_layers = row.last_stage_layers;
+    job.training.account_for_embedding = row.account_for_embedding;
+    job.training.account_for_loss = row.account_for_loss;
     Some((job, schedule))
 }

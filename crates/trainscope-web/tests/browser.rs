@@ -1735,9 +1735,9 @@ fn a_model_config_shows_its_model_and_runs_as_the_described_job() {
     let mut req = run_request(9, &[("Mixtral-8x7B/config.json", MIXTRAL)]);
     req.settings.mode = Mode::Event;
     // The job panel's settings (not active: the file is the input).
-    req.job.ep = 2;
-    req.job.dp = 2;
-    req.job.global_batch_size = Some(4);
+    req.job.training.ep = 2;
+    req.job.training.dp = Some(2);
+    req.job.training.global_batch_size = Some(4);
     let out = compute_output(&req);
     let f = &out.files[0];
     assert_eq!(f.format.as_deref(), Some("hf-config"));

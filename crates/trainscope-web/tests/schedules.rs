@@ -14,6 +14,7 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use trainscope_core::job::TrainingSetup;
 use trainscope_core::timeline::Stream;
 use trainscope_core::{engine::ScheduleKind, run::run_files};
 use trainscope_web::components::activation_chart::{step_path, ActivationChart};
@@ -76,10 +77,13 @@ fn file_request(typed: &[(Field, &str)], compare: bool) -> RunRequest {
 /// llama3-8b on 8 GPUs, TP 2, PP 2, DP 2, 16 micro-batches.
 fn small_job() -> JobSettings {
     JobSettings {
-        tp: 2,
-        pp: 2,
-        dp: 2,
-        global_batch_size: Some(32),
+        training: TrainingSetup {
+            tp: 2,
+            pp: 2,
+            dp: Some(2),
+            global_batch_size: Some(32),
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     }
 }
@@ -399,11 +403,14 @@ fn picking_a_row_of_a_job_sets_its_virtual_stages() {
     let s = Rc::new(AppState::default())
         .reduce(Action::JobEdit(JobField::Vpp, "2".into()))
         .reduce(Action::RunSchedule(Schedule::ZbH1, 1));
-    assert_eq!(s.job.vpp, 1, "the zero-bubble schedules run with one chunk");
+    assert_eq!(
+        s.job.training.vpp, 1,
+        "the zero-bubble schedules run with one chunk"
+    );
     assert_eq!(s.settings.schedule, Schedule::ZbH1);
     assert_eq!(s.job_text(JobField::Vpp), "1");
     let s = s.reduce(Action::RunSchedule(Schedule::Interleaved, 2));
-    assert_eq!(s.job.vpp, 2);
+    assert_eq!(s.job.training.vpp, 2);
 }
 
 // ---------------------------------------------------------------- mounted
