@@ -214,15 +214,8 @@ pub enum Action {
 
 /// The Configure fields a described job defines (its parallelism, world
 /// and micro-batches): while the job is active they show the job's values,
-/// read-only ("from the job").
-pub const JOB_DEFINED_FIELDS: [Field; 6] = [
-    Field::World,
-    Field::Tp,
-    Field::Pp,
-    Field::Ep,
-    Field::MicroBatches,
-    Field::VirtualStages,
-];
+/// read-only ("from the job"): the layout ([`Field::LAYOUT`]).
+pub const JOB_DEFINED_FIELDS: [Field; 6] = Field::LAYOUT;
 
 impl AppState {
     /// Text to show in a field's input.
