@@ -4,6 +4,7 @@
 import { chromium } from 'playwright-core';
 import http from 'node:http';
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -120,7 +121,6 @@ export async function screenshot(page, name) {
   return file;
 }
 
-/** Wait until the newest run has finished (`options`: Playwright's, e.g. a timeout). */
 /** Start recording main-thread tasks over 50 ms (Long Tasks API);
  * `longTasksSeen(page)` returns their durations, ms. */
 export async function watchLongTasks(page) {
@@ -136,11 +136,11 @@ export function longTasksSeen(page) {
   return page.evaluate(() => window.__longTasks);
 }
 
+/** Wait until the newest run has finished (`options`: Playwright's, e.g. a timeout). */
 export async function waitDone(page, options) {
   await page.locator('[data-testid="run-status"][data-state="done"]').waitFor(options);
 }
 
-/** Click the gallery example whose text holds `name` and wait for its run. */
 /** Drop `files` ({name, bytes}: a Buffer or string each) on the page as one
  * synthetic drag and drop, as a user dropping them on the workspace. */
 export async function dropFiles(page, files) {
@@ -158,6 +158,7 @@ export async function dropFiles(page, files) {
   }, list);
 }
 
+/** Click the gallery example whose text holds `name` and wait for its run. */
 export async function loadExample(page, name) {
   await page.getByTestId('example').filter({ hasText: name }).click();
   await waitDone(page);
@@ -174,4 +175,35 @@ export function bigWorkload(records) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, out.join('\n') + '\n');
   return file;
+}
+
+/** `trainscope simulate --json ARGS`, parsed (the debug binary `cargo test`
+ * built; built here when missing). */
+export function cli(args) {
+  const bin = path.join(root, 'target', 'debug', 'trainscope');
+  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
+  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
+}
+
+/** Wait until the newest edit's run has finished and its result is shown
+ * (no stale results left). */
+export async function settled(page) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('[data-testid="run-status"]');
+    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
+  });
+  await waitDone(page);
+}
+
+/** What the page shows of a described job: MFU, iteration time (ns), peak
+ * bytes per stage. */
+export async function jobShown(page) {
+  await page.getByTestId('job-mfu').waitFor();
+  const peaks = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
+  return {
+    mfu: Number(await page.getByTestId('job-mfu').getAttribute('data-value')),
+    ns: Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
+    peaks,
+  };
 }

@@ -9,41 +9,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
-import { serve, launch, newPage, root, waitDone, screenshot } from './harness.js';
+import { serve, launch, newPage, root, screenshot, cli, settled, jobShown as shown } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
 after(async () => { await browser.close(); site.server.close(); });
-
-/** `trainscope simulate --json ARGS` (the debug binary `cargo test` built). */
-function cli(args) {
-  const bin = path.join(root, 'target', 'debug', 'trainscope');
-  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
-  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
-}
-
-/** Wait until the newest edit's run has finished and its result is shown. */
-async function settled(page) {
-  await page.waitForFunction(() => {
-    const s = document.querySelector('[data-testid="run-status"]');
-    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
-  });
-  await waitDone(page);
-}
-
-/** What the page shows of a job: MFU, iteration time, peak bytes per stage. */
-async function shown(page) {
-  await page.getByTestId('job-mfu').waitFor();
-  const peaks = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
-    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
-  return {
-    mfu: Number(await page.getByTestId('job-mfu').getAttribute('data-value')),
-    ns: Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
-    peaks,
-  };
-}
 
 test('a preset job: TP changes memory and MFU, the permalink restores and runs it, an invalid TP is refused', async () => {
   const { page, errors } = await newPage(browser.context);

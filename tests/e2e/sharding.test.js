@@ -7,40 +7,11 @@
 // target/e2e/sharding-fsdp.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
-import { serve, launch, newPage, root, waitDone, screenshot } from './harness.js';
+import { serve, launch, newPage, screenshot, cli, settled, jobShown as shown } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
 after(async () => { await browser.close(); site.server.close(); });
-
-/** `trainscope simulate --json ARGS` (the debug binary `cargo test` built). */
-function cli(args) {
-  const bin = path.join(root, 'target', 'debug', 'trainscope');
-  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
-  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
-}
-
-async function settled(page) {
-  await page.waitForFunction(() => {
-    const s = document.querySelector('[data-testid="run-status"]');
-    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
-  });
-  await waitDone(page);
-}
-
-async function shown(page) {
-  await page.getByTestId('job-mfu').waitFor();
-  const peaks = await page.locator('[data-testid="job-memory-table"] [data-testid="job-memory-row"]')
-    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.peakBytes)));
-  return {
-    mfu: Number(await page.getByTestId('job-mfu').getAttribute('data-value')),
-    ns: Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
-    peaks,
-  };
-}
 
 test('the Sharding select runs ZeRO-3 as the CLI does, the link restores it, ZeRO-2 with PP is refused', async () => {
   const { page, errors } = await newPage(browser.context);

@@ -5,8 +5,10 @@
 //! fragment (restored on load and on `hashchange`, rewritten when the
 //! example, the settings or the described job change). On mount it takes
 //! the files dropped while the page was starting (queued by index.html's
-//! inline script) and marks the page ready (`<body data-ready="1">`).
+//! inline script, [`crate::browser_files`]) and marks the page ready
+//! (`<body data-ready="1">`).
 
+use crate::browser_files::{dropped_files, read_files, take_early_files};
 use crate::components::activation_chart::ActivationChart;
 use crate::components::compare::Compare;
 use crate::components::file_card::{diagnostic, FileCard};
@@ -20,7 +22,7 @@ use crate::components::settings_form::SettingsForm;
 use crate::components::sweep_view::SweepView;
 use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
-use crate::protocol::{ExportRequest, FileData, InputFile, Request, Response, RunRequest};
+use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
 use crate::settings::{Mode, Schedule};
 use crate::state::{Action, AppState};
 use crate::url;
@@ -34,52 +36,6 @@ use yew::prelude::*;
 /// Pause after the last settings edit before re-running.
 pub const DEBOUNCE_MS: u32 = 300;
 
-/// Hand browser files to the reducer all at once (files dropped together
-/// belong together, e.g. the ranks of one run), unread: each stays the
-/// browser's `Blob` ([`FileData::blob`]), which the worker reads when a
-/// run needs it, so the page's memory never holds a file's bytes.
-pub fn read_files(files: Vec<web_sys::File>, dispatch: UseReducerDispatcher<AppState>) {
-    if files.is_empty() {
-        return;
-    }
-    let loaded = files
-        .into_iter()
-        .map(|file| (file.name(), FileData::blob(file.into())))
-        .collect();
-    dispatch.dispatch(Action::Loaded {
-        files: loaded,
-        example: None,
-    });
-}
-
-/// The name of the start-up queue that index.html's inline script keeps:
-/// files dropped (or chosen) before the app mounted.
-const EARLY_FILES: &str = "__trainscopeEarlyFiles";
-
-/// Take the files queued by index.html while the app was starting (none
-/// when the page has no such queue, e.g. a test page), and tell the script
-/// the app takes drops from now on.
-pub fn take_early_files() -> Vec<web_sys::File> {
-    use wasm_bindgen::JsCast;
-    let window = gloo::utils::window();
-    let Ok(early) = js_sys::Reflect::get(&window, &EARLY_FILES.into()) else {
-        return Vec::new();
-    };
-    if !early.is_object() {
-        return Vec::new();
-    }
-    let _ = js_sys::Reflect::set(&early, &"taken".into(), &true.into());
-    let queued = js_sys::Reflect::get(&early, &"files".into()).unwrap_or_default();
-    let _ = js_sys::Reflect::set(&early, &"files".into(), &js_sys::Array::new());
-    let Ok(queued) = queued.dyn_into::<js_sys::Array>() else {
-        return Vec::new();
-    };
-    queued
-        .iter()
-        .filter_map(|f| f.dyn_into::<web_sys::File>().ok())
-        .collect()
-}
-
 /// The app has mounted: remove the start-up placeholder (`#boot`) and mark
 /// `<body data-ready="1">`, the signal the end-to-end harness waits for.
 pub fn mark_ready() {
@@ -90,14 +46,6 @@ pub fn mark_ready() {
     if let Some(body) = document.body() {
         let _ = body.set_attribute("data-ready", "1");
     }
-}
-
-/// Files carried by a drop event.
-fn dropped_files(event: &DragEvent) -> Vec<web_sys::File> {
-    let Some(list) = event.data_transfer().and_then(|dt| dt.files()) else {
-        return Vec::new();
-    };
-    (0..list.length()).filter_map(|i| list.get(i)).collect()
 }
 
 /// Downloads asked of the worker and not yet answered (run id, file), in

@@ -2,8 +2,9 @@
 //! HuggingFace `config.json`) with its training setup and parallelism,
 //! which the worker turns into the core's [`TrainingSetup`] and simulates
 //! with [`trainscope_core::job::run::run_model`], as `trainscope simulate
-//! --model` does. [`JobSettings`] holds the panel's values (defaults are
-//! the core's [`TrainingSetup::default`] and [`DEFAULT_GPU`]), [`JobField`]
+//! --model` does. [`JobSettings`] holds the panel's values: the model, the
+//! GPU type and the core's [`TrainingSetup`] itself (defaults are the
+//! core's [`TrainingSetup::default`] and [`DEFAULT_GPU`]), [`JobField`]
 //! names each field (URL key, test id, label), [`JobSettings::get`] /
 //! [`JobSettings::set`] are the text form the panel and the URL fragment
 //! use, and [`fragment_parts`] / [`JobSettings::apply_fragment`] put the
@@ -66,8 +67,10 @@ impl JobModel {
 /// Prefix of a file's `<select>` value.
 pub const FILE_PREFIX: &str = "file:";
 
-/// The job panel's values. `Default` is the core's [`TrainingSetup`]
-/// default (DP 1: the CLI's with neither `--dp` nor `--world`), the core's
+/// The job panel's values: the model, the GPU type and the core's
+/// [`TrainingSetup`] itself (one type per concept: every training field is
+/// the core's). `Default` is the core's [`TrainingSetup`] default with DP 1
+/// (the CLI's with neither `--dp` nor `--world`), the core's
 /// [`DEFAULT_GPU`] and [`DEFAULT_PRESET`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -75,71 +78,23 @@ pub struct JobSettings {
     pub model: JobModel,
     /// GPU preset, canonical name ([`GPU_NAMES`]).
     pub gpu: String,
-    pub tp: u32,
-    pub pp: u32,
-    pub dp: u32,
-    /// Context-parallel size (`--cp`).
-    pub cp: u32,
-    pub ep: u32,
-    /// Expert tensor-parallel size (`--expert-tp`); `None`: TP.
-    pub expert_tp: Option<u32>,
-    /// Virtual pipeline stages per rank (`--vpp`).
-    pub vpp: u32,
-    pub sequence_parallel: bool,
-    pub micro_batch_size: u32,
-    /// `None`: the core's default (1024 rounded up to a multiple of
-    /// micro-batch x DP).
-    pub global_batch_size: Option<u32>,
-    pub seq_length: u32,
-    pub precision: Precision,
-    pub recompute: Recompute,
-    pub distributed_optimizer: bool,
-    pub flash_attention: bool,
-    /// Layers on the first / last pipeline stage; `None`: an even split.
-    pub first_stage_layers: Option<u32>,
-    pub last_stage_layers: Option<u32>,
-    /// The embedding / the loss counted as a layer in the pipeline split
-    /// (`--account-for-embedding-in-pipeline-split`, `...-loss-...`).
-    pub account_for_embedding: bool,
-    pub account_for_loss: bool,
-    /// Gradients kept and reduced in bf16 (`--no-grad-reduce-in-fp32`).
-    pub bf16_grads: bool,
-    /// The software stack (framework, CUDA graphs, host time per kernel).
-    pub stack: trainscope_core::model::stack::StackSettings,
-    /// Sharded data parallelism: the ZeRO stage (kept equal to
-    /// `distributed_optimizer` for stage 1, as the core keeps it), FSDP's
-    /// prefetch and resharding.
-    pub sharding: Sharding,
+    /// The training setup as the panel holds it. The panel always states
+    /// DP (`dp` is `Some`; [`JobSettings::dp`] reads it), and the Sharding
+    /// select's ZeRO stage may stand below the distributed optimizer's
+    /// (ZeRO-1) until [`JobSettings::setup`] reconciles them, as the core
+    /// does.
+    pub training: TrainingSetup,
 }
 
 impl Default for JobSettings {
     fn default() -> Self {
-        let d = TrainingSetup::default();
         JobSettings {
             model: JobModel::default(),
             gpu: DEFAULT_GPU.to_string(),
-            tp: d.tp,
-            pp: d.pp,
-            dp: d.dp.unwrap_or(1),
-            cp: d.cp,
-            ep: d.ep,
-            expert_tp: d.expert_tp,
-            vpp: d.vpp,
-            sequence_parallel: d.sequence_parallel,
-            micro_batch_size: d.micro_batch_size,
-            global_batch_size: d.global_batch_size,
-            seq_length: d.seq_length,
-            precision: d.precision,
-            recompute: d.recompute,
-            distributed_optimizer: d.distributed_optimizer,
-            flash_attention: d.flash_attention,
-            first_stage_layers: d.first_stage_layers,
-            last_stage_layers: d.last_stage_layers,
-            account_for_embedding: d.account_for_embedding,
-            account_for_loss: d.account_for_loss,
-            bf16_grads: d.bf16_grads,
-            stack: d.stack,
-            sharding: d.sharding,
+            training: TrainingSetup {
+                dp: Some(1),
+                ..TrainingSetup::default()
+            },
         }
     }
 }
@@ -453,45 +408,50 @@ impl JobSettings {
         match field {
             JobField::Model => self.model.value(),
             JobField::Gpu => self.gpu.clone(),
-            JobField::Tp => self.tp.to_string(),
-            JobField::Pp => self.pp.to_string(),
-            JobField::Dp => self.dp.to_string(),
-            JobField::Ep => self.ep.to_string(),
-            JobField::ExpertTp => optional(self.expert_tp),
-            JobField::Cp => self.cp.to_string(),
-            JobField::Vpp => self.vpp.to_string(),
-            JobField::MicroBatchSize => self.micro_batch_size.to_string(),
-            JobField::GlobalBatchSize => optional(self.global_batch_size),
-            JobField::FirstStageLayers => optional(self.first_stage_layers),
-            JobField::LastStageLayers => optional(self.last_stage_layers),
-            JobField::SeqLength => self.seq_length.to_string(),
-            JobField::Precision => self.precision.name().into(),
-            JobField::Recompute => self.recompute.name().into(),
-            JobField::SequenceParallel => on_off(self.sequence_parallel),
-            JobField::DistributedOptimizer => on_off(self.distributed_optimizer),
-            JobField::FlashAttention => on_off(self.flash_attention),
-            JobField::AccountForEmbedding => on_off(self.account_for_embedding),
-            JobField::AccountForLoss => on_off(self.account_for_loss),
-            JobField::Bf16Grads => on_off(self.bf16_grads),
-            JobField::Stack => self.stack.stack.name().into(),
-            JobField::CudaGraphs => self.stack.cuda_graphs.name().into(),
+            JobField::Tp => self.training.tp.to_string(),
+            JobField::Pp => self.training.pp.to_string(),
+            JobField::Dp => self.dp().to_string(),
+            JobField::Ep => self.training.ep.to_string(),
+            JobField::ExpertTp => optional(self.training.expert_tp),
+            JobField::Cp => self.training.cp.to_string(),
+            JobField::Vpp => self.training.vpp.to_string(),
+            JobField::MicroBatchSize => self.training.micro_batch_size.to_string(),
+            JobField::GlobalBatchSize => optional(self.training.global_batch_size),
+            JobField::FirstStageLayers => optional(self.training.first_stage_layers),
+            JobField::LastStageLayers => optional(self.training.last_stage_layers),
+            JobField::SeqLength => self.training.seq_length.to_string(),
+            JobField::Precision => self.training.precision.name().into(),
+            JobField::Recompute => self.training.recompute.name().into(),
+            JobField::SequenceParallel => on_off(self.training.sequence_parallel),
+            JobField::DistributedOptimizer => on_off(self.training.distributed_optimizer),
+            JobField::FlashAttention => on_off(self.training.flash_attention),
+            JobField::AccountForEmbedding => on_off(self.training.account_for_embedding),
+            JobField::AccountForLoss => on_off(self.training.account_for_loss),
+            JobField::Bf16Grads => on_off(self.training.bf16_grads),
+            JobField::Stack => self.training.stack.stack.name().into(),
+            JobField::CudaGraphs => self.training.stack.cuda_graphs.name().into(),
             JobField::HostLaunchUs => self
+                .training
                 .stack
                 .launch_ns_per_kernel
                 .map_or(String::new(), launch_us_text),
-            JobField::MoeDispatcher => self.stack.dispatcher.name().into(),
-            JobField::MoeFusion => match self.stack.moe_fusion {
+            JobField::MoeDispatcher => self.training.stack.dispatcher.name().into(),
+            JobField::MoeFusion => match self.training.stack.moe_fusion {
                 None => String::new(),
                 Some(on) => if on { "on" } else { "off" }.into(),
             },
-            JobField::MoeA2aOverlap => on_off(self.stack.moe_a2a_overlap),
-            JobField::TpCommOverlap => on_off(self.stack.tp_comm_overlap),
-            JobField::MoeImbalance => self.stack.moe_imbalance_milli.map_or(String::new(), |m| {
-                trainscope_core::limits::number(f64::from(m) / 1e3)
-            }),
+            JobField::MoeA2aOverlap => on_off(self.training.stack.moe_a2a_overlap),
+            JobField::TpCommOverlap => on_off(self.training.stack.tp_comm_overlap),
+            JobField::MoeImbalance => self
+                .training
+                .stack
+                .moe_imbalance_milli
+                .map_or(String::new(), |m| {
+                    trainscope_core::limits::number(f64::from(m) / 1e3)
+                }),
             JobField::Sharding => self.zero().level().to_string(),
-            JobField::FsdpPrefetch => self.sharding.prefetch.to_string(),
-            JobField::ReshardAfterForward => on_off(self.sharding.reshard_after_forward),
+            JobField::FsdpPrefetch => self.training.sharding.prefetch.to_string(),
+            JobField::ReshardAfterForward => on_off(self.training.sharding.reshard_after_forward),
         }
     }
 
@@ -507,20 +467,20 @@ impl JobSettings {
                 }
             }
             JobField::Gpu => self.gpu = gpu_name(text)?,
-            JobField::Tp => self.tp = parse_count(text)?,
-            JobField::Pp => self.pp = parse_count(text)?,
-            JobField::Dp => self.dp = parse_count(text)?,
-            JobField::Ep => self.ep = parse_count(text)?,
-            JobField::ExpertTp => self.expert_tp = parse_optional(text)?,
-            JobField::Cp => self.cp = parse_count(text)?,
-            JobField::Vpp => self.vpp = parse_count(text)?,
-            JobField::MicroBatchSize => self.micro_batch_size = parse_count(text)?,
-            JobField::GlobalBatchSize => self.global_batch_size = parse_optional(text)?,
-            JobField::FirstStageLayers => self.first_stage_layers = parse_optional(text)?,
-            JobField::LastStageLayers => self.last_stage_layers = parse_optional(text)?,
-            JobField::SeqLength => self.seq_length = parse_count(text)?,
+            JobField::Tp => self.training.tp = parse_count(text)?,
+            JobField::Pp => self.training.pp = parse_count(text)?,
+            JobField::Dp => self.training.dp = Some(parse_count(text)?),
+            JobField::Ep => self.training.ep = parse_count(text)?,
+            JobField::ExpertTp => self.training.expert_tp = parse_optional(text)?,
+            JobField::Cp => self.training.cp = parse_count(text)?,
+            JobField::Vpp => self.training.vpp = parse_count(text)?,
+            JobField::MicroBatchSize => self.training.micro_batch_size = parse_count(text)?,
+            JobField::GlobalBatchSize => self.training.global_batch_size = parse_optional(text)?,
+            JobField::FirstStageLayers => self.training.first_stage_layers = parse_optional(text)?,
+            JobField::LastStageLayers => self.training.last_stage_layers = parse_optional(text)?,
+            JobField::SeqLength => self.training.seq_length = parse_count(text)?,
             JobField::Precision => {
-                self.precision = Precision::from_name(text).ok_or_else(|| {
+                self.training.precision = Precision::from_name(text).ok_or_else(|| {
                     format!(
                         "unknown precision `{}`; expected one of: fp32, bf16, fp16, fp8",
                         text.trim()
@@ -528,20 +488,20 @@ impl JobSettings {
                 })?
             }
             JobField::Recompute => {
-                self.recompute = Recompute::from_name(text).ok_or_else(|| {
+                self.training.recompute = Recompute::from_name(text).ok_or_else(|| {
                     format!(
                         "unknown recompute mode `{}`; expected one of: none, selective, full",
                         text.trim()
                     )
                 })?
             }
-            JobField::SequenceParallel => self.sequence_parallel = parse_on_off(text)?,
+            JobField::SequenceParallel => self.training.sequence_parallel = parse_on_off(text)?,
             JobField::DistributedOptimizer => {
-                self.distributed_optimizer = parse_on_off(text)?;
+                self.training.distributed_optimizer = parse_on_off(text)?;
                 // ZeRO-1 is the distributed optimizer: off leaves nothing
                 // sharded, on at least the optimizer states.
-                self.sharding.zero = if self.distributed_optimizer {
-                    self.sharding.zero.max(ZeroStage::Optimizer)
+                self.training.sharding.zero = if self.training.distributed_optimizer {
+                    self.training.sharding.zero.max(ZeroStage::Optimizer)
                 } else {
                     ZeroStage::None
                 };
@@ -553,22 +513,24 @@ impl JobSettings {
                     .ok()
                     .and_then(ZeroStage::from_level)
                     .ok_or_else(|| format!("`{t}` is not a ZeRO stage (0, 1, 2 or 3)"))?;
-                self.sharding.zero = zero;
-                self.distributed_optimizer = zero >= ZeroStage::Optimizer;
+                self.training.sharding.zero = zero;
+                self.training.distributed_optimizer = zero >= ZeroStage::Optimizer;
             }
-            JobField::FsdpPrefetch => self.sharding.prefetch = parse_count(text)?,
+            JobField::FsdpPrefetch => self.training.sharding.prefetch = parse_count(text)?,
             JobField::ReshardAfterForward => {
-                self.sharding.reshard_after_forward = parse_on_off(text)?
+                self.training.sharding.reshard_after_forward = parse_on_off(text)?
             }
-            JobField::FlashAttention => self.flash_attention = parse_on_off(text)?,
-            JobField::AccountForEmbedding => self.account_for_embedding = parse_on_off(text)?,
-            JobField::AccountForLoss => self.account_for_loss = parse_on_off(text)?,
-            JobField::Bf16Grads => self.bf16_grads = parse_on_off(text)?,
-            JobField::Stack => self.stack.stack = Stack::parse(text)?,
-            JobField::CudaGraphs => self.stack.cuda_graphs = CudaGraphs::parse(text)?,
+            JobField::FlashAttention => self.training.flash_attention = parse_on_off(text)?,
+            JobField::AccountForEmbedding => {
+                self.training.account_for_embedding = parse_on_off(text)?
+            }
+            JobField::AccountForLoss => self.training.account_for_loss = parse_on_off(text)?,
+            JobField::Bf16Grads => self.training.bf16_grads = parse_on_off(text)?,
+            JobField::Stack => self.training.stack.stack = Stack::parse(text)?,
+            JobField::CudaGraphs => self.training.stack.cuda_graphs = CudaGraphs::parse(text)?,
             JobField::HostLaunchUs => {
                 let t = text.trim();
-                self.stack.launch_ns_per_kernel = if t.is_empty() {
+                self.training.stack.launch_ns_per_kernel = if t.is_empty() {
                     None
                 } else {
                     let us = t.parse::<f64>().map_err(|_| {
@@ -579,20 +541,20 @@ impl JobSettings {
                     Some(launch_ns_from_us(us)?)
                 }
             }
-            JobField::MoeDispatcher => self.stack.dispatcher = Dispatcher::parse(text)?,
+            JobField::MoeDispatcher => self.training.stack.dispatcher = Dispatcher::parse(text)?,
             JobField::MoeFusion => {
                 let t = text.trim();
-                self.stack.moe_fusion = if t.is_empty() {
+                self.training.stack.moe_fusion = if t.is_empty() {
                     None
                 } else {
                     Some(parse_fusion(t)?)
                 }
             }
-            JobField::MoeA2aOverlap => self.stack.moe_a2a_overlap = parse_on_off(text)?,
-            JobField::TpCommOverlap => self.stack.tp_comm_overlap = parse_on_off(text)?,
+            JobField::MoeA2aOverlap => self.training.stack.moe_a2a_overlap = parse_on_off(text)?,
+            JobField::TpCommOverlap => self.training.stack.tp_comm_overlap = parse_on_off(text)?,
             JobField::MoeImbalance => {
                 let t = text.trim();
-                self.stack.moe_imbalance_milli = if t.is_empty() {
+                self.training.stack.moe_imbalance_milli = if t.is_empty() {
                     None
                 } else {
                     let x = t.parse::<f64>().map_err(|_| {
@@ -609,48 +571,37 @@ impl JobSettings {
     /// same flags (`--dp` given; no `--world`: the world is TP x PP x DP).
     pub fn setup(&self) -> TrainingSetup {
         TrainingSetup {
-            tp: self.tp,
-            pp: self.pp,
-            dp: Some(self.dp),
-            cp: self.cp,
-            ep: self.ep,
-            expert_tp: self.expert_tp,
-            vpp: self.vpp,
-            sequence_parallel: self.sequence_parallel,
-            micro_batch_size: self.micro_batch_size,
-            global_batch_size: self.global_batch_size,
-            seq_length: self.seq_length,
-            precision: self.precision,
-            recompute: self.recompute,
-            distributed_optimizer: self.distributed_optimizer,
-            flash_attention: self.flash_attention,
-            first_stage_layers: self.first_stage_layers,
-            last_stage_layers: self.last_stage_layers,
-            account_for_embedding: self.account_for_embedding,
-            account_for_loss: self.account_for_loss,
-            bf16_grads: self.bf16_grads,
-            stack: self.stack,
+            dp: Some(self.dp()),
             sharding: Sharding {
                 zero: self.zero(),
-                ..self.sharding
+                ..self.training.sharding
             },
+            ..self.training.clone()
         }
+    }
+
+    /// The panel's DP (1 when a value from elsewhere left it unstated).
+    pub fn dp(&self) -> u32 {
+        self.training.dp.unwrap_or(1)
     }
 
     /// The ZeRO stage the panel states: the Sharding select's, at least 1
     /// with the distributed optimizer on.
     pub fn zero(&self) -> ZeroStage {
-        if self.distributed_optimizer {
-            self.sharding.zero.max(ZeroStage::Optimizer)
+        if self.training.distributed_optimizer {
+            self.training.sharding.zero.max(ZeroStage::Optimizer)
         } else {
-            self.sharding.zero
+            self.training.sharding.zero
         }
     }
 
     /// TP x CP x PP x DP (saturating; the core refuses worlds that are too
     /// large).
     pub fn world(&self) -> u64 {
-        u64::from(self.tp) * u64::from(self.cp) * u64::from(self.pp) * u64::from(self.dp)
+        u64::from(self.training.tp)
+            * u64::from(self.training.cp)
+            * u64::from(self.training.pp)
+            * u64::from(self.dp())
     }
 
     /// The same settings on another model.
@@ -670,48 +621,48 @@ impl JobSettings {
                 out.push_str(&format!(" {flag} {v}"));
             }
         };
-        num("--tp", self.tp, d.tp);
-        num("--pp", self.pp, d.pp);
-        num("--cp", self.cp, d.cp);
-        num("--dp", self.dp, d.dp);
-        num("--ep", self.ep, d.ep);
-        if let Some(e) = self.expert_tp {
+        num("--tp", self.training.tp, d.training.tp);
+        num("--pp", self.training.pp, d.training.pp);
+        num("--cp", self.training.cp, d.training.cp);
+        num("--dp", self.dp(), d.dp());
+        num("--ep", self.training.ep, d.training.ep);
+        if let Some(e) = self.training.expert_tp {
             num("--expert-tp", e, 0);
         }
-        num("--vpp", self.vpp, d.vpp);
+        num("--vpp", self.training.vpp, d.training.vpp);
         num(
             "--micro-batch-size",
-            self.micro_batch_size,
-            d.micro_batch_size,
+            self.training.micro_batch_size,
+            d.training.micro_batch_size,
         );
-        if let Some(g) = self.global_batch_size {
+        if let Some(g) = self.training.global_batch_size {
             out.push_str(&format!(" --global-batch-size {g}"));
         }
-        if self.seq_length != d.seq_length {
-            out.push_str(&format!(" --seq-length {}", self.seq_length));
+        if self.training.seq_length != d.training.seq_length {
+            out.push_str(&format!(" --seq-length {}", self.training.seq_length));
         }
-        if self.precision != d.precision {
-            out.push_str(&format!(" --precision {}", self.precision.name()));
+        if self.training.precision != d.training.precision {
+            out.push_str(&format!(" --precision {}", self.training.precision.name()));
         }
-        if self.recompute != d.recompute {
-            out.push_str(&format!(" --recompute {}", self.recompute.name()));
+        if self.training.recompute != d.training.recompute {
+            out.push_str(&format!(" --recompute {}", self.training.recompute.name()));
         }
         for (on, flag) in [
-            (self.sequence_parallel, "--sequence-parallel"),
+            (self.training.sequence_parallel, "--sequence-parallel"),
             (
                 self.zero() == ZeroStage::Optimizer,
                 "--distributed-optimizer",
             ),
-            (!self.flash_attention, "--no-flash-attention"),
+            (!self.training.flash_attention, "--no-flash-attention"),
             (
-                self.account_for_embedding,
+                self.training.account_for_embedding,
                 "--account-for-embedding-in-pipeline-split",
             ),
             (
-                self.account_for_loss,
+                self.training.account_for_loss,
                 "--account-for-loss-in-pipeline-split",
             ),
-            (self.bf16_grads, "--no-grad-reduce-in-fp32"),
+            (self.training.bf16_grads, "--no-grad-reduce-in-fp32"),
         ] {
             if on {
                 out.push(' ');
@@ -721,7 +672,7 @@ impl JobSettings {
         if self.gpu != d.gpu {
             out.push_str(&format!(" --gpu-type {}", self.gpu));
         }
-        out.push_str(&self.stack.flags());
+        out.push_str(&self.training.stack.flags());
         for flag in self.setup().sharding.flags() {
             out.push(' ');
             out.push_str(&flag);

@@ -12,20 +12,25 @@
 //! [`worker_host`] is the page's handle on the worker.
 
 pub mod app;
+pub mod browser_files;
 pub mod components;
 pub mod compute;
 pub mod download;
+pub mod engine_run;
 pub mod examples;
 pub mod format;
 pub mod glossary;
 pub mod job;
 pub mod model_job;
 pub mod palette;
+pub mod present;
 pub mod protocol;
 pub mod schedule_compare;
 pub mod settings;
+pub mod simulate;
 pub mod state;
 pub mod sweep;
+pub mod sweep_inputs;
 pub mod timeline;
 pub mod url;
 pub mod views;

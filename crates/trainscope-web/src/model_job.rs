@@ -4,10 +4,10 @@
 //! the GPU preset and the training setup, let the core validate the
 //! combination ([`ModelJob::new`]: its [`JobError`] message and hint are
 //! the CLI's), and simulate with [`run_model`] under the page's event
-//! settings ([`crate::compute::event_config`]): the same entry and the same
+//! settings ([`crate::engine_run::event_config`]): the same entry and the same
 //! settings as `trainscope simulate --model ... [cluster flags]`, so page
 //! and CLI print the same numbers. The result is an ordinary event view
-//! ([`crate::compute::event_view`]: breakdown, per-stage table, timeline,
+//! ([`crate::present::event_view`]: breakdown, per-stage table, timeline,
 //! downloads) plus the model's figures ([`ModelView`]: MFU, model TFLOP/s
 //! per GPU, tokens/s, memory per stage against the capacity).
 //!
@@ -17,8 +17,9 @@
 //!
 //! [`JobError`]: trainscope_core::job::JobError
 
-use crate::compute::{event_config, event_view, run_error_diagnostics, ExportSource, Simulated};
+use crate::engine_run::{event_config, run_error_diagnostics, ExportSource, Simulated};
 use crate::job::{JobModel, JobSettings};
+use crate::present::event_view;
 use crate::protocol::{JobOutcome, NamedTimeline};
 use crate::settings::{Field, Mode, Settings};
 use crate::views::{MemoryView, ModelView, ResultView, StageMemoryView};

@@ -36,7 +36,7 @@
 
 use crate::job::{JobModel, JobSettings};
 use crate::settings::{Field, Settings, SettingsHints};
-use crate::sweep::SweepInputs;
+use crate::sweep_inputs::SweepInputs;
 use crate::views::{FileView, ResultView, ScheduleComparison};
 use bincode::Options;
 use serde::{Deserialize, Serialize};

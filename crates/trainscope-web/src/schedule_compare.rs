@@ -28,12 +28,11 @@
 //!
 //! [`ScheduleKind::ALL`]: trainscope_core::engine::ScheduleKind::ALL
 
-use crate::compute::{
-    event_config, pick_input, run_error_diagnostics, ExportSource, RunFiles, Simulated,
-};
+use crate::engine_run::{event_config, run_error_diagnostics, ExportSource, Simulated};
 use crate::job::{JobModel, JobSettings};
 use crate::protocol::NamedTimeline;
 use crate::settings::{schedule_name, Field, Mode, Schedule, Settings};
+use crate::simulate::{pick_input, RunFiles};
 use crate::views::{ScheduleComparison, ScheduleRefusal, ScheduleRow};
 use std::collections::BTreeSet;
 use trainscope_core::engine::Summary;
@@ -143,7 +142,7 @@ pub fn compare_schedules(
         }
     };
     let vpp = match &input {
-        Input::Job(j) => j.vpp,
+        Input::Job(j) => j.training.vpp,
         Input::Files(_) => settings.virtual_stages,
     };
     // Parsed once: the files, or the job's model.
@@ -214,7 +213,7 @@ pub fn compare_schedules(
             }
             Input::Job(j) => {
                 let mut jr = j.clone();
-                jr.vpp = virtual_stages;
+                jr.training.vpp = virtual_stages;
                 let reuse = match current {
                     Some(ExportSource::Model(out)) if &jr == j && &s == settings => Some(&**out),
                     _ => None,

@@ -233,6 +233,19 @@ pub enum Field {
 }
 
 impl Field {
+    /// The run's layout: the world, the parallel sizes, the micro-batches
+    /// and the virtual stages. A file's header states them
+    /// ([`SettingsHints::FIELDS`]) and a described job defines them
+    /// ([`crate::state::JOB_DEFINED_FIELDS`]).
+    pub const LAYOUT: [Field; 6] = [
+        Field::World,
+        Field::Tp,
+        Field::Pp,
+        Field::Ep,
+        Field::MicroBatches,
+        Field::VirtualStages,
+    ];
+
     /// All fields, in form and URL order.
     pub const ALL: [Field; 25] = [
         Field::Mode,
@@ -488,17 +501,21 @@ pub struct SettingsHints {
 }
 
 impl SettingsHints {
-    /// Every field a file can state (the cluster is the user's choice).
-    pub const FIELDS: [Field; 8] = [
-        Field::World,
-        Field::Tp,
-        Field::Pp,
-        Field::Ep,
-        Field::MicroBatches,
-        Field::VirtualStages,
-        Field::Schedule,
-        Field::Blocks,
-    ];
+    /// Every field a file can state (the cluster is the user's choice):
+    /// the layout ([`Field::LAYOUT`]), the schedule and the block repeats.
+    pub const FIELDS: [Field; 8] = {
+        let l = Field::LAYOUT;
+        [
+            l[0],
+            l[1],
+            l[2],
+            l[3],
+            l[4],
+            l[5],
+            Field::Schedule,
+            Field::Blocks,
+        ]
+    };
 
     /// Fields this hint set would change.
     pub fn fields(&self) -> Vec<Field> {

@@ -214,15 +214,8 @@ pub enum Action {
 
 /// The Configure fields a described job defines (its parallelism, world
 /// and micro-batches): while the job is active they show the job's values,
-/// read-only ("from the job").
-pub const JOB_DEFINED_FIELDS: [Field; 6] = [
-    Field::World,
-    Field::Tp,
-    Field::Pp,
-    Field::Ep,
-    Field::MicroBatches,
-    Field::VirtualStages,
-];
+/// read-only ("from the job"): the layout ([`Field::LAYOUT`]).
+pub const JOB_DEFINED_FIELDS: [Field; 6] = Field::LAYOUT;
 
 impl AppState {
     /// Text to show in a field's input.
@@ -243,10 +236,10 @@ impl AppState {
         let job_defined = |f: &Field| self.job_active && JOB_DEFINED_FIELDS.contains(f);
         let mut checked = self.settings.clone();
         if self.job_active {
-            checked.tp = self.job.tp;
-            checked.pp = self.job.pp;
-            checked.ep = self.job.ep;
-            checked.virtual_stages = self.job.vpp;
+            checked.tp = self.job.training.tp;
+            checked.pp = self.job.training.pp;
+            checked.ep = self.job.training.ep;
+            checked.virtual_stages = self.job.training.vpp;
             checked.world_size = u32::try_from(self.job.world()).unwrap_or(u32::MAX);
         }
         let mut out: Vec<FieldError> = self
@@ -426,7 +419,7 @@ impl AppState {
         self.pinned_fields.insert(Field::Schedule);
         self.link_fields.remove(&Field::Schedule);
         if self.job_active {
-            self.job.vpp = virtual_stages;
+            self.job.training.vpp = virtual_stages;
             self.job_texts.remove(&JobField::Vpp);
             self.job_parse_errors.remove(&JobField::Vpp);
         } else if schedule == Schedule::Interleaved {
@@ -761,7 +754,7 @@ impl Reducible for AppState {
                 next.run_schedule(schedule, virtual_stages);
             }
             Action::RunConfig(job, schedule, pin) => {
-                let vpp = job.vpp;
+                let vpp = job.training.vpp;
                 next.job = *job;
                 next.job_texts.clear();
                 next.job_parse_errors.clear();

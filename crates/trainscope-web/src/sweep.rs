@@ -1,8 +1,8 @@
 //! The "Search configurations" view's logic, pure Rust (the page and the
-//! worker share it): the bounds the user types ([`SweepInputs`], one
-//! comma-separated list per dimension, empty = the core's default list),
-//! the core's [`SweepSpec`] built from them with the job panel's model,
-//! GPU, batch and sequence length and the page's cluster settings
+//! worker share it): the core's [`SweepSpec`] built from the bounds the
+//! user types ([`SweepInputs`], [`crate::sweep_inputs`]) with the job
+//! panel's model, GPU, batch and sequence length and the page's cluster
+//! settings
 //! ([`sweep_spec`], the same spec `trainscope sweep` builds from the same
 //! flags), one worker's slice ([`run_shard`]: enumerate, take
 //! [`shard`]`(i, n)`, precheck and simulate each candidate with the core's
@@ -13,7 +13,7 @@
 use crate::job::JobSettings;
 use crate::model_job::{job_sim_config, nvlink_pinned, resolve_model};
 use crate::settings::{Field, Schedule, Settings};
-use serde::{Deserialize, Serialize};
+use crate::sweep_inputs::SweepInputs;
 use std::collections::BTreeSet;
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
@@ -23,150 +23,6 @@ use trainscope_core::search::{
     build, enumerate, process, shard, shell_word, sweep_config, Outcome, Row, SweepReport,
     SweepSpec,
 };
-
-/// The bounds of a sweep as typed: comma-separated lists, empty for the
-/// core's default list (`world` empty: the job panel's TP x CP x PP x DP).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SweepInputs {
-    pub world: String,
-    pub tp: String,
-    pub cp: String,
-    pub pp: String,
-    pub ep: String,
-    pub vpp: String,
-    pub micro_batch_size: String,
-    pub recompute: String,
-    pub schedule: String,
-}
-
-/// One bound of the view: URL key, test id suffix, label, placeholder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bound {
-    pub key: &'static str,
-    pub label: &'static str,
-    pub placeholder: &'static str,
-}
-
-/// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 9] = [
-    Bound {
-        key: "world",
-        label: "GPUs",
-        placeholder: "the job's TP x CP x PP x DP",
-    },
-    Bound {
-        key: "tp",
-        label: "TP",
-        placeholder: "powers of 2 <= GPUs per node",
-    },
-    Bound {
-        key: "cp",
-        label: "CP",
-        placeholder: "1",
-    },
-    Bound {
-        key: "pp",
-        label: "PP",
-        placeholder: "divisors of the layers, 2^k split unevenly",
-    },
-    Bound {
-        key: "ep",
-        label: "EP",
-        placeholder: "1 (MoE: powers of 2)",
-    },
-    Bound {
-        key: "vpp",
-        label: "Virtual stages",
-        placeholder: "every v > 1 dividing the layers",
-    },
-    Bound {
-        key: "mbs",
-        label: "Micro-batch size",
-        placeholder: "1,2,4",
-    },
-    Bound {
-        key: "recompute",
-        label: "Recompute",
-        placeholder: "none,selective,full",
-    },
-    Bound {
-        key: "schedule",
-        label: "Schedule",
-        placeholder: "every schedule",
-    },
-];
-
-impl SweepInputs {
-    /// The text of bound `key` ([`BOUNDS`]).
-    pub fn get(&self, key: &str) -> &str {
-        match key {
-            "world" => &self.world,
-            "tp" => &self.tp,
-            "cp" => &self.cp,
-            "pp" => &self.pp,
-            "ep" => &self.ep,
-            "vpp" => &self.vpp,
-            "mbs" => &self.micro_batch_size,
-            "recompute" => &self.recompute,
-            "schedule" => &self.schedule,
-            _ => "",
-        }
-    }
-
-    /// Set bound `key` (an unknown key changes nothing).
-    pub fn set(&mut self, key: &str, text: String) {
-        let slot = match key {
-            "world" => &mut self.world,
-            "tp" => &mut self.tp,
-            "cp" => &mut self.cp,
-            "pp" => &mut self.pp,
-            "ep" => &mut self.ep,
-            "vpp" => &mut self.vpp,
-            "mbs" => &mut self.micro_batch_size,
-            "recompute" => &mut self.recompute,
-            "schedule" => &mut self.schedule,
-            _ => return,
-        };
-        *slot = text;
-    }
-
-    /// The link's part: `sweep_KEY=LIST` for each bound given (`,` kept).
-    pub fn fragment(&self) -> String {
-        BOUNDS
-            .iter()
-            .filter(|b| !self.get(b.key).trim().is_empty())
-            .map(|b| {
-                format!(
-                    "sweep_{}={}",
-                    b.key,
-                    self.get(b.key).trim().replace(' ', "")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("&")
-    }
-
-    /// The bounds a link carries (`sweep_KEY=LIST` pairs of a fragment);
-    /// `None` when it carries none.
-    pub fn from_fragment(fragment: &str) -> Option<SweepInputs> {
-        let mut inputs = SweepInputs::default();
-        let mut any = false;
-        for (k, v) in fragment
-            .trim_start_matches('#')
-            .split('&')
-            .filter_map(|kv| kv.split_once('='))
-        {
-            if let Some(key) = k.strip_prefix("sweep_") {
-                if BOUNDS.iter().any(|b| b.key == key) {
-                    inputs.set(key, v.to_string());
-                    any = true;
-                }
-            }
-        }
-        any.then_some(inputs)
-    }
-}
 
 /// `1,2,4` → `Some([1, 2, 4])`; empty → `None`; every value >= 1.
 fn numbers(label: &str, text: &str) -> Result<Option<Vec<u32>>, String> {
@@ -282,12 +138,15 @@ pub fn sweep_spec(
     let mut spec = SweepSpec::new(model, gpu, worlds[0]);
     spec.worlds = worlds;
     spec.gpus_per_node = settings.gpus_per_node;
-    spec.global_batch_size = job.global_batch_size.unwrap_or(DEFAULT_GLOBAL_BATCH);
-    spec.seq_length = job.seq_length;
-    spec.precision = job.precision;
-    spec.flash_attention = job.flash_attention;
-    spec.bf16_grads = job.bf16_grads;
-    spec.stack = job.stack;
+    spec.global_batch_size = job
+        .training
+        .global_batch_size
+        .unwrap_or(DEFAULT_GLOBAL_BATCH);
+    spec.seq_length = job.training.seq_length;
+    spec.precision = job.training.precision;
+    spec.flash_attention = job.training.flash_attention;
+    spec.bf16_grads = job.training.bf16_grads;
+    spec.stack = job.training.stack;
     spec.tp = numbers("TP", &inputs.tp)?;
     spec.cp = numbers("CP", &inputs.cp)?;
     spec.pp = numbers("PP", &inputs.pp)?;
@@ -364,26 +223,26 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
         .into_iter()
         .find(|s| s.core().name() == row.schedule)?;
     let mut job = base.clone();
-    job.tp = row.tp;
-    job.pp = row.pp;
-    job.dp = row.dp;
-    job.cp = row.cp;
-    job.expert_tp = row.expert_tp;
-    job.ep = row.ep;
-    job.vpp = row.vpp;
-    job.micro_batch_size = row.micro_batch_size;
-    job.global_batch_size = Some(row.micro_batch_size * row.micro_batches * row.dp);
-    job.recompute = Recompute::from_name(&row.recompute)?;
-    job.sequence_parallel = row.sequence_parallel;
-    job.distributed_optimizer = row.distributed_optimizer;
+    job.training.tp = row.tp;
+    job.training.pp = row.pp;
+    job.training.dp = Some(row.dp);
+    job.training.cp = row.cp;
+    job.training.expert_tp = row.expert_tp;
+    job.training.ep = row.ep;
+    job.training.vpp = row.vpp;
+    job.training.micro_batch_size = row.micro_batch_size;
+    job.training.global_batch_size = Some(row.micro_batch_size * row.micro_batches * row.dp);
+    job.training.recompute = Recompute::from_name(&row.recompute)?;
+    job.training.sequence_parallel = row.sequence_parallel;
+    job.training.distributed_optimizer = row.distributed_optimizer;
     // The row's ZeRO stage (rows of older sweeps: as the distributed
     // optimizer says).
-    job.sharding.zero =
+    job.training.sharding.zero =
         trainscope_core::job::sharding::ZeroStage::from_level(row.zero).unwrap_or_default();
     // A PP that does not divide the layers: the row's uneven split.
-    job.first_stage_layers = row.first_stage_layers;
-    job.last_stage_layers = row.last_stage_layers;
-    job.account_for_embedding = row.account_for_embedding;
-    job.account_for_loss = row.account_for_loss;
+    job.training.first_stage_layers = row.first_stage_layers;
+    job.training.last_stage_layers = row.last_stage_layers;
+    job.training.account_for_embedding = row.account_for_embedding;
+    job.training.account_for_loss = row.account_for_loss;
     Some((job, schedule))
 }

@@ -80,12 +80,12 @@ fn default_settings_are_the_cores_defaults_and_valid() {
     assert_eq!((s.gpus_per_node, s.nics_per_node), (8, 8));
     assert_eq!((s.latency_us, s.backward_factor, s.blocks), (5.0, 2.0, 36));
     // Event mode: an untouched page runs exactly `trainscope simulate FILE`.
-    let (config, options) = compute::event_config(&s, &BTreeSet::new());
+    let (config, options) = trainscope_web::engine_run::event_config(&s, &BTreeSet::new());
     assert_eq!(config, SimConfig::default());
     assert_eq!(options, RunOptions::default());
     // SimAI mode: the cluster `trainscope simulate --mode simai FILE`
     // assumes, and SimAI's overlap ratios.
-    let a = compute::analytical_config(&s);
+    let a = trainscope_web::engine_run::analytical_config(&s);
     let d = AnalyticalConfig::default();
     assert_eq!(
         (a.gpus_per_server, a.nics_per_server),
@@ -222,7 +222,7 @@ fn the_page_refuses_what_the_core_refuses() {
             s.set(field, text).unwrap();
             let page_ok = !s.validate().iter().any(|e| e.field == field);
             let all: BTreeSet<Field> = Field::ALL.into_iter().collect();
-            let (mut config, options) = compute::event_config(&s, &all);
+            let (mut config, options) = trainscope_web::engine_run::event_config(&s, &all);
             // The latency setter refuses out-of-range values itself.
             let core_ok = config.network.set_latency_us(s.latency_us).is_ok()
                 && config.validate().is_ok()
@@ -246,7 +246,7 @@ fn the_page_refuses_what_the_core_refuses() {
             };
             s.set(field, text).unwrap();
             let page_ok = !s.validate().iter().any(|e| e.field == field);
-            let a = compute::analytical_config(&s);
+            let a = trainscope_web::engine_run::analytical_config(&s);
             let cluster = trainscope_core::analytical::ClusterConfig {
                 world_size: a.world_size.unwrap(),
                 gpus_per_server: a.gpus_per_server.unwrap(),
@@ -545,7 +545,7 @@ fn a_run_reads_each_file_once_and_equals_the_cores_run() {
         engine::SimConfig,
         run::{run_files, RunOptions},
     };
-    use trainscope_web::compute::ExportSource;
+    use trainscope_web::engine_run::ExportSource;
     const K0: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank0.json");
     const K1: &[u8] = include_bytes!("../../../tests/fixtures/kineto/job2_rank1.pt.trace.json.gz");
     let files = [("job2_rank0.json", K0), ("job2_rank1.pt.trace.json.gz", K1)];
@@ -743,7 +743,8 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
     assert_eq!(r.tables[0].rows.len(), 33);
     assert!(r.exports.iter().any(|e| e.testid == "export-csv"));
     let (_, source) = compute::run_with_source(&req, &mut |_| {});
-    let csv = compute::export(&source.expect("exports"), "export-csv").expect("the CSV");
+    let csv = trainscope_web::engine_run::export(&source.expect("exports"), "export-csv")
+        .expect("the CSV");
     let reference = include_str!("../../../tests/fixtures/simai/expected/r000-EndToEnd.csv");
     assert_eq!(
         csv.lines().nth(1).unwrap().split_once(',').unwrap().1,
@@ -1437,7 +1438,7 @@ fn placement_and_oversubscription_settings() {
         assert_eq!(order.map(|o| o.name()).as_deref(), Some(name));
     }
     // The event configuration carries them.
-    let (config, _) = compute::event_config(&s, &set);
+    let (config, _) = trainscope_web::engine_run::event_config(&s, &set);
     assert_eq!(config.network.oversubscription, 2.5);
     assert_eq!(
         config.network.placement,
@@ -1734,9 +1735,9 @@ fn a_model_config_shows_its_model_and_runs_as_the_described_job() {
     let mut req = run_request(9, &[("Mixtral-8x7B/config.json", MIXTRAL)]);
     req.settings.mode = Mode::Event;
     // The job panel's settings (not active: the file is the input).
-    req.job.ep = 2;
-    req.job.dp = 2;
-    req.job.global_batch_size = Some(4);
+    req.job.training.ep = 2;
+    req.job.training.dp = Some(2);
+    req.job.training.global_batch_size = Some(4);
     let out = compute_output(&req);
     let f = &out.files[0];
     assert_eq!(f.format.as_deref(), Some("hf-config"));

@@ -11,6 +11,7 @@
 use serde_json::{json, Value};
 use trainscope_core::analytical::{self, AnalyticalConfig};
 use trainscope_core::engine::SimConfig;
+use trainscope_core::job::TrainingSetup;
 use trainscope_core::run::{run_files, RunOptions};
 use wasm_bindgen_test::*;
 
@@ -95,13 +96,16 @@ fn a_model_job_in_the_worker_equals_the_cli() {
     let want: Value = serde_json::from_str(CROSS_MODEL).unwrap();
     assert_eq!(want["args"][1], "llama3-8b");
     let job = JobSettings {
-        tp: 2,
-        pp: 2,
-        dp: 2,
-        global_batch_size: Some(32),
-        sequence_parallel: true,
-        distributed_optimizer: true,
-        recompute: Recompute::Selective,
+        training: TrainingSetup {
+            tp: 2,
+            pp: 2,
+            dp: Some(2),
+            global_batch_size: Some(32),
+            sequence_parallel: true,
+            distributed_optimizer: true,
+            recompute: Recompute::Selective,
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     };
     let req = RunRequest {
@@ -114,7 +118,9 @@ fn a_model_job_in_the_worker_equals_the_cli() {
         compare_schedules: false,
     };
     let (out, source) = compute::run_with_source(&req, &mut |_| {});
-    let report = compute::export(&source.expect("simulated"), "export-summary-json").unwrap();
+    let report =
+        trainscope_web::engine_run::export(&source.expect("simulated"), "export-summary-json")
+            .unwrap();
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report, want["report"]);
     // What the page shows is that report's.

@@ -37,9 +37,12 @@ const LLAMA8B_CONFIG: &[u8] = include_bytes!("../../../tests/fixtures/hf/llama3_
 /// llama3-8b on 8 GPUs, TP 2, DP 4, a small batch (quick to simulate).
 fn small_job(tp: u32) -> JobSettings {
     JobSettings {
-        tp,
-        dp: 8 / tp,
-        global_batch_size: Some(32),
+        training: TrainingSetup {
+            tp,
+            dp: Some(8 / tp),
+            global_batch_size: Some(32),
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     }
 }
@@ -87,13 +90,13 @@ fn defaults_are_the_cores_and_fields_parse_as_the_cli_does() {
         .unwrap_err()
         .starts_with("unknown GPU type `V100`"));
     j.set(JobField::GlobalBatchSize, "").unwrap();
-    assert_eq!(j.global_batch_size, None);
+    assert_eq!(j.training.global_batch_size, None);
     // Uneven pipeline split: empty is the even split, a count the CLI's flag.
     j.set(JobField::FirstStageLayers, "4").unwrap();
     assert_eq!(j.setup().first_stage_layers, Some(4));
     assert_eq!(JobField::FirstStageLayers.flag(), "--first-stage-layers");
     j.set(JobField::FirstStageLayers, " ").unwrap();
-    assert_eq!(j.first_stage_layers, None);
+    assert_eq!(j.training.first_stage_layers, None);
     assert!(j.set(JobField::LastStageLayers, "x").is_err());
     j.set(JobField::GlobalBatchSize, "64").unwrap();
     assert_eq!(j.get(JobField::GlobalBatchSize), "64");
@@ -104,7 +107,7 @@ fn defaults_are_the_cores_and_fields_parse_as_the_cli_does() {
     j.set(JobField::Precision, "FP8").unwrap();
     j.set(JobField::Recompute, "full").unwrap();
     assert_eq!(
-        (j.precision, j.recompute),
+        (j.training.precision, j.training.recompute),
         (Precision::Fp8, Recompute::Full)
     );
     assert!(j
@@ -124,40 +127,42 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
     let job = JobSettings {
         model: JobModel::Preset("mixtral-8x7b".into()),
         gpu: "B200".into(),
-        tp: 2,
-        pp: 4,
-        dp: 8,
-        cp: 2,
-        ep: 4,
-        expert_tp: Some(1),
-        vpp: 2,
-        sequence_parallel: true,
-        micro_batch_size: 2,
-        global_batch_size: Some(256),
-        seq_length: 8192,
-        precision: Precision::Fp8,
-        recompute: Recompute::Selective,
-        distributed_optimizer: true,
-        flash_attention: false,
-        first_stage_layers: Some(7),
-        last_stage_layers: Some(9),
-        account_for_embedding: true,
-        account_for_loss: true,
-        bf16_grads: true,
-        stack: StackSettings {
-            stack: Stack::TorchCompile,
-            cuda_graphs: CudaGraphs::Layers,
-            launch_ns_per_kernel: Some(12_500),
-            dispatcher: trainscope_core::model::dispatcher::Dispatcher::Flex,
-            moe_fusion: Some(false),
-            moe_a2a_overlap: true,
-            moe_imbalance_milli: Some(1_250),
-            tp_comm_overlap: true,
-        },
-        sharding: Sharding {
-            zero: ZeroStage::Parameters,
-            prefetch: 2,
-            reshard_after_forward: false,
+        training: TrainingSetup {
+            tp: 2,
+            pp: 4,
+            dp: Some(8),
+            cp: 2,
+            ep: 4,
+            expert_tp: Some(1),
+            vpp: 2,
+            sequence_parallel: true,
+            micro_batch_size: 2,
+            global_batch_size: Some(256),
+            seq_length: 8192,
+            precision: Precision::Fp8,
+            recompute: Recompute::Selective,
+            distributed_optimizer: true,
+            flash_attention: false,
+            first_stage_layers: Some(7),
+            last_stage_layers: Some(9),
+            account_for_embedding: true,
+            account_for_loss: true,
+            bf16_grads: true,
+            stack: StackSettings {
+                stack: Stack::TorchCompile,
+                cuda_graphs: CudaGraphs::Layers,
+                launch_ns_per_kernel: Some(12_500),
+                dispatcher: trainscope_core::model::dispatcher::Dispatcher::Flex,
+                moe_fusion: Some(false),
+                moe_a2a_overlap: true,
+                moe_imbalance_milli: Some(1_250),
+                tp_comm_overlap: true,
+            },
+            sharding: Sharding {
+                zero: ZeroStage::Parameters,
+                prefetch: 2,
+                reshard_after_forward: false,
+            },
         },
     };
     assert!(
@@ -190,7 +195,10 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
     assert_eq!(from_fragment("mode=event&tp=2").0.job, None);
     let (state, notes) = from_fragment("model=llama3-70b&job_tp=x&job_pp=4");
     let j = state.job.expect("a job link");
-    assert_eq!((j.model.name(), j.tp, j.pp), ("llama3-70b", 1, 4));
+    assert_eq!(
+        (j.model.name(), j.training.tp, j.training.pp),
+        ("llama3-70b", 1, 4)
+    );
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("job_tp"), "{notes:?}");
     // The request carries the job to the worker.
@@ -231,7 +239,8 @@ fn a_preset_job_runs_in_the_worker_with_memory_mfu_and_timeline() {
         .exports
         .iter()
         .any(|x| x.file_name == "llama3-8b.summary.json"));
-    let json = compute::export(&source.expect("exports"), "export-summary-json").unwrap();
+    let json = trainscope_web::engine_run::export(&source.expect("exports"), "export-summary-json")
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["kind"], "model");
     assert_eq!(v["training"]["tp"], 2);
@@ -342,7 +351,7 @@ fn a_cp_field_splits_the_sequences_halves_activations_and_its_link_restores_it()
     // The link carries it.
     let (state, notes) = from_fragment(&job_fragment(&j));
     assert_eq!(notes, Vec::<String>::new());
-    assert_eq!(state.job.as_ref().map(|x| x.cp), Some(2));
+    assert_eq!(state.job.as_ref().map(|x| x.training.cp), Some(2));
     assert!(job_fragment(&j).contains("job_cp=2"));
     // The core's refusal, word for word as the CLI prints it.
     let mut bad = j.clone();
@@ -364,11 +373,14 @@ fn an_expert_tp_field_folds_ep_over_tp_and_dp_and_its_link_restores_it() {
     // folded layout (expert TP 1) runs it, as the CLI's --expert-tp 1.
     let mut j = JobSettings {
         model: JobModel::Preset("qwen3-30b-a3b".into()),
-        tp: 2,
-        dp: 4,
-        ep: 8,
-        sequence_parallel: true,
-        global_batch_size: Some(8),
+        training: TrainingSetup {
+            tp: 2,
+            dp: Some(4),
+            ep: 8,
+            sequence_parallel: true,
+            global_batch_size: Some(8),
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     };
     let refused = run(&job_request(1, j.clone())).job.unwrap().error;
@@ -392,11 +404,14 @@ fn an_expert_tp_field_folds_ep_over_tp_and_dp_and_its_link_restores_it() {
     // Empty is TP (the default); the link carries a set value.
     let mut k = j.clone();
     k.set(JobField::ExpertTp, "").unwrap();
-    assert_eq!(k.expert_tp, None);
+    assert_eq!(k.training.expert_tp, None);
     assert!(j.set(JobField::ExpertTp, "x").is_err());
     let (state, notes) = from_fragment(&job_fragment(&j));
     assert_eq!(notes, Vec::<String>::new());
-    assert_eq!(state.job.as_ref().and_then(|x| x.expert_tp), Some(1));
+    assert_eq!(
+        state.job.as_ref().and_then(|x| x.training.expert_tp),
+        Some(1)
+    );
     assert!(job_fragment(&j).contains("job_etp=1"));
 }
 
@@ -406,12 +421,15 @@ fn embedding_and_loss_in_the_split_run_126_layers_on_64_chunks_as_the_cli() {
     // until the embedding and loss count as layers (128 / 64 = 2 a chunk).
     let mut j = JobSettings {
         model: JobModel::Preset("llama3-405b".into()),
-        tp: 8,
-        pp: 8,
-        vpp: 8,
-        dp: 1,
-        sequence_parallel: true,
-        global_batch_size: Some(8),
+        training: TrainingSetup {
+            tp: 8,
+            pp: 8,
+            vpp: 8,
+            dp: Some(1),
+            sequence_parallel: true,
+            global_batch_size: Some(8),
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     };
     let refused = run(&job_request(1, j.clone())).job.unwrap().error.unwrap();
@@ -437,7 +455,7 @@ fn embedding_and_loss_in_the_split_run_126_layers_on_64_chunks_as_the_cli() {
     assert!(out.result.is_some());
     let (state, _) = from_fragment(&job_fragment(&j));
     let back = state.job.unwrap();
-    assert!(back.account_for_embedding && back.account_for_loss);
+    assert!(back.training.account_for_embedding && back.training.account_for_loss);
 }
 
 #[wasm_bindgen_test]
@@ -516,7 +534,8 @@ fn echo_replays_take_the_network_the_user_set() {
             req.settings.set(*f, v).unwrap();
             req.pinned.insert(*f);
         }
-        let (config, options) = compute::event_config(&req.settings, &req.pinned);
+        let (config, options) =
+            trainscope_web::engine_run::event_config(&req.settings, &req.pinned);
         let core = trainscope_core::run::run_files(&[(name, ECHO)], &config, &options)
             .unwrap()
             .summary()
@@ -554,7 +573,7 @@ fn editing_the_job_makes_it_the_input_and_new_files_take_over() {
     assert!(s.can_run_job());
     let s = s.reduce(Action::JobEdit(JobField::Tp, "2".into()));
     assert!(s.job_active && s.can_run());
-    assert_eq!(s.job.tp, 2);
+    assert_eq!(s.job.training.tp, 2);
     assert_eq!(s.edit_rev, 1, "runs after the pause, like a settings edit");
     let s = s.reduce(Action::JobEdit(JobField::Pp, "x".into()));
     assert!(!s.can_run() && !s.can_run_job());
@@ -569,12 +588,12 @@ fn editing_the_job_makes_it_the_input_and_new_files_take_over() {
         example: None,
     });
     assert!(!s.job_active);
-    assert_eq!(s.job.tp, 2, "the panel keeps its values");
+    assert_eq!(s.job.training.tp, 2, "the panel keeps its values");
     // A link with a job restores it and makes it the input.
     let (url, _) = from_fragment("model=llama3-70b&job_tp=8");
     let s = s.reduce(Action::Restore(Box::new(url)));
     assert!(s.job_active);
-    assert_eq!((s.job.model.name(), s.job.tp), ("llama3-70b", 8));
+    assert_eq!((s.job.model.name(), s.job.training.tp), ("llama3-70b", 8));
 }
 
 #[wasm_bindgen_test]
@@ -713,7 +732,10 @@ async fn a_preset_jobs_result_shows_mfu_and_draws_the_memory_chart() {
     let out = run(&job_request(
         1,
         JobSettings {
-            pp: 2,
+            training: TrainingSetup {
+                pp: 2,
+                ..small_job(2).training
+            },
             ..small_job(2)
         },
     ));
@@ -770,7 +792,10 @@ async fn a_job_that_does_not_fit_says_so_per_stage() {
     let out = run(&job_request(
         1,
         JobSettings {
-            global_batch_size: Some(2),
+            training: TrainingSetup {
+                global_batch_size: Some(2),
+                ..JobSettings::default().training
+            },
             ..JobSettings::default()
         },
     ));

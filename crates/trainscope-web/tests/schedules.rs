@@ -14,6 +14,7 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use trainscope_core::job::TrainingSetup;
 use trainscope_core::timeline::Stream;
 use trainscope_core::{engine::ScheduleKind, run::run_files};
 use trainscope_web::components::activation_chart::{step_path, ActivationChart};
@@ -76,10 +77,13 @@ fn file_request(typed: &[(Field, &str)], compare: bool) -> RunRequest {
 /// llama3-8b on 8 GPUs, TP 2, PP 2, DP 2, 16 micro-batches.
 fn small_job() -> JobSettings {
     JobSettings {
-        tp: 2,
-        pp: 2,
-        dp: 2,
-        global_batch_size: Some(32),
+        training: TrainingSetup {
+            tp: 2,
+            pp: 2,
+            dp: Some(2),
+            global_batch_size: Some(32),
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     }
 }
@@ -106,14 +110,18 @@ fn core_time(kind: ScheduleKind, m: Option<u32>, vpp: u32) -> Result<u64, String
         settings.micro_batches = m;
         pinned.insert(Field::MicroBatches);
     }
-    let (mut config, options) = compute::event_config(&settings, &pinned);
+    let (mut config, options) = trainscope_web::engine_run::event_config(&settings, &pinned);
     config.schedule = kind;
     if kind == ScheduleKind::Interleaved {
         config.virtual_stages = vpp;
     }
     run_files(&[(LLAMA65B_NAME, LLAMA65B)], &config, &options)
         .map(|o| o.summary().iteration_time_ns)
-        .map_err(|e| compute::run_error_diagnostics(&e)[0].message.clone())
+        .map_err(|e| {
+            trainscope_web::engine_run::run_error_diagnostics(&e)[0]
+                .message
+                .clone()
+        })
 }
 
 // ---------------------------------------------------------------- the computation
@@ -269,7 +277,7 @@ fn a_files_activation_series_is_the_cores_in_micro_batches() {
         false,
     );
     let r = run(&req).result.unwrap();
-    let (config, options) = compute::event_config(&req.settings, &req.pinned);
+    let (config, options) = trainscope_web::engine_run::event_config(&req.settings, &req.pinned);
     let core = run_files(&[(LLAMA65B_NAME, LLAMA65B)], &config, &options).unwrap();
     assert_eq!(r.activations.len(), core.result.activations.len());
     for (a, c) in r.activations.iter().zip(&core.result.activations) {
@@ -395,11 +403,14 @@ fn picking_a_row_of_a_job_sets_its_virtual_stages() {
     let s = Rc::new(AppState::default())
         .reduce(Action::JobEdit(JobField::Vpp, "2".into()))
         .reduce(Action::RunSchedule(Schedule::ZbH1, 1));
-    assert_eq!(s.job.vpp, 1, "the zero-bubble schedules run with one chunk");
+    assert_eq!(
+        s.job.training.vpp, 1,
+        "the zero-bubble schedules run with one chunk"
+    );
     assert_eq!(s.settings.schedule, Schedule::ZbH1);
     assert_eq!(s.job_text(JobField::Vpp), "1");
     let s = s.reduce(Action::RunSchedule(Schedule::Interleaved, 2));
-    assert_eq!(s.job.vpp, 2);
+    assert_eq!(s.job.training.vpp, 2);
 }
 
 // ---------------------------------------------------------------- mounted

@@ -11,13 +11,15 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_core::engine::ScheduleKind;
+use trainscope_core::job::TrainingSetup;
 use trainscope_core::search::{build, enumerate, merge, process, rank, Row, ShardId};
 use trainscope_web::job::{JobModel, JobSettings};
 use trainscope_web::model_job::run_job;
 use trainscope_web::protocol::{decode_request, encode_request, InputFile, Request, SweepRequest};
 use trainscope_web::settings::{Field, Schedule, Settings};
 use trainscope_web::state::{Action, AppState};
-use trainscope_web::sweep::{chunk_due, common_flags, row_job, run_shard, sweep_spec, SweepInputs};
+use trainscope_web::sweep::{chunk_due, common_flags, row_job, run_shard, sweep_spec};
+use trainscope_web::sweep_inputs::SweepInputs;
 use wasm_bindgen_test::*;
 use yew::Reducible;
 
@@ -33,7 +35,10 @@ fn small() -> (SweepInputs, JobSettings) {
     i.set("recompute", "selective".into());
     i.set("schedule", "1f1b,gpipe".into());
     let job = JobSettings {
-        global_batch_size: Some(16),
+        training: TrainingSetup {
+            global_batch_size: Some(16),
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     };
     (i, job)
@@ -213,8 +218,11 @@ fn a_row_with_an_uneven_split_loads_its_split_into_the_job_panel() {
     i.set("schedule", "1f1b".into());
     let job = JobSettings {
         model: JobModel::Preset("llama3.2-1b".into()),
-        global_batch_size: Some(6),
-        seq_length: 1024,
+        training: TrainingSetup {
+            global_batch_size: Some(6),
+            seq_length: 1024,
+            ..JobSettings::default().training
+        },
         ..JobSettings::default()
     };
     let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
@@ -226,7 +234,7 @@ fn a_row_with_an_uneven_split_loads_its_split_into_the_job_panel() {
     );
     let j = row_simulates_to_its_numbers(row, &job);
     assert_eq!(
-        (j.first_stage_layers, j.last_stage_layers),
+        (j.training.first_stage_layers, j.training.last_stage_layers),
         (Some(6), Some(4))
     );
 }
@@ -250,7 +258,7 @@ fn a_cp_bound_sweeps_context_parallel_rows_and_a_row_loads_its_cp() {
         .find(|r| r.cp == 2)
         .expect("a CP 2 row");
     assert!(row.flags.contains("--cp 2"), "{}", row.flags);
-    assert_eq!(row_simulates_to_its_numbers(row, &job).cp, 2);
+    assert_eq!(row_simulates_to_its_numbers(row, &job).training.cp, 2);
 }
 
 #[wasm_bindgen_test]
@@ -270,7 +278,10 @@ fn a_clicked_row_becomes_the_job_and_runs_pinned_or_not() {
     let s = s.reduce(Action::RunConfig(Box::new(j.clone()), schedule, false));
     assert!(s.job_active);
     assert_eq!(s.job, j);
-    assert_eq!((s.job.tp, s.job.pp, s.job.dp), (row.tp, row.pp, row.dp));
+    assert_eq!(
+        (s.job.training.tp, s.job.training.pp, s.job.dp()),
+        (row.tp, row.pp, row.dp)
+    );
     assert_eq!(s.settings.schedule, Schedule::Gpipe);
     assert!(s.pinned_fields.contains(&Field::Schedule));
     assert_eq!(s.files_rev, before + 1, "runs at once");

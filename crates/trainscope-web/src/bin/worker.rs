@@ -16,7 +16,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use trainscope_web::compute::{self, ExportSource};
+use trainscope_web::compute;
+use trainscope_web::engine_run::{self, ExportSource};
 use trainscope_web::protocol::{
     decode_request, decode_request_head, encode_response, encode_timelines, BlobFile, FileData,
     InputFile, Progress, Request, Response,
@@ -294,7 +295,7 @@ fn on_message(e: MessageEvent) {
         }
         Ok(Request::Export(x)) => {
             let content = LAST.with(|l| match l.borrow().as_ref() {
-                Some((id, source)) if *id == x.id => compute::export(source, &x.testid),
+                Some((id, source)) if *id == x.id => engine_run::export(source, &x.testid),
                 _ => None,
             });
             match content {

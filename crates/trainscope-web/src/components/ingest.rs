@@ -3,7 +3,7 @@
 //! relative URL so the site works from any sub-path. Its children (the
 //! "Describe a job" panel) sit between the drop zone and the gallery.
 
-use crate::app::read_files;
+use crate::browser_files::read_files;
 use crate::examples::{example_url, EXAMPLES};
 use crate::state::{Action, AppState};
 use web_sys::HtmlInputElement;

@@ -242,15 +242,15 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward]) }
                 </div>
                 <p class="derived" data-testid="job-world">
-                    { if job.cp > 1 {
+                    { if job.training.cp > 1 {
                         format!(
                             "World = TP × CP × PP × DP = {} × {} × {} × {} = {world} GPUs ({nodes} node{} of {per_node}) · {}",
-                            job.tp, job.cp, job.pp, job.dp, if nodes == 1 { "" } else { "s" }, nvlink_note(state)
+                            job.training.tp, job.training.cp, job.training.pp, job.dp(), if nodes == 1 { "" } else { "s" }, nvlink_note(state)
                         )
                     } else {
                         format!(
                             "World = TP × PP × DP = {} × {} × {} = {world} GPUs ({nodes} node{} of {per_node}) · {}",
-                            job.tp, job.pp, job.dp, if nodes == 1 { "" } else { "s" }, nvlink_note(state)
+                            job.training.tp, job.training.pp, job.dp(), if nodes == 1 { "" } else { "s" }, nvlink_note(state)
                         )
                     } }
                 </p>

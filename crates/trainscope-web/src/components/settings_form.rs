@@ -154,12 +154,12 @@ fn job_value(state: &AppState, field: Field) -> Option<String> {
     let j = &state.job;
     Some(match field {
         Field::World => j.world().to_string(),
-        Field::Tp => j.tp.to_string(),
-        Field::Pp => j.pp.to_string(),
-        Field::Ep => j.ep.to_string(),
-        Field::VirtualStages => j.vpp.to_string(),
-        _ => match j.global_batch_size {
-            Some(g) => (g / (j.micro_batch_size * j.dp).max(1)).to_string(),
+        Field::Tp => j.training.tp.to_string(),
+        Field::Pp => j.training.pp.to_string(),
+        Field::Ep => j.training.ep.to_string(),
+        Field::VirtualStages => j.training.vpp.to_string(),
+        _ => match j.training.global_batch_size {
+            Some(g) => (g / (j.training.micro_batch_size * j.dp()).max(1)).to_string(),
             None => "per the job's batch".into(),
         },
     })
@@ -303,7 +303,7 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
         })
     };
     let dp = if state.job_active {
-        state.job.dp.to_string()
+        state.job.dp().to_string()
     } else {
         state.settings.dp().to_string()
     };
