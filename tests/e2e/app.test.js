@@ -6,8 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
-import { serve, launch, newPage, screenshot, seeds, root, waitDone, loadExample, bigWorkload } from './harness.js';
+import { serve, launch, newPage, screenshot, seeds, root, waitDone, loadExample, bigWorkload, cli } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -29,13 +28,6 @@ async function open(url = site.url) {
   // The app has started once its example gallery is rendered.
   await page.getByTestId('example').first().waitFor();
   return { page, errors, foreign };
-}
-
-/** `trainscope simulate --json` (the debug binary `cargo test` built). */
-function cli(args) {
-  const bin = path.join(root, 'target', 'debug', 'trainscope');
-  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'trainscope-cli'], { cwd: root });
-  return JSON.parse(execFileSync(bin, ['simulate', '--json', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }));
 }
 
 /** The page's iteration time in ns (the `data-ns` attribute). */

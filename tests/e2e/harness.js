@@ -186,12 +186,12 @@ export function cli(args) {
 }
 
 /** Wait until the newest edit's run has finished and its result is shown
- * (no stale results left). */
-export async function settled(page) {
+ * (no stale results left); `options`: Playwright's, e.g. a timeout. */
+export async function settled(page, options) {
   await page.waitForFunction(() => {
     const s = document.querySelector('[data-testid="run-status"]');
     return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
-  });
+  }, null, options);
   await waitDone(page);
 }
 

@@ -18,7 +18,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, waitDone, screenshot, shots } from './harness.js';
+import { serve, launch, newPage, waitDone, screenshot, shots, settled } from './harness.js';
 
 const SEED = 'simai_llama65b_tp8_pp4_vpp8.txt';
 const SCHEDULES = ['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev'];
@@ -27,14 +27,8 @@ let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
 after(async () => { await browser.close(); site.server.close(); });
 
-/** Wait until the newest edit's run has finished and its result is shown. */
-async function settled(page) {
-  await page.waitForFunction(() => {
-    const s = document.querySelector('[data-testid="run-status"]');
-    return s && s.dataset.state === 'done' && !document.querySelector('.results.stale');
-  }, null, { timeout: 60000 });
-  await waitDone(page);
-}
+/** [`settled`] with the minute a schedule comparison may take. */
+const settledSlow = (page) => settled(page, { timeout: 60000 });
 
 /** The timeline canvas `testid` has drawn coloured spans. */
 async function waitDrawn(page, testid = 'timeline') {
@@ -67,11 +61,11 @@ test('compare every schedule, pick each one and see its timeline and memory char
   await loadSeed(page);
   await page.getByTestId('setting-micro_batches').fill('8');
   await page.getByTestId('setting-virtual_stages').fill('4');
-  await settled(page);
+  await settledSlow(page);
   await page.getByTestId('schedule-compare-run').click();
   const table = page.getByTestId('schedule-compare-table');
   await table.waitFor({ timeout: 60000 });
-  await settled(page);
+  await settledSlow(page);
   const rows = await table.locator('tr[data-schedule]').evaluateAll((trs) => trs.map((tr) => ({
     schedule: tr.dataset.schedule,
     ns: Number(tr.querySelector('td').dataset.ns),
@@ -109,7 +103,7 @@ test('compare every schedule, pick each one and see its timeline and memory char
 
   for (const r of rows) {
     await page.getByTestId('setting-schedule').selectOption(r.schedule);
-    await settled(page);
+    await settledSlow(page);
     assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), r.ns,
       `${r.schedule}: the run shows its row's iteration time`);
     assert.equal(await table.locator('tr.current').getAttribute('data-schedule'), r.schedule);
@@ -128,7 +122,7 @@ test('compare every schedule, pick each one and see its timeline and memory char
 
   // A row click runs that schedule.
   await table.locator('tr[data-schedule="zb-h1"]').click();
-  await settled(page);
+  await settledSlow(page);
   assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zb-h1');
   assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')),
     rows.find((r) => r.schedule === 'zb-h1').ns);
@@ -150,11 +144,11 @@ test('compare every schedule, pick each one and see its timeline and memory char
 
   // Pin 1F1B as A, click ZB-V: both timelines on one time axis.
   await table.locator('tr[data-schedule="1f1b"] [data-testid=schedule-compare-pin]').click();
-  await settled(page);
+  await settledSlow(page);
   assert.equal(await page.getByTestId('setting-schedule').inputValue(), '1f1b');
   await table.locator('tr[data-schedule="zbv"]').click();
   await page.getByTestId('compare-row').first().waitFor();
-  await settled(page);
+  await settledSlow(page);
   assert.equal(await page.getByTestId('timeline-view').inputValue(), 'a-vs-b');
   await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.runs === 'A (pinned),B (this run)');
   await waitDrawn(page);
@@ -182,7 +176,7 @@ test('with one micro-batch the schedules whose conditions fail are listed with t
   assert.match(await refused.nth(3).innerText(), /m >= 2p/);
   // Another setting: the table compared other settings, so it goes.
   await page.getByTestId('setting-micro_batches').fill('8');
-  await settled(page);
+  await settledSlow(page);
   assert.equal(await table.count(), 0);
   assert.deepEqual(errors, []);
 });
@@ -194,7 +188,7 @@ test('a described job compares its schedules in bytes, and its memory chart is i
   await page.getByTestId('job-dp').fill('4');
   await page.getByTestId('job-gbs').fill('32');
   await page.getByTestId('job-pp').fill('2');
-  await settled(page);
+  await settledSlow(page);
   const chart = page.getByTestId('activation-memory-chart');
   assert.equal(await chart.getAttribute('data-unit'), 'bytes');
   const peaks = await chart.locator('svg[data-stage]').evaluateAll((s) => s.map((e) => Number(e.dataset.peak)));
@@ -208,7 +202,7 @@ test('a described job compares its schedules in bytes, and its memory chart is i
   await page.getByTestId('schedule-compare-run').click();
   const compare = page.getByTestId('schedule-compare-table');
   await compare.waitFor({ timeout: 60000 });
-  await settled(page);
+  await settledSlow(page);
   const rows = await compare.locator('tr[data-schedule]').evaluateAll((t) => t.map((e) => e.dataset.schedule));
   assert.deepEqual(rows, ['gpipe', '1f1b', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev']);
   assert.equal(await compare.locator('[data-testid=schedule-peak-bytes]').count(), 6);
@@ -218,7 +212,7 @@ test('a described job compares its schedules in bytes, and its memory chart is i
   const oneF = await compare.locator('tr[data-schedule="1f1b"] [data-testid=schedule-peak-bytes]').innerText();
   assert.ok(oneF.length > 0);
   await compare.locator('tr[data-schedule="zbv"]').click();
-  await settled(page);
+  await settledSlow(page);
   assert.equal(await page.getByTestId('setting-schedule').inputValue(), 'zbv');
   assert.equal(await page.getByTestId('job-panel').getAttribute('data-active'), 'true');
   await waitDrawn(page);

@@ -267,7 +267,7 @@ fn render_whatif(w: &WhatIfReport) -> String {
         out.push_str(&format!(
             "    sensitivity: each stage's ranks {}x slower in turn (step {} ms as given):\n",
             trainscope_core::limits::number(first.factor),
-            ms(w.baseline_iteration_time_ns)
+            ms(w.iteration_time_ns)
         ));
         for s in &w.sensitivity {
             out.push_str(&format!(

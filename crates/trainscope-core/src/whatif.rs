@@ -33,7 +33,7 @@
 //!   by one factor; what it costs the step and which wait grows most (a
 //!   parallel group's exposed communication or the pipeline bubble).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::faults::{Faults, RankScope};
 use crate::engine::network::{CollectiveCost, Placement};
@@ -51,7 +51,7 @@ pub const MAX_SENSITIVITY_STAGES: usize = 32;
 pub const DEFAULT_SENSITIVITY_FACTOR: f64 = 1.1;
 
 /// What a slice is cut along.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlameBy {
     Rank,
@@ -61,7 +61,7 @@ pub enum BlameBy {
 }
 
 /// One slice's share of the slow-down.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlameSlice {
     pub by: BlameBy,
     pub name: String,
@@ -72,7 +72,7 @@ pub struct BlameSlice {
 }
 
 /// One stage of a sensitivity table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageSensitivity {
     pub stage: u32,
     pub factor: f64,
@@ -85,10 +85,10 @@ pub struct StageSensitivity {
 }
 
 /// The `whatif` object of the JSON report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WhatIfReport {
     /// What the ideal run is: `no faults` or `mean compute per op`.
-    pub ideal: &'static str,
+    pub ideal: String,
     /// The faults as the CLI flags that give them (empty: a measured run).
     pub injected: Vec<String>,
     pub baseline_iteration_time_ns: u64,
@@ -97,7 +97,7 @@ pub struct WhatIfReport {
     pub slowdown: f64,
     /// Largest share first; ties in (by, name) order.
     pub blame: Vec<BlameSlice>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sensitivity: Vec<StageSensitivity>,
     /// Simulations the analysis ran.
     pub simulations: u32,
@@ -295,7 +295,7 @@ pub fn injected(
     }
     sort_blame(&mut blame);
     Ok(WhatIfReport {
-        ideal: "no faults",
+        ideal: "no faults".to_string(),
         injected: faults.flags(),
         baseline_iteration_time_ns: base_ns,
         iteration_time_ns: run_ns,
@@ -637,7 +637,7 @@ pub fn measured(
     }
     sort_blame(&mut blame);
     Ok(WhatIfReport {
-        ideal: "mean compute per op",
+        ideal: "mean compute per op".to_string(),
         injected: faults.flags(),
         baseline_iteration_time_ns: ideal_ns,
         iteration_time_ns: run_ns,
@@ -669,7 +669,7 @@ pub fn report(
     if let Some(factor) = blame {
         let (base_ns, table, runs) = sensitivity(job, config, cost, factor)?;
         let r = out.get_or_insert_with(|| WhatIfReport {
-            ideal: "as given",
+            ideal: "as given".to_string(),
             injected: Vec::new(),
             baseline_iteration_time_ns: base_ns,
             iteration_time_ns: base_ns,

@@ -23,7 +23,7 @@ use crate::components::sweep_view::SweepView;
 use crate::components::timeline_panel::TimelinePanel;
 use crate::examples::EXAMPLES;
 use crate::protocol::{ExportRequest, InputFile, Request, Response, RunRequest};
-use crate::settings::{Mode, Schedule};
+use crate::settings::{Field, Mode, Schedule};
 use crate::state::{Action, AppState};
 use crate::url;
 use crate::views::{ExportFile, ResultKind};
@@ -338,6 +338,15 @@ pub fn App() -> Html {
         let dispatch = state.dispatcher();
         Callback::from(move |_| dispatch.dispatch(Action::Pin))
     };
+    // The timeline's "Slow this GPU": pin the run shown, then re-run with
+    // that GPU slowed (the compare view shows both on one axis).
+    let on_slow = {
+        let dispatch = state.dispatcher();
+        Callback::from(move |arg: String| {
+            dispatch.dispatch(Action::Pin);
+            dispatch.dispatch(Action::Edit(Field::Slow, arg));
+        })
+    };
     let on_unpin = {
         let dispatch = state.dispatcher();
         Callback::from(move |_| dispatch.dispatch(Action::Unpin))
@@ -527,7 +536,8 @@ pub fn App() -> Html {
                                        pinned={state.compare_timeline.clone()}
                                        stale={state.timelines_stale()}
                                        waiting={state.timeline_wait_note().map(AttrValue::from)}
-                                       simai_mode={result.as_ref().is_some_and(|r| r.kind == ResultKind::Simai)} />
+                                       simai_mode={result.as_ref().is_some_and(|r| r.kind == ResultKind::Simai)}
+                                       on_slow={Some(on_slow.clone())} />
                     }
                     if !state.files.is_empty() {
                         <section class="files" aria-label="Loaded files">

@@ -73,10 +73,14 @@ pub fn event_config(settings: &Settings, pinned: &BTreeSet<Field>) -> (SimConfig
         latency: set(Field::Latency),
         algorithm: set(Field::Algorithm),
     };
+    // Validated by the form; malformed faults run none (never reached).
+    let (faults, blame) = settings.what_if().unwrap_or_default();
+    config.faults = faults;
     let options = RunOptions {
         world: set(Field::World).then_some(settings.world_size),
         block_repeats: set(Field::Blocks).then_some(settings.blocks),
         network_overrides,
+        blame,
         ..RunOptions::default()
     };
     (config, options)

@@ -28,7 +28,7 @@ use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::decode_text;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
 use trainscope_core::job::memory;
-use trainscope_core::job::run::{run_model, ModelRunOutput};
+use trainscope_core::job::run::{run_model_with, ModelRunOutput};
 use trainscope_core::job::ModelJob;
 use trainscope_core::Diagnostic;
 use trainscope_core::{
@@ -152,8 +152,9 @@ pub fn run_job_with(
 ) -> Result<ModelRunOutput, Diagnostic> {
     let gpu = gpu(&job.gpu)?;
     let config = job_sim_config(&gpu, settings, pinned);
+    let blame = event_config(settings, pinned).1.blame;
     let model_job = ModelJob::new(model, job.setup(), gpu, None).map_err(|e| e.to_diagnostic())?;
-    run_model(&model_job, &config).map_err(|e| {
+    run_model_with(&model_job, &config, blame).map_err(|e| {
         run_error_diagnostics(&e)
             .into_iter()
             .next()

@@ -712,5 +712,6 @@ pub fn event_view(out: &SimRunOutput) -> ResultView {
             bytes_per_chunk: None,
         })
         .collect();
+    v.whatif = out.whatif.clone();
     v
 }

@@ -15,9 +15,11 @@ use std::collections::BTreeSet;
 use std::fmt;
 use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::config::DEFAULT_BACKWARD_FACTOR;
+use trainscope_core::engine::faults::{Faults, Jitter, SlowCompute, SlowLink};
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::formats::neusight::DEFAULT_BLOCK_REPEATS;
 use trainscope_core::limits;
+use trainscope_core::whatif::DEFAULT_SENSITIVITY_FACTOR;
 use trainscope_core::{
     analytical::{AnalyticalConfig, OverlapRatios},
     hardware::{GpuType, NicType},
@@ -230,6 +232,11 @@ pub enum Field {
     GradSyncOverlap,
     BackwardFactor,
     Blocks,
+    Slow,
+    SlowLink,
+    Jitter,
+    Seed,
+    Blame,
 }
 
 impl Field {
@@ -247,7 +254,7 @@ impl Field {
     ];
 
     /// All fields, in form and URL order.
-    pub const ALL: [Field; 25] = [
+    pub const ALL: [Field; 30] = [
         Field::Mode,
         Field::Gpu,
         Field::NvlinkBw,
@@ -273,6 +280,11 @@ impl Field {
         Field::GradSyncOverlap,
         Field::BackwardFactor,
         Field::Blocks,
+        Field::Slow,
+        Field::SlowLink,
+        Field::Jitter,
+        Field::Seed,
+        Field::Blame,
     ];
 
     /// Stable key: URL fragment key, DOM id suffix and `data-field` value.
@@ -303,6 +315,11 @@ impl Field {
             Field::GradSyncOverlap => "grad_sync_overlap",
             Field::BackwardFactor => "backward_factor",
             Field::Blocks => "blocks",
+            Field::Slow => "slow",
+            Field::SlowLink => "slow_link",
+            Field::Jitter => "jitter",
+            Field::Seed => "seed",
+            Field::Blame => "blame",
         }
     }
 
@@ -338,6 +355,11 @@ impl Field {
             Field::GradSyncOverlap => "Overlap gradient sync with backward",
             Field::BackwardFactor => "Backward / forward time (forward-only inputs)",
             Field::Blocks => "Blocks (repeat a single-block input)",
+            Field::Slow => "Slow GPUs (RANKS:FACTOR, e.g. 5:1.5 node1:1.1 stage2:1.2)",
+            Field::SlowLink => "Slow links (A-B:FACTOR or nodeN:FACTOR)",
+            Field::Jitter => "Per-kernel jitter (%, 0 = off)",
+            Field::Seed => "Random seed (jitter)",
+            Field::Blame => "Blame: who costs the step (sensitivity per stage)",
         }
     }
 
@@ -351,7 +373,12 @@ impl Field {
             | Field::Algorithm
             | Field::GradSyncOverlap
             | Field::BackwardFactor
-            | Field::Blocks => mode == Mode::Event,
+            | Field::Blocks
+            | Field::Slow
+            | Field::SlowLink
+            | Field::Jitter
+            | Field::Seed
+            | Field::Blame => mode == Mode::Event,
             Field::DpOverlap | Field::TpOverlap | Field::EpOverlap | Field::PpOverlap => {
                 mode == Mode::Simai
             }
@@ -424,6 +451,22 @@ pub struct Settings {
     pub backward_factor: f64,
     /// How many times a single-block input repeats (NeuSight: 36 for GPT-2-large).
     pub blocks: u32,
+    /// What-if: slow GPUs as `--slow` takes them, separated by spaces
+    /// ([`Settings::faults`]).
+    #[serde(default)]
+    pub slow: String,
+    /// What-if: slow links as `--slow-link` takes them, space-separated.
+    #[serde(default)]
+    pub slow_link: String,
+    /// What-if: per-kernel jitter, percent (0: none).
+    #[serde(default)]
+    pub jitter_percent: f64,
+    /// The seed of the jitter (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
+    /// `--blame` ([`trainscope_core::whatif::DEFAULT_SENSITIVITY_FACTOR`]).
+    #[serde(default)]
+    pub blame: bool,
 }
 
 impl Default for Settings {
@@ -463,6 +506,11 @@ impl Default for Settings {
             grad_sync_overlap: sim.overlap_grad_sync,
             backward_factor: sim.backward_factor.unwrap_or(DEFAULT_BACKWARD_FACTOR),
             blocks: DEFAULT_BLOCK_REPEATS,
+            slow: String::new(),
+            slow_link: String::new(),
+            jitter_percent: 0.0,
+            seed: 0,
+            blame: false,
         }
     }
 }
@@ -710,6 +758,11 @@ impl Settings {
             Field::GradSyncOverlap => if self.grad_sync_overlap { "1" } else { "0" }.into(),
             Field::BackwardFactor => fmt_f64(self.backward_factor),
             Field::Blocks => self.blocks.to_string(),
+            Field::Slow => self.slow.clone(),
+            Field::SlowLink => self.slow_link.clone(),
+            Field::Jitter => fmt_f64(self.jitter_percent),
+            Field::Seed => self.seed.to_string(),
+            Field::Blame => if self.blame { "1" } else { "0" }.into(),
         }
     }
 
@@ -764,8 +817,51 @@ impl Settings {
             Field::GradSyncOverlap => self.grad_sync_overlap = parse_bool(text)?,
             Field::BackwardFactor => self.backward_factor = parse_f64(text)?,
             Field::Blocks => self.blocks = parse_u32(text)?,
+            Field::Slow => self.slow = text.trim().to_string(),
+            Field::SlowLink => self.slow_link = text.trim().to_string(),
+            Field::Jitter => self.jitter_percent = parse_f64(text)?,
+            Field::Seed => {
+                self.seed = text
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("`{}` is not a seed (a whole number ≥ 0)", text.trim()))?
+            }
+            Field::Blame => self.blame = parse_bool(text)?,
         }
         Ok(())
+    }
+
+    /// The what-if faults (the core's, as `--slow`, `--slow-link`,
+    /// `--jitter` and `--seed` give them) and `--blame`'s factor; `Err`:
+    /// the field and the core's message.
+    pub fn what_if(&self) -> Result<(Faults, Option<f64>), (Field, String)> {
+        let items = |t: &str| {
+            t.split(|c: char| c.is_whitespace() || c == ';')
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let slow = items(&self.slow)
+            .iter()
+            .map(|t| SlowCompute::parse(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| (Field::Slow, m))?;
+        let slow_links = items(&self.slow_link)
+            .iter()
+            .map(|t| SlowLink::parse(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|m| (Field::SlowLink, m))?;
+        let jitter = if self.jitter_percent == 0.0 {
+            None
+        } else {
+            Some(Jitter::new(self.jitter_percent, self.seed).map_err(|m| (Field::Jitter, m))?)
+        };
+        let faults = Faults {
+            slow,
+            slow_links,
+            jitter,
+        };
+        Ok((faults, self.blame.then_some(DEFAULT_SENSITIVITY_FACTOR)))
     }
 
     /// Data-parallel size: world / (TP x PP) (integer division; validation
@@ -903,6 +999,9 @@ impl Settings {
             &mut err,
         );
         count(Field::Blocks, self.blocks, MAX_BLOCKS, &mut err);
+        if let Err((field, m)) = self.what_if() {
+            err(field, m);
+        }
         errs.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
         errs
     }

@@ -109,6 +109,12 @@ pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Fi
     if settings.grad_sync_overlap {
         f.push_str(" --overlap-grad-sync");
     }
+    if let Ok((faults, _)) = settings.what_if() {
+        for flag in faults.flags().iter().filter(|x| !x.starts_with("--jitter")) {
+            f.push(' ');
+            f.push_str(flag);
+        }
+    }
     f
 }
 

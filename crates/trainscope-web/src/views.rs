@@ -296,6 +296,9 @@ pub struct ResultView {
     /// Activation memory over time per stage (event mode; empty otherwise).
     #[serde(default)]
     pub activations: Vec<ActivationView>,
+    /// Injected faults or `--blame`: the core's what-if report.
+    #[serde(default)]
+    pub whatif: Option<trainscope_core::whatif::WhatIfReport>,
 }
 
 /// One stage's activation memory over the iteration (the core's
@@ -473,6 +476,7 @@ impl ResultView {
             diagnostics: Vec::new(),
             model: None,
             activations: Vec::new(),
+            whatif: None,
         }
     }
 

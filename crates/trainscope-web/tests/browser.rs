@@ -318,6 +318,47 @@ fn hints_fill_unpinned_fields_only() {
     assert_eq!(out.settings.world_size, 512, "the worker applies them too");
 }
 
+#[wasm_bindgen_test]
+fn what_if_fields_give_the_cores_faults_and_refuse_in_its_words() {
+    let mut s = Settings::default();
+    s.set(Field::Slow, "5:1.5  node1:1.1").unwrap();
+    s.set(Field::SlowLink, "0-8:2").unwrap();
+    s.set(Field::Jitter, "5").unwrap();
+    s.set(Field::Seed, "3").unwrap();
+    s.set(Field::Blame, "1").unwrap();
+    assert_eq!(s.validate(), Vec::new());
+    let all: BTreeSet<Field> = Field::ALL.into_iter().collect();
+    let (config, options) = trainscope_web::engine_run::event_config(&s, &all);
+    assert_eq!(
+        config.faults.flags(),
+        [
+            "--slow 5:1.5",
+            "--slow node1:1.1",
+            "--slow-link 0-8:2",
+            "--jitter 5 --seed 3"
+        ]
+    );
+    assert_eq!(
+        options.blame,
+        Some(trainscope_core::whatif::DEFAULT_SENSITIVITY_FACTOR)
+    );
+    for (field, bad, says) in [
+        (Field::Slow, "5", "is not RANKS:FACTOR"),
+        (Field::Slow, "5:0.5", "not a slow-down factor"),
+        (Field::SlowLink, "3-3:2", "names one rank twice"),
+        (Field::Jitter, "-1", "not a jitter"),
+    ] {
+        let mut t = s.clone();
+        t.set(field, bad).unwrap();
+        let e = t.validate();
+        assert!(
+            e.iter()
+                .any(|e| e.field == field && e.message.contains(says)),
+            "{field} = {bad}: {e:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- URL
 
 #[wasm_bindgen_test]
@@ -337,6 +378,10 @@ fn fragment_round_trips_every_field_and_the_example() {
         (Field::GradSyncOverlap, "0"),
         (Field::BackwardFactor, "2.5"),
         (Field::Latency, "0.75"),
+        (Field::Slow, "5:1.5 stage2:1.2"),
+        (Field::Jitter, "2.5"),
+        (Field::Seed, "7"),
+        (Field::Blame, "1"),
     ] {
         s.set(f, v).unwrap();
     }

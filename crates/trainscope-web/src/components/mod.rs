@@ -17,3 +17,4 @@ pub mod settings_form;
 pub mod sweep_view;
 pub mod table;
 pub mod timeline_panel;
+pub mod whatif_view;

@@ -19,6 +19,7 @@ use crate::components::compare::DiffTable;
 use crate::components::file_card::diagnostic;
 use crate::components::model_result::{MemoryPanel, ModelFigures};
 use crate::components::table::SortableTable;
+use crate::components::whatif_view::WhatIfView;
 use crate::download::download_canvas_png;
 use crate::format;
 use crate::glossary;
@@ -197,6 +198,9 @@ pub fn Results(props: &ResultsProps) -> Html {
                     </button>
                 }
             </div>
+            if let Some(w) = &r.whatif {
+                <WhatIfView report={w.clone()} />
+            }
             { for r.tables.iter().map(|t| html! { <SortableTable table={t.clone()} /> }) }
         </section>
     }

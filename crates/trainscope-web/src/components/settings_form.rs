@@ -29,6 +29,7 @@ enum Control {
     },
     Select(Vec<(&'static str, &'static str)>),
     Check,
+    Text(&'static str),
 }
 
 fn control(field: Field) -> Control {
@@ -80,7 +81,17 @@ fn control(field: Field) -> Control {
             step: "any",
             min: "1",
         },
-        Field::GradSyncOverlap => Control::Check,
+        Field::GradSyncOverlap | Field::Blame => Control::Check,
+        Field::Slow => Control::Text("e.g. 5:1.5 node1:1.1"),
+        Field::SlowLink => Control::Text("e.g. 0-8:2 node1:2"),
+        Field::Jitter => Control::Number {
+            step: "any",
+            min: "0",
+        },
+        Field::Seed => Control::Number {
+            step: "1",
+            min: "0",
+        },
         Field::NvlinkBw | Field::NicBw | Field::BackwardFactor => Control::Number {
             step: "any",
             min: "0",
@@ -103,7 +114,7 @@ fn control(field: Field) -> Control {
 }
 
 /// The groups of the form, in order.
-const GROUPS: [(&str, &[Field]); 4] = [
+const GROUPS: [(&str, &[Field]); 5] = [
     (
         "Cluster",
         &[
@@ -141,6 +152,16 @@ const GROUPS: [(&str, &[Field]); 4] = [
             Field::EpOverlap,
             Field::PpOverlap,
             Field::GradSyncOverlap,
+        ],
+    ),
+    (
+        "What-if",
+        &[
+            Field::Slow,
+            Field::SlowLink,
+            Field::Jitter,
+            Field::Seed,
+            Field::Blame,
         ],
     ),
 ];
@@ -240,6 +261,19 @@ fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<Str
                         <option value={*value} selected={*value == text}>{ *label }</option>
                     }) }
                 </select>
+            }
+        }
+        Control::Text(placeholder) => {
+            let oninput = Callback::from(move |e: InputEvent| {
+                let input: HtmlInputElement = e.target_unchecked_into();
+                dispatch.dispatch(Action::Edit(field, input.value()));
+            });
+            html! {
+                <input id={id.clone()} name={field.key()} type="text" value={text} {placeholder}
+                       spellcheck="false" autocomplete="off"
+                       aria-invalid={invalid.then_some("true")}
+                       aria-describedby={described}
+                       data-testid={format!("setting-{}", field.key())} {oninput} />
             }
         }
         Control::Check => {

@@ -111,6 +111,9 @@ pub struct TimelinePanelProps {
     /// instead of "no timeline" when there is nothing to draw meanwhile.
     #[prop_or_default]
     pub waiting: Option<AttrValue>,
+    /// The what-if of a selected span's GPU ([`Timeline`]'s `on_slow`).
+    #[prop_or_default]
+    pub on_slow: Option<Callback<String>>,
 }
 
 #[component]
@@ -138,7 +141,8 @@ pub fn TimelinePanel(props: &TimelinePanelProps) -> Html {
             html! {
                 <Timeline timeline={top.timeline.clone()} label={AttrValue::from(label.to_string())}
                           compare={bottom.map(|b| b.timeline.clone())}
-                          compare_label={AttrValue::from(compare_label.to_string())} />
+                          compare_label={AttrValue::from(compare_label.to_string())}
+                          on_slow={props.on_slow.clone()} />
             }
         }
         None if props.waiting.is_some() => html! {

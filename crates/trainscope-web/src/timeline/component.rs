@@ -64,6 +64,11 @@ pub struct TimelineProps {
     /// this prop sets the toggle).
     #[prop_or_default]
     pub critical_path: bool,
+    /// Offered on a selected span: re-run with its GPU 20% slower (a
+    /// `--slow` argument, `17:1.2` or `stage2:1.2`), the run shown pinned
+    /// as A (the what-if).
+    #[prop_or_default]
+    pub on_slow: Option<Callback<String>>,
     /// Tallest the lane canvas gets, CSS px (more rows scroll).
     #[prop_or(560.0)]
     pub max_height_px: f64,
@@ -990,6 +995,21 @@ impl Timeline {
                         { span_fields(sec, h, s, true) }
                         if on_crit { <p class="ts-tl-crit">{ "On the critical path" }</p> }
                         <button class="secondary ts-tl-btn" onclick={link.callback(|_| Msg::ZoomToSelection)}>{ "Zoom to span" }</button>
+                        if let (Some(cb), Some(lane)) = (ctx.props().on_slow.clone(), sec.tl.lanes().get(h.lane as usize)) {
+                            {{
+                                let arg = match lane.group_kind {
+                                    trainscope_core::timeline::LaneGroup::Stage => format!("stage{}:1.2", lane.group),
+                                    trainscope_core::timeline::LaneGroup::Rank => format!("{}:1.2", lane.group),
+                                };
+                                let title = format!("What-if: re-run with --slow {arg}, this run pinned as A");
+                                let onclick = Callback::from(move |_| cb.emit(arg.clone()));
+                                html! {
+                                    <button class="secondary ts-tl-btn" data-testid="slow-this-gpu" {title} {onclick}>
+                                        { "Slow this GPU by 20%" }
+                                    </button>
+                                }
+                            }}
+                        }
                         <h4>{ format!("Waited for ({})", self.selection.deps.len()) }</h4>
                         if self.selection.deps.is_empty() {
                             <p class="ts-tl-empty">{ "No recorded dependencies." }</p>
