@@ -4,7 +4,9 @@
 //! device, and the summary says how long the device waited for launches
 //! (`host_bound_ns`) and the host for the device (`sync_stall_ns`). Checked
 //! against closed forms on toy jobs, and against today's results: with no
-//! launch cost a job runs exactly as without a host model.
+//! launch cost a job runs exactly as without a host model; described model
+//! jobs with host lanes run the same with the engine's fast event queue as
+//! with its reference queue.
 
 use trainscope_core::engine::spec::{Block, JobSpec, LayerSpec, Parallelism, PhaseOps};
 use trainscope_core::engine::{simulate, ScheduleKind, SimConfig, SimResult};
@@ -166,5 +168,124 @@ fn launch_cost_never_speeds_a_job_up() {
         let r = simulate(&pipeline(launch_us * US, false), &SimConfig::default()).expect("runs");
         assert!(r.summary.iteration_time_ns >= last, "launch {launch_us} us");
         last = r.summary.iteration_time_ns;
+    }
+}
+
+/// Described model jobs (host launches and sync points from their
+/// software stacks: Megatron-Core, eager PyTorch, CUDA graphs per layer,
+/// the MoE dispatcher's sync, EP overlap's paired chains) run exactly as
+/// the engine's reference event queue runs them
+/// ([`Engine::with_reference_queue`]): every task's times and binding, the
+/// counters and the summary, with a timeline and summary-only.
+#[test]
+fn model_jobs_with_host_lanes_run_as_the_reference_queue_runs_them() {
+    use trainscope_core::engine::described::DescribedOptions;
+    use trainscope_core::engine::event::Engine;
+    use trainscope_core::engine::{build, simai_cost};
+    use trainscope_core::hardware::gpu_preset;
+    use trainscope_core::job::build::described_job;
+    use trainscope_core::job::{ModelJob, TrainingSetup};
+    use trainscope_core::model::presets::preset;
+    use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
+
+    let dense = |stack: StackSettings| TrainingSetup {
+        tp: 2,
+        pp: 4,
+        global_batch_size: Some(32),
+        seq_length: 2048,
+        sequence_parallel: true,
+        stack,
+        ..TrainingSetup::default()
+    };
+    let moe = |stack: StackSettings, vpp: u32| TrainingSetup {
+        pp: 2,
+        vpp,
+        ep: 4,
+        micro_batch_size: 1,
+        global_batch_size: Some(64),
+        seq_length: 1024,
+        stack,
+        ..TrainingSetup::default()
+    };
+    let base = StackSettings::default();
+    let cases = [
+        ("llama3-8b", dense(base), 64),
+        (
+            "llama3-8b",
+            dense(StackSettings {
+                stack: Stack::PytorchEager,
+                ..base
+            }),
+            64,
+        ),
+        (
+            "qwen3-30b-a3b",
+            moe(
+                StackSettings {
+                    moe_a2a_overlap: true,
+                    ..base
+                },
+                2,
+            ),
+            32,
+        ),
+        (
+            "qwen3-30b-a3b",
+            moe(
+                StackSettings {
+                    cuda_graphs: CudaGraphs::Layers,
+                    ..base
+                },
+                1,
+            ),
+            32,
+        ),
+    ];
+    for (model, setup, world) in cases {
+        let job = ModelJob::new(
+            preset(model).unwrap(),
+            setup.clone(),
+            gpu_preset("H100-SXM").unwrap(),
+            Some(world),
+        )
+        .expect("job");
+        let spec =
+            JobSpec::from_described(&described_job(&job, model), &DescribedOptions::default())
+                .expect("spec");
+        let mut config = SimConfig {
+            overlap_forward_backward: setup.stack.moe_a2a_overlap,
+            ..SimConfig::default()
+        };
+        if setup.vpp > 1 {
+            config.schedule = ScheduleKind::Interleaved;
+            config.virtual_stages = setup.vpp;
+        }
+        let lean = SimConfig {
+            summary_only: true,
+            ..config.clone()
+        };
+        for config in [&config, &lean] {
+            let cost = simai_cost::cost_for(spec.parallel, config, None).unwrap();
+            let run = |reference: bool| {
+                let model = build::build(&spec, config, cost.as_ref()).unwrap();
+                let mut engine = Engine::new(model.graph).unwrap();
+                if reference {
+                    engine = engine.with_reference_queue();
+                }
+                engine.run().unwrap();
+                let (_, summary, _) = build::finish_all(&model.meta, &engine, config).unwrap();
+                assert!(model.meta.host, "the job has host lanes");
+                (engine.all_times().to_vec(), engine.stats(), summary)
+            };
+            let (fast, reference) = (run(false), run(true));
+            assert_eq!(fast.0.len(), reference.0.len(), "{model}: tasks");
+            let first_apart = (0..fast.0.len()).find(|&i| fast.0[i] != reference.0[i]);
+            assert_eq!(
+                first_apart, None,
+                "{model}: the first task whose times differ"
+            );
+            assert_eq!(fast.1, reference.1, "{model}: counters");
+            assert_eq!(fast.2, reference.2, "{model}: summary");
+        }
     }
 }

@@ -3,8 +3,10 @@
 //! shapes): no two spans overlap on one lane, every dependency ends before
 //! its dependent starts, every micro-batch's forward precedes its backward
 //! on every stage, bytes sent equal bytes received, the summary adds up,
-//! the same input gives the same output, and a summary-only run gives the
-//! same summary without a timeline.
+//! the same input gives the same output, a summary-only run gives the
+//! same summary without a timeline, and the engine's FIFO of same-time
+//! events runs each job (and the job with host launches and sync points)
+//! exactly as the reference priority queue does.
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -12,6 +14,7 @@ use trainscope_core::engine::spec::{
     Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
+use trainscope_core::engine::{build, event::Engine, simai_cost};
 use trainscope_core::engine::{config::PlacementOrder, network::Placement};
 use trainscope_core::timeline::{SpanKind, SpanRef, Stream};
 use trainscope_core::{
@@ -352,7 +355,90 @@ proptest! {
         prop_assert_eq!(export::chrome_trace_json(&r.timeline), export::chrome_trace_json(&again.timeline));
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
         same_without_timeline(&case, &r)?;
+        same_as_reference_queue(&case)?;
     }
+}
+
+/// One run through the engine, its event queue the reference priority
+/// queue or not: every task's times and binding, the counters, the summary
+/// and the activation series.
+type EngineRun = (
+    Vec<trainscope_core::engine::event::TaskTimes>,
+    trainscope_core::engine::event::EngineStats,
+    trainscope_core::engine::Summary,
+    Vec<trainscope_core::engine::summary::ActivationSeries>,
+);
+
+fn engine_run(job: &JobSpec, config: &SimConfig, reference: bool) -> EngineRun {
+    let cost = simai_cost::cost_for(job.parallel, config, None).unwrap();
+    let model = build::build(job, config, cost.as_ref()).unwrap();
+    let mut engine = Engine::new(model.graph).unwrap();
+    if reference {
+        engine = engine.with_reference_queue();
+    }
+    engine.run().unwrap();
+    let (_, summary, activations) = build::finish_all(&model.meta, &engine, config).unwrap();
+    (
+        engine.all_times().to_vec(),
+        engine.stats(),
+        summary,
+        activations,
+    )
+}
+
+/// `job` with a host model: every compute op launched in a time drawn
+/// from `seed` (from none to longer than the op, so some launches bind
+/// and some do not) and every few ops a sync point.
+fn with_host(job: &JobSpec, seed: u64) -> JobSpec {
+    let mut job = job.clone();
+    let mut i = seed;
+    let mut host = |ops: &mut PhaseOps| {
+        i = i
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let x = i >> 33;
+        ops.launch_ns = match x % 4 {
+            0 => 0,
+            1 => 3_000 + x % 5_000,
+            2 => ops.compute_ns / 2,
+            _ => ops.compute_ns + x % 100_000,
+        };
+        ops.host_sync = x.is_multiple_of(7);
+    };
+    for prog in &mut job.programs {
+        let rows = prog.pre_rows.iter_mut().chain(prog.post_rows.iter_mut());
+        let layers = prog.blocks.iter_mut().flat_map(|b| b.layers.iter_mut());
+        for l in rows.chain(layers) {
+            host(&mut l.forward);
+            host(&mut l.input_grad);
+            host(&mut l.weight_grad);
+        }
+    }
+    job
+}
+
+/// The engine's FIFO of events at the current time gives what the
+/// reference priority queue gives, field for field, with and without a
+/// host model, summary-only and not.
+fn same_as_reference_queue(case: &Case) -> Result<(), TestCaseError> {
+    let hosted = with_host(&case.job, case.config.network.nic_latency_ns ^ 0x5eed);
+    let lean = SimConfig {
+        summary_only: true,
+        ..case.config.clone()
+    };
+    for (job, config) in [
+        (&case.job, &case.config),
+        (&hosted, &case.config),
+        (&hosted, &lean),
+    ] {
+        let fast = engine_run(job, config, false);
+        let reference = engine_run(job, config, true);
+        prop_assert_eq!(&fast.0, &reference.0);
+        prop_assert_eq!(fast.1, reference.1);
+        prop_assert_eq!(&fast.2, &reference.2);
+        prop_assert_eq!(&fast.3, &reference.3);
+    }
+    Ok(())
 }
 
 /// A summary-only run (`SimConfig::summary_only`, what the configuration
@@ -411,5 +497,6 @@ proptest! {
         let again = trainscope_core::engine::simulate(&case.job, &case.config).unwrap();
         prop_assert_eq!(export::summary_json(&r.summary), export::summary_json(&again.summary));
         same_without_timeline(&case, &r)?;
+        same_as_reference_queue(&case)?;
     }
 }

@@ -209,6 +209,9 @@ struct Builder<'a> {
     points: Vec<Vec<(u32, Point)>>,
     /// What-if faults against this job (`None`: no fault).
     faults: Option<injection::Resolved>,
+    /// Per program, per block, per layer: its label once looked up
+    /// ([`NONE`] before), so a step's layers skip the by-name map.
+    layer_labels: Vec<Vec<Vec<u32>>>,
 }
 
 fn merge_deps(out: &mut Vec<Dep>, a: &[Dep], b: &[Dep]) {
@@ -241,6 +244,19 @@ impl Builder<'_> {
         let id = self.labels.len() as u32;
         self.labels.push(text.to_string());
         self.label_ids.insert(text.to_string(), id);
+        id
+    }
+
+    /// The label of layer `li` of block `bi` of `prog` ([`Self::label`] of
+    /// its name, looked up once).
+    fn layer_label(&mut self, prog: u32, bi: usize, li: usize) -> u32 {
+        let cached = self.layer_labels[prog as usize][bi][li];
+        if cached != NONE {
+            return cached;
+        }
+        let job: &JobSpec = self.job;
+        let id = self.label(&job.programs[prog as usize].blocks[bi].layers[li].name);
+        self.layer_labels[prog as usize][bi][li] = id;
         id
     }
 
@@ -809,10 +825,11 @@ impl Builder<'_> {
         let with_points = step == PipeStep::f(0, 0) && !self.points[pi].is_empty();
         let job: &JobSpec = self.job;
         let program = &job.programs[pi];
-        let (Some(block), Some(rows)) = (
+        let block_index = program.block_index_of(step.micro_batch);
+        let (Some(block), Some(bi), Some(rows)) = (
             program.block_of(step.micro_batch),
-            program
-                .block_index_of(step.micro_batch)
+            block_index,
+            block_index
                 .and_then(|bi| self.chunk_rows[pi].get(bi))
                 .and_then(|chunks| chunks.get(step.chunk as usize)),
         ) else {
@@ -838,7 +855,7 @@ impl Builder<'_> {
                 return Ok(false);
             }
             let layer = &block.layers[li];
-            let label = self.label(&layer.name);
+            let label = self.layer_label(prog, bi, li);
             let meta = TaskMeta {
                 program: prog,
                 peer: NONE,
@@ -1504,6 +1521,16 @@ pub fn build(
         points: transfer_points(job, &by_rank_copy),
         has_host: false,
         faults,
+        layer_labels: job
+            .programs
+            .iter()
+            .map(|prog| {
+                prog.blocks
+                    .iter()
+                    .map(|b| vec![NONE; b.layers.len()])
+                    .collect()
+            })
+            .collect(),
     };
     let mut states = Vec::with_capacity(job.programs.len());
     for prog in &job.programs {
