@@ -104,13 +104,43 @@ pub struct WhatIfReport {
 }
 
 struct Sim<'a> {
-    job: &'a JobSpec,
     config: SimConfig,
     cost: &'a dyn CollectiveCost,
     runs: u32,
 }
 
-impl Sim<'_> {
+impl<'a> Sim<'a> {
+    /// Summary-only runs under `config` (no timeline, no
+    /// dependency edges: the numbers are the same).
+    fn new(config: &SimConfig, cost: &'a dyn CollectiveCost) -> Sim<'a> {
+        Sim {
+            config: SimConfig {
+                summary_only: true,
+                record_dependencies: false,
+                ..config.clone()
+            },
+            cost,
+            runs: 0,
+        }
+    }
+
+    /// The slice of `job` under `faults`: its step and its share of the
+    /// slow-down of a run of `run_ns` against an ideal of `ideal_ns`.
+    fn slice(
+        &mut self,
+        (job, faults): (&JobSpec, &Faults),
+        (by, name): (BlameBy, String),
+        (run_ns, ideal_ns): (u64, u64),
+    ) -> Result<BlameSlice, SimError> {
+        let t = self.time(job, faults)?;
+        Ok(BlameSlice {
+            by,
+            name,
+            share: share(run_ns, t, ideal_ns, ratio(run_ns, ideal_ns)),
+            iteration_time_ns: t,
+        })
+    }
+
     fn summary(&mut self, job: &JobSpec, faults: &Faults) -> Result<Summary, SimError> {
         let mut c = self.config.clone();
         c.faults = faults.clone();
@@ -214,28 +244,13 @@ pub fn injected(
 ) -> Result<WhatIfReport, SimError> {
     let faults = config.faults.clone();
     let pl = placement(job, config);
-    let mut sim = Sim {
-        job,
-        config: SimConfig {
-            summary_only: true,
-            record_dependencies: false,
-            ..config.clone()
-        },
-        cost,
-        runs: 0,
-    };
+    let mut sim = Sim::new(config, cost);
     let run_ns = sim.time(job, &faults)?;
     let base_ns = sim.time(job, &Faults::default())?;
     let s = ratio(run_ns, base_ns);
     let mut blame = Vec::new();
     let mut slice = |sim: &mut Sim<'_>, by: BlameBy, name: String, f: &Faults| {
-        let t = sim.time(sim.job, f)?;
-        blame.push(BlameSlice {
-            by,
-            name,
-            share: share(run_ns, t, base_ns, s),
-            iteration_time_ns: t,
-        });
+        blame.push(sim.slice((job, f), (by, name), (run_ns, base_ns))?);
         Ok::<(), SimError>(())
     };
     let kinds = [
@@ -328,16 +343,7 @@ pub fn sensitivity(
         name: "sensitivity",
         reason,
     })?;
-    let mut sim = Sim {
-        job,
-        config: SimConfig {
-            summary_only: true,
-            record_dependencies: false,
-            ..config.clone()
-        },
-        cost,
-        runs: 0,
-    };
+    let mut sim = Sim::new(config, cost);
     let base = sim.summary(job, &config.faults)?;
     let p = job.parallel.pp.max(1);
     let stages: Vec<u32> = if p as usize <= MAX_SENSITIVITY_STAGES {
@@ -538,16 +544,7 @@ pub fn measured(
     }
     let pl = placement(job, config);
     let ideal = ideal_job(job);
-    let mut sim = Sim {
-        job,
-        config: SimConfig {
-            summary_only: true,
-            record_dependencies: false,
-            ..config.clone()
-        },
-        cost,
-        runs: 0,
-    };
+    let mut sim = Sim::new(config, cost);
     let faults = config.faults.clone();
     let run_ns = sim.time(job, &faults)?;
     let ideal_ns = sim.time(&ideal, &faults)?;
@@ -556,13 +553,7 @@ pub fn measured(
     let all = |_: Piece| true;
     let mut blame = Vec::new();
     let mut slice = |sim: &mut Sim<'_>, by: BlameBy, name: String, j: JobSpec| {
-        let t = sim.time(&j, &faults)?;
-        blame.push(BlameSlice {
-            by,
-            name,
-            share: share(run_ns, t, ideal_ns, s),
-            iteration_time_ns: t,
-        });
+        blame.push(sim.slice((&j, &faults), (by, name), (run_ns, ideal_ns))?);
         Ok::<(), SimError>(())
     };
     // Ranks, most excess compute first.

@@ -64,6 +64,7 @@ use crate::engine::injection;
 use crate::engine::network::{
     CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement,
 };
+use crate::engine::scale;
 use crate::engine::schedule::{self, Direction, PipeStep, StagePlan};
 use crate::engine::spec::{
     estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
@@ -221,18 +222,6 @@ fn merge_deps(out: &mut Vec<Dep>, a: &[Dep], b: &[Dep]) {
             Some(x) => x.lag_ns = x.lag_ns.max(d.lag_ns),
             None => out.push(*d),
         }
-    }
-}
-
-fn scale(ns: u64, factor: f64) -> u64 {
-    if factor == 1.0 {
-        return ns;
-    }
-    let x = (ns as f64 * factor).round();
-    if x >= 1.8e19 {
-        u64::MAX / 4
-    } else {
-        x as u64
     }
 }
 

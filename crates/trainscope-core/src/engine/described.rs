@@ -35,6 +35,7 @@
 //! ([`LayerOp::backward_estimated`]); [`DescribedOptions::backward_factor`]
 //! changes that factor for exactly those rows.
 
+use crate::engine::scale;
 use crate::engine::spec::{
     check_size, Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec,
     Parallelism, Phase, PhaseOps, RankProgram,
@@ -175,21 +176,6 @@ fn layer(op: &LayerOp, factor: Option<f64>, warnings: &mut Vec<String>) -> Layer
         l.weight_grad.compute_ns = half;
     }
     l
-}
-
-/// `ns * factor`, rounded, saturating.
-pub(crate) fn scale(ns: u64, factor: f64) -> u64 {
-    if factor == 1.0 {
-        return ns;
-    }
-    let x = (ns as f64 * factor).round();
-    if !x.is_finite() || x <= 0.0 {
-        0
-    } else if x >= 1.8e19 {
-        u64::MAX / 4
-    } else {
-        x as u64
-    }
 }
 
 struct StageParts {

@@ -7,7 +7,7 @@
 use crate::engine::faults::{Faults, Jitter, LinkScope, RankScope};
 use crate::engine::network::Placement;
 use crate::engine::spec::{GroupKind, JobMode, JobSpec};
-use crate::engine::SimError;
+use crate::engine::{scale, SimError};
 
 /// Resolve the faults against one job's placement: what each simulated
 /// program's compute, collectives and transfers are slowed by. Refuses
@@ -199,18 +199,6 @@ pub(crate) struct Resolved {
     /// Per program: its stage.
     stages: Vec<u32>,
     jitter: Option<Jitter>,
-}
-
-fn scale(ns: u64, factor: f64) -> u64 {
-    if factor == 1.0 {
-        return ns;
-    }
-    let x = (ns as f64 * factor).round();
-    if x >= 1.8e19 {
-        u64::MAX / 4
-    } else {
-        x as u64
-    }
 }
 
 /// `(total, nic)` with the NVLink part (`total - nic`) and the NIC part

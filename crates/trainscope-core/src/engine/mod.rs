@@ -50,6 +50,21 @@ pub use summary::Summary;
 
 use crate::timeline::Timeline;
 
+/// `ns * factor`, rounded, saturating.
+pub(crate) fn scale(ns: u64, factor: f64) -> u64 {
+    if factor == 1.0 {
+        return ns;
+    }
+    let x = (ns as f64 * factor).round();
+    if !x.is_finite() || x <= 0.0 {
+        0
+    } else if x >= 1.8e19 {
+        u64::MAX / 4
+    } else {
+        x as u64
+    }
+}
+
 /// Why a simulation could not run. Every variant is a problem with the input
 /// or the settings (never a panic); [`SimError::hint`] says what to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

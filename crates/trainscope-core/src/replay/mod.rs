@@ -58,7 +58,7 @@ pub mod chakra;
 pub mod infer;
 pub mod measured;
 
-use crate::engine::described::scale;
+use crate::engine::scale;
 use crate::engine::schedule::PipeStep;
 use crate::engine::spec::{
     check_size, Block, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
