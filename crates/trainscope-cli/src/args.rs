@@ -10,7 +10,7 @@ use anyhow::Result;
 use std::path::PathBuf;
 use trainscope_core::analytical::RatioTables;
 use trainscope_core::engine::config::PlacementOrder;
-use trainscope_core::engine::faults::{self, Faults, Jitter, SlowCompute, SlowLink};
+use trainscope_core::engine::faults::{self, Faults};
 use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
@@ -832,27 +832,13 @@ pub struct WhatIfFlags {
 impl WhatIfFlags {
     /// The core's faults (`Err`: the message for exit 4).
     pub fn faults(&self) -> std::result::Result<Faults, String> {
-        let slow = self
-            .slow
-            .iter()
-            .map(|t| SlowCompute::parse(t).map_err(|e| format!("invalid setting `slow`: {e}")))
-            .collect::<std::result::Result<_, _>>()?;
-        let slow_links = self
-            .slow_link
-            .iter()
-            .map(|t| SlowLink::parse(t).map_err(|e| format!("invalid setting `slow-link`: {e}")))
-            .collect::<std::result::Result<_, _>>()?;
-        let jitter = self
-            .jitter
-            .map(|p| {
-                Jitter::new(p, self.seed).map_err(|e| format!("invalid setting `jitter`: {e}"))
-            })
-            .transpose()?;
-        Ok(Faults {
-            slow,
-            slow_links,
-            jitter,
-        })
+        Faults::from_flags(
+            self.slow.iter().map(String::as_str),
+            self.slow_link.iter().map(String::as_str),
+            self.jitter,
+            self.seed,
+        )
+        .map_err(|(name, e)| format!("invalid setting `{name}`: {e}"))
     }
 
     /// `--blame` with its factor (`Err`: the message for exit 4).

@@ -187,8 +187,6 @@ fn without_ranks(
     drop_stage: &dyn Fn(u32) -> bool,
 ) -> Faults {
     let mut f = faults.clone();
-    let world = placement.parallel.world();
-    let gpn = placement.gpus_per_node;
     f.slow = faults
         .slow
         .iter()
@@ -198,11 +196,7 @@ fn without_ranks(
                     return (!drop_stage(*st)).then(|| s.clone());
                 }
                 RankScope::Ranks(r) => r.clone(),
-                RankScope::Node(n) => {
-                    let lo = u64::from(*n) * u64::from(gpn);
-                    let hi = (lo + u64::from(gpn)).min(world);
-                    (lo..hi).map(|r| r as u32).collect()
-                }
+                RankScope::Node(n) => placement.node_ranks(*n).collect(),
             };
             let kept: Vec<u32> = ranks.into_iter().filter(|r| !drop(*r)).collect();
             let mut s = s.clone();
@@ -216,17 +210,11 @@ fn without_ranks(
 /// The ranks the compute faults name (a node's GPUs; a stage scope is not
 /// expanded), ascending.
 fn slowed_ranks(faults: &Faults, placement: &Placement) -> Vec<u32> {
-    let world = placement.parallel.world();
-    let gpn = placement.gpus_per_node;
     let mut out = Vec::new();
     for s in &faults.slow {
         match &s.scope {
             RankScope::Ranks(r) => out.extend(r.iter().copied()),
-            RankScope::Node(n) => {
-                let lo = u64::from(*n) * u64::from(gpn);
-                let hi = (lo + u64::from(gpn)).min(world);
-                out.extend((lo..hi).map(|r| r as u32));
-            }
+            RankScope::Node(n) => out.extend(placement.node_ranks(*n)),
             RankScope::Stage(_) => {}
         }
     }
@@ -321,6 +309,22 @@ pub fn injected(
     })
 }
 
+/// The stages of a `p`-stage pipeline to slow in turn: all of them, or
+/// `max` evenly spaced with the first and the last (the sensitivity table,
+/// the sweep's straggler).
+pub fn sampled_stages(p: u32, max: usize) -> Vec<u32> {
+    let p = p.max(1);
+    if p as usize <= max || max < 2 {
+        return (0..p).collect();
+    }
+    let n = max as u64;
+    let mut v: Vec<u32> = (0..n)
+        .map(|i| (i * u64::from(p - 1) / (n - 1)) as u32)
+        .collect();
+    v.dedup();
+    v
+}
+
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         1.0
@@ -346,25 +350,12 @@ pub fn sensitivity(
     let mut sim = Sim::new(config, cost);
     let base = sim.summary(job, &config.faults)?;
     let p = job.parallel.pp.max(1);
-    let stages: Vec<u32> = if p as usize <= MAX_SENSITIVITY_STAGES {
-        (0..p).collect()
-    } else {
-        let n = MAX_SENSITIVITY_STAGES as u64;
-        let mut v: Vec<u32> = (0..n)
-            .map(|i| (i * u64::from(p - 1) / (n - 1)) as u32)
-            .collect();
-        v.dedup();
-        v
-    };
+    let stages = sampled_stages(p, MAX_SENSITIVITY_STAGES);
     let waits = |s: &Summary| -> Vec<(String, u64)> {
         let mut w: Vec<(String, u64)> = GroupKind::ALL
             .iter()
             .map(|g| {
-                let ns: u64 = s
-                    .stages
-                    .iter()
-                    .map(|st| exposed(&st.exposed_comm_ns, *g))
-                    .sum();
+                let ns: u64 = s.stages.iter().map(|st| st.exposed_comm_ns.get(*g)).sum();
                 (g.name().to_string(), ns)
             })
             .collect();
@@ -399,17 +390,6 @@ pub fn sensitivity(
         });
     }
     Ok((base.iteration_time_ns, out, sim.runs))
-}
-
-fn exposed(e: &crate::engine::summary::ExposedComm, g: GroupKind) -> u64 {
-    match g {
-        GroupKind::Tp => e.tp,
-        GroupKind::Ep => e.ep,
-        GroupKind::Dp => e.dp,
-        GroupKind::DpEp => e.dp_ep,
-        GroupKind::Pp => e.pp,
-        GroupKind::Cp => e.cp,
-    }
 }
 
 /// Which compute pieces a measured slice puts back to the ideal.

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::config::DEFAULT_BACKWARD_FACTOR;
-use trainscope_core::engine::faults::{Faults, Jitter, SlowCompute, SlowLink};
+use trainscope_core::engine::faults::Faults;
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::formats::neusight::DEFAULT_BLOCK_REPEATS;
 use trainscope_core::limits;
@@ -841,26 +841,21 @@ impl Settings {
                 .map(str::to_string)
                 .collect::<Vec<_>>()
         };
-        let slow = items(&self.slow)
-            .iter()
-            .map(|t| SlowCompute::parse(t))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| (Field::Slow, m))?;
-        let slow_links = items(&self.slow_link)
-            .iter()
-            .map(|t| SlowLink::parse(t))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| (Field::SlowLink, m))?;
-        let jitter = if self.jitter_percent == 0.0 {
-            None
-        } else {
-            Some(Jitter::new(self.jitter_percent, self.seed).map_err(|m| (Field::Jitter, m))?)
-        };
-        let faults = Faults {
-            slow,
-            slow_links,
-            jitter,
-        };
+        let (slow, links) = (items(&self.slow), items(&self.slow_link));
+        let faults = Faults::from_flags(
+            slow.iter().map(String::as_str),
+            links.iter().map(String::as_str),
+            Some(self.jitter_percent),
+            self.seed,
+        )
+        .map_err(|(name, m)| {
+            let field = match name {
+                "slow" => Field::Slow,
+                "slow-link" => Field::SlowLink,
+                _ => Field::Jitter,
+            };
+            (field, m)
+        })?;
         Ok((faults, self.blame.then_some(DEFAULT_SENSITIVITY_FACTOR)))
     }
 

@@ -263,6 +263,35 @@ impl std::fmt::Display for SlowLink {
 }
 
 impl Faults {
+    /// The faults as the front ends take them: each `--slow` and
+    /// `--slow-link` argument, and the jitter percent (0 or `None`: none)
+    /// with its seed. `Err`: the setting's name (`slow`, `slow-link`,
+    /// `jitter`) and the message.
+    pub fn from_flags<'a>(
+        slow: impl IntoIterator<Item = &'a str>,
+        slow_links: impl IntoIterator<Item = &'a str>,
+        jitter_percent: Option<f64>,
+        seed: u64,
+    ) -> Result<Faults, (&'static str, String)> {
+        let slow = slow
+            .into_iter()
+            .map(|t| SlowCompute::parse(t).map_err(|e| ("slow", e)))
+            .collect::<Result<_, _>>()?;
+        let slow_links = slow_links
+            .into_iter()
+            .map(|t| SlowLink::parse(t).map_err(|e| ("slow-link", e)))
+            .collect::<Result<_, _>>()?;
+        let jitter = match jitter_percent {
+            Some(p) if p != 0.0 => Some(Jitter::new(p, seed).map_err(|e| ("jitter", e))?),
+            _ => None,
+        };
+        Ok(Faults {
+            slow,
+            slow_links,
+            jitter,
+        })
+    }
+
     /// No fault at all.
     pub fn is_empty(&self) -> bool {
         self.slow.is_empty() && self.slow_links.is_empty() && self.jitter.is_none()

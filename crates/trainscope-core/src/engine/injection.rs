@@ -60,11 +60,7 @@ pub(crate) fn resolve(
             JobMode::PerRank => (0..n_prog).filter(|&i| ranks[i] == r).collect(),
         }
     };
-    let node_ranks = |n: u32| {
-        let lo = n * gpn;
-        let hi = ((u64::from(n) + 1) * u64::from(gpn)).min(world) as u32;
-        lo..hi
-    };
+    let node_ranks = |n: u32| placement.node_ranks(n);
     let mut compute = vec![1.0f64; n_prog];
     for s in &faults.slow {
         let targets: Vec<usize> = match &s.scope {

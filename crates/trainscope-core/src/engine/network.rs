@@ -125,6 +125,15 @@ impl Placement {
         rank / self.gpus_per_node
     }
 
+    /// The ranks on `node` (empty past the last node).
+    pub fn node_ranks(&self, node: u32) -> std::ops::Range<u32> {
+        let world = self.parallel.world();
+        let gpn = u64::from(self.gpus_per_node);
+        let lo = (u64::from(node) * gpn).min(world);
+        let hi = ((u64::from(node) + 1) * gpn).min(world);
+        lo as u32..hi as u32
+    }
+
     /// The members of `rank`'s group of kind `group`, ascending. For PP this
     /// is the whole pipeline (the ranks with the same TP and DP index).
     pub fn group_members(&self, rank: u32, group: GroupKind) -> Vec<u32> {

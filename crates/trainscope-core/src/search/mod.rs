@@ -921,7 +921,7 @@ pub fn evaluate(
 
 /// Most stages [`worst_straggler`] slows in turn (evenly spaced, first
 /// and last included).
-pub const MAX_STRAGGLER_STAGES: u32 = 8;
+pub const MAX_STRAGGLER_STAGES: usize = 8;
 
 /// The candidate's step with one GPU `factor` times slower at its worst
 /// place: each pipeline stage's ranks in turn (a described job simulates
@@ -934,19 +934,8 @@ pub fn worst_straggler(
     factor: f64,
 ) -> Result<(u64, u32), String> {
     crate::engine::faults::check_factor(factor).map_err(|e| format!("--straggler: {e}"))?;
-    let p = c.job.setup.pp.max(1);
-    let stages: Vec<u32> = if p <= MAX_STRAGGLER_STAGES {
-        (0..p).collect()
-    } else {
-        let n = MAX_STRAGGLER_STAGES;
-        let mut v: Vec<u32> = (0..n)
-            .map(|i| (u64::from(i) * u64::from(p - 1) / u64::from(n - 1)) as u32)
-            .collect();
-        v.dedup();
-        v
-    };
     let mut worst = (0u64, 0u32);
-    for s in stages {
+    for s in crate::whatif::sampled_stages(c.job.setup.pp, MAX_STRAGGLER_STAGES) {
         let mut cfg = config.clone();
         cfg.faults.slow.push(crate::engine::faults::SlowCompute {
             scope: crate::engine::faults::RankScope::Stage(s),
