@@ -35,7 +35,7 @@ use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::CudaGraphs;
 use trainscope_core::search::report::{summary, ShardId};
 use trainscope_core::search::{
-    build, enumerate, merge, process, shard, shell_join, sweep_config, SweepReport, SweepSpec,
+    build, enumerate_shard, merge, process, shell_join, sweep_config, SweepReport, SweepSpec,
 };
 
 /// Flags of `trainscope sweep`.
@@ -436,11 +436,8 @@ pub fn run(args: &Args) -> Result<u8> {
         }
     };
     let started = std::time::Instant::now();
-    let e = enumerate(&spec);
-    let candidates = match shard_id {
-        None => e.candidates,
-        Some(id) => shard(&e.candidates, id.index, id.count).unwrap_or_default(),
-    };
+    let e = enumerate_shard(&spec, shard_id);
+    let candidates = e.candidates;
     let config = sweep_config(&config);
     let bar = progress(candidates.len() as u64);
     let outcomes: Vec<_> = candidates

@@ -5,7 +5,7 @@
 //! settings
 //! ([`sweep_spec`], the same spec `trainscope sweep` builds from the same
 //! flags), one worker's slice ([`run_shard`]: enumerate, take
-//! [`shard`]`(i, n)`, precheck and simulate each candidate with the core's
+//! [`enumerate_shard`]`(i, n)`, precheck and simulate each candidate with the core's
 //! [`process`], build that shard's report), and the row a click loads into
 //! the job panel ([`row_job`]). The page joins the workers' reports with
 //! the core's [`trainscope_core::search::merge`].
@@ -20,8 +20,7 @@ use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
-    build, enumerate, process, shard, shell_word, sweep_config, Outcome, Row, SweepReport,
-    SweepSpec,
+    build, enumerate_shard, process, shell_word, sweep_config, Outcome, Row, SweepReport, SweepSpec,
 };
 
 /// `1,2,4` → `Some([1, 2, 4])`; empty → `None`; every value >= 1.
@@ -187,8 +186,8 @@ pub fn run_shard(
     count: u32,
     step: &mut dyn FnMut(u32, u32, &mut Vec<Row>),
 ) -> SweepReport {
-    let e = enumerate(spec);
-    let mine = shard(&e.candidates, index, count).unwrap_or_default();
+    let e = enumerate_shard(spec, Some(ShardId { index, count }));
+    let mine = e.candidates;
     let total = mine.len() as u32;
     let mut outcomes = Vec::with_capacity(mine.len());
     let mut pending = Vec::new();

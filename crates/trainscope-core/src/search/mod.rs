@@ -589,8 +589,22 @@ pub fn accounted_split(layers: u32, pp: u32, vpp: u32) -> bool {
 /// Every combination of the spec's lists, in the fixed order of the module
 /// documentation; the refused ones counted by reason.
 pub fn enumerate(spec: &SweepSpec) -> Enumeration {
+    enumerate_shard(spec, None)
+}
+
+/// [`enumerate`] keeping only the candidates of one slice (`Some`): the
+/// same numbering and refusal counts, but a worker holds only its own
+/// candidates (candidate k goes to slice k mod count, which spreads the
+/// costly layouts evenly). A slice that does not exist (`index >= count`, or
+/// `count` 0) keeps none.
+pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration {
     let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
     let mut candidates = Vec::new();
+    let mut next_index: u32 = 0;
+    let mine = |k: u32| match slice {
+        None => true,
+        Some(ShardId { index, count }) => count > 0 && k % count == index,
+    };
     let mut skip = |why: String, n: u64| {
         *skipped.entry(reason_key(&why)).or_insert(0) += n;
     };
@@ -762,11 +776,15 @@ pub fn enumerate(spec: &SweepSpec) -> Enumeration {
                                                         skip(e.to_string(), 1);
                                                         continue;
                                                     }
-                                                    candidates.push(Candidate {
-                                                        index: candidates.len() as u32,
-                                                        schedule,
-                                                        job,
-                                                    });
+                                                    let index = next_index;
+                                                    next_index += 1;
+                                                    if mine(index) {
+                                                        candidates.push(Candidate {
+                                                            index,
+                                                            schedule,
+                                                            job,
+                                                        });
+                                                    }
                                                 }
                                             }
                                         }
@@ -951,22 +969,6 @@ pub fn worst_straggler(
         }
     }
     Ok(worst)
-}
-
-/// The `index`-th of `count` deterministic slices (candidate k goes to
-/// slice k mod count, which spreads the costly layouts evenly). `None`
-/// when `index >= count` or `count` is 0.
-pub fn shard(candidates: &[Candidate], index: u32, count: u32) -> Option<Vec<Candidate>> {
-    if count == 0 || index >= count {
-        return None;
-    }
-    Some(
-        candidates
-            .iter()
-            .filter(|c| c.index % count == index)
-            .cloned()
-            .collect(),
-    )
 }
 
 #[cfg(test)]

@@ -297,6 +297,23 @@ fn checked_memory_bounds_the_simulated_memory_per_stage() {
     assert!(strict > 0);
 }
 
+/// The reference slicing that [`enumerate_shard`] must equal: the
+/// `index`-th of `count` deterministic slices (candidate k goes to
+/// slice k mod count, which spreads the costly layouts evenly). `None`
+/// when `index >= count` or `count` is 0.
+fn shard(candidates: &[Candidate], index: u32, count: u32) -> Option<Vec<Candidate>> {
+    if count == 0 || index >= count {
+        return None;
+    }
+    Some(
+        candidates
+            .iter()
+            .filter(|c| c.index % count == index)
+            .cloned()
+            .collect(),
+    )
+}
+
 fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
     Row {
         index,
@@ -465,6 +482,27 @@ fn shards_merge_into_the_unsharded_report() {
         Err(MergeError::OtherSweep { index: 1, .. })
     ));
     assert!(shard(&[], 3, 3).is_none());
+}
+
+#[test]
+fn a_slice_enumerated_alone_is_that_slice_of_the_whole() {
+    let spec = small_sweep();
+    let whole = enumerate(&spec);
+    assert!(whole.candidates.len() > 6, "a sweep worth slicing");
+    for count in [1, 2, 3, 7] {
+        let mut seen = 0;
+        for index in 0..count {
+            let alone = enumerate_shard(&spec, Some(ShardId { index, count }));
+            let cut = shard(&whole.candidates, index, count).unwrap();
+            assert!(alone.candidates == cut, "slice {index} of {count}");
+            assert_eq!(alone.skipped, whole.skipped);
+            assert_eq!(alone.skipped_reasons, whole.skipped_reasons);
+            seen += alone.candidates.len();
+        }
+        assert_eq!(seen, whole.candidates.len());
+    }
+    let none = enumerate_shard(&spec, Some(ShardId { index: 3, count: 3 }));
+    assert!(none.candidates.is_empty());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! bound per dimension ([`crate::sweep::BOUNDS`], empty = the core's
 //! default list), and a Run button (`sweep-run`). A run starts a pool of
 //! Web Workers (one per `navigator.hardwareConcurrency`, at most
-//! [`MAX_WORKERS`]), worker `i` of `n` evaluating the core's `shard(i, n)`
+//! [`MAX_WORKERS`]), worker `i` of `n` evaluating the core's `enumerate_shard(i, n)`
 //! ([`crate::sweep::run_shard`]) and reporting progress after each
 //! candidate (`sweep-progress`, with a Cancel button that terminates the
 //! workers) and its rows in chunks while it runs: the plot and the table
