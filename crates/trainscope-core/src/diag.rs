@@ -215,6 +215,97 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// One diagnostic said alike of one or more files of a set (a rank's file
+/// each: "`job.3.et`: 2 METADATA_NODE node(s) skipped ..."), merged by
+/// value by [`merge_by_file`]; rendered last, by [`FileDiagnostic::short`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDiagnostic {
+    /// The files it was said of, in the order first seen (one or more).
+    pub files: Vec<String>,
+    /// As said of the first file.
+    pub diagnostic: Diagnostic,
+}
+
+impl FileDiagnostic {
+    /// One line: the diagnostic's own, with its file's quoted name replaced
+    /// by the files' names (`a`, `b`, `c`; or `a`, `b`, ... `z` (N files)).
+    pub fn short(&self) -> String {
+        let Some((first, _)) = self.files.split_first().filter(|_| self.files.len() > 1) else {
+            return self.diagnostic.short();
+        };
+        let names: Vec<String> = self.files.iter().map(|f| format!("`{f}`")).collect();
+        let n = names.len();
+        let named = if n <= 3 {
+            names.join(", ")
+        } else {
+            format!(
+                "{}, {}, ... {} ({n} files)",
+                names[0],
+                names[1],
+                names[n - 1]
+            )
+        };
+        let mut d = self.diagnostic.clone();
+        d.message = d.message.replacen(&format!("`{first}`"), &named, 1);
+        d.short()
+    }
+}
+
+/// The diagnostics of a set's files (each with the file it came from),
+/// merged by value: an unlocated diagnostic that names its own file once is
+/// the same as another file's when their severity, hint and message (that
+/// name aside) are equal, and becomes one entry naming both where the
+/// first stood; any other diagnostic is kept once (equal one-line forms
+/// are one). Order otherwise kept.
+pub fn merge_by_file<'a>(
+    items: impl IntoIterator<Item = (&'a str, Diagnostic)>,
+) -> Vec<FileDiagnostic> {
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum Key {
+        /// Severity, hint and the message with the file's name cut out.
+        Alike(Severity, Option<String>, String, String),
+        /// The one-line form.
+        Line(String),
+    }
+    let mut out: Vec<FileDiagnostic> = Vec::new();
+    let mut seen: std::collections::BTreeMap<Key, usize> = Default::default();
+    let mut lines: std::collections::BTreeSet<String> = Default::default();
+    for (file, d) in items {
+        if !lines.insert(d.short()) {
+            continue; // said before in the same words
+        }
+        let quoted = format!("`{file}`");
+        let key = match d.message.split_once(&quoted) {
+            Some((before, after)) if d.location.is_none() && !after.contains(&quoted) => {
+                Key::Alike(
+                    d.severity,
+                    d.hint.clone(),
+                    before.to_string(),
+                    after.to_string(),
+                )
+            }
+            _ => Key::Line(d.short()),
+        };
+        let alike = matches!(key, Key::Alike(..));
+        match seen.get(&key) {
+            Some(&i) => {
+                let files = &mut out[i].files;
+                if alike && !files.iter().any(|f| f == file) {
+                    files.push(file.to_string());
+                }
+            }
+            None => {
+                seen.insert(key, out.len());
+                out.push(FileDiagnostic {
+                    files: vec![file.to_string()],
+                    diagnostic: d,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// `text` cut to `max_chars` characters, with `…` when something was cut.
 pub fn excerpt(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
@@ -266,6 +357,45 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_diagnostic_said_of_several_files_is_one_entry_naming_them() {
+        let w = |m: &str| Diagnostic::warning(m);
+        let at = |f: &str, m: &str| Diagnostic::warning(m).at(Location::new(f, 1, "x", 0));
+        let items = vec![
+            ("a.0.et", w("`a.0.et`: 1 METADATA_NODE node(s) skipped")),
+            ("a.0.et", w("something else")),
+            ("a.1.et", w("`a.1.et`: 1 METADATA_NODE node(s) skipped")),
+            ("a.10.et", w("`a.10.et`: 1 METADATA_NODE node(s) skipped")),
+            ("a.2.et", w("`a.2.et`: 1 METADATA_NODE node(s) skipped")),
+            ("a.2.et", w("`a.2.et`: 1 METADATA_NODE node(s) skipped")),
+            ("a.1.et", w("`a.1.et`: 3 METADATA_NODE node(s) skipped")),
+            ("b.txt", w("`b.txt`: 3 METADATA_NODE node(s) skipped")),
+            ("b.txt", w("something else")),
+            ("a.0.et", at("a.0.et", "`a.0.et`: node 4 is odd")),
+            ("a.1.et", at("a.1.et", "`a.1.et`: node 4 is odd")),
+            ("a.0.et", w("`a.0.et` and `a.1.et` differ")),
+            ("a.1.et", w("`a.0.et` and `a.1.et` differ")),
+            (
+                "b.txt",
+                w("`b.txt`: 3 METADATA_NODE node(s) skipped").with_hint("h"),
+            ),
+        ];
+        let merged = merge_by_file(items);
+        let lines: Vec<String> = merged.iter().map(FileDiagnostic::short).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "warning: `a.0.et`, `a.1.et`, ... `a.2.et` (4 files): 1 METADATA_NODE node(s) skipped",
+                "warning: something else",
+                "warning: `a.1.et`, `b.txt`: 3 METADATA_NODE node(s) skipped",
+                "a.0.et:1:1: warning: `a.0.et`: node 4 is odd",
+                "a.1.et:1:1: warning: `a.1.et`: node 4 is odd",
+                "warning: `a.0.et` and `a.1.et` differ",
+            ]
+        );
+        assert_eq!(merged[0].files, ["a.0.et", "a.1.et", "a.10.et", "a.2.et"]);
+    }
     use super::*;
 
     #[test]

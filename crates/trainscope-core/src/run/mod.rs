@@ -48,7 +48,7 @@
 
 use crate::analysis::{analyse, Analysis};
 use crate::analytical::RatioTables;
-use crate::diag::Diagnostic;
+use crate::diag::{merge_by_file, Diagnostic, FileDiagnostic};
 use crate::engine::described::DescribedOptions;
 use crate::engine::schedule::ScheduleKind;
 use crate::engine::simai_cost::{cost_for, SIMAI_P2P_NOTE};
@@ -592,53 +592,6 @@ pub(crate) fn push_unique(out: &mut Vec<String>, items: impl IntoIterator<Item =
     }
 }
 
-/// Lines that say the same of several files of a set (a rank's file
-/// each: "`job.3.et`: 2 METADATA_NODE node(s) skipped ...") as one line
-/// naming the files, where the first stood; a line is taken as one file's
-/// when it names exactly one of `files` in backticks, once, and is not
-/// located in it (`file:line:col: ...` lines stay as they are). Order
-/// otherwise kept.
-pub(crate) fn merge_file_repeats(lines: Vec<String>, files: &[&str]) -> Vec<String> {
-    const MARK: &str = "\u{0}";
-    // (line, or the line with its file replaced by MARK, and the files).
-    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
-    let mut by_key: std::collections::BTreeMap<String, usize> = Default::default();
-    for line in lines {
-        let mut own = files.iter().filter(|f| {
-            let quoted = format!("`{f}`");
-            line.matches(quoted.as_str()).count() == 1 && !line.starts_with(&format!("{f}:"))
-        });
-        let (Some(f), None) = (own.next(), own.next()) else {
-            out.push((line, Vec::new()));
-            continue;
-        };
-        let key = line.replacen(&format!("`{f}`"), MARK, 1);
-        match by_key.get(&key) {
-            Some(&i) => out[i].1.push(f),
-            None => {
-                by_key.insert(key.clone(), out.len());
-                out.push((key, vec![f]));
-            }
-        }
-    }
-    out.into_iter()
-        .map(|(line, fs)| {
-            let names: Vec<String> = fs.iter().map(|f| format!("`{f}`")).collect();
-            let named = match names.len() {
-                0 => return line,
-                1..=3 => names.join(", "),
-                n => format!(
-                    "{}, {}, ... {} ({n} files)",
-                    names[0],
-                    names[1],
-                    names[n - 1]
-                ),
-            };
-            line.replacen(MARK, &named, 1)
-        })
-        .collect()
-}
-
 /// Warnings as one-line diagnostics (`warning: ...`), as the files' are
 /// (`file:line:col: warning: ...`); duplicates dropped.
 pub(crate) fn as_warning_lines(file_warnings: Vec<String>, others: Vec<String>) -> Vec<String> {
@@ -696,17 +649,22 @@ fn pick(set: LoadedSet) -> Result<(Input, Vec<String>, Vec<String>), RunError> {
     if !errors.is_empty() {
         return Err(RunError::Parse(errors));
     }
-    let mut warnings = Vec::new();
-    push_unique(&mut warnings, summaries.iter().flat_map(|s| s.warnings()));
-    push_unique(
-        &mut warnings,
-        summaries
+    // The files' warnings, then their skipped-records notes, merged by value
+    // (one line for a warning said alike of several files), rendered last.
+    let file_warnings = summaries.iter().flat_map(|s| {
+        s.diagnostics
             .iter()
-            .filter_map(|s| s.skipped_note())
-            .map(|m| Diagnostic::warning(m).short()),
-    );
-    let names: Vec<&str> = summaries.iter().map(|s| s.file.as_str()).collect();
-    let warnings = merge_file_repeats(warnings, &names);
+            .filter(|d| !d.is_error())
+            .map(|d| (s.file.as_str(), d.clone()))
+    });
+    let notes = summaries.iter().filter_map(|s| {
+        s.skipped_note()
+            .map(|m| (s.file.as_str(), Diagnostic::warning(m)))
+    });
+    let warnings: Vec<String> = merge_by_file(file_warnings.chain(notes))
+        .iter()
+        .map(FileDiagnostic::short)
+        .collect();
     // A model config is an architecture, not a job: it needs a training setup.
     if let Some(config) = summaries
         .iter()
@@ -1297,40 +1255,5 @@ pub fn convert_files(
                 warnings,
             })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::merge_file_repeats;
-
-    #[test]
-    fn a_warning_said_of_several_files_is_one_line_naming_them() {
-        let files = ["a.0.et", "a.1.et", "a.10.et", "a.2.et", "b.txt"];
-        let lines = [
-            "warning: `a.0.et`: 1 METADATA_NODE node(s) skipped",
-            "warning: something else",
-            "warning: `a.1.et`: 1 METADATA_NODE node(s) skipped",
-            "warning: `a.10.et`: 1 METADATA_NODE node(s) skipped",
-            "warning: `a.2.et`: 1 METADATA_NODE node(s) skipped",
-            "warning: `a.1.et`: 3 METADATA_NODE node(s) skipped",
-            "warning: `b.txt`: 3 METADATA_NODE node(s) skipped",
-            "a.0.et:1:9: warning: `a.0.et`: node 4 is odd",
-            "a.1.et:1:9: warning: `a.1.et`: node 4 is odd",
-            "warning: `a.0.et` and `a.1.et` differ",
-        ]
-        .map(String::from)
-        .to_vec();
-        assert_eq!(
-            merge_file_repeats(lines, &files),
-            vec![
-                "warning: `a.0.et`, `a.1.et`, ... `a.2.et` (4 files): 1 METADATA_NODE node(s) skipped",
-                "warning: something else",
-                "warning: `a.1.et`, `b.txt`: 3 METADATA_NODE node(s) skipped",
-                "a.0.et:1:9: warning: `a.0.et`: node 4 is odd",
-                "a.1.et:1:9: warning: `a.1.et`: node 4 is odd",
-                "warning: `a.0.et` and `a.1.et` differ",
-            ]
-        );
     }
 }
