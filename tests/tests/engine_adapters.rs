@@ -56,7 +56,7 @@ fn simai_algorithm_costs_each_collective_as_the_analytical_function() {
         1,
     )
     .unwrap();
-    use analytical::{GroupKind as G, Phase as P};
+    use analytical::{Phase as P, SimaiGroup as G};
     let expected = [
         (Collective::AllReduce, G::Tp, 8, 100, P::Forward),
         (Collective::AllGather, G::Tp, 8, 536_870_912, P::Forward),

@@ -5,7 +5,7 @@
 
 use trainscope_core::formats::echo;
 use trainscope_core::inspect::{inspect, inspect_set, to_json};
-use trainscope_core::workload::{CommGroup, CommKind, OpKind, Phase};
+use trainscope_core::workload::{CommGroup, CommKind, OpKind, TrainingPhase};
 use trainscope_tests::fixture_bytes;
 
 fn render(summaries: &[trainscope_core::inspect::FileSummary]) -> String {
@@ -162,7 +162,7 @@ fn rank_files_form_one_run() {
     let r1 = run.rank(1).unwrap();
     assert_eq!(r1.stage, Some(1));
     assert_eq!(r1.ops[1].kind, OpKind::Recv);
-    assert_eq!(r1.ops[1].phase, Some(Phase::Forward));
+    assert_eq!(r1.ops[1].phase, Some(TrainingPhase::Forward));
     assert!(run
         .diagnostics
         .iter()

@@ -527,10 +527,12 @@ pub enum OpKind {
     Wait,
 }
 
-/// Which part of training an operation belongs to.
+/// Which part of training a measured operation belongs to (forward,
+/// backward, the gradient synchronisation, the optimizer); not the SimAI
+/// column of an op, which is [`crate::analytical::TrainingPhase`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub enum TrainingPhase {
     Forward,
     Backward,
     /// Once-per-iteration gradient synchronisation.
@@ -544,7 +546,7 @@ pub struct MeasuredOp {
     pub name: String,
     pub kind: OpKind,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub phase: Option<Phase>,
+    pub phase: Option<TrainingPhase>,
     /// Start on the rank's clock, ns; `None` when the input has no timestamp
     /// (profiling placeholders, aggregated log entries).
     pub start_ns: Option<u64>,

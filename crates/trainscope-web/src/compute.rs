@@ -8,7 +8,7 @@
 
 use crate::engine_run::ExportSource;
 use crate::present::{file_view, hints_from_summary};
-use crate::protocol::{FileData, InputFile, Progress, RunOutput, RunRequest};
+use crate::protocol::{FileData, InputFile, Progress, RunRequest, RunView};
 use crate::settings::Schedule;
 use crate::settings::SettingsHints;
 use crate::simulate::{simulate, unread_error, ReadFile, RunFiles};
@@ -27,7 +27,7 @@ pub const PARSE_PROGRESS_MIN_BYTES: u64 = 4 << 20;
 /// mode. `progress` is called before each step: parsing the set, then
 /// each file's summary (so a multi-file load moves), simulating, and
 /// preparing the results.
-pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunOutput {
+pub fn run(req: &RunRequest, progress: &mut dyn FnMut(Progress)) -> RunView {
     run_with_source(req, progress).0
 }
 
@@ -52,7 +52,7 @@ fn compared_steps(req: &RunRequest) -> u32 {
 pub fn run_with_source(
     req: &RunRequest,
     progress: &mut dyn FnMut(Progress),
-) -> (RunOutput, Option<ExportSource>) {
+) -> (RunView, Option<ExportSource>) {
     run_with_reader(req, &mut own_bytes, progress)
 }
 
@@ -76,7 +76,7 @@ pub fn run_with_reader(
     req: &RunRequest,
     read: &mut ReadFile,
     progress: &mut dyn FnMut(Progress),
-) -> (RunOutput, Option<ExportSource>) {
+) -> (RunView, Option<ExportSource>) {
     let n = u32::try_from(req.files.len()).unwrap_or(u32::MAX);
     let compared = compared_steps(req);
     let total = progress_total(req);
@@ -220,7 +220,7 @@ pub fn run_with_reader(
         n.saturating_add(2).saturating_add(compared),
         "Preparing results".into(),
     );
-    let output = RunOutput {
+    let output = RunView {
         settings,
         hints,
         files,

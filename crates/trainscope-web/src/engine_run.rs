@@ -15,7 +15,7 @@ use trainscope_core::analytical::{self, AnalyticalConfig, AnalyticalReport, Over
 use trainscope_core::engine::SimConfig;
 use trainscope_core::job::run::ModelRunOutput;
 use trainscope_core::replay::infer::NetworkOverrides;
-use trainscope_core::run::{LoadedInput, RunError, RunOptions, RunOutput as SimRunOutput};
+use trainscope_core::run::{LoadedInput, RunError, RunOptions, RunOutput};
 use trainscope_core::Diagnostic;
 
 /// The SimAI-compatible mode's configuration from the page's settings.
@@ -113,7 +113,7 @@ pub struct LoadedFiles {
 /// The data a run's downloads are made from, kept by the worker until the
 /// next run.
 pub enum ExportSource {
-    Event(Box<SimRunOutput>),
+    Event(Box<RunOutput>),
     /// A model-level job (its summary JSON is `trainscope simulate --model
     /// ... --json`).
     Model(Box<ModelRunOutput>),

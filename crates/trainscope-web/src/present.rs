@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use trainscope_core::analytical::{self, AnalyticalReport};
 use trainscope_core::formats::simai::{CommGroup, SimaiWorkload};
 use trainscope_core::inspect::FileSummary;
-use trainscope_core::run::RunOutput as SimRunOutput;
+use trainscope_core::run::RunOutput;
 use trainscope_core::Diagnostic;
 
 /// Settings a file's header states.
@@ -514,7 +514,7 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
 
 /// The event-level simulation (and, for measured runs, the measurement) as
 /// the Read panel.
-pub fn event_view(out: &SimRunOutput) -> ResultView {
+pub fn event_view(out: &RunOutput) -> ResultView {
     let s = out.summary();
     // A model-level job has no file: it is named by its model.
     let label = if out.files.is_empty() {

@@ -162,7 +162,7 @@ pub struct RunRequest {
     /// Simulate the described job instead of the files.
     pub job_active: bool,
     /// Also run the input under every schedule ("Compare schedules":
-    /// [`crate::schedule_compare`]); the table is [`RunOutput::schedules`].
+    /// [`crate::schedule_compare`]); the table is [`RunView::schedules`].
     pub compare_schedules: bool,
 }
 
@@ -520,7 +520,7 @@ pub struct Progress {
 
 /// What a finished run produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunOutput {
+pub struct RunView {
     /// The settings the run used: the request's with the files' hints
     /// applied to unpinned fields (the page adopts them).
     pub settings: Settings,
@@ -579,7 +579,7 @@ pub enum Response {
     Progress(Progress),
     Done {
         id: u64,
-        output: Box<RunOutput>,
+        output: Box<RunView>,
     },
     /// The run could not complete (bad request, a panic in the worker).
     Failed {

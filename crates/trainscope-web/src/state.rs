@@ -12,7 +12,7 @@
 //! are loaded).
 
 use crate::job::{JobField, JobModel, JobSettings};
-use crate::protocol::{FileData, Progress, Response, RunOutput};
+use crate::protocol::{FileData, Progress, Response, RunView};
 use crate::settings::{Field, FieldError, Schedule, Settings, SettingsHints};
 use crate::url::UrlState;
 use crate::views::{FileView, ResultView, ScheduleComparison};
@@ -112,7 +112,7 @@ pub struct AppState {
     pub run: RunStatus,
     /// The newest finished run's output (its `timelines` are empty: they
     /// live in [`AppState::timelines`]).
-    pub output: Option<Rc<RunOutput>>,
+    pub output: Option<Rc<RunView>>,
     /// The run `output` came from.
     pub output_run: u64,
     /// The timelines of run `timelines_run`: the simulated one first, then

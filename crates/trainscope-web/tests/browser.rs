@@ -13,7 +13,7 @@ use trainscope_web::compute;
 use trainscope_web::protocol::{
     decode_request, decode_request_head, decode_request_with, decode_response, decode_timelines,
     encode_request, encode_request_parts, encode_response, encode_timelines, ExportRequest,
-    FileData, InputFile, PartInfo, Progress, Request, Response, RunOutput, RunRequest,
+    FileData, InputFile, PartInfo, Progress, Request, Response, RunRequest, RunView,
 };
 use trainscope_web::settings::{Field, GpuPreset, Mode, NicPreset, Schedule, Settings};
 use trainscope_web::state::{Action, AppState, RunStatus};
@@ -62,7 +62,7 @@ fn run_request(id: u64, files: &[(&str, &[u8])]) -> RunRequest {
     }
 }
 
-fn compute_output(req: &RunRequest) -> RunOutput {
+fn compute_output(req: &RunRequest) -> RunView {
     compute::run(req, &mut |_| {})
 }
 

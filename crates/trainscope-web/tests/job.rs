@@ -20,7 +20,7 @@ use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_web::compute;
 use trainscope_web::job::{JobField, JobModel, JobSettings};
 use trainscope_web::protocol::{
-    decode_request, encode_request, Request, Response, RunOutput, RunRequest,
+    decode_request, encode_request, Request, Response, RunRequest, RunView,
 };
 use trainscope_web::settings::{Field, Mode, Settings};
 use trainscope_web::state::{Action, AppState, LoadedFile};
@@ -59,7 +59,7 @@ fn job_request(id: u64, job: JobSettings) -> RunRequest {
     }
 }
 
-fn run(req: &RunRequest) -> RunOutput {
+fn run(req: &RunRequest) -> RunView {
     compute::run(req, &mut |_| {})
 }
 
@@ -558,7 +558,7 @@ fn echo_replays_take_the_network_the_user_set() {
 
 // ---------------------------------------------------------------- the reducer
 
-fn done(s: Rc<AppState>, id: u64, out: RunOutput) -> Rc<AppState> {
+fn done(s: Rc<AppState>, id: u64, out: RunView) -> Rc<AppState> {
     let s = s.reduce(Action::RunStarted(id));
     s.reduce(Action::Worker(Response::Done {
         id,

@@ -22,7 +22,7 @@ use trainscope_web::components::schedule_compare::ScheduleCompare;
 use trainscope_web::compute;
 use trainscope_web::job::{JobField, JobSettings};
 use trainscope_web::protocol::{
-    decode_request, encode_request, InputFile, Request, Response, RunOutput, RunRequest,
+    decode_request, encode_request, InputFile, Request, Response, RunRequest, RunView,
 };
 use trainscope_web::schedule_compare::compact_timeline;
 use trainscope_web::settings::{Field, Schedule, Settings};
@@ -88,7 +88,7 @@ fn small_job() -> JobSettings {
     }
 }
 
-fn run(req: &RunRequest) -> RunOutput {
+fn run(req: &RunRequest) -> RunView {
     compute::run(req, &mut |_| {})
 }
 
@@ -319,7 +319,7 @@ fn the_compare_flag_travels_with_the_request() {
     }
 }
 
-fn done(s: Rc<AppState>, id: u64, out: RunOutput) -> Rc<AppState> {
+fn done(s: Rc<AppState>, id: u64, out: RunView) -> Rc<AppState> {
     let s = s.reduce(Action::RunStarted(id));
     s.reduce(Action::Worker(Response::Done {
         id,

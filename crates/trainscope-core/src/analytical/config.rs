@@ -3,7 +3,7 @@
 //! resolved cluster ([`ClusterConfig`]), the overlap ratios
 //! ([`OverlapRatios`], SimAI's defaults dp_o = tp_o = ep_o = 0, pp_o = 1),
 //! GPU and NIC presets ([`GpuType`], [`NicType`]) and the parallelism derived
-//! from the workload header ([`Parallelism`]).
+//! from the workload header ([`SimaiParallelism`]).
 
 use super::error::AnalyticalError;
 use super::tables::RatioTables;
@@ -241,7 +241,7 @@ impl ClusterConfig {
 
 /// Group sizes and schedule parameters of one workload on one world size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Parallelism {
+pub struct SimaiParallelism {
     /// Tensor parallel size (`model_parallel_NPU_group`).
     pub tp: u32,
     /// Pipeline stages.
@@ -258,10 +258,10 @@ pub struct Parallelism {
     pub ga: u32,
 }
 
-impl Parallelism {
+impl SimaiParallelism {
     /// Derive from a header and a world size. Errors when the world is not a
     /// multiple of TP x PP or DP not a multiple of EP (or a size is 0).
-    pub fn new(header: &SimaiHeader, world_size: u32) -> Result<Parallelism, AnalyticalError> {
+    pub fn new(header: &SimaiHeader, world_size: u32) -> Result<SimaiParallelism, AnalyticalError> {
         for (what, v) in [
             ("world size", world_size),
             ("TP (model_parallel_NPU_group)", header.tp),
@@ -300,7 +300,7 @@ impl Parallelism {
             });
         }
         // dp <= world and dp / ep <= dp, so both fit in u32.
-        Ok(Parallelism {
+        Ok(SimaiParallelism {
             tp: header.tp,
             pp: header.pp,
             ep: header.ep,

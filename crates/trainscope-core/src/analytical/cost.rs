@@ -1,6 +1,6 @@
 //! The per-collective cost of SimAI-Analytical (docs/FORMATS.md §4, items
 //! 1-7), as small pure functions: the group's placement on servers
-//! ([`Placement::for_group`]), the bus bandwidth of a placement ([`busbw`]),
+//! ([`SimaiPlacement::for_group`]), the bus bandwidth of a placement ([`busbw`]),
 //! the small-message constants ([`small_message_ns`]), the choice of ratio
 //! table ([`ratio_source`]) and the time itself ([`CostModel::cost`],
 //! [`collective_time_ns`]).
@@ -10,7 +10,7 @@
 
 use super::config::ClusterConfig;
 use super::error::AnalyticalError;
-pub use super::groups::{group_size, GroupKind, Phase, Placement};
+pub use super::groups::{group_size, Phase, SimaiGroup, SimaiPlacement};
 use super::tables::{column_for_nodes, has_column, RatioTables, TableKind};
 use crate::formats::simai::Collective;
 use serde::Serialize;
@@ -47,12 +47,12 @@ pub fn bus_factor(collective: Collective, n: u32) -> f64 {
     }
 }
 
-impl Placement {
+impl SimaiPlacement {
     /// Refuse a placement with no node, no GPU or no NIC per node, naming
     /// the group and where the zero came from.
     pub fn validate(
         &self,
-        group: GroupKind,
+        group: SimaiGroup,
         group_size: u32,
         tp: u32,
         ep: u32,
@@ -60,14 +60,14 @@ impl Placement {
     ) -> Result<(), AnalyticalError> {
         let (p, k) = (cluster.gpus_per_server, cluster.nics_per_server);
         let divisor = match group {
-            GroupKind::Tp => format!("TP {tp}"),
-            GroupKind::Ep if u64::from(tp) > u64::from(p) => format!("GPUs per server {p}"),
-            GroupKind::Ep => format!("TP {tp}"),
-            GroupKind::Dp if tp <= p => format!("TP {tp}"),
-            GroupKind::DpEp if u64::from(tp) * u64::from(ep) <= u64::from(p) => {
+            SimaiGroup::Tp => format!("TP {tp}"),
+            SimaiGroup::Ep if u64::from(tp) > u64::from(p) => format!("GPUs per server {p}"),
+            SimaiGroup::Ep => format!("TP {tp}"),
+            SimaiGroup::Dp if tp <= p => format!("TP {tp}"),
+            SimaiGroup::DpEp if u64::from(tp) * u64::from(ep) <= u64::from(p) => {
                 format!("TP {tp} x EP {ep} = {}", u64::from(tp) * u64::from(ep))
             }
-            GroupKind::Dp | GroupKind::DpEp => format!("GPUs per server {p}"),
+            SimaiGroup::Dp | SimaiGroup::DpEp => format!("GPUs per server {p}"),
         };
         let detail = if self.nics_per_node < 1 {
             format!("the group's share of NICs, NICs per server {k} / {divisor}, rounds down to 0")
@@ -104,7 +104,7 @@ pub struct Busbw {
 /// - ring (the others): V if N = 1; C·k if g = 1; else min(V, C·k) when
 ///   k·C <= V, min(V·g/(g - 1), C·k) when k·C > V.
 pub fn busbw(
-    placement: Placement,
+    placement: SimaiPlacement,
     collective: Collective,
     nvlink_gbps: f64,
     nic_gbps: f64,
@@ -163,7 +163,7 @@ pub fn small_message_ns(n: u32) -> Option<u64> {
 /// - TP all-to-all: ata, nn = 1 if tp <= P else tp/P.
 pub fn ratio_source(
     collective: Collective,
-    group: GroupKind,
+    group: SimaiGroup,
     n: u32,
     tp: u32,
     p: u32,
@@ -172,7 +172,7 @@ pub fn ratio_source(
     let (n, tp, p) = (u64::from(n), u64::from(tp), u64::from(p));
     let per_server = |x: u64| x.checked_div(p).unwrap_or(0);
     match (group, collective) {
-        (GroupKind::Tp, Collective::AllGather | Collective::ReduceScatter) => Some((
+        (SimaiGroup::Tp, Collective::AllGather | Collective::ReduceScatter) => Some((
             if is_nvlink {
                 TableKind::Nvlink
             } else {
@@ -180,7 +180,7 @@ pub fn ratio_source(
             },
             if tp < p { 1 } else { per_server(tp) },
         )),
-        (GroupKind::Ep, Collective::AllToAll) => Some((
+        (SimaiGroup::Ep, Collective::AllToAll) => Some((
             TableKind::Ata,
             if tp * n <= p {
                 1
@@ -190,7 +190,7 @@ pub fn ratio_source(
                 per_server(tp * n)
             },
         )),
-        (GroupKind::Tp, Collective::AllToAll) => {
+        (SimaiGroup::Tp, Collective::AllToAll) => {
             Some((TableKind::Ata, if tp <= p { 1 } else { per_server(tp) }))
         }
         _ => None,
@@ -235,7 +235,7 @@ pub struct CollectiveCost {
     /// f: 2(n-1)/n for all-reduce, (n-1)/n otherwise.
     pub bus_factor: f64,
     /// The group's placement (None for n <= 1).
-    pub placement: Option<Placement>,
+    pub placement: Option<SimaiPlacement>,
     /// How the time was obtained.
     pub path: CostPath,
 }
@@ -308,7 +308,7 @@ impl CostModel {
     pub fn cost(
         &self,
         collective: Collective,
-        group: GroupKind,
+        group: SimaiGroup,
         group_size: u32,
         size_bytes: u64,
         phase: Phase,
@@ -332,7 +332,7 @@ impl CostModel {
             return Ok(out);
         }
         let c = &self.cluster;
-        let placement = Placement::for_group(
+        let placement = SimaiPlacement::for_group(
             group,
             group_size,
             self.tp,
@@ -424,19 +424,19 @@ pub(crate) fn f64_to_ns(x: f64) -> Option<u64> {
 /// ratio table in use; never a wrapped or NaN figure.
 ///
 /// ```
-/// use trainscope_core::analytical::{collective_time_ns, ClusterConfig, CostModel, GroupKind, Phase, RatioTables};
+/// use trainscope_core::analytical::{collective_time_ns, ClusterConfig, CostModel, SimaiGroup, Phase, RatioTables};
 /// use trainscope_core::formats::simai::Collective;
 /// let cluster = ClusterConfig { world_size: 512, gpus_per_server: 8, nics_per_server: 8,
 ///                               nvlink_busbw_gbps: 360.0, nic_busbw_gbps: 48.5 };
 /// let model = CostModel::new(cluster, RatioTables::builtin(), 8, 1).unwrap();
 /// // A 5.8 GiB DP reduce-scatter over 16 ranks, one NIC per rank: 112.27 ms.
-/// let t = collective_time_ns(Collective::ReduceScatter, GroupKind::Dp, 16, 6_236_471_296,
+/// let t = collective_time_ns(Collective::ReduceScatter, SimaiGroup::Dp, 16, 6_236_471_296,
 ///                            Phase::WeightGrad, &model).unwrap();
 /// assert_eq!(t, 112_271_259);
 /// ```
 pub fn collective_time_ns(
     collective: Collective,
-    group: GroupKind,
+    group: SimaiGroup,
     group_size: u32,
     size_bytes: u64,
     phase: Phase,

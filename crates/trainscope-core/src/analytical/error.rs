@@ -3,7 +3,7 @@
 //! with an [`AnalyticalError`] that names the group, its placement and the
 //! numbers involved.
 
-use super::groups::{GroupKind, Placement};
+use super::groups::{SimaiGroup, SimaiPlacement};
 use super::tables::TableKind;
 use crate::diag::Diagnostic;
 
@@ -104,11 +104,11 @@ pub enum AnalyticalError {
     )]
     InvalidPlacement {
         /// The group.
-        group: GroupKind,
+        group: SimaiGroup,
         /// Its ranks n.
         group_size: u64,
         /// Its placement (with the zero term).
-        placement: Placement,
+        placement: SimaiPlacement,
         /// Which term is zero and the numbers it came from.
         detail: String,
     },
@@ -119,11 +119,11 @@ pub enum AnalyticalError {
         /// The collective (all-reduce, ...).
         collective: &'static str,
         /// The group.
-        group: GroupKind,
+        group: SimaiGroup,
         /// Its ranks n.
         group_size: u64,
         /// Its placement.
-        placement: Placement,
+        placement: SimaiPlacement,
         /// The message size, bytes.
         size_bytes: u64,
         /// The table looked up.

@@ -1,5 +1,5 @@
-//! The groups of SimAI's analytical model ([`GroupKind`]: TP, EP, DP,
-//! DP_EP) and where a group's ranks sit on servers ([`Placement`]), the
+//! The groups of SimAI's analytical model ([`SimaiGroup`]: TP, EP, DP,
+//! DP_EP) and where a group's ranks sit on servers ([`SimaiPlacement`]), the
 //! vocabulary the cost functions ([`super::cost`]) and their errors
 //! ([`super::error`]) share.
 
@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The group a collective runs over, resolved (an unscoped all-reduce takes
-/// its column's plain group, see [`GroupKind::resolve`]).
+/// its column's plain group, see [`SimaiGroup::resolve`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GroupKind {
+pub enum SimaiGroup {
     /// Tensor parallel.
     Tp,
     /// Data parallel.
@@ -22,60 +22,60 @@ pub enum GroupKind {
     DpEp,
 }
 
-impl GroupKind {
+impl SimaiGroup {
     /// The parser's group in a column: TP, DP, EP, DP_EP as written; an
     /// unscoped all-reduce (`ALLREDUCE_ASYNC`) runs over TP in the forward and
     /// input-gradient columns and over DP in the weight-gradient column.
-    pub fn resolve(group: CommGroup, phase: Phase) -> GroupKind {
+    pub fn resolve(group: CommGroup, phase: Phase) -> SimaiGroup {
         match group {
-            CommGroup::Tp => GroupKind::Tp,
-            CommGroup::Dp => GroupKind::Dp,
-            CommGroup::Ep => GroupKind::Ep,
-            CommGroup::DpEp => GroupKind::DpEp,
-            CommGroup::Unscoped if phase == Phase::WeightGrad => GroupKind::Dp,
-            CommGroup::Unscoped => GroupKind::Tp,
+            CommGroup::Tp => SimaiGroup::Tp,
+            CommGroup::Dp => SimaiGroup::Dp,
+            CommGroup::Ep => SimaiGroup::Ep,
+            CommGroup::DpEp => SimaiGroup::DpEp,
+            CommGroup::Unscoped if phase == Phase::WeightGrad => SimaiGroup::Dp,
+            CommGroup::Unscoped => SimaiGroup::Tp,
         }
     }
 
     /// SimAI's spelling: TP, DP, EP, DP_EP.
     pub fn name(self) -> &'static str {
         match self {
-            GroupKind::Tp => "TP",
-            GroupKind::Dp => "DP",
-            GroupKind::Ep => "EP",
-            GroupKind::DpEp => "DP_EP",
+            SimaiGroup::Tp => "TP",
+            SimaiGroup::Dp => "DP",
+            SimaiGroup::Ep => "EP",
+            SimaiGroup::DpEp => "DP_EP",
         }
     }
 }
 
-impl fmt::Display for GroupKind {
+impl fmt::Display for SimaiGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// The phase (comm column) of a collective.
+/// Which part of a layer an op or a collective belongs to: SimAI's comm
+/// column (forward, input gradient, weight gradient). One type for the
+/// analytical model and the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Forward column (sizes in (0, 4096) are raised to 4096).
-    #[serde(rename = "fwd")]
     Forward,
     /// Input-gradient column.
-    #[serde(rename = "ig")]
     InputGrad,
     /// Weight-gradient column.
-    #[serde(rename = "wg")]
     WeightGrad,
 }
 
 /// Group size n of a collective in SimAI's model: in the forward and
 /// input-gradient columns EP if the group is EP, else TP; in the
 /// weight-gradient column DP/EP if the group is DP_EP, else DP.
-pub fn group_size(group: GroupKind, phase: Phase, tp: u32, ep: u32, dp: u32, dp_ep: u32) -> u32 {
+pub fn group_size(group: SimaiGroup, phase: Phase, tp: u32, ep: u32, dp: u32, dp_ep: u32) -> u32 {
     match (phase, group) {
-        (Phase::Forward | Phase::InputGrad, GroupKind::Ep) => ep,
+        (Phase::Forward | Phase::InputGrad, SimaiGroup::Ep) => ep,
         (Phase::Forward | Phase::InputGrad, _) => tp,
-        (Phase::WeightGrad, GroupKind::DpEp) => dp_ep,
+        (Phase::WeightGrad, SimaiGroup::DpEp) => dp_ep,
         (Phase::WeightGrad, _) => dp,
     }
 }
@@ -83,7 +83,7 @@ pub fn group_size(group: GroupKind, phase: Phase, tp: u32, ep: u32, dp: u32, dp_
 /// Where a group's ranks sit, as SimAI's busbw call sees it: N nodes, g GPUs
 /// of the group per node, k NICs per node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Placement {
+pub struct SimaiPlacement {
     /// N: nodes the group spans.
     pub nodes: u64,
     /// g: the group's GPUs per node.
@@ -92,7 +92,7 @@ pub struct Placement {
     pub nics_per_node: u64,
 }
 
-impl fmt::Display for Placement {
+impl fmt::Display for SimaiPlacement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -102,7 +102,7 @@ impl fmt::Display for Placement {
     }
 }
 
-impl Placement {
+impl SimaiPlacement {
     /// The placement of a group of `n` ranks with TP size `tp`, EP size `ep`,
     /// `p` GPUs and `k` NICs per server (integer division as SimAI writes it):
     ///
@@ -111,8 +111,15 @@ impl Placement {
     /// - DP: tp <= P: (n, P/tp, K/tp); else (n, 1, K/P)
     /// - DP_EP: tp·ep <= P: (n, P/(tp·ep), K/(tp·ep)); else (n, 1, K/P)
     ///
-    /// A zero divisor gives a 0 term (then [`Placement::validate`] refuses it).
-    pub fn for_group(group: GroupKind, n: u32, tp: u32, ep: u32, p: u32, k: u32) -> Placement {
+    /// A zero divisor gives a 0 term (then [`SimaiPlacement::validate`] refuses it).
+    pub fn for_group(
+        group: SimaiGroup,
+        n: u32,
+        tp: u32,
+        ep: u32,
+        p: u32,
+        k: u32,
+    ) -> SimaiPlacement {
         let (n, tp, ep, p, k) = (
             u64::from(n),
             u64::from(tp),
@@ -122,20 +129,20 @@ impl Placement {
         );
         let div = |a: u64, b: u64| a.checked_div(b).unwrap_or(0);
         let (nodes, gpus_per_node, nics_per_node) = match group {
-            GroupKind::Tp if tp <= p => (1, tp, k),
-            GroupKind::Tp => (div(tp, p), p, k),
-            GroupKind::Ep if tp * n <= p => (1, div(p, tp), k),
-            GroupKind::Ep => (
+            SimaiGroup::Tp if tp <= p => (1, tp, k),
+            SimaiGroup::Tp => (div(tp, p), p, k),
+            SimaiGroup::Ep if tp * n <= p => (1, div(p, tp), k),
+            SimaiGroup::Ep => (
                 div(tp * n, p),
                 div(p, tp).max(1),
                 if tp > p { div(k, p) } else { div(k, tp) },
             ),
-            GroupKind::Dp if tp <= p => (n, div(p, tp), div(k, tp)),
-            GroupKind::Dp => (n, 1, div(k, p)),
-            GroupKind::DpEp if tp * ep <= p => (n, div(p, tp * ep), div(k, tp * ep)),
-            GroupKind::DpEp => (n, 1, div(k, p)),
+            SimaiGroup::Dp if tp <= p => (n, div(p, tp), div(k, tp)),
+            SimaiGroup::Dp => (n, 1, div(k, p)),
+            SimaiGroup::DpEp if tp * ep <= p => (n, div(p, tp * ep), div(k, tp * ep)),
+            SimaiGroup::DpEp => (n, 1, div(k, p)),
         };
-        Placement {
+        SimaiPlacement {
             nodes,
             gpus_per_node,
             nics_per_node,

@@ -21,10 +21,10 @@ pub mod groups;
 pub mod report;
 pub mod tables;
 
-pub use config::{AnalyticalConfig, ClusterConfig, OverlapRatios, Parallelism};
+pub use config::{AnalyticalConfig, ClusterConfig, OverlapRatios, SimaiParallelism};
 pub use cost::{
     bus_factor, busbw, collective_time_ns, group_size, ratio_source, small_message_ns, Busbw,
-    CollectiveCost, CostModel, CostPath, GroupKind, Phase, Placement,
+    CollectiveCost, CostModel, CostPath, Phase, SimaiGroup, SimaiPlacement,
 };
 pub use csv::end_to_end_csv;
 pub use error::AnalyticalError;

@@ -4,10 +4,10 @@
 //! total, total, each with its share), all in integer nanoseconds, each term
 //! truncated to whole ns before summing.
 
-use super::config::{AnalyticalConfig, ClusterConfig, OverlapRatios, Parallelism};
+use super::config::{AnalyticalConfig, ClusterConfig, OverlapRatios, SimaiParallelism};
 use super::cost::{
-    f64_to_ns, group_size, uses_fallback_column, CollectiveCost, CostModel, CostPath, GroupKind,
-    Phase, BYTES_PER_GB,
+    f64_to_ns, group_size, uses_fallback_column, CollectiveCost, CostModel, CostPath, Phase,
+    SimaiGroup, BYTES_PER_GB,
 };
 use super::error::AnalyticalError;
 use crate::diag::{Diagnostic, Severity};
@@ -23,7 +23,7 @@ pub struct PhaseComm {
     /// The collective, `None` when the column runs none.
     pub collective: Option<Collective>,
     /// Its resolved group.
-    pub group: Option<GroupKind>,
+    pub group: Option<SimaiGroup>,
     /// n (0 without a collective).
     pub group_size: u32,
     /// Size after the forward raise to 4096, bytes.
@@ -134,7 +134,7 @@ pub struct AnalyticalReport {
     /// Shares of the total, percent.
     pub shares_percent: Shares,
     /// Group sizes and schedule parameters used.
-    pub parallelism: Parallelism,
+    pub parallelism: SimaiParallelism,
     /// The resolved cluster.
     pub cluster: ClusterConfig,
     /// The overlap ratios used.
@@ -269,7 +269,7 @@ impl Notes {
         }
     }
 
-    fn collective(&mut self, cost: &CollectiveCost, group: GroupKind, line: u32) {
+    fn collective(&mut self, cost: &CollectiveCost, group: SimaiGroup, line: u32) {
         match cost.path {
             CostPath::SmallMessage { known: false } => self.once(
                 format!("small {group} {}", cost.group_size),
@@ -299,7 +299,7 @@ fn phase_comm(
     comm: &SimaiComm,
     phase: Phase,
     model: &CostModel,
-    par: &Parallelism,
+    par: &SimaiParallelism,
     notes: &mut Notes,
     line: u32,
 ) -> Result<PhaseComm, AnalyticalError> {
@@ -315,7 +315,7 @@ fn phase_comm(
         ),
         );
     }
-    let group = GroupKind::resolve(comm_group, phase);
+    let group = SimaiGroup::resolve(comm_group, phase);
     let n = group_size(group, phase, par.tp, par.ep, par.dp, par.dp_ep);
     let cost = model.cost(collective, group, n, comm.size_bytes, phase)?;
     notes.collective(&cost, group, line);
@@ -338,7 +338,7 @@ fn phase_comm(
 pub fn layer_row(
     record: &SimaiRecord,
     model: &CostModel,
-    par: &Parallelism,
+    par: &SimaiParallelism,
     overlap: &OverlapRatios,
 ) -> Result<LayerRow, AnalyticalError> {
     let mut notes = Notes::default();
@@ -348,7 +348,7 @@ pub fn layer_row(
 fn layer_row_noted(
     record: &SimaiRecord,
     model: &CostModel,
-    par: &Parallelism,
+    par: &SimaiParallelism,
     overlap: &OverlapRatios,
     notes: &mut Notes,
 ) -> Result<LayerRow, AnalyticalError> {
@@ -356,7 +356,7 @@ fn layer_row_noted(
     let mut fwd = phase_comm(&record.fwd_comm, Phase::Forward, model, par, notes, line)?;
     let mut ig = phase_comm(&record.ig_comm, Phase::InputGrad, model, par, notes, line)?;
     let mut wg = phase_comm(&record.wg_comm, Phase::WeightGrad, model, par, notes, line)?;
-    let fwd_overlap = if fwd.group == Some(GroupKind::Ep) {
+    let fwd_overlap = if fwd.group == Some(SimaiGroup::Ep) {
         overlap.ep
     } else {
         overlap.tp
@@ -386,7 +386,7 @@ pub fn analyse(
 ) -> Result<AnalyticalReport, AnalyticalError> {
     let header = &workload.header;
     let (cluster, config_warnings) = config.resolve(header)?;
-    let par = Parallelism::new(header, cluster.world_size)?;
+    let par = SimaiParallelism::new(header, cluster.world_size)?;
     let model = CostModel::new(cluster, config.tables.clone(), par.tp, par.ep)?;
     let overlap = config.overlap;
 
@@ -401,12 +401,12 @@ pub fn analyse(
             compute_ns = add(compute_ns, c, "the total compute time")?;
         }
         let fwd_ig = add(row.fwd.exposed_ns, row.ig.exposed_ns, "the exposed comm")?;
-        if row.fwd.group == Some(GroupKind::Ep) {
+        if row.fwd.group == Some(SimaiGroup::Ep) {
             exposed.ep = add(exposed.ep, fwd_ig, "the exposed EP comm")?;
         } else {
             exposed.tp = add(exposed.tp, fwd_ig, "the exposed TP comm")?;
         }
-        if row.wg.group == Some(GroupKind::DpEp) {
+        if row.wg.group == Some(SimaiGroup::DpEp) {
             exposed.dp_ep = add(exposed.dp_ep, row.wg.exposed_ns, "the exposed DP_EP comm")?;
         } else {
             exposed.dp = add(exposed.dp, row.wg.exposed_ns, "the exposed DP comm")?;

@@ -26,8 +26,8 @@ fn model(p: u32, k: u32, tp: u32, ep: u32) -> CostModel {
     CostModel::new(cluster(p, k), RatioTables::builtin(), tp, ep).unwrap()
 }
 
-fn pl(nodes: u64, gpus_per_node: u64, nics_per_node: u64) -> Placement {
-    Placement {
+fn pl(nodes: u64, gpus_per_node: u64, nics_per_node: u64) -> SimaiPlacement {
+    SimaiPlacement {
         nodes,
         gpus_per_node,
         nics_per_node,
@@ -46,24 +46,30 @@ fn bus_factors() {
 
 #[test]
 fn placements_follow_the_spec_table() {
-    use GroupKind::*;
+    use SimaiGroup::*;
     // TP inside / across servers.
-    assert_eq!(Placement::for_group(Tp, 8, 8, 1, 8, 8), pl(1, 8, 8));
-    assert_eq!(Placement::for_group(Tp, 8, 8, 1, 4, 8), pl(2, 4, 8));
+    assert_eq!(SimaiPlacement::for_group(Tp, 8, 8, 1, 8, 8), pl(1, 8, 8));
+    assert_eq!(SimaiPlacement::for_group(Tp, 8, 8, 1, 4, 8), pl(2, 4, 8));
     // EP inside a server, across servers with tp <= P, with tp > P.
-    assert_eq!(Placement::for_group(Ep, 4, 2, 4, 8, 8), pl(1, 4, 8));
-    assert_eq!(Placement::for_group(Ep, 16, 2, 16, 8, 8), pl(4, 4, 4));
-    assert_eq!(Placement::for_group(Ep, 2, 16, 2, 8, 8), pl(4, 1, 1));
+    assert_eq!(SimaiPlacement::for_group(Ep, 4, 2, 4, 8, 8), pl(1, 4, 8));
+    assert_eq!(SimaiPlacement::for_group(Ep, 16, 2, 16, 8, 8), pl(4, 4, 4));
+    assert_eq!(SimaiPlacement::for_group(Ep, 2, 16, 2, 8, 8), pl(4, 1, 1));
     // DP with tp <= P and tp > P.
-    assert_eq!(Placement::for_group(Dp, 16, 8, 1, 8, 8), pl(16, 1, 1));
-    assert_eq!(Placement::for_group(Dp, 384, 2, 16, 8, 8), pl(384, 4, 4));
-    assert_eq!(Placement::for_group(Dp, 16, 8, 1, 4, 8), pl(16, 1, 2));
+    assert_eq!(SimaiPlacement::for_group(Dp, 16, 8, 1, 8, 8), pl(16, 1, 1));
+    assert_eq!(
+        SimaiPlacement::for_group(Dp, 384, 2, 16, 8, 8),
+        pl(384, 4, 4)
+    );
+    assert_eq!(SimaiPlacement::for_group(Dp, 16, 8, 1, 4, 8), pl(16, 1, 2));
     // DP_EP with tp*ep <= P and > P.
-    assert_eq!(Placement::for_group(DpEp, 4, 1, 2, 8, 8), pl(4, 4, 4));
-    assert_eq!(Placement::for_group(DpEp, 24, 2, 16, 8, 8), pl(24, 1, 1));
+    assert_eq!(SimaiPlacement::for_group(DpEp, 4, 1, 2, 8, 8), pl(4, 4, 4));
+    assert_eq!(
+        SimaiPlacement::for_group(DpEp, 24, 2, 16, 8, 8),
+        pl(24, 1, 1)
+    );
     // Zero divisors give zero terms, never a panic.
-    assert_eq!(Placement::for_group(Dp, 4, 0, 1, 0, 8), pl(4, 0, 0));
-    assert_eq!(Placement::for_group(Ep, 4, 0, 4, 0, 8), pl(1, 0, 8));
+    assert_eq!(SimaiPlacement::for_group(Dp, 4, 0, 1, 0, 8), pl(4, 0, 0));
+    assert_eq!(SimaiPlacement::for_group(Ep, 4, 0, 4, 0, 8), pl(1, 0, 8));
 }
 
 #[test]
@@ -117,7 +123,7 @@ fn small_message_constants() {
 #[test]
 fn ratio_sources() {
     use Collective::*;
-    use GroupKind::*;
+    use SimaiGroup::*;
     assert_eq!(
         ratio_source(AllGather, Tp, 8, 8, 8, false),
         Some((TableKind::Nic, 1))
@@ -166,25 +172,25 @@ fn ratio_sources() {
 #[test]
 fn group_resolution_and_sizes() {
     assert_eq!(
-        GroupKind::resolve(CommGroup::Unscoped, Phase::Forward),
-        GroupKind::Tp
+        SimaiGroup::resolve(CommGroup::Unscoped, Phase::Forward),
+        SimaiGroup::Tp
     );
     assert_eq!(
-        GroupKind::resolve(CommGroup::Unscoped, Phase::WeightGrad),
-        GroupKind::Dp
+        SimaiGroup::resolve(CommGroup::Unscoped, Phase::WeightGrad),
+        SimaiGroup::Dp
     );
     assert_eq!(
-        GroupKind::resolve(CommGroup::DpEp, Phase::Forward),
-        GroupKind::DpEp
+        SimaiGroup::resolve(CommGroup::DpEp, Phase::Forward),
+        SimaiGroup::DpEp
     );
     // (tp, ep, dp, dp_ep) = (2, 16, 384, 24)
     let n = |g, ph| group_size(g, ph, 2, 16, 384, 24);
-    assert_eq!(n(GroupKind::Tp, Phase::Forward), 2);
-    assert_eq!(n(GroupKind::Ep, Phase::InputGrad), 16);
-    assert_eq!(n(GroupKind::DpEp, Phase::Forward), 2);
-    assert_eq!(n(GroupKind::Dp, Phase::WeightGrad), 384);
-    assert_eq!(n(GroupKind::DpEp, Phase::WeightGrad), 24);
-    assert_eq!(n(GroupKind::Ep, Phase::WeightGrad), 384);
+    assert_eq!(n(SimaiGroup::Tp, Phase::Forward), 2);
+    assert_eq!(n(SimaiGroup::Ep, Phase::InputGrad), 16);
+    assert_eq!(n(SimaiGroup::DpEp, Phase::Forward), 2);
+    assert_eq!(n(SimaiGroup::Dp, Phase::WeightGrad), 384);
+    assert_eq!(n(SimaiGroup::DpEp, Phase::WeightGrad), 24);
+    assert_eq!(n(SimaiGroup::Ep, Phase::WeightGrad), 384);
 }
 
 #[test]
@@ -193,7 +199,7 @@ fn collective_times() {
     // 6236471296 B / 2^30 / 48.5 GB/s x 1e9 x 15/16 = 112271259.74 -> 112271259.
     let t = collective_time_ns(
         Collective::ReduceScatter,
-        GroupKind::Dp,
+        SimaiGroup::Dp,
         16,
         6_236_471_296,
         Phase::WeightGrad,
@@ -205,7 +211,7 @@ fn collective_times() {
     let c = m
         .cost(
             Collective::AllGather,
-            GroupKind::Tp,
+            SimaiGroup::Tp,
             8,
             134_217_728,
             Phase::Forward,
@@ -222,12 +228,18 @@ fn collective_times() {
     ));
     // Forward sizes in (0, 4096) are raised, then cost the small constant.
     let c = m
-        .cost(Collective::AllReduce, GroupKind::Tp, 8, 1, Phase::Forward)
+        .cost(Collective::AllReduce, SimaiGroup::Tp, 8, 1, Phase::Forward)
         .unwrap();
     assert_eq!((c.size_bytes, c.time_ns), (4096, 15_000));
     // ... but not in the other columns: 1 byte goes through the formula -> 0.
     let c = m
-        .cost(Collective::AllReduce, GroupKind::Tp, 8, 1, Phase::InputGrad)
+        .cost(
+            Collective::AllReduce,
+            SimaiGroup::Tp,
+            8,
+            1,
+            Phase::InputGrad,
+        )
         .unwrap();
     assert_eq!((c.size_bytes, c.time_ns), (1, 0));
     // A small message over a group size with no constant costs 0.
@@ -235,7 +247,7 @@ fn collective_times() {
     let c = m2
         .cost(
             Collective::AllReduce,
-            GroupKind::Dp,
+            SimaiGroup::Dp,
             24,
             8192,
             Phase::WeightGrad,
@@ -247,7 +259,7 @@ fn collective_times() {
     let c = m
         .cost(
             Collective::AllToAll,
-            GroupKind::Ep,
+            SimaiGroup::Ep,
             1,
             1 << 30,
             Phase::Forward,
@@ -261,7 +273,7 @@ fn collective_times() {
     assert_eq!(
         collective_time_ns(
             Collective::AllGather,
-            GroupKind::Dp,
+            SimaiGroup::Dp,
             16,
             0,
             Phase::WeightGrad,
@@ -278,7 +290,7 @@ fn error_nic_share_rounds_to_zero() {
     let e = m
         .cost(
             Collective::AllReduce,
-            GroupKind::Dp,
+            SimaiGroup::Dp,
             16,
             1 << 30,
             Phase::WeightGrad,
@@ -287,7 +299,7 @@ fn error_nic_share_rounds_to_zero() {
     assert!(matches!(
         e,
         AnalyticalError::InvalidPlacement {
-            group: GroupKind::Dp,
+            group: SimaiGroup::Dp,
             group_size: 16,
             ..
         }
@@ -300,7 +312,7 @@ fn error_nic_share_rounds_to_zero() {
     assert!(m
         .cost(
             Collective::AllReduce,
-            GroupKind::Dp,
+            SimaiGroup::Dp,
             16,
             8,
             Phase::WeightGrad
@@ -311,7 +323,7 @@ fn error_nic_share_rounds_to_zero() {
     let e = m
         .cost(
             Collective::AllToAll,
-            GroupKind::Ep,
+            SimaiGroup::Ep,
             16,
             1 << 26,
             Phase::Forward,
@@ -323,7 +335,7 @@ fn error_nic_share_rounds_to_zero() {
     let e = m
         .cost(
             Collective::AllGather,
-            GroupKind::DpEp,
+            SimaiGroup::DpEp,
             4,
             1 << 26,
             Phase::WeightGrad,
@@ -339,7 +351,7 @@ fn error_message_above_table() {
     let e = m
         .cost(
             Collective::AllGather,
-            GroupKind::Tp,
+            SimaiGroup::Tp,
             8,
             17_179_869_185,
             Phase::Forward,
@@ -362,7 +374,7 @@ fn error_message_above_table() {
     assert!(m
         .cost(
             Collective::ReduceScatter,
-            GroupKind::Dp,
+            SimaiGroup::Dp,
             16,
             38_654_705_664,
             Phase::WeightGrad
@@ -378,7 +390,7 @@ fn error_overflow_not_wrapped() {
     let e = m
         .cost(
             Collective::AllReduce,
-            GroupKind::Dp,
+            SimaiGroup::Dp,
             16,
             u64::MAX,
             Phase::WeightGrad,
@@ -459,7 +471,7 @@ fn header(text: &str) -> simai::SimaiHeader {
 #[test]
 fn error_divisibility() {
     let h = header("HYBRID_TRANSFORMER model_parallel_NPU_group: 8 ep: 3 pp: 4 vpp: 1 ga: 1");
-    let e = Parallelism::new(&h, 100).unwrap_err();
+    let e = SimaiParallelism::new(&h, 100).unwrap_err();
     assert_eq!(
         e,
         AnalyticalError::WorldNotDivisible {
@@ -472,18 +484,18 @@ fn error_divisibility() {
     assert!(e
         .to_string()
         .contains("world size 100 is not divisible by TP 8 x PP 4 = 32"));
-    let e = Parallelism::new(&h, 512).unwrap_err();
+    let e = SimaiParallelism::new(&h, 512).unwrap_err();
     assert!(matches!(
         e,
         AnalyticalError::DpNotDivisibleByEp { dp: 16, ep: 3, .. }
     ));
     assert!(e.to_string().contains("DP size 16"), "{e}");
     assert!(matches!(
-        Parallelism::new(&h, 0),
+        SimaiParallelism::new(&h, 0),
         Err(AnalyticalError::ZeroCount { what: "world size" })
     ));
     let h = header("HYBRID_TRANSFORMER model_parallel_NPU_group: 2 ep: 16 pp: 12 vpp: 8 ga: 24");
-    let p = Parallelism::new(&h, 9216).unwrap();
+    let p = SimaiParallelism::new(&h, 9216).unwrap();
     assert_eq!((p.dp, p.dp_ep), (384, 24));
 }
 
@@ -625,7 +637,7 @@ fn us_rounding_and_cells() {
     assert_eq!(bandwidth_cells(&none), ("-nan".into(), "0.00".into()));
     let mut p = PhaseComm {
         collective: Some(Collective::AllGather),
-        group: Some(GroupKind::Dp),
+        group: Some(SimaiGroup::Dp),
         group_size: 16,
         ..PhaseComm::NONE
     };
@@ -746,7 +758,7 @@ mod properties {
             let cl = ClusterConfig { world_size: 1, gpus_per_server: p, nics_per_server: k,
                                      nvlink_busbw_gbps: v, nic_busbw_gbps: c };
             let coll = [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll][coll];
-            let group = [GroupKind::Tp, GroupKind::Dp, GroupKind::Ep, GroupKind::DpEp][group];
+            let group = [SimaiGroup::Tp, SimaiGroup::Dp, SimaiGroup::Ep, SimaiGroup::DpEp][group];
             let phase = [Phase::Forward, Phase::InputGrad, Phase::WeightGrad][phase];
             let fast = ClusterConfig { nvlink_busbw_gbps: v * 2.0, nic_busbw_gbps: c * 2.0, ..cl };
             if let (Ok(m), Ok(m2)) = (

@@ -30,7 +30,7 @@
 use crate::analytical::{self, ClusterConfig, CostModel, RatioTables};
 use crate::engine::config::{Algorithm, NetworkConfig};
 use crate::engine::network::{CollectiveCost, CollectiveRequest, CostError, NetworkModel};
-use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism, Phase};
+use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism};
 use crate::engine::SimError;
 use crate::formats::simai::Collective;
 
@@ -87,7 +87,7 @@ impl SimaiCost {
 /// the context-parallel groups).
 pub fn analytical_terms(
     req: &CollectiveRequest,
-) -> Option<(Collective, analytical::GroupKind, analytical::Phase)> {
+) -> Option<(Collective, analytical::SimaiGroup, analytical::Phase)> {
     let collective = match req.collective {
         CollectiveKind::AllReduce => Collective::AllReduce,
         CollectiveKind::AllGather => Collective::AllGather,
@@ -96,19 +96,15 @@ pub fn analytical_terms(
         CollectiveKind::SendRecv => return None,
     };
     let group = match req.group {
-        GroupKind::Tp => analytical::GroupKind::Tp,
-        GroupKind::Ep => analytical::GroupKind::Ep,
-        GroupKind::Dp => analytical::GroupKind::Dp,
-        GroupKind::DpEp => analytical::GroupKind::DpEp,
+        GroupKind::Tp => analytical::SimaiGroup::Tp,
+        GroupKind::Ep => analytical::SimaiGroup::Ep,
+        GroupKind::Dp => analytical::SimaiGroup::Dp,
+        GroupKind::DpEp => analytical::SimaiGroup::DpEp,
         // SimAI has no pipeline or context-parallel group: the built-in
         // network model costs them.
         GroupKind::Pp | GroupKind::Cp => return None,
     };
-    let phase = match req.phase {
-        Phase::Forward => analytical::Phase::Forward,
-        Phase::InputGrad => analytical::Phase::InputGrad,
-        Phase::WeightGrad => analytical::Phase::WeightGrad,
-    };
+    let phase = req.phase;
     Some((collective, group, phase))
 }
 
@@ -164,6 +160,7 @@ pub fn cost_for(
 mod tests {
     use super::*;
     use crate::engine::network::GroupPlacement;
+    use crate::engine::spec::Phase;
 
     fn req(
         collective: CollectiveKind,
@@ -226,14 +223,14 @@ mod tests {
             for (g, ag, n, ph, aph) in [
                 (
                     GroupKind::Tp,
-                    analytical::GroupKind::Tp,
+                    analytical::SimaiGroup::Tp,
                     8,
                     Phase::Forward,
                     analytical::Phase::Forward,
                 ),
                 (
                     GroupKind::Dp,
-                    analytical::GroupKind::Dp,
+                    analytical::SimaiGroup::Dp,
                     16,
                     Phase::WeightGrad,
                     analytical::Phase::WeightGrad,

@@ -214,14 +214,9 @@ impl GroupKind {
     }
 }
 
-/// Which part of a layer an op belongs to (the SimAI column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    Forward,
-    InputGrad,
-    WeightGrad,
-}
+/// Which part of a layer an op belongs to (the SimAI column): the
+/// analytical model's type, one for both.
+pub use crate::analytical::Phase;
 
 /// One collective of a layer phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -17,7 +17,7 @@ use crate::diag::{Diagnostic, Severity};
 use crate::workload::Format;
 use crate::workload::{
     tensor_bytes, CommGroup, CommKind, MeasuredIteration, MeasuredOp, MeasuredRun, OpKind,
-    ParallelConfig, Phase, RankTrace, Span,
+    ParallelConfig, RankTrace, Span, TrainingPhase,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -641,7 +641,7 @@ fn comm_from(func: &str) -> Option<CommKind> {
 
 /// How an op name maps to kind, phase and whether `batch_id` is the
 /// micro-batch index.
-fn classify(op: &EchoOp) -> (OpKind, Option<Phase>, bool, bool) {
+fn classify(op: &EchoOp) -> (OpKind, Option<TrainingPhase>, bool, bool) {
     let group = op.group_kind.as_deref().and_then(group_from);
     let coll = |c: CommKind, default: CommGroup| OpKind::Collective {
         collective: c,
@@ -649,40 +649,40 @@ fn classify(op: &EchoOp) -> (OpKind, Option<Phase>, bool, bool) {
     };
     // (kind, phase, per micro-batch, known name)
     match op.name.as_str() {
-        "recv_forward" => (OpKind::Recv, Some(Phase::Forward), true, true),
-        "send_forward" => (OpKind::Send, Some(Phase::Forward), true, true),
-        "recv_backward" => (OpKind::Recv, Some(Phase::Backward), true, true),
-        "send_backward" => (OpKind::Send, Some(Phase::Backward), true, true),
+        "recv_forward" => (OpKind::Recv, Some(TrainingPhase::Forward), true, true),
+        "send_forward" => (OpKind::Send, Some(TrainingPhase::Forward), true, true),
+        "recv_backward" => (OpKind::Recv, Some(TrainingPhase::Backward), true, true),
+        "send_backward" => (OpKind::Send, Some(TrainingPhase::Backward), true, true),
         "get_batch" | "forward_step" | "loss_func" => {
-            (OpKind::Compute, Some(Phase::Forward), true, true)
+            (OpKind::Compute, Some(TrainingPhase::Forward), true, true)
         }
-        "backward_step" => (OpKind::Compute, Some(Phase::Backward), true, true),
+        "backward_step" => (OpKind::Compute, Some(TrainingPhase::Backward), true, true),
         "tp_load_batch_broadcast" => (
             coll(CommKind::Broadcast, CommGroup::Tp),
-            Some(Phase::Forward),
+            Some(TrainingPhase::Forward),
             true,
             true,
         ),
         "tp_allreduce" => (coll(CommKind::AllReduce, CommGroup::Tp), None, true, true),
         "dp_allreduce" => (
             coll(CommKind::AllReduce, CommGroup::Dp),
-            Some(Phase::GradSync),
+            Some(TrainingPhase::GradSync),
             false,
             true,
         ),
         "ep_allreduce" => (
             coll(CommKind::AllReduce, CommGroup::Embedding),
-            Some(Phase::GradSync),
+            Some(TrainingPhase::GradSync),
             false,
             true,
         ),
         "pep_allreduce" => (
             coll(CommKind::AllReduce, CommGroup::PositionEmbedding),
-            Some(Phase::GradSync),
+            Some(TrainingPhase::GradSync),
             false,
             true,
         ),
-        "optimizer_step" => (OpKind::Compute, Some(Phase::Optimizer), false, true),
+        "optimizer_step" => (OpKind::Compute, Some(TrainingPhase::Optimizer), false, true),
         other => {
             let kind = if other.contains("wait") {
                 OpKind::Wait

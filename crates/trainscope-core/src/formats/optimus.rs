@@ -25,7 +25,7 @@ use super::lex::{self, DiagSink};
 use crate::diag::{Diagnostic, Severity};
 use crate::workload::Format;
 use crate::workload::{
-    MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, Phase, RankTrace,
+    MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, RankTrace, TrainingPhase,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -804,7 +804,7 @@ pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
         });
         for e in &s.entries {
             let mut op = MeasuredOp::new(format!("layer[{}]", e.layer), OpKind::Compute);
-            op.phase = Some(Phase::Forward);
+            op.phase = Some(TrainingPhase::Forward);
             op.duration_ns = Some(e.total_ns);
             op.step = Some(s.step);
             op.count = e.ops;

@@ -43,9 +43,9 @@
 //! collective with the configured model.
 
 use crate::engine::network::{CollectiveCost, CollectiveRequest, CostError};
-use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism, Phase as JobPhase};
+use crate::engine::spec::{CollectiveKind, GroupKind, Parallelism, Phase};
 use crate::workload::{
-    CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, Phase,
+    CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, TrainingPhase,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -178,8 +178,8 @@ impl Direction {
     }
 
     /// The direction of an engine request's column.
-    pub fn of_phase(p: JobPhase) -> Direction {
-        if p == JobPhase::Forward {
+    pub fn of_phase(p: Phase) -> Direction {
+        if p == Phase::Forward {
             Direction::Forward
         } else {
             Direction::Backward
@@ -193,9 +193,9 @@ impl Direction {
     /// the first step.
     pub fn of_op(op: &MeasuredOp, current_forward: Option<bool>) -> Direction {
         match (op.phase, op.micro_batch) {
-            (Some(Phase::Forward), Some(_)) => Direction::Forward,
-            (Some(Phase::Backward), Some(_)) => Direction::Backward,
-            (Some(Phase::GradSync | Phase::Optimizer), _) => Direction::Backward,
+            (Some(TrainingPhase::Forward), Some(_)) => Direction::Forward,
+            (Some(TrainingPhase::Backward), Some(_)) => Direction::Backward,
+            (Some(TrainingPhase::GradSync | TrainingPhase::Optimizer), _) => Direction::Backward,
             _ => {
                 if current_forward == Some(false) {
                     Direction::Backward
@@ -219,7 +219,7 @@ impl Direction {
 pub fn first_iteration(ops: &[MeasuredOp]) -> &[MeasuredOp] {
     match ops
         .iter()
-        .position(|o| o.phase == Some(Phase::Optimizer) && o.name == "optimizer_step")
+        .position(|o| o.phase == Some(TrainingPhase::Optimizer) && o.name == "optimizer_step")
     {
         Some(i) => &ops[..=i],
         None => ops,
@@ -582,8 +582,8 @@ pub fn infer(run: &MeasuredRun, parallel: Parallelism) -> InferredNetwork {
                     continue;
                 };
                 let forward = match op.phase {
-                    Some(Phase::Forward) => true,
-                    Some(Phase::Backward) => false,
+                    Some(TrainingPhase::Forward) => true,
+                    Some(TrainingPhase::Backward) => false,
                     _ => continue,
                 };
                 let rec = Rec {

@@ -34,7 +34,7 @@ use crate::timeline::{
     CollOp, Flow, LabelId, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline,
     TimelineBuilder,
 };
-use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, Phase};
+use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, TrainingPhase};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -65,8 +65,8 @@ pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
         OpKind::Compute => (
             Stream::Compute,
             match op.phase {
-                Some(Phase::Forward) => SpanKind::Forward,
-                Some(Phase::Backward) => SpanKind::InputGrad,
+                Some(TrainingPhase::Forward) => SpanKind::Forward,
+                Some(TrainingPhase::Backward) => SpanKind::InputGrad,
                 _ => SpanKind::Compute,
             },
             CollOp::None,
@@ -175,8 +175,8 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             }
             if let (Some(mb), OpKind::Send | OpKind::Recv) = (op.micro_batch, op.kind) {
                 let forward = match (op.kind, op.phase) {
-                    (_, Some(Phase::Forward)) => true,
-                    (_, Some(Phase::Backward)) => false,
+                    (_, Some(TrainingPhase::Forward)) => true,
+                    (_, Some(TrainingPhase::Backward)) => false,
                     _ => continue,
                 };
                 let (tp, dp) = (par.tp_rank(rt.rank), par.dp_rank(rt.rank));

@@ -72,7 +72,7 @@ use crate::engine::{
 use crate::engine::{CollectiveCost, SimConfig};
 use crate::replay::infer::{first_iteration, InferredNetwork, LinkGroup, WHOLE_OP};
 use crate::timeline::{LaneGroup, Span, SpanKind, Stream, Timeline};
-use crate::workload::{MeasuredOp, MeasuredRun, OpKind, Phase, RankTrace};
+use crate::workload::{MeasuredOp, MeasuredRun, OpKind, RankTrace, TrainingPhase};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -516,7 +516,7 @@ fn echo_program(
             }
             let kind = if op.kind == OpKind::Send { SEND } else { RECV };
             if let (OpKind::Recv, Some(j), Some(ph)) = (op.kind, op.micro_batch, op.phase) {
-                received.insert((ph == Phase::Forward, j));
+                received.insert((ph == TrainingPhase::Forward, j));
             }
             match network.split((rt.rank, oi, WHOLE_OP)) {
                 Some(s) => {
@@ -531,22 +531,22 @@ fn echo_program(
             continue;
         }
         let bucket = match (op.phase, op.micro_batch) {
-            (Some(Phase::Forward), Some(j)) => {
+            (Some(TrainingPhase::Forward), Some(j)) => {
                 if op.name == "forward_step" {
                     order.push(PipeStep::f(j, 0));
                     current = Some((true, j));
                 }
                 Bucket::Forward(j)
             }
-            (Some(Phase::Backward), Some(j)) => {
+            (Some(TrainingPhase::Backward), Some(j)) => {
                 if op.name == "backward_step" {
                     order.push(PipeStep::b(j, 0));
                     current = Some((false, j));
                 }
                 Bucket::Backward(j)
             }
-            (Some(Phase::GradSync), _) => Bucket::Pre,
-            (Some(Phase::Optimizer), _) => Bucket::Post,
+            (Some(TrainingPhase::GradSync), _) => Bucket::Pre,
+            (Some(TrainingPhase::Optimizer), _) => Bucket::Post,
             _ => match current {
                 Some((true, j)) => Bucket::Forward(j),
                 Some((false, j)) => Bucket::Backward(j),
@@ -1134,7 +1134,7 @@ pub fn fit_copies(
         .filter(|(s, _)| *s > lowest_copy)
         .find_map(|(_, r)| {
             let op = first_iteration(&r.ops).first()?;
-            (op.kind == OpKind::Recv && op.phase == Some(Phase::Forward))
+            (op.kind == OpKind::Recv && op.phase == Some(TrainingPhase::Forward))
                 .then(|| op.end_ns())
                 .flatten()
                 .map(|e| (r.rank, e.saturating_sub(origin)))
@@ -1363,7 +1363,7 @@ mod tests {
         let ops = &run.ranks[0].ops;
         let mut want = 0u64;
         for (i, o) in ops.iter().enumerate() {
-            if o.phase != Some(Phase::Forward) || o.kind != OpKind::Compute {
+            if o.phase != Some(TrainingPhase::Forward) || o.kind != OpKind::Compute {
                 continue;
             }
             let tp: u64 = o
