@@ -25,6 +25,7 @@
 use crate::engine::schedule::PipeStep;
 use crate::engine::SimError;
 use crate::formats::simai::{self, CommGroup, CommType, SimaiRecord, SimaiWorkload};
+use crate::timeline::SpanKind;
 use serde::Serialize;
 
 /// Most ranks a job may have (tp x dp x pp).
@@ -211,6 +212,21 @@ impl GroupKind {
     /// Index in [`GroupKind::ALL`].
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The group of a collective span of one of the groups' own kinds
+    /// (TP, EP, DP, DP_EP, CP); `None` for any other span (the pipeline's
+    /// spans are told apart by their callers: transfers, or the
+    /// first-and-last-stage all-reduce).
+    pub fn of_collective_span(kind: SpanKind) -> Option<GroupKind> {
+        match kind {
+            SpanKind::CollTp => Some(GroupKind::Tp),
+            SpanKind::CollEp => Some(GroupKind::Ep),
+            SpanKind::CollDp => Some(GroupKind::Dp),
+            SpanKind::CollDpEp => Some(GroupKind::DpEp),
+            SpanKind::CollCp => Some(GroupKind::Cp),
+            _ => None,
+        }
     }
 }
 

@@ -409,16 +409,11 @@ struct Breakdown {
     host: u64,
 }
 
+/// The group a span waits on: a collective's, or the pipeline's for a
+/// stage-to-stage transfer.
 fn group_of(kind: SpanKind) -> Option<GroupKind> {
-    match kind {
-        SpanKind::CollTp => Some(GroupKind::Tp),
-        SpanKind::CollEp => Some(GroupKind::Ep),
-        SpanKind::CollDp => Some(GroupKind::Dp),
-        SpanKind::CollDpEp => Some(GroupKind::DpEp),
-        SpanKind::CollCp => Some(GroupKind::Cp),
-        SpanKind::Send | SpanKind::Recv => Some(GroupKind::Pp),
-        _ => None,
-    }
+    GroupKind::of_collective_span(kind)
+        .or_else(|| matches!(kind, SpanKind::Send | SpanKind::Recv).then_some(GroupKind::Pp))
 }
 
 /// Attribute [lo, hi) of program `prog`, walking back from `x`.

@@ -498,15 +498,8 @@ fn string_attr(name: &str, v: &str) -> AttributeProto {
 /// collective between pipeline stages: the tied-embedding all-reduce of
 /// the first and last stage).
 fn group_of(kind: SpanKind) -> Option<GroupKind> {
-    match kind {
-        SpanKind::CollTp => Some(GroupKind::Tp),
-        SpanKind::CollEp => Some(GroupKind::Ep),
-        SpanKind::CollDp => Some(GroupKind::Dp),
-        SpanKind::CollDpEp => Some(GroupKind::DpEp),
-        SpanKind::CollCp => Some(GroupKind::Cp),
-        SpanKind::CollOther => Some(GroupKind::Pp),
-        _ => None,
-    }
+    GroupKind::of_collective_span(kind)
+        .or_else(|| (kind == SpanKind::CollOther).then_some(GroupKind::Pp))
 }
 
 /// The ranks of `rank`'s group of kind `kind`: the placement's groups,

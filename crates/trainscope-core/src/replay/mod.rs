@@ -782,6 +782,64 @@ fn unmeasured_note(
     }
 }
 
+/// What the Echo and Optimus-Prime rebuilds make of a run's present ranks,
+/// before [`finish_rebuild`] completes it.
+struct Rebuilt {
+    name: &'static str,
+    programs: Vec<RankProgram>,
+    present: Vec<u32>,
+    measured: ByKind,
+    explicit_order: bool,
+    network: Option<InferredNetwork>,
+}
+
+/// The common end of the Echo and Optimus-Prime rebuilds: the size check,
+/// the missing stages filled with copies, the note on unmeasured ranks, and
+/// the per-rank job.
+fn finish_rebuild(
+    run: &MeasuredRun,
+    parallel: Parallelism,
+    m: u32,
+    r: Rebuilt,
+    mut warnings: Vec<String>,
+) -> Result<(ReplayJob, Vec<String>), SimError> {
+    let Rebuilt {
+        name,
+        mut programs,
+        present,
+        measured,
+        explicit_order,
+        network,
+    } = r;
+    check_replay_size(parallel, m, &programs)?;
+    let assumed = fill_missing_stages(&mut programs, parallel, &mut warnings);
+    unmeasured_note(run, &programs, parallel.world(), &mut warnings);
+    let job = JobSpec {
+        name: name.to_string(),
+        parallel,
+        micro_batches: m,
+        activation_bytes: run.parallel.activation_bytes,
+        mode: JobMode::PerRank,
+        programs,
+        header_vpp: None,
+        simai_bubble: None,
+        pipelined: true,
+        transfers: Vec::new(),
+        warnings: Vec::new(),
+    };
+    Ok((
+        ReplayJob {
+            job,
+            present_ranks: present,
+            assumed,
+            measured,
+            explicit_order,
+            network,
+        },
+        warnings,
+    ))
+}
+
 /// Rebuild an Echo run (see the module documentation).
 pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError> {
     let mut warnings = Vec::new();
@@ -819,33 +877,15 @@ pub fn echo_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError>
             "no rank of the trace has a forward_step or backward_step to replay".to_string(),
         ));
     }
-    check_replay_size(parallel, m, &programs)?;
-    let assumed = fill_missing_stages(&mut programs, parallel, &mut warnings);
-    unmeasured_note(run, &programs, parallel.world(), &mut warnings);
-    let job = JobSpec {
-        name: "echo replay".to_string(),
-        parallel,
-        micro_batches: m,
-        activation_bytes: run.parallel.activation_bytes,
-        mode: JobMode::PerRank,
+    let rebuilt = Rebuilt {
+        name: "echo replay",
         programs,
-        header_vpp: None,
-        simai_bubble: None,
-        pipelined: true,
-        transfers: Vec::new(),
-        warnings: Vec::new(),
+        present,
+        measured,
+        explicit_order: true,
+        network: Some(network),
     };
-    Ok((
-        ReplayJob {
-            job,
-            present_ranks: present,
-            assumed,
-            measured,
-            explicit_order: true,
-            network: Some(network),
-        },
-        warnings,
-    ))
+    finish_rebuild(run, parallel, m, rebuilt, warnings)
 }
 
 /// Rebuild a Kineto run (see the module documentation).
@@ -1296,33 +1336,15 @@ pub fn optimus_job(
         "send/recv times are not logged: stage-to-stage transfers carry the activation-bytes setting (none by default: not simulated)"
             .to_string(),
     );
-    check_replay_size(parallel, m, &programs)?;
-    let assumed = fill_missing_stages(&mut programs, parallel, &mut warnings);
-    unmeasured_note(run, &programs, parallel.world(), &mut warnings);
-    let job = JobSpec {
-        name: "optimus-prime replay".to_string(),
-        parallel,
-        micro_batches: m,
-        activation_bytes: run.parallel.activation_bytes,
-        mode: JobMode::PerRank,
+    let rebuilt = Rebuilt {
+        name: "optimus-prime replay",
         programs,
-        header_vpp: None,
-        simai_bubble: None,
-        pipelined: true,
-        transfers: Vec::new(),
-        warnings: Vec::new(),
+        present,
+        measured,
+        explicit_order: false,
+        network: None,
     };
-    Ok((
-        ReplayJob {
-            job,
-            present_ranks: present,
-            assumed,
-            measured,
-            explicit_order: false,
-            network: None,
-        },
-        warnings,
-    ))
+    finish_rebuild(run, parallel, m, rebuilt, warnings)
 }
 
 #[cfg(test)]
