@@ -846,6 +846,14 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
     match r.results.first().filter(|x| x.fits) {
         Some(best) => {
             out.push_str(&format!("\n  best: trainscope simulate {}\n", best.flags));
+            let runner_up = r.results.get(1).filter(|x| x.fits);
+            if let (Some(a), Some(b)) =
+                (best.days_to_train, runner_up.and_then(|x| x.days_to_train))
+            {
+                out.push_str(&format!(
+                    "  ranked by days to train (failures, checkpoints and restarts included): {a:.2} days, the runner-up {b:.2}\n"
+                ));
+            }
             if let Some(why) = &r.explain {
                 out.push_str(&format!("  why: {why}\n"));
             }

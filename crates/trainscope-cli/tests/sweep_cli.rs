@@ -788,6 +788,7 @@ fn rank_by_time_to_train_can_put_the_smaller_cluster_first() {
     // Text: a days column.
     let text = ok(&trainscope(&[&["sweep"][..], &a].concat()));
     assert!(text.contains("days to train"), "{text}");
+    assert!(text.contains("ranked by days to train"), "{text}");
     // Usage: time to train needs the run; the run's flags need the ranking.
     let mut missing: Vec<&str> = vec!["sweep"];
     missing.extend_from_slice(&TWO_SIZES);

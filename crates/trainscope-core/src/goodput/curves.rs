@@ -60,15 +60,15 @@ pub fn ettr_by_interval(
     out
 }
 
-/// ETTR of the same job on `gpus` GPUs each (at least one node; the list
-/// in the order given): the iteration time and checkpoint size held, the
+/// ETTR of the same job on each of `gpus` GPU counts (in the order given;
+/// nodes rounded up): the iteration time and checkpoint size held, the
 /// per-node failure and planned rates of `base` (a job MTBF given for one
 /// size becomes the per-node rate it implies), Daly's interval.
 pub fn ettr_by_gpus(input: &RunPlanInput, base: &RunPlan, gpus: &[u32]) -> Vec<CurvePoint> {
     gpus.iter()
         .filter_map(|&g| {
             let mut i = input.clone();
-            i.gpus = g.max(i.gpus_per_node);
+            i.gpus = g.max(1);
             i.failure_rate = FailureRate::Per1000NodeDays(base.failure_rate_per_1000_node_days);
             i.planned_per_1000_node_days = Some(base.planned_per_1000_node_days);
             i.checkpoint_interval = Interval::Auto;
@@ -82,8 +82,10 @@ pub fn ettr_by_gpus(input: &RunPlanInput, base: &RunPlan, gpus: &[u32]) -> Vec<C
 }
 
 /// Cluster sizes around `gpus`: powers of two times it from 1/16 to 16,
-/// at least one node of `gpus_per_node`, without repeats.
+/// none below one node of `gpus_per_node` (or `gpus` itself when it is
+/// less than a node), without repeats; `gpus` is always one of them.
 pub fn sizes_around(gpus: u32, gpus_per_node: u32) -> Vec<u32> {
+    let floor = gpus.min(gpus_per_node).max(1);
     let mut out: Vec<u32> = Vec::new();
     for k in -4i32..=4 {
         let g = if k < 0 {
@@ -91,7 +93,7 @@ pub fn sizes_around(gpus: u32, gpus_per_node: u32) -> Vec<u32> {
         } else {
             gpus.saturating_mul(1 << k)
         };
-        let g = g.max(gpus_per_node.max(1));
+        let g = g.max(floor);
         if !out.contains(&g) {
             out.push(g);
         }

@@ -511,6 +511,8 @@ fn ettr_by_gpus_falls_with_size_at_the_node_rate() {
     let base = plan(&i).expect("plan");
     let sizes = curves::sizes_around(64, 8);
     assert_eq!(sizes, vec![8, 16, 32, 64, 128, 256, 512, 1024]);
+    // A job smaller than a node keeps its own size on the curve.
+    assert_eq!(curves::sizes_around(4, 8), vec![4, 8, 16, 32, 64]);
     let curve = curves::ettr_by_gpus(&i, &base, &sizes);
     assert_eq!(curve.len(), sizes.len());
     assert!(curve.windows(2).all(|w| w[1].ettr < w[0].ettr), "{curve:?}");
