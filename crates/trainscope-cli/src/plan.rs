@@ -25,14 +25,13 @@ use crate::io::{EXIT_CONFIG, EXIT_PARSE, EXIT_USAGE};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use trainscope_core::goodput::job_facts::checkpoint_size_bytes;
 use trainscope_core::goodput::presets::{preset_names, PRESETS};
 use trainscope_core::goodput::{
-    plan, FailureRate, Interval, RunPlan, RunPlanInput, Work, DEFAULT_RUNS,
+    plan, FailureRate, Interval, RunPlan, RunPlanInput, Work, DEFAULT_DETECTION_S,
+    DEFAULT_RESTART_S, DEFAULT_RUNS, DEFAULT_SPARE_REPAIR_HOURS, DEFAULT_WRITE_GBPS_PER_NODE,
 };
 use trainscope_core::hardware::Precision;
-use trainscope_core::job::layout::weight_bytes;
-use trainscope_core::job::memory::optimizer_bytes;
-use trainscope_core::job::TrainingSetup;
 
 /// `trainscope plan`: the job (the flags of `simulate --model`, or
 /// `--from-json`) and the run.
@@ -58,11 +57,12 @@ fn parse_interval(text: &str) -> std::result::Result<Interval, String> {
         .map_err(|_| format!("`{text}` is neither `auto` nor a number of seconds"))
 }
 
-/// The run's flags.
+/// The run's flags (`plan` requires an amount and a failure rate;
+/// `sweep` only with `--rank-by time-to-train`: [`RunFlags::missing`]).
 #[derive(clap::Args, Debug)]
 #[command(next_help_heading = "Run (plan)")]
-#[command(group(clap::ArgGroup::new("amount").required(true).args(["tokens", "steps"])))]
-#[command(group(clap::ArgGroup::new("failures").required(true).args(["failure_rate", "failure_preset", "job_mtbf_hours"])))]
+#[command(group(clap::ArgGroup::new("amount").args(["tokens", "steps"])))]
+#[command(group(clap::ArgGroup::new("failures").args(["failure_rate", "failure_preset", "job_mtbf_hours"])))]
 pub struct RunFlags {
     /// Tokens to train (rounded up to whole iterations of global batch x
     /// sequence length).
@@ -101,7 +101,7 @@ pub struct RunFlags {
     #[arg(
         long,
         value_name = "X",
-        default_value_t = 5.0,
+        default_value_t = DEFAULT_WRITE_GBPS_PER_NODE,
         allow_negative_numbers = true
     )]
     pub checkpoint_write_gbps: f64,
@@ -136,7 +136,7 @@ pub struct RunFlags {
     #[arg(
         long,
         value_name = "S",
-        default_value_t = 300.0,
+        default_value_t = DEFAULT_DETECTION_S,
         allow_negative_numbers = true
     )]
     pub detection_seconds: f64,
@@ -145,7 +145,7 @@ pub struct RunFlags {
     #[arg(
         long,
         value_name = "S",
-        default_value_t = 600.0,
+        default_value_t = DEFAULT_RESTART_S,
         allow_negative_numbers = true
     )]
     pub restart_seconds: f64,
@@ -165,7 +165,7 @@ pub struct RunFlags {
     #[arg(
         long,
         value_name = "H",
-        default_value_t = 24.0,
+        default_value_t = DEFAULT_SPARE_REPAIR_HOURS,
         allow_negative_numbers = true
     )]
     pub spare_repair_hours: f64,
@@ -180,6 +180,83 @@ pub struct RunFlags {
     /// Monte-Carlo runs.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS)]
     pub runs: u32,
+}
+
+impl RunFlags {
+    /// What a plan needs and these flags lack (`--tokens`/`--steps`, a
+    /// failure rate), as the message to print; None: complete.
+    pub fn missing(&self) -> Option<&'static str> {
+        if self.tokens.is_none() && self.steps.is_none() {
+            return Some("give the run's amount: --tokens N or --steps N");
+        }
+        if self.failure_rate.is_none()
+            && self.failure_preset.is_none()
+            && self.job_mtbf_hours.is_none()
+        {
+            return Some(
+                "give a failure rate: --failure-rate R, --failure-preset NAME or --job-mtbf-hours H",
+            );
+        }
+        None
+    }
+
+    /// Whether any of the run's flags that only a plan reads is given.
+    pub fn any_given(&self) -> bool {
+        self.tokens.is_some()
+            || self.steps.is_some()
+            || self.failure_rate.is_some()
+            || self.failure_preset.is_some()
+            || self.job_mtbf_hours.is_some()
+    }
+
+    /// The failure rate given (`--job-mtbf-hours` first, then
+    /// `--failure-rate`, then the preset; clap allows one).
+    fn failure(&self) -> Option<FailureRate> {
+        match (self.failure_rate, &self.failure_preset, self.job_mtbf_hours) {
+            (_, _, Some(h)) => Some(FailureRate::JobMtbfHours(h)),
+            (Some(x), _, _) => Some(FailureRate::Per1000NodeDays(x)),
+            (None, Some(name), None) => Some(FailureRate::Preset(name.clone())),
+            (None, None, None) => None,
+        }
+    }
+
+    /// The core's plan input of `work` for a job of `iteration_time_ns` on
+    /// `gpus`, with every run flag applied (the checkpoint size 0: the
+    /// caller's).
+    pub fn input(
+        &self,
+        iteration_time_ns: u64,
+        work: Work,
+        gpus: u32,
+        gpus_per_node: u32,
+        seed: u64,
+    ) -> RunPlanInput {
+        let r = self;
+        let mut input = RunPlanInput::new(iteration_time_ns, work, gpus, gpus_per_node);
+        input.checkpoint_size_bytes = r.checkpoint_bytes.unwrap_or(0);
+        input.write_bw_gbps_per_node = r.checkpoint_write_gbps;
+        input.write_bw_gbps_total = r.storage_write_gbps;
+        input.read_bw_gbps_per_node = r.checkpoint_read_gbps;
+        input.read_bw_gbps_total = r.storage_read_gbps;
+        input.checkpoint_write_s = r.checkpoint_seconds;
+        input.restore_s = r.restore_seconds;
+        input.async_checkpoint = r.async_checkpoint;
+        input.async_blocking_s = r.async_blocking_seconds;
+        if let Some(f) = r.failure() {
+            input.failure_rate = f;
+        }
+        input.planned_per_1000_node_days = r.planned_rate;
+        input.detection_s = r.detection_seconds;
+        input.restart_s = r.restart_seconds;
+        input.requeue_s = r.requeue_seconds;
+        input.warm_spares = r.warm_spares;
+        input.spare_repair_hours = r.spare_repair_hours;
+        input.checkpoint_interval = r.checkpoint_interval;
+        input.gpu_hour_price = r.gpu_hour_price;
+        input.seed = seed;
+        input.runs = r.runs;
+        input
+    }
 }
 
 /// What the plan takes from a simulated job's report.
@@ -216,12 +293,8 @@ fn job_facts(v: &Value) -> std::result::Result<JobFacts, String> {
         (Some(params), Some(name)) => {
             let precision = Precision::from_name(name)
                 .ok_or_else(|| format!("unknown precision `{name}` in the report"))?;
-            let setup = TrainingSetup {
-                precision,
-                bf16_grads: t["bf16_grads"].as_bool().unwrap_or(false),
-                ..TrainingSetup::default()
-            };
-            Some(params * (weight_bytes(precision) + optimizer_bytes(&setup)))
+            let bf16_grads = t["bf16_grads"].as_bool().unwrap_or(false);
+            Some(checkpoint_size_bytes(params, precision, bf16_grads))
         }
         _ => None,
     };
@@ -262,6 +335,10 @@ pub fn run(args: &PlanArgs) -> Result<u8> {
     if r.failure_preset.as_deref() == Some("list") {
         crate::io::print_stdout(&presets_text())?;
         return Ok(0);
+    }
+    if let Some(why) = r.missing() {
+        eprintln!("error: {why}");
+        return Ok(EXIT_USAGE);
     }
     let report = match (&args.from_json, &args.job.model.model) {
         (Some(path), _) => {
@@ -323,42 +400,23 @@ pub fn run(args: &PlanArgs) -> Result<u8> {
                 return Ok(EXIT_USAGE);
             }
         },
-        (None, None) => unreachable!("clap requires --tokens or --steps"),
+        (None, None) => unreachable!("RunFlags::missing checked the amount"),
     };
     let size = r.checkpoint_bytes.or(facts.checkpoint_size_bytes);
     if size.is_none() && r.checkpoint_seconds.is_none() {
         eprintln!("error: the report has no model to size the checkpoint from; give --checkpoint-bytes or --checkpoint-seconds");
         return Ok(EXIT_USAGE);
     }
-    let failure_rate = match (r.failure_rate, &r.failure_preset, r.job_mtbf_hours) {
-        (_, _, Some(h)) => FailureRate::JobMtbfHours(h),
-        (Some(x), _, _) => FailureRate::Per1000NodeDays(x),
-        (None, Some(name), None) => FailureRate::Preset(name.clone()),
-        (None, None, None) => unreachable!("clap requires a failure rate"),
-    };
     let gpus_per_node = args.job.simai.gpus_per_server.unwrap_or(8);
-    let mut input = RunPlanInput::new(facts.iteration_time_ns, work, facts.gpus, gpus_per_node);
+    let mut input = r.input(
+        facts.iteration_time_ns,
+        work,
+        facts.gpus,
+        gpus_per_node,
+        args.job.whatif.seed,
+    );
     input.checkpoint_size_bytes = size.unwrap_or(0);
-    input.write_bw_gbps_per_node = r.checkpoint_write_gbps;
-    input.write_bw_gbps_total = r.storage_write_gbps;
-    input.read_bw_gbps_per_node = r.checkpoint_read_gbps;
-    input.read_bw_gbps_total = r.storage_read_gbps;
-    input.checkpoint_write_s = r.checkpoint_seconds;
-    input.restore_s = r.restore_seconds;
-    input.async_checkpoint = r.async_checkpoint;
-    input.async_blocking_s = r.async_blocking_seconds;
     input.job_memory_bytes = facts.memory_bytes;
-    input.failure_rate = failure_rate;
-    input.planned_per_1000_node_days = r.planned_rate;
-    input.detection_s = r.detection_seconds;
-    input.restart_s = r.restart_seconds;
-    input.requeue_s = r.requeue_seconds;
-    input.warm_spares = r.warm_spares;
-    input.spare_repair_hours = r.spare_repair_hours;
-    input.checkpoint_interval = r.checkpoint_interval;
-    input.gpu_hour_price = r.gpu_hour_price;
-    input.seed = args.job.whatif.seed;
-    input.runs = r.runs;
     let planned = match plan(&input) {
         Ok(p) => p,
         Err(e) => {

@@ -27,6 +27,7 @@ use rayon::prelude::*;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use trainscope_core::engine::ScheduleKind;
+use trainscope_core::goodput::Work;
 use trainscope_core::hardware::Precision;
 use trainscope_core::job::memory::gib;
 use trainscope_core::job::sharding::ZeroStage;
@@ -34,12 +35,25 @@ use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::CudaGraphs;
 use trainscope_core::search::report::{summary, ShardId};
+use trainscope_core::search::time_to_train::rank_by_time_to_train;
 use trainscope_core::search::{
     build, enumerate_shard, merge, process, shell_join, sweep_config, SweepReport, SweepSpec,
 };
 
+/// What rows are ranked by.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RankBy {
+    /// The iteration time (with `--straggler`, the straggler's).
+    #[default]
+    Iteration,
+    /// Days to train `--tokens` (or `--steps`) with failures, checkpoints
+    /// and restarts (the goodput planner's closed form; the run's flags
+    /// are `plan`'s).
+    TimeToTrain,
+}
+
 /// Flags of `trainscope sweep`.
-#[derive(clap::Args, Debug, Default)]
+#[derive(clap::Args, Debug)]
 pub struct Args {
     /// A model preset name or the path of a HuggingFace config.json.
     #[arg(long, value_name = "MODEL", required_unless_present = "merge")]
@@ -200,6 +214,14 @@ pub struct Args {
     /// Print the report as JSON (what --merge reads).
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Rank rows by `iteration` time (default) or by `time-to-train`:
+    /// days to train the run (`--tokens N` or `--steps N`, a failure rate
+    /// and `plan`'s other run flags) with failures, checkpoints and
+    /// restarts; rows gain `days_to_train`.
+    #[arg(long, value_enum, default_value_t = RankBy::Iteration, help_heading = "Output")]
+    pub rank_by: RankBy,
+    #[command(flatten)]
+    pub run: crate::plan::RunFlags,
     /// Also write every row as CSV to PATH.
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub csv: Option<PathBuf>,
@@ -399,6 +421,17 @@ pub fn run(args: &Args) -> Result<u8> {
             return Ok(EXIT_USAGE);
         }
     };
+    match (args.rank_by, args.run.missing()) {
+        (RankBy::TimeToTrain, Some(why)) => {
+            eprintln!("error: --rank-by time-to-train: {why}");
+            return Ok(EXIT_USAGE);
+        }
+        (RankBy::Iteration, _) if args.run.any_given() => {
+            eprintln!("error: the run's flags (--tokens, --steps, a failure rate) rank by time to train: add --rank-by time-to-train");
+            return Ok(EXIT_USAGE);
+        }
+        _ => {}
+    }
     if shard_id.is_some() && args.top.is_some() {
         eprintln!(
             "error: --top with --shard would drop rows the merge needs; give --top to --merge"
@@ -449,13 +482,29 @@ pub fn run(args: &Args) -> Result<u8> {
         })
         .collect();
     bar.finish_and_clear();
-    let report = build(
+    let mut report = build(
         spec.describe(),
         shard_id,
         e.skipped,
         e.skipped_reasons,
         outcomes,
     );
+    if args.rank_by == RankBy::TimeToTrain {
+        let work = match (args.run.tokens, args.run.steps) {
+            (_, Some(steps)) => Work::Steps(steps),
+            // The tokens per iteration are the sweep's (set per row).
+            (Some(tokens), None) => Work::Tokens {
+                tokens,
+                tokens_per_iteration: 1,
+            },
+            (None, None) => unreachable!("RunFlags::missing checked the amount"),
+        };
+        let run = args.run.input(1, work, 1, spec.gpus_per_node, 0);
+        if let Err(e) = rank_by_time_to_train(&mut report, &spec, &run) {
+            eprint!("{}", e.to_diagnostic().render());
+            return Ok(EXIT_CONFIG);
+        }
+    }
     eprintln!(
         "sweep: {} candidates, {} pruned, {} simulated in {:.2} s on {} threads",
         report.candidates,
@@ -751,14 +800,24 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
             out.push_str(&format!("  {title} {:>6}: {}\n", x.count, x.reason));
         }
     }
+    let days = r.results.iter().any(|x| x.days_to_train.is_some());
     out.push_str(&format!(
-        "\n  {:>4} {:>12} {:>12} {:>6} {:>10} {:>4}  configuration\n",
-        "rank", "iteration", "tokens/s", "MFU", "peak", "fits"
+        "\n  {:>4}{} {:>12} {:>12} {:>6} {:>10} {:>4}  configuration\n",
+        "rank",
+        if days { "  days to train" } else { "" },
+        "iteration",
+        "tokens/s",
+        "MFU",
+        "peak",
+        "fits"
     ));
     for (i, x) in r.results.iter().take(top).enumerate() {
         out.push_str(&format!(
-            "  {:>4} {:>9.1} ms {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
+            "  {:>4}{} {:>9.1} ms {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
             i + 1,
+            x.days_to_train
+                .map(|d| format!(" {d:>14.2}"))
+                .unwrap_or_default(),
             x.iteration_time_ns as f64 / 1e6,
             x.tokens_per_second,
             x.mfu * 100.0,
@@ -784,6 +843,14 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
     match r.results.first().filter(|x| x.fits) {
         Some(best) => {
             out.push_str(&format!("\n  best: trainscope simulate {}\n", best.flags));
+            let runner_up = r.results.get(1).filter(|x| x.fits);
+            if let (Some(a), Some(b)) =
+                (best.days_to_train, runner_up.and_then(|x| x.days_to_train))
+            {
+                out.push_str(&format!(
+                    "  ranked by days to train (failures, checkpoints and restarts included): {a:.2} days, the runner-up {b:.2}\n"
+                ));
+            }
             if let Some(why) = &r.explain {
                 out.push_str(&format!("  why: {why}\n"));
             }

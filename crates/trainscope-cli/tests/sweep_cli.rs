@@ -710,3 +710,100 @@ fn software_settings_are_sweep_dimensions() {
         stderr(&out)
     );
 }
+
+/// A sweep of two cluster sizes, a handful of layouts each.
+const TWO_SIZES: [&str; 18] = [
+    "--model",
+    "llama3-8b",
+    "--world",
+    "8,16",
+    "--global-batch-size",
+    "16",
+    "--seq-length",
+    "4096",
+    "--tp",
+    "2",
+    "--pp",
+    "1",
+    "--micro-batch-size",
+    "1",
+    "--recompute",
+    "full",
+    "--schedule",
+    "1f1b",
+];
+
+/// The run: 10^11 tokens on nodes failing every 30 minutes (24,000 per
+/// 1000 node-days), 10-minute checkpoints and restores.
+const HARSH_RUN: [&str; 10] = [
+    "--tokens",
+    "100000000000",
+    "--failure-rate",
+    "24000",
+    "--checkpoint-seconds",
+    "600",
+    "--restore-seconds",
+    "600",
+    "--rank-by",
+    "time-to-train",
+];
+
+#[test]
+fn rank_by_time_to_train_can_put_the_smaller_cluster_first() {
+    let by_iteration = sweep_json(&TWO_SIZES);
+    let rows = by_iteration["results"].as_array().expect("rows");
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert_eq!(
+        rows[0]["world"], 16,
+        "the larger cluster is faster per iteration"
+    );
+    assert!(rows.iter().all(|r| r.get("days_to_train").is_none()));
+    let mut a: Vec<&str> = TWO_SIZES.to_vec();
+    a.extend_from_slice(&HARSH_RUN);
+    let by_days = sweep_json(&a);
+    let rows = by_days["results"].as_array().expect("rows");
+    // Twice the nodes fail twice as often: here that costs more than the
+    // shorter iteration gains.
+    assert_eq!(rows[0]["world"], 8, "{:?}", rows[0]);
+    let days: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["fits"] == true)
+        .map(|r| r["days_to_train"].as_f64().expect("days_to_train"))
+        .collect();
+    assert!(days.windows(2).all(|w| w[0] <= w[1]), "{days:?}");
+    // The row's days are `trainscope plan`'s closed form for the row's
+    // flags and the same run.
+    let mut plan = vec!["plan".to_string()];
+    plan.extend(
+        rows[0]["flags"]
+            .as_str()
+            .expect("flags")
+            .split_whitespace()
+            .map(str::to_string),
+    );
+    plan.extend(HARSH_RUN[..8].iter().map(|s| s.to_string()));
+    plan.push("--json".into());
+    let v: Value = serde_json::from_str(&ok(&trainscope(&plan))).expect("JSON");
+    assert_eq!(v["days_to_train"]["closed_form"], rows[0]["days_to_train"]);
+    // Text: a days column.
+    let text = ok(&trainscope(&[&["sweep"][..], &a].concat()));
+    assert!(text.contains("days to train"), "{text}");
+    assert!(text.contains("ranked by days to train"), "{text}");
+    // Usage: time to train needs the run; the run's flags need the ranking.
+    let mut missing: Vec<&str> = vec!["sweep"];
+    missing.extend_from_slice(&TWO_SIZES);
+    missing.extend_from_slice(&["--rank-by", "time-to-train", "--failure-rate", "5"]);
+    let out = trainscope(&missing);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--tokens"), "{}", stderr(&out));
+    let mut stray: Vec<&str> = vec!["sweep"];
+    stray.extend_from_slice(&TWO_SIZES);
+    stray.extend_from_slice(&["--tokens", "1000"]);
+    let out = trainscope(&stray);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--rank-by time-to-train"),
+        "{}",
+        stderr(&out)
+    );
+}

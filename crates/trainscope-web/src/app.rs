@@ -15,6 +15,7 @@ use crate::components::file_card::{diagnostic, FileCard};
 use crate::components::ingest::{load_example, Ingest};
 use crate::components::job_panel::JobPanel;
 use crate::components::kineto_analysis::KinetoAnalysis;
+use crate::components::plan_view::PlanView;
 use crate::components::results::Results;
 use crate::components::run_bar::RunBar;
 use crate::components::schedule_compare::ScheduleCompare;
@@ -279,10 +280,11 @@ pub fn App() -> Html {
                         fragment.push('&');
                         fragment.push_str(&url::job_fragment(job));
                     }
-                    // The search view's bounds stay in the link.
+                    // The search view's bounds and the plan's inputs stay
+                    // in the link.
                     for part in url::current_fragment()
                         .split('&')
-                        .filter(|p| p.starts_with("sweep_"))
+                        .filter(|p| p.starts_with("sweep_") || p.starts_with("plan_"))
                     {
                         fragment.push('&');
                         fragment.push_str(part);
@@ -496,6 +498,10 @@ pub fn App() -> Html {
                                  stale_note={state.stale_note().map(AttrValue::from)}
                                  downloads_blocked={state.downloads_blocked().map(AttrValue::from)}
                                  pinned={pinned_is_current} on_error={on_error} {on_export} />
+                        if let Some(facts) = r.model.as_ref().and_then(|m| m.plan.clone()).filter(|_| state.job_active) {
+                            <PlanView {facts} job={state.job.clone()} gpus_per_node={state.settings.gpus_per_node}
+                                      gpus_per_node_given={state.settings.gpus_per_node != crate::settings::Settings::default().gpus_per_node} />
+                        }
                     } else if state.has_input() && output.as_ref().is_some_and(|o| o.job.is_some()) {
                         <section class="results empty" aria-label="Results">
                             <p class="note">{"No result for this job: the Describe a job panel says what is wrong with it."}</p>

@@ -23,6 +23,7 @@ pub mod glossary;
 pub mod job;
 pub mod model_job;
 pub mod palette;
+pub mod plan_inputs;
 pub mod present;
 pub mod protocol;
 pub mod schedule_compare;

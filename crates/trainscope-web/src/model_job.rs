@@ -276,6 +276,9 @@ pub fn model_view(out: &ModelRunOutput) -> ResultView {
                 .collect(),
             messages: mem.messages.clone(),
         },
+        plan: Some(trainscope_core::goodput::job_facts::PlanJob::of_model_run(
+            out,
+        )),
     });
     v
 }

@@ -33,7 +33,7 @@ pub struct UrlState {
     pub job: Option<JobSettings>,
 }
 
-fn encode_component(s: &str) -> String {
+pub fn encode_component(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -45,7 +45,7 @@ fn encode_component(s: &str) -> String {
     out
 }
 
-fn decode_component(s: &str) -> String {
+pub fn decode_component(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -105,8 +105,9 @@ pub fn from_fragment(fragment: &str) -> (UrlState, Vec<String>) {
         let (key, value) = part.split_once('=').unwrap_or((part, ""));
         let key = decode_component(key);
         let value = decode_component(value);
-        // The configuration search's bounds: read by its view.
-        if key.starts_with("sweep_") {
+        // The configuration search's bounds and the run plan's inputs:
+        // read by their views.
+        if key.starts_with("sweep_") || key.starts_with("plan_") {
             continue;
         }
         if key == "example" {

@@ -393,6 +393,10 @@ pub struct ModelView {
     /// Global batch x sequence length / iteration time.
     pub tokens_per_second: f64,
     pub memory: MemoryView,
+    /// What the "Plan the run" panel plans from (the core's facts of the
+    /// job: iteration time, GPUs, tokens per iteration, checkpoint size).
+    #[serde(default)]
+    pub plan: Option<trainscope_core::goodput::job_facts::PlanJob>,
 }
 
 /// Memory per pipeline stage (its first rank) against the GPU's capacity.

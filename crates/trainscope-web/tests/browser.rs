@@ -1998,3 +1998,50 @@ fn kineto_rank_files_are_one_measured_run() {
         out.diagnostics
     );
 }
+
+#[wasm_bindgen_test]
+fn plan_inputs_round_trip_the_link_and_plan_as_the_cli_flags_say() {
+    use trainscope_core::goodput::job_facts::PlanJob;
+    use trainscope_core::goodput::{FailureRate, Interval, Work, DEFAULT_RESTART_S};
+    use trainscope_web::plan_inputs::{AmountKind, FailureKind, PlanInputs};
+    // Nothing in the link: no plan.
+    assert_eq!(PlanInputs::from_fragment("model=llama3-8b&job_tp=2"), None);
+    let mut p = PlanInputs::default();
+    assert_eq!(p.restart_seconds, DEFAULT_RESTART_S.to_string());
+    p.amount_kind = AmountKind::Steps;
+    p.amount = "5000".into();
+    p.failure_kind = FailureKind::Rate;
+    p.failure = "6.5".into();
+    p.interval = "3600".into();
+    p.async_checkpoint = true;
+    p.checkpoint_seconds = "30".into();
+    let fragment = format!("model=llama3-8b&{}", p.fragment());
+    assert_eq!(PlanInputs::from_fragment(&fragment), Some(p.clone()));
+    // The page's link reader leaves the plan's keys to the panel.
+    let (_, notes) = from_fragment(&fragment);
+    assert!(notes.is_empty(), "{notes:?}");
+    // The core's input, as the CLI flags would make it.
+    let job = PlanJob {
+        iteration_time_ns: 2_000_000_000,
+        gpus: 64,
+        tokens_per_iteration: Some(1 << 20),
+        checkpoint_size_bytes: Some(1 << 30),
+        memory_bytes: None,
+    };
+    let i = p.input(&job, 8).expect("input");
+    assert_eq!(i.work, Work::Steps(5000));
+    assert_eq!(i.failure_rate, FailureRate::Per1000NodeDays(6.5));
+    assert_eq!(i.checkpoint_interval, Interval::Seconds(3600.0));
+    assert_eq!(i.checkpoint_write_s, Some(30.0));
+    assert!(i.async_checkpoint);
+    assert_eq!(
+        p.cli_flags(),
+        " --steps 5000 --failure-rate 6.5 --checkpoint-seconds 30 --checkpoint-interval 3600 --async-checkpoint"
+    );
+    // Not a number: a message naming the field.
+    p.interval = "often".into();
+    assert!(p
+        .input(&job, 8)
+        .unwrap_err()
+        .contains("checkpoint interval"));
+}

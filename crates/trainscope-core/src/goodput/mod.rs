@@ -46,7 +46,9 @@
 //! notes; context: MegaScale (arXiv 2402.15627), ByteRobust (arXiv
 //! 2509.16293) and Gemini 1.0 (arXiv 2312.11805) report 85-97% goodput.
 
+pub mod curves;
 pub mod formulas;
+pub mod job_facts;
 pub mod montecarlo;
 pub mod presets;
 #[cfg(test)]
@@ -54,6 +56,7 @@ mod tests;
 
 use crate::rng::SplitMix64;
 use formulas::{daly_interval_s, job_rate_per_s, no_spare_probability, segment, young_interval_s};
+pub use montecarlo::RunTrace;
 use montecarlo::{percentile, simulate_run, Process};
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +72,21 @@ pub const DEFAULT_RUNS: u32 = 1000;
 /// round figure below a PCIe Gen5 x16 link's 64 GB/s (an assumption; give
 /// the blocking time where it is measured).
 pub const DEFAULT_HOST_COPY_GBPS: f64 = 25.0;
+/// Default write bandwidth of one node to the checkpoint storage, GB/s: an
+/// assumption (a round figure for one node's share of a parallel file
+/// system; give your storage's).
+pub const DEFAULT_WRITE_GBPS_PER_NODE: f64 = 5.0;
+/// Default time from a failure to the decision to restart, seconds: a
+/// round figure under MegaScale's "diagnosis in under 10 minutes" (arXiv
+/// 2402.15627), an assumption for a cluster with automatic detection.
+pub const DEFAULT_DETECTION_S: f64 = 300.0;
+/// Default restart (re-scheduling, process start, NCCL init), seconds: a
+/// round figure inside MegaScale's "back within 15 minutes" (arXiv
+/// 2402.15627) once detection is counted apart; an assumption.
+pub const DEFAULT_RESTART_S: f64 = 600.0;
+/// Default hours before a failed node is back as a warm spare (an
+/// assumption: a day's repair or swap).
+pub const DEFAULT_SPARE_REPAIR_HOURS: f64 = 24.0;
 
 /// How much to train.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -98,10 +116,11 @@ pub enum FailureRate {
 }
 
 /// The checkpoint interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Interval {
     /// Daly's higher-order optimum.
+    #[default]
     Auto,
     /// Seconds of training between checkpoints.
     Seconds(f64),
@@ -180,7 +199,7 @@ impl RunPlanInput {
             gpus,
             gpus_per_node,
             checkpoint_size_bytes: 0,
-            write_bw_gbps_per_node: 5.0,
+            write_bw_gbps_per_node: DEFAULT_WRITE_GBPS_PER_NODE,
             write_bw_gbps_total: None,
             read_bw_gbps_per_node: None,
             read_bw_gbps_total: None,
@@ -196,7 +215,7 @@ impl RunPlanInput {
             restart_s: 0.0,
             requeue_s: 0.0,
             warm_spares: 0,
-            spare_repair_hours: 24.0,
+            spare_repair_hours: DEFAULT_SPARE_REPAIR_HOURS,
             checkpoint_interval: Interval::Auto,
             gpu_hour_price: 0.0,
             seed: 0,
@@ -422,6 +441,21 @@ fn transfer_s(size_bytes: u64, nodes: u32, per_node_gbps: f64, total_gbps: Optio
 
 /// Plan the run: validate, compute the closed form, draw the Monte-Carlo.
 pub fn plan(input: &RunPlanInput) -> Result<RunPlan, PlanError> {
+    plan_traced(input, None)
+}
+
+/// [`plan`], recording the course of the first drawn run (the one the
+/// seed draws first) into `trace`.
+pub fn plan_with_trace(input: &RunPlanInput) -> Result<(RunPlan, RunTrace), PlanError> {
+    let mut trace = RunTrace::default();
+    let p = plan_traced(input, Some(&mut trace))?;
+    Ok((p, trace))
+}
+
+fn plan_traced(
+    input: &RunPlanInput,
+    mut trace: Option<&mut RunTrace>,
+) -> Result<RunPlan, PlanError> {
     let mut notes = Vec::new();
     let i = input;
     check_count("iteration_time_ns", i.iteration_time_ns)?;
@@ -641,7 +675,7 @@ pub fn plan(input: &RunPlanInput) -> Result<RunPlan, PlanError> {
     let mut counts = Vec::with_capacity(i.runs as usize);
     let mut badput_mc = Badput::default();
     for _ in 0..i.runs {
-        let r = simulate_run(&process, &mut rng);
+        let r = simulate_run(&process, &mut rng, trace.take());
         walls.push(r.wall_s);
         counts.push(r.failures as f64);
         badput_mc.add(&r.badput);

@@ -58,10 +58,36 @@ pub(crate) struct RunSample {
     pub badput: Badput,
 }
 
-/// Simulate one run to completion.
-pub(crate) fn simulate_run(p: &Process, rng: &mut SplitMix64) -> RunSample {
+/// One drawn run's course, for a picture of it: where the work stood
+/// (seconds of work done, up to the last durable checkpoint after a
+/// failure) at each moment of wall time the course turns, and when each
+/// failure struck. The planned stops are drawn over the whole run's wall
+/// time (they do not move the work), so they lengthen its last stretch.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct RunTrace {
+    /// `(wall_s, work_s)`: the start, each failure (the work just before
+    /// it, then the same moment at the work of the last checkpoint), the
+    /// restart after each failure, the end.
+    pub points: Vec<(f64, f64)>,
+    /// Wall time of each failure, seconds.
+    pub failures_s: Vec<f64>,
+    /// Planned stops drawn in the run.
+    pub planned: u64,
+}
+
+/// Simulate one run to completion (with `trace`, record its course).
+pub(crate) fn simulate_run(
+    p: &Process,
+    rng: &mut SplitMix64,
+    mut trace: Option<&mut RunTrace>,
+) -> RunSample {
     let mut out = RunSample::default();
     let mut wall = 0.0;
+    // Work up to the last completed checkpoint, seconds.
+    let mut durable = 0.0;
+    if let Some(t) = trace.as_deref_mut() {
+        t.points.push((0.0, 0.0));
+    }
     // Return times of the nodes in repair (only tracked with spares).
     let mut in_repair: Vec<f64> = Vec::new();
     let kinds = [
@@ -76,6 +102,7 @@ pub(crate) fn simulate_run(p: &Process, rng: &mut SplitMix64) -> RunSample {
             let done = to_failure / length;
             if done >= left as f64 {
                 wall += left as f64 * length;
+                durable += left as f64 * work_s;
                 out.badput.checkpoint_save_s += left as f64 * p.blocking_s;
                 break;
             }
@@ -83,6 +110,7 @@ pub(crate) fn simulate_run(p: &Process, rng: &mut SplitMix64) -> RunSample {
             left -= done;
             let lost = to_failure - done as f64 * length;
             wall += done as f64 * length + lost;
+            durable += done as f64 * work_s;
             out.badput.checkpoint_save_s += done as f64 * p.blocking_s;
             out.failures += 1;
             let mut requeue = p.requeue_s;
@@ -96,7 +124,15 @@ pub(crate) fn simulate_run(p: &Process, rng: &mut SplitMix64) -> RunSample {
             out.badput.wasted_progress_s += lost + p.lag_s;
             out.badput.checkpoint_restore_s += p.restore_s;
             out.badput.infrastructure_recovery_s += p.recovery_s + requeue;
+            if let Some(t) = trace.as_deref_mut() {
+                t.points.push((wall, durable + lost.min(work_s)));
+                t.points.push((wall, durable));
+                t.failures_s.push(wall);
+            }
             wall += p.lag_s + p.restore_s + p.recovery_s + requeue;
+            if let Some(t) = trace.as_deref_mut() {
+                t.points.push((wall, durable));
+            }
         }
     }
     // Planned interruptions over the run's wall time.
@@ -110,6 +146,10 @@ pub(crate) fn simulate_run(p: &Process, rng: &mut SplitMix64) -> RunSample {
     let planned_cost = out.planned as f64 * (p.planned_restart_s + p.restore_s);
     out.badput.planned_maintenance_s = planned_cost;
     out.wall_s = wall + planned_cost;
+    if let Some(t) = trace {
+        t.points.push((out.wall_s, durable));
+        t.planned = out.planned;
+    }
     out
 }
 

@@ -467,3 +467,111 @@ fn validation_table() {
     }
     println!("{out}");
 }
+
+#[test]
+fn ettr_by_interval_meets_the_renewal_model_and_peaks_at_daly() {
+    // A long run (10^7 one-second iterations), so the last, shorter
+    // segment hardly counts: each point is the renewal model's ETTR.
+    let mut i = small(10_000_000, 20.0, 60.0, 600.0);
+    i.restore_s = Some(60.0);
+    let base = plan(&i).expect("plan");
+    let curve = curves::ettr_by_interval(&i, &base, 41, 8.0);
+    assert!(curve.len() > 30, "{}", curve.len());
+    let lambda = job_rate_per_s(20.0, 8);
+    let r = 60.0 + 600.0 + 60.0;
+    for p in &curve {
+        let want = renewal_ettr(p.x, 60.0, r, lambda);
+        assert!((p.ettr - want).abs() < 1e-4, "{p:?} vs {want}");
+    }
+    assert!(curve.windows(2).all(|w| w[0].x < w[1].x));
+    // The best point of the curve is no better than Daly's interval
+    // (within the renewal model's flatness near its optimum), and lies
+    // within one grid step of it.
+    let best = curve
+        .iter()
+        .copied()
+        .max_by(|a, b| a.ettr.total_cmp(&b.ettr))
+        .expect("points");
+    assert!(best.ettr <= base.ettr + 1e-4, "{best:?} vs {}", base.ettr);
+    let step = 8f64.powf(2.0 / 40.0);
+    assert!(
+        (best.x / base.checkpoint_interval_s).ln().abs() <= step.ln() + 1e-9,
+        "{best:?} vs {}",
+        base.checkpoint_interval_s
+    );
+    // Far from the optimum ETTR falls on both sides.
+    assert!(curve[0].ettr < base.ettr && curve[curve.len() - 1].ettr < base.ettr);
+    // Never an interval below the checkpoint write.
+    assert!(curve[0].x >= 60.0);
+}
+
+#[test]
+fn ettr_by_gpus_falls_with_size_at_the_node_rate() {
+    let i = small(10_000_000, 20.0, 60.0, 600.0);
+    let base = plan(&i).expect("plan");
+    let sizes = curves::sizes_around(64, 8);
+    assert_eq!(sizes, vec![8, 16, 32, 64, 128, 256, 512, 1024]);
+    // A job smaller than a node keeps its own size on the curve.
+    assert_eq!(curves::sizes_around(4, 8), vec![4, 8, 16, 32, 64]);
+    let curve = curves::ettr_by_gpus(&i, &base, &sizes);
+    assert_eq!(curve.len(), sizes.len());
+    assert!(curve.windows(2).all(|w| w[1].ettr < w[0].ettr), "{curve:?}");
+    // Each point: the renewal model at that size's rate and Daly's
+    // interval (rounded to whole iterations), the same recovery.
+    let r = 60.0 + 600.0 + 60.0;
+    for p in &curve {
+        let lambda = job_rate_per_s(20.0, (p.x / 8.0) as u32);
+        let t = daly_interval_s(60.0, 1.0 / lambda).round();
+        let want = renewal_ettr(t, 60.0, r, lambda);
+        assert!((p.ettr - want).abs() < 1e-4, "{p:?} vs {want}");
+    }
+    // The point at the plan's own size is the plan's ETTR.
+    let own = curve.iter().find(|p| p.x == 64.0).expect("64");
+    assert!((own.ettr - base.ettr).abs() < 1e-12);
+    // A job MTBF becomes the per-node rate it implies at the plan's size.
+    let mut m = i.clone();
+    m.failure_rate = FailureRate::JobMtbfHours(1000.0 / 20.0 * 24.0 / 8.0);
+    let mb = plan(&m).expect("plan");
+    let mc = curves::ettr_by_gpus(&m, &mb, &sizes);
+    for (a, b) in curve.iter().zip(&mc) {
+        assert!((a.ettr - b.ettr).abs() < 1e-9, "{a:?} {b:?}");
+    }
+}
+
+#[test]
+fn the_traced_run_is_the_first_drawn_run() {
+    let mut i = small(200_000, 200.0, 60.0, 600.0);
+    let (p, t) = plan_with_trace(&i).expect("plan");
+    // Tracing changes nothing.
+    assert_eq!(p, plan(&i).expect("plan"));
+    // Its course: from (0, 0) to (wall, all the work), never back in wall
+    // time, the work never above the total; three points per failure.
+    assert_eq!(t.points[0], (0.0, 0.0));
+    let (end_wall, end_work) = *t.points.last().expect("points");
+    assert!((end_work - 200_000.0).abs() < 1e-6, "{end_work}");
+    assert!(t.points.windows(2).all(|w| w[1].0 >= w[0].0));
+    assert!(t.points.iter().all(|q| q.1 <= 200_000.0 + 1e-6));
+    assert_eq!(t.points.len(), 2 + 3 * t.failures_s.len());
+    assert!(!t.failures_s.is_empty());
+    // With one run, the plan's spread is that run: its wall time.
+    i.runs = 1;
+    let (one, t1) = plan_with_trace(&i).expect("plan");
+    assert_eq!(t1, t);
+    assert!((one.days_to_train.p50 * formulas::DAY_S - end_wall).abs() < 1e-6);
+    assert_eq!(one.interruptions.p50, t.failures_s.len() as f64);
+}
+
+#[test]
+fn checkpoint_size_is_weights_and_optimizer_once() {
+    use crate::hardware::Precision;
+    // bf16: 2 bytes of weights + 12 of fp32 main weights and two moments.
+    assert_eq!(
+        job_facts::checkpoint_size_bytes(1_000, Precision::Bf16, false),
+        14_000
+    );
+    // bf16 gradients: 16 bytes of optimizer state per parameter.
+    assert_eq!(
+        job_facts::checkpoint_size_bytes(1_000, Precision::Bf16, true),
+        18_000
+    );
+}

@@ -47,6 +47,7 @@
 //! PP 8 x 8 virtual stages, as NVIDIA runs it).
 
 pub mod report;
+pub mod time_to_train;
 
 use crate::engine::schedule::{ChunkPlacement, ScheduleKind};
 use crate::engine::SimConfig;
@@ -933,6 +934,7 @@ pub fn evaluate(
         exposed_comm_ns: summary.exposed_comm_ns,
         straggler_iteration_time_ns: straggler.map(|s| s.0),
         straggler_stage: straggler.map(|s| s.1),
+        days_to_train: None,
         pareto: false,
     })
 }

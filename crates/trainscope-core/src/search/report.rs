@@ -96,6 +96,11 @@ pub struct Row {
     /// The stage whose slow GPU costs the most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub straggler_stage: Option<u32>,
+    /// `sweep --rank-by time-to-train`: days to train the run's tokens
+    /// with failures, checkpoints and restarts (the goodput planner's
+    /// closed form, [`super::time_to_train`]); rows are ranked by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days_to_train: Option<f64>,
     /// On the Pareto front of (iteration time, peak memory) among the
     /// rows that fit.
     pub pareto: bool,
@@ -206,7 +211,20 @@ impl Row {
 }
 
 fn sort_rows(rows: &mut [Row]) {
-    rows.sort_by_key(|r| (!r.fits, r.ranking_time_ns(), r.peak_bytes, r.index));
+    // Days to train first where the sweep has them (all rows or none).
+    let days = |r: &Row| r.days_to_train.unwrap_or(0.0);
+    rows.sort_by(|a, b| {
+        (!a.fits)
+            .cmp(&!b.fits)
+            .then(days(a).total_cmp(&days(b)))
+            .then_with(|| {
+                (a.ranking_time_ns(), a.peak_bytes, a.index).cmp(&(
+                    b.ranking_time_ns(),
+                    b.peak_bytes,
+                    b.index,
+                ))
+            })
+    });
 }
 
 /// Put `rows` in the report's order (fits first, then iteration time, peak
@@ -261,7 +279,7 @@ pub fn build(
 }
 
 /// Sort, mark the front, count, explain.
-fn finish(mut r: SweepReport) -> SweepReport {
+pub(crate) fn finish(mut r: SweepReport) -> SweepReport {
     rank(&mut r.results);
     r.simulated = r.results.len() as u64;
     r.fitting = r.results.iter().filter(|x| x.fits).count() as u64;

@@ -349,6 +349,7 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         exposed_comm_ns: Default::default(),
         straggler_iteration_time_ns: None,
         straggler_stage: None,
+        days_to_train: None,
         pareto: false,
     }
 }

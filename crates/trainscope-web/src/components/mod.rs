@@ -10,6 +10,7 @@ pub mod ingest;
 pub mod job_panel;
 pub mod kineto_analysis;
 pub mod model_result;
+pub mod plan_view;
 pub mod results;
 pub mod run_bar;
 pub mod schedule_compare;
