@@ -132,13 +132,16 @@ fn one_micro_batch_keeps_gpipe_and_1f1b_and_lists_the_cores_refusals() {
     let c = out.schedules.expect("the table");
     assert_eq!(c.input, LLAMA65B_NAME);
     let ran: Vec<Schedule> = c.rows.iter().map(|r| r.schedule).collect();
-    assert_eq!(ran, vec![Schedule::Gpipe, Schedule::OneFOneB]);
+    // ZB-H1 runs m < p (the core degenerates it gracefully).
+    assert_eq!(
+        ran,
+        vec![Schedule::Gpipe, Schedule::OneFOneB, Schedule::ZbH1]
+    );
     let refused: Vec<Schedule> = c.refused.iter().map(|r| r.schedule).collect();
     assert_eq!(
         refused,
         vec![
             Schedule::Interleaved,
-            Schedule::ZbH1,
             Schedule::ZbH2,
             Schedule::Zbv,
             Schedule::Dualpipev
@@ -152,7 +155,7 @@ fn one_micro_batch_keeps_gpipe_and_1f1b_and_lists_the_cores_refusals() {
         assert_eq!(r.message, core, "{kind:?}");
     }
     assert!(
-        c.refused[1].message.contains("m >= p"),
+        c.refused[1].message.contains("m >= 2p - 1"),
         "{}",
         c.refused[1].message
     );

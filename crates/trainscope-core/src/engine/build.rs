@@ -65,7 +65,7 @@ use crate::engine::network::{
     CollectiveCost, CollectiveRequest, Coords, GroupPlacement, Placement,
 };
 use crate::engine::scale;
-use crate::engine::schedule::{self, Direction, PipeStep, StagePlan};
+use crate::engine::schedule::{self, Direction, PipeStep, ScheduleKind, StagePlan};
 use crate::engine::spec::{
     estimated_stage_tasks, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Phase,
     PhaseOps,
@@ -261,6 +261,50 @@ impl Builder<'_> {
             }
         }
         scale(ns, self.config.compute_scale)
+    }
+
+    /// One micro-batch's forward, input-gradient and weight-gradient time
+    /// on one of `v` chunks, as the zero-bubble authors' scheduler takes
+    /// them (`avg_then_mid` in their `runtime.py`): per stage the mean over
+    /// its ranks of the first micro-batch's block divided by `v`, then the
+    /// median stage (the upper one of two), at least 1 ns; the hop is left
+    /// to the engine (0).
+    fn step_costs(&self, v: u32) -> schedule::StepCosts {
+        let p = self.job.parallel.pp as usize;
+        let mut sums = vec![[0u128; 3]; p];
+        let mut n = vec![0u128; p];
+        for prog in &self.job.programs {
+            let (Some(block), Some(s)) = (prog.block_of(0), sums.get_mut(prog.stage as usize))
+            else {
+                continue;
+            };
+            for layer in &block.layers {
+                for (i, phase) in [Phase::Forward, Phase::InputGrad, Phase::WeightGrad]
+                    .into_iter()
+                    .enumerate()
+                {
+                    s[i] += u128::from(self.compute_ns(layer, phase));
+                }
+            }
+            n[prog.stage as usize] += 1;
+        }
+        let mid = |i: usize| -> u64 {
+            let mut per: Vec<u128> = sums
+                .iter()
+                .zip(&n)
+                .filter(|(_, k)| **k > 0)
+                .map(|(s, k)| s[i] / (k * u128::from(v.max(1))))
+                .collect();
+            per.sort_unstable();
+            let x = per.get(per.len() / 2).copied().unwrap_or(1);
+            u64::try_from(x).unwrap_or(u64::MAX).max(1)
+        };
+        schedule::StepCosts {
+            forward_ns: mid(0),
+            input_grad_ns: mid(1),
+            weight_grad_ns: mid(2),
+            hop_ns: 0,
+        }
     }
 
     fn group_placement(&mut self, prog: u32, group: GroupKind) -> (GroupPlacement, u32) {
@@ -1522,6 +1566,12 @@ pub fn build(
             .collect(),
     };
     let mut states = Vec::with_capacity(job.programs.len());
+    let costs = if config.schedule == ScheduleKind::ZbV {
+        b.step_costs(v)
+    } else {
+        schedule::StepCosts::UNIT
+    };
+    let mut plans: BTreeMap<u32, StagePlan> = BTreeMap::new();
     for prog in &job.programs {
         let order = match &prog.order {
             Some(o) => StagePlan {
@@ -1530,7 +1580,21 @@ pub fn build(
                 independent: false,
             },
             None => {
-                let plan = schedule::stage_plan(config.schedule, p, m, v, prog.stage)?;
+                let plan = match plans.get(&prog.stage) {
+                    Some(plan) => plan.clone(),
+                    None => {
+                        let plan = schedule::stage_plan_costed(
+                            config.schedule,
+                            p,
+                            m,
+                            v,
+                            prog.stage,
+                            &costs,
+                        )?;
+                        plans.insert(prog.stage, plan.clone());
+                        plan
+                    }
+                };
                 if config.overlap_forward_backward {
                     schedule::overlap::pair_forward_backward(plan, p)
                 } else {

@@ -17,7 +17,15 @@
 //!   of `tests/fixtures/measured/`), so the step is the span of the GPU ops
 //!   whose runtime call (`cuda_runtime`/`cuda_driver`, joined by the args'
 //!   `correlation`) ran inside the host `ProfilerStep#N`; a GPU annotation
-//!   that covers that work is kept as it is;
+//!   that covers that work is kept as it is; when the GPU work of two
+//!   adjacent steps interleaves (a pipelined trainer, e.g. TorchRec's train
+//!   pipeline, launches the next batch's input copies and collectives
+//!   inside the current step, so they run while the next step's work
+//!   already has: seen in HolisticTraceAnalysis's
+//!   `negative_queue_length_values_check` trace, whose launched GPU work
+//!   spans 372 ms per 216 ms step), the step's extent is the profiler's own
+//!   mark, the host `ProfilerStep#N`'s duration, from the step's first GPU
+//!   op;
 //! - NCCL kernels are named `ncclDevKernel_<Coll>_...` or `ncclKernel_...`;
 //!   their collective, message size and process group come from the args
 //!   `Collective name`, `In msg nelems`, `Out msg nelems`, `dtype`,
@@ -182,6 +190,10 @@ pub struct StepSpan {
     pub end_ns: u64,
     /// On a GPU stream (`gpu_user_annotation`) rather than the host.
     pub gpu: bool,
+    /// The extent is the host step's duration placed on the GPU (steps
+    /// whose launched work interleaves): a GPU op starting inside it that
+    /// runs past its end does not lengthen it.
+    pub marked: bool,
 }
 
 /// Counts of what the file held.
@@ -762,6 +774,7 @@ impl<'a> State<'a> {
                         start_ns,
                         end_ns: start_ns.saturating_add(duration_ns),
                         gpu: is_gpu_annotation,
+                        marked: false,
                     }),
                     None => self.skip(
                         at,
@@ -1311,6 +1324,10 @@ pub fn parse_text_with_progress(
 /// annotation when that does not cover the work (recent PyTorch writes the
 /// GPU `ProfilerStep#N` annotation as a microsecond-long mark, not as the
 /// step's extent) and stands for the step when there is no GPU annotation.
+/// When the windows of two adjacent steps interleave (the GPU still runs
+/// work launched in step N after work launched in step N+1 has started),
+/// the window is not the step's extent: both steps take their host
+/// annotation's duration from their first GPU op instead.
 /// A trace without runtime calls or correlations keeps its annotations.
 fn launched_step_spans(
     steps: &mut Vec<StepSpan>,
@@ -1340,6 +1357,42 @@ fn launched_step_spans(
         w.0 = w.0.min(p.op.start_ns);
         w.1 = w.1.max(end);
     }
+    // Windows of adjacent host steps that interleave: the work one step
+    // launched still runs after the next step's work has started (a
+    // pipelined trainer that issues the next batch's input transfers inside
+    // the current step). Such a window is longer than the step, so the
+    // step is the profiler's own mark: the host `ProfilerStep#N`'s
+    // duration, from the step's first GPU op.
+    let order: Vec<u32> = host
+        .iter()
+        .map(|s| s.number)
+        .filter(|n| windows.contains_key(n))
+        .collect();
+    let mut interleaved: BTreeSet<u32> = BTreeSet::new();
+    for pair in order.windows(2) {
+        let (a, b) = (windows[&pair[0]], windows[&pair[1]]);
+        if pair[0] != pair[1] && a.1 > b.0 {
+            interleaved.insert(pair[0]);
+            interleaved.insert(pair[1]);
+        }
+    }
+    for number in interleaved {
+        let Some(h) = host.iter().find(|s| s.number == number) else {
+            continue;
+        };
+        let host_ns = h.end_ns.saturating_sub(h.start_ns);
+        if let Some(w) = windows.get_mut(&number) {
+            steps.retain(|s| !(s.gpu && s.number == number));
+            w.1 = w.0.saturating_add(host_ns);
+            steps.push(StepSpan {
+                number,
+                start_ns: w.0,
+                end_ns: w.1,
+                gpu: true,
+                marked: true,
+            });
+        }
+    }
     for (number, (start_ns, end_ns)) in windows {
         let covered = steps
             .iter()
@@ -1351,6 +1404,7 @@ fn launched_step_spans(
                 start_ns,
                 end_ns,
                 gpu: true,
+                marked: false,
             });
         }
     }
@@ -1612,12 +1666,15 @@ pub fn to_run(traces: &[KinetoTrace], options: &KinetoOptions) -> (MeasuredRun, 
             .iter()
             .map(|k| measured_op(t, &t.ops[*k], world, chosen))
             .collect();
-        let end = ops
-            .iter()
-            .filter_map(MeasuredOp::end_ns)
-            .max()
-            .unwrap_or(hi)
-            .max(hi);
+        let end = if span.is_some_and(|s| s.marked) {
+            hi
+        } else {
+            ops.iter()
+                .filter_map(MeasuredOp::end_ns)
+                .max()
+                .unwrap_or(hi)
+                .max(hi)
+        };
         first_start = Some(first_start.map_or(lo, |f| f.min(lo)));
         last_end = Some(last_end.map_or(end, |l| l.max(end)));
         ranks.push(RankTrace {

@@ -6,7 +6,7 @@
 //! The backward is split into B (gradient of the input, what the previous
 //! stage waits for) and W (gradient of the weights, needed only by the
 //! optimizer), so B passes travel up the pipeline without waiting for W.
-//! Ordering rules on stage s of p (0-based), m >= p micro-batches:
+//! Ordering rules on stage s of p (0-based), m micro-batches:
 //! - 1F1B's F/B order: a warm-up of p - s - 1 forwards, then one forward and
 //!   one backward in turn, then the remaining backwards;
 //! - the W passes are delayed by s: after each B, the stage runs the oldest
@@ -25,10 +25,19 @@
 //! whenever W <= F and W <= B (the paper assumes T_F = T_B = T_W: a third of
 //! 1F1B's bubble (p - 1)(F + B + W)); with a larger W the delayed W passes
 //! no longer fit the drain's bubbles.
+//!
+//! Fewer micro-batches than stages (m < p) degenerate gracefully rather
+//! than being refused: the warm-up is capped at m forwards (1F1B's own
+//! rule), and a stage s >= m - 1 never has more than s W passes pending, so
+//! it runs its forwards and backwards as 1F1B does and all its W passes
+//! after its last B, where the drain leaves it idle; stages above keep the
+//! delay by s. The batch then takes no longer than 1F1B's
+//! (m + p - 1)(F + B + W): the W passes of the later stages are off the
+//! path of the B passes travelling up.
 
 use crate::engine::schedule::PipeStep;
 
-/// The order of `stage` of `p` with `m >= p` micro-batches.
+/// The order of `stage` of `p` with `m` micro-batches (any m >= 1).
 pub fn order(p: u32, m: u32, stage: u32) -> Vec<PipeStep> {
     with_delayed_w(m, p - stage - 1, stage)
 }
