@@ -750,6 +750,13 @@ pub struct ShardingFlags {
     /// unit, more memory.
     #[arg(long)]
     pub no_reshard_after_forward: bool,
+    /// HSDP (ZeRO-3 / FSDP with hybrid sharding; torchtitan's
+    /// data_parallel_shard_degree): weights, gradients and optimizer
+    /// states sharded inside groups of N data-parallel ranks (all-gathers
+    /// and reduce-scatters there), gradients all-reduced across the DP / N
+    /// replicas. N divides DP; needs --zero 3 or --fsdp.
+    #[arg(long, value_name = "N")]
+    pub hsdp_shard: Option<u32>,
 }
 
 impl ShardingFlags {
@@ -767,6 +774,9 @@ impl ShardingFlags {
         }
         if self.no_reshard_after_forward {
             out.push("--no-reshard-after-forward");
+        }
+        if self.hsdp_shard.is_some() {
+            out.push("--hsdp-shard");
         }
         out
     }
@@ -789,6 +799,7 @@ impl ShardingFlags {
             zero,
             prefetch: self.fsdp_prefetch.unwrap_or(d.prefetch),
             reshard_after_forward: !self.no_reshard_after_forward,
+            hsdp_shard: self.hsdp_shard.unwrap_or(d.hsdp_shard),
         })
     }
 }

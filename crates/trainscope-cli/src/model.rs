@@ -345,12 +345,16 @@ pub fn render_text(o: &ModelRunOutput) -> String {
                 z.level(),
                 if z == ZeroStage::Parameters {
                     format!(
-                        " (FSDP, prefetch {}{})",
+                        " (FSDP, prefetch {}{}{})",
                         s.sharding.prefetch,
                         if s.sharding.reshard_after_forward {
                             ""
                         } else {
                             ", no reshard after forward"
+                        },
+                        match trainscope_core::job::sharding::hsdp(j) {
+                            Some((n, r)) => format!(", HSDP shard {n} x replicate {r}"),
+                            None => String::new(),
                         }
                     )
                 } else {

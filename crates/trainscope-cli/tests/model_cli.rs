@@ -915,3 +915,77 @@ fn zero_stages_and_fsdp_flags() {
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// `--hsdp-shard N` with `--fsdp`: the shard and replicate degrees in JSON
+/// (`training.hsdp_shard`, `training.hsdp_replicate`), weights and
+/// gradients sharded over N ranks (twice FSDP's share over 8), the text
+/// names it; without ZeRO-3, or with N not dividing DP, exit 4 with the
+/// message.
+#[test]
+fn hsdp_shard_flag() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "2048",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let h = run(&["--fsdp", "--hsdp-shard", "4"]);
+    assert_eq!(h["training"]["zero"], 3);
+    assert_eq!(h["training"]["hsdp_shard"], 4);
+    assert_eq!(h["training"]["hsdp_replicate"], 2);
+    let f = run(&["--fsdp"]);
+    assert!(f["training"].get("hsdp_shard").is_none());
+    let part = |v: &Value, k: &str| v["memory"]["per_stage"][0][k].as_u64().unwrap();
+    for k in ["weights_bytes", "gradients_bytes", "optimizer_bytes"] {
+        let (a, b) = (part(&h, k), part(&f, k));
+        assert!(a.abs_diff(2 * b) <= 2, "{k}: {a} vs 2 x {b}");
+    }
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--dp",
+        "8",
+        "--global-batch-size",
+        "8",
+        "--fsdp",
+        "--hsdp-shard",
+        "2",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("HSDP shard 2 x replicate 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for (args, want) in [
+        (vec!["--hsdp-shard", "4"], "this job is ZeRO 0"),
+        (
+            vec!["--fsdp", "--hsdp-shard", "3"],
+            "HSDP shard 3 does not divide DP 8",
+        ),
+    ] {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--global-batch-size",
+            "8",
+            "--dp",
+            "8",
+        ];
+        a.extend_from_slice(&args);
+        let out = trainscope(&a);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}

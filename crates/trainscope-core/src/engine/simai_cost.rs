@@ -102,7 +102,8 @@ pub fn analytical_terms(
         GroupKind::DpEp => analytical::GroupKind::DpEp,
         // SimAI has no pipeline or context-parallel group: the built-in
         // network model costs them.
-        GroupKind::Pp | GroupKind::Cp => return None,
+        // Nor HSDP's shard and replicate slices of DP.
+        GroupKind::Pp | GroupKind::Cp | GroupKind::DpShard | GroupKind::DpReplicate => return None,
     };
     let phase = match req.phase {
         Phase::Forward => analytical::Phase::Forward,
@@ -179,6 +180,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         CollectiveRequest {
             collective,
@@ -204,6 +206,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         let net = NetworkConfig {
             nvlink_gbps: 360.0,
@@ -267,6 +270,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         // 16 GPUs of TP on 8-GPU servers with 4 NICs: DP placement K/P = 0.
         let net = NetworkConfig {

@@ -652,13 +652,15 @@ fn iteration_rows(
     let w = weight_bytes(s.precision);
     let dp_cp = job.dp_cp();
     let dist = s.distributed_optimizer && dp_cp > 1;
-    // ZeRO-3 reduces and gathers per unit (`sharding::unit_collectives`).
+    // ZeRO-3 reduces and gathers per unit (`sharding::unit_collectives`),
+    // ZeRO-2 reduces per layer (`sharding::gradient_reduce_scatter`).
     let per_unit = super::sharding::shards_parameters(job);
+    let per_layer_grads = super::sharding::shards_gradients(job);
     let mut before = Vec::new();
     let mut after = Vec::new();
     let grad_sync =
         |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-            if ranks <= 1 || elems == 0 || per_unit {
+            if ranks <= 1 || elems == 0 || per_layer_grads {
                 return;
             }
             let kind = if dist {
@@ -702,7 +704,8 @@ fn iteration_rows(
             elems
         }
     };
-    let local = shard(params.dense, dp_cp) + shard(params.expert, dp_ep);
+    let local =
+        shard(params.dense, super::sharding::shard_ranks(job).0) + shard(params.expert, dp_ep);
     let adam = Op {
         name: "optimizer",
         class: OpClass::Memory,
@@ -817,6 +820,8 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         micro_batch_size: Some(s.micro_batch_size),
         activation_bytes: activation_send_bytes(job),
         etp: s.expert_tp,
+        // HSDP's shard group in the engine's DP indices (DP x CP).
+        dp_shard: super::sharding::hsdp(job).map_or(0, |(n, _)| n * s.cp.max(1)),
     };
     let stages = (0..s.pp)
         .map(|stage| {
@@ -833,6 +838,9 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
                 // ZeRO-3 / FSDP: the unit's all-gathers and reduce-scatter.
                 let (gather, regather) = super::sharding::unit_collectives(job, layer);
                 ops.extend(gather);
+                // ZeRO-2: the layer's gradients reduce-scattered after its
+                // backward, every micro-batch.
+                ops.extend(super::sharding::gradient_reduce_scatter(job, layer));
                 layer_ops(job, layer, &shape, &mut ops);
                 ops.extend(regather);
             }

@@ -406,9 +406,10 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             let n = params.total();
             // Split over the data-parallel ranks (dense: DP x CP; routed
             // experts: expert DP) when the ZeRO stage shards this part.
+            let shard_dense = super::sharding::shard_ranks(job).0;
             let split = |per_param: u64, sharded: bool| {
                 if sharded {
-                    (params.dense * per_param).div_ceil(u64::from(job.dp_cp()))
+                    (params.dense * per_param).div_ceil(u64::from(shard_dense))
                         + (params.expert * per_param).div_ceil(u64::from(dp_ep))
                 } else {
                     n * per_param

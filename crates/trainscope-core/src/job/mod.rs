@@ -682,6 +682,7 @@ impl ModelJob {
         }
         let pad = 128 * u64::from(tp);
         let padded_vocab_size = m.vocab_size.div_ceil(pad) * pad;
+        sharding::check_hsdp(&setup, dp, model.moe_layers() > 0)?;
         setup.dp = Some(dp);
         setup.global_batch_size = Some(gbs);
         Ok(ModelJob {

@@ -319,6 +319,11 @@ impl ModelRunOutput {
             // ZeRO-3 / FSDP: units gathered ahead, resharding.
             v["training"]["fsdp_prefetch"] = json!(s.sharding.prefetch);
             v["training"]["reshard_after_forward"] = json!(s.sharding.reshard_after_forward);
+            if let Some((shard, replicate)) = super::sharding::hsdp(&self.job) {
+                // HSDP: ZeRO-3 inside groups of `shard` ranks.
+                v["training"]["hsdp_shard"] = json!(shard);
+                v["training"]["hsdp_replicate"] = json!(replicate);
+            }
         }
         if s.bf16_grads {
             // Gradients kept and reduced in bf16.

@@ -9,7 +9,29 @@
 //!   [`super::ModelJob::new`] keeps equal to `zero >= 1`; one concept, two
 //!   spellings on the command line (`--distributed-optimizer`, `--zero 1`).
 //! - ZeRO-2 also shards the gradients: each rank keeps its 1/N of them, a
-//!   layer's full gradients live only until their reduce-scatter.
+//!   layer's full gradients live only until their reduce-scatter. Its own
+//!   collectives ([`gradient_reduce_scatter`]), as DeepSpeed's
+//!   `DeepSpeedZeroOptimizer` runs them (`deepspeed/runtime/zero/
+//!   stage_1_and_2.py`: the backward hook
+//!   `reduce_independent_p_g_buckets_and_remove_grads` fills a bucket,
+//!   `reduce_ipg_grads` reduces it to the ranks owning each partition with
+//!   `overlap_comm` on a side stream; after `step` the updated partitions
+//!   are all-gathered, `all_gather_dp_groups`): each layer's gradients are
+//!   reduce-scattered over the data-parallel ranks as soon as its backward
+//!   is done, every micro-batch (the partitioned gradients accumulate in
+//!   place; this is why DeepSpeed and this model refuse ZeRO-2 with
+//!   pipeline parallelism), asynchronously on the DP lane, instead of one
+//!   all-reduce or reduce-scatter of every gradient after the last
+//!   micro-batch; after the optimizer step the weights are all-gathered
+//!   (the rows `optimizer_param_allgather`). One bucket per layer: the
+//!   granularity at which the memory model holds full gradients
+//!   ([`unsharded_unit_bytes`]); DeepSpeed fills buckets of
+//!   `reduce_bucket_size` elements (default 5e8, deepspeed.ai/docs/config-json),
+//!   so with layers smaller than that it issues fewer, larger reduce-scatters
+//!   of the same total bytes. Bytes per step (ZeRO paper section 7.2.1):
+//!   the reduce-scatter carries Psi gradients and the all-gather Psi
+//!   weights per rank, 2 Psi in all, as baseline data parallelism's
+//!   all-reduce (per micro-batch for the reduce-scatter here).
 //! - ZeRO-3 (`--fsdp`, FSDP2's form) also shards the weights: each FSDP
 //!   unit (here one transformer layer; the embedding and output layer with
 //!   their stage's first and last layer) is all-gathered before its forward
@@ -21,6 +43,20 @@
 //!   `prefetch` units ahead (`CommOp::prefetch`): the engine issues each
 //!   when the unit that many before it starts computing, so it hides
 //!   behind that compute.
+//!
+//! - HSDP (hybrid sharding; torchtitan's `data_parallel_shard_degree` N,
+//!   `data_parallel_replicate_degree` DP / N; FSDP2's `fully_shard` on a
+//!   2-D device mesh; DeepSpeed's ZeRO++ hpZ is the like for weights):
+//!   ZeRO-3 inside groups of N data-parallel ranks (with CP, N x CP: the
+//!   CP ranks join the shard group as torchtitan's `dp_shard_cp` mesh),
+//!   the shard replicated DP / N times. Each unit's all-gathers and
+//!   reduce-scatter run in the shard group (`CommGroup::DpShard`), then
+//!   its sharded gradients (1 / N of the unit's) are all-reduced across
+//!   the replicas (`CommGroup::DpReplicate`), per micro-batch as FSDP2's
+//!   `foreach_reduce` does by default; memory shards over N, not DP.
+//!   Refused with a message: N not dividing DP, N = 1 (nothing sharded:
+//!   plain DP), HSDP without ZeRO-3, HSDP with MoE experts (their expert
+//!   data-parallel groups are not split here).
 //!
 //! Memory per parameter is the ZeRO paper's (2 + 2 + K) split over N (the
 //! paper's Psi (2 + 2 + K) / N_d for stage 3), with Megatron's byte counts
@@ -123,6 +159,9 @@ pub struct Sharding {
     /// ZeRO-3: free each unit's gathered weights after its forward and
     /// gather them again for its backward (FSDP2's default).
     pub reshard_after_forward: bool,
+    /// HSDP: data-parallel ranks per shard group (torchtitan's
+    /// `data_parallel_shard_degree`); 0: shard over all of DP.
+    pub hsdp_shard: u32,
 }
 
 impl Default for Sharding {
@@ -131,6 +170,7 @@ impl Default for Sharding {
             zero: ZeroStage::None,
             prefetch: DEFAULT_FSDP_PREFETCH,
             reshard_after_forward: true,
+            hsdp_shard: 0,
         }
     }
 }
@@ -159,6 +199,9 @@ impl Sharding {
         }
         if !self.reshard_after_forward {
             f.push("--no-reshard-after-forward".to_string());
+        }
+        if self.hsdp_shard > 0 {
+            f.push(format!("--hsdp-shard {}", self.hsdp_shard));
         }
         f
     }
@@ -215,10 +258,60 @@ pub(super) fn resolve(setup: &mut TrainingSetup) -> Result<(), JobError> {
     Ok(())
 }
 
-/// Ranks each shard is split over for the dense weights (DP x CP) and the
-/// routed experts (expert DP).
+/// Check HSDP against the rest of the job (`dp`: the job's data-parallel
+/// size, CP not counted; see the module documentation for the refusals).
+pub(super) fn check_hsdp(setup: &TrainingSetup, dp: u32, moe: bool) -> Result<(), JobError> {
+    let n = setup.sharding.hsdp_shard;
+    if n == 0 {
+        return Ok(());
+    }
+    if setup.sharding.zero != ZeroStage::Parameters {
+        return Err(JobError::new(
+            format!(
+                "HSDP shard {n} shards the weights inside groups of {n} ranks, but this job is ZeRO {}",
+                setup.sharding.zero.level()
+            ),
+            "use --zero 3 (or --fsdp) with --hsdp-shard, or drop --hsdp-shard",
+        ));
+    }
+    if n == 1 {
+        return Err(JobError::new(
+            "HSDP shard 1 shards nothing: every rank keeps all the weights (plain data parallelism)".to_string(),
+            "give a shard group of 2 or more ranks that divides DP, or use --zero 0",
+        ));
+    }
+    if !dp.is_multiple_of(n) {
+        return Err(JobError::new(
+            format!("HSDP shard {n} does not divide DP {dp}: the replicate degree DP / {n} is not whole"),
+            format!("use a divisor of {dp} for --hsdp-shard"),
+        ));
+    }
+    if moe {
+        return Err(JobError::new(
+            "HSDP with MoE experts is not modelled (their expert data-parallel groups are not split into shard and replicate groups)".to_string(),
+            "drop --hsdp-shard (FSDP over all of DP), or use a dense model",
+        ));
+    }
+    Ok(())
+}
+
+/// HSDP's (shard, replicate) degrees (torchtitan's
+/// `data_parallel_shard_degree` and `data_parallel_replicate_degree`;
+/// CP not counted), when the job shards its weights hybridly with more
+/// than one replica.
+pub fn hsdp(job: &ModelJob) -> Option<(u32, u32)> {
+    let n = job.setup.sharding.hsdp_shard;
+    (shards_parameters(job) && n > 1 && n < job.dp).then(|| (n, job.dp / n))
+}
+
+/// Ranks each shard is split over for the dense weights (DP x CP; under
+/// HSDP the shard group, N x CP) and the routed experts (expert DP).
 pub fn shard_ranks(job: &ModelJob) -> (u32, u32) {
-    (job.dp_cp().max(1), job.expert_dp().max(1))
+    let dense = match hsdp(job) {
+        Some((n, _)) => n * job.setup.cp.max(1),
+        None => job.dp_cp(),
+    };
+    (dense.max(1), job.expert_dp().max(1))
 }
 
 /// Whether ZeRO-3 has anything to shard (more than one rank).
@@ -306,6 +399,10 @@ pub fn unsharded_unit_bytes(job: &ModelJob, stage: u32) -> u64 {
 /// the backward) all-gathers the weights again before the layer's backward
 /// when they were resharded after the forward. Sizes are the gathered
 /// unit's bytes, as the distributed optimizer's all-gather states them.
+/// Under HSDP the gathers and the reduce-scatter run in the shard group
+/// and `before` starts with a row whose weight-gradient column all-reduces
+/// the unit's gradient shard across the replicas (after the
+/// reduce-scatter in the backward).
 /// The names keep the engine's layer grouping ([`crate::engine::chunks`]:
 /// a layer starts at its first `attention*` row): `before` opens the layer,
 /// `after` closes it.
@@ -317,8 +414,6 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
     let s = &job.setup;
     let w = super::layout::weight_bytes(s.precision);
     let g = super::layout::gradient_bytes(s);
-    let (dense, expert) = unit_params(job, layer);
-    let (dp, edp) = shard_ranks(job);
     let comm = |kind, group, bytes: u64| CommOp {
         kind,
         group,
@@ -326,15 +421,7 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         asynchronous: false,
         prefetch: 0,
     };
-    // Dense weights over DP x CP, routed experts over expert DP; the
-    // engine runs one collective per column, so a MoE unit's expert part
-    // rides with the dense one when both shard (the smaller group's own
-    // time is not modelled apart).
-    let (group, elems) = if dense > 0 && dp > 1 {
-        (CommGroup::Dp, dense + if edp > 1 { expert } else { 0 })
-    } else {
-        (CommGroup::DpEp, expert)
-    };
+    let (group, elems) = unit_group(job, layer);
     // The gathers are prefetches `prefetch` units ahead: the engine issues
     // each when the unit that many before it starts computing.
     let gather = CommOp {
@@ -350,6 +437,27 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         asynchronous: true,
         ..comm(CommKind::ReduceScatter, group, elems * g)
     });
+    let mut rows = Vec::new();
+    if let Some((n, _)) = hsdp(job) {
+        // HSDP: the unit's gradient shard all-reduced across the replicas
+        // after its reduce-scatter (the backward runs rows in reverse:
+        // this row, first in the forward, runs after the one below).
+        let mut ar = LayerOp::empty(
+            format!("attention_hsdp_grad_allreduce.{layer}"),
+            LayerRole::Layer,
+        );
+        let shard = u64::from(n * s.cp.max(1));
+        ar.weight_grad.comm = Some(CommOp {
+            asynchronous: true,
+            ..comm(
+                CommKind::AllReduce,
+                CommGroup::DpReplicate,
+                (elems * g).div_ceil(shard),
+            )
+        });
+        rows.push(ar);
+    }
+    rows.push(before);
     let mut after = Vec::new();
     if s.sharding.reshard_after_forward {
         let mut o = LayerOp::empty(
@@ -359,5 +467,55 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         o.input_grad.comm = Some(gather);
         after.push(o);
     }
-    (vec![before], after)
+    (rows, after)
+}
+
+/// ZeRO-2's reduce-scatter of layer `layer`'s gradients (one bucket per
+/// layer, see the module documentation): a row opening the layer whose
+/// weight-gradient column (asynchronous, on the DP lane) reduce-scatters
+/// the layer's full gradients over the data-parallel ranks once the
+/// layer's backward is done, every micro-batch. Empty unless the job shards
+/// its gradients but not its weights (ZeRO-3 reduces per unit in
+/// [`unit_collectives`]).
+pub fn gradient_reduce_scatter(job: &ModelJob, layer: u32) -> Vec<LayerOp> {
+    if !shards_gradients(job) || shards_parameters(job) {
+        return Vec::new();
+    }
+    let g = super::layout::gradient_bytes(&job.setup);
+    let (group, elems) = unit_group(job, layer);
+    if elems == 0 {
+        return Vec::new();
+    }
+    let mut o = LayerOp::empty(
+        format!("attention_zero2_grad_reduce_scatter.{layer}"),
+        LayerRole::Layer,
+    );
+    o.weight_grad.comm = Some(CommOp {
+        kind: CommKind::ReduceScatter,
+        group,
+        size_bytes: elems * g,
+        asynchronous: true,
+        prefetch: 0,
+    });
+    vec![o]
+}
+
+/// The group one unit's (layer's) sharded collectives run over and the
+/// elements they carry: dense weights over DP x CP, routed experts over
+/// expert DP; the engine runs one collective per column, so a MoE unit's
+/// expert part rides with the dense one when both shard (the smaller
+/// group's own time is not modelled apart).
+fn unit_group(job: &ModelJob, layer: u32) -> (CommGroup, u64) {
+    let (dense, expert) = unit_params(job, layer);
+    let (dp, edp) = shard_ranks(job);
+    if hsdp(job).is_some() {
+        // HSDP refuses MoE experts: every weight shards in the group.
+        (CommGroup::DpShard, dense + expert)
+    } else if dense > 0 && dp > 1 {
+        (CommGroup::Dp, dense + if edp > 1 { expert } else { 0 })
+    } else if edp > 1 {
+        (CommGroup::DpEp, expert)
+    } else {
+        (CommGroup::DpEp, 0)
+    }
 }

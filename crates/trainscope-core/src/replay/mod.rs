@@ -160,7 +160,7 @@ fn kind_of_group(g: GroupKind) -> usize {
     match g {
         GroupKind::Tp => 3,
         GroupKind::Ep => 4,
-        GroupKind::Dp => 5,
+        GroupKind::Dp | GroupKind::DpShard | GroupKind::DpReplicate => 5,
         GroupKind::DpEp => 6,
         GroupKind::Pp | GroupKind::Cp => 7,
     }
@@ -758,6 +758,7 @@ fn parallel_of(run: &MeasuredRun) -> Parallelism {
         ep: 1,
         cp: 1,
         etp: None,
+        dp_shard: 0,
     }
 }
 
