@@ -599,3 +599,137 @@ fn hsdp_gathers_in_the_shard_group_and_all_reduces_across_replicas() {
     println!("Llama 3 8B on 8 H100: FSDP {t_fsdp} ns, HSDP 4 x 2 {t} ns");
     assert!(t > 0 && t_fsdp > 0);
 }
+
+/// Every span whose label contains `name` (first rank's lanes): durations.
+fn spans_named(out: &trainscope_core::job::run::ModelRunOutput, name: &str) -> Vec<u64> {
+    let t = &out.run.result.timeline;
+    let mut v = Vec::new();
+    for (li, _) in t.lanes().iter().enumerate() {
+        for s in t.spans(li as u32) {
+            if t.label(s.label).contains(name) {
+                v.push(s.duration_ns);
+            }
+        }
+    }
+    v
+}
+
+/// Offload (Llama 3 8B on 8 H100s, ZeRO-1 and ZeRO-3): `optimizer` moves
+/// exactly the optimizer states off the GPU (the peak drops by them, the
+/// report counts them as host bytes); the step becomes the gradient shard
+/// down over PCIe Gen5 (64 GB/s a direction), CPU Adam at the ZeRO-Offload
+/// paper's rate, the weights up, and the iteration grows by at least that
+/// less the GPU's own step. `optimizer+params` (ZeRO-3) also moves the sharded
+/// weights and gradients.
+#[test]
+fn offload_moves_the_optimizer_to_the_host_and_adds_the_transfers() {
+    use trainscope_core::job::sharding::{offload_step_ns, Offload, Sharding};
+    let gpu = gpu_preset("H100").unwrap();
+    assert_eq!(gpu.pcie_gbps, 64.0);
+    let mk = |zero, offload| {
+        ModelJob::new(
+            preset("llama3-8b").unwrap(),
+            TrainingSetup {
+                global_batch_size: Some(16),
+                seq_length: 2048,
+                sharding: Sharding {
+                    zero,
+                    offload,
+                    ..Default::default()
+                },
+                ..TrainingSetup::default()
+            },
+            gpu.clone(),
+            Some(8),
+        )
+        .unwrap()
+    };
+    let (a, b) = (
+        mk(ZeroStage::Optimizer, Offload::None),
+        mk(ZeroStage::Optimizer, Offload::Optimizer),
+    );
+    let (ma, mb) = (
+        memory_report(&a, &[1], 1).per_stage[0].clone(),
+        memory_report(&b, &[1], 1).per_stage[0].clone(),
+    );
+    assert!(ma.optimizer_bytes > 0);
+    assert_eq!(mb.optimizer_bytes, 0);
+    assert_eq!(mb.host_bytes, ma.optimizer_bytes);
+    assert_eq!(ma.peak_bytes - mb.peak_bytes, ma.optimizer_bytes);
+    assert_eq!(mb.weights_bytes, ma.weights_bytes);
+    let mut c = SimConfig::default();
+    c.network.nvlink_gbps = gpu.nvlink_busbw_gbps;
+    let (ra, rb) = (run_model(&a, &c).unwrap(), run_model(&b, &c).unwrap());
+    let local = stage_params(&b, 0).total().div_ceil(8);
+    let (down, cpu, up) = offload_step_ns(
+        local,
+        gradient_bytes(&b.setup),
+        weight_bytes(b.setup.precision),
+        64.0,
+    );
+    // 1 B parameters a rank: 4 GB of fp32 gradients at 64 GB/s, 2 GB of
+    // bf16 weights back.
+    assert_eq!(down, (local as f64 * 4.0 / 64.0).round() as u64);
+    assert_eq!(cpu, local * 257 / 1000);
+    let step = spans_named(&rb, "optimizer_step_offload");
+    assert_eq!(step, vec![down + cpu + up]);
+    let gpu_step: u64 = spans_named(&ra, "optimizer_step").iter().sum();
+    let (ta, tb) = (
+        ra.run.summary().iteration_time_ns,
+        rb.run.summary().iteration_time_ns,
+    );
+    println!(
+        "Llama 3 8B, 8 H100, ZeRO-1: GPU step {:.1} ms, offloaded step {:.1} ms (down {:.1}, CPU Adam {:.1}, up {:.1}); iteration {:.1} -> {:.1} ms",
+        gpu_step as f64 / 1e6,
+        (down + cpu + up) as f64 / 1e6,
+        down as f64 / 1e6,
+        cpu as f64 / 1e6,
+        up as f64 / 1e6,
+        ta as f64 / 1e6,
+        tb as f64 / 1e6
+    );
+    // The step is on the critical path: the iteration grows by at least
+    // the step's growth and by at most the whole offloaded step.
+    assert!(tb - ta >= down + cpu + up - gpu_step, "{ta} -> {tb}");
+    assert!(tb - ta <= down + cpu + up, "{ta} -> {tb}");
+    // optimizer+params: ZeRO-3 only; the sharded weights and gradients go too.
+    let z3 = mk(ZeroStage::Parameters, Offload::None);
+    let z3p = mk(ZeroStage::Parameters, Offload::OptimizerParams);
+    let (m3, m3p) = (
+        memory_report(&z3, &[1], 1).per_stage[0].clone(),
+        memory_report(&z3p, &[1], 1).per_stage[0].clone(),
+    );
+    let moved = m3.weights_bytes + m3.gradients_bytes + m3.optimizer_bytes;
+    assert_eq!(m3p.host_bytes, moved);
+    assert_eq!(m3.peak_bytes - m3p.peak_bytes, moved);
+    assert_eq!(m3p.unsharded_unit_bytes, m3.unsharded_unit_bytes);
+    let e = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        TrainingSetup {
+            sharding: Sharding {
+                zero: ZeroStage::Optimizer,
+                offload: Offload::OptimizerParams,
+                ..Default::default()
+            },
+            ..TrainingSetup::default()
+        },
+        gpu.clone(),
+        Some(8),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("ZeRO-3 only"), "{}", e.message);
+    let e = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        TrainingSetup {
+            sharding: Sharding {
+                offload: Offload::Optimizer,
+                ..Default::default()
+            },
+            ..TrainingSetup::default()
+        },
+        gpu,
+        Some(8),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("this job is ZeRO 0"), "{}", e.message);
+}

@@ -989,3 +989,66 @@ fn hsdp_shard_flag() {
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// `--offload optimizer`: the optimizer states leave the GPU (JSON
+/// `training.offload`, the memory's `host_bytes` equal to what
+/// `optimizer_bytes` was, the peak lower by exactly that), the iteration
+/// is longer (the step's PCIe transfers and CPU Adam); a bad value and
+/// weights offload without ZeRO-3 exit 4.
+#[test]
+fn offload_flag() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "2048",
+            "--zero",
+            "1",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let base = run(&[]);
+    let off = run(&["--offload", "optimizer"]);
+    assert_eq!(off["training"]["offload"], "optimizer");
+    assert_eq!(off["training"]["pcie_gbps"], 64.0);
+    let part = |v: &Value, k: &str| v["memory"]["per_stage"][0][k].as_u64().unwrap_or(0);
+    assert_eq!(part(&off, "optimizer_bytes"), 0);
+    assert_eq!(part(&off, "host_bytes"), part(&base, "optimizer_bytes"));
+    assert_eq!(
+        part(&base, "peak_bytes") - part(&off, "peak_bytes"),
+        part(&base, "optimizer_bytes")
+    );
+    let t = |v: &Value| v["iteration_time_ns"].as_u64().unwrap();
+    assert!(t(&off) > t(&base));
+    for (args, want) in [
+        (
+            vec!["--offload", "disk"],
+            "--offload disk: give none, optimizer",
+        ),
+        (vec!["--offload", "optimizer+params"], "ZeRO-3 only"),
+    ] {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--global-batch-size",
+            "8",
+            "--dp",
+            "8",
+            "--zero",
+            "1",
+        ];
+        a.extend_from_slice(&args);
+        let out = trainscope(&a);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}

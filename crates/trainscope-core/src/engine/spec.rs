@@ -155,7 +155,7 @@ impl Parallelism {
     /// DP indices per HSDP shard group: [`Parallelism::dp_shard`] when it
     /// splits DP, else the whole DP group.
     pub fn hsdp_shard(&self) -> u32 {
-        if self.dp_shard > 0 && self.dp % self.dp_shard == 0 {
+        if self.dp_shard > 0 && self.dp.is_multiple_of(self.dp_shard) {
             self.dp_shard
         } else {
             self.dp.max(1)

@@ -720,7 +720,16 @@ fn iteration_rows(
         input_grad: OpWork::default(),
         weight_grad: OpWork::default(),
     };
-    let mut step = simple(job, "optimizer_step", LayerRole::Optimizer, &[adam]);
+    let mut step = if s.sharding.offload == super::sharding::Offload::None {
+        simple(job, "optimizer_step", LayerRole::Optimizer, &[adam])
+    } else {
+        // Offload (`sharding::offload_step_ns`): the gradient shard down
+        // over PCIe, the CPU's Adam, the weights back up; the GPU waits.
+        let (down, cpu, up) = super::sharding::offload_step_ns(local, g, w, job.gpu.pcie_gbps);
+        let mut o = LayerOp::empty("optimizer_step_offload", LayerRole::Optimizer);
+        o.forward.compute_ns = down + cpu + up;
+        o
+    };
     // The gradient norm's `.item()` (clip_grads.py) and the mixed-precision
     // optimizer's `found_inf.item()` block the host until the device is
     // there.

@@ -58,6 +58,30 @@
 //!   plain DP), HSDP without ZeRO-3, HSDP with MoE experts (their expert
 //!   data-parallel groups are not split here).
 //!
+//! - Offload ([`Offload`], `--offload optimizer|optimizer+params`):
+//!   DeepSpeed's ZeRO-Offload (Ren et al. 2021, "ZeRO-Offload:
+//!   Democratizing Billion-Scale Model Training", USENIX ATC;
+//!   `offload_optimizer`, valid for ZeRO 1-3) keeps the optimizer states
+//!   (the fp32 master weights and Adam's moments, and with 2-byte
+//!   gradients their fp32 copy: all of `memory::optimizer_bytes`) in host
+//!   memory and runs the optimizer step on the CPU: the rank's gradient
+//!   shard goes down over PCIe, DeepSpeedCPUAdam updates it, the updated
+//!   weights come back up ([`offload_step_ns`]). `optimizer+params`
+//!   (DeepSpeed's `offload_param`, FSDP2's `CPUOffloadPolicy`; ZeRO-3
+//!   only) also keeps the sharded weights and gradients on the host: the
+//!   GPU holds only the gathered units. The PCIe bandwidth is the GPU
+//!   preset's (`GpuSpec::pcie_gbps`, per direction). Assumptions: the
+//!   CPU Adam rate is the ZeRO-Offload paper's Table 3 figure for
+//!   CPU-Adam at 10 billion parameters (2.57 s, i.e. [`CPU_ADAM_PS_PER_PARAM`]
+//!   picoseconds a parameter) for each rank's shard, on a host whose
+//!   cores no other rank shares (ranks sharing a host are not slowed
+//!   here); the transfers and the CPU step run one after another after
+//!   the backward (DeepSpeed overlaps part of the gradient copy with the
+//!   backward, and its one-step delayed update hides the step; neither is
+//!   modelled, so this is the slow end); under `optimizer+params` FSDP2
+//!   copies each unit's shard up before every all-gather: counted here
+//!   once per iteration, an underestimate of the uploads.
+//!
 //! Memory per parameter is the ZeRO paper's (2 + 2 + K) split over N (the
 //! paper's Psi (2 + 2 + K) / N_d for stage 3), with Megatron's byte counts
 //! for each precision (`memory::optimizer_bytes`: K = 12 with fp32
@@ -162,6 +186,90 @@ pub struct Sharding {
     /// HSDP: data-parallel ranks per shard group (torchtitan's
     /// `data_parallel_shard_degree`); 0: shard over all of DP.
     pub hsdp_shard: u32,
+    /// What lives in host memory ([`Offload`]).
+    pub offload: Offload,
+}
+
+/// What the job keeps in host memory instead of the GPU's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Offload {
+    /// Everything on the GPU.
+    #[default]
+    None,
+    /// The optimizer states, and the optimizer step on the CPU
+    /// (DeepSpeed's `offload_optimizer`).
+    Optimizer,
+    /// Also the sharded weights and gradients (ZeRO-3: DeepSpeed's
+    /// `offload_param`, FSDP2's `CPUOffloadPolicy`).
+    OptimizerParams,
+}
+
+impl Offload {
+    /// Every value, in order.
+    pub const ALL: [Offload; 3] = [Offload::None, Offload::Optimizer, Offload::OptimizerParams];
+
+    /// `none`, `optimizer`, `optimizer+params` (`--offload`, JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Offload::None => "none",
+            Offload::Optimizer => "optimizer",
+            Offload::OptimizerParams => "optimizer+params",
+        }
+    }
+
+    /// The value of [`Offload::name`] (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Offload> {
+        Offload::ALL
+            .into_iter()
+            .find(|o| o.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+impl Serialize for Offload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Offload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = String::deserialize(d)?;
+        Offload::from_name(&v).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "offload `{v}` is not none, optimizer or optimizer+params"
+            ))
+        })
+    }
+}
+
+/// DeepSpeedCPUAdam's time per parameter, picoseconds: the ZeRO-Offload
+/// paper's Table 3, CPU-Adam at 10 billion parameters, 2.57 s (an
+/// assumption for every host; see the module documentation).
+pub const CPU_ADAM_PS_PER_PARAM: u64 = 257;
+
+/// The optimizer step under offload, ns, for `params` elements of the
+/// rank's shard: the gradients down (`grad_bytes` a parameter), CPU Adam,
+/// the updated weights up (`weight_bytes` a parameter), one after another
+/// over a PCIe link of `pcie_gbps` GB/s (10^9 bytes/s) per direction.
+/// `(down, cpu, up)`.
+pub fn offload_step_ns(
+    params: u64,
+    grad_bytes: u64,
+    weight_bytes: u64,
+    pcie_gbps: f64,
+) -> (u64, u64, u64) {
+    let xfer = |bytes: u64| {
+        if pcie_gbps > 0.0 {
+            (bytes as f64 / pcie_gbps).round() as u64
+        } else {
+            0
+        }
+    };
+    (
+        xfer(params * grad_bytes),
+        params * CPU_ADAM_PS_PER_PARAM / 1000,
+        xfer(params * weight_bytes),
+    )
 }
 
 impl Default for Sharding {
@@ -171,6 +279,7 @@ impl Default for Sharding {
             prefetch: DEFAULT_FSDP_PREFETCH,
             reshard_after_forward: true,
             hsdp_shard: 0,
+            offload: Offload::None,
         }
     }
 }
@@ -202,6 +311,9 @@ impl Sharding {
         }
         if self.hsdp_shard > 0 {
             f.push(format!("--hsdp-shard {}", self.hsdp_shard));
+        }
+        if self.offload != Offload::None {
+            f.push(format!("--offload {}", self.offload.name()));
         }
         f
     }
@@ -245,6 +357,24 @@ pub(super) fn resolve(setup: &mut TrainingSetup) -> Result<(), JobError> {
             ),
             "prefetch a few units (FSDP2's default is 1)",
         ));
+    }
+    match sh.offload {
+        Offload::Optimizer if zero == ZeroStage::None => {
+            return Err(JobError::new(
+                "optimizer offload moves the partitioned optimizer states to the host, but this job is ZeRO 0".to_string(),
+                "use --zero 1, 2 or 3 with --offload optimizer (DeepSpeed: valid for ZeRO stages 1 to 3)",
+            ))
+        }
+        Offload::OptimizerParams if zero != ZeroStage::Parameters => {
+            return Err(JobError::new(
+                format!(
+                    "weight offload keeps the sharded weights on the host (ZeRO-3 only); this job is ZeRO {}",
+                    zero.level()
+                ),
+                "use --zero 3 (or --fsdp) with --offload optimizer+params, or --offload optimizer",
+            ))
+        }
+        _ => {}
     }
     if zero == ZeroStage::Gradients && setup.pp > 1 {
         return Err(JobError::new(

@@ -239,7 +239,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
                     { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::TpCommOverlap]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
-                    { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward]) }
+                    { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward, JobField::HsdpShard]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.training.cp > 1 {
