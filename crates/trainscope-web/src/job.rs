@@ -136,11 +136,12 @@ pub enum JobField {
     FsdpPrefetch,
     ReshardAfterForward,
     HsdpShard,
+    Offload,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 34] = [
+    pub const ALL: [JobField; 35] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -175,6 +176,7 @@ impl JobField {
         JobField::FsdpPrefetch,
         JobField::ReshardAfterForward,
         JobField::HsdpShard,
+        JobField::Offload,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -215,6 +217,7 @@ impl JobField {
             JobField::FsdpPrefetch => "job_fsdp_prefetch",
             JobField::ReshardAfterForward => "job_reshard",
             JobField::HsdpShard => "job_hsdp_shard",
+            JobField::Offload => "job_offload",
         }
     }
 
@@ -267,6 +270,7 @@ impl JobField {
             JobField::FsdpPrefetch => "FSDP prefetch",
             JobField::ReshardAfterForward => "Reshard after forward",
             JobField::HsdpShard => "HSDP shard group",
+            JobField::Offload => "Offload to host",
         }
     }
 
@@ -307,6 +311,7 @@ impl JobField {
             JobField::FsdpPrefetch => "--fsdp-prefetch",
             JobField::ReshardAfterForward => "--no-reshard-after-forward (unchecked)",
             JobField::HsdpShard => "--hsdp-shard N (ZeRO-3; empty: shard over all of DP)",
+            JobField::Offload => "--offload optimizer|optimizer+params",
         }
     }
 
@@ -461,6 +466,7 @@ impl JobSettings {
                 0 => String::new(),
                 n => n.to_string(),
             },
+            JobField::Offload => self.training.sharding.offload.name().into(),
         }
     }
 
@@ -531,6 +537,15 @@ impl JobSettings {
             }
             JobField::HsdpShard => {
                 self.training.sharding.hsdp_shard = parse_optional(text)?.unwrap_or(0)
+            }
+            JobField::Offload => {
+                self.training.sharding.offload =
+                    trainscope_core::job::sharding::Offload::from_name(text).ok_or_else(|| {
+                        format!(
+                            "`{}` is not none, optimizer or optimizer+params",
+                            text.trim()
+                        )
+                    })?
             }
             JobField::FlashAttention => self.training.flash_attention = parse_on_off(text)?,
             JobField::AccountForEmbedding => {
