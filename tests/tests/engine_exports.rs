@@ -26,6 +26,7 @@ fn result() -> SimResult {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         },
         2,
         1 << 20,

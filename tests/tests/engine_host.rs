@@ -22,6 +22,7 @@ fn one_gpu() -> Parallelism {
         ep: 1,
         cp: 1,
         etp: None,
+        dp_shard: 0,
     }
 }
 

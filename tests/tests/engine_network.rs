@@ -26,6 +26,7 @@ fn job(send_bytes: u64, sync_bytes: u64) -> JobSpec {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         },
         1,
         send_bytes,

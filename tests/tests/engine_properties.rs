@@ -132,6 +132,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
                 ep,
                 cp: 1,
                 etp: None,
+                dp_shard: 0,
             };
             let block = Block { layers };
             let mut job = JobSpec::spmd("prop", parallel, m, act, block.clone());

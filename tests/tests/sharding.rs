@@ -11,7 +11,8 @@ use trainscope_core::job::layout::{gradient_bytes, weight_bytes};
 use trainscope_core::job::memory::{memory_report, optimizer_bytes, stage_params};
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::sharding::{
-    unit_collectives, unit_params, unsharded_unit_bytes, ZeroStage, MAX_FSDP_PREFETCH,
+    gradient_reduce_scatter, unit_collectives, unit_params, unsharded_unit_bytes, ZeroStage,
+    MAX_FSDP_PREFETCH,
 };
 use trainscope_core::job::{JobError, ModelJob, TrainingSetup};
 use trainscope_core::model::presets::preset;
@@ -377,4 +378,358 @@ fn deeper_prefetch_exposes_no_more() {
     println!("prefetch 1: exposed DP {e1} ns, {t1} ns; 2: {e2}, {t2}; 4: {e4}, {t4}");
     assert!(e2 <= e1 && e4 <= e2, "{e1} {e2} {e4}");
     assert!(t2 <= t1 && t4 <= t2, "{t1} {t2} {t4}");
+}
+
+/// ZeRO-2's own collectives (Llama 3 8B on 8 GPUs, DP 8, 2 micro-batches):
+/// each layer's gradients reduce-scattered after its backward, every
+/// micro-batch, on the DP lane, and the weights all-gathered once after the
+/// optimizer step; no all-reduce. Bytes per step against the ZeRO paper
+/// (section 7.2.1): the reduce-scatter carries Psi gradients, the
+/// all-gather Psi weights, where plain data parallelism all-reduces Psi
+/// gradients (2 Psi on the wire, as RS + AG).
+#[test]
+fn zero_2_reduce_scatters_each_layer_and_gathers_after_the_step() {
+    let setup = |zero| TrainingSetup {
+        global_batch_size: Some(16),
+        seq_length: 2048,
+        sharding: trainscope_core::job::sharding::Sharding {
+            zero,
+            ..Default::default()
+        },
+        ..TrainingSetup::default()
+    };
+    let gpu = gpu_preset("H100").unwrap();
+    let m = preset("llama3-8b").unwrap();
+    let mk = |z| ModelJob::new(m.clone(), setup(z), gpu.clone(), Some(8)).unwrap();
+    let (z0, z1, z2) = (
+        mk(ZeroStage::None),
+        mk(ZeroStage::Optimizer),
+        mk(ZeroStage::Gradients),
+    );
+    let psi = stage_params(&z2, 0).total();
+    let (g, w) = (gradient_bytes(&z2.setup), weight_bytes(z2.setup.precision));
+    let micro = u64::from(z2.micro_batches);
+    assert_eq!(micro, 2);
+    // Per layer: the layer's gradients, asynchronous, in a row that opens
+    // the layer (so the engine's layer grouping keeps it).
+    for layer in [0, 5, m.num_layers - 1] {
+        let rows = gradient_reduce_scatter(&z2, layer);
+        let rs = rows[0].weight_grad.comm.unwrap();
+        let (d, e) = unit_params(&z2, layer);
+        assert_eq!(
+            (rs.kind, rs.group, rs.size_bytes, rs.asynchronous),
+            (CommKind::ReduceScatter, CommGroup::Dp, (d + e) * g, true)
+        );
+        assert!(rows[0].name.starts_with("attention"));
+        assert!(gradient_reduce_scatter(&z1, layer).is_empty());
+    }
+    let count = |v: &[(CollOp, u64)], op| v.iter().filter(|c| c.0 == op).count() as u64;
+    let bytes =
+        |v: &[(CollOp, u64)], op| -> u64 { v.iter().filter(|c| c.0 == op).map(|c| c.1).sum() };
+    let (c2, t2) = dp_collectives(&z2);
+    assert_eq!(
+        count(&c2, CollOp::ReduceScatter),
+        u64::from(m.num_layers) * micro
+    );
+    assert_eq!(bytes(&c2, CollOp::ReduceScatter), micro * psi * g);
+    assert_eq!(count(&c2, CollOp::AllGather), 1);
+    assert_eq!(bytes(&c2, CollOp::AllGather), psi * w);
+    assert_eq!(count(&c2, CollOp::AllReduce), 0);
+    // ZeRO-1 (Megatron's distributed optimizer) reduce-scatters the same
+    // Psi gradients once; plain DP all-reduces them once.
+    let (c1, _) = dp_collectives(&z1);
+    assert_eq!(bytes(&c1, CollOp::ReduceScatter), psi * g);
+    let (c0, _) = dp_collectives(&z0);
+    assert_eq!(bytes(&c0, CollOp::AllReduce), psi * g);
+    assert_eq!(count(&c0, CollOp::AllGather), 0);
+    assert!(t2 > 0);
+}
+
+/// HSDP's refusals, each with its message: ZeRO-3 only, a shard group
+/// dividing DP, more than one rank, no MoE experts.
+#[test]
+fn hsdp_refuses_what_it_cannot_be() {
+    let hsdp = |zero, n| {
+        job(move |s| {
+            s.sharding.zero = zero;
+            s.sharding.hsdp_shard = n;
+        })
+    };
+    let e = hsdp(ZeroStage::Optimizer, 2).unwrap_err();
+    assert!(e.message.contains("this job is ZeRO 1"), "{}", e.message);
+    assert!(e.hint.contains("--zero 3"), "{}", e.hint);
+    let e = hsdp(ZeroStage::Parameters, 3).unwrap_err();
+    assert!(
+        e.message.contains("HSDP shard 3 does not divide DP 8"),
+        "{}",
+        e.message
+    );
+    let e = hsdp(ZeroStage::Parameters, 1).unwrap_err();
+    assert!(e.message.contains("shards nothing"), "{}", e.message);
+    assert!(hsdp(ZeroStage::Parameters, 4).is_ok());
+    let moe = ModelJob::new(
+        preset("mixtral-8x7b").unwrap(),
+        TrainingSetup {
+            dp: Some(8),
+            global_batch_size: Some(8),
+            sharding: trainscope_core::job::sharding::Sharding {
+                zero: ZeroStage::Parameters,
+                hsdp_shard: 4,
+                ..Default::default()
+            },
+            ..TrainingSetup::default()
+        },
+        gpu_preset("H100").unwrap(),
+        None,
+    )
+    .unwrap_err();
+    assert!(moe.message.contains("MoE"), "{}", moe.message);
+}
+
+/// HSDP's memory shards over the shard group, not DP: Llama 3 70B at TP 8
+/// x DP 8 with shard groups of 4 keeps (w + g + K) / 4 bytes a parameter
+/// (18 / 4 in bf16 mixed precision), twice ZeRO-3's 18 / 8; a shard group
+/// of all 8 ranks is plain FSDP.
+#[test]
+fn hsdp_memory_shards_over_the_group() {
+    let j = job(|s| {
+        s.sharding.zero = ZeroStage::Parameters;
+        s.sharding.hsdp_shard = 4;
+    })
+    .unwrap();
+    assert_eq!(
+        trainscope_core::job::sharding::hsdp(&j),
+        Some((4, 2)),
+        "shard 4 x replicate 2"
+    );
+    assert!((bytes_per_param(&j) - 18.0 / 4.0).abs() < 1e-3);
+    let all = job(|s| {
+        s.sharding.zero = ZeroStage::Parameters;
+        s.sharding.hsdp_shard = 8;
+    })
+    .unwrap();
+    assert_eq!(trainscope_core::job::sharding::hsdp(&all), None);
+    assert!((bytes_per_param(&all) - 18.0 / 8.0).abs() < 1e-3);
+}
+
+/// HSDP's collectives (Llama 3 8B on 8 GPUs, DP 8, shard groups of 4, 2
+/// micro-batches): each unit's all-gathers and reduce-scatter in its shard
+/// group of 4 ranks, then its gradient shard (1/4 of the unit's
+/// gradients) all-reduced across the 2 replicas, per micro-batch, all on
+/// the DP lane; the engine's groups are 4 consecutive DP ranks and the
+/// ranks 4 apart.
+#[test]
+fn hsdp_gathers_in_the_shard_group_and_all_reduces_across_replicas() {
+    use trainscope_core::engine::config::PlacementOrder;
+    use trainscope_core::engine::network::Placement;
+    use trainscope_core::engine::spec::{GroupKind, Parallelism};
+    let setup = |hsdp_shard| TrainingSetup {
+        global_batch_size: Some(16),
+        seq_length: 2048,
+        sharding: trainscope_core::job::sharding::Sharding {
+            zero: ZeroStage::Parameters,
+            hsdp_shard,
+            ..Default::default()
+        },
+        ..TrainingSetup::default()
+    };
+    let gpu = gpu_preset("H100").unwrap();
+    let m = preset("llama3-8b").unwrap();
+    let j = ModelJob::new(m.clone(), setup(4), gpu.clone(), Some(8)).unwrap();
+    let g = gradient_bytes(&j.setup);
+    for layer in [0, 9, m.num_layers - 1] {
+        let (before, _) = unit_collectives(&j, layer);
+        let (d, e) = unit_params(&j, layer);
+        let ar = before[0].weight_grad.comm.unwrap();
+        assert_eq!(
+            (ar.kind, ar.group, ar.size_bytes, ar.asynchronous),
+            (
+                CommKind::AllReduce,
+                CommGroup::DpReplicate,
+                ((d + e) * g).div_ceil(4),
+                true
+            )
+        );
+        let ag = before[1].forward.comm.unwrap();
+        assert_eq!(ag.group, CommGroup::DpShard);
+        let rs = before[1].weight_grad.comm.unwrap();
+        assert_eq!(
+            (rs.kind, rs.group, rs.size_bytes),
+            (CommKind::ReduceScatter, CommGroup::DpShard, (d + e) * g)
+        );
+        assert!(before.iter().all(|r| r.name.starts_with("attention")));
+    }
+    let micro = u64::from(j.micro_batches);
+    let layers = u64::from(m.num_layers);
+    let (c, t) = dp_collectives(&j);
+    let count = |op| c.iter().filter(|x| x.0 == op).count() as u64;
+    assert_eq!(count(CollOp::AllGather), 2 * layers * micro);
+    assert_eq!(count(CollOp::ReduceScatter), layers * micro);
+    assert_eq!(count(CollOp::AllReduce), layers * micro);
+    let bytes = |op| -> u64 { c.iter().filter(|x| x.0 == op).map(|x| x.1).sum() };
+    let psi = stage_params(&j, 0).total();
+    assert_eq!(bytes(CollOp::ReduceScatter), micro * psi * g);
+    // Each unit's shard rounds up on its own.
+    let shards: u64 = (0..m.num_layers)
+        .map(|l| {
+            let (d, e) = unit_params(&j, l);
+            ((d + e) * g).div_ceil(4)
+        })
+        .sum();
+    assert_eq!(bytes(CollOp::AllReduce), micro * shards);
+    // The engine's groups: shard = 4 consecutive DP ranks, replicate = 4 apart.
+    let p = Placement::new(
+        Parallelism {
+            tp: 1,
+            dp: 8,
+            pp: 1,
+            ep: 1,
+            cp: 1,
+            etp: None,
+            dp_shard: 4,
+        },
+        PlacementOrder::default(),
+        8,
+    );
+    assert_eq!(p.group_members(5, GroupKind::DpShard), vec![4, 5, 6, 7]);
+    assert_eq!(p.group_members(5, GroupKind::DpReplicate), vec![1, 5]);
+    assert_eq!(p.parallel.group_size(GroupKind::DpReplicate), 2);
+    let fsdp = ModelJob::new(m, setup(0), gpu, Some(8)).unwrap();
+    let (_, t_fsdp) = dp_collectives(&fsdp);
+    println!("Llama 3 8B on 8 H100: FSDP {t_fsdp} ns, HSDP 4 x 2 {t} ns");
+    assert!(t > 0 && t_fsdp > 0);
+}
+
+/// Every span whose label contains `name` (first rank's lanes): durations.
+fn spans_named(out: &trainscope_core::job::run::ModelRunOutput, name: &str) -> Vec<u64> {
+    let t = &out.run.result.timeline;
+    let mut v = Vec::new();
+    for (li, _) in t.lanes().iter().enumerate() {
+        for s in t.spans(li as u32) {
+            if t.label(s.label).contains(name) {
+                v.push(s.duration_ns);
+            }
+        }
+    }
+    v
+}
+
+/// Offload (Llama 3 8B on 8 H100s, ZeRO-1 and ZeRO-3): `optimizer` moves
+/// exactly the optimizer states off the GPU (the peak drops by them, the
+/// report counts them as host bytes); the step becomes the gradient shard
+/// down over PCIe Gen5 (64 GB/s a direction), CPU Adam at the ZeRO-Offload
+/// paper's rate, the weights up, and the iteration grows by at least that
+/// less the GPU's own step. `optimizer+params` (ZeRO-3) also moves the sharded
+/// weights and gradients.
+#[test]
+fn offload_moves_the_optimizer_to_the_host_and_adds_the_transfers() {
+    use trainscope_core::job::sharding::{offload_step_ns, Offload, Sharding};
+    let gpu = gpu_preset("H100").unwrap();
+    assert_eq!(gpu.pcie_gbps, 64.0);
+    let mk = |zero, offload| {
+        ModelJob::new(
+            preset("llama3-8b").unwrap(),
+            TrainingSetup {
+                global_batch_size: Some(16),
+                seq_length: 2048,
+                sharding: Sharding {
+                    zero,
+                    offload,
+                    ..Default::default()
+                },
+                ..TrainingSetup::default()
+            },
+            gpu.clone(),
+            Some(8),
+        )
+        .unwrap()
+    };
+    let (a, b) = (
+        mk(ZeroStage::Optimizer, Offload::None),
+        mk(ZeroStage::Optimizer, Offload::Optimizer),
+    );
+    let (ma, mb) = (
+        memory_report(&a, &[1], 1).per_stage[0].clone(),
+        memory_report(&b, &[1], 1).per_stage[0].clone(),
+    );
+    assert!(ma.optimizer_bytes > 0);
+    assert_eq!(mb.optimizer_bytes, 0);
+    assert_eq!(mb.host_bytes, ma.optimizer_bytes);
+    assert_eq!(ma.peak_bytes - mb.peak_bytes, ma.optimizer_bytes);
+    assert_eq!(mb.weights_bytes, ma.weights_bytes);
+    let mut c = SimConfig::default();
+    c.network.nvlink_gbps = gpu.nvlink_busbw_gbps;
+    let (ra, rb) = (run_model(&a, &c).unwrap(), run_model(&b, &c).unwrap());
+    let local = stage_params(&b, 0).total().div_ceil(8);
+    let (down, cpu, up) = offload_step_ns(
+        local,
+        gradient_bytes(&b.setup),
+        weight_bytes(b.setup.precision),
+        64.0,
+    );
+    // 1 B parameters a rank: 4 GB of fp32 gradients at 64 GB/s, 2 GB of
+    // bf16 weights back.
+    assert_eq!(down, (local as f64 * 4.0 / 64.0).round() as u64);
+    assert_eq!(cpu, local * 257 / 1000);
+    let step = spans_named(&rb, "optimizer_step_offload");
+    assert_eq!(step, vec![down + cpu + up]);
+    let gpu_step: u64 = spans_named(&ra, "optimizer_step").iter().sum();
+    let (ta, tb) = (
+        ra.run.summary().iteration_time_ns,
+        rb.run.summary().iteration_time_ns,
+    );
+    println!(
+        "Llama 3 8B, 8 H100, ZeRO-1: GPU step {:.1} ms, offloaded step {:.1} ms (down {:.1}, CPU Adam {:.1}, up {:.1}); iteration {:.1} -> {:.1} ms",
+        gpu_step as f64 / 1e6,
+        (down + cpu + up) as f64 / 1e6,
+        down as f64 / 1e6,
+        cpu as f64 / 1e6,
+        up as f64 / 1e6,
+        ta as f64 / 1e6,
+        tb as f64 / 1e6
+    );
+    // The step is on the critical path: the iteration grows by at least
+    // the step's growth and by at most the whole offloaded step.
+    assert!(tb - ta >= down + cpu + up - gpu_step, "{ta} -> {tb}");
+    assert!(tb - ta <= down + cpu + up, "{ta} -> {tb}");
+    // optimizer+params: ZeRO-3 only; the sharded weights and gradients go too.
+    let z3 = mk(ZeroStage::Parameters, Offload::None);
+    let z3p = mk(ZeroStage::Parameters, Offload::OptimizerParams);
+    let (m3, m3p) = (
+        memory_report(&z3, &[1], 1).per_stage[0].clone(),
+        memory_report(&z3p, &[1], 1).per_stage[0].clone(),
+    );
+    let moved = m3.weights_bytes + m3.gradients_bytes + m3.optimizer_bytes;
+    assert_eq!(m3p.host_bytes, moved);
+    assert_eq!(m3.peak_bytes - m3p.peak_bytes, moved);
+    assert_eq!(m3p.unsharded_unit_bytes, m3.unsharded_unit_bytes);
+    let e = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        TrainingSetup {
+            sharding: Sharding {
+                zero: ZeroStage::Optimizer,
+                offload: Offload::OptimizerParams,
+                ..Default::default()
+            },
+            ..TrainingSetup::default()
+        },
+        gpu.clone(),
+        Some(8),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("ZeRO-3 only"), "{}", e.message);
+    let e = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        TrainingSetup {
+            sharding: Sharding {
+                offload: Offload::Optimizer,
+                ..Default::default()
+            },
+            ..TrainingSetup::default()
+        },
+        gpu,
+        Some(8),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("this job is ZeRO 0"), "{}", e.message);
 }

@@ -23,6 +23,7 @@ fn parallel(tp: u32, dp: u32, pp: u32) -> Parallelism {
         ep: 1,
         cp: 1,
         etp: None,
+        dp_shard: 0,
     }
 }
 

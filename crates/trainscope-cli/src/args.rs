@@ -14,7 +14,7 @@ use trainscope_core::engine::faults::{self, Faults};
 use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
 use trainscope_core::hardware::{GpuSpec, Precision};
-use trainscope_core::job::sharding::{Sharding, ZeroStage};
+use trainscope_core::job::sharding::{Offload, Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::stack::{launch_ns_from_us, CudaGraphs, Stack, StackSettings};
@@ -750,6 +750,20 @@ pub struct ShardingFlags {
     /// unit, more memory.
     #[arg(long)]
     pub no_reshard_after_forward: bool,
+    /// HSDP (ZeRO-3 / FSDP with hybrid sharding; torchtitan's
+    /// data_parallel_shard_degree): weights, gradients and optimizer
+    /// states sharded inside groups of N data-parallel ranks (all-gathers
+    /// and reduce-scatters there), gradients all-reduced across the DP / N
+    /// replicas. N divides DP; needs --zero 3 or --fsdp.
+    #[arg(long, value_name = "N")]
+    pub hsdp_shard: Option<u32>,
+    /// Keep state in host memory (DeepSpeed ZeRO-Offload / FSDP2
+    /// CPUOffloadPolicy): `optimizer` (ZeRO 1-3: the optimizer states, the
+    /// step on the CPU, gradients down and weights up over PCIe) or
+    /// `optimizer+params` (ZeRO-3: also the sharded weights and
+    /// gradients).
+    #[arg(long, value_name = "WHAT")]
+    pub offload: Option<String>,
 }
 
 impl ShardingFlags {
@@ -767,6 +781,12 @@ impl ShardingFlags {
         }
         if self.no_reshard_after_forward {
             out.push("--no-reshard-after-forward");
+        }
+        if self.hsdp_shard.is_some() {
+            out.push("--hsdp-shard");
+        }
+        if self.offload.is_some() {
+            out.push("--offload");
         }
         out
     }
@@ -789,6 +809,13 @@ impl ShardingFlags {
             zero,
             prefetch: self.fsdp_prefetch.unwrap_or(d.prefetch),
             reshard_after_forward: !self.no_reshard_after_forward,
+            hsdp_shard: self.hsdp_shard.unwrap_or(d.hsdp_shard),
+            offload: match &self.offload {
+                None => d.offload,
+                Some(o) => Offload::from_name(o).ok_or_else(|| {
+                    format!("--offload {o}: give none, optimizer or optimizer+params")
+                })?,
+            },
         })
     }
 }

@@ -319,7 +319,7 @@ pub fn render_text(o: &ModelRunOutput) -> String {
         m.source
     );
     out.push_str(&format!(
-        "  training: {} x {} · global batch {} · micro-batch {} · seq {} · {} · recompute {}{}{}{}\n",
+        "  training: {} x {} · global batch {} · micro-batch {} · seq {} · {} · recompute {}{}{}{}{}\n",
         j.world,
         j.gpu.name,
         j.global_batch_size,
@@ -345,17 +345,29 @@ pub fn render_text(o: &ModelRunOutput) -> String {
                 z.level(),
                 if z == ZeroStage::Parameters {
                     format!(
-                        " (FSDP, prefetch {}{})",
+                        " (FSDP, prefetch {}{}{})",
                         s.sharding.prefetch,
                         if s.sharding.reshard_after_forward {
                             ""
                         } else {
                             ", no reshard after forward"
+                        },
+                        match trainscope_core::job::sharding::hsdp(j) {
+                            Some((n, r)) => format!(", HSDP shard {n} x replicate {r}"),
+                            None => String::new(),
                         }
                     )
                 } else {
                     String::new()
                 }
+            ),
+        },
+        match s.sharding.offload {
+            trainscope_core::job::sharding::Offload::None => String::new(),
+            o => format!(
+                " · offload {} (PCIe {} GB/s a direction)",
+                o.name(),
+                j.gpu.pcie_gbps
             ),
         },
     ));
@@ -427,6 +439,14 @@ pub fn render_text(o: &ModelRunOutput) -> String {
                 ""
             }
         ));
+    }
+    if let Some(host) = o.memory.per_stage.iter().map(|st| st.host_bytes).max() {
+        if host > 0 {
+            out.push_str(&format!(
+                "  offloaded to host memory: {} per rank at most (not in the GPU's peak)\n",
+                gib(host)
+            ));
+        }
     }
     out
 }

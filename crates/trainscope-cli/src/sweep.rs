@@ -198,6 +198,16 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub zero: Vec<u8>,
+    /// HSDP shard-group sizes to try with ZeRO-3, e.g. 0,8 (0: shard over
+    /// all of DP; a size that does not divide DP, or a layout without
+    /// ZeRO-3, is skipped with the reason).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub hsdp_shard: Vec<u32>,
     /// EP overlap values to try for MoE models, e.g. off,on (the stack
     /// flags' --cuda-graphs and --moe-token-dispatcher take comma lists in
     /// a sweep too: each value is a dimension).
@@ -643,6 +653,9 @@ fn make_spec(
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         );
+    }
+    if !args.hsdp_shard.is_empty() {
+        spec.hsdp_shard = Some(args.hsdp_shard.clone());
     }
     spec.common_flags = shell_join(common);
     Ok(spec)

@@ -915,3 +915,140 @@ fn zero_stages_and_fsdp_flags() {
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// `--hsdp-shard N` with `--fsdp`: the shard and replicate degrees in JSON
+/// (`training.hsdp_shard`, `training.hsdp_replicate`), weights and
+/// gradients sharded over N ranks (twice FSDP's share over 8), the text
+/// names it; without ZeRO-3, or with N not dividing DP, exit 4 with the
+/// message.
+#[test]
+fn hsdp_shard_flag() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "2048",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let h = run(&["--fsdp", "--hsdp-shard", "4"]);
+    assert_eq!(h["training"]["zero"], 3);
+    assert_eq!(h["training"]["hsdp_shard"], 4);
+    assert_eq!(h["training"]["hsdp_replicate"], 2);
+    let f = run(&["--fsdp"]);
+    assert!(f["training"].get("hsdp_shard").is_none());
+    let part = |v: &Value, k: &str| v["memory"]["per_stage"][0][k].as_u64().unwrap();
+    for k in ["weights_bytes", "gradients_bytes", "optimizer_bytes"] {
+        let (a, b) = (part(&h, k), part(&f, k));
+        assert!(a.abs_diff(2 * b) <= 2, "{k}: {a} vs 2 x {b}");
+    }
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--dp",
+        "8",
+        "--global-batch-size",
+        "8",
+        "--fsdp",
+        "--hsdp-shard",
+        "2",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("HSDP shard 2 x replicate 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for (args, want) in [
+        (vec!["--hsdp-shard", "4"], "this job is ZeRO 0"),
+        (
+            vec!["--fsdp", "--hsdp-shard", "3"],
+            "HSDP shard 3 does not divide DP 8",
+        ),
+    ] {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--global-batch-size",
+            "8",
+            "--dp",
+            "8",
+        ];
+        a.extend_from_slice(&args);
+        let out = trainscope(&a);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// `--offload optimizer`: the optimizer states leave the GPU (JSON
+/// `training.offload`, the memory's `host_bytes` equal to what
+/// `optimizer_bytes` was, the peak lower by exactly that), the iteration
+/// is longer (the step's PCIe transfers and CPU Adam); a bad value and
+/// weights offload without ZeRO-3 exit 4.
+#[test]
+fn offload_flag() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--seq-length",
+            "2048",
+            "--zero",
+            "1",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let base = run(&[]);
+    let off = run(&["--offload", "optimizer"]);
+    assert_eq!(off["training"]["offload"], "optimizer");
+    assert_eq!(off["training"]["pcie_gbps"], 64.0);
+    let part = |v: &Value, k: &str| v["memory"]["per_stage"][0][k].as_u64().unwrap_or(0);
+    assert_eq!(part(&off, "optimizer_bytes"), 0);
+    assert_eq!(part(&off, "host_bytes"), part(&base, "optimizer_bytes"));
+    assert_eq!(
+        part(&base, "peak_bytes") - part(&off, "peak_bytes"),
+        part(&base, "optimizer_bytes")
+    );
+    let t = |v: &Value| v["iteration_time_ns"].as_u64().unwrap();
+    assert!(t(&off) > t(&base));
+    for (args, want) in [
+        (
+            vec!["--offload", "disk"],
+            "--offload disk: give none, optimizer",
+        ),
+        (vec!["--offload", "optimizer+params"], "ZeRO-3 only"),
+    ] {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--global-batch-size",
+            "8",
+            "--dp",
+            "8",
+            "--zero",
+            "1",
+        ];
+        a.extend_from_slice(&args);
+        let out = trainscope(&a);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -100,6 +100,7 @@ fn synthetic_per_rank() -> JobSpec {
         ep: 1,
         cp: 1,
         etp: None,
+        dp_shard: 0,
     };
     let m = 16u32;
     let tp = |bytes| {

@@ -133,6 +133,11 @@ pub struct ParallelConfig {
     /// set by model-level jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etp: Option<u32>,
+    /// HSDP: data-parallel indices per shard group (see
+    /// [`crate::engine::spec::Parallelism::dp_shard`]); 0 without hybrid
+    /// sharding (then not written in JSON), set by model-level jobs.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub dp_shard: u32,
     /// Micro-batches per iteration (gradient-accumulation steps).
     pub micro_batches: u32,
     /// Virtual pipeline stages (model chunks per rank); 1 without interleaving.
@@ -199,6 +204,7 @@ impl ParallelConfig {
                 micro_batch_size: None,
                 activation_bytes: 0,
                 etp: None,
+                dp_shard: 0,
             },
             notes,
         )
@@ -260,6 +266,12 @@ pub enum CommGroup {
     Embedding,
     /// Position-embedding group (Echo `pep`).
     PositionEmbedding,
+    /// HSDP's shard group: the data-parallel ranks one shard is split
+    /// over (model-level jobs with `--hsdp-shard`).
+    DpShard,
+    /// HSDP's replicate group: the ranks holding the same shard (the
+    /// gradient all-reduce across replicas).
+    DpReplicate,
     /// No group named (e.g. SimAI `ALLREDUCE_ASYNC`): the simulator decides.
     Unscoped,
 }

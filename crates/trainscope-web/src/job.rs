@@ -135,11 +135,13 @@ pub enum JobField {
     Sharding,
     FsdpPrefetch,
     ReshardAfterForward,
+    HsdpShard,
+    Offload,
 }
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 33] = [
+    pub const ALL: [JobField; 35] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -173,6 +175,8 @@ impl JobField {
         JobField::Sharding,
         JobField::FsdpPrefetch,
         JobField::ReshardAfterForward,
+        JobField::HsdpShard,
+        JobField::Offload,
     ];
 
     /// URL fragment key (a dropped file's model is written as
@@ -212,6 +216,8 @@ impl JobField {
             JobField::Sharding => "job_zero",
             JobField::FsdpPrefetch => "job_fsdp_prefetch",
             JobField::ReshardAfterForward => "job_reshard",
+            JobField::HsdpShard => "job_hsdp_shard",
+            JobField::Offload => "job_offload",
         }
     }
 
@@ -263,6 +269,8 @@ impl JobField {
             JobField::Sharding => "Sharding",
             JobField::FsdpPrefetch => "FSDP prefetch",
             JobField::ReshardAfterForward => "Reshard after forward",
+            JobField::HsdpShard => "HSDP shard group",
+            JobField::Offload => "Offload to host",
         }
     }
 
@@ -302,6 +310,8 @@ impl JobField {
             JobField::Sharding => "--zero N (1: --distributed-optimizer; 3: --fsdp)",
             JobField::FsdpPrefetch => "--fsdp-prefetch",
             JobField::ReshardAfterForward => "--no-reshard-after-forward (unchecked)",
+            JobField::HsdpShard => "--hsdp-shard N (ZeRO-3; empty: shard over all of DP)",
+            JobField::Offload => "--offload optimizer|optimizer+params",
         }
     }
 
@@ -452,6 +462,11 @@ impl JobSettings {
             JobField::Sharding => self.zero().level().to_string(),
             JobField::FsdpPrefetch => self.training.sharding.prefetch.to_string(),
             JobField::ReshardAfterForward => on_off(self.training.sharding.reshard_after_forward),
+            JobField::HsdpShard => match self.training.sharding.hsdp_shard {
+                0 => String::new(),
+                n => n.to_string(),
+            },
+            JobField::Offload => self.training.sharding.offload.name().into(),
         }
     }
 
@@ -519,6 +534,18 @@ impl JobSettings {
             JobField::FsdpPrefetch => self.training.sharding.prefetch = parse_count(text)?,
             JobField::ReshardAfterForward => {
                 self.training.sharding.reshard_after_forward = parse_on_off(text)?
+            }
+            JobField::HsdpShard => {
+                self.training.sharding.hsdp_shard = parse_optional(text)?.unwrap_or(0)
+            }
+            JobField::Offload => {
+                self.training.sharding.offload =
+                    trainscope_core::job::sharding::Offload::from_name(text).ok_or_else(|| {
+                        format!(
+                            "`{}` is not none, optimizer or optimizer+params",
+                            text.trim()
+                        )
+                    })?
             }
             JobField::FlashAttention => self.training.flash_attention = parse_on_off(text)?,
             JobField::AccountForEmbedding => {

@@ -17,6 +17,7 @@ use crate::sweep_inputs::SweepInputs;
 use std::collections::BTreeSet;
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
+use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
@@ -170,6 +171,18 @@ pub fn sweep_spec(
         ScheduleKind::from_name,
         &ScheduleKind::ALL.map(|k| k.name()).join(", "),
     )?;
+    spec.zero = names(
+        "ZeRO stage",
+        &inputs.zero,
+        |s| s.parse::<u8>().ok().and_then(ZeroStage::from_level),
+        "0, 1, 2, 3",
+    )?;
+    spec.hsdp_shard = names(
+        "HSDP shard group",
+        &inputs.hsdp_shard,
+        |s| s.parse::<u32>().ok(),
+        "whole numbers (0: none)",
+    )?;
     spec.common_flags = common_flags(job, settings, pinned);
     Ok((spec, sweep_config(&config)))
 }
@@ -242,8 +255,13 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.training.distributed_optimizer = row.distributed_optimizer;
     // The row's ZeRO stage (rows of older sweeps: as the distributed
     // optimizer says).
-    job.training.sharding.zero =
-        trainscope_core::job::sharding::ZeroStage::from_level(row.zero).unwrap_or_default();
+    // The row's sharding as the sweep ran it (FSDP's defaults, its HSDP
+    // shard group).
+    job.training.sharding = trainscope_core::job::sharding::Sharding {
+        zero: ZeroStage::from_level(row.zero).unwrap_or_default(),
+        hsdp_shard: row.hsdp_shard,
+        ..Default::default()
+    };
     // A PP that does not divide the layers: the row's uneven split.
     job.training.first_stage_layers = row.first_stage_layers;
     job.training.last_stage_layers = row.last_stage_layers;

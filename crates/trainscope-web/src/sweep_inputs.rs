@@ -20,6 +20,10 @@ pub struct SweepInputs {
     pub micro_batch_size: String,
     pub recompute: String,
     pub schedule: String,
+    /// ZeRO stages (`--zero LIST`).
+    pub zero: String,
+    /// HSDP shard-group sizes (`--hsdp-shard LIST`; 0: none).
+    pub hsdp_shard: String,
 }
 
 /// One bound of the view: URL key, test id suffix, label, placeholder.
@@ -31,7 +35,7 @@ pub struct Bound {
 }
 
 /// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 9] = [
+pub const BOUNDS: [Bound; 11] = [
     Bound {
         key: "world",
         label: "GPUs",
@@ -77,6 +81,16 @@ pub const BOUNDS: [Bound; 9] = [
         label: "Schedule",
         placeholder: "every schedule",
     },
+    Bound {
+        key: "zero",
+        label: "ZeRO stage",
+        placeholder: "1 (the distributed optimizer); 0,1,2,3",
+    },
+    Bound {
+        key: "hsdp",
+        label: "HSDP shard group",
+        placeholder: "0 (none); with ZeRO 3, e.g. 0,2,4",
+    },
 ];
 
 impl SweepInputs {
@@ -92,6 +106,8 @@ impl SweepInputs {
             "mbs" => &self.micro_batch_size,
             "recompute" => &self.recompute,
             "schedule" => &self.schedule,
+            "zero" => &self.zero,
+            "hsdp" => &self.hsdp_shard,
             _ => "",
         }
     }
@@ -108,6 +124,8 @@ impl SweepInputs {
             "mbs" => &mut self.micro_batch_size,
             "recompute" => &mut self.recompute,
             "schedule" => &mut self.schedule,
+            "zero" => &mut self.zero,
+            "hsdp" => &mut self.hsdp_shard,
             _ => return,
         };
         *slot = text;

@@ -162,12 +162,14 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
                 zero: ZeroStage::Parameters,
                 prefetch: 2,
                 reshard_after_forward: false,
+                hsdp_shard: 4,
+                offload: trainscope_core::job::sharding::Offload::OptimizerParams,
             },
         },
     };
     assert!(
         job.cli_command()
-            .ends_with(" --zero 3 --fsdp-prefetch 2 --no-reshard-after-forward"),
+            .ends_with(" --zero 3 --fsdp-prefetch 2 --no-reshard-after-forward --hsdp-shard 4 --offload optimizer+params"),
         "{}",
         job.cli_command()
     );

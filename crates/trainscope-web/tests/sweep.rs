@@ -350,3 +350,48 @@ fn a_dropped_config_json_is_searched_like_its_preset() {
     let err = sweep_spec(&inputs, &file_job, &settings, &pinned, &[]).unwrap_err();
     assert!(err.contains("is not loaded"), "{err}");
 }
+
+/// The ZeRO stage and HSDP shard group are sweep dimensions as on the
+/// CLI (`--zero LIST`, `--hsdp-shard LIST`): the bounds parse into the
+/// core's spec, the rows carry them (HSDP only where ZeRO-3 shards), and a
+/// ZeRO-3 HSDP row loaded into the job panel simulates to its numbers.
+#[wasm_bindgen_test]
+fn zero_and_hsdp_bounds_sweep_sharded_rows() {
+    use trainscope_core::job::sharding::ZeroStage;
+    let (mut i, job) = small();
+    i.set("tp", "2".into());
+    i.set("pp", "1".into());
+    i.set("schedule", "1f1b".into());
+    i.set("zero", "1,3".into());
+    i.set("hsdp", "0,2".into());
+    assert!(i.fragment().ends_with("&sweep_zero=1,3&sweep_hsdp=0,2"));
+    let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    assert_eq!(
+        spec.zero,
+        Some(vec![ZeroStage::Optimizer, ZeroStage::Parameters])
+    );
+    assert_eq!(spec.hsdp_shard, Some(vec![0, 2]));
+    let e = enumerate(&spec);
+    let rows: Vec<Row> = e
+        .candidates
+        .iter()
+        .filter_map(|c| match process(c, &config, &spec.common_flags, None) {
+            trainscope_core::search::Outcome::Simulated(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    let pairs: Vec<(u8, u32)> = rows.iter().map(|r| (r.zero, r.hsdp_shard)).collect();
+    assert_eq!(pairs, vec![(1, 0), (3, 0), (3, 2)], "{pairs:?}");
+    let hsdp = rows.iter().find(|r| r.hsdp_shard == 2).unwrap();
+    assert!(
+        hsdp.flags.contains("--zero 3 --hsdp-shard 2"),
+        "{}",
+        hsdp.flags
+    );
+    let j = row_simulates_to_its_numbers(hsdp, &job);
+    assert_eq!(j.training.sharding.hsdp_shard, 2);
+    let mut bad = i.clone();
+    bad.set("zero", "4".into());
+    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
+    assert!(err.contains("ZeRO stage: unknown value `4`"), "{err}");
+}

@@ -109,7 +109,7 @@ struct ProgState {
     outputs: Vec<Option<Vec<Dep>>>,
     async_tasks: Vec<Dep>,
     last_bwd_start: Vec<Dep>,
-    coll_seq: [u32; 5],
+    coll_seq: [u32; GroupKind::EVERY.len()],
     closed: bool,
     /// The rank's last host launch (jobs with a host model).
     host_last: Option<TaskId>,
@@ -460,9 +460,10 @@ impl Builder<'_> {
             Some(f) => f.collective(prog, comm.group, total, nic),
             None => (total, nic),
         };
-        let stream = match comm.group {
-            GroupKind::Dp | GroupKind::DpEp => Stream::GradSync,
-            _ => Stream::Collective,
+        let stream = if comm.group.is_data_parallel() {
+            Stream::GradSync
+        } else {
+            Stream::Collective
         };
         let gang = if self.job.mode == JobMode::PerRank && self.config.sync_collectives {
             let gi = comm.group.index();
@@ -504,13 +505,14 @@ impl Builder<'_> {
         let meta = TaskMeta {
             bytes: comm.size_bytes,
             stream,
-            kind: match comm.group {
+            kind: match comm.group.reported() {
                 GroupKind::Tp => SpanKind::CollTp,
                 GroupKind::Ep => SpanKind::CollEp,
                 GroupKind::Dp => SpanKind::CollDp,
                 GroupKind::DpEp => SpanKind::CollDpEp,
                 GroupKind::Pp => SpanKind::CollOther,
                 GroupKind::Cp => SpanKind::CollCp,
+                GroupKind::DpShard | GroupKind::DpReplicate => SpanKind::CollDp,
             },
             coll: match comm.collective {
                 CollectiveKind::AllReduce => CollOp::AllReduce,
@@ -570,7 +572,7 @@ impl Builder<'_> {
                 let ns = self.compute_ns(row, phase);
                 self.compute(st, pending, prog, ns, row.phase(phase), meta)?;
                 if let Some(comm) = row.phase(phase).comm {
-                    let is_dp = matches!(comm.group, GroupKind::Dp | GroupKind::DpEp);
+                    let is_dp = comm.group.is_data_parallel();
                     let (blocking, after) = if grad_sync {
                         (!is_dp, if is_dp { issue_after } else { None })
                     } else {
@@ -1625,7 +1627,7 @@ pub fn build(
             outputs: vec![None; 3 * m as usize * v as usize],
             async_tasks: Vec::new(),
             last_bwd_start: Vec::new(),
-            coll_seq: [0; 5],
+            coll_seq: [0; GroupKind::EVERY.len()],
             closed: false,
             host_last: None,
             last_compute: None,

@@ -102,6 +102,8 @@ fn comm_spec(c: &CommOp, phase: Phase, name: &str, warnings: &mut Vec<String>) -
         CommGroup::Ep => GroupKind::Ep,
         CommGroup::DpEp => GroupKind::DpEp,
         CommGroup::Cp => GroupKind::Cp,
+        CommGroup::DpShard => GroupKind::DpShard,
+        CommGroup::DpReplicate => GroupKind::DpReplicate,
         CommGroup::Unscoped => {
             let g = if phase == Phase::WeightGrad {
                 GroupKind::Dp
@@ -278,6 +280,7 @@ impl JobSpec {
             ep,
             cp,
             etp: p.etp.filter(|e| *e != tp),
+            dp_shard: p.dp_shard,
         };
         let factor = match options.backward_factor {
             Some(f) if backward_was_estimated(job) => {

@@ -108,7 +108,7 @@ pub(crate) fn resolve(
         }
     }
     // Per program and group kind: (NVLink part, NIC part) factors.
-    let mut coll = vec![[(1.0f64, 1.0f64); 6]; n_prog];
+    let mut coll = vec![[(1.0f64, 1.0f64); GroupKind::EVERY.len()]; n_prog];
     let mut mark = |members: &[u32], kind: GroupKind, intra: f64, nic: f64| {
         let mut progs: Vec<usize> = Vec::new();
         match job.mode {
@@ -139,7 +139,7 @@ pub(crate) fn resolve(
                 } else {
                     (1.0, l.factor)
                 };
-                for kind in GroupKind::ALL {
+                for kind in GroupKind::EVERY {
                     if kind == GroupKind::Pp {
                         continue;
                     }
@@ -153,7 +153,7 @@ pub(crate) fn resolve(
             LinkScope::Nic(n) => {
                 check_node("slow_link", n)?;
                 for r in node_ranks(n) {
-                    for kind in GroupKind::ALL {
+                    for kind in GroupKind::EVERY {
                         if kind == GroupKind::Pp {
                             continue;
                         }
@@ -188,7 +188,7 @@ pub(crate) struct Resolved {
     /// Per program: its compute factor.
     compute: Vec<f64>,
     /// Per program and [`GroupKind::index`]: (NVLink part, NIC part).
-    coll: Vec<[(f64, f64); 6]>,
+    coll: Vec<[(f64, f64); GroupKind::EVERY.len()]>,
     /// Slowed rank pairs for point-to-point transfers: (a, b, NVLink, NIC).
     p2p: Vec<(u32, u32, f64, f64)>,
     mode: JobMode,

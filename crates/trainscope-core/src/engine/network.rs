@@ -195,6 +195,17 @@ impl Placement {
                 .step_by(ep as usize)
                 .map(|d| self.rank_of(Coords { dp: d, ..c }))
                 .collect(),
+            GroupKind::DpShard => {
+                let n = p.hsdp_shard();
+                let base = c.dp / n * n;
+                (base..(base + n).min(p.dp))
+                    .map(|d| self.rank_of(Coords { dp: d, ..c }))
+                    .collect()
+            }
+            GroupKind::DpReplicate => (c.dp % p.hsdp_shard()..p.dp)
+                .step_by(p.hsdp_shard() as usize)
+                .map(|d| self.rank_of(Coords { dp: d, ..c }))
+                .collect(),
         };
         out.sort_unstable();
         out
@@ -421,6 +432,7 @@ mod tests {
                 ep: 1,
                 cp: 1,
                 etp: None,
+                dp_shard: 0,
             },
             PlacementOrder::default(),
             g,
@@ -488,6 +500,7 @@ mod tests {
                 ep: 1,
                 cp: 2,
                 etp: None,
+                dp_shard: 0,
             },
             PlacementOrder::default(),
             8,
@@ -514,6 +527,7 @@ mod tests {
                 ep: 2,
                 cp: 1,
                 etp: None,
+                dp_shard: 0,
             },
             PlacementOrder::default(),
             8,
@@ -535,6 +549,7 @@ mod tests {
                 ep: 4,
                 cp: 1,
                 etp: Some(1),
+                dp_shard: 0,
             },
             PlacementOrder::default(),
             8,

@@ -102,7 +102,8 @@ pub fn analytical_terms(
         GroupKind::DpEp => analytical::SimaiGroup::DpEp,
         // SimAI has no pipeline or context-parallel group: the built-in
         // network model costs them.
-        GroupKind::Pp | GroupKind::Cp => return None,
+        // Nor HSDP's shard and replicate slices of DP.
+        GroupKind::Pp | GroupKind::Cp | GroupKind::DpShard | GroupKind::DpReplicate => return None,
     };
     let phase = req.phase;
     Some((collective, group, phase))
@@ -176,6 +177,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         CollectiveRequest {
             collective,
@@ -201,6 +203,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         let net = NetworkConfig {
             nvlink_gbps: 360.0,
@@ -264,6 +267,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         // 16 GPUs of TP on 8-GPU servers with 4 NICs: DP placement K/P = 0.
         let net = NetworkConfig {

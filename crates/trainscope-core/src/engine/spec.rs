@@ -108,6 +108,16 @@ pub struct Parallelism {
     /// DP, expert TP fastest; `None`: EP groups are carved out of DP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etp: Option<u32>,
+    /// HSDP (hybrid sharded data parallelism): DP indices per shard group
+    /// ([`GroupKind::DpShard`], consecutive indices; with CP, whole CP
+    /// groups), the replicas of a shard across [`GroupKind::DpReplicate`].
+    /// 0: no hybrid sharding (then not written in JSON).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub dp_shard: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 fn is_one(v: &u32) -> bool {
@@ -138,6 +148,18 @@ impl Parallelism {
             }
             GroupKind::Pp => 2,
             GroupKind::Cp => self.cp.max(1),
+            GroupKind::DpShard => self.hsdp_shard(),
+            GroupKind::DpReplicate => (self.dp / self.hsdp_shard()).max(1),
+        }
+    }
+
+    /// DP indices per HSDP shard group: [`Parallelism::dp_shard`] when it
+    /// splits DP, else the whole DP group.
+    pub fn hsdp_shard(&self) -> u32 {
+        if self.dp_shard > 0 && self.dp.is_multiple_of(self.dp_shard) {
+            self.dp_shard
+        } else {
+            self.dp.max(1)
         }
     }
 }
@@ -184,6 +206,16 @@ pub enum GroupKind {
     /// Context parallel (model-level jobs with CP > 1).
     #[serde(rename = "CP")]
     Cp,
+    /// HSDP's shard group ([`Parallelism::dp_shard`] consecutive DP
+    /// indices): ZeRO-3's all-gathers and reduce-scatters under hybrid
+    /// sharding. Drawn and reported as DP ([`GroupKind::reported`]).
+    #[serde(rename = "DP_SHARD")]
+    DpShard,
+    /// HSDP's replicate group (the DP indices equal modulo the shard
+    /// size): the gradient all-reduce across the shard's replicas. Drawn
+    /// and reported as DP.
+    #[serde(rename = "DP_REPLICATE")]
+    DpReplicate,
 }
 
 impl GroupKind {
@@ -197,7 +229,37 @@ impl GroupKind {
         GroupKind::Cp,
     ];
 
-    /// `TP`, `EP`, `DP`, `DP_EP`, `PP`, `CP`.
+    /// Every kind: [`GroupKind::ALL`] and HSDP's two sub-groups of DP.
+    pub const EVERY: [GroupKind; 8] = [
+        GroupKind::Tp,
+        GroupKind::Ep,
+        GroupKind::Dp,
+        GroupKind::DpEp,
+        GroupKind::Pp,
+        GroupKind::Cp,
+        GroupKind::DpShard,
+        GroupKind::DpReplicate,
+    ];
+
+    /// The kind reports, summaries and the timeline's lanes count this one
+    /// under: HSDP's shard and replicate groups are DP's.
+    pub fn reported(self) -> GroupKind {
+        match self {
+            GroupKind::DpShard | GroupKind::DpReplicate => GroupKind::Dp,
+            g => g,
+        }
+    }
+
+    /// Whether the kind runs on the gradient-sync stream (DP and its
+    /// slices, expert DP).
+    pub fn is_data_parallel(self) -> bool {
+        matches!(
+            self,
+            GroupKind::Dp | GroupKind::DpEp | GroupKind::DpShard | GroupKind::DpReplicate
+        )
+    }
+
+    /// `TP`, `EP`, `DP`, `DP_EP`, `PP`, `CP`, `DP_SHARD`, `DP_REPLICATE`.
     pub fn name(self) -> &'static str {
         match self {
             GroupKind::Tp => "TP",
@@ -206,10 +268,12 @@ impl GroupKind {
             GroupKind::DpEp => "DP_EP",
             GroupKind::Pp => "PP",
             GroupKind::Cp => "CP",
+            GroupKind::DpShard => "DP_SHARD",
+            GroupKind::DpReplicate => "DP_REPLICATE",
         }
     }
 
-    /// Index in [`GroupKind::ALL`].
+    /// Index in [`GroupKind::EVERY`] (and [`GroupKind::ALL`] for its kinds).
     pub fn index(self) -> usize {
         self as usize
     }
@@ -624,6 +688,7 @@ impl JobSpec {
             ep: ep_used,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         let rows: Vec<LayerSpec> = w
             .records

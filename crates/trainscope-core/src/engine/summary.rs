@@ -76,25 +76,27 @@ impl ExposedComm {
     }
 
     fn add(&mut self, g: GroupKind, ns: u64) {
-        match g {
+        match g.reported() {
             GroupKind::Tp => self.tp += ns,
             GroupKind::Ep => self.ep += ns,
             GroupKind::Dp => self.dp += ns,
             GroupKind::DpEp => self.dp_ep += ns,
             GroupKind::Pp => self.pp += ns,
             GroupKind::Cp => self.cp += ns,
+            GroupKind::DpShard | GroupKind::DpReplicate => self.dp += ns,
         }
     }
 
-    /// The value for `g`.
+    /// The value for `g` (HSDP's sub-groups: DP's, where they count).
     pub fn get(&self, g: GroupKind) -> u64 {
-        match g {
+        match g.reported() {
             GroupKind::Tp => self.tp,
             GroupKind::Ep => self.ep,
             GroupKind::Dp => self.dp,
             GroupKind::DpEp => self.dp_ep,
             GroupKind::Pp => self.pp,
             GroupKind::Cp => self.cp,
+            GroupKind::DpShard | GroupKind::DpReplicate => self.dp,
         }
     }
 }
@@ -727,6 +729,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         JobSpec::spmd("counters", par, m, 0, block)
     }
@@ -792,6 +795,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         let j = JobSpec::spmd("counters", par, 4, 0, block);
         let config = SimConfig {

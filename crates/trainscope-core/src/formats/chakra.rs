@@ -1220,6 +1220,8 @@ fn group_name(g: CommGroup) -> &'static str {
         CommGroup::Ep => "EP",
         CommGroup::DpEp => "DP_EP",
         CommGroup::Cp => "CP",
+        CommGroup::DpShard => "DP shard (HSDP)",
+        CommGroup::DpReplicate => "DP replicate (HSDP)",
         CommGroup::Pp => "PP",
         CommGroup::Embedding => "first and last stage",
         CommGroup::PositionEmbedding => "position embedding",

@@ -8,7 +8,8 @@
 //! Units: peaks in TFLOP/s (10^12 FLOP/s), memory bandwidth in GB/s (10^9
 //! bytes/s, as vendors publish it), capacity in bytes, the intra-node bus
 //! bandwidth in GB/s of 2^30 bytes (the unit of [`crate::engine::NetworkConfig`]
-//! and SimAI). Pure data and arithmetic.
+//! and SimAI), the host link (PCIe) per direction in GB/s (10^9 bytes/s,
+//! [`PCIE_SOURCES`]). Pure data and arithmetic.
 
 pub mod simai;
 
@@ -242,6 +243,12 @@ pub struct GpuSpec {
     /// Intra-node collective bus bandwidth per GPU, GB/s of 2^30 bytes
     /// (what [`crate::engine::NetworkConfig::nvlink_gbps`] takes).
     pub nvlink_busbw_gbps: f64,
+    /// Host link (PCIe) bandwidth per direction, GB/s (10^9 bytes/s, as
+    /// vendors publish it: half the datasheet's bidirectional figure);
+    /// what offloading to host memory moves over ([`PCIE_SOURCES`]). 0:
+    /// unknown (offload refused).
+    #[serde(default)]
+    pub pcie_gbps: f64,
     /// The efficiency curves of the time model.
     pub efficiency: Efficiency,
 }
@@ -333,7 +340,7 @@ fn gpu(
     peaks: Peaks,
     hbm_gbps: f64,
     memory_mib: u64,
-    nvlink_busbw_gbps: f64,
+    (nvlink_busbw_gbps, pcie_gbps): (f64, f64),
     efficiency: Efficiency,
 ) -> GpuSpec {
     GpuSpec {
@@ -343,9 +350,18 @@ fn gpu(
         hbm_gbps,
         memory_bytes: memory_mib * MIB,
         nvlink_busbw_gbps,
+        pcie_gbps,
         efficiency,
     }
 }
+
+/// Where each preset's host-link bandwidth ([`GpuSpec::pcie_gbps`], per
+/// direction) comes from: the datasheets' bidirectional PCIe figure halved.
+pub const PCIE_SOURCES: &str = "A100 (40/80 GB) and A800: NVIDIA A100 datasheet, PCIe Gen4 64 GB/s (32 per direction); \
+H100 SXM, H800: NVIDIA H100 datasheet, PCIe Gen5 128 GB/s (64); H200: NVIDIA H200 datasheet, PCIe Gen5 128 GB/s (64); \
+H20: HGX H20 product brief, PCIe Gen5 x16 (64); B200: HGX B200 systems' host link, PCIe Gen5 x16 (64, an assumption: \
+the host CPUs drive Gen5); A40, L40S: their datasheets, PCIe Gen4 x16 64 GB/s (32); \
+MI300X: AMD Instinct MI300X data sheet, PCIe Gen5 x16 128 GB/s (64).";
 
 /// Canonical preset names, in a fixed order.
 pub const GPU_NAMES: [&str; 11] = [
@@ -397,7 +413,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(19.5, 312.0, None),
             1555.0,
             40_960,
-            GpuType::A100.nvlink_busbw_gbps(),
+            (GpuType::A100.nvlink_busbw_gbps(), 32.0),
             AMPERE,
         ),
         "A100-80G" => gpu(
@@ -406,7 +422,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(19.5, 312.0, None),
             2039.0,
             81_920,
-            GpuType::A100.nvlink_busbw_gbps(),
+            (GpuType::A100.nvlink_busbw_gbps(), 32.0),
             AMPERE,
         ),
         "A800" => gpu(
@@ -415,7 +431,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(19.5, 312.0, None),
             2039.0,
             81_920,
-            GpuType::A800.nvlink_busbw_gbps(),
+            (GpuType::A800.nvlink_busbw_gbps(), 32.0),
             AMPERE,
         ),
         "H100-SXM" => gpu(
@@ -424,7 +440,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(67.0, 989.4, Some(1978.9)),
             3350.0,
             81_559,
-            GpuType::H100.nvlink_busbw_gbps(),
+            (GpuType::H100.nvlink_busbw_gbps(), 64.0),
             HOPPER,
         ),
         "H800" => gpu(
@@ -433,7 +449,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(67.0, 989.4, Some(1978.9)),
             3350.0,
             81_559,
-            GpuType::H800.nvlink_busbw_gbps(),
+            (GpuType::H800.nvlink_busbw_gbps(), 64.0),
             HOPPER,
         ),
         "H20" => gpu(
@@ -442,7 +458,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(44.0, 148.0, Some(296.0)),
             4000.0,
             97_871,
-            GpuType::H20.nvlink_busbw_gbps(),
+            (GpuType::H20.nvlink_busbw_gbps(), 64.0),
             HOPPER,
         ),
         "H200" => gpu(
@@ -451,7 +467,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(67.0, 989.4, Some(1978.9)),
             4800.0,
             143_771,
-            busbw_from_unidirectional(450.0),
+            (busbw_from_unidirectional(450.0), 64.0),
             HOPPER,
         ),
         "B200" => gpu(
@@ -460,7 +476,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(75.0, 2250.0, Some(4500.0)),
             7700.0,
             183_359,
-            busbw_from_unidirectional(900.0),
+            (busbw_from_unidirectional(900.0), 64.0),
             BLACKWELL,
         ),
         "A40" => gpu(
@@ -469,7 +485,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(37.4, 149.7, None),
             696.0,
             46_068,
-            busbw_from_unidirectional(32.0),
+            (busbw_from_unidirectional(32.0), 32.0),
             AMPERE,
         ),
         "L40S" => gpu(
@@ -478,7 +494,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(91.6, 362.05, Some(733.0)),
             864.0,
             46_068,
-            busbw_from_unidirectional(32.0),
+            (busbw_from_unidirectional(32.0), 32.0),
             AMPERE,
         ),
         "MI300X" => gpu(
@@ -487,7 +503,7 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(163.4, 1307.4, Some(2614.9)),
             5300.0,
             196_592,
-            busbw_from_unidirectional(448.0),
+            (busbw_from_unidirectional(448.0), 64.0),
             CDNA3,
         ),
         _ => return None,

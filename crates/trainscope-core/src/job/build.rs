@@ -652,13 +652,15 @@ fn iteration_rows(
     let w = weight_bytes(s.precision);
     let dp_cp = job.dp_cp();
     let dist = s.distributed_optimizer && dp_cp > 1;
-    // ZeRO-3 reduces and gathers per unit (`sharding::unit_collectives`).
+    // ZeRO-3 reduces and gathers per unit (`sharding::unit_collectives`),
+    // ZeRO-2 reduces per layer (`sharding::gradient_reduce_scatter`).
     let per_unit = super::sharding::shards_parameters(job);
+    let per_layer_grads = super::sharding::shards_gradients(job);
     let mut before = Vec::new();
     let mut after = Vec::new();
     let grad_sync =
         |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-            if ranks <= 1 || elems == 0 || per_unit {
+            if ranks <= 1 || elems == 0 || per_layer_grads {
                 return;
             }
             let kind = if dist {
@@ -702,7 +704,8 @@ fn iteration_rows(
             elems
         }
     };
-    let local = shard(params.dense, dp_cp) + shard(params.expert, dp_ep);
+    let local =
+        shard(params.dense, super::sharding::shard_ranks(job).0) + shard(params.expert, dp_ep);
     let adam = Op {
         name: "optimizer",
         class: OpClass::Memory,
@@ -717,7 +720,16 @@ fn iteration_rows(
         input_grad: OpWork::default(),
         weight_grad: OpWork::default(),
     };
-    let mut step = simple(job, "optimizer_step", LayerRole::Optimizer, &[adam]);
+    let mut step = if s.sharding.offload == super::sharding::Offload::None {
+        simple(job, "optimizer_step", LayerRole::Optimizer, &[adam])
+    } else {
+        // Offload (`sharding::offload_step_ns`): the gradient shard down
+        // over PCIe, the CPU's Adam, the weights back up; the GPU waits.
+        let (down, cpu, up) = super::sharding::offload_step_ns(local, g, w, job.gpu.pcie_gbps);
+        let mut o = LayerOp::empty("optimizer_step_offload", LayerRole::Optimizer);
+        o.forward.compute_ns = down + cpu + up;
+        o
+    };
     // The gradient norm's `.item()` (clip_grads.py) and the mixed-precision
     // optimizer's `found_inf.item()` block the host until the device is
     // there.
@@ -817,6 +829,8 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
         micro_batch_size: Some(s.micro_batch_size),
         activation_bytes: activation_send_bytes(job),
         etp: s.expert_tp,
+        // HSDP's shard group in the engine's DP indices (DP x CP).
+        dp_shard: super::sharding::hsdp(job).map_or(0, |(n, _)| n * s.cp.max(1)),
     };
     let stages = (0..s.pp)
         .map(|stage| {
@@ -833,6 +847,9 @@ pub fn described_job(job: &ModelJob, name: &str) -> DescribedJob {
                 // ZeRO-3 / FSDP: the unit's all-gathers and reduce-scatter.
                 let (gather, regather) = super::sharding::unit_collectives(job, layer);
                 ops.extend(gather);
+                // ZeRO-2: the layer's gradients reduce-scattered after its
+                // backward, every micro-batch.
+                ops.extend(super::sharding::gradient_reduce_scatter(job, layer));
                 layer_ops(job, layer, &shape, &mut ops);
                 ops.extend(regather);
             }

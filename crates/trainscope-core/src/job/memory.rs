@@ -217,6 +217,10 @@ pub fn logits_bytes(job: &ModelJob) -> u64 {
 /// `mem-max-allocated-bytes`); NCCL's buffers and the CUDA context are
 /// allocated beside it; fragmentation is the allocator's expected reserve
 /// on top ([`FRAGMENTATION_PERCENT`]).
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StageMemory {
     pub stage: u32,
@@ -232,6 +236,11 @@ pub struct StageMemory {
     /// gradient copy with 2-byte gradients); / N with the distributed
     /// optimizer (ZeRO-1) and above.
     pub optimizer_bytes: u64,
+    /// Offload ([`crate::job::sharding::Offload`]): the bytes kept in host
+    /// memory instead (the optimizer states; with the weights, the sharded
+    /// weights and gradients too), counted in none of the GPU's parts.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub host_bytes: u64,
     /// Activations held at the peak (see [`MemoryReport`]).
     pub activations_bytes: u64,
     /// Micro-batches (virtual-stage chunks for interleaving) whose
@@ -406,9 +415,10 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             let n = params.total();
             // Split over the data-parallel ranks (dense: DP x CP; routed
             // experts: expert DP) when the ZeRO stage shards this part.
+            let shard_dense = super::sharding::shard_ranks(job).0;
             let split = |per_param: u64, sharded: bool| {
                 if sharded {
-                    (params.dense * per_param).div_ceil(u64::from(job.dp_cp()))
+                    (params.dense * per_param).div_ceil(u64::from(shard_dense))
                         + (params.expert * per_param).div_ceil(u64::from(dp_ep))
                 } else {
                     n * per_param
@@ -420,8 +430,17 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
                 // Under ZeRO-3 the FP8 copies live with the gathered units.
                 weights += FP8_COPY_BYTES * params.linear;
             }
-            let gradients = split(gradient_bytes(s), s.sharding.zero >= ZeroStage::Gradients);
-            let optimizer = split(optimizer_bytes(s), dist);
+            let mut gradients = split(gradient_bytes(s), s.sharding.zero >= ZeroStage::Gradients);
+            let mut optimizer = split(optimizer_bytes(s), dist);
+            // Offload: the optimizer states (and the sharded weights and
+            // gradients) live in host memory.
+            let mut host = 0u64;
+            if s.sharding.offload != super::sharding::Offload::None {
+                host += std::mem::take(&mut optimizer);
+            }
+            if s.sharding.offload == super::sharding::Offload::OptimizerParams {
+                host += std::mem::take(&mut weights) + std::mem::take(&mut gradients);
+            }
             let chunks = super::layout::stage_chunk_layers(job, stage);
             let layers: Vec<u32> = chunks.concat();
             let chunk_bytes: Vec<u64> = chunks
@@ -487,6 +506,7 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
                 weights_bytes: weights,
                 gradients_bytes: gradients,
                 optimizer_bytes: optimizer,
+                host_bytes: host,
                 activations_bytes: activations,
                 in_flight: k,
                 logits_bytes: logits,

@@ -682,6 +682,18 @@ impl ModelJob {
         }
         let pad = 128 * u64::from(tp);
         let padded_vocab_size = m.vocab_size.div_ceil(pad) * pad;
+        sharding::check_hsdp(&setup, dp, model.moe_layers() > 0)?;
+        if setup.sharding.offload != sharding::Offload::None
+            && (gpu.pcie_gbps.is_nan() || gpu.pcie_gbps <= 0.0)
+        {
+            return Err(JobError::new(
+                format!(
+                    "offload moves data over the host link, but {} has no PCIe bandwidth",
+                    gpu.name
+                ),
+                "use a GPU preset (each gives its PCIe bandwidth), or drop --offload",
+            ));
+        }
         setup.dp = Some(dp);
         setup.global_batch_size = Some(gbs);
         Ok(ModelJob {

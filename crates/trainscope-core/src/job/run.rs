@@ -319,6 +319,16 @@ impl ModelRunOutput {
             // ZeRO-3 / FSDP: units gathered ahead, resharding.
             v["training"]["fsdp_prefetch"] = json!(s.sharding.prefetch);
             v["training"]["reshard_after_forward"] = json!(s.sharding.reshard_after_forward);
+            if let Some((shard, replicate)) = super::sharding::hsdp(&self.job) {
+                // HSDP: ZeRO-3 inside groups of `shard` ranks.
+                v["training"]["hsdp_shard"] = json!(shard);
+                v["training"]["hsdp_replicate"] = json!(replicate);
+            }
+        }
+        if s.sharding.offload != super::sharding::Offload::None {
+            // Offload: what lives in host memory, over which link.
+            v["training"]["offload"] = json!(s.sharding.offload.name());
+            v["training"]["pcie_gbps"] = json!(self.job.gpu.pcie_gbps);
         }
         if s.bf16_grads {
             // Gradients kept and reduced in bf16.
@@ -379,6 +389,14 @@ impl ModelRunOutput {
             "capacity_bytes": self.memory.capacity_bytes,
             "fits": self.memory.fits,
         });
+        if self.job.setup.sharding.offload != super::sharding::Offload::None {
+            // Offload: what each stage keeps in host memory instead.
+            if let Some(stages) = v["memory"]["per_stage"].as_array_mut() {
+                for (st, m) in stages.iter_mut().zip(&self.memory.per_stage) {
+                    st["host_bytes"] = json!(m.host_bytes);
+                }
+            }
+        }
         v["calibration"] = json!(self.calibration);
         // The schedule's activation peak per stage in bytes, next to its
         // count of micro-batches in the stage summaries.

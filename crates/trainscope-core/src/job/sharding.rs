@@ -9,7 +9,29 @@
 //!   [`super::ModelJob::new`] keeps equal to `zero >= 1`; one concept, two
 //!   spellings on the command line (`--distributed-optimizer`, `--zero 1`).
 //! - ZeRO-2 also shards the gradients: each rank keeps its 1/N of them, a
-//!   layer's full gradients live only until their reduce-scatter.
+//!   layer's full gradients live only until their reduce-scatter. Its own
+//!   collectives ([`gradient_reduce_scatter`]), as DeepSpeed's
+//!   `DeepSpeedZeroOptimizer` runs them (`deepspeed/runtime/zero/
+//!   stage_1_and_2.py`: the backward hook
+//!   `reduce_independent_p_g_buckets_and_remove_grads` fills a bucket,
+//!   `reduce_ipg_grads` reduces it to the ranks owning each partition with
+//!   `overlap_comm` on a side stream; after `step` the updated partitions
+//!   are all-gathered, `all_gather_dp_groups`): each layer's gradients are
+//!   reduce-scattered over the data-parallel ranks as soon as its backward
+//!   is done, every micro-batch (the partitioned gradients accumulate in
+//!   place; this is why DeepSpeed and this model refuse ZeRO-2 with
+//!   pipeline parallelism), asynchronously on the DP lane, instead of one
+//!   all-reduce or reduce-scatter of every gradient after the last
+//!   micro-batch; after the optimizer step the weights are all-gathered
+//!   (the rows `optimizer_param_allgather`). One bucket per layer: the
+//!   granularity at which the memory model holds full gradients
+//!   ([`unsharded_unit_bytes`]); DeepSpeed fills buckets of
+//!   `reduce_bucket_size` elements (default 5e8, deepspeed.ai/docs/config-json),
+//!   so with layers smaller than that it issues fewer, larger reduce-scatters
+//!   of the same total bytes. Bytes per step (ZeRO paper section 7.2.1):
+//!   the reduce-scatter carries Psi gradients and the all-gather Psi
+//!   weights per rank, 2 Psi in all, as baseline data parallelism's
+//!   all-reduce (per micro-batch for the reduce-scatter here).
 //! - ZeRO-3 (`--fsdp`, FSDP2's form) also shards the weights: each FSDP
 //!   unit (here one transformer layer; the embedding and output layer with
 //!   their stage's first and last layer) is all-gathered before its forward
@@ -21,6 +43,44 @@
 //!   `prefetch` units ahead (`CommOp::prefetch`): the engine issues each
 //!   when the unit that many before it starts computing, so it hides
 //!   behind that compute.
+//!
+//! - HSDP (hybrid sharding; torchtitan's `data_parallel_shard_degree` N,
+//!   `data_parallel_replicate_degree` DP / N; FSDP2's `fully_shard` on a
+//!   2-D device mesh; DeepSpeed's ZeRO++ hpZ is the like for weights):
+//!   ZeRO-3 inside groups of N data-parallel ranks (with CP, N x CP: the
+//!   CP ranks join the shard group as torchtitan's `dp_shard_cp` mesh),
+//!   the shard replicated DP / N times. Each unit's all-gathers and
+//!   reduce-scatter run in the shard group (`CommGroup::DpShard`), then
+//!   its sharded gradients (1 / N of the unit's) are all-reduced across
+//!   the replicas (`CommGroup::DpReplicate`), per micro-batch as FSDP2's
+//!   `foreach_reduce` does by default; memory shards over N, not DP.
+//!   Refused with a message: N not dividing DP, N = 1 (nothing sharded:
+//!   plain DP), HSDP without ZeRO-3, HSDP with MoE experts (their expert
+//!   data-parallel groups are not split here).
+//!
+//! - Offload ([`Offload`], `--offload optimizer|optimizer+params`):
+//!   DeepSpeed's ZeRO-Offload (Ren et al. 2021, "ZeRO-Offload:
+//!   Democratizing Billion-Scale Model Training", USENIX ATC;
+//!   `offload_optimizer`, valid for ZeRO 1-3) keeps the optimizer states
+//!   (the fp32 master weights and Adam's moments, and with 2-byte
+//!   gradients their fp32 copy: all of `memory::optimizer_bytes`) in host
+//!   memory and runs the optimizer step on the CPU: the rank's gradient
+//!   shard goes down over PCIe, DeepSpeedCPUAdam updates it, the updated
+//!   weights come back up ([`offload_step_ns`]). `optimizer+params`
+//!   (DeepSpeed's `offload_param`, FSDP2's `CPUOffloadPolicy`; ZeRO-3
+//!   only) also keeps the sharded weights and gradients on the host: the
+//!   GPU holds only the gathered units. The PCIe bandwidth is the GPU
+//!   preset's (`GpuSpec::pcie_gbps`, per direction). Assumptions: the
+//!   CPU Adam rate is the ZeRO-Offload paper's Table 3 figure for
+//!   CPU-Adam at 10 billion parameters (2.57 s, i.e. [`CPU_ADAM_PS_PER_PARAM`]
+//!   picoseconds a parameter) for each rank's shard, on a host whose
+//!   cores no other rank shares (ranks sharing a host are not slowed
+//!   here); the transfers and the CPU step run one after another after
+//!   the backward (DeepSpeed overlaps part of the gradient copy with the
+//!   backward, and its one-step delayed update hides the step; neither is
+//!   modelled, so this is the slow end); under `optimizer+params` FSDP2
+//!   copies each unit's shard up before every all-gather: counted here
+//!   once per iteration, an underestimate of the uploads.
 //!
 //! Memory per parameter is the ZeRO paper's (2 + 2 + K) split over N (the
 //! paper's Psi (2 + 2 + K) / N_d for stage 3), with Megatron's byte counts
@@ -123,6 +183,93 @@ pub struct Sharding {
     /// ZeRO-3: free each unit's gathered weights after its forward and
     /// gather them again for its backward (FSDP2's default).
     pub reshard_after_forward: bool,
+    /// HSDP: data-parallel ranks per shard group (torchtitan's
+    /// `data_parallel_shard_degree`); 0: shard over all of DP.
+    pub hsdp_shard: u32,
+    /// What lives in host memory ([`Offload`]).
+    pub offload: Offload,
+}
+
+/// What the job keeps in host memory instead of the GPU's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Offload {
+    /// Everything on the GPU.
+    #[default]
+    None,
+    /// The optimizer states, and the optimizer step on the CPU
+    /// (DeepSpeed's `offload_optimizer`).
+    Optimizer,
+    /// Also the sharded weights and gradients (ZeRO-3: DeepSpeed's
+    /// `offload_param`, FSDP2's `CPUOffloadPolicy`).
+    OptimizerParams,
+}
+
+impl Offload {
+    /// Every value, in order.
+    pub const ALL: [Offload; 3] = [Offload::None, Offload::Optimizer, Offload::OptimizerParams];
+
+    /// `none`, `optimizer`, `optimizer+params` (`--offload`, JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Offload::None => "none",
+            Offload::Optimizer => "optimizer",
+            Offload::OptimizerParams => "optimizer+params",
+        }
+    }
+
+    /// The value of [`Offload::name`] (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Offload> {
+        Offload::ALL
+            .into_iter()
+            .find(|o| o.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+impl Serialize for Offload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Offload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = String::deserialize(d)?;
+        Offload::from_name(&v).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "offload `{v}` is not none, optimizer or optimizer+params"
+            ))
+        })
+    }
+}
+
+/// DeepSpeedCPUAdam's time per parameter, picoseconds: the ZeRO-Offload
+/// paper's Table 3, CPU-Adam at 10 billion parameters, 2.57 s (an
+/// assumption for every host; see the module documentation).
+pub const CPU_ADAM_PS_PER_PARAM: u64 = 257;
+
+/// The optimizer step under offload, ns, for `params` elements of the
+/// rank's shard: the gradients down (`grad_bytes` a parameter), CPU Adam,
+/// the updated weights up (`weight_bytes` a parameter), one after another
+/// over a PCIe link of `pcie_gbps` GB/s (10^9 bytes/s) per direction.
+/// `(down, cpu, up)`.
+pub fn offload_step_ns(
+    params: u64,
+    grad_bytes: u64,
+    weight_bytes: u64,
+    pcie_gbps: f64,
+) -> (u64, u64, u64) {
+    let xfer = |bytes: u64| {
+        if pcie_gbps > 0.0 {
+            (bytes as f64 / pcie_gbps).round() as u64
+        } else {
+            0
+        }
+    };
+    (
+        xfer(params * grad_bytes),
+        params * CPU_ADAM_PS_PER_PARAM / 1000,
+        xfer(params * weight_bytes),
+    )
 }
 
 impl Default for Sharding {
@@ -131,6 +278,8 @@ impl Default for Sharding {
             zero: ZeroStage::None,
             prefetch: DEFAULT_FSDP_PREFETCH,
             reshard_after_forward: true,
+            hsdp_shard: 0,
+            offload: Offload::None,
         }
     }
 }
@@ -159,6 +308,12 @@ impl Sharding {
         }
         if !self.reshard_after_forward {
             f.push("--no-reshard-after-forward".to_string());
+        }
+        if self.hsdp_shard > 0 {
+            f.push(format!("--hsdp-shard {}", self.hsdp_shard));
+        }
+        if self.offload != Offload::None {
+            f.push(format!("--offload {}", self.offload.name()));
         }
         f
     }
@@ -203,6 +358,24 @@ pub(super) fn resolve(setup: &mut TrainingSetup) -> Result<(), JobError> {
             "prefetch a few units (FSDP2's default is 1)",
         ));
     }
+    match sh.offload {
+        Offload::Optimizer if zero == ZeroStage::None => {
+            return Err(JobError::new(
+                "optimizer offload moves the partitioned optimizer states to the host, but this job is ZeRO 0".to_string(),
+                "use --zero 1, 2 or 3 with --offload optimizer (DeepSpeed: valid for ZeRO stages 1 to 3)",
+            ))
+        }
+        Offload::OptimizerParams if zero != ZeroStage::Parameters => {
+            return Err(JobError::new(
+                format!(
+                    "weight offload keeps the sharded weights on the host (ZeRO-3 only); this job is ZeRO {}",
+                    zero.level()
+                ),
+                "use --zero 3 (or --fsdp) with --offload optimizer+params, or --offload optimizer",
+            ))
+        }
+        _ => {}
+    }
     if zero == ZeroStage::Gradients && setup.pp > 1 {
         return Err(JobError::new(
             format!(
@@ -215,10 +388,60 @@ pub(super) fn resolve(setup: &mut TrainingSetup) -> Result<(), JobError> {
     Ok(())
 }
 
-/// Ranks each shard is split over for the dense weights (DP x CP) and the
-/// routed experts (expert DP).
+/// Check HSDP against the rest of the job (`dp`: the job's data-parallel
+/// size, CP not counted; see the module documentation for the refusals).
+pub(super) fn check_hsdp(setup: &TrainingSetup, dp: u32, moe: bool) -> Result<(), JobError> {
+    let n = setup.sharding.hsdp_shard;
+    if n == 0 {
+        return Ok(());
+    }
+    if setup.sharding.zero != ZeroStage::Parameters {
+        return Err(JobError::new(
+            format!(
+                "HSDP shard {n} shards the weights inside groups of {n} ranks, but this job is ZeRO {}",
+                setup.sharding.zero.level()
+            ),
+            "use --zero 3 (or --fsdp) with --hsdp-shard, or drop --hsdp-shard",
+        ));
+    }
+    if n == 1 {
+        return Err(JobError::new(
+            "HSDP shard 1 shards nothing: every rank keeps all the weights (plain data parallelism)".to_string(),
+            "give a shard group of 2 or more ranks that divides DP, or use --zero 0",
+        ));
+    }
+    if !dp.is_multiple_of(n) {
+        return Err(JobError::new(
+            format!("HSDP shard {n} does not divide DP {dp}: the replicate degree DP / {n} is not whole"),
+            format!("use a divisor of {dp} for --hsdp-shard"),
+        ));
+    }
+    if moe {
+        return Err(JobError::new(
+            "HSDP with MoE experts is not modelled (their expert data-parallel groups are not split into shard and replicate groups)".to_string(),
+            "drop --hsdp-shard (FSDP over all of DP), or use a dense model",
+        ));
+    }
+    Ok(())
+}
+
+/// HSDP's (shard, replicate) degrees (torchtitan's
+/// `data_parallel_shard_degree` and `data_parallel_replicate_degree`;
+/// CP not counted), when the job shards its weights hybridly with more
+/// than one replica.
+pub fn hsdp(job: &ModelJob) -> Option<(u32, u32)> {
+    let n = job.setup.sharding.hsdp_shard;
+    (shards_parameters(job) && n > 1 && n < job.dp).then(|| (n, job.dp / n))
+}
+
+/// Ranks each shard is split over for the dense weights (DP x CP; under
+/// HSDP the shard group, N x CP) and the routed experts (expert DP).
 pub fn shard_ranks(job: &ModelJob) -> (u32, u32) {
-    (job.dp_cp().max(1), job.expert_dp().max(1))
+    let dense = match hsdp(job) {
+        Some((n, _)) => n * job.setup.cp.max(1),
+        None => job.dp_cp(),
+    };
+    (dense.max(1), job.expert_dp().max(1))
 }
 
 /// Whether ZeRO-3 has anything to shard (more than one rank).
@@ -306,6 +529,10 @@ pub fn unsharded_unit_bytes(job: &ModelJob, stage: u32) -> u64 {
 /// the backward) all-gathers the weights again before the layer's backward
 /// when they were resharded after the forward. Sizes are the gathered
 /// unit's bytes, as the distributed optimizer's all-gather states them.
+/// Under HSDP the gathers and the reduce-scatter run in the shard group
+/// and `before` starts with a row whose weight-gradient column all-reduces
+/// the unit's gradient shard across the replicas (after the
+/// reduce-scatter in the backward).
 /// The names keep the engine's layer grouping ([`crate::engine::chunks`]:
 /// a layer starts at its first `attention*` row): `before` opens the layer,
 /// `after` closes it.
@@ -317,8 +544,6 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
     let s = &job.setup;
     let w = super::layout::weight_bytes(s.precision);
     let g = super::layout::gradient_bytes(s);
-    let (dense, expert) = unit_params(job, layer);
-    let (dp, edp) = shard_ranks(job);
     let comm = |kind, group, bytes: u64| CommOp {
         kind,
         group,
@@ -326,15 +551,7 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         asynchronous: false,
         prefetch: 0,
     };
-    // Dense weights over DP x CP, routed experts over expert DP; the
-    // engine runs one collective per column, so a MoE unit's expert part
-    // rides with the dense one when both shard (the smaller group's own
-    // time is not modelled apart).
-    let (group, elems) = if dense > 0 && dp > 1 {
-        (CommGroup::Dp, dense + if edp > 1 { expert } else { 0 })
-    } else {
-        (CommGroup::DpEp, expert)
-    };
+    let (group, elems) = unit_group(job, layer);
     // The gathers are prefetches `prefetch` units ahead: the engine issues
     // each when the unit that many before it starts computing.
     let gather = CommOp {
@@ -350,6 +567,27 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         asynchronous: true,
         ..comm(CommKind::ReduceScatter, group, elems * g)
     });
+    let mut rows = Vec::new();
+    if let Some((n, _)) = hsdp(job) {
+        // HSDP: the unit's gradient shard all-reduced across the replicas
+        // after its reduce-scatter (the backward runs rows in reverse:
+        // this row, first in the forward, runs after the one below).
+        let mut ar = LayerOp::empty(
+            format!("attention_hsdp_grad_allreduce.{layer}"),
+            LayerRole::Layer,
+        );
+        let shard = u64::from(n * s.cp.max(1));
+        ar.weight_grad.comm = Some(CommOp {
+            asynchronous: true,
+            ..comm(
+                CommKind::AllReduce,
+                CommGroup::DpReplicate,
+                (elems * g).div_ceil(shard),
+            )
+        });
+        rows.push(ar);
+    }
+    rows.push(before);
     let mut after = Vec::new();
     if s.sharding.reshard_after_forward {
         let mut o = LayerOp::empty(
@@ -359,5 +597,55 @@ pub fn unit_collectives(job: &ModelJob, layer: u32) -> (Vec<LayerOp>, Vec<LayerO
         o.input_grad.comm = Some(gather);
         after.push(o);
     }
-    (vec![before], after)
+    (rows, after)
+}
+
+/// ZeRO-2's reduce-scatter of layer `layer`'s gradients (one bucket per
+/// layer, see the module documentation): a row opening the layer whose
+/// weight-gradient column (asynchronous, on the DP lane) reduce-scatters
+/// the layer's full gradients over the data-parallel ranks once the
+/// layer's backward is done, every micro-batch. Empty unless the job shards
+/// its gradients but not its weights (ZeRO-3 reduces per unit in
+/// [`unit_collectives`]).
+pub fn gradient_reduce_scatter(job: &ModelJob, layer: u32) -> Vec<LayerOp> {
+    if !shards_gradients(job) || shards_parameters(job) {
+        return Vec::new();
+    }
+    let g = super::layout::gradient_bytes(&job.setup);
+    let (group, elems) = unit_group(job, layer);
+    if elems == 0 {
+        return Vec::new();
+    }
+    let mut o = LayerOp::empty(
+        format!("attention_zero2_grad_reduce_scatter.{layer}"),
+        LayerRole::Layer,
+    );
+    o.weight_grad.comm = Some(CommOp {
+        kind: CommKind::ReduceScatter,
+        group,
+        size_bytes: elems * g,
+        asynchronous: true,
+        prefetch: 0,
+    });
+    vec![o]
+}
+
+/// The group one unit's (layer's) sharded collectives run over and the
+/// elements they carry: dense weights over DP x CP, routed experts over
+/// expert DP; the engine runs one collective per column, so a MoE unit's
+/// expert part rides with the dense one when both shard (the smaller
+/// group's own time is not modelled apart).
+fn unit_group(job: &ModelJob, layer: u32) -> (CommGroup, u64) {
+    let (dense, expert) = unit_params(job, layer);
+    let (dp, edp) = shard_ranks(job);
+    if hsdp(job).is_some() {
+        // HSDP refuses MoE experts: every weight shards in the group.
+        (CommGroup::DpShard, dense + expert)
+    } else if dense > 0 && dp > 1 {
+        (CommGroup::Dp, dense + if edp > 1 { expert } else { 0 })
+    } else if edp > 1 {
+        (CommGroup::DpEp, expert)
+    } else {
+        (CommGroup::DpEp, 0)
+    }
 }

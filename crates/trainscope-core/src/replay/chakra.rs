@@ -101,6 +101,8 @@ fn group_kind(group: CommGroup) -> GroupKind {
         CommGroup::Ep => GroupKind::Ep,
         CommGroup::DpEp => GroupKind::DpEp,
         CommGroup::Cp => GroupKind::Cp,
+        CommGroup::DpShard => GroupKind::DpShard,
+        CommGroup::DpReplicate => GroupKind::DpReplicate,
         CommGroup::Embedding | CommGroup::PositionEmbedding | CommGroup::Pp => GroupKind::Pp,
         CommGroup::Dp | CommGroup::Unscoped => GroupKind::Dp,
     }
@@ -142,6 +144,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             ep: p.ep.max(1),
             cp: 1,
             etp: None,
+            dp_shard: 0,
         }
     } else {
         Parallelism {
@@ -151,6 +154,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         }
     };
     check_size(parallel, 0, 1, 1, 0, 0)?;
@@ -946,6 +950,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         }
     }
 
@@ -1108,6 +1113,7 @@ mod tests {
             ep: 1,
             cp: 1,
             etp: None,
+            dp_shard: 0,
         };
         let ex = write_timeline(&tb.build(), p, PlacementOrder::default());
         let expect = [

@@ -105,7 +105,7 @@ impl LinkGroup {
             (CollectiveKind::SendRecv, _) => LinkGroup::P2p,
             (_, GroupKind::Tp) => LinkGroup::Tp,
             (_, GroupKind::Ep) => LinkGroup::Ep,
-            (_, GroupKind::Dp) => LinkGroup::Dp,
+            (_, GroupKind::Dp | GroupKind::DpShard | GroupKind::DpReplicate) => LinkGroup::Dp,
             (_, GroupKind::DpEp) => LinkGroup::DpEp,
             // A CP group is a slice of the DP dimension: its links are DP's.
             (_, GroupKind::Cp) => LinkGroup::Dp,
@@ -131,7 +131,7 @@ impl LinkGroup {
             CommGroup::Dp => LinkGroup::Dp,
             CommGroup::Ep => LinkGroup::Ep,
             CommGroup::DpEp => LinkGroup::DpEp,
-            CommGroup::Cp => LinkGroup::Dp,
+            CommGroup::Cp | CommGroup::DpShard | CommGroup::DpReplicate => LinkGroup::Dp,
             CommGroup::Embedding | CommGroup::PositionEmbedding => LinkGroup::Embedding,
             CommGroup::Pp | CommGroup::Unscoped => return None,
         };

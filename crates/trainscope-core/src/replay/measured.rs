@@ -83,7 +83,9 @@ pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
             let (stream, kind) = match group {
                 CommGroup::Tp => (Stream::Collective, SpanKind::CollTp),
                 CommGroup::Ep => (Stream::Collective, SpanKind::CollEp),
-                CommGroup::Dp => (Stream::GradSync, SpanKind::CollDp),
+                CommGroup::Dp | CommGroup::DpShard | CommGroup::DpReplicate => {
+                    (Stream::GradSync, SpanKind::CollDp)
+                }
                 CommGroup::DpEp => (Stream::GradSync, SpanKind::CollDpEp),
                 CommGroup::Cp => (Stream::Collective, SpanKind::CollCp),
                 CommGroup::Embedding | CommGroup::PositionEmbedding => {

@@ -171,7 +171,7 @@ fn kind_of_group(g: GroupKind) -> usize {
     match g {
         GroupKind::Tp => 3,
         GroupKind::Ep => 4,
-        GroupKind::Dp => 5,
+        GroupKind::Dp | GroupKind::DpShard | GroupKind::DpReplicate => 5,
         GroupKind::DpEp => 6,
         GroupKind::Pp | GroupKind::Cp => 7,
     }
@@ -804,6 +804,7 @@ fn parallel_of(run: &MeasuredRun) -> Parallelism {
         ep: 1,
         cp: 1,
         etp: None,
+        dp_shard: 0,
     }
 }
 

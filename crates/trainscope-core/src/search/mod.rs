@@ -153,6 +153,10 @@ pub struct SweepSpec {
     /// the distributed-optimizer list (stage 1 is the distributed
     /// optimizer, 0 without it); `None`: that list decides.
     pub zero: Option<Vec<ZeroStage>>,
+    /// HSDP shard-group sizes as a dimension (`--hsdp-shard`; 0: shard
+    /// over all of DP); `None`: none. Layouts a size does not fit (not
+    /// ZeRO-3, not dividing DP) are skipped with the job's reason.
+    pub hsdp_shard: Option<Vec<u32>>,
     /// CUDA-graph scopes as a dimension (`None`: [`SweepSpec::stack`]'s).
     pub cuda_graphs: Option<Vec<CudaGraphs>>,
     /// MoE token dispatchers as a dimension (`None`: the stack's; dense
@@ -192,6 +196,7 @@ impl SweepSpec {
             sequence_parallel: None,
             distributed_optimizer: None,
             zero: None,
+            hsdp_shard: None,
             cuda_graphs: None,
             dispatcher: None,
             moe_a2a_overlap: None,
@@ -335,6 +340,11 @@ impl SweepSpec {
         out
     }
 
+    /// The HSDP shard sizes tried: the given list, else none (0).
+    pub fn hsdp_values(&self) -> Vec<u32> {
+        self.hsdp_shard.clone().unwrap_or_else(|| vec![0])
+    }
+
     pub fn distributed_optimizer_values(&self) -> Vec<bool> {
         self.distributed_optimizer
             .clone()
@@ -369,6 +379,11 @@ impl SweepSpec {
                     .collect::<Vec<_>>()
                     .join(",")
             ),
+            None => cp,
+        };
+        // HSDP only when swept (older shards keep their line).
+        let cp = match &self.hsdp_shard {
+            Some(h) => format!("{cp} | hsdp shard {}", list(h)),
             None => cp,
         };
         // The software dimensions only when swept (older shards keep
@@ -616,7 +631,13 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
     let sp_list = spec.sequence_parallel_values();
     let dist_list = spec.zero_values();
     let etp_list = spec.expert_tp_values();
-    let stacks = spec.stack_values();
+    // The software stacks, each with every HSDP shard size.
+    let hsdp_list = spec.hsdp_values();
+    let stacks: Vec<(StackSettings, u32)> = spec
+        .stack_values()
+        .into_iter()
+        .flat_map(|st| hsdp_list.iter().map(move |&h| (st, h)))
+        .collect();
     for &world in &spec.worlds {
         for tp in spec.tp_values() {
             for cp in spec.cp_values() {
@@ -715,7 +736,7 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
                                                     );
                                                     continue;
                                                 }
-                                                for &stack in &stacks {
+                                                for &(stack, hsdp_shard) in &stacks {
                                                     let setup = TrainingSetup {
                                                         tp,
                                                         pp,
@@ -743,6 +764,7 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
                                                         stack,
                                                         sharding: Sharding {
                                                             zero,
+                                                            hsdp_shard,
                                                             ..Sharding::default()
                                                         },
                                                     };
@@ -922,6 +944,7 @@ pub fn evaluate(
         sequence_parallel: s.sequence_parallel,
         distributed_optimizer: s.distributed_optimizer,
         zero: s.sharding.zero.level(),
+        hsdp_shard: s.sharding.hsdp_shard,
         software: s.stack.flags().trim().to_string(),
         iteration_time_ns: summary.iteration_time_ns,
         tokens_per_second: out.throughput.tokens_per_second,

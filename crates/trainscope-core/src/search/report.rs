@@ -30,6 +30,10 @@ fn is_one(v: &u32) -> bool {
     *v == 1
 }
 
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
 /// One simulated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -72,6 +76,9 @@ pub struct Row {
     /// rows: 0).
     #[serde(default)]
     pub zero: u8,
+    /// HSDP's shard group (`--hsdp-shard`; 0 and absent: none).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub hsdp_shard: u32,
     /// The software-stack flags of the row (`--cuda-graphs layers
     /// --moe-token-dispatcher flex`; empty: the defaults; absent in JSON
     /// when empty).
@@ -385,7 +392,7 @@ fn ms(ns: u64) -> String {
 }
 
 /// A row's layout in one phrase ("TP 8 PP 4 DP 32 1f1b mbs 1 recompute
-/// selective").
+/// selective", "... ZeRO-3 HSDP 4").
 pub fn summary(r: &Row) -> String {
     let mut s = format!("TP {} PP {} DP {}", r.tp, r.pp, r.dp);
     if r.cp > 1 {
@@ -408,6 +415,13 @@ pub fn summary(r: &Row) -> String {
         " mbs {} recompute {}",
         r.micro_batch_size, r.recompute
     ));
+    // ZeRO-2 and 3 (1, the distributed optimizer, is the default), HSDP.
+    if r.zero >= 2 {
+        s.push_str(&format!(" ZeRO-{}", r.zero));
+    }
+    if r.hsdp_shard > 0 {
+        s.push_str(&format!(" HSDP {}", r.hsdp_shard));
+    }
     s
 }
 

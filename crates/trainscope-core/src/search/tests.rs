@@ -337,6 +337,7 @@ fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         sequence_parallel: false,
         distributed_optimizer: true,
         zero: 1,
+        hsdp_shard: 0,
         software: String::new(),
         iteration_time_ns: t,
         tokens_per_second: 1.0,

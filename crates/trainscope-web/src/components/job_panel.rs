@@ -85,6 +85,10 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
                 (z.level().to_string(), label)
             })
             .collect(),
+        JobField::Offload => trainscope_core::job::sharding::Offload::ALL
+            .iter()
+            .map(|o| (o.name().to_string(), o.name().to_string()))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -107,7 +111,8 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
         | JobField::CudaGraphs
         | JobField::MoeDispatcher
         | JobField::MoeFusion
-        | JobField::Sharding => {
+        | JobField::Sharding
+        | JobField::Offload => {
             let onchange = Callback::from(move |e: Event| {
                 let select: HtmlSelectElement = e.target_unchecked_into();
                 dispatch.dispatch(Action::JobEdit(field, select.value()));
@@ -239,7 +244,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
                     { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::TpCommOverlap]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
-                    { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward]) }
+                    { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward, JobField::HsdpShard, JobField::Offload]) }
                 </div>
                 <p class="derived" data-testid="job-world">
                     { if job.training.cp > 1 {
