@@ -85,6 +85,7 @@ mod tests {
             sequence_parallel: false,
             distributed_optimizer: true,
             zero: 1,
+            hsdp_shard: 0,
             software: String::new(),
             iteration_time_ns,
             tokens_per_second: 0.0,
