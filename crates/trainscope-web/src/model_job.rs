@@ -11,9 +11,10 @@
 //! downloads) plus the model's figures ([`ModelView`]: MFU, model TFLOP/s
 //! per GPU, tokens/s, memory per stage against the capacity).
 //!
-//! NVLink bandwidth: the job's GPU preset sets it, as `--gpu-type` does,
-//! unless the user set the bandwidth (or the cluster's GPU preset) in the
-//! Configure panel, as `--nvlink-gbps` wins on the command line.
+//! The settings are the job's ([`JobSettings::sim_settings`]: its layout,
+//! its GPU's NVLink bandwidth unless the user typed the bandwidth in the
+//! Configure panel, as `--nvlink-gbps` wins on the command line, and the
+//! interleaved schedule when it has virtual stages, as `--vpp` selects).
 //!
 //! [`JobError`]: trainscope_core::job::JobError
 
@@ -125,12 +126,7 @@ pub fn run_job(
     run_job_with(model, job, settings, pinned)
 }
 
-/// Whether Configure pins the NVLink bandwidth (its field, or a GPU type
-/// chosen there): it then wins over the job's GPU, as `--nvlink-gbps` does
-/// on the command line.
-pub fn nvlink_pinned(pinned: &BTreeSet<Field>) -> bool {
-    pinned.contains(&Field::NvlinkBw) || pinned.contains(&Field::Gpu)
-}
+pub use crate::job::nvlink_pinned;
 
 /// The simulation settings of a model-level job on `gpu`: Configure's,
 /// with the GPU's NVLink bandwidth unless [`nvlink_pinned`].
@@ -151,6 +147,7 @@ pub fn run_job_with(
     pinned: &BTreeSet<Field>,
 ) -> Result<ModelRunOutput, Diagnostic> {
     let gpu = gpu(&job.gpu)?;
+    let settings = &job.sim_settings(settings, pinned);
     let config = job_sim_config(&gpu, settings, pinned);
     let blame = event_config(settings, pinned).1.blame;
     let model_job = ModelJob::new(model, job.setup(), gpu, None).map_err(|e| e.to_diagnostic())?;

@@ -514,6 +514,34 @@ fn the_jobs_gpu_sets_nvlink_unless_the_user_set_it() {
     );
     // --nvlink-gbps 100 wins over the GPU's.
     assert_eq!(iter(a100.clone(), &[(Field::NvlinkBw, "100")]), core(100.0));
+    // Configure's GPU type does not: the job's GPU is the one GPU choice.
+    assert_eq!(iter(a100.clone(), &[(Field::Gpu, "H100")]), slow);
+}
+
+#[wasm_bindgen_test]
+fn a_jobs_settings_are_what_configure_shows_and_the_worker_runs() {
+    use trainscope_web::settings::Schedule;
+    let mut job = small_job(8);
+    job.gpu = "A100-80G".into();
+    job.training.vpp = 2;
+    let mut settings = Settings::default();
+    settings.schedule = Schedule::Gpipe;
+    settings.tp = 4;
+    let s = job.sim_settings(&settings, &BTreeSet::new());
+    // Its virtual stages select the interleaved schedule (as --vpp does).
+    assert_eq!(s.schedule, Schedule::Interleaved);
+    assert_eq!(s.virtual_stages, 2);
+    assert_eq!((s.tp, s.pp), (job.training.tp, job.training.pp));
+    assert_eq!(
+        s.nvlink_bw_gbps,
+        gpu_preset("A100-80G").unwrap().nvlink_busbw_gbps
+    );
+    // A typed bandwidth wins; without virtual stages the schedule is Configure's.
+    settings.nvlink_bw_gbps = 100.0;
+    job.training.vpp = 1;
+    let s = job.sim_settings(&settings, &BTreeSet::from([Field::NvlinkBw]));
+    assert_eq!(s.nvlink_bw_gbps, 100.0);
+    assert_eq!(s.schedule, Schedule::Gpipe);
 }
 
 #[wasm_bindgen_test]
