@@ -276,6 +276,8 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     <span class="invalid-note" role="status">
                         { if state.job_active {
                             "The results show this job; the Configure panel sets the cluster, schedule and algorithm."
+                        } else if state.files.is_empty() {
+                            "Simulate this job, or load files, to see results."
                         } else {
                             "The results show the loaded files."
                         } }
