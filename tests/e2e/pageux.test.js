@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, screenshot, loadExample, waitDone, shots, dropFiles, settled, cli } from './harness.js';
+import { serve, launch, newPage, screenshot, loadExample, waitDone, shots, dropFiles, settled, cli, root } from './harness.js';
 
 /** 16 pipeline stages: more lanes than the lane canvas shows at once. */
 const SEED = 'simai_405b_tp8_pp16_ga16_sp.txt';
@@ -379,6 +379,36 @@ test('1280x720: Compare schedules counts each stage\'s whole memory, marks the s
   }
   await table.scrollIntoViewIfNeeded();
   await viewShot(page, 'pageux-schedules-memory-1280x720');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('1280x720: a dropped config.json starts from the fewest GPUs it fits on, says so, and runs as the CLI', async () => {
+  const { page, errors } = await open(1280, 720);
+  const file = path.join(root, 'tests', 'fixtures', 'hf', 'llama3_8b.json');
+  await page.getByTestId('file-input').setInputFiles(file);
+  const note = page.getByTestId('job-start-note');
+  await note.waitFor({ timeout: 60000 });
+  await settled(page, { timeout: 60000 });
+  const m = (await note.textContent()).match(/^Starting layout: TP (\d+) · PP (\d+) · DP (\d+) on (\d+) × H100-SXM, the fewest GPUs/);
+  assert.ok(m, await note.textContent());
+  const [tp, pp, dp, world] = m.slice(1).map(Number);
+  assert.equal(tp * pp * dp, world);
+  assert.ok(world > 1, 'Llama 3 8B with Adam does not fit one 80 GB GPU');
+  // The panel holds that layout, and its memory fits.
+  assert.equal(await page.getByTestId('job-tp').inputValue(), String(tp));
+  assert.equal(await page.getByTestId('job-pp').inputValue(), String(pp));
+  assert.equal(await page.getByTestId('job-dp').inputValue(), String(dp));
+  assert.doesNotMatch(await page.locator('.results').first().innerText(), /does not fit/);
+  // The page's CLI line gives the page's numbers.
+  const line = (await page.getByTestId('job-cli').textContent()).trim().split(/\s+/);
+  assert.deepEqual(line.slice(0, 2), ['trainscope', 'simulate']);
+  const args = line.slice(2).map((a) => (a === 'llama3_8b.json' ? file : a));
+  const want = cli(args);
+  assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), want.iteration_time_ns);
+  assert.ok(want.memory.fits);
+  await page.getByTestId('job-panel').scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-config-start-layout-1280x720');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -674,6 +674,12 @@ impl Reducible for AppState {
                             if !next.job_active && matches!(j.model, JobModel::File(_)) {
                                 next.job.model = j.model.clone();
                                 next.job_texts.remove(&JobField::Model);
+                                // The layout it started from (none was set).
+                                if let Some(start) = &j.start {
+                                    next.job.training = start.training.clone();
+                                    next.job_texts.clear();
+                                    next.job_parse_errors.clear();
+                                }
                                 next.job_active = true;
                             }
                         }

@@ -524,9 +524,11 @@ fn a_jobs_settings_are_what_configure_shows_and_the_worker_runs() {
     let mut job = small_job(8);
     job.gpu = "A100-80G".into();
     job.training.vpp = 2;
-    let mut settings = Settings::default();
-    settings.schedule = Schedule::Gpipe;
-    settings.tp = 4;
+    let mut settings = Settings {
+        schedule: Schedule::Gpipe,
+        tp: 4,
+        ..Settings::default()
+    };
     let s = job.sim_settings(&settings, &BTreeSet::new());
     // Its virtual stages select the interleaved schedule (as --vpp does).
     assert_eq!(s.schedule, Schedule::Interleaved);
@@ -658,6 +660,43 @@ fn a_dropped_config_runs_as_the_job_and_the_panel_adopts_it() {
     let s = s.reduce(Action::Remove(name.into()));
     assert!(!s.job_active && s.output.is_none());
     assert_eq!(s.job.model, JobModel::default());
+}
+
+#[wasm_bindgen_test]
+fn a_dropped_config_without_a_layout_starts_from_the_fewest_gpus_it_fits_on() {
+    let name = "Meta-Llama-3-8B/config.json";
+    let s = Rc::new(AppState::default()).reduce(Action::Loaded {
+        files: vec![(name.into(), LLAMA8B_CONFIG.to_vec().into())],
+        example: None,
+    });
+    let req = RunRequest {
+        files: vec![trainscope_web::protocol::InputFile {
+            name: name.into(),
+            data: LLAMA8B_CONFIG.to_vec().into(),
+        }],
+        job_active: false,
+        ..job_request(1, JobSettings::default())
+    };
+    let out = run(&req);
+    let start = out
+        .job
+        .as_ref()
+        .and_then(|j| j.start.clone())
+        .expect("a start");
+    let m = out.result.as_ref().unwrap().model.as_ref().unwrap();
+    assert!(m.memory.fits, "the starting layout fits");
+    let t = &start.training;
+    let world = t.tp * t.pp * t.dp.unwrap();
+    assert!(world > 1, "8B with Adam does not fit one GPU");
+    assert!(
+        start.note.contains(&format!("on {world} × H100-SXM")),
+        "{}",
+        start.note
+    );
+    // The panel adopts it: its edits now run from that layout.
+    let s = done(s, 1, out);
+    assert!(s.job_active);
+    assert_eq!(&s.job.training, t);
 }
 
 // ---------------------------------------------------------------- mounted

@@ -47,6 +47,7 @@
 //! PP 8 x 8 virtual stages, as NVIDIA runs it).
 
 pub mod report;
+pub mod start;
 
 use crate::engine::schedule::{ChunkPlacement, ScheduleKind};
 use crate::engine::SimConfig;
