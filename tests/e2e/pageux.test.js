@@ -169,12 +169,31 @@ test('1280x720: a clicked sweep row\'s result is scrolled into view', async () =
   await waitDone(page);
   const view = page.getByTestId('sweep-view');
   await view.getByTestId('sweep-toggle').click();
+  // Each bound's default is shown whole under its box, not cut off.
+  const hints = await view.getByTestId('sweep-bound-hint').evaluateAll((hs) => hs.map((h) => [h.textContent, h.scrollWidth <= h.clientWidth + 1]));
+  assert.ok(hints.length >= 9);
+  for (const [text, whole] of hints) assert.ok(whole, `hint "${text}" is cut off`);
+  await view.scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-sweep-form-1280x720');
   for (const [k, v] of Object.entries({ world: '8', tp: '2,4', pp: '1,2', mbs: '1', recompute: 'selective', schedule: '1f1b,gpipe' })) {
     await page.getByTestId(`sweep-${k}`).fill(v);
   }
   await page.getByTestId('sweep-run').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="sweep-table"]')?.dataset.partial === 'false',
     null, { timeout: 120000 });
+  // Round ticks on both axes, and the table's times in the winner line's unit.
+  for (const id of ['sweep-x-tick', 'sweep-y-tick']) {
+    const ticks = (await view.getByTestId(id).allTextContents()).map(Number);
+    assert.ok(ticks.length >= 3, id);
+    const step = ticks[1] - ticks[0];
+    const mag = 10 ** Math.floor(Math.log10(step));
+    assert.ok([1, 2, 5, 10].some((f) => Math.abs(step - f * mag) < 1e-9 * mag), `${id} step ${step}`);
+    ticks.forEach((t, i) => assert.ok(Math.abs(t - ticks[0] - i * step) < 1e-6 * Math.max(1, step), `${id} evenly spaced`));
+  }
+  assert.match(await view.getByTestId('sweep-explain').textContent(), / ms -> [\d.]+ ms/);
+  assert.match(await page.locator('[data-testid="sweep-table"] tbody tr').first().innerText(), /\d+\.\d ms/);
+  await view.getByTestId('sweep-plot').scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-sweep-plot-1280x720');
   const runs = Number((await page.getByTestId('run-status').textContent()).match(/Run (\d+)/)[1]);
   await page.locator('[data-testid="sweep-table"] tbody tr').nth(1).click();
   await page.locator('[data-testid="run-status"][data-state="done"]', { hasText: `Run ${runs + 1} done` }).waitFor();

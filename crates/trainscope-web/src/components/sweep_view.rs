@@ -752,10 +752,13 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                             inputs.set(next);
                         });
                         html! {
+                            // The default under the box, whole (a placeholder
+                            // that long is cut off at 1280 px).
                             <label class="field">
                                 <span>{ b.label }</span>
                                 <input type="text" data-testid={format!("sweep-{}", b.key)}
-                                       {value} placeholder={b.placeholder} {oninput} />
+                                       {value} placeholder="default" title={b.placeholder} {oninput} />
+                                <small class="bound-hint" data-testid="sweep-bound-hint">{ b.placeholder }</small>
                             </label>
                         }
                     }) }
