@@ -158,7 +158,8 @@ test('every figure says what it means; a measured run says what "measured" cover
   await loadExample(page, 'optimus_prime_llama1b_pp8_train.log');
   const tiles = page.getByTestId('figure');
   const n = await tiles.count();
-  assert.ok(n >= 8, `${n} figures`);
+  // (A dense job has no expert-parallel figures.)
+  assert.ok(n >= 7, `${n} figures`);
   for (let i = 0; i < n; i++) {
     const title = await tiles.nth(i).getAttribute('title');
     assert.ok(title && title.length > 20, `${await tiles.nth(i).getAttribute('data-key')}: ${title}`);
