@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, screenshot, loadExample, waitDone, shots, dropFiles } from './harness.js';
+import { serve, launch, newPage, screenshot, loadExample, waitDone, shots, dropFiles, settled, cli, root } from './harness.js';
 
 /** 16 pipeline stages: more lanes than the lane canvas shows at once. */
 const SEED = 'simai_405b_tp8_pp16_ga16_sp.txt';
@@ -169,12 +169,31 @@ test('1280x720: a clicked sweep row\'s result is scrolled into view', async () =
   await waitDone(page);
   const view = page.getByTestId('sweep-view');
   await view.getByTestId('sweep-toggle').click();
+  // Each bound's default is shown whole under its box, not cut off.
+  const hints = await view.getByTestId('sweep-bound-hint').evaluateAll((hs) => hs.map((h) => [h.textContent, h.scrollWidth <= h.clientWidth + 1]));
+  assert.ok(hints.length >= 9);
+  for (const [text, whole] of hints) assert.ok(whole, `hint "${text}" is cut off`);
+  await view.scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-sweep-form-1280x720');
   for (const [k, v] of Object.entries({ world: '8', tp: '2,4', pp: '1,2', mbs: '1', recompute: 'selective', schedule: '1f1b,gpipe' })) {
     await page.getByTestId(`sweep-${k}`).fill(v);
   }
   await page.getByTestId('sweep-run').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="sweep-table"]')?.dataset.partial === 'false',
     null, { timeout: 120000 });
+  // Round ticks on both axes, and the table's times in the winner line's unit.
+  for (const id of ['sweep-x-tick', 'sweep-y-tick']) {
+    const ticks = (await view.getByTestId(id).allTextContents()).map(Number);
+    assert.ok(ticks.length >= 3, id);
+    const step = ticks[1] - ticks[0];
+    const mag = 10 ** Math.floor(Math.log10(step));
+    assert.ok([1, 2, 5, 10].some((f) => Math.abs(step - f * mag) < 1e-9 * mag), `${id} step ${step}`);
+    ticks.forEach((t, i) => assert.ok(Math.abs(t - ticks[0] - i * step) < 1e-6 * Math.max(1, step), `${id} evenly spaced`));
+  }
+  assert.match(await view.getByTestId('sweep-explain').textContent(), / ms -> [\d.]+ ms/);
+  assert.match(await page.locator('[data-testid="sweep-table"] tbody tr').first().innerText(), /\d+\.\d ms/);
+  await view.getByTestId('sweep-plot').scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-sweep-plot-1280x720');
   const runs = Number((await page.getByTestId('run-status').textContent()).match(/Run (\d+)/)[1]);
   await page.locator('[data-testid="sweep-table"] tbody tr').nth(1).click();
   await page.locator('[data-testid="run-status"][data-state="done"]', { hasText: `Run ${runs + 1} done` }).waitFor();
@@ -288,42 +307,130 @@ test('1440x900: the sweep table says "Rows 1–50 of N" and pages through every 
 });
 
 for (const [width, height] of SIZES) {
-  test(`${width}x${height}: a described job's parallelism shows in Configure, read-only and labelled; its interleaved schedule runs`, async () => {
+  test(`${width}x${height}: one settings model: a described job's GPU, layout and interleaved schedule show in Configure, read-only and labelled, and run as the CLI's`, async () => {
     const { page, errors } = await open(width, height);
     await page.getByTestId('job-model').selectOption('llama3-8b');
+    await page.getByTestId('job-gpu').selectOption('A100-80G');
     for (const [k, v] of [['tp', '2'], ['pp', '4'], ['dp', '2'], ['gbs', '32'], ['vpp', '2']]) {
       await page.getByTestId(`job-${k}`).fill(v);
     }
-    await waitDone(page);
+    await settled(page);
     // Configure shows the job's values, not stale ones, labelled, and not
-    // as tab stops.
-    for (const [key, want] of [['world', '16'], ['tp', '2'], ['pp', '4'], ['virtual_stages', '2'], ['micro_batches', '16']]) {
+    // as tab stops: its layout, its GPU (the one GPU choice on the page)
+    // and the interleaved schedule its virtual stages select.
+    for (const [key, want, from] of [['world', '16', /from the job/], ['tp', '2', /from the job/], ['pp', '4', /from the job/],
+      ['virtual_stages', '2', /from the job/], ['micro_batches', '16', /from the job/],
+      ['gpu', 'A100-80G', /the job's GPU/], ['schedule', 'Interleaved 1F1B', /from the job's 2 virtual stages/]]) {
       const input = page.getByTestId(`setting-${key}`);
       assert.equal(await input.inputValue(), want, key);
       assert.ok(await input.evaluate((e) => e.readOnly), `${key} is read-only`);
       assert.equal(await input.getAttribute('tabindex'), '-1');
-      await page.locator(`.setting[data-field="${key}"] [data-testid=from-job]`).waitFor();
+      assert.match(await page.locator(`.setting[data-field="${key}"] [data-testid=from-job]`).textContent(), from);
     }
-    // Interleaved 1F1B is checked against the job's PP 4, not a stale PP 1:
-    // no error, Simulate enabled, and the run gives a result.
-    const runs = Number((await page.getByTestId('run-status').textContent()).match(/Run (\d+)/)[1]);
-    await page.getByTestId('setting-schedule').selectOption('interleaved');
+    // The NVLink bandwidth is the job's GPU's (A100: 240 GB/s), said so,
+    // and still editable (as --nvlink-gbps wins over --gpu-type).
+    const nvlink = page.getByTestId('setting-nvlink_gbps');
+    assert.equal(await nvlink.inputValue(), '240');
+    assert.ok(!(await nvlink.evaluate((e) => e.readOnly)));
+    assert.match(await page.getByTestId('from-job-gpu').textContent(), /the job's A100-80G/);
     assert.equal(await page.getByTestId('field-error').count(), 0);
-    assert.ok(await page.getByTestId('simulate').isEnabled(), 'Simulate stays enabled');
-    await page.getByTestId('simulate').click();
-    await page.waitForFunction((n) => {
-      const s = document.querySelector('[data-testid="run-status"]');
-      const m = s && s.textContent.match(/Run (\d+)/);
-      return s && s.dataset.state === 'done' && m && Number(m[1]) > n && !document.querySelector('.results.stale');
-    }, runs, { timeout: 60000 });
     assert.doesNotMatch(await page.getByTestId('run-status').textContent(), /failed/);
-    assert.ok(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')) > 0);
+    // What Configure shows is what ran: the CLI's numbers for the same job.
+    const want = cli(['--model', 'llama3-8b', '--gpu-type', 'A100-80G', '--tp', '2', '--pp', '4', '--dp', '2',
+      '--global-batch-size', '32', '--vpp', '2']);
+    assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), want.iteration_time_ns);
     await page.locator('aside.config').scrollIntoViewIfNeeded();
     await viewShot(page, `pageux-job-in-configure-${width}x${height}`);
+
+    // No dead end: without virtual stages, the interleaved schedule picked
+    // in Configure is an error at the schedule (editable), not at the
+    // read-only virtual stages; picking another schedule clears it.
+    await page.getByTestId('job-vpp').fill('1');
+    await settled(page);
+    const schedule = page.getByTestId('setting-schedule');
+    await schedule.selectOption('interleaved');
+    const err = page.locator('[data-testid=field-error]');
+    assert.equal(await err.count(), 1);
+    assert.equal(await err.getAttribute('data-field'), 'schedule');
+    assert.match(await err.textContent(), /set the job's virtual stages in Describe a job, or pick another schedule/);
+    assert.ok(await schedule.isEditable(), 'the field in error can be changed');
+    await page.locator('aside.config').scrollIntoViewIfNeeded();
+    await viewShot(page, `pageux-job-schedule-error-${width}x${height}`);
+    await schedule.selectOption('1f1b');
+    assert.equal(await err.count(), 0);
+    assert.ok(await page.getByTestId('simulate').isEnabled(), 'Simulate enabled again');
     assert.deepEqual(errors, []);
     await page.close();
   });
 }
+
+test('1280x720: Compare schedules counts each stage\'s whole memory, marks the schedules that do not fit the GPU, and keeps its speed-up and pin columns on screen', async () => {
+  const { page, errors } = await open(1280, 720);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  for (const [k, v] of [['pp', '8'], ['dp', '2'], ['gbs', '128']]) await page.getByTestId(`job-${k}`).fill(v);
+  await settled(page, { timeout: 60000 });
+  await page.getByTestId('schedule-compare-run').click();
+  const table = page.getByTestId('schedule-compare-table');
+  await table.waitFor({ timeout: 120000 });
+  await settled(page, { timeout: 120000 });
+  // The core's memory model per stage, the CLI's: GPipe holds all 64
+  // micro-batches' activations and does not fit an 80 GB GPU; 1F1B does.
+  const memory = (s) => table.locator(`tr[data-schedule="${s}"] [data-testid=schedule-memory]`);
+  const want = (s) => cli(['--model', 'llama3-8b', '--pp', '8', '--dp', '2', '--global-batch-size', '128', '--schedule', s]).memory;
+  for (const s of ['gpipe', '1f1b']) {
+    const w = want(s);
+    assert.deepEqual((await memory(s).getAttribute('data-bytes')).split(',').map(Number), w.per_stage.map((x) => x.peak_bytes), s);
+    assert.equal(await memory(s).getAttribute('data-fits'), String(w.fits), s);
+  }
+  assert.equal(await memory('gpipe').getAttribute('data-fits'), 'false');
+  assert.match(await table.locator('tr[data-schedule="gpipe"]').getAttribute('class'), /no-fit/);
+  assert.equal(await table.locator('tr[data-schedule="gpipe"] [data-testid=schedule-no-fit]').count(), 1);
+  assert.equal(await table.locator('tr[data-schedule="1f1b"] [data-testid=schedule-no-fit]').count(), 0);
+  // Eight stages show as their largest, the title lists them all.
+  assert.match(await memory('gpipe').innerText(), /^max [\d.]+ GiB \(stage \d\)/);
+  assert.match(await memory('gpipe').getAttribute('title'), /stage 0 first: .* · .* · .* · .* · .* · .* · .* · .*GiB/);
+  // No horizontal scroll: the speed-up and the pin button are on screen.
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'the page does not scroll sideways');
+  assert.ok(await page.locator('.schedule-table-wrap').evaluate((e) => e.scrollWidth <= e.clientWidth), 'the table does not scroll sideways');
+  for (const id of ['schedule-speedup', 'schedule-compare-pin']) {
+    const box = await table.getByTestId(id).first().boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 1280, `${id} is within the 1280 px width`);
+  }
+  await table.scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-schedules-memory-1280x720');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('1280x720: a dropped config.json starts from the fewest GPUs it fits on, says so, and runs as the CLI', async () => {
+  const { page, errors } = await open(1280, 720);
+  const file = path.join(root, 'tests', 'fixtures', 'hf', 'llama3_8b.json');
+  await page.getByTestId('file-input').setInputFiles(file);
+  const note = page.getByTestId('job-start-note');
+  await note.waitFor({ timeout: 60000 });
+  await settled(page, { timeout: 60000 });
+  const m = (await note.textContent()).match(/^Starting layout: TP (\d+) · PP (\d+) · DP (\d+) on (\d+) × H100-SXM, the fewest GPUs/);
+  assert.ok(m, await note.textContent());
+  const [tp, pp, dp, world] = m.slice(1).map(Number);
+  assert.equal(tp * pp * dp, world);
+  assert.ok(world > 1, 'Llama 3 8B with Adam does not fit one 80 GB GPU');
+  // The panel holds that layout, and its memory fits.
+  assert.equal(await page.getByTestId('job-tp').inputValue(), String(tp));
+  assert.equal(await page.getByTestId('job-pp').inputValue(), String(pp));
+  assert.equal(await page.getByTestId('job-dp').inputValue(), String(dp));
+  assert.doesNotMatch(await page.locator('.results').first().innerText(), /does not fit/);
+  // The page's CLI line gives the page's numbers.
+  const line = (await page.getByTestId('job-cli').textContent()).trim().split(/\s+/);
+  assert.deepEqual(line.slice(0, 2), ['trainscope', 'simulate']);
+  const args = line.slice(2).map((a) => (a === 'llama3_8b.json' ? file : a));
+  const want = cli(args);
+  assert.equal(Number(await page.getByTestId('iteration-time').getAttribute('data-ns')), want.iteration_time_ns);
+  assert.ok(want.memory.fits);
+  await page.getByTestId('job-panel').scrollIntoViewIfNeeded();
+  await viewShot(page, 'pageux-config-start-layout-1280x720');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
 
 test('1280x720: a run with no result says "Run N failed", not "done"', async () => {
   const { page, errors } = await open(1280, 720);
@@ -332,6 +439,8 @@ test('1280x720: a run with no result says "Run N failed", not "done"', async () 
   await waitDone(page);
   const status = (await page.getByTestId('run-status').textContent()).trim();
   assert.match(status, /^Run \d+ failed: each file.s card under Files says why$/);
+  // The card says what is wrong in plain words.
+  assert.match(await page.locator('[data-testid="file-card"][data-file="empty.txt"] [data-testid=error]').first().textContent(), /the file `empty\.txt` is empty/);
   assert.match(await page.locator(".results.empty").textContent(), /each file.s card under Files, below, says what is wrong/);
   await viewShot(page, 'pageux-run-failed-1280x720');
   // Console errors: none expected from an empty file.

@@ -442,6 +442,7 @@ pub fn App() -> Html {
     html! {
         <div class={classes!("page", dragging.then_some("dragging"))}
              {ondragover} {ondragleave} {ondrop}>
+            <a class="skip-link" href="#results-start" data-testid="skip-to-results">{"Skip to the results"}</a>
             <header class="topbar">
                 <h1>{"trainscope"}</h1>
                 <p class="tagline">{"Distributed-training simulator, entirely in your browser"}</p>
@@ -474,7 +475,7 @@ pub fn App() -> Html {
                         <SettingsForm state={state.clone()} on_simulate={on_simulate} />
                     }
                 </aside>
-                <div class="main-col">
+                <div class="main-col" id="results-start" tabindex="-1">
                     <SweepView job={state.job.clone()} settings={state.settings.clone()}
                                pinned={state.pinned_fields.clone()} on_pick={on_pick_config}
                                model_file={sweep_model_file} />
@@ -528,7 +529,7 @@ pub fn App() -> Html {
                     }
                     if state.has_input() && state.settings.mode == Mode::Event {
                         <ScheduleCompare comparison={state.schedules.clone()}
-                                         current={state.settings.schedule}
+                                         current={state.simulated_settings().schedule}
                                          running={state.run.is_running()}
                                          on_compare={on_compare_schedules}
                                          on_pick={on_pick_schedule}

@@ -84,7 +84,10 @@ pub fn run_with_reader(
         id: req.id,
         done: 0,
         total,
-        label: format!("Parsing {} file(s)", req.files.len()),
+        label: format!(
+            "Parsing {}",
+            crate::format::counted(req.files.len() as u64, "file", "files")
+        ),
         parsed_bytes: None,
     });
     let mut unread = Vec::new();

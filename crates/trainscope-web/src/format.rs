@@ -1,6 +1,8 @@
 //! Human-readable numbers for the page: durations from integer nanoseconds,
-//! byte sizes, ratios, and signed differences with percentages (Compare).
-//! Pure functions, tested in the browser suite.
+//! byte sizes, ratios, signed differences with percentages (Compare),
+//! counted nouns in the right number (`1 stage`, `2 stages`) and long name
+//! lists shortened (`8 files: a, b, … h`). Pure functions, tested in the
+//! browser suite.
 
 /// A duration in ns as text with 4 significant digits and an SI unit:
 /// `0 ns`, `950 ns`, `1.234 µs`, `534.975 ms` (3 decimals above 1 µs),
@@ -126,5 +128,21 @@ pub fn signed(delta: f64, unit: fn(f64) -> String) -> String {
         format!("−{}", unit(-delta))
     } else {
         unit(0.0)
+    }
+}
+
+/// `n` and the noun in the right number: `1 stage`, `4 stages`, `0 files`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Names for a header: up to three as they are, joined by commas; more as
+/// the count, the first two and the last: `8 files: a, b, …, h`.
+pub fn name_list(names: &[String]) -> String {
+    match names {
+        [first, second, .., last] if names.len() > 3 => {
+            format!("{} files: {first}, {second}, …, {last}", names.len())
+        }
+        _ => names.join(", "),
     }
 }

@@ -17,7 +17,9 @@
 //! page shows the CLI's messages word for word; here only text that is not
 //! a value at all is refused.
 
+use crate::settings::{Field, Schedule, Settings};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::fmt;
 use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
@@ -631,6 +633,31 @@ impl JobSettings {
             * u64::from(self.dp())
     }
 
+    /// The settings this job is simulated under: Configure's cluster with
+    /// what the job defines, one model for the page's checks, its Configure
+    /// form and the worker's run. The job's layout (world, TP, PP, EP,
+    /// virtual stages); its GPU's NVLink bandwidth unless Configure's
+    /// bandwidth is typed ([`nvlink_pinned`]: `--nvlink-gbps` wins over
+    /// `--gpu-type`); and with virtual stages (vpp > 1) the interleaved
+    /// schedule, as `--vpp` selects it on the command line.
+    pub fn sim_settings(&self, settings: &Settings, pinned: &BTreeSet<Field>) -> Settings {
+        let mut s = settings.clone();
+        s.tp = self.training.tp;
+        s.pp = self.training.pp;
+        s.ep = self.training.ep;
+        s.virtual_stages = self.training.vpp;
+        s.world_size = u32::try_from(self.world()).unwrap_or(u32::MAX);
+        if self.training.vpp > 1 {
+            s.schedule = Schedule::Interleaved;
+        }
+        if !nvlink_pinned(pinned) {
+            if let Some(g) = gpu_preset(&self.gpu) {
+                s.nvlink_bw_gbps = g.nvlink_busbw_gbps;
+            }
+        }
+        s
+    }
+
     /// The same settings on another model.
     pub fn with_model(&self, model: JobModel) -> JobSettings {
         JobSettings {
@@ -721,6 +748,14 @@ impl JobSettings {
         let field = JobField::from_key(key)?;
         Some(self.set(field, value))
     }
+}
+
+/// Whether Configure pins the NVLink bandwidth (its field typed): it then
+/// wins over the job's GPU, as `--nvlink-gbps` does over `--gpu-type` on
+/// the command line. The GPU type itself is the job's one choice while a
+/// job runs (Configure shows it, read-only).
+pub fn nvlink_pinned(pinned: &BTreeSet<Field>) -> bool {
+    pinned.contains(&Field::NvlinkBw)
 }
 
 /// The job's `key=value` pairs for the URL fragment (values not yet

@@ -11,9 +11,10 @@
 //! downloads) plus the model's figures ([`ModelView`]: MFU, model TFLOP/s
 //! per GPU, tokens/s, memory per stage against the capacity).
 //!
-//! NVLink bandwidth: the job's GPU preset sets it, as `--gpu-type` does,
-//! unless the user set the bandwidth (or the cluster's GPU preset) in the
-//! Configure panel, as `--nvlink-gbps` wins on the command line.
+//! The settings are the job's ([`JobSettings::sim_settings`]: its layout,
+//! its GPU's NVLink bandwidth unless the user typed the bandwidth in the
+//! Configure panel, as `--nvlink-gbps` wins on the command line, and the
+//! interleaved schedule when it has virtual stages, as `--vpp` selects).
 //!
 //! [`JobError`]: trainscope_core::job::JobError
 
@@ -29,7 +30,9 @@ use trainscope_core::formats::decode_text;
 use trainscope_core::hardware::{gpu_preset, GpuSpec, GPU_NAMES};
 use trainscope_core::job::memory;
 use trainscope_core::job::run::{run_model_with, ModelRunOutput};
-use trainscope_core::job::ModelJob;
+use trainscope_core::job::{ModelJob, TrainingSetup, DEFAULT_GLOBAL_BATCH};
+use trainscope_core::search::start::smallest_fitting;
+use trainscope_core::search::SweepSpec;
 use trainscope_core::Diagnostic;
 use trainscope_core::{
     formats::hf,
@@ -83,6 +86,7 @@ pub fn simulate_job(
     let mut outcome = JobOutcome {
         model: job.model.clone(),
         error: None,
+        start: None,
     };
     match run_job(pairs, job, settings, pinned) {
         Ok(out) => {
@@ -125,12 +129,7 @@ pub fn run_job(
     run_job_with(model, job, settings, pinned)
 }
 
-/// Whether Configure pins the NVLink bandwidth (its field, or a GPU type
-/// chosen there): it then wins over the job's GPU, as `--nvlink-gbps` does
-/// on the command line.
-pub fn nvlink_pinned(pinned: &BTreeSet<Field>) -> bool {
-    pinned.contains(&Field::NvlinkBw) || pinned.contains(&Field::Gpu)
-}
+pub use crate::job::nvlink_pinned;
 
 /// The simulation settings of a model-level job on `gpu`: Configure's,
 /// with the GPU's NVLink bandwidth unless [`nvlink_pinned`].
@@ -151,6 +150,7 @@ pub fn run_job_with(
     pinned: &BTreeSet<Field>,
 ) -> Result<ModelRunOutput, Diagnostic> {
     let gpu = gpu(&job.gpu)?;
+    let settings = &job.sim_settings(settings, pinned);
     let config = job_sim_config(&gpu, settings, pinned);
     let blame = event_config(settings, pinned).1.blame;
     let model_job = ModelJob::new(model, job.setup(), gpu, None).map_err(|e| e.to_diagnostic())?;
@@ -173,6 +173,51 @@ pub fn config_file_job(
     let format = summaries.iter().find(|s| s.file == name)?.format;
     (format == Some(trainscope_core::workload::Format::HfConfig))
         .then(|| job.with_model(JobModel::File(name.to_string())))
+}
+
+/// The layout a dropped `config.json` starts from when the panel has none
+/// set (its training setup is the default): the fewest GPUs of the job's
+/// GPU it fits on ([`smallest_fitting`]), with the panel's batch, sequence
+/// length, precision and software stack and Configure's GPUs per node; the
+/// job with that layout and the line that says so. `None` when the panel
+/// has a layout, or nothing fits.
+pub fn start_layout(
+    model: &ModelSpec,
+    job: &JobSettings,
+    settings: &Settings,
+) -> Option<(JobSettings, String)> {
+    if job.training != JobSettings::default().training {
+        return None;
+    }
+    let gpu = gpu(&job.gpu).ok()?;
+    let t = &job.training;
+    let mut spec = SweepSpec::new(model.clone(), gpu.clone(), 1);
+    spec.gpus_per_node = settings.gpus_per_node;
+    spec.global_batch_size = t.global_batch_size.unwrap_or(DEFAULT_GLOBAL_BATCH);
+    spec.seq_length = t.seq_length;
+    spec.precision = t.precision;
+    spec.flash_attention = t.flash_attention;
+    spec.bf16_grads = t.bf16_grads;
+    spec.stack = t.stack;
+    let c = smallest_fitting(&spec)?;
+    let s = &c.job.setup;
+    let mut out = job.clone();
+    out.training = TrainingSetup {
+        dp: Some(c.job.dp),
+        global_batch_size: t.global_batch_size,
+        ..s.clone()
+    };
+    let note = format!(
+        "Starting layout: TP {} · PP {} · DP {}{} on {} × {}, the fewest GPUs the model fits on (memory check: 1F1B, micro-batch 1, {} micro-batches); change it here.",
+        s.tp,
+        s.pp,
+        c.job.dp,
+        if s.ep > 1 { format!(" · EP {}", s.ep) } else { String::new() },
+        c.job.world,
+        gpu.name,
+        c.job.micro_batches,
+    );
+    Some((out, note))
 }
 
 /// A model-level run as the Read panel: the event view (breakdown,

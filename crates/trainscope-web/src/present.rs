@@ -4,6 +4,7 @@
 //! ([`simai_view`]) and the event engine's ([`event_view`]: breakdown,
 //! per-stage table, timeline), and a table as CSV ([`table_csv`]).
 
+use crate::format::counted;
 use crate::settings::SettingsHints;
 use crate::views::{
     ActivationView, Bar, Cell, ExportFile, FieldView, Figure, FileView, Quantity, ResultKind,
@@ -333,21 +334,25 @@ pub(crate) fn file_stem(name: &str) -> &str {
 }
 
 /// Exposed communication per group as `(key, label, ns)`, in display order.
+/// The expert groups (EP, DP_EP) only for jobs with expert parallelism
+/// (`has_ep`) or time in them: a dense model has no such part.
 fn exposed_groups(
     tp: u64,
-    ep: u64,
+    (ep, dp_ep, has_ep): (u64, u64, bool),
     dp: u64,
-    dp_ep: u64,
     pp: u64,
     cp: u64,
 ) -> Vec<(&'static str, &'static str, u64)> {
-    let mut groups = vec![
-        ("comm.TP", "Exposed TP comm", tp),
-        ("comm.EP", "Exposed EP comm", ep),
-        ("comm.DP", "Exposed DP comm", dp),
-        ("comm.DP_EP", "Exposed DP_EP comm", dp_ep),
-        ("comm.PP", "Exposed PP comm", pp),
-    ];
+    let experts = has_ep || ep > 0 || dp_ep > 0;
+    let mut groups = vec![("comm.TP", "Exposed TP comm", tp)];
+    if experts {
+        groups.push(("comm.EP", "Exposed EP comm", ep));
+    }
+    groups.push(("comm.DP", "Exposed DP comm", dp));
+    if experts {
+        groups.push(("comm.DP_EP", "Exposed DP_EP comm", dp_ep));
+    }
+    groups.push(("comm.PP", "Exposed PP comm", pp));
     // Context parallelism's group only for jobs that have one.
     if cp > 0 {
         groups.push(("comm.CP", "Exposed CP comm", cp));
@@ -422,7 +427,7 @@ pub fn simai_view(name: &str, r: &AnalyticalReport) -> ResultView {
         &mut v,
         r.compute_ns,
         r.bubble_ns,
-        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp, 0),
+        exposed_groups(e.tp, (e.ep, e.dp_ep, p.ep > 1), e.dp, e.pp, 0),
     );
     let comm_cell = |c: &analytical::PhaseComm| match (c.collective, c.group) {
         (Some(coll), Some(g)) => Cell::Text(format!("{coll:?} {g:?}×{}", c.group_size)),
@@ -520,7 +525,7 @@ pub fn event_view(out: &RunOutput) -> ResultView {
     let label = if out.files.is_empty() {
         s.job.clone()
     } else {
-        out.files.join(", ")
+        crate::format::name_list(&out.files)
     };
     let stem = match out.files.first() {
         Some(f) => file_stem(f).to_string(),
@@ -530,13 +535,17 @@ pub fn event_view(out: &RunOutput) -> ResultView {
         ResultKind::Event,
         "Event-level simulation",
         &format!(
-            "{}: {} schedule, {} stage(s) × {} micro-batch(es), {} collectives, {} simulated rank(s){}",
+            "{}: {} schedule, {} × {}, {} collectives, {}{}",
             label,
             s.schedule,
-            s.pipeline_stages,
-            s.micro_batches,
+            counted(u64::from(s.pipeline_stages), "stage", "stages"),
+            counted(u64::from(s.micro_batches), "micro-batch", "micro-batches"),
             s.algorithm,
-            s.simulated_ranks,
+            counted(
+                u64::from(s.simulated_ranks),
+                "simulated rank",
+                "simulated ranks"
+            ),
             if s.representative_ranks {
                 " (one representative rank per stage)"
             } else {
@@ -550,7 +559,7 @@ pub fn event_view(out: &RunOutput) -> ResultView {
         &mut v,
         s.compute_ns,
         s.bubble_ns,
-        exposed_groups(e.tp, e.ep, e.dp, e.dp_ep, e.pp, e.cp),
+        exposed_groups(e.tp, (e.ep, e.dp_ep, out.parallel.ep > 1), e.dp, e.pp, e.cp),
     );
     // Idle parts beyond the exposed communication: a figure and a part of
     // the breakdown each, where there is any.
@@ -629,8 +638,13 @@ pub fn event_view(out: &RunOutput) -> ResultView {
             Quantity::Fraction(cal.compute_scale),
         ));
     }
-    // A CP column only for jobs with context parallelism.
+    // A CP column only for jobs with context parallelism; the expert
+    // columns only for jobs with expert parallelism (or time in them).
     let has_cp = s.stages.iter().any(|st| st.exposed_comm_ns.cp > 0);
+    let has_ep = out.parallel.ep > 1
+        || s.stages
+            .iter()
+            .any(|st| st.exposed_comm_ns.ep > 0 || st.exposed_comm_ns.dp_ep > 0);
     v.tables.push(TableView {
         title: "Per stage".into(),
         columns: [
@@ -647,6 +661,7 @@ pub fn event_view(out: &RunOutput) -> ResultView {
             "busy share",
         ]
         .iter()
+        .filter(|c| has_ep || !matches!(**c, "exposed EP" | "exposed DP_EP"))
         .map(|s| s.to_string())
         .chain(has_cp.then(|| "exposed CP".to_string()))
         .collect(),
@@ -655,20 +670,21 @@ pub fn event_view(out: &RunOutput) -> ResultView {
             .iter()
             .map(|st| {
                 let x = &st.exposed_comm_ns;
-                vec![
-                    Cell::Int(i64::from(st.stage)),
-                    Cell::Int(i64::from(st.rank)),
-                    Cell::DurationNs(st.compute_ns),
-                    Cell::DurationNs(st.bubble_ns),
-                    Cell::DurationNs(x.tp),
-                    Cell::DurationNs(x.ep),
-                    Cell::DurationNs(x.dp),
-                    Cell::DurationNs(x.dp_ep),
-                    Cell::DurationNs(x.pp),
-                    Cell::DurationNs(st.other_idle_ns),
-                    Cell::Float(st.busy_share),
+                [
+                    Some(Cell::Int(i64::from(st.stage))),
+                    Some(Cell::Int(i64::from(st.rank))),
+                    Some(Cell::DurationNs(st.compute_ns)),
+                    Some(Cell::DurationNs(st.bubble_ns)),
+                    Some(Cell::DurationNs(x.tp)),
+                    has_ep.then_some(Cell::DurationNs(x.ep)),
+                    Some(Cell::DurationNs(x.dp)),
+                    has_ep.then_some(Cell::DurationNs(x.dp_ep)),
+                    Some(Cell::DurationNs(x.pp)),
+                    Some(Cell::DurationNs(st.other_idle_ns)),
+                    Some(Cell::Float(st.busy_share)),
                 ]
                 .into_iter()
+                .flatten()
                 .chain(has_cp.then_some(Cell::DurationNs(x.cp)))
                 .collect()
             })

@@ -561,6 +561,18 @@ pub struct JobOutcome {
     /// Why the job could not be built or simulated (the core's message
     /// and hint, as the CLI prints them); shown in the panel.
     pub error: Option<Diagnostic>,
+    /// A dropped `config.json` run before any layout was set: the starting
+    /// layout it ran with ([`trainscope_core::search::start`]) and the line
+    /// that says so; the panel adopts it.
+    #[serde(default)]
+    pub start: Option<StartLayout>,
+}
+
+/// The layout a dropped model config starts from, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartLayout {
+    pub training: trainscope_core::job::TrainingSetup,
+    pub note: String,
 }
 
 /// A timeline with what it shows (`simulated`, `measured`).

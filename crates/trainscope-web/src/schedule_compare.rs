@@ -14,7 +14,9 @@
 //! path ends on), the peak activation memory per stage in micro-batches
 //! (`peak_activation_micro_batches`) and, for a described job, in bytes (the
 //! memory model's activations at that peak, the CLI's
-//! `peak_activation_bytes`), and the speed-up over 1F1B (1F1B's iteration
+//! `peak_activation_bytes`), for a described job each stage's whole memory
+//! at its peak (the core's memory model, as `memory.per_stage[].peak_bytes`)
+//! against the GPU's capacity, and the speed-up over 1F1B (1F1B's iteration
 //! time / the row's).
 //!
 //! The input is parsed once (a file set with the core's `load_files`, a
@@ -229,21 +231,16 @@ pub fn compare_schedules(
                     (None, None) => Err(Diagnostic::error("no model")),
                 };
                 out.map(|out| {
-                    let bytes = out
-                        .memory
-                        .per_stage
-                        .iter()
-                        .map(|m| m.activations_bytes)
-                        .collect();
-                    (
-                        row(
-                            schedule,
-                            virtual_stages,
-                            &out.run.result.summary,
-                            Some(bytes),
-                        ),
-                        compact_timeline(&out.run.result.timeline),
-                    )
+                    let per_stage = &out.memory.per_stage;
+                    let mut r = row(
+                        schedule,
+                        virtual_stages,
+                        &out.run.result.summary,
+                        Some(per_stage.iter().map(|m| m.activations_bytes).collect()),
+                    );
+                    r.memory_bytes = Some(per_stage.iter().map(|m| m.peak_bytes).collect());
+                    r.capacity_bytes = Some(out.memory.capacity_bytes);
+                    (r, compact_timeline(&out.run.result.timeline))
                 })
             }
         };
@@ -311,6 +308,8 @@ fn row(
             .map(|st| st.peak_activation_micro_batches)
             .collect(),
         peak_bytes,
+        memory_bytes: None,
+        capacity_bytes: None,
         speedup_over_1f1b: None,
     }
 }

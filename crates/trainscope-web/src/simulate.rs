@@ -149,7 +149,21 @@ pub fn simulate(
         }
         Mode::Event => {
             if let Some(job) = crate::model_job::config_file_job(summaries, name, job) {
-                return files.simulate_job(&job, settings, pinned, diagnostics);
+                // No layout set yet: start from the fewest GPUs it fits on.
+                let start = files.model_file(&job, &mut Vec::new()).and_then(|(n, b)| {
+                    crate::model_job::resolve_model(&[(n.as_str(), b.as_slice())], &job.model)
+                        .ok()
+                        .and_then(|m| crate::model_job::start_layout(&m, &job, settings))
+                });
+                let job = start.as_ref().map_or(job, |(j, _)| j.clone());
+                let mut sim = files.simulate_job(&job, settings, pinned, diagnostics);
+                if let (Some(o), Some((j, note))) = (&mut sim.job, start) {
+                    o.start = Some(crate::protocol::StartLayout {
+                        training: j.training,
+                        note,
+                    });
+                }
+                return sim;
             }
             let (config, options) = event_config(settings, pinned);
             let ran = config

@@ -13,7 +13,7 @@
 
 use crate::job::{JobField, JobModel, JobSettings};
 use crate::protocol::{FileData, Progress, Response, RunView};
-use crate::settings::{Field, FieldError, Schedule, Settings, SettingsHints};
+use crate::settings::{Field, FieldError, Mode, Schedule, Settings, SettingsHints};
 use crate::url::UrlState;
 use crate::views::{FileView, ResultView, ScheduleComparison};
 use std::collections::{BTreeMap, BTreeSet};
@@ -234,14 +234,7 @@ impl AppState {
         // simulated), and no read-only field can hold an error (the job's
         // own checks are the Describe a job panel's).
         let job_defined = |f: &Field| self.job_active && JOB_DEFINED_FIELDS.contains(f);
-        let mut checked = self.settings.clone();
-        if self.job_active {
-            checked.tp = self.job.training.tp;
-            checked.pp = self.job.training.pp;
-            checked.ep = self.job.training.ep;
-            checked.virtual_stages = self.job.training.vpp;
-            checked.world_size = u32::try_from(self.job.world()).unwrap_or(u32::MAX);
-        }
+        let checked = self.simulated_settings();
         let mut out: Vec<FieldError> = self
             .parse_errors
             .iter()
@@ -254,8 +247,34 @@ impl AppState {
                 .into_iter()
                 .filter(|e| !self.parse_errors.contains_key(&e.field) && !job_defined(&e.field)),
         );
+        // The interleaved schedule picked here on a job without virtual
+        // stages: said at the schedule (editable), not at the read-only
+        // virtual stages, so the user is never left without a way out.
+        if self.job_active
+            && checked.mode == Mode::Event
+            && checked.schedule == Schedule::Interleaved
+            && checked.virtual_stages < 2
+            && !out.iter().any(|e| e.field == Field::Schedule)
+        {
+            out.push(FieldError::new(
+                Field::Schedule,
+                "the interleaved schedule needs at least 2 virtual stages: set the job's virtual stages in Describe a job, or pick another schedule",
+            ));
+        }
         out.sort_by_key(|e| Field::ALL.iter().position(|f| *f == e.field));
         out
+    }
+
+    /// The settings the next run simulates: Configure's, or with a described
+    /// job active the job's ([`JobSettings::sim_settings`]: its layout, its
+    /// GPU's NVLink bandwidth, the interleaved schedule when it has virtual
+    /// stages). Configure shows these values and the checks run on them.
+    pub fn simulated_settings(&self) -> Settings {
+        if self.job_active {
+            self.job.sim_settings(&self.settings, &self.pinned_fields)
+        } else {
+            self.settings.clone()
+        }
     }
 
     /// Text to show in a job field's control.
@@ -655,6 +674,12 @@ impl Reducible for AppState {
                             if !next.job_active && matches!(j.model, JobModel::File(_)) {
                                 next.job.model = j.model.clone();
                                 next.job_texts.remove(&JobField::Model);
+                                // The layout it started from (none was set).
+                                if let Some(start) = &j.start {
+                                    next.job.training = start.training.clone();
+                                    next.job_texts.clear();
+                                    next.job_parse_errors.clear();
+                                }
                                 next.job_active = true;
                             }
                         }

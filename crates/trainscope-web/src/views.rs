@@ -368,8 +368,22 @@ pub struct ScheduleRow {
     pub peak_micro_batches: Vec<f64>,
     /// The same in bytes (model-level jobs).
     pub peak_bytes: Option<Vec<u64>>,
+    /// Model-level jobs: each stage's whole memory at its peak under this
+    /// schedule (the core's memory model: weights, gradients, optimizer
+    /// states, activations, buffers, NCCL and the CUDA context; the CLI's
+    /// `memory.per_stage[].peak_bytes`), and the GPU's capacity it must fit.
+    pub memory_bytes: Option<Vec<u64>>,
+    pub capacity_bytes: Option<u64>,
     /// 1F1B's iteration time / this one's (`None` when 1F1B did not run).
     pub speedup_over_1f1b: Option<f64>,
+}
+
+impl ScheduleRow {
+    /// Whether every stage fits the GPU (`None`: no memory model, a file).
+    pub fn fits(&self) -> Option<bool> {
+        let (m, cap) = (self.memory_bytes.as_ref()?, self.capacity_bytes?);
+        Some(m.iter().all(|b| *b <= cap))
+    }
 }
 
 /// A schedule that was not run, and why.

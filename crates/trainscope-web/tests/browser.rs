@@ -750,7 +750,7 @@ fn worker_run_simulates_seed000_in_simai_mode_with_progress() {
     assert_eq!(
         steps,
         vec![
-            (3, 0, 5, "Parsing 2 file(s)".to_string()),
+            (3, 0, 5, "Parsing 2 files".to_string()),
             (3, 1, 5, "Summarising junk.bin (file 1 of 2)".to_string()),
             (3, 2, 5, "Summarising seed000.txt (file 2 of 2)".to_string()),
             (3, 3, 5, "Simulating".to_string()),

@@ -516,6 +516,36 @@ fn the_jobs_gpu_sets_nvlink_unless_the_user_set_it() {
     );
     // --nvlink-gbps 100 wins over the GPU's.
     assert_eq!(iter(a100.clone(), &[(Field::NvlinkBw, "100")]), core(100.0));
+    // Configure's GPU type does not: the job's GPU is the one GPU choice.
+    assert_eq!(iter(a100.clone(), &[(Field::Gpu, "H100")]), slow);
+}
+
+#[wasm_bindgen_test]
+fn a_jobs_settings_are_what_configure_shows_and_the_worker_runs() {
+    use trainscope_web::settings::Schedule;
+    let mut job = small_job(8);
+    job.gpu = "A100-80G".into();
+    job.training.vpp = 2;
+    let mut settings = Settings {
+        schedule: Schedule::Gpipe,
+        tp: 4,
+        ..Settings::default()
+    };
+    let s = job.sim_settings(&settings, &BTreeSet::new());
+    // Its virtual stages select the interleaved schedule (as --vpp does).
+    assert_eq!(s.schedule, Schedule::Interleaved);
+    assert_eq!(s.virtual_stages, 2);
+    assert_eq!((s.tp, s.pp), (job.training.tp, job.training.pp));
+    assert_eq!(
+        s.nvlink_bw_gbps,
+        gpu_preset("A100-80G").unwrap().nvlink_busbw_gbps
+    );
+    // A typed bandwidth wins; without virtual stages the schedule is Configure's.
+    settings.nvlink_bw_gbps = 100.0;
+    job.training.vpp = 1;
+    let s = job.sim_settings(&settings, &BTreeSet::from([Field::NvlinkBw]));
+    assert_eq!(s.nvlink_bw_gbps, 100.0);
+    assert_eq!(s.schedule, Schedule::Gpipe);
 }
 
 #[wasm_bindgen_test]
@@ -632,6 +662,43 @@ fn a_dropped_config_runs_as_the_job_and_the_panel_adopts_it() {
     let s = s.reduce(Action::Remove(name.into()));
     assert!(!s.job_active && s.output.is_none());
     assert_eq!(s.job.model, JobModel::default());
+}
+
+#[wasm_bindgen_test]
+fn a_dropped_config_without_a_layout_starts_from_the_fewest_gpus_it_fits_on() {
+    let name = "Meta-Llama-3-8B/config.json";
+    let s = Rc::new(AppState::default()).reduce(Action::Loaded {
+        files: vec![(name.into(), LLAMA8B_CONFIG.to_vec().into())],
+        example: None,
+    });
+    let req = RunRequest {
+        files: vec![trainscope_web::protocol::InputFile {
+            name: name.into(),
+            data: LLAMA8B_CONFIG.to_vec().into(),
+        }],
+        job_active: false,
+        ..job_request(1, JobSettings::default())
+    };
+    let out = run(&req);
+    let start = out
+        .job
+        .as_ref()
+        .and_then(|j| j.start.clone())
+        .expect("a start");
+    let m = out.result.as_ref().unwrap().model.as_ref().unwrap();
+    assert!(m.memory.fits, "the starting layout fits");
+    let t = &start.training;
+    let world = t.tp * t.pp * t.dp.unwrap();
+    assert!(world > 1, "8B with Adam does not fit one GPU");
+    assert!(
+        start.note.contains(&format!("on {world} × H100-SXM")),
+        "{}",
+        start.note
+    );
+    // The panel adopts it: its edits now run from that layout.
+    let s = done(s, 1, out);
+    assert!(s.job_active);
+    assert_eq!(&s.job.training, t);
 }
 
 // ---------------------------------------------------------------- mounted

@@ -26,7 +26,7 @@ pub fn decode_text<'a>(
         return Err(Diagnostic::error(format!(
             "`{file}` is not a text file (NUL byte at offset {pos})"
         ))
-        .with_hint("trainscope reads SimAI/AICB workloads, NeuSight TSVs, Echo traces, Optimus-Prime logs and HuggingFace config.json files, all plain text"));
+        .with_hint("trainscope reads text (SimAI/AICB workloads, NeuSight TSVs, Echo traces, Optimus-Prime logs, Kineto JSON traces, HuggingFace config.json) and two binary formats: gzip-compressed Kineto traces (.gz) and Chakra execution traces (.et); this file is none of these"));
     }
     match std::str::from_utf8(bytes) {
         Ok(s) => Ok((std::borrow::Cow::Borrowed(s), false)),
@@ -205,6 +205,15 @@ pub fn detect_all(text: &str) -> Vec<Detection> {
 
 /// Recognise the format of `text` from its content, with a confidence.
 pub fn detect_with_confidence(file: &str, text: &str) -> Result<Detection, Diagnostic> {
+    if text.trim().is_empty() {
+        let what = if text.is_empty() {
+            "is empty"
+        } else {
+            "holds only blank space"
+        };
+        return Err(Diagnostic::error(format!("the file `{file}` {what}"))
+            .with_hint("nothing to read: check that the file was saved or copied completely"));
+    }
     match detect_all(text).into_iter().next() {
         Some(d) if d.confidence >= Detection::THRESHOLD => Ok(d),
         other => {
@@ -329,6 +338,10 @@ mod tests {
     #[test]
     fn binary_is_refused() {
         assert!(decode_text("b", b"ab\0cd").is_err());
+        let empty = detect_with_confidence("e.txt", "").unwrap_err();
+        assert_eq!(empty.message, "the file `e.txt` is empty");
+        let blank = detect_with_confidence("b.txt", " \n\t\n").unwrap_err();
+        assert_eq!(blank.message, "the file `b.txt` holds only blank space");
         let (t, lossy) = decode_text("b", b"\xEF\xBB\xBFok\xff").unwrap();
         assert!(lossy);
         assert!(t.starts_with("ok"));

@@ -624,9 +624,12 @@ impl ModelJob {
             }
             None => {
                 let g = u64::from(DEFAULT_GLOBAL_BATCH).div_ceil(per_step) * per_step;
-                notes.push(format!(
-                    "global batch not given: {g} sequences ({DEFAULT_GLOBAL_BATCH} rounded up to a multiple of micro-batch x DP)"
-                ));
+                // The default as it is needs no note; a rounded one does.
+                if g != u64::from(DEFAULT_GLOBAL_BATCH) {
+                    notes.push(format!(
+                        "global batch not given: {g} sequences (the default {DEFAULT_GLOBAL_BATCH} rounded up to a multiple of micro-batch x DP = {per_step})"
+                    ));
+                }
                 g
             }
         };

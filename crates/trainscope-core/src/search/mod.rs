@@ -47,6 +47,7 @@
 //! PP 8 x 8 virtual stages, as NVIDIA runs it).
 
 pub mod report;
+pub mod start;
 pub mod time_to_train;
 
 use crate::engine::schedule::{ChunkPlacement, ScheduleKind};

@@ -387,7 +387,9 @@ pub fn merge(shards: &[SweepReport]) -> Result<SweepReport, MergeError> {
     }))
 }
 
-fn ms(ns: u64) -> String {
+/// A time as the sweep writes it, in milliseconds (`85926.0 ms`): the one
+/// unit of its "why" lines, so the page's table of the same rows uses it too.
+pub fn ms(ns: u64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
 }
 

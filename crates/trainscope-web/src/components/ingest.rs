@@ -69,7 +69,7 @@ pub fn Ingest(props: &IngestProps) -> Html {
                 <input id="file-input" class="visually-hidden" type="file" multiple=true
                        data-testid="file-input" aria-label="Choose input files" {onchange} />
                 if props.loading > 0 {
-                    <p class="loading" role="status">{ format!("Reading {} file(s)…", props.loading) }</p>
+                    <p class="loading" role="status">{ format!("Reading {}…", crate::format::counted(props.loading as u64, "file", "files")) }</p>
                 }
             </div>
             { props.children.clone() }

@@ -273,6 +273,9 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                         { format!("A link names {name} but cannot carry it: whoever opens the link drops that config.json again.") }
                     </p>
                 }
+                if let Some(start) = state.output.as_ref().and_then(|o| o.job.as_ref()).and_then(|j| j.start.as_ref()) {
+                    <p class="derived" data-testid="job-start-note">{ &start.note }</p>
+                }
                 <p class="job-cli note small">{"CLI: "}<code data-testid="job-cli">{ job.cli_command() }</code></p>
                 <div class="actions">
                     <button type="submit" data-testid="job-run" disabled={!state.can_run_job()}>
@@ -281,6 +284,8 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                     <span class="invalid-note" role="status">
                         { if state.job_active {
                             "The results show this job; the Configure panel sets the cluster, schedule and algorithm."
+                        } else if state.files.is_empty() {
+                            "Simulate this job, or load files, to see results."
                         } else {
                             "The results show the loaded files."
                         } }

@@ -2,8 +2,12 @@
 //! that runs the current input under every pipeline schedule in the worker
 //! ([`crate::schedule_compare`]), and the table of what came back
 //! (`schedule-compare-table`, one row per schedule with `data-schedule`:
-//! iteration time, bubble, peak activation memory per stage in
-//! micro-batches and, for a described job, bytes, speed-up over 1F1B), then
+//! iteration time, bubble, activations in flight per stage in
+//! micro-batches and, for a described job, each stage's whole memory
+//! (`schedule-memory`, the core's memory model) with the rows that do not
+//! fit the GPU marked (`no-fit`, `schedule-no-fit`), speed-up over 1F1B;
+//! more than four stages show as their largest, to keep the page's
+//! width), then
 //! the schedules that could not run with the core's reason
 //! (`schedule-compare-refused`). Clicking a row runs that schedule as the
 //! current run (its timeline and memory chart show); the row of the
@@ -74,9 +78,36 @@ fn stacked(timelines: &[SharedTimeline]) -> Html {
     }
 }
 
-/// Per-stage values as one cell: `2 · 1.5 · 1`.
-fn per_stage<T>(values: &[T], show: impl Fn(&T) -> String) -> String {
-    values.iter().map(show).collect::<Vec<_>>().join(" · ")
+/// Per-stage values as one cell: `2 · 1.5 · 1` for up to four stages; for
+/// more, the largest and its stage (`max 3 (stage 0)`), so the table keeps
+/// to the page's width; the title lists every stage.
+fn per_stage<T: PartialOrd>(values: &[T], show: impl Fn(&T) -> String) -> (String, String) {
+    let all = values.iter().map(&show).collect::<Vec<_>>().join(" · ");
+    if values.len() <= 4 {
+        return (all.clone(), format!("stage 0 first: {all}"));
+    }
+    let (stage, max) = values
+        .iter()
+        .enumerate()
+        .fold(None::<(usize, &T)>, |best, (i, v)| match best {
+            Some((_, b)) if *b >= *v => best,
+            _ => Some((i, v)),
+        })
+        .expect("more than four stages");
+    (
+        format!("max {} (stage {stage})", show(max)),
+        format!("stage 0 first: {all}"),
+    )
+}
+
+/// Bytes in a table cell: GiB with one decimal from 1 GiB up.
+fn short_bytes(b: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    if b >= 1 << 30 {
+        format!("{:.1} GiB", b as f64 / GIB)
+    } else {
+        format::bytes(b)
+    }
 }
 
 fn row_html(
@@ -106,8 +137,18 @@ fn row_html(
         name.to_string()
     };
     let is_current = r.schedule == current;
+    let (mb, mb_title) = per_stage(&r.peak_micro_batches, |x| trim_float(*x));
+    let fits = r.fits();
+    let memory = r.memory_bytes.as_ref().map(|m| {
+        let (text, title) = per_stage(m, |b| short_bytes(*b));
+        let cap = r.capacity_bytes.map_or(String::new(), |c| {
+            format!(" (the GPU holds {})", short_bytes(c))
+        });
+        (text, format!("{title}{cap}"))
+    });
     html! {
-        <tr data-schedule={name} class={classes!("schedule-row", is_current.then_some("current"))}
+        <tr data-schedule={name}
+            class={classes!("schedule-row", is_current.then_some("current"), (fits == Some(false)).then_some("no-fit"))}
             onclick={pick} title={format!("Run {name} as the current run")}
             aria-current={is_current.then_some("true")}>
             <th scope="row">
@@ -115,9 +156,16 @@ fn row_html(
             </th>
             <td data-ns={r.iteration_time_ns.to_string()}>{ format::duration_ns(r.iteration_time_ns) }</td>
             <td data-ns={r.bubble_ns.to_string()}>{ format::duration_ns(r.bubble_ns) }</td>
-            <td data-testid="schedule-peak-mb">{ per_stage(&r.peak_micro_batches, |x| trim_float(*x)) }</td>
-            if let Some(bytes) = &r.peak_bytes {
-                <td data-testid="schedule-peak-bytes">{ per_stage(bytes, |b| format::bytes(*b)) }</td>
+            <td data-testid="schedule-peak-mb" title={mb_title}>{ mb }</td>
+            if let Some((text, title)) = memory {
+                <td data-testid="schedule-memory" title={title}
+                    data-fits={fits.map(|f| f.to_string())}
+                    data-bytes={r.memory_bytes.as_ref().map(|m| m.iter().map(u64::to_string).collect::<Vec<_>>().join(","))}>
+                    { text }
+                    if fits == Some(false) {
+                        <span class="no-fit-badge" data-testid="schedule-no-fit">{"does not fit"}</span>
+                    }
+                </td>
             }
             <td data-testid="schedule-speedup" data-value={r.speedup_over_1f1b.map(|x| x.to_string()).unwrap_or_default()}>
                 { r.speedup_over_1f1b.map_or("—".to_string(), |x| format!("{x:.3}×")) }
@@ -139,12 +187,19 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
         Callback::from(move |_: MouseEvent| cb.emit(()))
     };
     let table = props.comparison.as_ref().map(|c| {
-        let bytes = c.rows.iter().any(|r| r.peak_bytes.is_some());
+        let memory = c.rows.iter().any(|r| r.memory_bytes.is_some());
+        let capacity = c.rows.iter().find_map(|r| r.capacity_bytes);
+        let no_fit = c.rows.iter().filter(|r| r.fits() == Some(false)).count();
         html! {
             <>
                 <p class="note">{ format!(
-                    "{} under every schedule, with the other settings unchanged. Peak activation memory per stage, stage 0 first. Click a row to run that schedule; pin one as A, then click another to see both timelines on one time axis.",
-                    c.input
+                    "{} under every schedule, with the other settings unchanged. Activations in flight per stage, stage 0 first{}. Click a row to run that schedule; pin one as A, then click another to see both timelines on one time axis.",
+                    c.input,
+                    match capacity {
+                        Some(cap) => format!("; memory: each stage's whole memory at its peak (weights, gradients, optimizer states, activations, buffers), against the GPU's {}{}", short_bytes(cap),
+                            if no_fit > 0 { format!(": {} marked “does not fit” would run out of memory", format::counted(no_fit as u64, "schedule", "schedules")) } else { String::new() }),
+                        None => String::new(),
+                    }
                 ) }</p>
                 <div class="schedule-table-wrap">
                 <table class="schedule-table" data-testid="schedule-compare-table">
@@ -153,9 +208,9 @@ pub fn ScheduleCompare(props: &ScheduleCompareProps) -> Html {
                             <th scope="col">{"schedule"}</th>
                             <th scope="col">{"iteration time"}</th>
                             <th scope="col">{"bubble"}</th>
-                            <th scope="col">{"peak (micro-batches)"}</th>
-                            if bytes {
-                                <th scope="col">{"peak (bytes)"}</th>
+                            <th scope="col">{"in flight (micro-batches)"}</th>
+                            if memory {
+                                <th scope="col">{"memory per stage"}</th>
                             }
                             <th scope="col">{"speed-up vs 1F1B"}</th>
                             <th scope="col"><span class="visually-hidden">{"pin"}</span></th>

@@ -166,29 +166,53 @@ const GROUPS: [(&str, &[Field]); 5] = [
     ),
 ];
 
-/// The value a described job gives `field` when the job is active and
-/// defines it ([`crate::state::JOB_DEFINED_FIELDS`]), as text.
-fn job_value(state: &AppState, field: Field) -> Option<String> {
-    if !state.job_active || !crate::state::JOB_DEFINED_FIELDS.contains(&field) {
+/// A value Configure shows, not sets, while a described job is active, and
+/// where it comes from: the job's layout ([`crate::state::JOB_DEFINED_FIELDS`]),
+/// its GPU (the job's one GPU choice) and the interleaved schedule its
+/// virtual stages select ([`crate::job::JobSettings::sim_settings`]).
+fn job_value(state: &AppState, field: Field) -> Option<(String, String)> {
+    if !state.job_active {
         return None;
     }
     let j = &state.job;
+    let vpp = j.training.vpp;
+    let from_job = || "from the job".to_string();
     Some(match field {
-        Field::World => j.world().to_string(),
-        Field::Tp => j.training.tp.to_string(),
-        Field::Pp => j.training.pp.to_string(),
-        Field::Ep => j.training.ep.to_string(),
-        Field::VirtualStages => j.training.vpp.to_string(),
+        Field::Gpu => (j.gpu.clone(), "the job's GPU".into()),
+        Field::Schedule if vpp > 1 => (
+            schedule_label(Schedule::Interleaved).into(),
+            format!("from the job's {vpp} virtual stages"),
+        ),
+        f if !crate::state::JOB_DEFINED_FIELDS.contains(&f) => return None,
+        Field::World => (j.world().to_string(), from_job()),
+        Field::Tp => (j.training.tp.to_string(), from_job()),
+        Field::Pp => (j.training.pp.to_string(), from_job()),
+        Field::Ep => (j.training.ep.to_string(), from_job()),
+        Field::VirtualStages => (vpp.to_string(), from_job()),
         _ => match j.training.global_batch_size {
-            Some(g) => (g / (j.training.micro_batch_size * j.dp()).max(1)).to_string(),
-            None => "per the job's batch".into(),
+            Some(g) => (
+                (g / (j.training.micro_batch_size * j.dp()).max(1)).to_string(),
+                from_job(),
+            ),
+            None => ("per the job's batch".into(), from_job()),
         },
     })
 }
 
+/// The schedule select's label of `schedule`.
+fn schedule_label(schedule: Schedule) -> &'static str {
+    match control(Field::Schedule) {
+        Control::Select(options) => options
+            .into_iter()
+            .find(|(v, _)| *v == schedule_name(schedule))
+            .map_or("", |(_, l)| l),
+        _ => "",
+    }
+}
+
 fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<String>) -> Html {
     let id = format!("s-{}", field.key());
-    if let Some(value) = job_value(state, field) {
+    if let Some((value, from)) = job_value(state, field) {
         // Shown, not set: the job defines it (no tab stop, no error).
         return html! {
             <div class="setting from-job" data-field={field.key()}>
@@ -196,12 +220,20 @@ fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<Str
                 <input id={id} name={field.key()} type="text" readonly=true tabindex="-1" value={value}
                        aria-readonly="true" data-testid={format!("setting-{}", field.key())}
                        title="Defined by the described job: change it in the Describe a job panel" />
-                <span class="from-file" data-testid="from-job">{"from the job"}</span>
+                <span class="from-file" data-testid="from-job">{ from }</span>
             </div>
         };
     }
     let err_id = format!("{id}-err");
-    let text = state.field_text(field);
+    // The job's GPU sets the NVLink bandwidth until the user types one.
+    let from_job_gpu = field == Field::NvlinkBw
+        && state.job_active
+        && !crate::job::nvlink_pinned(&state.pinned_fields);
+    let text = if from_job_gpu {
+        state.simulated_settings().get(field)
+    } else {
+        state.field_text(field)
+    };
     let dispatch = state.dispatcher();
     let from_file = !state.pinned_fields.contains(&field)
         && state
@@ -233,6 +265,7 @@ fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<Str
             html! {
                 <input id={id.clone()} name={field.key()} type="number" {step} {min}
                        inputmode="decimal" value={text} readonly={stated} {title}
+                       tabindex={stated.then_some("-1")}
                        aria-invalid={invalid.then_some("true")}
                        aria-describedby={described}
                        data-testid={format!("setting-{}", field.key())} {oninput} />
@@ -294,7 +327,9 @@ fn field_row(state: &UseReducerHandle<AppState>, field: Field, error: Option<Str
              data-field={field.key()}>
             <label for={id.clone()}>{ field.label() }</label>
             { input }
-            if from_file {
+            if from_job_gpu {
+                <span class="from-file" data-testid="from-job-gpu">{ format!("the job's {}", state.job.gpu) }</span>
+            } else if from_file {
                 <span class="from-file" title={source.unwrap_or_default()}>{"from file"}</span>
             }
             if let Some(message) = error {
@@ -346,7 +381,7 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
             <h2>{"Configure"}</h2>
             if state.job_active {
                 <p class="derived" data-testid="job-settings-note">
-                    {"Simulating the described job: its parallelism and batch come from the Describe a job panel; the cluster, schedule and collective algorithm from here."}
+                    {"Simulating the described job: its GPU, parallelism, batch and virtual stages come from the Describe a job panel; the rest of the cluster, the schedule and the collective algorithm from here."}
                 </p>
             }
             { field_row(state, Field::Mode, error_for(Field::Mode)) }
@@ -362,7 +397,7 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                         if *title == "Parallelism" && errors.iter().all(|e| e.field != Field::World) {
                             <p class="derived" data-testid="dp">{ format!("DP = world / (TP × PP) = {dp}") }</p>
                         }
-                        if *title == "Batch and schedule" && mode == Mode::Event
+                        if *title == "Batch and schedule" && mode == Mode::Event && !state.job_active
                             && state.settings.schedule != Schedule::Interleaved {
                             <p class="derived" data-testid="vpp-note">
                                 {"Virtual stages apply to the interleaved schedule only (a SimAI header's vpp is kept for SimAI's bubble formula)."}
@@ -377,7 +412,7 @@ pub fn SettingsForm(props: &SettingsFormProps) -> Html {
                 </button>
                 if !errors.is_empty() {
                     <span class="invalid-note" role="status">
-                        { format!("{} setting(s) to fix", errors.len()) }
+                        { format!("{} to fix", crate::format::counted(errors.len() as u64, "setting", "settings")) }
                     </span>
                 } else if !state.has_input() {
                     <span class="invalid-note">{"Load a file or describe a job to simulate"}</span>

@@ -96,6 +96,8 @@ struct Run {
     version: u64,
     /// When `version` last moved for new rows (`Date.now()`, ms).
     shown_at_ms: f64,
+    /// When the run started (`Date.now()`, ms): the time-left estimate.
+    started_ms: f64,
     /// The job the sweep ran with: a clicked row is this job with the
     /// row's layout.
     base: JobSettings,
@@ -194,6 +196,34 @@ fn layout(r: &Row) -> String {
 /// The scatter plot of every row: peak memory across, iteration time up.
 /// One click handler for the whole plot (`onclick`: the point's
 /// `data-config` names its row), so a redraw makes no closure per point.
+/// Round axis ticks from `lo` to past `hi`: steps of 1, 2 or 5 × 10^k,
+/// about five of them, the first at or below `lo` and the last at or above
+/// `hi` (so the axis ends on a tick: `0 20 40 60 80 100`, not `85926`).
+pub fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).max(f64::EPSILON);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|f| f * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).floor() * step;
+    let n = ((hi - first) / step).ceil().max(1.0) as usize;
+    (0..=n).map(|k| first + step * k as f64).collect()
+}
+
+/// Ticks' texts with as many decimals as their step needs (`0 20 40`,
+/// `0.5 1 1.5`).
+fn tick_texts(ticks: &[f64]) -> Vec<String> {
+    let step = match ticks {
+        [a, b, ..] => b - a,
+        _ => 1.0,
+    };
+    let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+    ticks.iter().map(|v| format!("{v:.decimals$}")).collect()
+}
+
 fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEvent>) -> Html {
     const W: f64 = 640.0;
     const H: f64 = 320.0;
@@ -211,20 +241,49 @@ fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEve
         return html! { <p class="note">{"No configuration was simulated: nothing to plot."}</p> };
     }
     let capacity = rows.iter().map(|r| r.capacity_bytes).max().unwrap_or(0);
-    let max_mem = rows
+    // The axes frame the configurations that fit (and the capacity line):
+    // one that does not fit lies beyond, clamped to the plot's edge as a
+    // hollow point past the axis break, its values in its tooltip.
+    let framed: Vec<&Row> = match rows.iter().any(|r| r.fits) {
+        true => rows.iter().copied().filter(|r| r.fits).collect(),
+        false => rows.clone(),
+    };
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let mem_hi = framed
         .iter()
         .map(|r| r.peak_bytes)
         .max()
         .unwrap_or(1)
         .max(capacity)
-        .max(1) as f64
-        * 1.05;
-    let t_min = rows.iter().map(|r| r.iteration_time_ns).min().unwrap_or(0) as f64;
-    let t_max = rows.iter().map(|r| r.iteration_time_ns).max().unwrap_or(1) as f64;
-    let t_lo = t_min * 0.95;
-    let t_span = (t_max * 1.05 - t_lo).max(1.0);
-    let x = |b: u64| L + (b as f64 / max_mem) * (W - L - R);
-    let y = |t: u64| H - B - ((t as f64 - t_lo) / t_span) * (H - B - T);
+        .max(1);
+    let x_ticks = nice_ticks(0.0, gib(mem_hi) * 1.05);
+    let max_gib = *x_ticks.last().unwrap_or(&1.0);
+    let t_min = framed
+        .iter()
+        .map(|r| r.iteration_time_ns)
+        .min()
+        .unwrap_or(0) as f64
+        / 1e6;
+    let t_max = framed
+        .iter()
+        .map(|r| r.iteration_time_ns)
+        .max()
+        .unwrap_or(1) as f64
+        / 1e6;
+    let pad = ((t_max - t_min) * 0.05).max(t_max * 0.01);
+    let y_ticks = nice_ticks((t_min - pad).max(0.0), t_max + pad);
+    let (t_lo, t_hi) = (y_ticks[0], *y_ticks.last().unwrap_or(&1.0));
+    let t_span = (t_hi - t_lo).max(f64::EPSILON);
+    let clamped = |r: &Row| {
+        gib(r.peak_bytes) > max_gib
+            || (r.iteration_time_ns as f64 / 1e6) > t_hi
+            || (r.iteration_time_ns as f64 / 1e6) < t_lo
+    };
+    let broken_x = rows.iter().any(|r| gib(r.peak_bytes) > max_gib);
+    let xg = |g: f64| L + (g.min(max_gib) / max_gib) * (W - L - R);
+    let x = |b: u64| xg(gib(b));
+    let yms = |t: f64| H - B - ((t.clamp(t_lo, t_hi) - t_lo) / t_span) * (H - B - T);
+    let y = |t: u64| yms(t as f64 / 1e6);
     let key = |r: &Row| {
         if by_tp {
             format!("TP {}", r.tp)
@@ -249,9 +308,6 @@ fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEve
         .map(|r| format!("{:.1},{:.1}", x(r.peak_bytes), y(r.iteration_time_ns)))
         .collect::<Vec<_>>()
         .join(" ");
-    let gib = |b: f64| b / (1u64 << 30) as f64;
-    let x_ticks: Vec<f64> = (0..=4).map(|k| max_mem * k as f64 / 4.0).collect();
-    let y_ticks: Vec<f64> = (0..=4).map(|k| t_lo + t_span * k as f64 / 4.0).collect();
     html! {
         <figure class="sweep-plot-wrap">
             <svg data-testid="sweep-plot" class="sweep-plot" viewBox={format!("0 0 {W} {H}")}
@@ -259,12 +315,19 @@ fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEve
                  onclick={onclick.clone()}>
                 <line x1={L.to_string()} y1={(H - B).to_string()} x2={(W - R).to_string()} y2={(H - B).to_string()} class="axis" />
                 <line x1={L.to_string()} y1={T.to_string()} x2={L.to_string()} y2={(H - B).to_string()} class="axis" />
-                { for x_ticks.iter().map(|b| html! {
-                    <text x={format!("{:.1}", x(*b as u64))} y={(H - B + 16.0).to_string()} text-anchor="middle" class="tick">{ format!("{:.0}", gib(*b)) }</text>
+                { for x_ticks.iter().zip(tick_texts(&x_ticks)).map(|(g, text)| html! {
+                    <text x={format!("{:.1}", xg(*g))} y={(H - B + 16.0).to_string()} text-anchor="middle"
+                          class="tick" data-testid="sweep-x-tick">{ text }</text>
                 }) }
-                { for y_ticks.iter().map(|t| html! {
-                    <text x={(L - 6.0).to_string()} y={format!("{:.1}", y(*t as u64) + 4.0)} text-anchor="end" class="tick">{ format!("{:.0}", t / 1e6) }</text>
+                { for y_ticks.iter().zip(tick_texts(&y_ticks)).map(|(t, text)| html! {
+                    <text x={(L - 6.0).to_string()} y={format!("{:.1}", yms(*t) + 4.0)} text-anchor="end"
+                          class="tick" data-testid="sweep-y-tick">{ text }</text>
                 }) }
+                if broken_x {
+                    // The axis break: points past it do not fit and are clamped.
+                    <text x={(W - R + 2.0).to_string()} y={(H - B + 4.0).to_string()} class="tick axis-break"
+                          data-testid="sweep-axis-break">{"≫"}</text>
+                }
                 <text x={((L + W - R) / 2.0).to_string()} y={(H - 6.0).to_string()} text-anchor="middle" class="axis-label">{"peak memory per GPU (GiB)"}</text>
                 <text x="12" y={((H - B) / 2.0).to_string()} text-anchor="middle" class="axis-label"
                       transform={format!("rotate(-90 12 {})", (H - B) / 2.0)}>{"iteration time (ms)"}</text>
@@ -273,8 +336,12 @@ fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEve
                           x1={format!("{:.1}", x(capacity))} y1={T.to_string()}
                           x2={format!("{:.1}", x(capacity))} y2={(H - B).to_string()}
                           stroke="#c00" stroke-dasharray="4 3" />
-                    <text x={format!("{:.1}", x(capacity) - 4.0)} y={(T + 10.0).to_string()} text-anchor="end" class="tick">
-                        { format!("{} capacity", format::bytes(capacity)) }
+                    // Beside the line at the top, clear of the axes' ticks.
+                    <text x={format!("{:.1}", if x(capacity) - L > 140.0 { x(capacity) - 4.0 } else { x(capacity) + 4.0 })}
+                          y={(T + 10.0).to_string()}
+                          text-anchor={if x(capacity) - L > 140.0 { "end" } else { "start" }}
+                          class="tick capacity-label" data-testid="sweep-capacity-label">
+                        { format!("GPU memory {:.0} GiB", gib(capacity)) }
                     </text>
                 }
                 if front.len() > 1 {
@@ -284,10 +351,10 @@ fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEve
                     html! {
                         <circle cx={format!("{:.1}", x(r.peak_bytes))} cy={format!("{:.1}", y(r.iteration_time_ns))}
                                 r={if r.pareto { "5" } else { "3.5" }}
-                                fill={colour(&key(r))}
+                                fill={if clamped(r) { "none".to_string() } else { colour(&key(r)) }}
                                 fill-opacity={if r.fits { "0.9" } else { "0.3" }}
-                                stroke={if r.pareto { "#000" } else { "none" }}
-                                data-config={r.flags.clone()} class="sweep-point">
+                                stroke={if r.pareto { "#000".to_string() } else if clamped(r) { "#8a8f98".to_string() } else { "none".to_string() }}
+                                data-config={r.flags.clone()} data-clamped={clamped(r).to_string()} class="sweep-point">
                             <title>{ format!("{} · {} · {} · {}", layout(r), r.schedule, format::duration_ns(r.iteration_time_ns), format::bytes(r.peak_bytes)) }</title>
                         </circle>
                     }
@@ -297,12 +364,29 @@ fn plot(all: &[Row], max_points: usize, by_tp: bool, onclick: &Callback<MouseEve
                 { for keys.iter().map(|k| html! {
                     <span class="legend-item"><span class="swatch" style={format!("background:{}", colour(k))}></span>{ k.clone() }</span>
                 }) }
-                <span class="legend-item">{"— Pareto front · dashed: GPU memory · faded: does not fit"}</span>
+                <span class="legend-item">{ if broken_x {
+                    "— Pareto front · dashed: GPU memory · faded: does not fit · hollow past ≫: beyond the axes (values in the tooltip)"
+                } else {
+                    "— Pareto front · dashed: GPU memory · faded: does not fit"
+                } }</span>
                 if hidden > 0 {
                     <span class="legend-item" data-testid="sweep-plot-hidden">{ format!("{hidden} slower points not drawn (the Pareto front is drawn whole)") }</span>
                 }
             </figcaption>
         </figure>
+    }
+}
+
+/// A time left, rounded as people say it: `5 s`, `40 s`, `3 min`, `1 h 10 min`.
+fn time_left_text(ms: f64) -> String {
+    let s = (ms / 1000.0).max(1.0);
+    if s < 60.0 {
+        format!("{} s", ((s / 5.0).ceil() * 5.0).min(60.0) as u64)
+    } else if s < 3600.0 {
+        format!("{} min", (s / 60.0).ceil() as u64)
+    } else {
+        let m = (s / 60.0).ceil() as u64;
+        format!("{} h {} min", m / 60, m % 60)
     }
 }
 
@@ -502,6 +586,7 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                     reports: vec![None; n as usize],
                     version: r.version + 1,
                     base: job.clone(),
+                    started_ms: js_sys::Date::now(),
                     ..Run::default()
                 };
                 seq
@@ -605,6 +690,13 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
     let running = r.running;
     let workers = r.progress.len();
     let version = r.version;
+    // Time left at the pace so far (shown once a tenth is done, when the
+    // pace says something).
+    let time_left = (running && done > 0 && done < total && done * 10 >= total).then(|| {
+        let elapsed_ms = js_sys::Date::now() - r.started_ms;
+        let left_ms = elapsed_ms / f64::from(done) * f64::from(total - done);
+        format!(" · about {} left", time_left_text(left_ms))
+    });
     let counts = match &r.result {
         Some(rep) => Some(format!(
             "{} candidates ({} combinations skipped) · {} pruned by memory · {} simulated · {} fit",
@@ -660,10 +752,13 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                             inputs.set(next);
                         });
                         html! {
+                            // The default under the box, whole (a placeholder
+                            // that long is cut off at 1280 px).
                             <label class="field">
                                 <span>{ b.label }</span>
                                 <input type="text" data-testid={format!("sweep-{}", b.key)}
-                                       {value} placeholder={b.placeholder} {oninput} />
+                                       {value} placeholder="default" title={b.placeholder} {oninput} />
+                                <small class="bound-hint" data-testid="sweep-bound-hint">{ b.placeholder }</small>
                             </label>
                         }
                     }) }
@@ -677,8 +772,8 @@ pub fn SweepView(props: &SweepViewProps) -> Html {
                 if workers > 0 {
                     <div class="sweep-progress" data-testid="sweep-progress" data-done={done.to_string()} data-total={total.to_string()}>
                         <progress max={total.max(1).to_string()} value={done.to_string()} />
-                        <span>{ format!("{done} / {total} candidates evaluated by {workers} workers{}",
-                            if running { "" } else if !partial { " — finished" } else { " — stopped" }) }</span>
+                        <span data-testid="sweep-progress-text">{ format!("{done} / {total} candidates evaluated by {workers} workers{}",
+                            if running { time_left.clone().unwrap_or_default() } else if !partial { " — finished".into() } else { " — stopped".into() }) }</span>
                     </div>
                 }
                 if let Some(e) = &error {
@@ -834,7 +929,8 @@ fn table(
                                 <td>{ r.schedule.clone() }</td>
                                 <td>{ r.micro_batch_size }</td>
                                 <td>{ r.recompute.clone() }</td>
-                                <td>{ format::duration_ns(r.iteration_time_ns) }</td>
+                                // The winner line's unit (the core's).
+                                <td>{ trainscope_core::search::report::ms(r.iteration_time_ns) }</td>
                                 <td>{ format::tokens_per_second(r.tokens_per_second) }</td>
                                 <td>{ format::percent(r.mfu) }</td>
                                 <td>{ format::bytes(r.peak_bytes) }</td>
