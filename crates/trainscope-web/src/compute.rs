@@ -13,10 +13,9 @@ use crate::settings::Schedule;
 use crate::settings::SettingsHints;
 use crate::simulate::{simulate, unread_error, ReadFile, RunFiles};
 use std::rc::Rc;
-use trainscope_core::formats::simai::{self, SimaiWorkload};
+use trainscope_core::formats::simai::SimaiWorkload;
 use trainscope_core::inspect::{LoadOptions, SetLoader};
 use trainscope_core::Diagnostic;
-use trainscope_core::{formats::decode_text, workload::Format};
 
 /// Files from this size on report progress while they are parsed
 /// ([`Progress::parsed_bytes`]); smaller ones parse in a blink.
@@ -92,9 +91,6 @@ pub fn run_with_reader(
     });
     let mut unread = Vec::new();
     let mut loader = SetLoader::new(None, &LoadOptions::default());
-    // Per file: its SimAI workload (the file card shows its header), parsed
-    // while its bytes are at hand.
-    let mut workloads: Vec<Option<SimaiWorkload>> = Vec::with_capacity(req.files.len());
     for (i, f) in req.files.iter().enumerate() {
         let bytes = match read(i, f) {
             Ok(bytes) => bytes,
@@ -122,20 +118,17 @@ pub fn run_with_reader(
                 parsed_bytes: Some((done, size)),
             })
         });
-        let simai_file = loader
-            .summaries()
-            .last()
-            .is_some_and(|s| s.format == Some(Format::SimaiWorkload));
-        workloads.push(if simai_file {
-            decode_text(name, &bytes)
-                .ok()
-                .and_then(|(text, _)| simai::parse(name, &text).ok())
-        } else {
-            None
-        });
     }
     let set = loader.finish();
     let summaries = set.summaries.clone();
+    // Per file: its SimAI workload (the file card's declared totals), as the
+    // set parsed it: the k-th file with a SimAI header is the set's k-th
+    // SimAI source (both are kept only for a workload that parsed).
+    let mut sources = set.simai_sources.iter().flatten();
+    let workloads: Vec<Option<SimaiWorkload>> = summaries
+        .iter()
+        .map(|s| s.simai.as_ref().and_then(|_| sources.next().cloned()))
+        .collect();
     let mut run_files = RunFiles::with_set(&req.files, read, set);
     let mut step = |done: u32, label: String| {
         progress(Progress {
