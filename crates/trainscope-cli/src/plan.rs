@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use trainscope_core::goodput::job_facts::checkpoint_size_bytes;
 use trainscope_core::goodput::presets::{preset_names, PRESETS};
 use trainscope_core::goodput::{
-    plan, FailureRate, Interval, RunPlan, RunPlanInput, Work, DEFAULT_DETECTION_S,
+    duration_text, plan, FailureRate, Interval, RunPlan, RunPlanInput, Work, DEFAULT_DETECTION_S,
     DEFAULT_RESTART_S, DEFAULT_RUNS, DEFAULT_SPARE_REPAIR_HOURS, DEFAULT_WRITE_GBPS_PER_NODE,
 };
 use trainscope_core::hardware::Precision;
@@ -443,18 +443,6 @@ pub fn run(args: &PlanArgs) -> Result<u8> {
     Ok(0)
 }
 
-fn duration(s: f64) -> String {
-    if s < 120.0 {
-        format!("{s:.1} s")
-    } else if s < 2.0 * 3600.0 {
-        format!("{:.1} min", s / 60.0)
-    } else if s < 3.0 * 86_400.0 {
-        format!("{:.2} h", s / 3600.0)
-    } else {
-        format!("{:.2} days", s / 86_400.0)
-    }
-}
-
 /// The readable plan.
 fn render_text(f: &JobFacts, p: &RunPlan, priced: bool) -> String {
     let d = &p.days_to_train;
@@ -473,25 +461,28 @@ fn render_text(f: &JobFacts, p: &RunPlan, priced: bool) -> String {
     out.push_str(&format!(
         "  checkpoint: {:.1} GB, write {} (training blocked {}), restore {}\n",
         p.checkpoint_size_bytes as f64 / 1e9,
-        duration(p.checkpoint_seconds),
-        duration(p.checkpoint_blocking_seconds),
-        duration(p.restore_seconds)
+        duration_text(p.checkpoint_seconds),
+        duration_text(p.checkpoint_blocking_seconds),
+        duration_text(p.restore_seconds)
     ));
     let source = match p.interval_source {
         trainscope_core::goodput::IntervalSource::Daly => "Daly's optimum".to_string(),
         trainscope_core::goodput::IntervalSource::Given => {
-            format!("given; Daly's optimum {}", duration(p.optimal_interval_s))
+            format!(
+                "given; Daly's optimum {}",
+                duration_text(p.optimal_interval_s)
+            )
         }
     };
     out.push_str(&format!(
         "  interval: {} every {} iterations ({source}; Young's {})\n",
-        duration(p.checkpoint_interval_s),
+        duration_text(p.checkpoint_interval_s),
         p.checkpoint_every_steps,
-        duration(p.young_interval_s)
+        duration_text(p.young_interval_s)
     ));
     out.push_str(&format!(
         "  cost of one failure: {} (detection, restart, restore, re-queue)\n\n",
-        duration(p.failure_cost_seconds)
+        duration_text(p.failure_cost_seconds)
     ));
     out.push_str(&format!(
         "  ideal (no failures, no checkpoints): {:.2} days\n",
@@ -533,7 +524,7 @@ fn render_text(f: &JobFacts, p: &RunPlan, priced: bool) -> String {
     ] {
         out.push_str(&format!(
             "    {what:<28} {:>12} {:>6.2}%\n",
-            duration(s),
+            duration_text(s),
             s / wall * 100.0
         ));
     }

@@ -439,6 +439,24 @@ fn transfer_s(size_bytes: u64, nodes: u32, per_node_gbps: f64, total_gbps: Optio
     size_bytes as f64 / (bw * 1e9)
 }
 
+/// A plan's durations as people read them: seconds below two minutes,
+/// then minutes, hours below three days, then days ("—" for a value that
+/// is not finite). One wording for the CLI's text and the page's panel.
+pub fn duration_text(seconds: f64) -> String {
+    let s = seconds;
+    if !s.is_finite() {
+        "—".into()
+    } else if s < 120.0 {
+        format!("{s:.1} s")
+    } else if s < 2.0 * 3600.0 {
+        format!("{:.1} min", s / 60.0)
+    } else if s < 3.0 * 86_400.0 {
+        format!("{:.2} h", s / 3600.0)
+    } else {
+        format!("{:.2} days", s / 86_400.0)
+    }
+}
+
 /// Plan the run: validate, compute the closed form, draw the Monte-Carlo.
 pub fn plan(input: &RunPlanInput) -> Result<RunPlan, PlanError> {
     plan_traced(input, None)

@@ -575,3 +575,13 @@ fn checkpoint_size_is_weights_and_optimizer_once() {
         18_000
     );
 }
+
+#[test]
+fn durations_read_in_the_unit_people_use() {
+    use super::duration_text;
+    assert_eq!(duration_text(90.0), "90.0 s");
+    assert_eq!(duration_text(600.0), "10.0 min");
+    assert_eq!(duration_text(3.0 * 3600.0), "3.00 h");
+    assert_eq!(duration_text(4.0 * 86_400.0), "4.00 days");
+    assert_eq!(duration_text(f64::NAN), "—");
+}

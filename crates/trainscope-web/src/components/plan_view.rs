@@ -28,7 +28,7 @@ use crate::url;
 use trainscope_core::goodput::curves::{ettr_by_gpus, ettr_by_interval, sizes_around, CurvePoint};
 use trainscope_core::goodput::job_facts::PlanJob;
 use trainscope_core::goodput::presets::PRESETS;
-use trainscope_core::goodput::{plan_with_trace, RunPlan, RunTrace};
+use trainscope_core::goodput::{duration_text, plan_with_trace, RunPlan, RunTrace};
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -90,20 +90,6 @@ fn write_link(inputs: &PlanInputs) {
         .collect();
     parts.push(inputs.fragment());
     url::replace_fragment(&parts.join("&"));
-}
-
-fn duration_s(s: f64) -> String {
-    if !s.is_finite() {
-        "—".into()
-    } else if s < 120.0 {
-        format!("{s:.1} s")
-    } else if s < 2.0 * 3600.0 {
-        format!("{:.1} min", s / 60.0)
-    } else if s < 3.0 * 86_400.0 {
-        format!("{:.2} h", s / 3600.0)
-    } else {
-        format!("{:.2} days", s / 86_400.0)
-    }
 }
 
 fn figure(testid: &'static str, label: &str, value: f64, text: String) -> Html {
@@ -291,7 +277,7 @@ fn progress_chart(c: &Computed) -> Html {
             </svg>
             <figcaption class="note small">{ format!(
                 "Blue: the first run the seed draws ({} failure{}, red ticks; each drops back to the last checkpoint, every {}). Shaded: P10-P90 of the finish over {} runs. Dashed: no failures, no checkpoints ({:.2} days).",
-                c.trace.failures_s.len(), if c.trace.failures_s.len() == 1 { "" } else { "s" }, duration_s(p.checkpoint_interval_s), p.runs, p.ideal_days) }</figcaption>
+                c.trace.failures_s.len(), if c.trace.failures_s.len() == 1 { "" } else { "s" }, duration_text(p.checkpoint_interval_s), p.runs, p.ideal_days) }</figcaption>
         </figure>
     }
 }
@@ -537,9 +523,9 @@ fn view_plan(c: &Computed) -> Html {
                 { figure("plan-days-closed", "Expected (closed form)", d.closed_form, format!("{:.2}", d.closed_form)) }
                 { figure("plan-mttf", "Job MTTF", p.mttf_hours, format!("{:.2} h", p.mttf_hours)) }
                 { figure("plan-interruptions", "Interruptions (expected)", p.expected_interruptions, format!("{:.1}", p.expected_interruptions)) }
-                { figure("plan-interval-used", "Checkpoint interval", p.checkpoint_interval_s, format!("{} ({} steps)", duration_s(p.checkpoint_interval_s), p.checkpoint_every_steps)) }
-                { figure("plan-daly", "Daly's optimum", p.optimal_interval_s, duration_s(p.optimal_interval_s)) }
-                { figure("plan-young", "Young's", p.young_interval_s, duration_s(p.young_interval_s)) }
+                { figure("plan-interval-used", "Checkpoint interval", p.checkpoint_interval_s, format!("{} ({} steps)", duration_text(p.checkpoint_interval_s), p.checkpoint_every_steps)) }
+                { figure("plan-daly", "Daly's optimum", p.optimal_interval_s, duration_text(p.optimal_interval_s)) }
+                { figure("plan-young", "Young's", p.young_interval_s, duration_text(p.young_interval_s)) }
                 { figure("plan-gpu-hours", "GPU-hours, P50", p.gpu_hours.p50, format!("{:.0}", p.gpu_hours.p50)) }
                 { figure("plan-cost", "Cost, P50", p.cost.p50, if p.cost.p50 > 0.0 { format!("{:.0}", p.cost.p50) } else { "no price given".to_string() }) }
             </dl>
@@ -555,7 +541,7 @@ fn view_plan(c: &Computed) -> Html {
                 ].into_iter().map(|(what, s)| html! {
                     <tr data-seconds={s.to_string()}>
                         <th scope="row">{ what }</th>
-                        <td>{ duration_s(s) }</td>
+                        <td>{ duration_text(s) }</td>
                         <td>{ format!("{:.2}%", if wall_s > 0.0 { s / wall_s * 100.0 } else { 0.0 }) }</td>
                     </tr>
                 }) }
