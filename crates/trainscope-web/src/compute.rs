@@ -121,15 +121,12 @@ pub fn run_with_reader(
     }
     let set = loader.finish();
     let summaries = set.summaries.clone();
-    // Per file: its SimAI workload (the file card's declared totals), as the
-    // set parsed it: the k-th file with a SimAI header is the set's k-th
-    // SimAI source (both are kept only for a workload that parsed).
-    let mut sources = set.simai_sources.iter().flatten();
-    let workloads: Vec<Option<SimaiWorkload>> = summaries
-        .iter()
-        .map(|s| s.simai.as_ref().and_then(|_| sources.next().cloned()))
-        .collect();
     let mut run_files = RunFiles::with_set(&req.files, read, set);
+    // Per file: its SimAI workload (the file card's declared totals), as the
+    // set parsed it.
+    let workloads: Vec<Option<SimaiWorkload>> = (0..summaries.len())
+        .map(|i| run_files.simai_workload(i).cloned())
+        .collect();
     let mut step = |done: u32, label: String| {
         progress(Progress {
             id: req.id,

@@ -17,6 +17,7 @@ use crate::settings::{Field, Mode};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use trainscope_core::analytical::{self, AnalyticalReport};
+use trainscope_core::formats::{decode_text, simai::SimaiWorkload};
 use trainscope_core::inspect::{FileSummary, LoadOptions, LoadedSet, SetLoader};
 use trainscope_core::run::{
     load_from_set, load_options, run_loaded, LoadedInput, RunError, RunOptions,
@@ -132,7 +133,7 @@ pub fn simulate(
                     return Simulated::default();
                 }
             };
-            match simai_report(name, &bytes, settings, pinned) {
+            match simai_report(name, &bytes, files.simai_workload(first), settings, pinned) {
                 Ok(report) => Simulated {
                     view: Some(simai_view(name, &report)),
                     source: Some(ExportSource::Simai {
@@ -223,6 +224,19 @@ impl<'a> RunFiles<'a> {
             read,
             set: None,
         }
+    }
+
+    /// The SimAI workload file `i` parsed to in the first pass (the k-th
+    /// file with a SimAI header is the set's k-th SimAI source: both are
+    /// kept only for a workload that parsed); `None` without one.
+    pub fn simai_workload(&self, i: usize) -> Option<&SimaiWorkload> {
+        let set = self.set.as_ref()?;
+        set.summaries.get(i)?.simai.as_ref()?;
+        let k = set.summaries[..i]
+            .iter()
+            .filter(|s| s.simai.is_some())
+            .count();
+        set.simai_sources.iter().flatten().nth(k)
     }
 
     /// A request's files with the set the run's first pass parsed
@@ -331,13 +345,23 @@ pub(crate) fn unread_error(name: &str, why: &str) -> Diagnostic {
 
 /// SimAI mode: the workload with the user's micro-batch (`ga`) and virtual
 /// stage (`vpp`) overrides, analysed with SimAI-Analytical's cost model.
+/// `parsed`: the workload as the run's first pass parsed it (used as it is,
+/// not parsed again); `None`: parsed here.
 fn simai_report(
     name: &str,
     bytes: &[u8],
+    parsed: Option<&SimaiWorkload>,
     settings: &Settings,
     pinned: &BTreeSet<Field>,
 ) -> Result<AnalyticalReport, Vec<Diagnostic>> {
-    let mut workload = analytical::parse_workload(name, bytes).map_err(|e| match e {
+    let prepared = match parsed {
+        Some(w) => {
+            let lossy = decode_text(name, bytes).is_ok_and(|(_, lossy)| lossy);
+            analytical::prepare_workload(name, w.clone(), lossy)
+        }
+        None => analytical::parse_workload(name, bytes),
+    };
+    let mut workload = prepared.map_err(|e| match e {
         analytical::SimulateError::Parse(ds) => ds,
         analytical::SimulateError::Config(c) => vec![c.to_diagnostic()],
     })?;

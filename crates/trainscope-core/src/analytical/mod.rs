@@ -65,7 +65,19 @@ pub fn simulate_bytes(
 pub fn parse_workload(file: &str, bytes: &[u8]) -> Result<SimaiWorkload, SimulateError> {
     let (text, lossy) =
         crate::formats::decode_text(file, bytes).map_err(|d| SimulateError::Parse(vec![d]))?;
-    let mut workload = simai::parse(file, &text).map_err(|d| SimulateError::Parse(vec![d]))?;
+    let workload = simai::parse(file, &text).map_err(|d| SimulateError::Parse(vec![d]))?;
+    prepare_workload(file, workload, lossy)
+}
+
+/// A parsed workload made ready for the analytical model, as
+/// [`parse_workload`] makes it: refused when no record could be read,
+/// else with notes for the skipped records and (`lossy`: the file was not
+/// valid UTF-8) the replaced bytes. For a caller that parsed it already.
+pub fn prepare_workload(
+    file: &str,
+    mut workload: SimaiWorkload,
+    lossy: bool,
+) -> Result<SimaiWorkload, SimulateError> {
     let errors: Vec<Diagnostic> = workload
         .diagnostics
         .iter()
