@@ -604,6 +604,30 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// A per-rank job (a replay: one program per simulated rank), pipelined,
+    /// with no transfers of its own yet.
+    pub fn per_rank(
+        name: &str,
+        parallel: Parallelism,
+        micro_batches: u32,
+        activation_bytes: u64,
+        programs: Vec<RankProgram>,
+    ) -> JobSpec {
+        JobSpec {
+            name: name.to_string(),
+            parallel,
+            micro_batches,
+            activation_bytes,
+            mode: JobMode::PerRank,
+            programs,
+            header_vpp: None,
+            simai_bubble: None,
+            pipelined: true,
+            transfers: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
     /// An SPMD job in which every stage runs `block` for every micro-batch.
     pub fn spmd(
         name: &str,

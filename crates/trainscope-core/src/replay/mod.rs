@@ -226,19 +226,7 @@ impl ReplayJob {
         network: Option<InferredNetwork>,
     ) -> ReplayJob {
         ReplayJob {
-            job: JobSpec {
-                name: name.to_string(),
-                parallel,
-                micro_batches: 1,
-                activation_bytes: 0,
-                mode: JobMode::PerRank,
-                programs,
-                header_vpp: None,
-                simai_bubble: None,
-                pipelined: true,
-                transfers: Vec::new(),
-                warnings: Vec::new(),
-            },
+            job: JobSpec::per_rank(name, parallel, 1, 0, programs),
             present_ranks,
             assumed: Vec::new(),
             measured,
@@ -861,19 +849,7 @@ fn finish_rebuild(
     check_replay_size(parallel, m, &programs)?;
     let assumed = fill_missing_stages(&mut programs, parallel, &mut warnings);
     unmeasured_note(run, &programs, parallel.world(), &mut warnings);
-    let job = JobSpec {
-        name: name.to_string(),
-        parallel,
-        micro_batches: m,
-        activation_bytes: run.parallel.activation_bytes,
-        mode: JobMode::PerRank,
-        programs,
-        header_vpp: None,
-        simai_bubble: None,
-        pipelined: true,
-        transfers: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let job = JobSpec::per_rank(name, parallel, m, run.parallel.activation_bytes, programs);
     Ok((
         ReplayJob {
             job,
