@@ -45,6 +45,14 @@ core_deps_pure() { # the core must not depend on wasm/DOM crates
   local bad; bad=$(cargo tree -p trainscope-core -e normal --prefix none | grep -E '^(wasm-bindgen|web-sys|js-sys|yew|gloo)' || true)
   [ -z "$bad" ] || { echo "trainscope-core depends on: $bad"; return 1; }
 }
+wasm_browser_tests() { # chromedriver leaves a ~90 MB Chromium profile in $TMPDIR per
+  # browser session and never removes it: keep them under target/ and remove them after
+  local tmp="$PWD/target/wasm-pack-tmp" rc
+  mkdir -p "$tmp"
+  TMPDIR="$tmp" wasm-pack test --headless --chrome --mode no-install \
+    --chromedriver /usr/bin/chromedriver crates/trainscope-web; rc=$?
+  rm -rf "$tmp"; return $rc
+}
 e2e() { # serve-free: the harness serves dist/ itself on 127.0.0.1
   (cd tests/e2e && node --test --test-concurrency=1 --test-reporter=spec ./*.test.js)
 }
@@ -54,8 +62,7 @@ check fmt                cargo fmt --all --check
 check clippy-native      cargo clippy --locked --all-targets -- -D warnings
 check clippy-web-wasm32  cargo clippy --locked -p trainscope-web --target wasm32-unknown-unknown --all-targets -- -D warnings
 suite cargo-test cargo_counts cargo test --locked
-suite wasm-pack-test cargo_counts wasm-pack test --headless --chrome --mode no-install \
-      --chromedriver /usr/bin/chromedriver crates/trainscope-web
+suite wasm-pack-test cargo_counts wasm_browser_tests
 check core-wasm32        cargo build --locked -p trainscope-core --target wasm32-unknown-unknown
 check core-deps-pure     core_deps_pure
 check trunk-build        trunk build --release

@@ -503,14 +503,13 @@ impl Builder<'_> {
         let meta = TaskMeta {
             bytes: comm.size_bytes,
             stream,
-            kind: match comm.group.reported() {
+            kind: match comm.group {
                 GroupKind::Tp => SpanKind::CollTp,
                 GroupKind::Ep => SpanKind::CollEp,
-                GroupKind::Dp => SpanKind::CollDp,
+                GroupKind::Dp | GroupKind::DpShard | GroupKind::DpReplicate => SpanKind::CollDp,
                 GroupKind::DpEp => SpanKind::CollDpEp,
                 GroupKind::Pp => SpanKind::CollOther,
                 GroupKind::Cp => SpanKind::CollCp,
-                GroupKind::DpShard | GroupKind::DpReplicate => SpanKind::CollDp,
             },
             coll: match comm.collective {
                 CollectiveKind::AllReduce => CollOp::AllReduce,

@@ -208,7 +208,7 @@ pub enum GroupKind {
     Cp,
     /// HSDP's shard group ([`Parallelism::dp_shard`] consecutive DP
     /// indices): ZeRO-3's all-gathers and reduce-scatters under hybrid
-    /// sharding. Drawn and reported as DP ([`GroupKind::reported`]).
+    /// sharding. Drawn and reported as DP.
     #[serde(rename = "DP_SHARD")]
     DpShard,
     /// HSDP's replicate group (the DP indices equal modulo the shard
@@ -240,15 +240,6 @@ impl GroupKind {
         GroupKind::DpShard,
         GroupKind::DpReplicate,
     ];
-
-    /// The kind reports, summaries and the timeline's lanes count this one
-    /// under: HSDP's shard and replicate groups are DP's.
-    pub fn reported(self) -> GroupKind {
-        match self {
-            GroupKind::DpShard | GroupKind::DpReplicate => GroupKind::Dp,
-            g => g,
-        }
-    }
 
     /// Whether the kind runs on the gradient-sync stream (DP and its
     /// slices, expert DP).

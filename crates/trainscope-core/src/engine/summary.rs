@@ -76,27 +76,25 @@ impl ExposedComm {
     }
 
     fn add(&mut self, g: GroupKind, ns: u64) {
-        match g.reported() {
+        match g {
             GroupKind::Tp => self.tp += ns,
             GroupKind::Ep => self.ep += ns,
-            GroupKind::Dp => self.dp += ns,
+            GroupKind::Dp | GroupKind::DpShard | GroupKind::DpReplicate => self.dp += ns,
             GroupKind::DpEp => self.dp_ep += ns,
             GroupKind::Pp => self.pp += ns,
             GroupKind::Cp => self.cp += ns,
-            GroupKind::DpShard | GroupKind::DpReplicate => self.dp += ns,
         }
     }
 
     /// The value for `g` (HSDP's sub-groups: DP's, where they count).
     pub fn get(&self, g: GroupKind) -> u64 {
-        match g.reported() {
+        match g {
             GroupKind::Tp => self.tp,
             GroupKind::Ep => self.ep,
-            GroupKind::Dp => self.dp,
+            GroupKind::Dp | GroupKind::DpShard | GroupKind::DpReplicate => self.dp,
             GroupKind::DpEp => self.dp_ep,
             GroupKind::Pp => self.pp,
             GroupKind::Cp => self.cp,
-            GroupKind::DpShard | GroupKind::DpReplicate => self.dp,
         }
     }
 }
