@@ -17,6 +17,15 @@ mod sweep;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// The process's allocator. A sweep builds and drops one job's arrays per
+/// candidate; glibc's allocator hands those large blocks back to the
+/// kernel and faults them in again for the next candidate (seconds of
+/// system time on a 1024-GPU sweep, see README "Performance"); mimalloc
+/// keeps them for reuse. Only the binary chooses it: the core stays free
+/// of allocator choices and the page keeps the wasm default.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Simulate distributed deep-learning training from workload files and logs.
 #[derive(Parser, Debug)]
 #[command(name = "trainscope", version, about)]
