@@ -9,6 +9,14 @@ or tests needs one). Writes into the folder given as the first argument:
   attention.csv    fused attention (SDPA) forward and forward+backward
   memory.csv       bandwidth-bound kernels (copy, add, RMSNorm, SwiGLU,
                    softmax, cross-entropy) by size
+  launch.csv       host costs: per eager op (with and without autograd, and
+                   in autograd's backward), per CUDA graph replay, per
+                   torch.compile call, a .item() round trip, and the
+                   launch queue's depth behind a running kernel
+  moe.csv          one rank's MoE layer of Qwen3-30B-A3B's shape (EP 8):
+                   router, permutation, expert GEMMs (per-expert loop,
+                   grouped, one GEMM), forward + backward, eager and graphed,
+                   with kernel counts
   train.csv        whole training steps of Llama-shaped models built from a
                    config.json with HuggingFace transformers (time, memory)
   config-*.json    the config.json of each trained model
@@ -406,11 +414,267 @@ def profile(model, holder, step, stem):
     holder["net"] = model
 
 
+def host_loop(fn, n):
+    """Host wall time of n back-to-back calls of fn, in microseconds per
+    call, the GPU idle before and drained after (torch.cuda.synchronize
+    both sides); with kernels shorter than their launch this is the host's
+    own cost per call (Python dispatch + the CUDA launch)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) * 1e6 / n
+
+
+def median_of(f, repeat=5):
+    return statistics.median(f() for _ in range(repeat))
+
+
+@section("launch")
+def launch():
+    """Host-side costs trainscope's stacks charge (crates/trainscope-core
+    src/model/stack*: per-kernel launch, graph launch, sync, queue depth).
+
+    launch.csv rows (kind, what, value, unit):
+    - eager_op: host us per call of one tiny op (one kernel each) with and
+      without autograd recording, and per op of an autograd backward;
+    - graph: host us per replay of a captured graph of N tiny kernels, and
+      GPU us per kernel inside it;
+    - compiled: host us per call of a torch.compile'd chain of element-wise
+      ops (one fused kernel), default and "reduce-overhead" (CUDA graphs);
+    - sync: us of a .item() round trip with the GPU idle;
+    - queue_depth: how many launches the host makes behind one long kernel
+      before a launch blocks (the driver's pending-launch queue)."""
+    rows = []
+    n = 2000 if not QUICK else 200
+    x = torch.randn(16, device=DEV)
+    y = torch.randn(16, device=DEV)
+    w = torch.randn(16, 16, device=DEV)
+
+    def add(kind, what, value, unit):
+        rows.append(dict(kind=kind, what=what, value=round(value, 3), unit=unit))
+        log(rows[-1])
+
+    ops = {
+        "add_": lambda: x.add_(1.0),
+        "mul": lambda: x * y,
+        "linear_16": lambda: F.linear(x, w),
+        "silu": lambda: F.silu(x),
+        "cat2": lambda: torch.cat([x, y]),
+    }
+    for name, fn in ops.items():
+        add("eager_op", f"{name} no_grad", median_of(lambda: host_loop(fn, n)), "us/call")
+    xg = torch.randn(16, device=DEV, requires_grad=True)
+    add("eager_op", "mul autograd", median_of(lambda: host_loop(lambda: xg * y, n)), "us/call")
+
+    # Backward: a chain of k element-wise ops, backward timed on the host
+    # (the autograd engine's thread launches one or two kernels per op).
+    k = 200
+
+    def chain():
+        h = xg
+        for _ in range(k):
+            h = h * 1.0001
+        return h.sum()
+
+    def fwd_bwd_us():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = chain()
+        t1 = time.perf_counter()
+        loss.backward()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        return (t1 - t0) * 1e6 / k, (t2 - t1) * 1e6 / k
+    fwd_bwd_us()
+    pairs = [fwd_bwd_us() for _ in range(5)]
+    add("eager_op", f"chain of {k} mul, forward with autograd", statistics.median(p[0] for p in pairs), "us/op")
+    add("eager_op", f"chain of {k} mul, backward (autograd engine)", statistics.median(p[1] for p in pairs), "us/op")
+
+    # CUDA graph of N tiny kernels: host cost of one replay, GPU per kernel.
+    for kernels in (1, 10, 100, 1000):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(kernels):
+                x.add_(1.0)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(kernels):
+                x.add_(1.0)
+        reps = max(20, 2000 // kernels)
+        add("graph", f"replay of {kernels} kernels, host", median_of(lambda: host_loop(g.replay, reps)), "us/replay")
+        t, _ = bench(g.replay, min_ms=20, max_iters=200)
+        add("graph", f"replay of {kernels} kernels, GPU per kernel", t * 1e3 / kernels, "us/kernel")
+        del g
+
+    # torch.compile: a chain of 8 element-wise ops fused into one kernel.
+    def ew(a, b):
+        return ((a * b + 1.0).sin() * 0.5 + a).relu() * b - a
+    for mode in ("default", "reduce-overhead"):
+        try:
+            cf = torch.compile(ew, mode=mode)
+            for _ in range(5):
+                cf(x, y)
+            add("compiled", f"8 element-wise ops, mode {mode}", median_of(lambda: host_loop(lambda: cf(x, y), n)), "us/call")
+        except Exception as e:  # noqa: BLE001
+            log(f"compile {mode}: {e}")
+    add("compiled", "same 8 ops eager (8 kernels)", median_of(lambda: host_loop(lambda: ew(x, y), n)), "us/call")
+
+    # .item() round trip with an idle GPU.
+    def item_us():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(100):
+            x.sum().item()
+        return (time.perf_counter() - t0) * 1e6 / 100
+    add("sync", ".item() of a reduction, GPU idle (incl. the reduction's launch)", median_of(item_us), "us")
+
+    # Launch queue depth: one long kernel (torch.cuda._sleep), then tiny
+    # launches timed one by one; where a launch first takes far longer than
+    # the median, the queue was full.
+    if hasattr(torch.cuda, "_sleep"):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(1_000_000)  # warm the kernel
+        torch.cuda.synchronize()
+        cycles = 2_000_000_000  # ~1 s at ~2 GHz: longer than filling the queue
+        torch.cuda._sleep(cycles)
+        times = []
+        for _ in range(6000):
+            t0 = time.perf_counter()
+            x.add_(1.0)
+            times.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        med = statistics.median(times)
+        blocked = next((i for i, t in enumerate(times) if t > max(50 * med, 1e-3)), None)
+        add("queue_depth", "launches accepted behind a running kernel before one blocks",
+            -1 if blocked is None else blocked, "kernels")
+        add("queue_depth", "median launch while the queue fills", med * 1e6, "us")
+    write_csv("launch.csv", rows)
+
+
+# Qwen3-30B-A3B's MoE layer (its config.json: hidden 2048, 128 experts,
+# 8 per token, expert intermediate 768) as one rank of EP 8 runs it: 16
+# local experts, a micro-batch of 4,096 tokens routed top-8.
+MOE = dict(hidden=2048, experts=128, top_k=8, ffn=768, ep=8, tokens=4096)
+
+
+@section("moe")
+def moe():
+    """One rank's MoE layer in plain PyTorch, forward + backward, bf16:
+    the router (linear, softmax, top-k, aux loss), the permutation of the
+    token copies by expert, the local experts' SwiGLU GEMMs (as a loop of
+    one GEMM per expert as Megatron's SequentialMLP does, as
+    torch._grouped_mm where this PyTorch has it, and as one GEMM of all
+    rows for comparison), and the unpermutation. No communication: the
+    all-to-all's bytes and time are a network figure. Each variant: the
+    GPU's own time (CUDA graph replay, static shapes) and the eager time as
+    a user runs it (host launches included), and its kernel count (one
+    profiled step). moe.csv: variant, timing, ms, kernels."""
+    c = MOE
+    local = c["experts"] // c["ep"]
+    rows_per_expert = c["tokens"] * c["top_k"] // c["experts"] * c["ep"]  # balanced: 2048
+    m_total = rows_per_expert * local
+    h, f = c["hidden"], c["ffn"]
+    bf = torch.bfloat16
+    torch.manual_seed(0)
+    x_tok = torch.randn(c["tokens"], h, device=DEV, dtype=bf, requires_grad=True)
+    w_router = torch.randn(c["experts"], h, device=DEV, dtype=bf, requires_grad=True)
+    w1 = torch.randn(local, 2 * f, h, device=DEV, dtype=bf) * 0.02
+    w2 = torch.randn(local, h, f, device=DEV, dtype=bf) * 0.02
+    w1.requires_grad_()
+    w2.requires_grad_()
+    # The rows this rank's experts receive (from all EP ranks), balanced.
+    x_in = torch.randn(m_total, h, device=DEV, dtype=bf, requires_grad=True)
+    g_out = torch.randn(m_total, h, device=DEV, dtype=bf)
+    expert_of_row = torch.arange(local, device=DEV).repeat_interleave(rows_per_expert)
+    perm = torch.randperm(m_total, device=DEV)
+    splits = [rows_per_expert] * local
+    offs = torch.tensor([rows_per_expert * (i + 1) for i in range(local)], device=DEV, dtype=torch.int32)
+
+    def router():
+        logits = x_tok @ w_router.t()
+        probs = torch.softmax(logits.float(), dim=-1)
+        top_p, top_i = torch.topk(probs, c["top_k"], dim=-1)
+        top_p = top_p / top_p.sum(-1, keepdim=True)
+        # Switch-style aux loss: fraction routed x mean probability.
+        counts = torch.zeros(c["experts"], device=DEV).scatter_add_(0, top_i.flatten(), torch.ones_like(top_i.flatten(), dtype=torch.float))
+        aux = (counts / top_i.numel() * probs.mean(0)).sum() * c["experts"]
+        (top_p.sum() * 0 + aux).backward()
+
+    def permute_unpermute():
+        order = torch.argsort(expert_of_row[perm], stable=True)
+        xp = x_in.index_select(0, order)
+        out = torch.zeros_like(x_in).index_add_(0, order, xp)
+        out.backward(g_out)
+
+    def experts_loop():
+        outs = []
+        for e, xe in enumerate(torch.split(x_in, splits)):
+            a = xe @ w1[e].t()
+            gate, up = a.chunk(2, dim=-1)
+            outs.append((F.silu(gate) * up) @ w2[e].t())
+        torch.cat(outs).backward(g_out)
+
+    def experts_grouped():
+        a = torch._grouped_mm(x_in, w1.transpose(-2, -1), offs=offs)
+        gate, up = a.chunk(2, dim=-1)
+        out = torch._grouped_mm((F.silu(gate) * up).contiguous(), w2.transpose(-2, -1), offs=offs)
+        out.backward(g_out)
+
+    def experts_one_gemm():
+        a = x_in @ w1[0].t()
+        gate, up = a.chunk(2, dim=-1)
+        ((F.silu(gate) * up) @ w2[0].t()).backward(g_out)
+
+    variants = [("router", router), ("permute+unpermute", permute_unpermute),
+                ("experts: loop of 16 GEMM pairs", experts_loop),
+                ("experts: one GEMM pair of all rows", experts_one_gemm)]
+    if hasattr(torch, "_grouped_mm"):
+        variants.append(("experts: torch._grouped_mm", experts_grouped))
+
+    def layer():
+        router()
+        permute_unpermute()
+        experts_loop()
+    variants.append(("layer: router + permute + loop experts", layer))
+
+    flops = 2.0 * m_total * h * 3 * f * 3  # fc1 (2f) + fc2 (f), forward + 2x backward
+    rows = []
+    from torch.profiler import ProfilerActivity, profile as prof
+    for name, fn in variants:
+        for p in (x_tok, w_router, w1, w2, x_in):
+            p.grad = None
+        try:
+            eager, _ = bench(fn, min_ms=200, max_iters=50)
+            torch.cuda.synchronize()
+            with prof(activities=[ProfilerActivity.CUDA]) as pr:
+                fn()
+                torch.cuda.synchronize()
+            kernels = sum(1 for e in pr.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+            try:
+                gpu, _, how = bench_graph(fn, reps=2)
+            except Exception as e:  # noqa: BLE001
+                gpu, how = float("nan"), f"no graph: {e}"
+            rows.append(dict(variant=name, eager_ms=eager, gpu_ms=gpu, gpu_timing=how, kernels=kernels,
+                             host_us_per_kernel_if_host_bound=(eager - gpu) * 1e3 / max(kernels, 1) if gpu == gpu else "",
+                             expert_tflops=flops / gpu / 1e9 if name.startswith("experts") and gpu == gpu else "",
+                             rows_per_expert=rows_per_expert, local_experts=local, hidden=h, ffn=f))
+            log(rows[-1])
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            rows.append(dict(variant=name, eager_ms="failed"))
+    write_csv("moe.csv", rows)
+
+
 if __name__ == "__main__":
     t0 = time.time()
     ONLY = next((a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")), None)
-    for name, f in [("env", env), ("train", train), ("attention", attention),
-                    ("memory", memory), ("gemm", gemm)]:
+    for name, f in [("env", env), ("launch", launch), ("moe", moe), ("train", train),
+                    ("attention", attention), ("memory", memory), ("gemm", gemm)]:
         if ONLY is None or name in ONLY:
             f()
     log(f"all done in {time.time() - t0:.1f} s")
