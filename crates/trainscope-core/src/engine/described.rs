@@ -357,20 +357,11 @@ impl JobSpec {
         let activation_bytes = if p.activation_bytes > 0 {
             p.activation_bytes
         } else if pp > 1 {
-            let largest = programs
-                .iter()
-                .flat_map(|prog| prog.blocks.iter())
-                .flat_map(|b| b.layers.iter())
-                .filter_map(|l| l.forward.comm)
-                .filter(|c| c.group == GroupKind::Tp)
-                .map(|c| c.size_bytes)
-                .max()
-                .unwrap_or(0);
-            let est = largest / u64::from(tp);
-            warnings.push(format!(
-                "no pp_comm in the header; stage-to-stage sends estimated at {est} bytes (largest forward TP collective {largest} B / tp {tp}); set the activation bytes to override"
-            ));
-            est
+            Block::estimated_stage_send_bytes(
+                programs.iter().flat_map(|prog| prog.blocks.iter()),
+                tp,
+                &mut warnings,
+            )
         } else {
             0
         };

@@ -397,6 +397,31 @@ pub struct Block {
     pub layers: Vec<LayerSpec>,
 }
 
+impl Block {
+    /// A stage-to-stage send's bytes when the workload does not give them:
+    /// the largest forward TP collective of `blocks` over `tp` (the
+    /// activation a TP rank holds), with a warning saying so.
+    pub(crate) fn estimated_stage_send_bytes<'a>(
+        blocks: impl IntoIterator<Item = &'a Block>,
+        tp: u32,
+        warnings: &mut Vec<String>,
+    ) -> u64 {
+        let largest = blocks
+            .into_iter()
+            .flat_map(|b| b.layers.iter())
+            .filter_map(|l| l.forward.comm)
+            .filter(|c| c.group == GroupKind::Tp)
+            .map(|c| c.size_bytes)
+            .max()
+            .unwrap_or(0);
+        let est = largest / u64::from(tp);
+        warnings.push(format!(
+            "no pp_comm in the header; stage-to-stage sends estimated at {est} bytes (largest forward TP collective {largest} B / tp {tp}); set the activation bytes to override"
+        ));
+        est
+    }
+}
+
 /// How the programs of a job relate to the ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -787,19 +812,7 @@ impl JobSpec {
         let activation_bytes = if h.pp_comm_bytes > 0 {
             h.pp_comm_bytes
         } else if pp > 1 {
-            let largest = blocks
-                .iter()
-                .flat_map(|b| b.layers.iter())
-                .filter_map(|l| l.forward.comm)
-                .filter(|c| c.group == GroupKind::Tp)
-                .map(|c| c.size_bytes)
-                .max()
-                .unwrap_or(0);
-            let est = largest / u64::from(tp);
-            warnings.push(format!(
-                "no pp_comm in the header; stage-to-stage sends estimated at {est} bytes (largest forward TP collective {largest} B / tp {tp}); set the activation bytes to override"
-            ));
-            est
+            Block::estimated_stage_send_bytes(&blocks, tp, &mut warnings)
         } else {
             0
         };
