@@ -314,7 +314,7 @@ fn shard(candidates: &[Candidate], index: u32, count: u32) -> Option<Vec<Candida
     )
 }
 
-fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
+pub(super) fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
     Row {
         index,
         flags: format!("--tp {index}"),

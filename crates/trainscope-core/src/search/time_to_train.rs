@@ -62,44 +62,15 @@ mod tests {
     use crate::goodput::FailureRate;
     use crate::search::report::Row;
 
+    /// search's test row, on `world` H100s of data parallelism (the
+    /// capacity bounds the checkpoint's in-memory copy).
     fn row(index: u32, world: u32, iteration_time_ns: u64) -> Row {
         Row {
-            index,
             flags: format!("--world {world}"),
             world,
-            tp: 1,
-            pp: 1,
             dp: world,
-            cp: 1,
-            ep: 1,
-            expert_tp: None,
-            vpp: 1,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for_embedding: false,
-            account_for_loss: false,
-            micro_batch_size: 1,
-            micro_batches: 1,
-            recompute: "none".into(),
-            schedule: "1f1b".into(),
-            sequence_parallel: false,
-            distributed_optimizer: true,
-            zero: 1,
-            hsdp_shard: 0,
-            software: String::new(),
-            iteration_time_ns,
-            tokens_per_second: 0.0,
-            mfu: 0.0,
-            peak_bytes: 1,
-            peak_bytes_per_stage: vec![1],
             capacity_bytes: 80 << 30,
-            fits: true,
-            bubble_ns: 0,
-            exposed_comm_ns: Default::default(),
-            straggler_iteration_time_ns: None,
-            straggler_stage: None,
-            days_to_train: None,
-            pareto: false,
+            ..crate::search::tests::row(index, iteration_time_ns, 1, true)
         }
     }
 
