@@ -19,6 +19,8 @@ use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
+use trainscope_core::model::dispatcher::Dispatcher;
+use trainscope_core::model::stack::{CudaGraphs, StackSettings};
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
     build, enumerate_shard, process, shell_word, sweep_config, Outcome, Row, SweepReport, SweepSpec,
@@ -183,6 +185,24 @@ pub fn sweep_spec(
         |s| s.parse::<u32>().ok(),
         "whole numbers (0: none)",
     )?;
+    spec.cuda_graphs = names(
+        "CUDA graphs",
+        &inputs.cuda_graphs,
+        |s| CudaGraphs::parse(s).ok(),
+        &CudaGraphs::ALL.map(CudaGraphs::name).join(", "),
+    )?;
+    spec.dispatcher = names(
+        "MoE dispatcher",
+        &inputs.dispatcher,
+        |s| Dispatcher::parse(s).ok(),
+        &Dispatcher::ALL.map(Dispatcher::name).join(", "),
+    )?;
+    spec.moe_a2a_overlap = names(
+        "EP overlap",
+        &inputs.moe_a2a_overlap,
+        trainscope_core::limits::on_off,
+        "off, on",
+    )?;
     spec.common_flags = common_flags(job, settings, pinned);
     Ok((spec, sweep_config(&config)))
 }
@@ -262,10 +282,33 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
         hsdp_shard: row.hsdp_shard,
         ..Default::default()
     };
+    // The row's software (its swept CUDA graphs, dispatcher and EP
+    // overlap on the base's stack): the setting whose flags the row carries.
+    job.training.stack = row_stack(row, &base.training.stack)?;
     // A PP that does not divide the layers: the row's uneven split.
     job.training.first_stage_layers = row.first_stage_layers;
     job.training.last_stage_layers = row.last_stage_layers;
     job.training.account_for_embedding = row.account_for_embedding;
     job.training.account_for_loss = row.account_for_loss;
     Some((job, schedule))
+}
+
+/// The software a row ran on: `base` with the CUDA-graph scope, MoE
+/// dispatcher and EP overlap whose flags ([`StackSettings::flags`]) are the
+/// row's `software` (the sweep's software dimensions). `None` when no
+/// setting writes them (a row of another base stack).
+fn row_stack(row: &Row, base: &StackSettings) -> Option<StackSettings> {
+    CudaGraphs::ALL
+        .into_iter()
+        .flat_map(|cuda_graphs| {
+            Dispatcher::ALL.into_iter().flat_map(move |dispatcher| {
+                [false, true].map(|moe_a2a_overlap| StackSettings {
+                    cuda_graphs,
+                    dispatcher,
+                    moe_a2a_overlap,
+                    ..*base
+                })
+            })
+        })
+        .find(|s| s.flags().trim() == row.software)
 }

@@ -24,6 +24,13 @@ pub struct SweepInputs {
     pub zero: String,
     /// HSDP shard-group sizes (`--hsdp-shard LIST`; 0: none).
     pub hsdp_shard: String,
+    /// CUDA-graph scopes (`--cuda-graphs LIST`).
+    pub cuda_graphs: String,
+    /// MoE token dispatchers (`--moe-token-dispatcher LIST`; MoE models).
+    pub dispatcher: String,
+    /// Megatron's EP overlap off / on (`--moe-a2a-overlap-values LIST`;
+    /// MoE models).
+    pub moe_a2a_overlap: String,
 }
 
 /// One bound of the view: URL key, test id suffix, label, placeholder.
@@ -35,7 +42,7 @@ pub struct Bound {
 }
 
 /// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 11] = [
+pub const BOUNDS: [Bound; 14] = [
     Bound {
         key: "world",
         label: "GPUs",
@@ -91,6 +98,21 @@ pub const BOUNDS: [Bound; 11] = [
         label: "HSDP shard group",
         placeholder: "0 (none); with ZeRO 3, e.g. 0,2,4",
     },
+    Bound {
+        key: "graphs",
+        label: "CUDA graphs",
+        placeholder: "the job's; none,layers,full",
+    },
+    Bound {
+        key: "dispatcher",
+        label: "MoE dispatcher",
+        placeholder: "the job's; alltoall,allgather,flex",
+    },
+    Bound {
+        key: "a2a",
+        label: "EP overlap",
+        placeholder: "the job's; off,on",
+    },
 ];
 
 impl SweepInputs {
@@ -108,6 +130,9 @@ impl SweepInputs {
             "schedule" => &self.schedule,
             "zero" => &self.zero,
             "hsdp" => &self.hsdp_shard,
+            "graphs" => &self.cuda_graphs,
+            "dispatcher" => &self.dispatcher,
+            "a2a" => &self.moe_a2a_overlap,
             _ => "",
         }
     }
@@ -126,6 +151,9 @@ impl SweepInputs {
             "schedule" => &mut self.schedule,
             "zero" => &mut self.zero,
             "hsdp" => &mut self.hsdp_shard,
+            "graphs" => &mut self.cuda_graphs,
+            "dispatcher" => &mut self.dispatcher,
+            "a2a" => &mut self.moe_a2a_overlap,
             _ => return,
         };
         *slot = text;

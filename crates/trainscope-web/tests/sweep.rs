@@ -395,3 +395,61 @@ fn zero_and_hsdp_bounds_sweep_sharded_rows() {
     let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
     assert!(err.contains("ZeRO stage: unknown value `4`"), "{err}");
 }
+
+#[wasm_bindgen_test]
+fn software_bounds_sweep_graphs_dispatchers_and_overlap_and_a_row_loads_its_software() {
+    let mut i = SweepInputs::default();
+    for (k, v) in [
+        ("world", "8"),
+        ("tp", "1"),
+        ("pp", "1"),
+        ("ep", "8"),
+        ("mbs", "1"),
+        ("recompute", "full"),
+        ("schedule", "1f1b"),
+        ("graphs", "none,layers"),
+        ("dispatcher", "alltoall,flex"),
+        ("a2a", "off"),
+    ] {
+        i.set(k, v.into());
+    }
+    let frag = i.fragment();
+    assert!(
+        frag.ends_with("&sweep_graphs=none,layers&sweep_dispatcher=alltoall,flex&sweep_a2a=off"),
+        "{frag}"
+    );
+    assert_eq!(
+        SweepInputs::from_fragment(&format!("#model=qwen3-30b-a3b&{frag}")).unwrap(),
+        i
+    );
+    let job = JobSettings {
+        model: JobModel::Preset("qwen3-30b-a3b".into()),
+        training: TrainingSetup {
+            global_batch_size: Some(8),
+            seq_length: 1024,
+            ..JobSettings::default().training
+        },
+        ..JobSettings::default()
+    };
+    let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    assert_eq!(spec.stack_values().len(), 4);
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    let mut software: Vec<&str> = report.results.iter().map(|r| r.software.as_str()).collect();
+    software.sort_unstable();
+    software.dedup();
+    assert_eq!(software.len(), 4, "{software:?}");
+    let row = report
+        .results
+        .iter()
+        .find(|r| r.software.contains("--cuda-graphs layers") && r.software.contains("flex"))
+        .expect("a row with graphs and the flex dispatcher");
+    let j = row_simulates_to_its_numbers(row, &job);
+    assert_eq!(j.training.stack.flags().trim(), row.software);
+    // A value the core does not know is refused, naming the bound.
+    i.set("dispatcher", "deepgemm".into());
+    let e = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
+    assert!(
+        e.starts_with("MoE dispatcher: unknown value `deepgemm`"),
+        "{e}"
+    );
+}
