@@ -124,6 +124,32 @@ test('a small sweep: progress, plot, table equal to the CLI; a row opens its sim
   await page.close();
 });
 
+test('software bounds: CUDA graphs and MoE dispatchers as dimensions, the table equal to the CLI; a row loads its software', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
+  await page.getByTestId('job-gbs').fill('8');
+  await waitDone(page);
+  await page.getByTestId('sweep-view').getByTestId('sweep-toggle').click();
+  await fillBounds(page, { world: '8', tp: '1', pp: '1', ep: '8', mbs: '1', recompute: 'full', schedule: '1f1b',
+    graphs: 'none,layers', dispatcher: 'alltoall,flex' });
+  await page.getByTestId('sweep-run').click();
+  await sweepDone(page, 120000);
+  const want = cliSweep(['--model', 'qwen3-30b-a3b', '--world', '8', '--global-batch-size', '8', '--tp', '1',
+    '--pp', '1', '--ep', '8', '--micro-batch-size', '1', '--recompute', 'full', '--schedule', '1f1b',
+    '--cuda-graphs', 'none,layers', '--moe-token-dispatcher', 'alltoall,flex']);
+  assert.equal(new Set(want.results.map((r) => r.software)).size, 4);
+  const flags = await tableRows(page);
+  assert.deepEqual(flags, want.results.map((r) => r.flags), 'the table is the CLI\'s ranking');
+  assert.match(await page.evaluate(() => location.hash), /sweep_graphs=none,layers&sweep_dispatcher=alltoall,flex/);
+  const pick = want.results.find((r) => r.software.includes('--cuda-graphs layers') && r.software.includes('flex'));
+  await page.locator(`[data-testid="sweep-table"] tbody tr[data-config="${pick.flags}"]`).click();
+  await page.waitForFunction((ns) => document.querySelector('[data-testid="iteration-time"]')?.dataset.ns === String(ns)
+    && !document.querySelector('.results.stale'), pick.iteration_time_ns, { timeout: 60000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 /** Record, at every change of the progress or of the rows received, the
  * pair (candidates evaluated, rows in the table) as `window.__sweepLog`. */
 async function recordStream(page) {
