@@ -5,22 +5,10 @@
 //! fixture (`tests/fixtures/chakra/`) simulates too.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("the trainscope binary runs")
-}
+mod common;
+use common::{fixture, trainscope as run};
 
 fn ok(out: &Output) {
     assert_eq!(

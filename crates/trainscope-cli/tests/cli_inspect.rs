@@ -3,23 +3,10 @@
 //! with their location, `--format` forcing, and Echo rank files given
 //! together forming one run.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("the trainscope binary runs")
-}
+mod common;
+use common::{fixture, trainscope as run};
 
 fn json(out: &Output) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");

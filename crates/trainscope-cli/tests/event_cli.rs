@@ -7,14 +7,17 @@
 
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use trainscope_core::{
     engine::SimConfig,
     run::{run_files, RunOptions},
 };
 
-fn fixture(rel: &str) -> String {
-    format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
+mod common;
+use common::{fixture, json_ok as json_of, stderr, trainscope};
+
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("event_cli", name)
 }
 
 const SEED000: &str = "seeds/simai_llama65b_tp8_pp4_vpp8.txt";
@@ -23,33 +26,11 @@ const NEUSIGHT: &str = "seeds/neusight_gpt2large_dp_workitems.tsv";
 const ECHO: &str = "seeds/echo_megatron_trace_rank7_tp2_pp4.txt";
 const OPTIMUS: &str = "seeds/optimus_prime_llama1b_pp8_train.log";
 
-fn trainscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("run trainscope")
-}
-
 fn simulate(file: &str, extra: &[&str]) -> Output {
     let path = fixture(file);
     let mut args = vec!["simulate", path.as_str()];
     args.extend_from_slice(extra);
     trainscope(&args)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json_of(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("event_cli");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 fn u(v: &Value, key: &str) -> u64 {

@@ -6,34 +6,10 @@
 //! `convert --to chrome-trace` writing the measured timeline, `analyze`
 //! naming the straggler.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("the trainscope binary runs")
-}
-
-/// The JSON of a run that must succeed (exit 0, stderr shown otherwise).
-fn ok_json(out: &Output) -> serde_json::Value {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout_json(out)
-}
+mod common;
+use common::{fixture, json_ok as ok_json, trainscope as run};
 
 fn stdout_json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

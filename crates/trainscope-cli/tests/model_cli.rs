@@ -10,32 +10,14 @@
 
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::gpu_preset;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::presets::preset;
 
-fn fixture(rel: &str) -> String {
-    format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn trainscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("run trainscope")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json_of(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
+mod common;
+use common::{fixture, json_ok as json_of, stderr, trainscope};
 
 const LLAMA70B: [&str; 12] = [
     "--model",

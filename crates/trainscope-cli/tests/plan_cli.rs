@@ -6,30 +6,13 @@
 //! (exit 2 for usage, 4 for an invalid run setting).
 
 use serde_json::Value;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> String {
-    format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn trainscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("run trainscope")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+mod common;
+use common::{fixture, json_ok as json_of, stderr, trainscope};
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json_of(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
 const JOB: [&str; 10] = [

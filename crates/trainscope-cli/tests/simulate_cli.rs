@@ -5,10 +5,13 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn fixture(rel: &str) -> String {
-    format!("{}/../../tests/fixtures/{rel}", env!("CARGO_MANIFEST_DIR"))
+mod common;
+use common::{fixture, json_ok as json, stderr, trainscope};
+
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("simulate_cli", name)
 }
 
 const SEED000: &str = "seeds/simai_llama65b_tp8_pp4_vpp8.txt";
@@ -17,32 +20,11 @@ const REF_FLAGS: [&str; 10] = [
     "-g", "512", "-nv", "360", "-nic", "48.5", "-n_p_s", "8", "-g_p_s", "8",
 ];
 
-fn trainscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("run trainscope")
-}
-
 fn simai(file: &str, extra: &[&str]) -> Output {
     let path = fixture(file);
     let mut args = vec!["simulate", "--mode", "simai", path.as_str()];
     args.extend_from_slice(extra);
     trainscope(&args)
-}
-
-fn json(out: &Output) -> Value {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The last field of SimAI's summary line (total, us) in a reference CSV.
@@ -51,12 +33,6 @@ fn reference_total_us(name: &str) -> u64 {
         std::fs::read_to_string(fixture(&format!("simai/expected/{name}-EndToEnd.csv"))).unwrap();
     let line = text.lines().nth(1).unwrap();
     line.rsplit(", ").next().unwrap().parse().unwrap()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("simulate_cli");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 #[test]

@@ -9,15 +9,11 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn trainscope<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("run trainscope")
-}
+mod common;
+use common::{stderr, trainscope};
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("sweep_cli", name)
 }
 
 fn ok(out: &Output) -> String {
@@ -61,12 +57,6 @@ fn sweep_json(args: &[&str]) -> Value {
     a.extend_from_slice(args);
     a.push("--json");
     serde_json::from_str(&ok(&trainscope(&a))).expect("JSON")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep_cli");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    dir.join(name)
 }
 
 #[test]

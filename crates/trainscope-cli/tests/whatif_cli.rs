@@ -4,14 +4,9 @@
 //! layouts by their step with one GPU slowed.
 
 use serde_json::Value;
-use std::process::{Command, Output};
 
-fn trainscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trainscope"))
-        .args(args)
-        .output()
-        .expect("run trainscope")
-}
+mod common;
+use common::trainscope;
 
 fn json(args: &[&str]) -> Value {
     let out = trainscope(args);
