@@ -17,7 +17,7 @@ use crate::sweep_inputs::SweepInputs;
 use std::collections::BTreeSet;
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
-use trainscope_core::job::sharding::ZeroStage;
+use trainscope_core::job::sharding::{Offload, ZeroStage};
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
@@ -183,6 +183,12 @@ pub fn sweep_spec(
         |s| s.parse::<u32>().ok(),
         "whole numbers (0: none)",
     )?;
+    spec.offload = names(
+        "offload",
+        &inputs.offload,
+        Offload::from_name,
+        &Offload::ALL.map(|o| o.name()).join(", "),
+    )?;
     spec.common_flags = common_flags(job, settings, pinned);
     Ok((spec, sweep_config(&config)))
 }
@@ -260,6 +266,7 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.training.sharding = trainscope_core::job::sharding::Sharding {
         zero: ZeroStage::from_level(row.zero).unwrap_or_default(),
         hsdp_shard: row.hsdp_shard,
+        offload: row.offload,
         ..Default::default()
     };
     // A PP that does not divide the layers: the row's uneven split.

@@ -24,6 +24,9 @@ pub struct SweepInputs {
     pub zero: String,
     /// HSDP shard-group sizes (`--hsdp-shard LIST`; 0: none).
     pub hsdp_shard: String,
+    /// What lives in host memory (`--offload LIST`: none, optimizer,
+    /// optimizer+params).
+    pub offload: String,
 }
 
 /// One bound of the view: URL key, test id suffix, label, placeholder.
@@ -35,7 +38,7 @@ pub struct Bound {
 }
 
 /// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 11] = [
+pub const BOUNDS: [Bound; 12] = [
     Bound {
         key: "world",
         label: "GPUs",
@@ -91,6 +94,11 @@ pub const BOUNDS: [Bound; 11] = [
         label: "HSDP shard group",
         placeholder: "0 (none); with ZeRO 3, e.g. 0,2,4",
     },
+    Bound {
+        key: "offload",
+        label: "Offload",
+        placeholder: "none; none,optimizer,optimizer+params",
+    },
 ];
 
 impl SweepInputs {
@@ -108,6 +116,7 @@ impl SweepInputs {
             "schedule" => &self.schedule,
             "zero" => &self.zero,
             "hsdp" => &self.hsdp_shard,
+            "offload" => &self.offload,
             _ => "",
         }
     }
@@ -126,6 +135,7 @@ impl SweepInputs {
             "schedule" => &mut self.schedule,
             "zero" => &mut self.zero,
             "hsdp" => &mut self.hsdp_shard,
+            "offload" => &mut self.offload,
             _ => return,
         };
         *slot = text;

@@ -86,6 +86,7 @@ mod tests {
             distributed_optimizer: true,
             zero: 1,
             hsdp_shard: 0,
+            offload: Default::default(),
             software: String::new(),
             iteration_time_ns,
             tokens_per_second: 0.0,
