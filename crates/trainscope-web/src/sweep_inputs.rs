@@ -97,7 +97,7 @@ pub const BOUNDS: [Bound; 12] = [
     Bound {
         key: "offload",
         label: "Offload",
-        placeholder: "none; none,optimizer,optimizer+params",
+        placeholder: "none; e.g. none,optimizer",
     },
 ];
 
