@@ -7,7 +7,12 @@
 //! device peak) and fails when one is reported as not fitting. Where the
 //! source publishes the peak allocated memory (Megatron-LM's CI golden
 //! values), the predicted allocator peak is compared with it (median and
-//! worst |error| guarded by [`MEDIAN_TOLERANCE`], [`WORST_TOLERANCE`]).
+//! worst |error| guarded by [`MEDIAN_TOLERANCE`], [`WORST_TOLERANCE`]);
+//! where it publishes the peak reserved memory (torchtitan's
+//! `max_memory_reserved`, the largest over ranks), the predicted allocated
+//! peak plus fragmentation is compared with it ([`RESERVED_MEDIAN_TOLERANCE`],
+//! [`RESERVED_WORST_TOLERANCE`]). A case's `gpu_memory_gb` is the capacity
+//! of the part it ran on where the preset's differs.
 //!
 //! Run `cargo test -p trainscope-tests --test memory_validation -- --nocapture`
 //! to see the table the README shows.
@@ -17,8 +22,9 @@ use trainscope_core::engine::ScheduleKind;
 use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::memory::{memory_report, MemoryReport};
 use trainscope_core::job::run::peak_in_flight;
+use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
-use trainscope_core::model::stack::{CudaGraphs, StackSettings};
+use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_core::model::{presets, Family, ModelSpec};
 use trainscope_tests::median;
 
@@ -30,13 +36,30 @@ const MEDIAN_TOLERANCE: f64 = 0.10;
 const WORST_TOLERANCE: f64 = 0.20;
 
 /// Trained runs the memory model still reports as not fitting (known
-/// misses, listed in the README with their margins).
-const STILL_NOT_FITTING: [&str; 4] = [
+/// misses, listed in the README with their margins): NeMo 24.07's GPT-3
+/// 175B on 512 H100s (the recipe's memory settings not in the table);
+/// Llama 3.1 405B on 128 B200s (Megatron-Bridge's FP8 current-scaling
+/// recipe sets `fp8_param_gather`, FP8 parameter storage, which the model
+/// does not have: it counts bf16 weights and their FP8 copies); the three
+/// torchtitan runs on 8 GPUs: torchtitan's selective "op" checkpointing
+/// stores every other matmul's output (about half of what Korthikanti's
+/// selective recompute, the model's, keeps).
+const STILL_NOT_FITTING: [&str; 5] = [
     "nemo2407-h100-gpt3-175b-512gpu",
-    "mb2511-h100-llama31-405b-1024gpu",
-    "mb2602-h100-llama31-405b-1024gpu",
     "mb2511-b200-llama31-405b-128gpu",
+    "tt2412-h100-llama31-8b-8gpu-fsdp-eager",
+    "tt2412-h100-llama31-8b-8gpu-fsdp-compile",
+    "tt2412-h100-llama31-8b-8gpu-fsdp-compile-fp8",
 ];
+
+/// Documented accuracy of the reserved peak against torchtitan's
+/// published figures (README "Sharded data parallel cases"): median
+/// 42.9%, worst 94.7% when the cases were added, in both directions
+/// (over where torchtitan's "op" checkpointing stores less, under where
+/// the allocator's cache grows to the card); a guard, far from the
+/// targets.
+const RESERVED_MEDIAN_TOLERANCE: f64 = 0.50;
+const RESERVED_WORST_TOLERANCE: f64 = 1.0;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -111,12 +134,28 @@ fn evaluate(c: &Value) -> (String, ModelJob, MemoryReport) {
                 .and_then(Value::as_str)
                 .map(|g| CudaGraphs::from_name(g).expect("cuda_graphs"))
                 .unwrap_or_default(),
+            stack: c
+                .get("stack")
+                .and_then(Value::as_str)
+                .map(|n| Stack::from_name(n).expect("stack"))
+                .unwrap_or_default(),
             ..StackSettings::default()
+        },
+        sharding: Sharding {
+            zero: u(c, "zero")
+                .map(|z| ZeroStage::from_level(z as u8).expect("zero"))
+                .unwrap_or_default(),
+            ..Sharding::default()
         },
         ..TrainingSetup::default()
     };
     let gpu_name = c["gpu"].as_str().expect("gpu");
-    let gpu = gpu_preset(gpu_name).unwrap_or_else(|| panic!("{id}: no GPU {gpu_name}"));
+    let mut gpu = gpu_preset(gpu_name).unwrap_or_else(|| panic!("{id}: no GPU {gpu_name}"));
+    // The capacity of the part the source ran on where the preset's
+    // differs (torchtitan's 96 GB HBM2e H100s): the fit is judged on it.
+    if let Some(gb) = u(c, "gpu_memory_gb") {
+        gpu.memory_bytes = gb * 1_000_000_000;
+    }
     let job = ModelJob::new(model(&id, &c["model"]), setup, gpu, n("world"))
         .unwrap_or_else(|e| panic!("{id}: {e}"));
     let s = &job.setup;
@@ -143,6 +182,8 @@ fn trained_runs_fit_and_measured_peaks_match() {
     let mut not_fitting = Vec::new();
     let mut errors = Vec::new();
     let mut measured_rows = Vec::new();
+    let mut reserved_errors = Vec::new();
+    let mut reserved_rows = Vec::new();
     for c in &cases {
         let (id, job, r) = evaluate(c);
         let top = r
@@ -183,6 +224,23 @@ fn trained_runs_fit_and_measured_peaks_match() {
                 (p - m) / m * 100.0
             ));
         }
+        // torchtitan's published figure: torch.cuda.max_memory_reserved,
+        // the largest over ranks: the allocator's allocated peak and its
+        // fragmentation, without NCCL's buffers and the CUDA context.
+        if let Some(m) = c.get("peak_reserved_gib").and_then(Value::as_f64) {
+            let top = r
+                .per_stage
+                .iter()
+                .map(|s| s.allocated_bytes + s.fragmentation_bytes)
+                .max()
+                .expect("a stage");
+            let p = top as f64 / GIB;
+            reserved_errors.push(((p - m) / m).abs());
+            reserved_rows.push(format!(
+                "| {id} | {m:.1} | {p:.1} | {:+.1}% |",
+                (p - m) / m * 100.0
+            ));
+        }
     }
     println!(
         "\n| case | measured peak allocated (GiB) | predicted (GiB) | error |\n|---|---:|---:|---:|"
@@ -190,6 +248,35 @@ fn trained_runs_fit_and_measured_peaks_match() {
     for r in &measured_rows {
         println!("{r}");
     }
+    println!(
+        "\n| case | measured peak reserved (GiB) | predicted (GiB) | error |\n|---|---:|---:|---:|"
+    );
+    for r in &reserved_rows {
+        println!("{r}");
+    }
+    let reserved_median = median(reserved_errors.clone());
+    let reserved_worst = reserved_errors.iter().copied().fold(0.0, f64::max);
+    println!(
+        "\npeak reserved memory (torchtitan): {} cases, median |error| {:.1}%, worst {:.1}%",
+        reserved_errors.len(),
+        reserved_median * 100.0,
+        reserved_worst * 100.0
+    );
+    assert!(
+        reserved_errors.len() >= 10,
+        "{} reserved cases",
+        reserved_errors.len()
+    );
+    assert!(
+        reserved_median <= RESERVED_MEDIAN_TOLERANCE,
+        "reserved median {:.1}%",
+        reserved_median * 100.0
+    );
+    assert!(
+        reserved_worst <= RESERVED_WORST_TOLERANCE,
+        "reserved worst {:.1}%",
+        reserved_worst * 100.0
+    );
     let med = median(errors.clone());
     let worst = errors.iter().copied().fold(0.0, f64::max);
     println!(
@@ -204,8 +291,15 @@ fn trained_runs_fit_and_measured_peaks_match() {
     assert!(med <= MEDIAN_TOLERANCE, "median {:.1}%", med * 100.0);
     assert!(worst <= WORST_TOLERANCE, "worst {:.1}%", worst * 100.0);
     // The trained runs the model still reports as not fitting (README
-    // "Memory: parts, validation, sharding"): fp32 gradient buffers where
-    // the recipe's gradient dtype is not in the table. A new one fails.
+    // "Does it fit?"), each named in [`STILL_NOT_FITTING`] with its cause.
+    // A new one fails, and so does a listed one that now fits (the list
+    // is kept exact).
+    for id in STILL_NOT_FITTING {
+        assert!(
+            not_fitting.iter().any(|m| m.starts_with(&format!("{id}:"))),
+            "{id} now fits: take it off STILL_NOT_FITTING and the README's misses"
+        );
+    }
     let unexpected: Vec<&String> = not_fitting
         .iter()
         .filter(|m| {

@@ -3,7 +3,8 @@
 //! Megatron's byte counts, ZeRO-1 as the distributed optimizer, the
 //! refusals, FSDP's collective sizes per unit and the unsharded units in
 //! memory, the event engine's all-gathers and reduce-scatters on the DP
-//! lane, and the sweep finding a layout that fits only with sharding.
+//! lane, and the sweep finding a layout that fits only with sharding or
+//! only with offload.
 
 use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::{gpu_preset, Precision};
@@ -295,6 +296,61 @@ fn the_sweep_finds_layouts_that_fit_only_with_sharding() {
     assert_eq!(rows[1].zero, 3);
     assert!(rows[1].fits, "{} bytes", rows[1].peak_bytes);
     assert!(rows[1].flags.contains("--zero 3"), "{}", rows[1].flags);
+}
+
+/// Offload as a sweep dimension: Llama 3 8B on 2 H100s (TP 1, PP 1, DP
+/// 2, ZeRO-1) keeps bf16 weights, fp32 gradients and half the optimizer
+/// states (2 + 4 + 12 / 2 bytes a parameter, about 90 GiB): it does not
+/// fit; with the optimizer states in host memory (2 + 4 bytes) it does,
+/// and the sweep finds it. Weights offload needs ZeRO-3: skipped with the
+/// job's reason.
+#[test]
+fn the_sweep_finds_layouts_that_fit_only_with_offload() {
+    use trainscope_core::job::sharding::Offload;
+    let gpu = gpu_preset("H100").unwrap();
+    let mut spec = SweepSpec::new(preset("llama3-8b").unwrap(), gpu, 2);
+    spec.global_batch_size = 2;
+    spec.seq_length = 2048;
+    spec.tp = Some(vec![1]);
+    spec.pp = Some(vec![1]);
+    spec.micro_batch_size = Some(vec![1]);
+    spec.recompute = Some(vec![trainscope_core::job::Recompute::Full]);
+    spec.schedule = Some(vec![trainscope_core::engine::ScheduleKind::OneFOneB]);
+    spec.zero = Some(vec![ZeroStage::Optimizer]);
+    spec.offload = Some(Offload::ALL.to_vec());
+    assert!(spec
+        .describe()
+        .ends_with("| offload none,optimizer,optimizer+params"));
+    let e = enumerate(&spec);
+    assert_eq!(e.candidates.len(), 2);
+    assert_eq!(e.skipped, 1);
+    assert!(
+        e.skipped_reasons[0].reason.contains("ZeRO-3"),
+        "{}",
+        e.skipped_reasons[0].reason
+    );
+    let config = sweep_config(&SimConfig::default());
+    let rows: Vec<_> = e
+        .candidates
+        .iter()
+        .map(|c| evaluate(c, &config, "--model llama3-8b", None).unwrap())
+        .collect();
+    assert_eq!(rows[0].offload, Offload::None);
+    assert!(!rows[0].fits, "{} bytes", rows[0].peak_bytes);
+    assert_eq!(rows[1].offload, Offload::Optimizer);
+    assert!(rows[1].fits, "{} bytes", rows[1].peak_bytes);
+    assert!(
+        rows[1].flags.contains("--offload optimizer"),
+        "{}",
+        rows[1].flags
+    );
+    // The row's JSON names it; rows without offload do not.
+    let json = serde_json::to_value(&rows[1]).unwrap();
+    assert_eq!(json["offload"], "optimizer");
+    assert!(serde_json::to_value(&rows[0])
+        .unwrap()
+        .get("offload")
+        .is_none());
 }
 
 /// Prefetch on a toy where compute is long (Llama 3 8B, 8192-token

@@ -30,7 +30,7 @@ use trainscope_core::engine::ScheduleKind;
 use trainscope_core::goodput::Work;
 use trainscope_core::hardware::Precision;
 use trainscope_core::job::memory::gib;
-use trainscope_core::job::sharding::ZeroStage;
+use trainscope_core::job::sharding::{Offload, ZeroStage};
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::CudaGraphs;
@@ -208,6 +208,17 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub hsdp_shard: Vec<u32>,
+    /// What to keep in host memory, as a dimension, e.g.
+    /// none,optimizer,optimizer+params (a layout that fits only with
+    /// offload is found; optimizer+params without ZeRO-3 is skipped with
+    /// the reason).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        help_heading = "Bounds"
+    )]
+    pub offload: Vec<String>,
     /// EP overlap values to try for MoE models, e.g. off,on (the stack
     /// flags' --cuda-graphs and --moe-token-dispatcher take comma lists in
     /// a sweep too: each value is a dimension).
@@ -656,6 +667,18 @@ fn make_spec(
     }
     if !args.hsdp_shard.is_empty() {
         spec.hsdp_shard = Some(args.hsdp_shard.clone());
+    }
+    if !args.offload.is_empty() {
+        spec.offload = Some(
+            args.offload
+                .iter()
+                .map(|o| {
+                    Offload::from_name(o).ok_or_else(|| {
+                        format!("--offload takes none, optimizer or optimizer+params, separated by commas; found `{o}`")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        );
     }
     spec.common_flags = shell_join(common);
     Ok(spec)

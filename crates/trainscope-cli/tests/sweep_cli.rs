@@ -797,3 +797,58 @@ fn rank_by_time_to_train_can_put_the_smaller_cluster_first() {
         stderr(&out)
     );
 }
+
+/// `sweep --offload LIST`: Llama 3 8B on 2 H100s with ZeRO-1 fits only
+/// with the optimizer states in host memory; the sweep finds that layout,
+/// its row says so and `simulate` with its flags gives its numbers; an
+/// unknown value is refused.
+#[test]
+fn offload_is_a_sweep_dimension() {
+    let args = [
+        "--model",
+        "llama3-8b",
+        "--world",
+        "2",
+        "--gpu-type",
+        "H100",
+        "--global-batch-size",
+        "2",
+        "--seq-length",
+        "2048",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "full",
+        "--schedule",
+        "1f1b",
+        "--zero",
+        "1",
+    ];
+    let mut with: Vec<&str> = args.to_vec();
+    with.extend(["--offload", "none,optimizer"]);
+    let v = sweep_json(&with);
+    let rows = v["results"].as_array().expect("results");
+    let fitting: Vec<&Value> = rows.iter().filter(|r| r["fits"] == true).collect();
+    assert_eq!(fitting.len(), 1, "{rows:?}");
+    assert_eq!(fitting[0]["offload"], "optimizer");
+    assert!(fitting[0]["flags"]
+        .as_str()
+        .unwrap()
+        .contains("--offload optimizer"));
+    assert_row_equals_simulate(fitting[0]);
+    // Without the dimension nothing fits.
+    let v = sweep_json(&args);
+    let rows = v["results"].as_array().expect("results");
+    assert!(rows.iter().all(|r| r["fits"] == false), "{rows:?}");
+    assert!(v["pruned"].as_u64().unwrap() + rows.len() as u64 >= 1);
+    let mut bad: Vec<&str> = vec!["sweep"];
+    bad.extend(args);
+    bad.extend(["--offload", "disk"]);
+    let out = trainscope(&bad);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--offload takes none, optimizer or optimizer+params"));
+}

@@ -17,7 +17,7 @@ use crate::sweep_inputs::SweepInputs;
 use std::collections::BTreeSet;
 use trainscope_core::engine::{ScheduleKind, SimConfig};
 use trainscope_core::hardware::gpu_preset;
-use trainscope_core::job::sharding::ZeroStage;
+use trainscope_core::job::sharding::{Offload, ZeroStage};
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::{CudaGraphs, StackSettings};
@@ -203,6 +203,12 @@ pub fn sweep_spec(
         trainscope_core::limits::on_off,
         "off, on",
     )?;
+    spec.offload = names(
+        "offload",
+        &inputs.offload,
+        Offload::from_name,
+        &Offload::ALL.map(|o| o.name()).join(", "),
+    )?;
     spec.common_flags = common_flags(job, settings, pinned);
     Ok((spec, sweep_config(&config)))
 }
@@ -280,6 +286,7 @@ pub fn row_job(row: &Row, base: &JobSettings) -> Option<(JobSettings, Schedule)>
     job.training.sharding = trainscope_core::job::sharding::Sharding {
         zero: ZeroStage::from_level(row.zero).unwrap_or_default(),
         hsdp_shard: row.hsdp_shard,
+        offload: row.offload,
         ..Default::default()
     };
     // The row's software (its swept CUDA graphs, dispatcher and EP

@@ -24,6 +24,9 @@ pub struct SweepInputs {
     pub zero: String,
     /// HSDP shard-group sizes (`--hsdp-shard LIST`; 0: none).
     pub hsdp_shard: String,
+    /// What lives in host memory (`--offload LIST`: none, optimizer,
+    /// optimizer+params).
+    pub offload: String,
     /// CUDA-graph scopes (`--cuda-graphs LIST`).
     pub cuda_graphs: String,
     /// MoE token dispatchers (`--moe-token-dispatcher LIST`; MoE models).
@@ -42,7 +45,7 @@ pub struct Bound {
 }
 
 /// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 14] = [
+pub const BOUNDS: [Bound; 15] = [
     Bound {
         key: "world",
         label: "GPUs",
@@ -99,6 +102,11 @@ pub const BOUNDS: [Bound; 14] = [
         placeholder: "0 (none); with ZeRO 3, e.g. 0,2,4",
     },
     Bound {
+        key: "offload",
+        label: "Offload",
+        placeholder: "none; e.g. none,optimizer",
+    },
+    Bound {
         key: "graphs",
         label: "CUDA graphs",
         placeholder: "the job's; none,layers,full",
@@ -130,6 +138,7 @@ impl SweepInputs {
             "schedule" => &self.schedule,
             "zero" => &self.zero,
             "hsdp" => &self.hsdp_shard,
+            "offload" => &self.offload,
             "graphs" => &self.cuda_graphs,
             "dispatcher" => &self.dispatcher,
             "a2a" => &self.moe_a2a_overlap,
@@ -151,6 +160,7 @@ impl SweepInputs {
             "schedule" => &mut self.schedule,
             "zero" => &mut self.zero,
             "hsdp" => &mut self.hsdp_shard,
+            "offload" => &mut self.offload,
             "graphs" => &mut self.cuda_graphs,
             "dispatcher" => &mut self.dispatcher,
             "a2a" => &mut self.moe_a2a_overlap,

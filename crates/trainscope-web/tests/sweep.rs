@@ -453,3 +453,42 @@ fn software_bounds_sweep_graphs_dispatchers_and_overlap_and_a_row_loads_its_soft
         "{e}"
     );
 }
+
+/// The page's Offload bound as the CLI's `--offload LIST`: the bound
+/// parses into the core's spec, the link keeps it, rows carry it (weights
+/// offload only with ZeRO-3), and an offloaded row loaded into the job
+/// panel keeps its offload and simulates to its numbers.
+#[wasm_bindgen_test]
+fn offload_bound_sweeps_offloaded_rows() {
+    use trainscope_core::job::sharding::Offload;
+    let (mut i, job) = small();
+    i.set("tp", "2".into());
+    i.set("pp", "1".into());
+    i.set("schedule", "1f1b".into());
+    i.set("zero", "1".into());
+    i.set("offload", "none,optimizer,optimizer+params".into());
+    assert!(i
+        .fragment()
+        .ends_with("&sweep_zero=1&sweep_offload=none,optimizer,optimizer+params"));
+    let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    assert_eq!(spec.offload, Some(Offload::ALL.to_vec()));
+    let e = enumerate(&spec);
+    // optimizer+params needs ZeRO-3: skipped with the job's reason.
+    assert_eq!(e.skipped, 1);
+    let rows: Vec<Row> = e
+        .candidates
+        .iter()
+        .filter_map(|c| match process(c, &config, &spec.common_flags, None) {
+            trainscope_core::search::Outcome::Simulated(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    let offloads: Vec<Offload> = rows.iter().map(|r| r.offload).collect();
+    assert_eq!(offloads, vec![Offload::None, Offload::Optimizer]);
+    let j = row_simulates_to_its_numbers(&rows[1], &job);
+    assert_eq!(j.training.sharding.offload, Offload::Optimizer);
+    let mut bad = i.clone();
+    bad.set("offload", "disk".into());
+    let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
+    assert!(err.contains("offload: unknown value `disk`"), "{err}");
+}

@@ -55,7 +55,7 @@ use crate::engine::SimConfig;
 use crate::hardware::{GpuSpec, Precision};
 use crate::job::memory::{memory_report, MemoryReport};
 use crate::job::run::{peak_in_flight, run_model};
-use crate::job::sharding::{Sharding, ZeroStage};
+use crate::job::sharding::{Offload, Sharding, ZeroStage};
 use crate::job::{ModelJob, Recompute, TrainingSetup, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use crate::model::dispatcher::Dispatcher;
 use crate::model::stack::{CudaGraphs, StackSettings};
@@ -158,6 +158,11 @@ pub struct SweepSpec {
     /// over all of DP); `None`: none. Layouts a size does not fit (not
     /// ZeRO-3, not dividing DP) are skipped with the job's reason.
     pub hsdp_shard: Option<Vec<u32>>,
+    /// What lives in host memory as a dimension (`--offload`, [`Offload`]);
+    /// `None`: nothing. A layout that fits only with offload is found;
+    /// combinations the job refuses (parameters offloaded without ZeRO-3)
+    /// are skipped with the job's reason.
+    pub offload: Option<Vec<Offload>>,
     /// CUDA-graph scopes as a dimension (`None`: [`SweepSpec::stack`]'s).
     pub cuda_graphs: Option<Vec<CudaGraphs>>,
     /// MoE token dispatchers as a dimension (`None`: the stack's; dense
@@ -198,6 +203,7 @@ impl SweepSpec {
             distributed_optimizer: None,
             zero: None,
             hsdp_shard: None,
+            offload: None,
             cuda_graphs: None,
             dispatcher: None,
             moe_a2a_overlap: None,
@@ -346,6 +352,11 @@ impl SweepSpec {
         self.hsdp_shard.clone().unwrap_or_else(|| vec![0])
     }
 
+    /// The offload choices tried: the given list, else none.
+    pub fn offload_values(&self) -> Vec<Offload> {
+        self.offload.clone().unwrap_or_else(|| vec![Offload::None])
+    }
+
     pub fn distributed_optimizer_values(&self) -> Vec<bool> {
         self.distributed_optimizer
             .clone()
@@ -385,6 +396,14 @@ impl SweepSpec {
         // HSDP only when swept (older shards keep their line).
         let cp = match &self.hsdp_shard {
             Some(h) => format!("{cp} | hsdp shard {}", list(h)),
+            None => cp,
+        };
+        // Offload only when swept (older shards keep their line).
+        let cp = match &self.offload {
+            Some(o) => format!(
+                "{cp} | offload {}",
+                o.iter().map(|o| o.name()).collect::<Vec<_>>().join(",")
+            ),
             None => cp,
         };
         // The software dimensions only when swept (older shards keep
@@ -632,12 +651,15 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
     let sp_list = spec.sequence_parallel_values();
     let dist_list = spec.zero_values();
     let etp_list = spec.expert_tp_values();
-    // The software stacks, each with every HSDP shard size.
+    // The software stacks, each with every HSDP shard size and every
+    // offload choice.
     let hsdp_list = spec.hsdp_values();
-    let stacks: Vec<(StackSettings, u32)> = spec
+    let offload_list = spec.offload_values();
+    let stacks: Vec<(StackSettings, u32, Offload)> = spec
         .stack_values()
         .into_iter()
         .flat_map(|st| hsdp_list.iter().map(move |&h| (st, h)))
+        .flat_map(|(st, h)| offload_list.iter().map(move |&o| (st, h, o)))
         .collect();
     for &world in &spec.worlds {
         for tp in spec.tp_values() {
@@ -737,7 +759,7 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
                                                     );
                                                     continue;
                                                 }
-                                                for &(stack, hsdp_shard) in &stacks {
+                                                for &(stack, hsdp_shard, offload) in &stacks {
                                                     let setup = TrainingSetup {
                                                         tp,
                                                         pp,
@@ -766,6 +788,7 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
                                                         sharding: Sharding {
                                                             zero,
                                                             hsdp_shard,
+                                                            offload,
                                                             ..Sharding::default()
                                                         },
                                                     };
@@ -946,6 +969,7 @@ pub fn evaluate(
         distributed_optimizer: s.distributed_optimizer,
         zero: s.sharding.zero.level(),
         hsdp_shard: s.sharding.hsdp_shard,
+        offload: s.sharding.offload,
         software: s.stack.flags().trim().to_string(),
         iteration_time_ns: summary.iteration_time_ns,
         tokens_per_second: out.throughput.tokens_per_second,

@@ -12,6 +12,7 @@ use super::{counts_of, evaluate, precheck, Candidate, ReasonCountMap};
 use crate::engine::summary::ExposedComm;
 use crate::engine::SimConfig;
 use crate::job::memory::gib;
+use crate::job::sharding::Offload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -32,6 +33,10 @@ fn is_one(v: &u32) -> bool {
 
 fn is_zero_u32(v: &u32) -> bool {
     *v == 0
+}
+
+fn is_no_offload(o: &Offload) -> bool {
+    *o == Offload::None
 }
 
 /// One simulated configuration.
@@ -79,6 +84,10 @@ pub struct Row {
     /// HSDP's shard group (`--hsdp-shard`; 0 and absent: none).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub hsdp_shard: u32,
+    /// What lives in host memory (`--offload`: `optimizer`,
+    /// `optimizer+params`; `none`, and absent in older rows: nothing).
+    #[serde(default, skip_serializing_if = "is_no_offload")]
+    pub offload: Offload,
     /// The software-stack flags of the row (`--cuda-graphs layers
     /// --moe-token-dispatcher flex`; empty: the defaults; absent in JSON
     /// when empty).
@@ -423,6 +432,9 @@ pub fn summary(r: &Row) -> String {
     }
     if r.hsdp_shard > 0 {
         s.push_str(&format!(" HSDP {}", r.hsdp_shard));
+    }
+    if !is_no_offload(&r.offload) {
+        s.push_str(&format!(" offload {}", r.offload.name()));
     }
     s
 }

@@ -338,6 +338,7 @@ pub(super) fn row(index: u32, t: u64, peak: u64, fits: bool) -> Row {
         distributed_optimizer: true,
         zero: 1,
         hsdp_shard: 0,
+        offload: Default::default(),
         software: String::new(),
         iteration_time_ns: t,
         tokens_per_second: 1.0,
