@@ -324,7 +324,7 @@ fn published_measurements_table() {
             }
             .push(e.abs());
             if !r.regressed {
-                unregressed.push((kind == Kind::Moe, e.abs()));
+                unregressed.push((kind, e.abs()));
             }
             println!(
                 "| {}{} | {:.3} | {:.3} | {:+.1}% | {:.1}% |",
@@ -366,6 +366,13 @@ fn published_measurements_table() {
         median(sharded_errors.clone()) * 100.0,
         sharded_worst * 100.0
     );
+    let megatron: Vec<f64> = errors.iter().chain(&moe_errors).copied().collect();
+    println!(
+        "iteration time, Megatron-style cases (dense and MoE): {} cases, median |error| {:.1}%, worst {:.1}%",
+        megatron.len(),
+        median(megatron.clone()) * 100.0,
+        worst_of(&megatron) * 100.0
+    );
     println!(
         "iteration time, all cases: {} cases, median |error| {:.1}%, worst {:.1}%",
         all.len(),
@@ -374,10 +381,17 @@ fn published_measurements_table() {
     );
     // The same figures without the runs their publisher reports regressed
     // (the `known_regression` of each case says where).
-    for (label, pick) in [("MoE models", Some(true)), ("all cases", None)] {
+    for (label, kinds) in [
+        ("MoE models", &[Kind::Moe][..]),
+        (
+            "Megatron-style cases (dense and MoE)",
+            &[Kind::Dense, Kind::Moe][..],
+        ),
+        ("all cases", &[Kind::Dense, Kind::Moe, Kind::Sharded][..]),
+    ] {
         let e: Vec<f64> = unregressed
             .iter()
-            .filter(|(moe, _)| pick.is_none_or(|m| *moe == m))
+            .filter(|(k, _)| kinds.contains(k))
             .map(|(_, e)| *e)
             .collect();
         println!(
