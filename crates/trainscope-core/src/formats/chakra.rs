@@ -81,6 +81,7 @@
 //! simulated timeline into nodes is [`crate::replay::chakra`].
 
 pub mod groups;
+pub mod reuse;
 pub mod schema;
 
 use crate::diag::{Diagnostic, Location};

@@ -1,0 +1,93 @@
+//! Reading a Chakra set once per program (`formats::chakra::reuse`): every
+//! file of written multi-rank sets (ranks of one stage differ only in
+//! their `pg_name`s and peers) parses exactly as the full parser reads it,
+//! most of them as copies of an earlier file; files that differ in
+//! anything else (a duration, a peer out of range) are parsed in full, with
+//! the full parser's result and warnings.
+
+use prost::Message;
+use trainscope_core::formats::chakra::reuse::ParseCache;
+use trainscope_core::formats::chakra::schema::{GlobalMetadata, Node, NodeType, Value};
+use trainscope_core::formats::chakra::{self, encode};
+
+/// Parse `files` in order with one cache; each result must equal the full
+/// parse. Returns the cache (its counts).
+fn parse_all(files: &[(String, Vec<u8>)]) -> ParseCache {
+    let mut cache = ParseCache::default();
+    for (name, bytes) in files {
+        let reused = cache.parse(name, bytes);
+        let full = chakra::parse(name, bytes);
+        assert_eq!(reused, full, "{name}");
+    }
+    cache
+}
+
+/// A file's metadata and nodes, decoded.
+fn decode(bytes: &[u8]) -> (GlobalMetadata, Vec<Node>) {
+    let mut buf = bytes;
+    let meta = GlobalMetadata::decode_length_delimited(&mut buf).expect("metadata");
+    let mut nodes = Vec::new();
+    while !buf.is_empty() {
+        nodes.push(Node::decode_length_delimited(&mut buf).expect("node"));
+    }
+    (meta, nodes)
+}
+
+#[test]
+fn ranks_of_a_stage_are_read_as_copies_and_parse_exactly_as_in_full() {
+    for (tp, dp, pp) in [(2, 2, 2), (2, 4, 2), (1, 4, 4)] {
+        let (files, _, _) = trainscope_tests::chakra_written(tp, dp, pp, 8);
+        let cache = parse_all(&files);
+        // One full parse per stage program at most; every other rank a copy.
+        assert!(
+            cache.full <= u64::from(pp),
+            "{tp} {dp} {pp}: {}",
+            cache.full
+        );
+        assert_eq!(cache.copies + cache.full, files.len() as u64);
+        // In reverse order too (the templates are whichever came first).
+        let reversed: Vec<(String, Vec<u8>)> = files.iter().rev().cloned().collect();
+        let cache = parse_all(&reversed);
+        assert!(cache.full <= u64::from(pp));
+    }
+}
+
+#[test]
+fn files_that_differ_in_more_than_rank_ids_are_parsed_in_full() {
+    let (mut files, _, _) = trainscope_tests::chakra_written(2, 2, 2, 8);
+    // Rank 1: one compute node's duration changed (not a copy of rank 0).
+    let (meta, mut nodes) = decode(&files[1].1);
+    let comp = nodes
+        .iter_mut()
+        .find(|n| n.r#type == NodeType::CompNode as i32)
+        .expect("a compute node");
+    comp.duration_micros += 1;
+    files[1].1 = encode(&meta, &nodes);
+    // Rank 2: a send's peer out of range (the parser warns, replays it as
+    // a no-op).
+    let (meta, mut nodes) = decode(&files[2].1);
+    let send = nodes
+        .iter_mut()
+        .find(|n| n.r#type == NodeType::CommSendNode as i32)
+        .expect("a send");
+    let dst = send
+        .attr
+        .iter_mut()
+        .find(|a| a.name == "comm_dst")
+        .expect("comm_dst");
+    dst.value = Some(Value::Int32Val(-3));
+    files[2].1 = encode(&meta, &nodes);
+    let cache = parse_all(&files);
+    let warned = chakra::parse(&files[2].0, &files[2].1);
+    assert!(
+        warned
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("comm_dst -3 out of range")),
+        "{:?}",
+        warned.diagnostics
+    );
+    // Ranks 0 and 4 (the two stages' first files), 1 and 2 were parsed
+    // in full; ranks 3, 5, 6 and 7 are copies.
+    assert_eq!((cache.full, cache.copies), (4, 4));
+}
