@@ -3,7 +3,11 @@
 //! their `pg_name`s and peers) parses exactly as the full parser reads it,
 //! most of them as copies of an earlier file; files that differ in
 //! anything else (a duration, a peer out of range) are parsed in full, with
-//! the full parser's result and warnings.
+//! the full parser's result and warnings. And simulated once per program
+//! (`replay::chakra::chakra_job` with copies): a run whose ranks of a stage
+//! all run the same program simulates one rank per stage and gives every
+//! figure the simulation of every rank gives; a rank unlike its stage keeps
+//! every rank simulated.
 
 use prost::Message;
 use trainscope_core::formats::chakra::reuse::ParseCache;
@@ -90,4 +94,77 @@ fn files_that_differ_in_more_than_rank_ids_are_parsed_in_full() {
     // Ranks 0 and 4 (the two stages' first files), 1 and 2 were parsed
     // in full; ranks 3, 5, 6 and 7 are copies.
     assert_eq!((cache.full, cache.copies), (4, 4));
+}
+
+/// A written set with its groups file, loaded into its measured run.
+fn loaded(tp: u32, dp: u32, pp: u32) -> trainscope_core::workload::MeasuredRun {
+    let (files, groups, _) = trainscope_tests::chakra_written(tp, dp, pp, 8);
+    let mut set: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    set.push(("comm_groups.json", groups.as_bytes()));
+    let loaded = trainscope_core::inspect::load_set(&set, None, &Default::default());
+    loaded.runs.into_iter().next().expect("one Chakra run")
+}
+
+#[test]
+fn one_rank_per_stage_simulates_what_every_rank_gives() {
+    use trainscope_core::engine::{simulate, SimConfig};
+    use trainscope_core::replay::chakra::chakra_job;
+    for (tp, dp, pp) in [(2, 2, 2), (2, 4, 2), (1, 4, 4)] {
+        let run = loaded(tp, dp, pp);
+        let (all, _) = chakra_job(&run, false).expect("job");
+        let (copies, warnings) = chakra_job(&run, true).expect("job");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(!all.job.stage_copies);
+        assert!(copies.job.stage_copies, "{tp} {dp} {pp}");
+        assert_eq!(all.job.programs.len() as u32, tp * dp * pp);
+        assert_eq!(copies.job.programs.len() as u32, pp);
+        let config = SimConfig::default();
+        let a = simulate(&all.job, &config).expect("simulates").summary;
+        let b = simulate(&copies.job, &config).expect("simulates").summary;
+        assert!(b.representative_ranks && !a.representative_ranks);
+        assert_eq!(b.simulated_ranks, pp);
+        // Every figure equal but how it was simulated (events, tasks,
+        // simulated ranks, the note saying so) and the per-rank rows, of
+        // which the simulated ranks' equal the full run's.
+        let strip = |s: &trainscope_core::engine::summary::Summary| {
+            let mut v = serde_json::to_value(s).expect("json");
+            let o = v.as_object_mut().expect("object");
+            for k in [
+                "events",
+                "tasks",
+                "simulated_ranks",
+                "representative_ranks",
+                "notes",
+                "stages",
+            ] {
+                o.remove(k);
+            }
+            v
+        };
+        assert_eq!(strip(&a), strip(&b), "{tp} {dp} {pp}");
+        assert!(a.iteration_time_ns > 0);
+        for st in &b.stages {
+            let full = a.stages.iter().find(|x| x.rank == st.rank).expect("rank");
+            assert_eq!(full, st, "{tp} {dp} {pp}: rank {}", st.rank);
+        }
+    }
+}
+
+#[test]
+fn a_rank_unlike_its_stage_keeps_every_rank_simulated() {
+    use trainscope_core::replay::chakra::chakra_job;
+    let mut run = loaded(2, 2, 2);
+    // Rank 3's first compute op runs 1 ns longer: no longer a copy.
+    let op = run.ranks[3]
+        .ops
+        .iter_mut()
+        .find(|o| o.kind == trainscope_core::workload::OpKind::Compute)
+        .expect("a compute op");
+    op.duration_ns = op.duration_ns.map(|d| d + 1);
+    let (rj, _) = chakra_job(&run, true).expect("job");
+    assert!(!rj.job.stage_copies);
+    assert_eq!(rj.job.programs.len(), 8);
 }

@@ -599,6 +599,13 @@ pub struct JobSpec {
     /// ([`Transfer`]); empty for every job but Chakra graphs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transfers: Vec<Transfer>,
+    /// A per-rank job whose every program stands for all ranks of its
+    /// stage (Chakra sets whose ranks of a stage run the same program,
+    /// [`crate::replay::chakra::chakra_job`]): one program per stage is
+    /// simulated, with the NIC share of its stage's ranks on its node, as
+    /// an SPMD job's representative; false for every other job.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stage_copies: bool,
     /// Assumptions made while building the job.
     pub warnings: Vec<String>,
 }
@@ -624,6 +631,7 @@ impl JobSpec {
             simai_bubble: None,
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings: Vec::new(),
         }
     }
@@ -659,6 +667,7 @@ impl JobSpec {
             simai_bubble: None,
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings: Vec::new(),
         }
     }
@@ -848,6 +857,7 @@ impl JobSpec {
             simai_bubble: Some(SimaiBubbleBasis::from_workload(w)),
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings,
         })
     }

@@ -31,8 +31,9 @@ use prost::Message;
 pub const MAX_TEMPLATES: usize = 64;
 
 /// Most bytes of template files kept at once (their bytes are compared
-/// with later files').
-pub const MAX_TEMPLATE_BYTES: usize = 256 << 20;
+/// with later files'; the page's worker holds them too, so a set of
+/// large distinct files is parsed in full rather than doubled in memory).
+pub const MAX_TEMPLATE_BYTES: usize = 64 << 20;
 
 /// One template: a file parsed in full without diagnostics.
 struct Template {
