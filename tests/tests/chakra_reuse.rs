@@ -168,3 +168,38 @@ fn a_rank_unlike_its_stage_keeps_every_rank_simulated() {
     assert!(!rj.job.stage_copies);
     assert_eq!(rj.job.programs.len(), 8);
 }
+
+#[test]
+fn a_run_simulates_one_rank_per_stage_unless_a_rank_is_slowed() {
+    use trainscope_core::engine::SimConfig;
+    use trainscope_core::run::{run_files, RunOptions, SlowRank};
+    let (files, groups, _) = trainscope_tests::chakra_written(2, 2, 2, 8);
+    let plain = trainscope_tests::chakra_simulate(&files, Some(&groups)).expect("runs");
+    let s = &plain.result.summary;
+    assert_eq!((s.simulated_ranks, s.representative_ranks), (2, true));
+    assert!(
+        s.notes.iter().any(|n| n.contains("one rank per stage")),
+        "{:?}",
+        s.notes
+    );
+    // Rank 5 (stage 1, not its stage's first rank) slowed: every rank is
+    // simulated, and it is slower than the plain run.
+    let mut set: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    set.push(("comm_groups.json", groups.as_bytes()));
+    let options = RunOptions {
+        slow_rank: Some(SlowRank {
+            rank: 5,
+            percent: 50.0,
+        }),
+        ..RunOptions::default()
+    };
+    let slowed = run_files(&set, &SimConfig::default(), &options).expect("runs");
+    let t = &slowed.result.summary;
+    assert_eq!((t.simulated_ranks, t.representative_ranks), (8, false));
+    assert!(t.iteration_time_ns > s.iteration_time_ns);
+    let report = slowed.slow_rank.expect("the slowed-rank report");
+    assert_eq!(report.baseline_iteration_time_ns, s.iteration_time_ns);
+}
