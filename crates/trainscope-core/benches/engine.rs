@@ -175,6 +175,7 @@ fn synthetic_per_rank() -> JobSpec {
         simai_bubble: None,
         pipelined: true,
         transfers: Vec::new(),
+        stage_copies: false,
         warnings: vec![],
     }
 }

@@ -759,6 +759,9 @@ pub struct SetLoader {
     kineto_traces: Vec<(usize, kineto::KinetoTrace)>,
     /// Chakra execution traces (binary; all of a set form one run).
     chakra_traces: Vec<(usize, chakra::ChakraTrace)>,
+    /// Chakra files already parsed, reused for ranks running the same
+    /// program ([`chakra::reuse`]).
+    chakra_cache: chakra::reuse::ParseCache,
     /// ASTRA-sim communicator-group files (one per Chakra set).
     chakra_groups: Vec<(usize, chakra::groups::CommGroups)>,
 }
@@ -776,6 +779,7 @@ impl SetLoader {
             echo_traces: Vec::new(),
             kineto_traces: Vec::new(),
             chakra_traces: Vec::new(),
+            chakra_cache: chakra::reuse::ParseCache::default(),
             chakra_groups: Vec::new(),
         }
     }
@@ -826,7 +830,7 @@ impl SetLoader {
             }
             summary.format = Some(Format::ChakraEt);
             summary.unit = "nodes";
-            let t = chakra::parse(file, bytes);
+            let t = self.chakra_cache.parse(file, bytes);
             summary.read = t.nodes.len() as u64;
             summary.skipped = t.nodes_skipped;
             self.chakra_traces.push((self.summaries.len(), t));

@@ -1497,8 +1497,8 @@ pub fn build(
         let id = *node_ids.entry(node).or_insert_with(|| graph.add_node(g));
         node_of_prog.push(id);
         let weight = match job.mode {
-            JobMode::PerRank => 1,
-            JobMode::Spmd => {
+            JobMode::PerRank if !job.stage_copies => 1,
+            JobMode::PerRank | JobMode::Spmd => {
                 let lo = u64::from(node) * u64::from(g);
                 let hi = (lo + u64::from(g)).min(job.parallel.world());
                 (lo..hi)
@@ -1677,6 +1677,11 @@ pub fn build(
             ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "),
             u64::from(job.parallel.tp) * u64::from(job.parallel.dp)
         )),
+        JobMode::PerRank if job.stage_copies => notes.push(format!(
+            "per-rank job whose ranks of a stage run the same program: one rank per stage is simulated (ranks {}), standing for the {} ranks of its stage",
+            ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "),
+            u64::from(job.parallel.tp) * u64::from(job.parallel.dp)
+        )),
         JobMode::PerRank => notes.push(format!(
             "per-rank job: {} of {} ranks simulated",
             ranks.len(),
@@ -1726,6 +1731,7 @@ pub fn build(
         steps,
         labels,
         mode: job.mode,
+        stage_copies: job.stage_copies,
         job_name: job.name.clone(),
         stages: p,
         micro_batches: m,

@@ -385,6 +385,7 @@ impl JobSpec {
             simai_bubble: None,
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings,
         })
     }

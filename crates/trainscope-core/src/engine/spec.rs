@@ -615,6 +615,13 @@ pub struct JobSpec {
     /// ([`Transfer`]); empty for every job but Chakra graphs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transfers: Vec<Transfer>,
+    /// A per-rank job whose every program stands for all ranks of its
+    /// stage (Chakra sets whose ranks of a stage run the same program,
+    /// [`crate::replay::chakra::chakra_job`]): one program per stage is
+    /// simulated, with the NIC share of its stage's ranks on its node, as
+    /// an SPMD job's representative; false for every other job.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stage_copies: bool,
     /// Assumptions made while building the job.
     pub warnings: Vec<String>,
 }
@@ -640,6 +647,7 @@ impl JobSpec {
             simai_bubble: None,
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings: Vec::new(),
         }
     }
@@ -675,6 +683,7 @@ impl JobSpec {
             simai_bubble: None,
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings: Vec::new(),
         }
     }
@@ -852,6 +861,7 @@ impl JobSpec {
             simai_bubble: Some(SimaiBubbleBasis::from_workload(w)),
             pipelined: true,
             transfers: Vec::new(),
+            stage_copies: false,
             warnings,
         })
     }

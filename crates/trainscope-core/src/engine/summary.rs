@@ -342,7 +342,8 @@ pub struct Summary {
     pub micro_batches: u32,
     pub virtual_stages: u32,
     pub simulated_ranks: u32,
-    /// True when each simulated rank stands for a whole stage (SPMD).
+    /// True when each simulated rank stands for a whole stage (SPMD, or a
+    /// per-rank job of stage copies).
     pub representative_ranks: bool,
     pub activation_bytes: u64,
     pub iteration_time_ns: u64,
@@ -673,7 +674,7 @@ pub fn summarize(
         micro_batches: meta.micro_batches,
         virtual_stages: meta.virtual_stages,
         simulated_ranks: n as u32,
-        representative_ranks: meta.mode == JobMode::Spmd,
+        representative_ranks: meta.mode == JobMode::Spmd || meta.stage_copies,
         activation_bytes: meta.activation_bytes,
         iteration_time_ns: end_ns,
         compute_ns: r.compute_ns,

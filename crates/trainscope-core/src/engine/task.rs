@@ -66,6 +66,9 @@ pub struct Meta {
     pub steps: Vec<StepRecord>,
     pub labels: Vec<String>,
     pub mode: JobMode,
+    /// [`crate::engine::spec::JobSpec::stage_copies`]: each per-rank
+    /// program stands for its stage's ranks.
+    pub stage_copies: bool,
     pub job_name: String,
     pub stages: u32,
     pub micro_batches: u32,

@@ -81,6 +81,7 @@
 //! simulated timeline into nodes is [`crate::replay::chakra`].
 
 pub mod groups;
+pub mod reuse;
 pub mod schema;
 
 use crate::diag::{Diagnostic, Location};
@@ -959,11 +960,19 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
                     op.message_bytes = Some(n.size_bytes);
                     match &n.pg_name {
                         Some(pg) => {
-                            *pg_hints
-                                .entry(pg.clone())
-                                .or_default()
-                                .entry(n.group_hint.clone().unwrap_or_default())
-                                .or_insert(0) += 1;
+                            // Looked up before inserting: no key copy per
+                            // collective.
+                            let hint = n.group_hint.as_deref().unwrap_or_default();
+                            let hints = match pg_hints.get_mut(pg) {
+                                Some(h) => h,
+                                None => pg_hints.entry(pg.clone()).or_default(),
+                            };
+                            match hints.get_mut(hint) {
+                                Some(c) => *c += 1,
+                                None => {
+                                    hints.insert(hint.to_string(), 1);
+                                }
+                            }
                             op.detail = Some(format!("pg_name {pg}"));
                         }
                         None => unnamed += 1,
@@ -1098,7 +1107,12 @@ fn match_transfers(
     let mut recvs: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
     let mut unmatched: Vec<(P2pEnd<'_>, String)> = Vec::new();
     for (&rank, &ti) in trace_of {
-        let mut ends: Vec<(usize, &ChakraNode)> = traces[ti].nodes.iter().enumerate().collect();
+        let mut ends: Vec<(usize, &ChakraNode)> = traces[ti]
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| matches!(n.work, NodeWork::Send { .. } | NodeWork::Recv { .. }))
+            .collect();
         ends.sort_by_key(|(_, n)| n.offset);
         for (i, n) in ends {
             let (key, peer, map) = match n.work {
@@ -1191,19 +1205,33 @@ fn match_transfers(
     // What each op waits for.
     for (&rank, &ti) in trace_of {
         let nodes = &traces[ti].nodes;
-        let index: BTreeMap<u64, usize> =
-            nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
         let Some(rt) = ranks.get_mut(&rank) else {
             continue;
         };
-        let matched: Vec<bool> = rt.ops.iter().map(|o| o.transfer.is_some()).collect();
+        // The matched ops' node ids (a rank's few sends and receives),
+        // sorted: what a dependency is looked up in.
+        let mut matched: Vec<(u64, u32)> = rt
+            .ops
+            .iter()
+            .zip(nodes)
+            .enumerate()
+            .filter(|(_, (o, _))| o.transfer.is_some())
+            .map(|(i, (_, n))| (n.id, i as u32))
+            .collect();
+        matched.sort_unstable();
+        if matched.is_empty() {
+            continue;
+        }
         for (op, node) in rt.ops.iter_mut().zip(nodes) {
             let mut waits: Vec<u32> = node
                 .deps
                 .iter()
-                .filter_map(|d| index.get(d).copied())
-                .filter(|j| matched.get(*j).copied().unwrap_or(false))
-                .map(|j| j as u32)
+                .filter_map(|d| {
+                    matched
+                        .binary_search_by_key(d, |m| m.0)
+                        .ok()
+                        .map(|k| matched[k].1)
+                })
                 .collect();
             waits.sort_unstable();
             waits.dedup();

@@ -37,6 +37,16 @@
 //! asynchronous collectives overlapped others (a DP gradient sync beside
 //! the embedding all-reduce) is longer than the original.
 //!
+//! A run whose ranks of each stage all run the stage's first rank's
+//! program (the same ops, durations, sizes, group kinds and waits; transfers
+//! to the same TP and DP index on another stage; checked op by op) is
+//! simulated one rank per stage
+//! ([`crate::engine::spec::JobSpec::stage_copies`]: each stands for
+//! its stage's ranks, with their share of its node's NICs), unless the
+//! caller treats ranks one by one (a slowed rank, injected faults,
+//! per-rank blame): every figure equals the simulation of every rank
+//! (tested); the summary lists the simulated ranks' rows and says so.
+//!
 //! Out ([`write_timeline`]): a simulated timeline becomes one `.et` file per
 //! world rank ([`ChakraExport::file`] makes each on demand). A job
 //! simulated per stage (SPMD) gives every rank its stage's program; a
@@ -132,8 +142,60 @@ fn comm_spec(
     })
 }
 
+/// Whether every rank of each stage runs its stage's first rank's program
+/// (a copy: the same ops, durations, sizes, groups and waits, its transfers
+/// going to the ranks of the same TP and DP index on other stages as the
+/// first rank's go to those stages' first ranks): then simulating the
+/// stages' first ranks, each with its stage's NIC share
+/// ([`crate::engine::spec::JobSpec::stage_copies`]), gives what simulating
+/// every rank gives. Needs every rank of the world, ascending.
+fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
+    let per_stage = u64::from(parallel.tp) * u64::from(parallel.dp);
+    if per_stage <= 1
+        || parallel.world() != run.ranks.len() as u64
+        || run
+            .ranks
+            .iter()
+            .enumerate()
+            .any(|(i, r)| r.rank as usize != i)
+    {
+        return false;
+    }
+    let per_stage = per_stage as u32;
+    run.ranks.iter().all(|rt| {
+        let first = rt.rank - rt.rank % per_stage;
+        let d = rt.rank - first;
+        let rep = &run.ranks[first as usize];
+        d == 0
+            || (rt.stage == rep.stage
+                && rt.ops.len() == rep.ops.len()
+                && rt.ops.iter().zip(&rep.ops).all(|(a, b)| {
+                    let p2p = matches!(b.kind, OpKind::Send | OpKind::Recv);
+                    let peer = match (a.peer, b.peer) {
+                        (None, None) => true,
+                        (Some(pa), Some(pb)) => {
+                            pb % per_stage == 0 && pb.checked_add(d) == Some(pa)
+                        }
+                        _ => false,
+                    };
+                    peer && a.kind == b.kind
+                        && a.duration_ns == b.duration_ns
+                        && a.message_bytes == b.message_bytes
+                        && a.transfer.is_some() == b.transfer.is_some()
+                        && a.waits_for == b.waits_for
+                        && a.name == b.name
+                        && (!p2p || a.detail == b.detail)
+                }))
+    })
+}
+
 /// Rebuild a Chakra run as a per-rank job (see the module documentation).
-pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimError> {
+/// With `copies`, a run whose ranks of a stage all run the same program
+/// ([`stage_copies`]) is simulated one rank per stage
+/// ([`crate::engine::spec::JobSpec::stage_copies`]); callers that treat
+/// ranks one by one (a slowed rank, injected faults, per-rank blame) pass
+/// false.
+pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<String>), SimError> {
     let world = run.parallel.world.max(1);
     let p = &run.parallel;
     let parallel = if u64::from(p.tp) * u64::from(p.dp) * u64::from(p.pp) == u64::from(world) {
@@ -158,6 +220,8 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
         }
     };
     check_size(parallel, 0, 1, 1, 0, 0)?;
+    let copies = copies && stage_copies(run, parallel);
+    let per_stage = parallel.tp * parallel.dp;
     let mut programs = Vec::new();
     let mut present = Vec::new();
     let n_transfers = run
@@ -169,7 +233,11 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
     let mut transfers: Vec<Option<Transfer>> = vec![None; n_transfers];
     // (transfer, rank, boundary) of every chain wait.
     let mut waits_at: Vec<(u32, u32, u32)> = Vec::new();
-    for rt in &run.ranks {
+    for rt in run
+        .ranks
+        .iter()
+        .filter(|rt| !copies || rt.rank % per_stage == 0)
+    {
         let mut layers: Vec<LayerSpec> = Vec::new();
         let mut acc = 0u64;
         // The compute so far as a layer of its own: a transfer point goes
@@ -280,6 +348,21 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             "no Chakra file of the set has a node to simulate".to_string(),
         ));
     }
+    // One rank per stage: the transfers between copies are not simulated;
+    // the others keep their order, renumbered.
+    let mut renumber: Vec<u32> = (0..transfers.len() as u32).collect();
+    if copies {
+        let mut next = 0;
+        for (t, x) in transfers.iter().enumerate() {
+            renumber[t] = if x.is_some() {
+                next += 1;
+                next - 1
+            } else {
+                u32::MAX
+            };
+        }
+        transfers.retain(Option::is_some);
+    }
     let mut transfers: Vec<Transfer> = transfers
         .into_iter()
         .enumerate()
@@ -289,8 +372,15 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             })
         })
         .collect::<Result<_, _>>()?;
+    if copies {
+        for x in &mut transfers {
+            for a in &mut x.after {
+                *a = renumber[*a as usize];
+            }
+        }
+    }
     for (t, rank, at) in waits_at {
-        if let Some(x) = transfers.get_mut(t as usize) {
+        if let Some(x) = transfers.get_mut(renumber[t as usize] as usize) {
             x.waited_at.push((rank, at));
         }
     }
@@ -301,7 +391,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
         .unwrap_or(0);
     check_size(parallel, programs.len() as u64, 1, 1, layers, 0)?;
     let mut warnings = Vec::new();
-    if (programs.len() as u64) < parallel.world() {
+    if !copies && (programs.len() as u64) < parallel.world() {
         warnings.push(format!(
             "{} of {} ranks have a Chakra file; collectives are assumed to start with the simulated members",
             programs.len(),
@@ -320,6 +410,7 @@ pub fn chakra_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
     // are not linked as a pipeline besides.
     rj.job.pipelined = false;
     rj.job.transfers = transfers;
+    rj.job.stage_copies = copies;
     Ok((rj, warnings))
 }
 
@@ -1059,7 +1150,7 @@ mod tests {
         // The replay job gets the full all-gather size back and the
         // compute between collectives.
         let run = crate::formats::chakra::to_run(&[t], None);
-        let (rj, _) = chakra_job(&run).unwrap();
+        let (rj, _) = chakra_job(&run, true).unwrap();
         let layers = &rj.job.programs[0].blocks[0].layers;
         assert_eq!(layers[0].forward.compute_ns, 2000);
         assert_eq!(layers[0].forward.comm.unwrap().size_bytes, 1 << 20);

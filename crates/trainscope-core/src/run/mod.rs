@@ -952,7 +952,12 @@ pub fn run_loaded(
                     (rj, w, None)
                 }
                 Format::ChakraEt => {
-                    let (rj, mut w) = crate::replay::chakra::chakra_job(run)?;
+                    // Ranks of a stage that run the same program are simulated
+                    // once, unless ranks are treated one by one.
+                    let copies = c.faults.is_empty()
+                        && options.slow_rank.is_none()
+                        && options.blame.is_none();
+                    let (rj, mut w) = crate::replay::chakra::chakra_job(run, copies)?;
                     // The groups were matched to Megatron's placement.
                     let p = rj.job.parallel;
                     let default = crate::engine::config::PlacementOrder::default();

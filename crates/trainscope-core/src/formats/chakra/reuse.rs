@@ -1,0 +1,337 @@
+//! Reading a set of Chakra `.et` files whose ranks run the same program
+//! once per program ([`ParseCache`]): the ranks of one pipeline stage of a
+//! data- and tensor-parallel job write byte for byte the same nodes but
+//! for a few rank-specific attribute values (a collective's `pg_name`, a
+//! send's `comm_dst`, a receive's `comm_src`), so a set of 256 ranks holds
+//! a handful of distinct programs.
+//!
+//! The first file of each program is parsed in full ([`super::parse`]) and
+//! kept as a template (its bytes, its node frames, its parse) when its
+//! parse has no diagnostic. A later file is read against the templates:
+//! its `GlobalMetadata` and node framing must match one, and each of its
+//! node messages must equal the template's byte for byte, or differ only
+//! in the value of attributes named `pg_name`, `comm_dst` or `comm_src`
+//! (same attribute order, names and value fields). Such a file's parse is
+//! the template's with its own name, rank, node offsets and those values:
+//! the first `pg_name` of a kept collective, the first `comm_dst` of a
+//! kept send and the first `comm_src` of a kept receive (as the parser
+//! reads them; a peer out of range, which the parser warns about, makes
+//! the file a full parse). Anything else that differs, or a template's
+//! diagnostics, makes a full parse: the result is always exactly
+//! [`super::parse`]'s (tested file by file), only faster: comparing bytes
+//! instead of decoding every node message and re-sorting every rank's
+//! dependency graph.
+
+use super::schema::{AttributeProto, Value};
+use super::{frame, int_value, parse, rank_of_file_name, ChakraTrace, NodeWork};
+use prost::Message;
+
+/// Most templates kept (distinct programs of a set; a pipeline has one per
+/// stage): a set with more distinct programs parses the rest in full.
+pub const MAX_TEMPLATES: usize = 64;
+
+/// Most bytes of template files kept at once (their bytes are compared
+/// with later files'; the page's worker holds them too, so a set of
+/// large distinct files is parsed in full rather than doubled in memory).
+pub const MAX_TEMPLATE_BYTES: usize = 64 << 20;
+
+/// One template: a file parsed in full without diagnostics.
+struct Template {
+    bytes: Vec<u8>,
+    /// End of the `GlobalMetadata` frame.
+    meta_end: usize,
+    /// Node frames: (frame start, body start, body end).
+    frames: Vec<(usize, usize, usize)>,
+    /// For each node of `trace.nodes`, the index of its frame.
+    frame_of: Vec<u32>,
+    /// For each frame, the index of its kept node in `trace.nodes`
+    /// (`u32::MAX`: not kept).
+    node_of: Vec<u32>,
+    trace: ChakraTrace,
+}
+
+/// A rank-specific value read from a copy's node.
+enum Patch {
+    /// The node's collective `pg_name` (None: not a string).
+    PgName(Option<String>),
+    /// The peer of a kept send or receive.
+    Peer(u32),
+}
+
+/// Parses the files of a set, reusing the parse of a file whose program
+/// another file already gave (see the module documentation).
+#[derive(Default)]
+pub struct ParseCache {
+    templates: Vec<Template>,
+    template_bytes: usize,
+    /// Files read as copies of a template (for the benchmark's figures).
+    pub copies: u64,
+    /// Files parsed in full.
+    pub full: u64,
+}
+
+/// Node frames of `bytes` after the metadata frame ending at `meta_end`,
+/// or None when one is cut.
+fn frames_of(bytes: &[u8], meta_end: usize, out: &mut Vec<(usize, usize, usize)>) -> Option<()> {
+    out.clear();
+    let mut pos = meta_end;
+    while pos < bytes.len() {
+        let (end, start) = frame(bytes, pos).ok()?;
+        out.push((pos, start, end));
+        pos = end;
+    }
+    Some(())
+}
+
+/// A varint at `pos` of `b`: (value, next position).
+fn varint_at(b: &[u8], pos: usize) -> Option<(u64, usize)> {
+    super::varint(b, pos).map(|(v, used)| (v, pos + used))
+}
+
+/// The field at `pos` of a message body: (field number, wire type, value
+/// start, field end), or None when malformed or a group.
+fn field(b: &[u8], pos: usize) -> Option<(u64, u64, usize, usize)> {
+    let (key, vpos) = varint_at(b, pos)?;
+    let (number, wire) = (key >> 3, key & 7);
+    let end = match wire {
+        0 => varint_at(b, vpos)?.1,
+        1 => vpos.checked_add(8)?,
+        2 => {
+            let (len, start) = varint_at(b, vpos)?;
+            start.checked_add(usize::try_from(len).ok()?)?
+        }
+        5 => vpos.checked_add(4)?,
+        _ => return None,
+    };
+    (end <= b.len()).then_some((number, wire, vpos, end))
+}
+
+/// The body of a length-delimited field whose value starts at `vpos`.
+fn body(b: &[u8], vpos: usize, end: usize) -> Option<&[u8]> {
+    let (_, start) = varint_at(b, vpos)?;
+    b.get(start..end)
+}
+
+/// An attribute's name (field 1), when it has one.
+fn attr_name(a: &[u8]) -> Option<&[u8]> {
+    let mut pos = 0;
+    while pos < a.len() {
+        let (number, wire, vpos, end) = field(a, pos)?;
+        if number == 1 && wire == 2 {
+            return body(a, vpos, end);
+        }
+        pos = end;
+    }
+    None
+}
+
+/// Whether two attribute bodies differ only in the value of a
+/// rank-specific attribute (same fields, same name, same value field).
+fn same_but_value(a: &[u8], b: &[u8]) -> bool {
+    let (mut pa, mut pb) = (0, 0);
+    while pa < a.len() && pb < b.len() {
+        let (Some((na, wa, _, ea)), Some((nb, wb, _, eb))) = (field(a, pa), field(b, pb)) else {
+            return false;
+        };
+        if na != nb || wa != wb {
+            return false;
+        }
+        // Field 1 is the name, field 2 the doc string: equal bytes; the
+        // value fields may differ.
+        if (na == 1 || na == 2) && a[pa..ea] != b[pb..eb] {
+            return false;
+        }
+        pa = ea;
+        pb = eb;
+    }
+    pa == a.len() && pb == b.len()
+}
+
+const RANK_SPECIFIC: [&[u8]; 3] = [b"pg_name", b"comm_dst", b"comm_src"];
+
+/// Compare a copy's node body `a` with the template's `b` (see the module
+/// documentation); the rank-specific values that apply to the template's
+/// kept node `kept` are pushed to `patches` as (node index, patch). False
+/// when the copy is no copy.
+fn compare_node(
+    a: &[u8],
+    b: &[u8],
+    kept: Option<(u32, &super::ChakraNode)>,
+    patches: &mut Vec<(u32, Patch)>,
+) -> bool {
+    let (mut pa, mut pb) = (0, 0);
+    // Which rank-specific names were seen already in this node.
+    let mut seen = [false; 3];
+    while pa < a.len() && pb < b.len() {
+        let (Some((na, wa, va, ea)), Some((nb, wb, vb, eb))) = (field(a, pa), field(b, pb)) else {
+            return false;
+        };
+        if na != nb || wa != wb {
+            return false;
+        }
+        let (fa, fb) = (&a[pa..ea], &b[pb..eb]);
+        if na == 10 && wa == 2 {
+            let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, eb)) else {
+                return false;
+            };
+            let name = attr_name(ab);
+            let which = name.and_then(|n| RANK_SPECIFIC.iter().position(|r| *r == n));
+            let first = which.is_some_and(|w| !std::mem::replace(&mut seen[w], true));
+            if fa != fb {
+                let Some(w) = which else { return false };
+                if !same_but_value(aa, ab) {
+                    return false;
+                }
+                if first {
+                    let Ok(attr) = AttributeProto::decode(aa) else {
+                        return false;
+                    };
+                    if let Some((i, node)) = kept {
+                        match (w, node.work) {
+                            (0, NodeWork::Collective(_)) => {
+                                let v = match attr.value {
+                                    Some(Value::StringVal(s)) => Some(s),
+                                    _ => None,
+                                };
+                                patches.push((i, Patch::PgName(v)));
+                            }
+                            (1, NodeWork::Send { .. }) | (2, NodeWork::Recv { .. }) => {
+                                // As the parser reads a peer: an integer
+                                // in 0..=u32::MAX (else it warns).
+                                match int_value(&attr) {
+                                    Ok(v) if (0..=i128::from(u32::MAX)).contains(&v) => {
+                                        patches.push((i, Patch::Peer(v as u32)));
+                                    }
+                                    _ => return false,
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        } else if fa != fb {
+            return false;
+        }
+        pa = ea;
+        pb = eb;
+    }
+    pa == a.len() && pb == b.len()
+}
+
+impl ParseCache {
+    /// Exactly [`parse`]`(file, bytes)` (see the module documentation).
+    pub fn parse(&mut self, file: &str, bytes: &[u8]) -> ChakraTrace {
+        let mut frames = Vec::new();
+        let meta_end = frame(bytes, 0).ok().map(|(end, _)| end);
+        if let Some(meta_end) = meta_end {
+            if frames_of(bytes, meta_end, &mut frames).is_some() {
+                for k in (0..self.templates.len()).rev() {
+                    if let Some(t) = self.copy_of(k, file, bytes, meta_end, &frames) {
+                        self.copies += 1;
+                        // The template last matched is tried first next.
+                        let last = self.templates.len() - 1;
+                        self.templates.swap(k, last);
+                        return t;
+                    }
+                }
+            }
+        }
+        self.full += 1;
+        let trace = parse(file, bytes);
+        if let Some(meta_end) = meta_end {
+            if trace.diagnostics.is_empty()
+                && self.templates.len() < MAX_TEMPLATES
+                && self.template_bytes + bytes.len() <= MAX_TEMPLATE_BYTES
+                && !frames.is_empty()
+                && frames.len() as u64 == trace.nodes_read
+            {
+                self.add_template(bytes, meta_end, frames, &trace);
+            }
+        }
+        trace
+    }
+
+    fn add_template(
+        &mut self,
+        bytes: &[u8],
+        meta_end: usize,
+        frames: Vec<(usize, usize, usize)>,
+        trace: &ChakraTrace,
+    ) {
+        let mut node_of = vec![u32::MAX; frames.len()];
+        let mut frame_of = Vec::with_capacity(trace.nodes.len());
+        for (i, n) in trace.nodes.iter().enumerate() {
+            let Ok(f) = frames.binary_search_by_key(&(n.offset as usize), |f| f.0) else {
+                return;
+            };
+            frame_of.push(f as u32);
+            node_of[f] = i as u32;
+        }
+        self.template_bytes += bytes.len();
+        self.templates.push(Template {
+            bytes: bytes.to_vec(),
+            meta_end,
+            frames,
+            frame_of,
+            node_of,
+            trace: trace.clone(),
+        });
+    }
+
+    /// The parse of `file` as a copy of template `k`, when it is one.
+    fn copy_of(
+        &self,
+        k: usize,
+        file: &str,
+        bytes: &[u8],
+        meta_end: usize,
+        frames: &[(usize, usize, usize)],
+    ) -> Option<ChakraTrace> {
+        let t = &self.templates[k];
+        if t.frames.len() != frames.len() || bytes[..meta_end] != t.bytes[..t.meta_end] {
+            return None;
+        }
+        let mut patches: Vec<(u32, Patch)> = Vec::new();
+        for (f, (&(_, sa, ea), &(_, sb, eb))) in frames.iter().zip(&t.frames).enumerate() {
+            let (a, b) = (&bytes[sa..ea], &t.bytes[sb..eb]);
+            if a == b {
+                continue;
+            }
+            let kept = t.node_of[f];
+            let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
+            if !compare_node(a, b, kept, &mut patches) {
+                return None;
+            }
+        }
+        let mut trace = t.trace.clone();
+        trace.file = file.to_string();
+        trace.rank = rank_of_file_name(file);
+        for (n, &f) in trace.nodes.iter_mut().zip(&t.frame_of) {
+            n.offset = frames[f as usize].0 as u64;
+        }
+        let peers = patches.iter().any(|(_, p)| matches!(p, Patch::Peer(_)));
+        for (i, p) in patches {
+            let n = &mut trace.nodes[i as usize];
+            match p {
+                Patch::PgName(v) => n.pg_name = v,
+                Patch::Peer(v) => match &mut n.work {
+                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => *peer = v,
+                    _ => {}
+                },
+            }
+        }
+        if peers {
+            let set: std::collections::BTreeSet<u32> = trace
+                .nodes
+                .iter()
+                .filter_map(|n| match n.work {
+                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => Some(peer),
+                    _ => None,
+                })
+                .collect();
+            trace.p2p_peers = set.into_iter().collect();
+        }
+        Some(trace)
+    }
+}
