@@ -549,11 +549,12 @@ impl Builder<'_> {
     ) -> Result<(), SimError> {
         for (ri, row) in rows.iter().enumerate() {
             let label = self.label(&row.name);
-            for (phase, kind) in [
-                (Phase::Forward, SpanKind::Forward),
-                (Phase::InputGrad, SpanKind::InputGrad),
-                (Phase::WeightGrad, SpanKind::WeightGrad),
-            ] {
+            // A once-per-iteration row (the optimizer step, gradient-sync
+            // rows) is no micro-batch's forward or backward: its compute
+            // is drawn and counted as other compute, whichever column of
+            // the workload holds its time.
+            for phase in [Phase::Forward, Phase::InputGrad, Phase::WeightGrad] {
+                let kind = SpanKind::Compute;
                 let meta = TaskMeta {
                     program: prog,
                     peer: NONE,
