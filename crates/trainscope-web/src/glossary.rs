@@ -24,7 +24,7 @@ pub struct Definition {
 }
 
 /// Every figure the Read panel shows, in display order.
-pub const DEFINITIONS: [Definition; 20] = [
+pub const DEFINITIONS: [Definition; 21] = [
     Definition {
         key: "iteration_time",
         label: "Iteration time",

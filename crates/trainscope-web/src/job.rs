@@ -146,7 +146,7 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 35] = [
+    pub const ALL: [JobField; 36] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
