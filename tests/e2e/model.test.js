@@ -260,3 +260,34 @@ test('MoE software settings: dispatcher, fusion, EP overlap and imbalance run as
   await screenshot(page, 'model-moe-stack');
   assert.deepEqual(errors, []);
 });
+
+test('launch queue depth: the page runs the depth the CLI runs, shows the queue wait apart from the sync stall, and the link restores it', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
+  await page.getByTestId('job-dp').fill('8');
+  await page.getByTestId('job-ep').fill('8');
+  await page.getByTestId('job-gbs').fill('16');
+  await page.getByTestId('job-seq').fill('1024');
+  await page.getByTestId('job-launch-queue').fill('16');
+  await page.waitForFunction(() => location.hash.includes('job_launch_queue=16'));
+  await settled(page);
+  const got = await shown(page);
+  const args = ['--model', 'qwen3-30b-a3b', '--dp', '8', '--ep', '8', '--global-batch-size', '16', '--seq-length', '1024'];
+  const want = cli([...args, '--launch-queue-depth', '16']);
+  assert.equal(got.ns, want.iteration_time_ns);
+  assert.ok(want.launch_queue_wait_ns > 0);
+  const figure = async (key) => page.locator(`[data-testid="figure"][data-key="${key}"]`).getAttribute('data-value');
+  assert.equal(Number(await figure('launch_queue_wait')), want.launch_queue_wait_ns);
+  assert.equal(Number(await figure('sync_stall')), want.sync_stall_ns);
+  // A shallow queue holds the host back: the default's step is shorter.
+  assert.ok(cli(args).iteration_time_ns < got.ns);
+  const hash = await page.evaluate(() => location.hash);
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-launch-queue').inputValue(), '16');
+  assert.deepEqual(await shown(page), got);
+  assert.equal(await page.evaluate(() => location.hash), hash);
+  assert.deepEqual(errors, []);
+});

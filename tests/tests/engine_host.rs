@@ -6,7 +6,10 @@
 //! against closed forms on toy jobs, and against today's results: with no
 //! launch cost a job runs exactly as without a host model; described model
 //! jobs with host lanes run the same with the engine's fast event queue as
-//! with its reference queue.
+//! with its reference queue. A bounded launch queue
+//! ([`SimConfig::launch_queue_depth`]) holds the host back
+//! (`launch_queue_wait_ns`) so that a sync point waits only for what is
+//! still queued; unbounded, results equal today's exactly.
 
 use trainscope_core::engine::spec::{Block, JobSpec, LayerSpec, Parallelism, PhaseOps};
 use trainscope_core::engine::{simulate, ScheduleKind, SimConfig, SimResult};
@@ -100,6 +103,74 @@ fn a_sync_point_drains_the_launch_queue() {
     );
 }
 
+fn run_depth(job: &JobSpec, depth: Option<u32>) -> SimResult {
+    let config = SimConfig {
+        launch_queue_depth: depth,
+        ..SimConfig::default()
+    };
+    simulate(job, &config).expect("simulates")
+}
+
+#[test]
+fn a_bounded_launch_queue_keeps_the_host_near_the_device() {
+    // The sync-point job with a queue of 4 launches: the host launches op
+    // i once op i - 4 has ended, so at the sync point only three ops are
+    // left to wait for; the device never waits longer than unbounded.
+    let k = 20u64;
+    let job = JobSpec::spmd(
+        "queue",
+        one_gpu(),
+        1,
+        0,
+        rows(50, 10 * US, US, Some(k as usize)),
+    );
+    let unbounded = run_depth(&job, None);
+    let r = run_depth(&job, Some(4));
+    assert_eq!(
+        r.summary.iteration_time_ns,
+        unbounded.summary.iteration_time_ns
+    );
+    assert_eq!(r.summary.host_bound_ns, unbounded.summary.host_bound_ns);
+    assert_eq!(unbounded.summary.launch_queue_wait_ns, 0);
+    // The sync launch waits for op k-1 (ends 1 + 10k us) after the launch
+    // of op k-1 ended (it started when op k-5 ended, 1 + 10(k-4) us).
+    assert_eq!(
+        r.summary.sync_stall_ns,
+        (1 + 10 * k - (2 + 10 * (k - 4))) * US
+    );
+    assert!(r.summary.sync_stall_ns < unbounded.summary.sync_stall_ns);
+    // The rest of the host's wait is for room in the queue: before the
+    // sync, op 4 waits 7 us (op 0 ends at 11 us, launch 3 at 4 us) and ops
+    // 5..k-1 9 us each; after it the same again from op k + 4 to op 49.
+    let after = 49 - (k + 4);
+    assert_eq!(
+        r.summary.launch_queue_wait_ns,
+        (7 + 9 * (k - 5) + 7 + 9 * after) * US
+    );
+    // A queue holding every launch is unbounded.
+    let deep = run_depth(&job, Some(50));
+    assert_eq!(deep.summary, unbounded.summary);
+}
+
+#[test]
+fn a_one_launch_queue_makes_host_and_device_take_turns() {
+    // Depth 1: the host launches op i only once op i-1 has ended, so every
+    // op costs its launch plus its run.
+    let job = JobSpec::spmd("turns", one_gpu(), 1, 0, rows(50, US, 5 * US, None));
+    let r = run_depth(&job, Some(1));
+    assert_eq!(r.summary.iteration_time_ns, 50 * (5 * US + US));
+    assert_eq!(r.summary.sync_stall_ns, 0);
+    assert_eq!(r.summary.launch_queue_wait_ns, 49 * US);
+    // An op of more launches than the queue holds waits for an empty one.
+    let mut big = rows(10, 10 * US, US, None);
+    for l in &mut big.layers {
+        l.forward.launches = 8;
+    }
+    let job = JobSpec::spmd("big", one_gpu(), 1, 0, big);
+    let r = run_depth(&job, Some(4));
+    assert_eq!(r.summary.iteration_time_ns, 10 * (US + 10 * US));
+}
+
 /// A pipeline job: 4 stages, 8 micro-batches, 3 layers of forward, input-
 /// and weight-gradient compute.
 fn pipeline(launch_ns: u64, host_sync: bool) -> JobSpec {
@@ -159,6 +230,53 @@ fn without_launch_cost_results_equal_todays_exactly() {
         // No host model: five device lanes per stage, no host lane.
         assert_eq!(base.timeline.lanes().len(), 4 * 5);
         assert_eq!(synced.timeline.lanes().len(), 4 * 6);
+    }
+}
+
+#[test]
+fn an_unbounded_launch_queue_equals_todays_results_exactly() {
+    // A queue deeper than all of an iteration's launches never holds the
+    // host back: every task runs as with no bound at all (the engine
+    // before the queue), with and without sync points.
+    for schedule in [
+        ScheduleKind::GPipe,
+        ScheduleKind::OneFOneB,
+        ScheduleKind::ZbH1,
+    ] {
+        for (launch_us, sync) in [(1, false), (40, false), (40, true)] {
+            let job = pipeline(launch_us * US, sync);
+            let config = SimConfig {
+                schedule,
+                ..SimConfig::default()
+            };
+            let today = simulate(&job, &config).expect("runs");
+            let deep = simulate(
+                &job,
+                &SimConfig {
+                    launch_queue_depth: Some(1 << 20),
+                    ..config.clone()
+                },
+            )
+            .expect("runs");
+            assert_eq!(today.summary, deep.summary, "{schedule:?} {launch_us}");
+            let spans = |r: &SimResult| -> Vec<(u64, u64)> {
+                let t = &r.timeline;
+                (0..t.lanes().len() as u32)
+                    .flat_map(|l| t.spans(l).iter().map(|s| (s.start_ns, s.duration_ns)))
+                    .collect()
+            };
+            assert_eq!(spans(&today), spans(&deep));
+            // A shallow queue never speeds the job up.
+            let shallow = simulate(
+                &job,
+                &SimConfig {
+                    launch_queue_depth: Some(2),
+                    ..config
+                },
+            )
+            .expect("runs");
+            assert!(shallow.summary.iteration_time_ns >= today.summary.iteration_time_ns);
+        }
     }
 }
 
@@ -230,6 +348,19 @@ fn model_jobs_with_host_lanes_run_as_the_reference_queue_runs_them() {
             ),
             32,
         ),
+        // A shallow launch queue under EP overlap's paired chains.
+        (
+            "qwen3-30b-a3b",
+            moe(
+                StackSettings {
+                    moe_a2a_overlap: true,
+                    launch_queue_depth: Some(48),
+                    ..base
+                },
+                1,
+            ),
+            32,
+        ),
         (
             "qwen3-30b-a3b",
             moe(
@@ -255,6 +386,7 @@ fn model_jobs_with_host_lanes_run_as_the_reference_queue_runs_them() {
                 .expect("spec");
         let mut config = SimConfig {
             overlap_forward_backward: setup.stack.moe_a2a_overlap,
+            launch_queue_depth: setup.stack.queue_depth(),
             ..SimConfig::default()
         };
         if setup.vpp > 1 {

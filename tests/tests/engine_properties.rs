@@ -405,6 +405,7 @@ fn with_host(job: &JobSpec, seed: u64) -> JobSpec {
             _ => ops.compute_ns + x % 100_000,
         };
         ops.host_sync = x.is_multiple_of(7);
+        ops.launches = (x % 37) as u32;
     };
     for prog in &mut job.programs {
         let rows = prog.pre_rows.iter_mut().chain(prog.post_rows.iter_mut());
@@ -420,17 +421,34 @@ fn with_host(job: &JobSpec, seed: u64) -> JobSpec {
 
 /// The engine's FIFO of events at the current time gives what the
 /// reference priority queue gives, field for field, with and without a
-/// host model, summary-only and not.
+/// host model, summary-only and not, with a launch queue of a few entries;
+/// an unbounded launch queue changes nothing.
 fn same_as_reference_queue(case: &Case) -> Result<(), TestCaseError> {
     let hosted = with_host(&case.job, case.config.network.nic_latency_ns ^ 0x5eed);
     let lean = SimConfig {
         summary_only: true,
         ..case.config.clone()
     };
+    // A launch queue of 1 to 64 entries. Per-rank jobs without gangs: a
+    // host held back by its queue changes the order in which a rank's
+    // collectives become ready, and ganged collectives issued in different
+    // orders on two ranks wait for each other for ever (as NCCL's would);
+    // model jobs, the only ones with launch queues, are SPMD.
+    let queued = SimConfig {
+        launch_queue_depth: Some(1 + (case.config.network.nic_latency_ns % 64) as u32),
+        sync_collectives: false,
+        ..lean.clone()
+    };
+    let queued_full = SimConfig {
+        summary_only: false,
+        ..queued.clone()
+    };
     for (job, config) in [
         (&case.job, &case.config),
         (&hosted, &case.config),
         (&hosted, &lean),
+        (&hosted, &queued),
+        (&hosted, &queued_full),
     ] {
         let fast = engine_run(job, config, false);
         let reference = engine_run(job, config, true);
@@ -439,6 +457,16 @@ fn same_as_reference_queue(case: &Case) -> Result<(), TestCaseError> {
         prop_assert_eq!(&fast.2, &reference.2);
         prop_assert_eq!(&fast.3, &reference.3);
     }
+    // A queue deeper than every launch of the iteration is no bound: the
+    // same tasks at the same times as with none.
+    let deep = SimConfig {
+        launch_queue_depth: Some(u32::MAX),
+        ..case.config.clone()
+    };
+    let none = engine_run(&hosted, &case.config, false);
+    let bounded = engine_run(&hosted, &deep, false);
+    prop_assert_eq!(&none.0, &bounded.0);
+    prop_assert_eq!(&none.2, &bounded.2);
     Ok(())
 }
 

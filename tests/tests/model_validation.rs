@@ -41,8 +41,12 @@ const WORST_TOLERANCE: f64 = 0.30;
 /// target. 65% before the dispatcher's kernels were placed ahead of its
 /// sync point (issue 24); 69.0% since the MoE cases run their recipes' EP
 /// overlap and dispatcher (the `recipe` field of each case), which the
-/// table had left at the defaults; see [`MOE_MEDIAN_TOLERANCE`].
-const MOE_WORST_TOLERANCE: f64 = 0.70;
+/// table had left at the defaults; 70.8% since the launch queue holds 1024
+/// launches (issue 24): on that case (H100 Qwen3-30B-A3B, EP overlap) the
+/// host no longer runs one chain's launches far ahead of the other's, the
+/// two chains' launches interleave and the step comes out 6% shorter (an
+/// unbounded queue gives the old 69.0%); see [`MOE_MEDIAN_TOLERANCE`].
+const MOE_WORST_TOLERANCE: f64 = 0.72;
 /// Documented median accuracy on mixture-of-experts models; a guard. It
 /// widened from 40% to 50% when Transformer Engine's grouped-GEMM launches
 /// (a C++ loop over the experts) were charged the bare launch call instead

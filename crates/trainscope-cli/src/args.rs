@@ -17,7 +17,9 @@ use trainscope_core::hardware::{GpuSpec, Precision};
 use trainscope_core::job::sharding::{Offload, Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
-use trainscope_core::model::stack::{launch_ns_from_us, CudaGraphs, Stack, StackSettings};
+use trainscope_core::model::stack::{
+    launch_ns_from_us, queue_depth_from_text, CudaGraphs, Stack, StackSettings,
+};
 use trainscope_core::replay::infer::NetworkOverrides;
 use trainscope_core::run::{RunOptions, SlowRank};
 use trainscope_core::whatif::DEFAULT_SENSITIVITY_FACTOR;
@@ -575,6 +577,10 @@ impl ModelFlags {
         add(self.software.stack.is_some(), "--stack");
         add(self.software.cuda_graphs.is_some(), "--cuda-graphs");
         add(self.software.host_launch_us.is_some(), "--host-launch-us");
+        add(
+            self.software.launch_queue_depth.is_some(),
+            "--launch-queue-depth",
+        );
         add(self.sequence_parallel, "--sequence-parallel");
         add(self.micro_batch_size.is_some(), "--micro-batch-size");
         add(self.global_batch_size.is_some(), "--global-batch-size");
@@ -679,6 +685,11 @@ pub struct StackFlags {
     /// (0 turns the host model off).
     #[arg(long, value_name = "US")]
     pub host_launch_us: Option<f64>,
+    /// Launches the device's queue holds per rank before the host's next
+    /// launch blocks (default 1024, the CUDA driver's observed limit per
+    /// stream; 0 or `unbounded`: the host may run a whole iteration ahead).
+    #[arg(long, value_name = "N")]
+    pub launch_queue_depth: Option<String>,
     /// MoE token dispatcher (Megatron's `--moe-token-dispatcher-type`):
     /// alltoall (default), allgather, or flex (DeepEP / HybridEP: fused
     /// kernels, tokens sent once per destination rank and node).
@@ -716,6 +727,11 @@ impl StackFlags {
                 .as_deref()
                 .map_or(Ok(d.cuda_graphs), CudaGraphs::parse)?,
             launch_ns_per_kernel: self.host_launch_us.map(launch_ns_from_us).transpose()?,
+            launch_queue_depth: self
+                .launch_queue_depth
+                .as_deref()
+                .map(queue_depth_from_text)
+                .transpose()?,
             dispatcher: self
                 .moe_token_dispatcher
                 .as_deref()

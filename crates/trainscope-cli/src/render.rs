@@ -107,13 +107,24 @@ pub fn render_text(o: &RunOutput) -> String {
         ("exposed PP comm", e.pp),
         ("exposed CP comm", e.cp),
         ("other idle", s.other_idle_ns),
+        ("host-bound", s.host_bound_ns),
     ];
-    // The CP line only for jobs with context parallelism.
+    // The CP line only for jobs with context parallelism, the host's only
+    // for jobs with a host model.
     for (what, ns) in rows
         .into_iter()
-        .filter(|(what, ns)| *what != "exposed CP comm" || *ns > 0)
+        .filter(|(what, ns)| !matches!(*what, "exposed CP comm" | "host-bound") || *ns > 0)
     {
         out.push_str(&format!("  {what:<22}{:>14}{:>9}\n", us(ns), share(ns, t)));
+    }
+    // Host time, not GPU time: the host waiting for the device.
+    for (what, ns) in [
+        ("host sync stall", s.sync_stall_ns),
+        ("launch queue wait", s.launch_queue_wait_ns),
+    ] {
+        if ns > 0 {
+            out.push_str(&format!("  {what:<22}{:>14}  (host time)\n", us(ns)));
+        }
     }
     out.push_str(&format!(
         "  {:<22}{:>14}  ({} ms)\n",

@@ -618,6 +618,7 @@ fn make_spec(
         stack: args.software.stack.clone(),
         cuda_graphs: first(&args.software.cuda_graphs),
         host_launch_us: args.software.host_launch_us,
+        launch_queue_depth: args.software.launch_queue_depth.clone(),
         moe_token_dispatcher: first(&args.software.moe_token_dispatcher),
         moe_fusion: args.software.moe_fusion.clone(),
         moe_a2a_overlap: args.software.moe_a2a_overlap,

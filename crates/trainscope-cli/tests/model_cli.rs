@@ -1034,3 +1034,47 @@ fn offload_flag() {
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn the_launch_queue_depth_bounds_how_far_the_host_runs_ahead() {
+    let run = |depth: Option<&str>| {
+        let mut args = vec!["simulate"];
+        args.extend_from_slice(&LLAMA70B);
+        if let Some(d) = depth {
+            args.extend_from_slice(&["--launch-queue-depth", d]);
+        }
+        args.push("--json");
+        json_of(&trainscope(&args))
+    };
+    let default = run(None);
+    let unbounded = run(Some("0"));
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    // The device is the bottleneck: the step is the same, but with the
+    // default queue (1024 launches) the host waits for room instead of at
+    // the optimizer's sync for the whole backlog.
+    assert_eq!(
+        n(&default, "iteration_time_ns"),
+        n(&unbounded, "iteration_time_ns")
+    );
+    assert_eq!(n(&unbounded, "launch_queue_wait_ns"), 0);
+    assert!(n(&default, "launch_queue_wait_ns") > 0);
+    assert!(n(&default, "sync_stall_ns") < n(&unbounded, "sync_stall_ns") / 4);
+    assert_eq!(
+        run(Some("1024"))["iteration_time_ns"],
+        default["iteration_time_ns"]
+    );
+    // The text report says both, as host time.
+    let mut args = vec!["simulate"];
+    args.extend_from_slice(&LLAMA70B);
+    let out = trainscope(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("launch queue wait"), "{text}");
+    assert!(text.contains("host sync stall"), "{text}");
+    // A bad depth is a setting error naming the range.
+    let mut bad = vec!["simulate"];
+    bad.extend_from_slice(&LLAMA70B);
+    bad.extend_from_slice(&["--launch-queue-depth", "lots"]);
+    let out = trainscope(&bad);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0 (unbounded)"), "{}", stderr(&out));
+}

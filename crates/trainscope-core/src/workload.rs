@@ -317,6 +317,11 @@ pub struct PhaseOp {
     /// jobs count them per op, for `kernels_per_iteration`).
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub kernels: u32,
+    /// Entries the launch adds to the device's launch queue (see
+    /// [`crate::engine::spec::PhaseOps::launches`]; 0 where the input does
+    /// not say).
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub launches: u32,
     /// The collective runs alongside this compute instead of after it (see
     /// [`crate::engine::spec::PhaseOps::comm_overlap`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]

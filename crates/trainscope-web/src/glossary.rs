@@ -24,7 +24,7 @@ pub struct Definition {
 }
 
 /// Every figure the Read panel shows, in display order.
-pub const DEFINITIONS: [Definition; 20] = [
+pub const DEFINITIONS: [Definition; 21] = [
     Definition {
         key: "iteration_time",
         label: "Iteration time",
@@ -100,7 +100,13 @@ pub const DEFINITIONS: [Definition; 20] = [
     Definition {
         key: "sync_stall",
         label: "Host sync stall",
-        event: Some("Time the reference rank's host waits for its GPU at sync points (Megatron's all-to-all token dispatcher reads the token counts on the host before every MoE layer's experts); not GPU idle time by itself."),
+        event: Some("Time the reference rank's host waits for its GPU at sync points (Megatron's all-to-all token dispatcher reads the token counts on the host before every MoE layer's experts; the optimizer's gradient-norm and found-inf checks): the device work still queued when the host got there. Not GPU idle time by itself."),
+        simai: None,
+    },
+    Definition {
+        key: "launch_queue_wait",
+        label: "Launch queue wait",
+        event: Some("Time the reference rank's host waits because the GPU's launch queue is full (1024 pending launches per stream by default; job panel: Launch queue depth): the host is as far ahead of the GPU as the queue lets it be. Host time, not GPU idle time."),
         simai: None,
     },
     Definition {

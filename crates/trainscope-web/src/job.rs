@@ -26,7 +26,9 @@ use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::presets;
-use trainscope_core::model::stack::{launch_ns_from_us, launch_us_text, CudaGraphs, Stack};
+use trainscope_core::model::stack::{
+    launch_ns_from_us, launch_us_text, queue_depth_from_text, CudaGraphs, Stack,
+};
 
 /// The preset the panel starts with (the CLI has no default model: `--model`
 /// is required).
@@ -129,6 +131,7 @@ pub enum JobField {
     Stack,
     CudaGraphs,
     HostLaunchUs,
+    LaunchQueueDepth,
     MoeDispatcher,
     MoeFusion,
     MoeA2aOverlap,
@@ -143,7 +146,7 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 35] = [
+    pub const ALL: [JobField; 36] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -169,6 +172,7 @@ impl JobField {
         JobField::Stack,
         JobField::CudaGraphs,
         JobField::HostLaunchUs,
+        JobField::LaunchQueueDepth,
         JobField::MoeDispatcher,
         JobField::MoeFusion,
         JobField::MoeA2aOverlap,
@@ -210,6 +214,7 @@ impl JobField {
             JobField::Stack => "job_stack",
             JobField::CudaGraphs => "job_cuda_graphs",
             JobField::HostLaunchUs => "job_host_launch_us",
+            JobField::LaunchQueueDepth => "job_launch_queue",
             JobField::MoeDispatcher => "job_moe_dispatcher",
             JobField::MoeFusion => "job_moe_fusion",
             JobField::MoeA2aOverlap => "job_moe_a2a_overlap",
@@ -263,6 +268,7 @@ impl JobField {
             JobField::Stack => "Software stack",
             JobField::CudaGraphs => "CUDA graphs",
             JobField::HostLaunchUs => "Host µs per kernel",
+            JobField::LaunchQueueDepth => "Launch queue depth",
             JobField::MoeDispatcher => "MoE token dispatcher",
             JobField::MoeFusion => "MoE router/permute fusion",
             JobField::MoeA2aOverlap => "EP overlap",
@@ -304,6 +310,7 @@ impl JobField {
             JobField::Stack => "--stack",
             JobField::CudaGraphs => "--cuda-graphs",
             JobField::HostLaunchUs => "--host-launch-us (empty: the stack's)",
+            JobField::LaunchQueueDepth => "--launch-queue-depth (empty: 1024; 0: unbounded)",
             JobField::MoeDispatcher => "--moe-token-dispatcher",
             JobField::MoeFusion => "--moe-fusion (stack's: as the stack runs it)",
             JobField::MoeA2aOverlap => "--moe-a2a-overlap",
@@ -447,6 +454,11 @@ impl JobSettings {
                 .stack
                 .launch_ns_per_kernel
                 .map_or(String::new(), launch_us_text),
+            JobField::LaunchQueueDepth => self
+                .training
+                .stack
+                .launch_queue_depth
+                .map_or(String::new(), |d| d.to_string()),
             JobField::MoeDispatcher => self.training.stack.dispatcher.name().into(),
             JobField::MoeFusion => match self.training.stack.moe_fusion {
                 None => String::new(),
@@ -568,6 +580,14 @@ impl JobSettings {
                         )
                     })?;
                     Some(launch_ns_from_us(us)?)
+                }
+            }
+            JobField::LaunchQueueDepth => {
+                let t = text.trim();
+                self.training.stack.launch_queue_depth = if t.is_empty() {
+                    None
+                } else {
+                    Some(queue_depth_from_text(t)?)
                 }
             }
             JobField::MoeDispatcher => self.training.stack.dispatcher = Dispatcher::parse(text)?,

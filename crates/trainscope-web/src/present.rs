@@ -577,12 +577,18 @@ pub fn event_view(out: &RunOutput) -> ResultView {
             });
         }
     }
-    if s.sync_stall_ns > 0 {
-        v.figures.push(Figure::new(
-            "sync_stall",
-            "Host sync stall",
-            Quantity::DurationNs(s.sync_stall_ns),
-        ));
+    for (key, label, ns) in [
+        ("sync_stall", "Host sync stall", s.sync_stall_ns),
+        (
+            "launch_queue_wait",
+            "Launch queue wait",
+            s.launch_queue_wait_ns,
+        ),
+    ] {
+        if ns > 0 {
+            v.figures
+                .push(Figure::new(key, label, Quantity::DurationNs(ns)));
+        }
     }
     v.figures.push(Figure::new(
         "simai_bubble",

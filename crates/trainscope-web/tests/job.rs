@@ -157,6 +157,7 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
                 moe_a2a_overlap: true,
                 moe_imbalance_milli: Some(1_250),
                 tp_comm_overlap: true,
+                launch_queue_depth: Some(256),
             },
             sharding: Sharding {
                 zero: ZeroStage::Parameters,

@@ -113,6 +113,9 @@ struct ProgState {
     host_last: Option<TaskId>,
     /// The rank's last compute task: what a sync point waits for.
     last_compute: Option<TaskId>,
+    /// The launched compute tasks the device may not have run yet
+    /// ([`SimConfig::launch_queue_depth`]).
+    queue: LaunchQueue,
     /// The dependencies of the first compute after each of the latest
     /// prefetch points, oldest first ([`CommSpec::prefetch`] of them):
     /// where a prefetch that many points ahead is issued.
@@ -138,6 +141,80 @@ struct PairStart {
     anchor: Vec<Dep>,
     host_last: Option<TaskId>,
     last_compute: Option<TaskId>,
+    queue: LaunchQueue,
+}
+
+/// A rank's launch queue as the builder sees it: its launched compute
+/// tasks in launch order with their entries
+/// ([`crate::engine::spec::PhaseOps::launches`]). The device runs a rank's
+/// chain in order, so once a task ends the ones before it have ended: a
+/// launch that needs room waits for the end of the last task it pops.
+/// Room is counted per task, not per kernel: a launch waits until all of
+/// its entries fit (a task of more entries than the queue holds waits for
+/// an empty queue).
+#[derive(Debug, Clone, Default)]
+struct LaunchQueue {
+    pending: std::collections::VecDeque<(TaskId, u32)>,
+    entries: u64,
+}
+
+impl LaunchQueue {
+    /// Make room for `entries` in a queue of `depth`: the task whose end
+    /// frees it (`None`: room already).
+    fn room(&mut self, entries: u32, depth: u32) -> Option<TaskId> {
+        let need = u64::from(entries.min(depth));
+        let mut wait = None;
+        while self.entries + need > u64::from(depth) {
+            let Some((t, e)) = self.pending.pop_front() else {
+                break;
+            };
+            self.entries -= u64::from(e);
+            wait = Some(t);
+        }
+        wait
+    }
+
+    fn push(&mut self, task: TaskId, entries: u32, depth: u32) {
+        let e = entries.min(depth);
+        self.pending.push_back((task, e));
+        self.entries += u64::from(e);
+    }
+
+    fn clear(&mut self) {
+        self.pending.clear();
+        self.entries = 0;
+    }
+
+    /// After two chains launched from one anchor: what either still has
+    /// pending, in launch order, once each (each chain waited for room in
+    /// its own queue).
+    fn merged(a: &LaunchQueue, b: &LaunchQueue) -> LaunchQueue {
+        let mut out = LaunchQueue::default();
+        let (mut i, mut j) = (a.pending.iter().peekable(), b.pending.iter().peekable());
+        loop {
+            let next = match (i.peek(), j.peek()) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    j.next();
+                    i.next()
+                }
+                (Some(x), Some(y)) => {
+                    if x.0 < y.0 {
+                        i.next()
+                    } else {
+                        j.next()
+                    }
+                }
+                (Some(_), None) => i.next(),
+                (None, Some(_)) => j.next(),
+                (None, None) => break,
+            };
+            if let Some(&(t, e)) = next {
+                out.pending.push_back((t, e));
+                out.entries += u64::from(e);
+            }
+        }
+        out
+    }
 }
 
 /// Where a suspended step goes on.
@@ -381,13 +458,21 @@ impl Builder<'_> {
             st.prefetch_anchors.push_back(a);
             st.prefetch_armed = false;
         }
-        if ops.launch_ns > 0 || ops.host_sync {
-            // After the previous launch, and at a sync point after the last
-            // compute: at most two dependencies, no allocation per task.
+        let depth = self.config.launch_queue_depth;
+        let hosted = ops.launch_ns > 0 || ops.host_sync;
+        if hosted {
+            // After the previous launch, at a sync point after the last
+            // compute (the queue drains), and with a bounded launch queue
+            // once the launch fits in it: at most three dependencies, no
+            // allocation per task.
             let sync_on = st.last_compute.filter(|_| ops.host_sync);
-            let mut host_deps = [Dep::on(0); 2];
+            if ops.host_sync {
+                st.queue.clear();
+            }
+            let room = depth.and_then(|d| st.queue.room(ops.launches.max(1), d));
+            let mut host_deps = [Dep::on(0); 3];
             let mut n = 0;
-            for t in [st.host_last, sync_on].into_iter().flatten() {
+            for t in [st.host_last, sync_on, room].into_iter().flatten() {
                 host_deps[n] = Dep::on(t);
                 n += 1;
             }
@@ -415,6 +500,9 @@ impl Builder<'_> {
             meta,
         )?;
         self.scratch = deps;
+        if let (true, Some(d)) = (hosted, depth) {
+            st.queue.push(id, ops.launches.max(1), d);
+        }
         pending.clear();
         st.frontier.clear();
         st.frontier.push(Dep::on(id));
@@ -770,13 +858,16 @@ impl Builder<'_> {
         // them one at a time, first come first served), and each chain's
         // sync points wait for its own compute.
         let host_at_anchor = (st.host_last, st.last_compute);
+        let queue_at_anchor = st.queue.clone();
         overlapped_done(self.run_step(st, prog, step, Vec::new())?)?;
         let first_end = std::mem::replace(&mut st.frontier, anchor);
         let first_host = (st.host_last, st.last_compute);
+        let first_queue = std::mem::replace(&mut st.queue, queue_at_anchor);
         (st.host_last, st.last_compute) = host_at_anchor;
         overlapped_done(self.run_step(st, prog, second, Vec::new())?)?;
         st.host_last = st.host_last.or(first_host.0);
         st.last_compute = st.last_compute.or(first_host.1);
+        st.queue = LaunchQueue::merged(&first_queue, &st.queue);
         let f = std::mem::take(&mut st.frontier);
         merge_deps(&mut st.frontier, &f, &first_end);
         for s in [step, second] {
@@ -812,10 +903,12 @@ impl Builder<'_> {
         if let Some(start) = st.pair.take() {
             let first_end = std::mem::replace(&mut st.frontier, start.anchor);
             let first_host = (st.host_last, st.last_compute);
+            let first_queue = std::mem::replace(&mut st.queue, start.queue);
             (st.host_last, st.last_compute) = (start.host_last, start.last_compute);
             let done = self.run_step(st, prog, step, pending)?;
             st.host_last = st.host_last.or(first_host.0);
             st.last_compute = st.last_compute.or(first_host.1);
+            st.queue = LaunchQueue::merged(&first_queue, &st.queue);
             let f = std::mem::take(&mut st.frontier);
             merge_deps(&mut st.frontier, &f, &first_end);
             return whole(done);
@@ -825,6 +918,7 @@ impl Builder<'_> {
             anchor: st.frontier.clone(),
             host_last: st.host_last,
             last_compute: st.last_compute,
+            queue: st.queue.clone(),
         });
         let done = self.run_step(st, prog, step, pending)?;
         whole(done)
@@ -1628,6 +1722,7 @@ pub fn build(
             closed: false,
             host_last: None,
             last_compute: None,
+            queue: LaunchQueue::default(),
             prefetch_anchors: std::collections::VecDeque::new(),
             prefetch_armed: false,
             resume: None,

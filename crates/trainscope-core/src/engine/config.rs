@@ -271,6 +271,15 @@ pub struct SimConfig {
         skip_serializing_if = "crate::engine::faults::Faults::is_empty"
     )]
     pub faults: crate::engine::faults::Faults,
+    /// Entries the device's launch queue holds per rank
+    /// ([`crate::engine::spec::PhaseOps::launches`]): the host blocks
+    /// before a launch until its entries fit behind those still pending on
+    /// the device (the CUDA driver's bounded launch queue;
+    /// `model::stack::LAUNCH_QUEUE_DEPTH` for model jobs). `None`:
+    /// unbounded, the host may run a whole iteration ahead. Only ops with a
+    /// host launch take part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_queue_depth: Option<u32>,
 }
 
 impl Default for SimConfig {
@@ -290,6 +299,7 @@ impl Default for SimConfig {
             summary_only: false,
             overlap_forward_backward: false,
             faults: Default::default(),
+            launch_queue_depth: None,
         }
     }
 }
@@ -333,6 +343,12 @@ impl SimConfig {
             return bad(
                 "compute_scale",
                 format!("{} is not a positive factor", self.compute_scale),
+            );
+        }
+        if self.launch_queue_depth == Some(0) {
+            return bad(
+                "launch_queue_depth",
+                "0 entries: a launch queue holds at least one launch".to_string(),
             );
         }
         self.faults.validate()

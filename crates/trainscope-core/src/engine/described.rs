@@ -159,6 +159,7 @@ fn phase_ops(p: &PhaseOp, phase: Phase, name: &str, warnings: &mut Vec<String>) 
             .and_then(|c| comm_spec(c, phase, name, warnings)),
         launch_ns: p.launch_ns,
         host_sync: p.host_sync,
+        launches: p.launches,
         comm_overlap: p.comm_overlap,
     }
 }

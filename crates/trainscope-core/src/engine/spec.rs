@@ -325,6 +325,13 @@ pub struct PhaseOps {
     /// the host's launches.
     #[serde(skip_serializing_if = "is_false")]
     pub host_sync: bool,
+    /// Entries this op's launch adds to the device's launch queue: one per
+    /// kernel the host launches, one per CUDA graph launch (0 is read as 1
+    /// where the op has a launch). With a bounded queue
+    /// ([`crate::engine::SimConfig::launch_queue_depth`]) the host waits
+    /// before launching the op until its entries fit.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub launches: u32,
     /// The collective runs alongside the compute, both after what comes
     /// before the op, and what follows waits for both (Transformer
     /// Engine's tensor-parallel overlap: the all-gather or reduce-scatter

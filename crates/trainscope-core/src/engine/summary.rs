@@ -120,6 +120,11 @@ pub struct StageSummary {
     /// Host time blocked at sync points waiting for the device, ns.
     #[serde(skip_serializing_if = "is_zero")]
     pub sync_stall_ns: u64,
+    /// Host time blocked on a full launch queue, ns: the host as far ahead
+    /// of the device as the queue lets it be
+    /// ([`crate::engine::SimConfig::launch_queue_depth`]); not a sync stall.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub launch_queue_wait_ns: u64,
     /// Busy time of the other streams, ns.
     pub collective_busy_ns: u64,
     pub grad_sync_busy_ns: u64,
@@ -356,9 +361,15 @@ pub struct Summary {
     /// (host-bound), ns; 0 without a host model.
     #[serde(skip_serializing_if = "is_zero")]
     pub host_bound_ns: u64,
-    /// The reference rank's host blocked at sync points, ns.
+    /// The reference rank's host blocked at sync points, ns: the device
+    /// work it could not run ahead of (with a bounded launch queue, what
+    /// was still queued when it got there).
     #[serde(skip_serializing_if = "is_zero")]
     pub sync_stall_ns: u64,
+    /// The reference rank's host blocked on a full launch queue, ns
+    /// ([`StageSummary::launch_queue_wait_ns`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub launch_queue_wait_ns: u64,
     /// The rank whose decomposition is reported at the top level.
     pub reference_stage: u32,
     pub reference_rank: u32,
@@ -495,8 +506,7 @@ pub fn summarize(
     let mut per_prog: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     let mut last_of: Vec<TaskId> = vec![NONE; n];
     let mut busy = vec![[0u64; Stream::ALL.len()]; n];
-    let mut host_end = vec![0u64; n];
-    let mut sync_stall = vec![0u64; n];
+    let mut per_host: Vec<Vec<TaskId>> = vec![Vec::new(); n];
     for (i, m) in tasks.iter().enumerate() {
         let t = &times[i];
         let p = m.program as usize;
@@ -509,15 +519,31 @@ pub fn summarize(
             per_prog[p].push(i as u32);
         }
         if m.stream == Stream::Host {
-            // Host tasks of a program are made in its launch order.
-            if m.kind == SpanKind::HostSync {
-                sync_stall[p] += t.start_ns.saturating_sub(host_end[p]);
-            }
-            host_end[p] = t.end_ns;
+            per_host[p].push(i as u32);
         }
         let l = last_of[p];
         if l == NONE || t.end_ns > times[l as usize].end_ns {
             last_of[p] = i as u32;
+        }
+    }
+    // The host lane's idle time before a launch, in the order the lane
+    // ran them (one at a time; EP overlap's two chains interleave): before
+    // a sync point a sync stall, before a launch held back by the launch
+    // queue (its binding task is a compute task) a queue wait.
+    let mut sync_stall = vec![0u64; n];
+    let mut queue_wait = vec![0u64; n];
+    for (p, host) in per_host.iter_mut().enumerate() {
+        host.sort_by_key(|&t| (times[t as usize].start_ns, t));
+        let mut lane_end = 0u64;
+        for &h in host.iter() {
+            let t = &times[h as usize];
+            let gap = t.start_ns.saturating_sub(lane_end);
+            if tasks[h as usize].kind == SpanKind::HostSync {
+                sync_stall[p] += gap;
+            } else if t.binding != NONE && tasks[t.binding as usize].stream == Stream::Compute {
+                queue_wait[p] += gap;
+            }
+            lane_end = lane_end.max(t.end_ns);
         }
     }
     let mut stages = Vec::with_capacity(n);
@@ -564,6 +590,7 @@ pub fn summarize(
                 other_idle_ns: 0,
                 host_bound_ns: 0,
                 sync_stall_ns: sync_stall[p],
+                launch_queue_wait_ns: queue_wait[p],
                 collective_busy_ns: busy[p][Stream::Collective.index() as usize],
                 grad_sync_busy_ns: busy[p][Stream::GradSync.index() as usize],
                 send_busy_ns: busy[p][Stream::Send.index() as usize],
@@ -609,6 +636,7 @@ pub fn summarize(
         other_idle_ns: 0,
         host_bound_ns: 0,
         sync_stall_ns: 0,
+        launch_queue_wait_ns: 0,
         collective_busy_ns: 0,
         grad_sync_busy_ns: 0,
         send_busy_ns: 0,
@@ -683,6 +711,7 @@ pub fn summarize(
         other_idle_ns: r.other_idle_ns,
         host_bound_ns: r.host_bound_ns,
         sync_stall_ns: r.sync_stall_ns,
+        launch_queue_wait_ns: r.launch_queue_wait_ns,
         reference_stage: r.stage,
         reference_rank: r.rank,
         simai_bubble_ns: meta.simai_bubble_ns,

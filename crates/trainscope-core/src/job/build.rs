@@ -94,6 +94,8 @@ struct Times {
     weight_grad: u64,
     launch: [u64; 3],
     kernels: [u32; 3],
+    /// Launch queue entries ([`StackSettings::queue_entries`]).
+    launches: [u32; 3],
 }
 
 /// How the host launches a group of ops: the job's stack and where the
@@ -153,6 +155,7 @@ fn times(
                 .grouped_gemm_launch_ns(grouped_gemms[i], host.region)
     });
     t.kernels = [0, 1, 2].map(|i| kernels[i] + native[i] + grouped_gemms[i]);
+    t.launches = t.kernels.map(|k| host.stack.queue_entries(k, host.region));
     t
 }
 
@@ -181,6 +184,7 @@ fn op(
         comm: fwd,
         launch_ns: t.launch[0],
         kernels: t.kernels[0],
+        launches: t.launches[0],
         ..Default::default()
     };
     o.input_grad = PhaseOp {
@@ -188,6 +192,7 @@ fn op(
         comm: ig,
         launch_ns: t.launch[1],
         kernels: t.kernels[1],
+        launches: t.launches[1],
         ..Default::default()
     };
     o.weight_grad = PhaseOp {
@@ -195,6 +200,7 @@ fn op(
         comm: None,
         launch_ns: t.launch[2],
         kernels: t.kernels[2],
+        launches: t.launches[2],
         ..Default::default()
     };
     o
@@ -246,6 +252,7 @@ impl Times {
             weight_grad: self.weight_grad + other.weight_grad,
             launch: [0, 1, 2].map(|i| self.launch[i] + other.launch[i]),
             kernels: [0, 1, 2].map(|i| self.kernels[i] + other.kernels[i]),
+            launches: [0, 1, 2].map(|i| self.launches[i] + other.launches[i]),
         }
     }
 }
@@ -907,6 +914,7 @@ mod tests {
             moe_a2a_overlap: false,
             tp_comm_overlap: false,
             moe_imbalance_milli: None,
+            launch_queue_depth: None,
         },
         region: Region::Layer,
     };

@@ -9,7 +9,8 @@
 //!
 //! The settings a model-level job states itself override the simulation
 //! settings: its micro-batch count, its virtual stages (the interleaved
-//! schedule when vpp > 1) and its activation bytes; the cluster, the
+//! schedule when vpp > 1), its activation bytes and its stack's launch
+//! queue depth ([`crate::model::stack::StackSettings::queue_depth`]); the cluster, the
 //! collective algorithm and the schedule otherwise come from the
 //! [`SimConfig`].
 
@@ -116,6 +117,7 @@ pub fn run_model_with(
             if s.sequence_parallel { "" } else { " without --sequence-parallel" }
         ));
     }
+    c.launch_queue_depth = s.stack.queue_depth();
     if s.stack.moe_a2a_overlap {
         if job.model.moe.is_some() && s.ep > 1 {
             c.overlap_forward_backward = true;

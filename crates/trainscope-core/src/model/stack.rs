@@ -20,6 +20,16 @@
 //!   compiled path costs about one launch call per kernel).
 //! - [`GRAPH_LAUNCH_NS`], 10 us per captured region: one graph launch
 //!   (an assumption of the order of one kernel launch; not measured).
+//! - [`LAUNCH_QUEUE_DEPTH`], 1,024 launches: how far the host may run
+//!   ahead of one CUDA stream. The CUDA documentation gives no figure; a
+//!   measurement posted on NVIDIA's developer forum ("CUDA stream are
+//!   blocked when launching lots of kernels (>1000)", 2018, also Stack
+//!   Overflow question 53970187) saw launches of 4-5 us each until about
+//!   1,000 kernels were pending on one stream, after which every launch
+//!   waited for a kernel to finish (per stream: three streams held about
+//!   1,000 each). 1,024 is the power of two that figure suggests: an
+//!   assumption, overridable (`--launch-queue-depth`). A captured graph
+//!   counts as one entry (an assumption).
 //!
 //! What is not modelled: kernels launched from several host threads; the
 //! CPU's own speed (all figures are one H100 host's); the Python between
@@ -34,6 +44,11 @@ pub const EAGER_LAUNCH_NS: u64 = 40_000;
 pub const COMPILED_LAUNCH_NS: u64 = 8_000;
 /// Host time to launch one captured CUDA graph, ns.
 pub const GRAPH_LAUNCH_NS: u64 = 10_000;
+/// Launches one CUDA stream holds pending before the host's next launch
+/// blocks (see the module doc for the source).
+pub const LAUNCH_QUEUE_DEPTH: u32 = 1024;
+/// Largest `--launch-queue-depth`.
+pub const MAX_LAUNCH_QUEUE_DEPTH: u32 = 1 << 24;
 /// Host time per kernel launched from a C++ loop inside one Python call
 /// (Transformer Engine's grouped GEMM: one cuBLAS GEMM per local expert,
 /// and its per-expert FP8 quantisation), ns: the bare launch call, 7.9 us
@@ -195,6 +210,11 @@ pub struct StackSettings {
     /// reduce-scatter with its last, in both directions.
     #[serde(skip_serializing_if = "is_false")]
     pub tp_comm_overlap: bool,
+    /// Launches the device's queue holds per rank (`--launch-queue-depth`)
+    /// instead of [`LAUNCH_QUEUE_DEPTH`]; `Some(0)`: unbounded (the host
+    /// may run a whole iteration ahead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_queue_depth: Option<u32>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -262,6 +282,9 @@ impl StackSettings {
         if let Some(ns) = self.launch_ns_per_kernel {
             f.push_str(&format!(" --host-launch-us {}", launch_us_text(ns)));
         }
+        if let Some(d) = self.launch_queue_depth {
+            f.push_str(&format!(" --launch-queue-depth {d}"));
+        }
         if self.dispatcher != d.dispatcher {
             f.push_str(&format!(
                 " --moe-token-dispatcher {}",
@@ -302,6 +325,27 @@ impl StackSettings {
     /// the host model is off.
     pub fn syncs_before_experts(&self) -> bool {
         self.cuda_graphs != CudaGraphs::Full && self.per_kernel_ns() > 0
+    }
+
+    /// The launch queue's depth the engine takes
+    /// ([`crate::engine::SimConfig::launch_queue_depth`]): `None` when
+    /// unbounded.
+    pub fn queue_depth(&self) -> Option<u32> {
+        match self.launch_queue_depth {
+            Some(0) => None,
+            Some(d) => Some(d),
+            None => Some(LAUNCH_QUEUE_DEPTH),
+        }
+    }
+
+    /// Entries an op of `kernels` kernels (all it launches) in `region`
+    /// adds to the launch queue: one per kernel, or one graph launch.
+    pub fn queue_entries(&self, kernels: u32, region: Region) -> u32 {
+        if self.captured(region) {
+            kernels.min(1)
+        } else {
+            kernels
+        }
     }
 
     /// Host time per kernel, ns.
@@ -363,6 +407,21 @@ impl StackSettings {
     }
 }
 
+/// A launch queue depth as a user types it (`--launch-queue-depth`, the
+/// page's field): 0 for unbounded, else 1 to [`MAX_LAUNCH_QUEUE_DEPTH`].
+pub fn queue_depth_from_text(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("unbounded") {
+        return Ok(0);
+    }
+    match t.parse::<u32>() {
+        Ok(d) if d <= MAX_LAUNCH_QUEUE_DEPTH => Ok(d),
+        _ => Err(format!(
+            "launch queue depth `{t}` is not a count of launches; give 1 to {MAX_LAUNCH_QUEUE_DEPTH}, or 0 (unbounded)"
+        )),
+    }
+}
+
 /// A host time per kernel in ns as the microseconds a user types.
 pub fn launch_us_text(ns: u64) -> String {
     crate::limits::number(ns as f64 / 1e3)
@@ -371,6 +430,38 @@ pub fn launch_us_text(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_launch_queue_is_1024_deep_unless_set() {
+        let d = StackSettings::default();
+        assert_eq!(d.queue_depth(), Some(LAUNCH_QUEUE_DEPTH));
+        assert_eq!(d.flags(), "");
+        let unbounded = StackSettings {
+            launch_queue_depth: Some(0),
+            ..d
+        };
+        assert_eq!(unbounded.queue_depth(), None);
+        assert_eq!(unbounded.flags(), " --launch-queue-depth 0");
+        let shallow = StackSettings {
+            launch_queue_depth: Some(64),
+            ..d
+        };
+        assert_eq!(shallow.queue_depth(), Some(64));
+        assert_eq!(queue_depth_from_text(" 64 "), Ok(64));
+        assert_eq!(queue_depth_from_text("unbounded"), Ok(0));
+        assert!(queue_depth_from_text("-1").is_err());
+        assert!(queue_depth_from_text("1e3").is_err());
+        assert!(queue_depth_from_text(&(MAX_LAUNCH_QUEUE_DEPTH + 1).to_string()).is_err());
+        // One entry per kernel, one per graph launch.
+        assert_eq!(d.queue_entries(30, Region::Layer), 30);
+        let graphs = StackSettings {
+            cuda_graphs: CudaGraphs::Layers,
+            ..d
+        };
+        assert_eq!(graphs.queue_entries(30, Region::Layer), 1);
+        assert_eq!(graphs.queue_entries(30, Region::DynamicExperts), 30);
+        assert_eq!(graphs.queue_entries(0, Region::Layer), 0);
+    }
 
     #[test]
     fn names_round_trip() {

@@ -147,6 +147,7 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             let placeholder = match field {
                 JobField::GlobalBatchSize => Some("auto"),
                 JobField::HostLaunchUs => Some("stack's"),
+                JobField::LaunchQueueDepth => Some("1024"),
                 JobField::MoeImbalance => Some("1 (balanced)"),
                 JobField::FirstStageLayers | JobField::LastStageLayers => Some("even"),
                 _ => None,
@@ -154,7 +155,7 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
             html! {
                 <input id={id.clone()} name={field.key()} type="number"
                        step={if matches!(field, JobField::HostLaunchUs | JobField::MoeImbalance) { "any" } else { "1" }}
-                       min={if field == JobField::HostLaunchUs { "0" } else { "1" }}
+                       min={if matches!(field, JobField::HostLaunchUs | JobField::LaunchQueueDepth) { "0" } else { "1" }}
                        inputmode="numeric" value={text} {placeholder} {title}
                        aria-invalid={invalid.then_some("true")}
                        aria-describedby={invalid.then(|| err_id.clone())}
@@ -242,7 +243,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
-                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::TpCommOverlap]) }
+                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::LaunchQueueDepth, JobField::TpCommOverlap]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
                     { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward, JobField::HsdpShard, JobField::Offload]) }
                 </div>
