@@ -167,6 +167,16 @@ impl ActivationSeries {
         f64::from(self.peak_chunks) / f64::from(self.chunks_per_micro_batch.max(1))
     }
 
+    /// When the peak is first reached, ns (0 when nothing is held): the
+    /// first point of the series at [`ActivationSeries::peak_chunks`]. The
+    /// static parts of memory being constant, the allocator's peak is then.
+    pub fn peak_time_ns(&self) -> u64 {
+        self.points
+            .iter()
+            .find(|p| p.chunks == self.peak_chunks && p.chunks > 0)
+            .map_or(0, |p| p.time_ns)
+    }
+
     /// Chunk activations held at `time_ns`.
     pub fn at(&self, time_ns: u64) -> u32 {
         match self.points.partition_point(|p| p.time_ns <= time_ns) {

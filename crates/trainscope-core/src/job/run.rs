@@ -399,6 +399,33 @@ impl ModelRunOutput {
                 }
             }
         }
+        // The peak's time per stage (its first rank's activation series)
+        // and what is resident then: the stage's parts, the activations
+        // being the schedule's peak.
+        if let Some(stages) = v["memory"]["per_stage"].as_array_mut() {
+            for (st, m) in stages.iter_mut().zip(&self.memory.per_stage) {
+                let Some(a) = self
+                    .run
+                    .result
+                    .activations
+                    .iter()
+                    .find(|a| a.stage == m.stage)
+                else {
+                    continue;
+                };
+                st["peak_time_ns"] = json!(a.peak_time_ns());
+                st["resident_at_peak"] = json!({
+                    "weights_bytes": m.weights_bytes,
+                    "gradients_bytes": m.gradients_bytes,
+                    "optimizer_bytes": m.optimizer_bytes,
+                    "activations_bytes": m.activations_bytes,
+                    "micro_batches_in_flight": a.peak_micro_batches(),
+                    "logits_bytes": m.logits_bytes,
+                    "unsharded_unit_bytes": m.unsharded_unit_bytes,
+                    "buffers_bytes": m.workspace_bytes + m.cuda_graph_bytes + m.nccl_bytes,
+                });
+            }
+        }
         v["calibration"] = json!(self.calibration);
         // The schedule's activation peak per stage in bytes, next to its
         // count of micro-batches in the stage summaries.
@@ -496,6 +523,28 @@ mod tests {
                     v["stages"][st]["peak_activation_bytes"],
                     m.activations_bytes
                 );
+                // The peak's time: the first rank's series holds its peak
+                // then and less just before; the breakdown reuses the parts.
+                let a = out
+                    .run
+                    .result
+                    .activations
+                    .iter()
+                    .find(|a| a.stage == m.stage)
+                    .unwrap();
+                let t = v["memory"]["per_stage"][st]["peak_time_ns"]
+                    .as_u64()
+                    .unwrap();
+                assert!(
+                    t > 0 && t <= out.run.summary().iteration_time_ns,
+                    "{schedule:?} {st}"
+                );
+                assert_eq!(a.at(t), a.peak_chunks, "{schedule:?} stage {st}");
+                assert!(a.at(t - 1) < a.peak_chunks, "{schedule:?} stage {st}");
+                let r = &v["memory"]["per_stage"][st]["resident_at_peak"];
+                assert_eq!(r["activations_bytes"], m.activations_bytes);
+                assert_eq!(r["weights_bytes"], m.weights_bytes);
+                assert_eq!(r["micro_batches_in_flight"], a.peak_micro_batches());
             }
             let output_stage = if schedule.placement() == ChunkPlacement::VShape {
                 0
