@@ -440,6 +440,26 @@ pub fn render_text(o: &ModelRunOutput) -> String {
             }
         ));
     }
+    // When each stage's peak happens (its first rank's activation series;
+    // the other parts are resident all step), as `memory.per_stage[i]`'s
+    // `peak_time_ns` in the JSON.
+    for st in &o.memory.per_stage {
+        if let Some(a) = o
+            .run
+            .result
+            .activations
+            .iter()
+            .find(|a| a.stage == st.stage)
+        {
+            out.push_str(&format!(
+                "  stage {} peaks at {} ms: {} of activations, {:.1} micro-batches in flight, on top of the parts above\n",
+                st.stage,
+                crate::render::ms(a.peak_time_ns()),
+                gib(st.activations_bytes),
+                a.peak_micro_batches()
+            ));
+        }
+    }
     if let Some(host) = o.memory.per_stage.iter().map(|st| st.host_bytes).max() {
         if host > 0 {
             out.push_str(&format!(

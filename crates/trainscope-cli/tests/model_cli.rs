@@ -1078,3 +1078,29 @@ fn the_launch_queue_depth_bounds_how_far_the_host_runs_ahead() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("0 (unbounded)"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_text_report_says_when_each_stage_peaks_as_the_json_does() {
+    let args = [
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--world",
+        "8",
+        "--global-batch-size",
+        "32",
+    ];
+    let v = json_of(&trainscope(&[&args[..], &["--json"]].concat()));
+    let out = trainscope(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for st in v["memory"]["per_stage"].as_array().unwrap() {
+        let t = st["peak_time_ns"].as_u64().expect("peak_time_ns") as f64 / 1e6;
+        let line = format!("stage {} peaks at {t:.3} ms:", st["stage"]);
+        assert!(text.contains(&line), "{line} not in:\n{text}");
+    }
+}
