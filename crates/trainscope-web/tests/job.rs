@@ -840,18 +840,27 @@ async fn a_preset_jobs_result_shows_mfu_and_draws_the_memory_chart() {
             m.memory.stages[i as usize].peak_bytes.to_string()
         );
     }
-    // The chart has ink: bars and the capacity line.
+    // The chart has ink: bars and the capacity line. It is drawn by an
+    // effect after the render, which a loaded machine may run later than
+    // `mount`'s wait: poll for it (up to 10 s) rather than race it.
     let canvas: web_sys::HtmlCanvasElement = testid(&host, "job-memory-chart").unchecked_into();
     let ctx: web_sys::CanvasRenderingContext2d =
         canvas.get_context("2d").unwrap().unwrap().unchecked_into();
-    let data = ctx
-        .get_image_data(0.0, 0.0, canvas.width() as f64, canvas.height() as f64)
-        .unwrap()
-        .data();
-    let coloured = data
-        .chunks(4)
-        .filter(|p| p[0] != p[1] || p[1] != p[2])
-        .count();
+    let mut coloured = 0;
+    for _ in 0..200 {
+        let data = ctx
+            .get_image_data(0.0, 0.0, canvas.width() as f64, canvas.height() as f64)
+            .unwrap()
+            .data();
+        coloured = data
+            .chunks(4)
+            .filter(|p| p[0] != p[1] || p[1] != p[2])
+            .count();
+        if coloured > 2000 {
+            break;
+        }
+        gloo::timers::future::TimeoutFuture::new(50).await;
+    }
     assert!(coloured > 2000, "{coloured} coloured pixels");
     host.remove();
 }
