@@ -11,7 +11,7 @@ mod common;
 use common::{ms, time};
 use std::time::{Duration, Instant};
 use trainscope_core::engine::spec::{
-    Block, CollectiveKind, CommSpec, GroupKind, JobMode, JobSpec, LayerSpec, Parallelism, PhaseOps,
+    Block, CollectiveKind, CommSpec, GroupKind, JobSpec, LayerSpec, Parallelism, PhaseOps,
     RankProgram,
 };
 use trainscope_core::engine::{config::PlacementOrder, network::Placement};
@@ -164,20 +164,7 @@ fn synthetic_per_rank() -> JobSpec {
             }
         })
         .collect();
-    JobSpec {
-        name: "synthetic-1024".into(),
-        parallel,
-        micro_batches: m,
-        activation_bytes: 16 << 20,
-        mode: JobMode::PerRank,
-        programs,
-        header_vpp: None,
-        simai_bubble: None,
-        pipelined: true,
-        transfers: Vec::new(),
-        stage_copies: false,
-        warnings: vec![],
-    }
+    JobSpec::per_rank("synthetic-1024", parallel, m, 16 << 20, programs)
 }
 
 fn per_rank_1024() {

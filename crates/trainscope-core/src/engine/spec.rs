@@ -680,18 +680,8 @@ impl JobSpec {
             })
             .collect();
         JobSpec {
-            name: name.to_string(),
-            parallel,
-            micro_batches,
-            activation_bytes,
             mode: JobMode::Spmd,
-            programs,
-            header_vpp: None,
-            simai_bubble: None,
-            pipelined: true,
-            transfers: Vec::new(),
-            stage_copies: false,
-            warnings: Vec::new(),
+            ..JobSpec::per_rank(name, parallel, micro_batches, activation_bytes, programs)
         }
     }
 
