@@ -560,10 +560,33 @@ def launch():
 # 8 per token, expert intermediate 768) as one rank of EP 8 runs it: 16
 # local experts, a micro-batch of 4,096 tokens routed top-8.
 MOE = dict(hidden=2048, experts=128, top_k=8, ffn=768, ep=8, tokens=4096)
+# Other published MoE shapes (config.json of each model), one rank of a
+# typical expert-parallel layout, and routing skew (local expert e gets a
+# share of the rows proportional to 1/(e+1)^skew; 0 = balanced).
+MOE_SHAPES = [
+    ("qwen3-30b-a3b ep8", MOE, 0.0),
+    ("qwen3-30b-a3b ep8 skew1", MOE, 1.0),
+    ("qwen3-30b-a3b ep8 16k tokens", dict(MOE, tokens=16384), 0.0),
+    ("qwen3-235b-a22b ep32", dict(hidden=4096, experts=128, top_k=8, ffn=1536, ep=32, tokens=4096), 0.0),
+    ("deepseek-v3 ep64", dict(hidden=7168, experts=256, top_k=8, ffn=2048, ep=64, tokens=4096), 0.0),
+    ("mixtral-8x7b ep8", dict(hidden=4096, experts=8, top_k=2, ffn=14336, ep=8, tokens=4096), 0.0),
+]
 
 
 @section("moe")
 def moe():
+    rows = []
+    for label, c, skew in (MOE_SHAPES if not QUICK else MOE_SHAPES[:1]):
+        try:
+            rows += moe_one(label, c, skew)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            rows.append(dict(shape=label, variant="all", eager_ms="failed"))
+        torch.cuda.empty_cache()
+    write_csv("moe.csv", rows)
+
+
+def moe_one(label, c, skew):
     """One rank's MoE layer in plain PyTorch, forward + backward, bf16:
     the router (linear, softmax, top-k, aux loss), the permutation of the
     token copies by expert, the local experts' SwiGLU GEMMs (as a loop of
@@ -574,7 +597,6 @@ def moe():
     GPU's own time (CUDA graph replay, static shapes) and the eager time as
     a user runs it (host launches included), and its kernel count (one
     profiled step). moe.csv: variant, timing, ms, kernels."""
-    c = MOE
     local = c["experts"] // c["ep"]
     rows_per_expert = c["tokens"] * c["top_k"] // c["experts"] * c["ep"]  # balanced: 2048
     m_total = rows_per_expert * local
@@ -590,10 +612,15 @@ def moe():
     # The rows this rank's experts receive (from all EP ranks), balanced.
     x_in = torch.randn(m_total, h, device=DEV, dtype=bf, requires_grad=True)
     g_out = torch.randn(m_total, h, device=DEV, dtype=bf)
-    expert_of_row = torch.arange(local, device=DEV).repeat_interleave(rows_per_expert)
+    if skew > 0:
+        share = [1.0 / (e + 1) ** skew for e in range(local)]
+        splits = [max(1, int(m_total * w / sum(share))) for w in share]
+        splits[0] += m_total - sum(splits)
+    else:
+        splits = [rows_per_expert] * local
+    expert_of_row = torch.repeat_interleave(torch.arange(local, device=DEV), torch.tensor(splits, device=DEV))
     perm = torch.randperm(m_total, device=DEV)
-    splits = [rows_per_expert] * local
-    offs = torch.tensor([rows_per_expert * (i + 1) for i in range(local)], device=DEV, dtype=torch.int32)
+    offs = torch.tensor([sum(splits[: i + 1]) for i in range(local)], device=DEV, dtype=torch.int32)
 
     def router():
         logits = x_tok @ w_router.t()
@@ -631,7 +658,7 @@ def moe():
         ((F.silu(gate) * up) @ w2[0].t()).backward(g_out)
 
     variants = [("router", router), ("permute+unpermute", permute_unpermute),
-                ("experts: loop of 16 GEMM pairs", experts_loop),
+                (f"experts: loop of {local} GEMM pairs", experts_loop),
                 ("experts: one GEMM pair of all rows", experts_one_gemm)]
     if hasattr(torch, "_grouped_mm"):
         variants.append(("experts: torch._grouped_mm", experts_grouped))
@@ -643,8 +670,11 @@ def moe():
     variants.append(("layer: router + permute + loop experts", layer))
 
     flops = 2.0 * m_total * h * 3 * f * 3  # fc1 (2f) + fc2 (f), forward + 2x backward
-    rows = []
+    rows = {}
     from torch.profiler import ProfilerActivity, profile as prof
+    # Eager times and kernel counts of every variant first, CUDA graph
+    # timings after: a capture that fails can leave the context unusable,
+    # and then it costs only the graph column.
     for name, fn in variants:
         for p in (x_tok, w_router, w1, w2, x_in):
             p.grad = None
@@ -655,19 +685,31 @@ def moe():
                 fn()
                 torch.cuda.synchronize()
             kernels = sum(1 for e in pr.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-            try:
-                gpu, _, how = bench_graph(fn, reps=2)
-            except Exception as e:  # noqa: BLE001
-                gpu, how = float("nan"), f"no graph: {e}"
-            rows.append(dict(variant=name, eager_ms=eager, gpu_ms=gpu, gpu_timing=how, kernels=kernels,
-                             host_us_per_kernel_if_host_bound=(eager - gpu) * 1e3 / max(kernels, 1) if gpu == gpu else "",
-                             expert_tflops=flops / gpu / 1e9 if name.startswith("experts") and gpu == gpu else "",
-                             rows_per_expert=rows_per_expert, local_experts=local, hidden=h, ffn=f))
-            log(rows[-1])
+            rows[name] = dict(shape=label, variant=name, eager_ms=eager, gpu_ms="", gpu_timing="", kernels=kernels,
+                              host_us_per_kernel_if_host_bound="", expert_tflops="",
+                              rows_per_expert=rows_per_expert, max_rows_per_expert=max(splits),
+                              local_experts=local, hidden=h, ffn=f, tokens=c["tokens"], top_k=c["top_k"],
+                              experts=c["experts"], ep=c["ep"], skew=skew)
+            log(rows[name])
         except Exception:  # noqa: BLE001
             traceback.print_exc()
-            rows.append(dict(variant=name, eager_ms="failed"))
-    write_csv("moe.csv", rows)
+            rows[name] = dict(shape=label, variant=name, eager_ms="failed")
+    for name, fn in variants:
+        r = rows[name]
+        if r.get("eager_ms") == "failed":
+            continue
+        try:
+            gpu, _, how = bench_graph(fn, reps=2)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            gpu, how = float("nan"), f"no graph: {type(e).__name__}"
+        r["gpu_ms"], r["gpu_timing"] = gpu, how
+        if gpu == gpu:
+            r["host_us_per_kernel_if_host_bound"] = (r["eager_ms"] - gpu) * 1e3 / max(r["kernels"], 1)
+            if name.startswith("experts"):
+                r["expert_tflops"] = flops / gpu / 1e9
+        log(r)
+    return list(rows.values())
 
 
 if __name__ == "__main__":
