@@ -1,7 +1,8 @@
 //! Shared helpers for the workspace integration tests: locating fixtures and
 //! the seed files bundled with the project, the one configuration of every
 //! property test (a fixed seed, so `cargo test` is repeatable), and a
-//! model-level job written as Chakra files (the Chakra round-trip tests).
+//! model-level job written as Chakra files (the Chakra round-trip tests),
+//! and the rows of the measured CSV files (`tests/fixtures/measured/`).
 
 pub mod kineto_gen;
 pub mod modgraph;
@@ -19,6 +20,46 @@ pub fn fixture(rel: &str) -> PathBuf {
 pub fn fixture_bytes(rel: &str) -> Vec<u8> {
     let p = fixture(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", p.display()))
+}
+
+/// One CSV row as (header -> value).
+pub type CsvRow = std::collections::BTreeMap<String, String>;
+
+/// Rows of `tests/fixtures/<dir>/<name>`, a CSV file as Python's `csv`
+/// module writes it (a field holding a comma is double-quoted, a quote
+/// inside it doubled).
+pub fn csv_rows(dir: &str, name: &str) -> Vec<CsvRow> {
+    let text = String::from_utf8(fixture_bytes(&format!("{dir}/{name}"))).unwrap();
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header = csv_fields(lines.next().unwrap_or_default());
+    lines
+        .map(|l| header.iter().cloned().zip(csv_fields(l)).collect())
+        .collect()
+}
+
+fn csv_fields(line: &str) -> Vec<String> {
+    let (mut out, mut field, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut field)),
+            _ => field.push(c),
+        }
+    }
+    out.push(field);
+    out
+}
+
+/// A numeric field of a CSV row; panics with the key and text otherwise.
+pub fn csv_num(row: &CsvRow, key: &str) -> f64 {
+    row[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} = {:?}", row[key]))
 }
 
 /// The property tests' configuration: `cases` cases from a fixed seed, so a

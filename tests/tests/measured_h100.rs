@@ -13,7 +13,7 @@ use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, TrainingSetup};
 use trainscope_core::model::ops::OpClass;
 use trainscope_core::model::stack::{Stack, StackSettings};
-use trainscope_tests::{fixture_bytes, median};
+use trainscope_tests::{csv_num as num, csv_rows, fixture_bytes, median};
 
 const DIR: &str = "measured/h100-sxm";
 
@@ -60,34 +60,6 @@ fn real_pytorch_traces_take_each_step_from_its_launched_work() {
 /// preset takes the H100-class curves), with the preset each is checked
 /// against.
 const SWEEPS: [(&str, &str); 2] = [("measured/h100-sxm", "H100-SXM"), ("measured/h200", "H200")];
-
-/// Rows of one of the measured CSV files, as (header -> value) maps.
-fn csv_rows(dir: &str, name: &str) -> Vec<std::collections::BTreeMap<String, String>> {
-    let text = String::from_utf8(fixture_bytes(&format!("{dir}/{name}"))).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(str::to_string))
-                .collect()
-        })
-        .collect()
-}
-
-fn num(row: &std::collections::BTreeMap<String, String>, key: &str) -> f64 {
-    row[key]
-        .parse()
-        .unwrap_or_else(|_| panic!("{key} = {:?}", row[key]))
-}
 
 /// The presets' GEMM curve against every shape of the H100 sweep it was
 /// fitted to and of the H200 sweep: the kernels' own time (no launch
@@ -186,26 +158,25 @@ fn hopper_attention_curve_follows_the_measured_sweeps() {
     }
 }
 
-/// Whole training steps measured on the H100 (HuggingFace transformers'
-/// Llama, fp32 weights with bf16 autocast, fused AdamW, one GPU), predicted
-/// from the same config.json and setup. Neither the steps nor their
-/// kernels were used to fit anything. PyTorch's eager kernels are not
-/// fused as Megatron's are (element-wise ops run one kernel each), so the
-/// eager steps are slower than the model predicts; the `torch.compile`
-/// steps fuse them and are the comparison that counts. Prints the table
-/// the README shows; fails only on a regression past the documented
-/// tolerance.
-#[test]
-fn h100_training_steps_table() {
+/// Whole training steps measured on one GPU (HuggingFace transformers'
+/// Llama, fp32 weights with bf16 autocast, fused AdamW), predicted from the
+/// same config.json and setup on `preset`; prints the README's table and
+/// returns the |errors| of the eager and the `torch.compile` steps. Neither
+/// the steps nor their kernels were used to fit anything. PyTorch's eager
+/// kernels are not fused as Megatron's are (element-wise ops run one kernel
+/// each), so the eager steps are slower than the model predicts; the
+/// compiled steps fuse them and are the comparison that counts.
+fn training_steps_table(dir: &str, preset: &str) -> (Vec<f64>, Vec<f64>) {
+    println!("{preset}:");
     println!("| model | micro-batch | seq | compiled | measured (ms) | predicted (ms) | error |");
     println!("|---|---:|---:|---|---:|---:|---:|");
     let (mut eager, mut compiled) = (Vec::new(), Vec::new());
-    for r in csv_rows(DIR, "train.csv") {
+    for r in csv_rows(dir, "train.csv") {
         let Ok(measured_ms) = r["step_ms"].parse::<f64>() else {
             continue; // out of memory on the device
         };
         let name = &r["model"];
-        let rel = format!("{DIR}/config-{name}.json");
+        let rel = format!("{dir}/config-{name}.json");
         let text = String::from_utf8(fixture_bytes(&rel)).unwrap();
         let (spec, _) = hf::parse(&rel, &text).unwrap();
         assert_eq!(
@@ -215,7 +186,8 @@ fn h100_training_steps_table() {
         );
         let mb = num(&r, "micro_batch") as u32;
         // The stack each step ran on: HF transformers eager, or compiled.
-        let stack = if r["compiled"] == "True" {
+        let is_compiled = r["compiled"] == "True";
+        let stack = if is_compiled {
             Stack::TorchCompile
         } else {
             Stack::PytorchEager
@@ -233,11 +205,10 @@ fn h100_training_steps_table() {
             seq_length: num(&r, "seq") as u32,
             ..TrainingSetup::default()
         };
-        let job = ModelJob::new(spec, setup, gpu_preset("H100-SXM").unwrap(), Some(1)).unwrap();
+        let job = ModelJob::new(spec, setup, gpu_preset(preset).unwrap(), Some(1)).unwrap();
         let out = run_model(&job, &SimConfig::default()).unwrap();
         let predicted_ms = out.run.summary().iteration_time_ns as f64 / 1e6;
         let e = predicted_ms / measured_ms - 1.0;
-        let is_compiled = r["compiled"] == "True";
         if is_compiled {
             compiled.push(e.abs());
         } else {
@@ -250,15 +221,36 @@ fn h100_training_steps_table() {
             e * 100.0
         );
     }
-    let (me, mc) = (median(eager.clone()), median(compiled.clone()));
     println!(
         "eager: {} steps, median |error| {:.1}%; torch.compile: {} steps, median |error| {:.1}%",
         eager.len(),
-        me * 100.0,
+        median(eager.clone()) * 100.0,
         compiled.len(),
-        mc * 100.0
+        median(compiled.clone()) * 100.0
     );
+    (eager, compiled)
+}
+
+/// The H100 steps (the GEMM and attention curves were fitted to this GPU's
+/// kernel sweeps, not to these steps). Fails only on a regression past the
+/// documented tolerance.
+#[test]
+fn h100_training_steps_table() {
+    let (eager, compiled) = training_steps_table(DIR, "H100-SXM");
     assert_eq!((eager.len(), compiled.len()), (10, 3));
+    let (me, mc) = (median(eager), median(compiled));
+    assert!(mc < 0.25, "compiled median {mc}");
+    assert!(me < 0.45, "eager median {me}");
+}
+
+/// The same steps measured on an H200 (141 GB: the two largest eager steps
+/// that ran out of memory on the H100 fit), predicted with the H200 preset:
+/// nothing was fitted on this GPU. Same tolerances as the H100's.
+#[test]
+fn h200_training_steps_table() {
+    let (eager, compiled) = training_steps_table("measured/h200", "H200");
+    assert_eq!((eager.len(), compiled.len()), (12, 3));
+    let (me, mc) = (median(eager), median(compiled));
     assert!(mc < 0.25, "compiled median {mc}");
     assert!(me < 0.45, "eager median {me}");
 }
