@@ -133,8 +133,13 @@ fn times(
         {
             // A grouped op: one call from Python, the rest of its kernels
             // from the C++ loop over the groups (a grouped GEMM's expert
-            // GEMMs at their own host cost).
-            let python = w.kernels / w.groups.max(1);
+            // GEMMs at their own host cost); a Python loop over the groups
+            // launches every kernel from Python.
+            let python = if op.python_loop {
+                w.kernels
+            } else {
+                w.kernels / w.groups.max(1)
+            };
             kernels[i] += python;
             if op.class == OpClass::Gemm {
                 grouped_gemms[i] += w.kernels - python;
@@ -718,6 +723,7 @@ fn iteration_rows(
         class: OpClass::Memory,
         attention_core: false,
         fp8: false,
+        python_loop: false,
         forward: OpWork {
             flops: 0.0,
             bytes: (local * ADAM_BYTES_PER_PARAM) as f64,

@@ -76,6 +76,11 @@ pub struct Op {
     /// linear layers); the output layer, the router and the unfused
     /// attention core's GEMMs stay in bf16, as Megatron runs them.
     pub fp8: bool,
+    /// The groups run as a Python loop (eager PyTorch's routed experts, as
+    /// Megatron's SequentialMLP and HF transformers run them): every kernel
+    /// is launched from Python. False: one Python call, the rest of a
+    /// grouped op's kernels from a C++ loop.
+    pub python_loop: bool,
     pub forward: OpWork,
     pub input_grad: OpWork,
     pub weight_grad: OpWork,
@@ -160,18 +165,41 @@ fn linear(ops: &mut Vec<Op>, name: &'static str, m: u64, k: u64, n: u64, s: &Sha
 }
 
 /// Rewrite a layer's `ops` to the eager stack's kernels and memory passes
-/// ([`super::eager::EAGER_KERNELS`]); ops not in the table (the MoE's,
-/// MLA's) keep theirs.
-fn unfuse(ops: &mut [Op]) {
+/// ([`super::eager::EAGER_KERNELS`]; shared experts take the dense MLP's
+/// entries). The routed experts run as a Python loop over the
+/// `local_experts` ([`Op::python_loop`]): each expert's GEMMs as in the
+/// grouped op (one kernel per expert and phase), plus one gradient
+/// accumulation per expert weight, and the activation per expert with the
+/// dense MLP's eager kernels. Other ops not in the table (MLA's) keep
+/// theirs.
+fn unfuse(ops: &mut [Op], local_experts: u32) {
     use super::eager::{EAGER_KERNELS, ROPE_BYTES_SHARE};
+    let g = local_experts.max(1);
     for op in ops.iter_mut() {
-        let Some((_, [f, ig, wg], bytes)) = EAGER_KERNELS.iter().find(|(n, _, _)| *n == op.name)
+        let table_name = match op.name {
+            "experts_up" | "experts_down" => {
+                op.python_loop = true;
+                op.weight_grad.kernels = op.weight_grad.kernels.saturating_add(g);
+                continue;
+            }
+            "shared_up" => "mlp_up",
+            "shared_act" | "experts_act" => "mlp_act",
+            "shared_down" => "mlp_down",
+            name => name,
+        };
+        let Some((_, [f, ig, wg], bytes)) = EAGER_KERNELS.iter().find(|(n, _, _)| *n == table_name)
         else {
             continue;
         };
-        op.forward.kernels = *f;
-        op.input_grad.kernels = *ig;
-        op.weight_grad.kernels = *wg;
+        let per = if op.name == "experts_act" {
+            op.python_loop = true;
+            g
+        } else {
+            1
+        };
+        op.forward.kernels = f.saturating_mul(per);
+        op.input_grad.kernels = ig.saturating_mul(per);
+        op.weight_grad.kernels = wg.saturating_mul(per);
         let rope = if op.name == "attn_core" {
             1.0 + ROPE_BYTES_SHARE
         } else {
@@ -196,6 +224,7 @@ fn gemm(name: &'static str, m: u64, k: u64, n: u64, fp8: bool, s: &Shape) -> Op 
         class: OpClass::Gemm,
         attention_core: false,
         fp8,
+        python_loop: false,
         forward: OpWork {
             flops,
             bytes: fwd_bytes,
@@ -230,6 +259,7 @@ fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &
         class: OpClass::Memory,
         attention_core: false,
         fp8: false,
+        python_loop: false,
         forward: OpWork {
             flops: 0.0,
             bytes: fwd_elems * a,
@@ -316,7 +346,7 @@ impl ModelSpec {
             s,
         ));
         if s.unfused {
-            unfuse(&mut ops);
+            unfuse(&mut ops, 1);
         }
         ops
     }
@@ -343,6 +373,7 @@ impl ModelSpec {
                 class: OpClass::Gemm,
                 attention_core: true,
                 fp8: false,
+                python_loop: false,
                 forward: OpWork {
                     flops,
                     bytes: fwd_bytes,
@@ -396,6 +427,7 @@ impl ModelSpec {
             class: OpClass::Attention,
             attention_core: true,
             fp8: false,
+            python_loop: false,
             forward: OpWork {
                 flops: fwd,
                 bytes: io,
@@ -537,7 +569,7 @@ impl ModelSpec {
         }
         ops.push(memory("mlp_residual", 3.0 * nt * h, 2.0 * nt * h, 1, s));
         if s.unfused {
-            unfuse(&mut ops);
+            unfuse(&mut ops, u32::try_from(s.local_experts).unwrap_or(u32::MAX));
         }
         ops
     }
@@ -625,6 +657,46 @@ mod tests {
         let megatron = 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * h * l));
         let ours = m.model_flops_per_step(1536, 2048);
         assert!((ours / megatron - 1.0).abs() < 1e-9, "{ours} vs {megatron}");
+    }
+
+    /// Eager PyTorch runs the routed experts as a Python loop: per local
+    /// expert its GEMMs (one kernel each, one gradient accumulation per
+    /// weight) and the activation's eager kernels; the fused stacks keep
+    /// one activation for all experts and the grouped GEMM's C++ loop.
+    #[test]
+    fn eager_experts_are_a_python_loop_over_the_local_experts() {
+        let m = crate::model::presets::preset("qwen3-30b-a3b").unwrap();
+        let shape = |unfused| Shape {
+            micro_batch_size: 1,
+            seq_length: 4096,
+            tp: 1,
+            expert_tp: 1,
+            cp: 1,
+            sequence_parallel: false,
+            activation_bytes: 2,
+            gemm_weight_bytes: 2,
+            flash_attention: true,
+            local_experts: 16,
+            moe: Default::default(),
+            unfused,
+        };
+        let kernels = |unfused: bool, name: &str| {
+            let ops = m.mlp_ops(0, &shape(unfused));
+            let o = ops.iter().find(|o| o.name == name).unwrap().clone();
+            (
+                [
+                    o.forward.kernels,
+                    o.input_grad.kernels,
+                    o.weight_grad.kernels,
+                ],
+                o.python_loop,
+            )
+        };
+        assert_eq!(kernels(false, "experts_up"), ([16, 16, 16], false));
+        assert_eq!(kernels(true, "experts_up"), ([16, 16, 32], true));
+        assert_eq!(kernels(false, "experts_act"), ([1, 1, 0], false));
+        assert_eq!(kernels(true, "experts_act"), ([32, 48, 0], true));
+        assert_eq!(kernels(true, "experts_down"), ([16, 16, 32], true));
     }
 
     #[test]

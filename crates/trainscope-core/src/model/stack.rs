@@ -11,7 +11,11 @@
 //!   consecutive kernel launches of one host thread in the two eager H100
 //!   PyTorch training steps committed as Kineto traces (37-43 us over four
 //!   steps, `host-launch.csv`; traced, so an upper estimate: the untraced
-//!   step bounds the mean at 44 us). Megatron-Core and Transformer Engine
+//!   step bounds the mean at 44 us). Checked out of sample on an H200: a
+//!   plain Python loop over an MoE layer's 16 local experts, host-bound,
+//!   spent 23-36 us per launched kernel (median of 11 variants: the
+//!   constant is 33% above it; a loop over `nn.Module`s adds more Python).
+//!   Megatron-Core and Transformer Engine
 //!   are Python modules over the same dispatcher; no Megatron trace was
 //!   available, so `megatron-te` takes the eager figure (an assumption).
 //! - [`COMPILED_LAUNCH_NS`], 8 us: a compiled region launches its kernels
@@ -19,7 +23,12 @@
 //!   call measured 7.7-8.6 us in the same traces (an assumption that the
 //!   compiled path costs about one launch call per kernel).
 //! - [`GRAPH_LAUNCH_NS`], 10 us per captured region: one graph launch
-//!   (an assumption of the order of one kernel launch; not measured).
+//!   (an assumption of the order of one kernel launch). Measured since on
+//!   an H200 (`tests/fixtures/measured/h200/launch*.csv`, two machines): a
+//!   bare `CUDAGraph.replay()` from Python costs the host 2.5-6.3 us for
+//!   graphs of 1 to 1,000 kernels; the 10 us leaves the rest to the Python
+//!   of a graphed callable around the replay (its static-input copies and
+//!   autograd function), which was not measured.
 //! - [`LAUNCH_QUEUE_DEPTH`], 1,024 launches: how far the host may run
 //!   ahead of one CUDA stream. The CUDA documentation gives no figure; a
 //!   measurement posted on NVIDIA's developer forum ("CUDA stream are
@@ -28,8 +37,12 @@
 //!   1,000 kernels were pending on one stream, after which every launch
 //!   waited for a kernel to finish (per stream: three streams held about
 //!   1,000 each). 1,024 is the power of two that figure suggests: an
-//!   assumption, overridable (`--launch-queue-depth`). A captured graph
-//!   counts as one entry (an assumption).
+//!   assumption, overridable (`--launch-queue-depth`). Measured since on
+//!   an H200 (PyTorch 2.11, CUDA 13.0, driver 580; two machines): 1,021
+//!   launches were accepted behind a running kernel before the next one
+//!   blocked (`tests/fixtures/measured/h200/launch*.csv`), 0.3% from the
+//!   assumption, which stays. A captured graph counts as one entry (an
+//!   assumption).
 //!
 //! What is not modelled: kernels launched from several host threads; the
 //! CPU's own speed (all figures are one H100 host's); the Python between
