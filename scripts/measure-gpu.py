@@ -19,6 +19,8 @@ or tests needs one). Writes into the folder given as the first argument:
                    with kernel counts
   train.csv        whole training steps of Llama-shaped models built from a
                    config.json with HuggingFace transformers (time, memory)
+  accum.csv        one optimizer step over 1-8 micro-batches (gradient
+                   accumulation) of the same Llama shapes, eager
   config-*.json    the config.json of each trained model
   kineto-*.json.gz PyTorch profiler traces of some of those steps
 
@@ -383,6 +385,52 @@ def train():
     write_csv("train.csv", rows)
 
 
+@section("accum")
+def accum():
+    """Gradient accumulation: one optimizer step over k micro-batches of 1
+    sequence (k = 1, 2, 4, 8), eager, the train section's recipe. Against
+    train.csv's one micro-batch of k sequences this shows what a
+    micro-batch costs beyond its tokens (its host launches, the gradient
+    accumulation into .grad). accum.csv: model, micro_batch, accumulation,
+    seq, step_ms, per_micro_batch_ms (the step's growth per added micro-batch)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    rows = []
+    seq = 2048 if not QUICK else 512
+    for name in (MODELS if not QUICK else ["llama3.2-1b"]):
+        spec = dict(MODELS[name], max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=500000.0,
+                    hidden_act="silu")
+        try:
+            torch.cuda.empty_cache()
+            with torch.device(DEV):
+                model = LlamaForCausalLM(LlamaConfig(**spec))
+            model.float()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+            ids = torch.randint(0, spec["vocab_size"], (1, seq), device=DEV)
+            first = None
+            for k in (1, 2, 4, 8):
+                def step():
+                    for _ in range(k):
+                        with torch.autocast("cuda", dtype=torch.bfloat16):
+                            loss = model(input_ids=ids, labels=ids).loss / k
+                        loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                step()
+                torch.cuda.synchronize()
+                t, it = bench(step, min_ms=1500, max_iters=10, warmup=1)
+                first = t if k == 1 else first
+                rows.append(dict(model=name, micro_batch=1, accumulation=k, seq=seq, step_ms=t, iters=it,
+                                 per_micro_batch_ms=(t - first) / (k - 1) if k > 1 else ""))
+                log(rows[-1])
+            del model, opt, ids
+        except torch.cuda.OutOfMemoryError:
+            rows.append(dict(model=name, micro_batch=1, seq=seq, step_ms="oom"))
+            log(f"{name}: out of memory")
+            model = opt = ids = None
+        torch.cuda.empty_cache()
+    write_csv("accum.csv", rows)
+
+
 def profile(model, holder, step, stem):
     """Three steps under the profiler (one warm-up, two recorded). The model
     is wrapped in DistributedDataParallel over a one-rank NCCL group where
@@ -638,7 +686,23 @@ def moe_one(label, c, skew):
         out = torch.zeros_like(x_in).index_add_(0, order, xp)
         out.backward(g_out)
 
+    # Megatron's SequentialMLP holds each local expert's weights as its own
+    # parameters: a loop over separate leaves. (A loop over views w1[e] of
+    # one stacked tensor costs more in backward: each view's gradient is a
+    # zero-filled tensor of the whole stack, accumulated; kept as its own
+    # variant because an earlier run of this script timed only that one.)
+    w1s = [w1[e].detach().clone().requires_grad_() for e in range(local)]
+    w2s = [w2[e].detach().clone().requires_grad_() for e in range(local)]
+
     def experts_loop():
+        outs = []
+        for e, xe in enumerate(torch.split(x_in, splits)):
+            a = xe @ w1s[e].t()
+            gate, up = a.chunk(2, dim=-1)
+            outs.append((F.silu(gate) * up) @ w2s[e].t())
+        torch.cat(outs).backward(g_out)
+
+    def experts_loop_views():
         outs = []
         for e, xe in enumerate(torch.split(x_in, splits)):
             a = xe @ w1[e].t()
@@ -659,6 +723,7 @@ def moe_one(label, c, skew):
 
     variants = [("router", router), ("permute+unpermute", permute_unpermute),
                 (f"experts: loop of {local} GEMM pairs", experts_loop),
+                (f"experts: loop of {local} GEMM pairs over views of one stacked weight", experts_loop_views),
                 ("experts: one GEMM pair of all rows", experts_one_gemm)]
     if hasattr(torch, "_grouped_mm"):
         variants.append(("experts: torch._grouped_mm", experts_grouped))
@@ -676,7 +741,7 @@ def moe_one(label, c, skew):
     # timings after: a capture that fails can leave the context unusable,
     # and then it costs only the graph column.
     for name, fn in variants:
-        for p in (x_tok, w_router, w1, w2, x_in):
+        for p in [x_tok, w_router, w1, w2, x_in, *w1s, *w2s]:
             p.grad = None
         try:
             eager, _ = bench(fn, min_ms=200, max_iters=50)
@@ -715,7 +780,7 @@ def moe_one(label, c, skew):
 if __name__ == "__main__":
     t0 = time.time()
     ONLY = next((a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--only=")), None)
-    for name, f in [("env", env), ("launch", launch), ("moe", moe), ("train", train),
+    for name, f in [("env", env), ("launch", launch), ("moe", moe), ("train", train), ("accum", accum),
                     ("attention", attention), ("memory", memory), ("gemm", gemm)]:
         if ONLY is None or name in ONLY:
             f()

@@ -241,3 +241,65 @@ fn routed_experts_host_time_eager() {
     println!("median |error| {:.1}%", m * 100.0);
     assert!(m < 0.35, "median {m}");
 }
+
+/// Gradient accumulation on the H200 (`accum.csv`: one optimizer step over
+/// k micro-batches of one 2,048-token sequence, HF transformers eager, the
+/// training steps' recipe) against the model's step for the same job
+/// (micro-batch 1, global batch k, `pytorch-eager`): the step time and its
+/// growth per added micro-batch. Nothing fitted.
+#[test]
+fn gradient_accumulation_steps_on_h200() {
+    use trainscope_core::engine::SimConfig;
+    use trainscope_core::formats::hf;
+    use trainscope_core::job::run::run_model;
+    println!("| model | micro-batches | measured (ms) | predicted (ms) | error | measured per micro-batch (ms) | predicted |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut errors = Vec::new();
+    let mut first: Option<(String, f64)> = None;
+    for r in csv_rows(DIR, "accum.csv") {
+        let name = r["model"].clone();
+        let k = csv_num(&r, "accumulation") as u32;
+        let rel = format!("{DIR}/config-{name}.json");
+        let text = String::from_utf8(trainscope_tests::fixture_bytes(&rel)).unwrap();
+        let (spec, _) = hf::parse(&rel, &text).unwrap();
+        let setup = TrainingSetup {
+            stack: StackSettings {
+                stack: Stack::PytorchEager,
+                ..StackSettings::default()
+            },
+            tp: 1,
+            pp: 1,
+            dp: Some(1),
+            micro_batch_size: 1,
+            global_batch_size: Some(k),
+            seq_length: csv_num(&r, "seq") as u32,
+            ..TrainingSetup::default()
+        };
+        let job = ModelJob::new(spec, setup, gpu_preset("H200").unwrap(), Some(1)).unwrap();
+        let out = run_model(&job, &SimConfig::default()).unwrap();
+        let predicted = out.run.summary().iteration_time_ns as f64 / 1e6;
+        let measured = csv_num(&r, "step_ms");
+        let e = predicted / measured - 1.0;
+        errors.push(e.abs());
+        if k == 1 {
+            first = Some((name.clone(), predicted));
+        }
+        let per_predicted = match (&first, k) {
+            (Some((n, p1)), k) if *n == name && k > 1 => {
+                format!("{:.1}", (predicted - p1) / f64::from(k - 1))
+            }
+            _ => String::new(),
+        };
+        println!(
+            "| {name} | {k} | {measured:.1} | {predicted:.1} | {:+.1}% | {} | {per_predicted} |",
+            e * 100.0,
+            r["per_micro_batch_ms"]
+                .parse::<f64>()
+                .map_or(String::new(), |v| format!("{v:.1}"))
+        );
+    }
+    let m = median(errors.clone());
+    println!("{} steps, median |error| {:.1}%", errors.len(), m * 100.0);
+    assert_eq!(errors.len(), 8);
+    assert!(m < 0.45, "median {m}");
+}
