@@ -694,21 +694,17 @@ def moe_one(label, c, skew):
     w1s = [w1[e].detach().clone().requires_grad_() for e in range(local)]
     w2s = [w2[e].detach().clone().requires_grad_() for e in range(local)]
 
-    def experts_loop():
-        outs = []
-        for e, xe in enumerate(torch.split(x_in, splits)):
-            a = xe @ w1s[e].t()
-            gate, up = a.chunk(2, dim=-1)
-            outs.append((F.silu(gate) * up) @ w2s[e].t())
-        torch.cat(outs).backward(g_out)
-
-    def experts_loop_views():
-        outs = []
-        for e, xe in enumerate(torch.split(x_in, splits)):
-            a = xe @ w1[e].t()
-            gate, up = a.chunk(2, dim=-1)
-            outs.append((F.silu(gate) * up) @ w2[e].t())
-        torch.cat(outs).backward(g_out)
+    def loop_over(up_w, down_w):
+        def run():
+            outs = []
+            for e, xe in enumerate(torch.split(x_in, splits)):
+                a = xe @ up_w[e].t()
+                gate, up = a.chunk(2, dim=-1)
+                outs.append((F.silu(gate) * up) @ down_w[e].t())
+            torch.cat(outs).backward(g_out)
+        return run
+    experts_loop = loop_over(w1s, w2s)
+    experts_loop_views = loop_over(w1, w2)
 
     def experts_grouped():
         a = torch._grouped_mm(x_in, w1.transpose(-2, -1), offs=offs)
