@@ -27,7 +27,11 @@
 //! - [`COMPILED_LAUNCH_NS`], 8 us: a compiled region launches its kernels
 //!   from generated code without the module-level Python; the bare launch
 //!   call measured 7.7-8.6 us in the same traces (an assumption that the
-//!   compiled path costs about one launch call per kernel).
+//!   compiled path costs about one launch call per kernel). On the H200 a
+//!   call of a compiled function that runs one fused kernel cost the host
+//!   34 us (its guards and wrapper; `launch.csv`): a per-call cost the
+//!   model does not charge (a whole compiled model makes a few calls per
+//!   step); the cost per kernel inside a region was not separated.
 //! - [`GRAPH_LAUNCH_NS`], 10 us per captured region: one graph launch
 //!   (an assumption of the order of one kernel launch). Measured since on
 //!   an H200 (`tests/fixtures/measured/h200/launch*.csv`, two machines): a
