@@ -15,7 +15,8 @@
 //!   each added micro-batch 58.7-68.6 ms on an H200 (22.9-26.7 us,
 //!   `tests/fixtures/measured/h200/accum.csv`); a Python loop over an MoE
 //!   layer's experts, host-bound, spent 22.6-35.8 us per kernel (median
-//!   30.1, `moe.csv`). 28 us is the H100 bound, inside both ranges. The
+//!   30.1, `moe.csv`). 28 us is the H100 bound: inside the MoE loop's
+//!   range, 5-22% above the H200 accumulation's (another host CPU). The
 //!   traces' median gap between launches (37-43 us, `host-launch.csv`) is
 //!   the profiler's: tracing slows every launch.
 //! - [`MEGATRON_LAUNCH_NS`], 40 us per kernel for Megatron-Core with
