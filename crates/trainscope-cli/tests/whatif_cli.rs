@@ -76,7 +76,10 @@ fn a_transient_slow_down_slows_the_iterations_inside_its_window() {
     let by_iter = job(&["--slow", "5:1.5@iter1+1"]);
     let w = &by_iter["whatif"];
     assert_eq!(w["injected"][0], "--slow 5:1.5@iter1+1");
-    assert_eq!(w["iteration_times_ns"], serde_json::json!([base, slow_ns, base]));
+    assert_eq!(
+        w["iteration_times_ns"],
+        serde_json::json!([base, slow_ns, base])
+    );
     assert_eq!(w["baseline_iteration_time_ns"], base);
     assert_eq!(w["iteration_time_ns"], (2 * base + slow_ns) / 3);
     let s = w["slowdown"].as_f64().unwrap();

@@ -205,9 +205,11 @@ fn time_ns(text: &str, what: &str, whole: &str) -> Result<u64, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "min" => 60e9,
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "`{t}` in `{whole}` is not a {what} with a unit (e.g. `2s`, `500ms`, `250us`, `1min`)"
-        )),
+        ))
+        }
     };
     let v = num
         .parse::<f64>()
@@ -296,7 +298,7 @@ impl std::fmt::Display for Window {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         fn time(ns: u64) -> String {
             for (unit, per) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
-                if ns > 0 && ns % per == 0 {
+                if ns > 0 && ns.is_multiple_of(per) {
                     return format!("{}{unit}", ns / per);
                 }
             }
