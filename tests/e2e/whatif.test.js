@@ -4,7 +4,8 @@
 // sensitivity, jitter under a seed equal to the CLI's, and a bad fault
 // refused next to its field with the core's words; a span's "Slow this
 // GPU by 20%" in the timeline pins the run and re-runs with its GPU slowed
-// (the compare view). Screenshots: target/e2e/whatif*.png.
+// (the compare view); a slow-down with a window shows each iteration of
+// the run as the CLI gives them. Screenshots: target/e2e/whatif*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { serve, launch, newPage, screenshot, cli, settled } from './harness.js';
@@ -46,6 +47,25 @@ test('a slow GPU from the permalink: S and the blame equal the CLI, the sensitiv
   assert.deepEqual(stages, want.whatif.sensitivity.map((s) => s.cost_percent));
   assert.equal(stages.length, 4);
   await screenshot(page, 'whatif');
+  assert.deepEqual(errors, []);
+});
+
+test('a transient slow-down from the permalink: each iteration of the run equals the CLI, the flag as given', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(`${site.url}#${LINK}&slow=${encodeURIComponent('5:1.5@iter1+1')}`);
+  await settled(page);
+  const shown = await whatIfShown(page);
+  const want = cli([...JOB, '--slow', '5:1.5@iter1+1']);
+  assert.equal(shown.ns, want.whatif.iteration_time_ns);
+  assert.equal(shown.baseline, want.whatif.baseline_iteration_time_ns);
+  assert.equal(shown.slowdown, want.whatif.slowdown);
+  const iterations = await page.locator('[data-testid="whatif-iterations"] .whatif-row')
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.ns)));
+  assert.deepEqual(iterations, want.whatif.iteration_times_ns);
+  assert.equal(iterations.length, 3);
+  assert.ok(iterations[1] > iterations[0] && iterations[2] === iterations[0], `${iterations}`);
+  assert.equal(await page.getByTestId('whatif-injected').textContent(), '--slow 5:1.5@iter1+1');
+  await screenshot(page, 'whatif-window');
   assert.deepEqual(errors, []);
 });
 

@@ -317,6 +317,74 @@ proptest! {
         prop_assert!(base <= t_lo, "base {} > {}", base, t_lo);
         prop_assert!(t_lo <= t_hi, "x{} {} > x{} {}", lo, t_lo, hi, t_hi);
     }
+
+    #[test]
+    fn a_slow_down_window_is_the_permanent_one_over_the_run_nothing_after_it_and_monotone(
+        job in small_job(),
+        rank_pick in 0u32..64,
+        factor in 1.0f64..3.0,
+        onset_pick in 0u64..1000,
+        d1 in 1u64..1000,
+        d2 in 1u64..1000,
+    ) {
+        let world = job.parallel.world() as u32;
+        let rank = rank_pick % world;
+        let base = step(&job, &SimConfig::default());
+        let permanent = step(&job, &with(slow(&format!("{rank}:{factor}"))));
+        // A window covering the whole iteration: exactly the permanent one.
+        let whole = format!("{rank}:{factor}@0ns+{}ns", permanent + 1);
+        prop_assert_eq!(step(&job, &with(slow(&whole))), permanent);
+        // A window the iteration never reaches changes nothing.
+        let after = format!("{rank}:{factor}@{base}ns+1s");
+        prop_assert_eq!(step(&job, &with(slow(&after))), base);
+        // Longer windows from one onset cost at least as much, and between
+        // none and the permanent slow-down.
+        let onset = onset_pick * base / 1000;
+        let (lo, hi) = if d1 <= d2 { (d1, d2) } else { (d2, d1) };
+        let at = |d: u64| {
+            let len = (d * permanent / 1000).max(1);
+            step(&job, &with(slow(&format!("{rank}:{factor}@{onset}ns+{len}ns"))))
+        };
+        let (t_lo, t_hi) = (at(lo), at(hi));
+        prop_assert!(base <= t_lo, "base {} > {}", base, t_lo);
+        prop_assert!(t_lo <= t_hi, "{} {} > {} {}", lo, t_lo, hi, t_hi);
+        prop_assert!(t_hi <= permanent, "{} > permanent {}", t_hi, permanent);
+    }
+}
+
+#[test]
+fn a_window_over_one_iteration_of_three_slows_that_iteration_only() {
+    let job = per_rank(parallel(1, 4, 2), 8, block(100_000, 0, 1 << 20));
+    let base = step(&job, &SimConfig::default());
+    let permanent = step(&job, &with(slow("5:1.5")));
+    assert!(permanent > base);
+    // After one iteration, for one: the run is three iterations (the last
+    // after the window), the middle one as slow as the permanent fault.
+    for text in [
+        "5:1.5@iter1+1".to_string(),
+        format!("5:1.5@{base}ns+{permanent}ns"),
+    ] {
+        let c = with(slow(&text));
+        let r = whatif::injected(&job, &c, &*cost(&job, &c)).unwrap();
+        assert_eq!(r.iteration_times_ns, [base, permanent, base], "{text}");
+        assert_eq!(r.injected, [format!("--slow {text}")]);
+        assert_eq!(r.baseline_iteration_time_ns, base);
+        assert_eq!(r.iteration_time_ns, (2 * base + permanent) / 3);
+        let s = (2 * base + permanent) as f64 / (3 * base) as f64;
+        assert!((r.slowdown - s).abs() < 1e-12, "{} vs {s}", r.slowdown);
+    }
+    // A window over half of the middle iteration costs less than all of it.
+    let c = with(slow(&format!("5:1.5@{base}ns+{}ns", base / 2)));
+    let r = whatif::injected(&job, &c, &*cost(&job, &c)).unwrap();
+    assert_eq!(r.iteration_times_ns.len(), 3, "{:?}", r.iteration_times_ns);
+    assert_eq!(r.iteration_times_ns[0], base);
+    assert!(base < r.iteration_times_ns[1] && r.iteration_times_ns[1] < permanent);
+    assert_eq!(r.iteration_times_ns[2], base);
+    // Without a window: no iteration times, one iteration as before.
+    let c = with(slow("5:1.5"));
+    let r = whatif::injected(&job, &c, &*cost(&job, &c)).unwrap();
+    assert!(r.iteration_times_ns.is_empty());
+    assert_eq!(r.iteration_time_ns, permanent);
 }
 
 #[test]

@@ -844,8 +844,14 @@ pub struct WhatIfFlags {
     /// Slow GPUs: RANKS:FACTOR, every compute task of the ranks FACTOR
     /// times as long (`17:1.25`, `4-7,9:2`, `node3:1.1`, `stage2:1.5`);
     /// repeatable. The report's `whatif` gives the step with and without
-    /// and who carries the delay.
-    #[arg(long, value_name = "RANKS:FACTOR")]
+    /// and who carries the delay. A transient slow-down adds a window,
+    /// @ONSET+DURATION from the run's start: in time (`17:1.5@2s+500ms`;
+    /// ns, us, ms, s, min), compute inside it at 1/FACTOR speed, a task
+    /// slowed for its part inside; or in iterations (`17:1.5@iter2+1`:
+    /// after two iterations, for one). The what-if then runs iterations
+    /// back to back until the window has ended and one more
+    /// (`whatif.iteration_times_ns`).
+    #[arg(long, value_name = "RANKS:FACTOR[@ONSET+DURATION]")]
     pub slow: Vec<String>,
     /// Slow links: A-B:FACTOR (between ranks A and B) or nodeN:FACTOR (a
     /// node's NICs): collectives and transfers over it run FACTOR times as

@@ -258,6 +258,13 @@ fn render_whatif(w: &WhatIfReport) -> String {
             w.slowdown
         ));
     }
+    if !w.iteration_times_ns.is_empty() {
+        let times: Vec<String> = w.iteration_times_ns.iter().map(|&t| ms(t)).collect();
+        out.push_str(&format!(
+            "    iterations as run (ms; the step above is their mean): {}\n",
+            times.join(", ")
+        ));
+    }
     if !w.blame.is_empty() {
         out.push_str(
             "    blame (share of S - 1 removed by putting the slice back to its ideal):\n",

@@ -65,6 +65,41 @@ fn a_slowed_rank_reports_its_slow_down_and_blame() {
 }
 
 #[test]
+fn a_transient_slow_down_slows_the_iterations_inside_its_window() {
+    let permanent = job(&["--slow", "5:1.5"]);
+    let slow_ns = permanent["whatif"]["iteration_time_ns"].as_u64().unwrap();
+    let base = permanent["whatif"]["baseline_iteration_time_ns"]
+        .as_u64()
+        .unwrap();
+    assert!(permanent["whatif"].get("iteration_times_ns").is_none());
+    // The second of three iterations, in iterations and in time.
+    let by_iter = job(&["--slow", "5:1.5@iter1+1"]);
+    let w = &by_iter["whatif"];
+    assert_eq!(w["injected"][0], "--slow 5:1.5@iter1+1");
+    assert_eq!(
+        w["iteration_times_ns"],
+        serde_json::json!([base, slow_ns, base])
+    );
+    assert_eq!(w["baseline_iteration_time_ns"], base);
+    assert_eq!(w["iteration_time_ns"], (2 * base + slow_ns) / 3);
+    let s = w["slowdown"].as_f64().unwrap();
+    assert!((s - (2 * base + slow_ns) as f64 / (3 * base) as f64).abs() < 1e-12);
+    let window = format!("5:1.5@{base}ns+{slow_ns}ns");
+    let by_time = job(&["--slow", &window]);
+    assert_eq!(
+        by_time["whatif"]["iteration_times_ns"],
+        w["iteration_times_ns"]
+    );
+    // The timeline is the first iteration, which the window misses.
+    assert_eq!(by_iter["iteration_time_ns"], base);
+    assert!(by_iter["notes"].to_string().contains("first iteration"));
+    // Malformed windows are refused with exit 4 and the core's words.
+    let out = trainscope(&[JOB.as_slice(), &["--slow", "5:1.5@2s"]].concat());
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("@ONSET+DURATION"));
+}
+
+#[test]
 fn blame_on_a_described_job_is_a_sensitivity_table_per_stage() {
     let v = job(&["--blame", "--blame-factor", "1.2"]);
     let t = v["whatif"]["sensitivity"].as_array().unwrap();

@@ -35,7 +35,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::faults::{Faults, RankScope};
+use crate::engine::faults::{Faults, RankScope, Window, MAX_ITERATIONS};
 use crate::engine::network::{CollectiveCost, Placement};
 use crate::engine::spec::{GroupKind, JobMode, JobSpec, LayerSpec, Phase};
 use crate::engine::summary::Summary;
@@ -49,6 +49,9 @@ pub const MAX_RANK_SLICES: usize = 32;
 pub const MAX_SENSITIVITY_STAGES: usize = 32;
 /// The slow-down a sensitivity table applies when none is given.
 pub const DEFAULT_SENSITIVITY_FACTOR: f64 = 1.1;
+
+/// The note of a run with a transient fault (a `--slow` window).
+pub const WINDOW_NOTE: &str = "a slow-down with a window: the timeline and the summary are the run's first iteration; the what-if runs the iterations back to back until every window has ended and one more (whatif.iteration_times_ns)";
 
 /// What a slice is cut along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -101,12 +104,20 @@ pub struct WhatIfReport {
     pub sensitivity: Vec<StageSensitivity>,
     /// Simulations the analysis ran.
     pub simulations: u32,
+    /// Transient faults: each iteration's time as run, ns, the run going
+    /// on until every window has ended and one iteration more (the steps
+    /// above are then the means over these iterations); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iteration_times_ns: Vec<u64>,
 }
 
 struct Sim<'a> {
     config: SimConfig,
     cost: &'a dyn CollectiveCost,
     runs: u32,
+    /// Transient faults: the run's length in iterations, the same for
+    /// every slice (`None`: one iteration, the engine's).
+    iterations: Option<u32>,
 }
 
 impl<'a> Sim<'a> {
@@ -121,7 +132,72 @@ impl<'a> Sim<'a> {
             },
             cost,
             runs: 0,
+            iterations: None,
         }
+    }
+
+    /// The iterations of a run under `faults`, back to back, each starting
+    /// when the previous one ended ([`Faults::for_iteration`]): `count` of
+    /// them, or (`None`) until every window has ended and one more. An
+    /// iteration no window reaches is the run without the windows
+    /// (simulated once): nothing runs in a window before it opens.
+    fn iteration_times(
+        &mut self,
+        job: &JobSpec,
+        faults: &Faults,
+        count: Option<u32>,
+    ) -> Result<Vec<u64>, SimError> {
+        let mut steady = faults.clone();
+        steady.slow.retain(|s| s.window.is_none());
+        let mut steady_ns: Option<u64> = None;
+        let mut out: Vec<u64> = Vec::new();
+        let mut start_ns = 0u64;
+        for i in 0.. {
+            if count.is_some_and(|k| i >= k) {
+                break;
+            }
+            let local = faults.for_iteration(i, start_ns);
+            let ended = !local.has_windows();
+            if ended && count.is_none() && i > 0 {
+                // One iteration after the last window, then stop.
+                let t = match steady_ns {
+                    Some(t) => t,
+                    None => self.time_once(job, &steady)?,
+                };
+                out.push(t);
+                break;
+            }
+            if i >= MAX_ITERATIONS {
+                return Err(SimError::InvalidConfig {
+                    name: "slow",
+                    reason: format!(
+                        "a window ends after more than {MAX_ITERATIONS} iterations of this run (the iterations take {}); give an earlier or shorter window",
+                        crate::limits::number(out.last().copied().unwrap_or(0) as f64 / 1e9) + " s"
+                    ),
+                });
+            }
+            let steady_t = match steady_ns {
+                Some(t) => t,
+                None => {
+                    let t = self.time_once(job, &steady)?;
+                    steady_ns = Some(t);
+                    t
+                }
+            };
+            let reached = local.slow.iter().any(|s| match s.window {
+                Some(Window::Time { onset_ns, .. }) => onset_ns < steady_t,
+                Some(Window::Iterations { first, .. }) => first == 0,
+                None => false,
+            });
+            let t = if reached {
+                self.time_once(job, &local)?
+            } else {
+                steady_t
+            };
+            out.push(t);
+            start_ns = start_ns.saturating_add(t);
+        }
+        Ok(out)
     }
 
     /// The slice of `job` under `faults`: its step and its share of the
@@ -148,8 +224,20 @@ impl<'a> Sim<'a> {
         Ok(simulate_with(job, &c, self.cost)?.summary)
     }
 
-    fn time(&mut self, job: &JobSpec, faults: &Faults) -> Result<u64, SimError> {
+    fn time_once(&mut self, job: &JobSpec, faults: &Faults) -> Result<u64, SimError> {
         Ok(self.summary(job, faults)?.iteration_time_ns)
+    }
+
+    /// The step under `faults`: one iteration's time, or with
+    /// [`Sim::iterations`] the run's total over its iterations.
+    fn time(&mut self, job: &JobSpec, faults: &Faults) -> Result<u64, SimError> {
+        match self.iterations {
+            None => self.time_once(job, faults),
+            Some(k) => Ok(self
+                .iteration_times(job, faults, Some(k))?
+                .iter()
+                .fold(0u64, |a, &t| a.saturating_add(t))),
+        }
     }
 }
 
@@ -233,7 +321,20 @@ pub fn injected(
     let faults = config.faults.clone();
     let pl = placement(job, config);
     let mut sim = Sim::new(config, cost);
-    let run_ns = sim.time(job, &faults)?;
+    // Transient faults: the run's iterations as run fix its length for the
+    // baseline and every slice; steps are totals over it until reported.
+    let iteration_times_ns = if faults.has_windows() {
+        let times = sim.iteration_times(job, &faults, None)?;
+        sim.iterations = Some(times.len() as u32);
+        times
+    } else {
+        Vec::new()
+    };
+    let k = iteration_times_ns.len().max(1) as u64;
+    let run_ns = match sim.iterations {
+        Some(_) => iteration_times_ns.iter().sum(),
+        None => sim.time(job, &faults)?,
+    };
     let base_ns = sim.time(job, &Faults::default())?;
     let s = ratio(run_ns, base_ns);
     let mut blame = Vec::new();
@@ -297,15 +398,19 @@ pub fn injected(
         }
     }
     sort_blame(&mut blame);
+    for b in &mut blame {
+        b.iteration_time_ns /= k;
+    }
     Ok(WhatIfReport {
         ideal: "no faults".to_string(),
         injected: faults.flags(),
-        baseline_iteration_time_ns: base_ns,
-        iteration_time_ns: run_ns,
+        baseline_iteration_time_ns: base_ns / k,
+        iteration_time_ns: run_ns / k,
         slowdown: s,
         blame,
         sensitivity: Vec::new(),
         simulations: sim.runs,
+        iteration_times_ns,
     })
 }
 
@@ -372,6 +477,7 @@ pub fn sensitivity(
         f.slow.push(crate::engine::faults::SlowCompute {
             scope: RankScope::Stage(st),
             factor,
+            window: None,
         });
         let s = sim.summary(job, &f)?;
         let mut carried = ("none".to_string(), 0i128);
@@ -616,6 +722,7 @@ pub fn measured(
         blame,
         sensitivity: Vec::new(),
         simulations: sim.runs,
+        iteration_times_ns: Vec::new(),
     })
 }
 
@@ -648,6 +755,7 @@ pub fn report(
             blame: Vec::new(),
             sensitivity: Vec::new(),
             simulations: 0,
+            iteration_times_ns: Vec::new(),
         });
         r.sensitivity = table;
         r.simulations += runs;

@@ -355,7 +355,7 @@ impl Field {
             Field::GradSyncOverlap => "Overlap gradient sync with backward",
             Field::BackwardFactor => "Backward / forward time (forward-only inputs)",
             Field::Blocks => "Blocks (repeat a single-block input)",
-            Field::Slow => "Slow GPUs (RANKS:FACTOR, e.g. 5:1.5 node1:1.1 stage2:1.2)",
+            Field::Slow => "Slow GPUs (RANKS:FACTOR[@ONSET+DURATION], e.g. 5:1.5 node1:1.1 stage2:1.2@2s+500ms 3:2@iter1+1)",
             Field::SlowLink => "Slow links (A-B:FACTOR or nodeN:FACTOR)",
             Field::Jitter => "Per-kernel jitter (%, 0 = off)",
             Field::Seed => "Random seed (jitter)",

@@ -321,7 +321,8 @@ fn hints_fill_unpinned_fields_only() {
 #[wasm_bindgen_test]
 fn what_if_fields_give_the_cores_faults_and_refuse_in_its_words() {
     let mut s = Settings::default();
-    s.set(Field::Slow, "5:1.5  node1:1.1").unwrap();
+    s.set(Field::Slow, "5:1.5  node1:1.1@iter1+2;3:2@1.5ms+250us")
+        .unwrap();
     s.set(Field::SlowLink, "0-8:2").unwrap();
     s.set(Field::Jitter, "5").unwrap();
     s.set(Field::Seed, "3").unwrap();
@@ -333,7 +334,8 @@ fn what_if_fields_give_the_cores_faults_and_refuse_in_its_words() {
         config.faults.flags(),
         [
             "--slow 5:1.5",
-            "--slow node1:1.1",
+            "--slow node1:1.1@iter1+2",
+            "--slow 3:2@1500us+250us",
             "--slow-link 0-8:2",
             "--jitter 5 --seed 3"
         ]
@@ -345,6 +347,8 @@ fn what_if_fields_give_the_cores_faults_and_refuse_in_its_words() {
     for (field, bad, says) in [
         (Field::Slow, "5", "is not RANKS:FACTOR"),
         (Field::Slow, "5:0.5", "not a slow-down factor"),
+        (Field::Slow, "5:1.5@2s", "@ONSET+DURATION"),
+        (Field::Slow, "5:1.5@2+1s", "with a unit"),
         (Field::SlowLink, "3-3:2", "names one rank twice"),
         (Field::Jitter, "-1", "not a jitter"),
     ] {
@@ -378,7 +382,7 @@ fn fragment_round_trips_every_field_and_the_example() {
         (Field::GradSyncOverlap, "0"),
         (Field::BackwardFactor, "2.5"),
         (Field::Latency, "0.75"),
-        (Field::Slow, "5:1.5 stage2:1.2"),
+        (Field::Slow, "5:1.5 stage2:1.2@2s+500ms"),
         (Field::Jitter, "2.5"),
         (Field::Seed, "7"),
         (Field::Blame, "1"),

@@ -285,6 +285,8 @@ struct Builder<'a> {
     points: Vec<Vec<(u32, Point)>>,
     /// What-if faults against this job (`None`: no fault).
     faults: Option<injection::Resolved>,
+    /// Per program: its slow windows in the graph, or NONE (empty: none).
+    window_ids: Vec<u32>,
     /// Per program, per block, per layer: its label once looked up
     /// ([`NONE`] before), so a step's layers skip the by-name map.
     layer_labels: Vec<Vec<Vec<u32>>>,
@@ -499,6 +501,11 @@ impl Builder<'_> {
             &deps,
             meta,
         )?;
+        if let Some(&w) = self.window_ids.get(prog as usize) {
+            if w != NONE {
+                self.graph.set_windows(id, w);
+            }
+        }
         self.scratch = deps;
         if let (true, Some(d)) = (hosted, depth) {
             st.queue.push(id, ops.launches.max(1), d);
@@ -1620,6 +1627,16 @@ pub fn build(
     } else {
         Some(injection::resolve(&config.faults, job, &placement, &ranks)?)
     };
+    // Each program's slow windows of time, registered once with the graph.
+    let window_ids: Vec<u32> = match &faults {
+        Some(f) => (0..job.programs.len() as u32)
+            .map(|prog| match f.windows(prog) {
+                Some(w) => graph.add_windows(w.to_vec()),
+                None => NONE,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let mut b = Builder {
         job,
         config,
@@ -1648,6 +1665,7 @@ pub fn build(
         points: transfer_points(job, &by_rank_copy),
         has_host: false,
         faults,
+        window_ids,
         layer_labels: job
             .programs
             .iter()

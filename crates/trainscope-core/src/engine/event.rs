@@ -50,7 +50,7 @@
 //! would head every queue and start. [`Engine::with_reference_queue`]
 //! runs without both (the tests compare the two, field for field).
 
-use crate::engine::SimError;
+use crate::engine::{scale, SimError};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -132,6 +132,13 @@ pub struct TaskGraph {
     resources: u32,
     node_slots: Vec<u32>,
     gang_sizes: Vec<u32>,
+    /// Transient slow-downs ([`crate::engine::faults::Window`]): windows of
+    /// time in which a task runs slower, each a disjoint ascending list of
+    /// (start, end, factor).
+    windows: Vec<Vec<(u64, u64, f64)>>,
+    /// Per task, its index in `windows` or [`NONE`]; empty when no task has
+    /// one (the loop then never looks).
+    task_windows: Vec<u32>,
 }
 
 impl TaskGraph {
@@ -156,6 +163,25 @@ impl TaskGraph {
     pub fn add_gang(&mut self) -> GangId {
         self.gang_sizes.push(0);
         (self.gang_sizes.len() - 1) as u32
+    }
+
+    /// A set of slow windows: disjoint, ascending (start, end, factor),
+    /// each factor at least 1.
+    pub fn add_windows(&mut self, windows: Vec<(u64, u64, f64)>) -> u32 {
+        self.windows.push(windows);
+        (self.windows.len() - 1) as u32
+    }
+
+    /// Task `task` (a fixed-duration task, no flow) runs under the windows
+    /// `windows` ([`TaskGraph::add_windows`]): the part of it inside one
+    /// runs that window's factor times as long.
+    pub fn set_windows(&mut self, task: TaskId, windows: u32) {
+        if self.task_windows.len() < self.tasks.len() {
+            self.task_windows.resize(self.tasks.len(), NONE);
+        }
+        if let Some(w) = self.task_windows.get_mut(task as usize) {
+            *w = windows;
+        }
     }
 
     /// Number of tasks.
@@ -245,6 +271,48 @@ impl TaskGraph {
             None => &[],
         }
     }
+}
+
+/// When work of `ns` (at full speed) that starts at `start_ns` ends under
+/// `windows` (disjoint, ascending (start, end, factor)): inside a window it
+/// runs at `1 / factor` of its speed. A task wholly inside one window takes
+/// exactly [`scale`]`(ns, factor)`, as a permanent slow-down; a task that
+/// runs into or out of one is slowed for the part of it inside (never more
+/// than wholly inside, never less than not at all).
+pub(crate) fn windowed_end_ns(windows: &[(u64, u64, f64)], start_ns: u64, ns: u64) -> u64 {
+    let (mut t, mut rem) = (start_ns, ns);
+    let mut most = 1.0f64;
+    for &(a, b, f) in windows {
+        if b <= t {
+            continue;
+        }
+        if a > t {
+            let gap = a - t;
+            if rem <= gap {
+                break;
+            }
+            t = a;
+            rem -= gap;
+        }
+        most = most.max(f);
+        let need = scale(rem, f);
+        if need <= b - t {
+            t = t.saturating_add(need);
+            rem = 0;
+            break;
+        }
+        // The work done by the window's end at 1 / f of the speed.
+        let done = (((b - t) as f64) / f).floor() as u64;
+        rem -= done.min(rem);
+        t = b;
+    }
+    let end = t.saturating_add(rem);
+    end.clamp(
+        start_ns.saturating_add(ns),
+        start_ns
+            .saturating_add(scale(ns, most))
+            .max(start_ns.saturating_add(ns)),
+    )
 }
 
 /// Where a task is in its life.
@@ -658,7 +726,13 @@ impl Engine {
         tt.state = TaskState::Running;
         tt.start_ns = now;
         if t.flow == NONE {
-            self.push(now.saturating_add(t.duration_ns), id | FINISH, 0);
+            let end = match self.graph.task_windows.get(id as usize) {
+                Some(&w) if w != NONE => {
+                    windowed_end_ns(&self.graph.windows[w as usize], now, t.duration_ns)
+                }
+                _ => now.saturating_add(t.duration_ns),
+            };
+            self.push(end, id | FINISH, 0);
             return;
         }
         let f = self.graph.flows[t.flow as usize];
@@ -817,6 +891,24 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windowed_work_is_slowed_for_its_part_inside() {
+        let w = [(100u64, 200u64, 2.0f64)];
+        // Wholly before, after, inside.
+        assert_eq!(windowed_end_ns(&w, 0, 50), 50);
+        assert_eq!(windowed_end_ns(&w, 200, 50), 250);
+        assert_eq!(windowed_end_ns(&w, 100, 30), 160);
+        // Into the window: 50 at full speed, then 10 of work takes 20.
+        assert_eq!(windowed_end_ns(&w, 50, 60), 120);
+        // Across it: 100 full, the window does 50 of work, 50 more after.
+        assert_eq!(windowed_end_ns(&w, 0, 200), 250);
+        // A window over everything is the permanent slow-down.
+        let all = [(0u64, u64::MAX, 1.37f64)];
+        for ns in [1u64, 7, 1_000, 123_457] {
+            assert_eq!(windowed_end_ns(&all, 5, ns), 5 + scale(ns, 1.37));
+        }
+    }
 
     #[test]
     fn chain_and_fifo_on_one_resource() {

@@ -9,6 +9,20 @@
 //!   a pipeline stage). A collective starts when its last member arrives
 //!   (the engine's gangs in per-rank jobs, the chain's order in SPMD jobs),
 //!   so the others wait for the slowed rank there.
+//! - **Transient slow compute** (`--slow RANKS:FACTOR@ONSET+DURATION`):
+//!   the slow-down holds only inside a window of the run, given in time
+//!   (`17:1.5@2s+500ms`: from 2 s after the run's start for 500 ms; units
+//!   `ns`, `us`, `ms`, `s`, `min`) or in iterations (`17:1.5@iter2+1`:
+//!   after two iterations, for one, that is the third). Inside a time
+//!   window the ranks' compute runs at `1 / FACTOR` of its speed: a task
+//!   that runs into or out of the window is slowed for the part of it
+//!   inside, so a window covering the whole run is exactly the permanent
+//!   slow-down and a window the run never reaches changes nothing. The
+//!   engine simulates one iteration from time 0 (iteration 0); the
+//!   what-if ([`crate::whatif`]) runs the iterations of a run back to back
+//!   ([`Faults::for_iteration`]), each starting when the previous one has
+//!   ended on every rank (the optimizer step and the gradient-norm
+//!   all-reduce end an iteration on every rank together).
 //! - **Slow link** (`--slow-link A-B:FACTOR` or `--slow-link nodeN:FACTOR`):
 //!   a collective whose group holds both ends of the link (all-to-alls and
 //!   rings cross it) runs at that link's pace, that is its NVLink part (both
@@ -66,11 +80,30 @@ pub enum LinkScope {
     Nic(u32),
 }
 
+/// When a transient fault holds, from the start of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Window {
+    /// From `onset_ns` after the run's start, for `duration_ns`.
+    Time { onset_ns: u64, duration_ns: u64 },
+    /// After `first` whole iterations, for `count` iterations.
+    Iterations { first: u32, count: u32 },
+}
+
+/// Largest window onset or duration in time, ns (a week).
+pub const MAX_WINDOW_NS: u64 = 7 * 24 * 3600 * 1_000_000_000;
+/// Largest window onset or length in iterations, and the most iterations
+/// a what-if with windows runs.
+pub const MAX_ITERATIONS: u32 = 10_000;
+
 /// One compute slow-down.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlowCompute {
     pub scope: RankScope,
     pub factor: f64,
+    /// `None`: the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
 }
 
 /// One link slow-down.
@@ -158,16 +191,144 @@ fn rank_scope(text: &str, whole: &str) -> Result<RankScope, String> {
     Ok(RankScope::Ranks(ranks))
 }
 
+/// `2s`, `500ms`, `1.5min`, `250us`, `100ns` (a bare number: seconds
+/// are not assumed; the unit is required).
+fn time_ns(text: &str, what: &str, whole: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit_ns = match unit.trim() {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "min" => 60e9,
+        _ => {
+            return Err(format!(
+            "`{t}` in `{whole}` is not a {what} with a unit (e.g. `2s`, `500ms`, `250us`, `1min`)"
+        ))
+        }
+    };
+    let v = num
+        .parse::<f64>()
+        .map_err(|_| format!("`{t}` in `{whole}` is not a {what} (e.g. `2s`, `500ms`)"))?;
+    let ns = (v * unit_ns).round();
+    if !(0.0..=MAX_WINDOW_NS as f64).contains(&ns) {
+        return Err(format!(
+            "`{t}` in `{whole}`: a {what} is at most a week (604800s)"
+        ));
+    }
+    Ok(ns as u64)
+}
+
+impl Window {
+    /// `2s+500ms` (onset and duration in time) or `iter2+1` (after two
+    /// iterations, for one), as it follows the `@` of `--slow`.
+    pub fn parse(text: &str, whole: &str) -> Result<Window, String> {
+        let (a, b) = text.split_once('+').ok_or_else(|| {
+            format!("`@{text}` in `{whole}` is not @ONSET+DURATION (e.g. `@2s+500ms`, `@iter2+1`)")
+        })?;
+        if let Some(first) = a.trim().strip_prefix("iter") {
+            let first = index(first, "number of iterations", whole)?;
+            let count = index(b, "number of iterations", whole)?;
+            if count == 0 || first >= MAX_ITERATIONS || count > MAX_ITERATIONS {
+                return Err(format!(
+                    "`@{text}` in `{whole}`: the window starts after 0 to {} iterations and lasts 1 to {MAX_ITERATIONS}",
+                    MAX_ITERATIONS - 1
+                ));
+            }
+            return Ok(Window::Iterations { first, count });
+        }
+        let onset_ns = time_ns(a, "onset", whole)?;
+        let duration_ns = time_ns(b, "duration", whole)?;
+        if duration_ns == 0 {
+            return Err(format!(
+                "`@{text}` in `{whole}`: the duration must be more than 0"
+            ));
+        }
+        Ok(Window::Time {
+            onset_ns,
+            duration_ns,
+        })
+    }
+
+    /// This window as it applies to the iteration `index` of a run,
+    /// simulated from its own time 0, that started `start_ns` after the
+    /// run: shifted, shortened, or `None` once it has ended.
+    pub fn for_iteration(&self, index: u32, start_ns: u64) -> Option<Window> {
+        match *self {
+            Window::Time {
+                onset_ns,
+                duration_ns,
+            } => {
+                let end = onset_ns.saturating_add(duration_ns);
+                (end > start_ns).then(|| {
+                    let onset = onset_ns.max(start_ns);
+                    Window::Time {
+                        onset_ns: onset - start_ns,
+                        duration_ns: end - onset,
+                    }
+                })
+            }
+            Window::Iterations { first, count } => {
+                let end = first.saturating_add(count);
+                (end > index).then(|| {
+                    let f = first.max(index);
+                    Window::Iterations {
+                        first: f - index,
+                        count: end - f,
+                    }
+                })
+            }
+        }
+    }
+
+    /// True when the window has not ended by the iteration `index` that
+    /// starts `start_ns` after the run.
+    pub fn pending(&self, index: u32, start_ns: u64) -> bool {
+        self.for_iteration(index, start_ns).is_some()
+    }
+}
+
+impl std::fmt::Display for Window {
+    /// `2s+500ms`, `iter2+1` (each time in the largest unit that keeps it
+    /// whole).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn time(ns: u64) -> String {
+            for (unit, per) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
+                if ns > 0 && ns.is_multiple_of(per) {
+                    return format!("{}{unit}", ns / per);
+                }
+            }
+            format!("{ns}ns")
+        }
+        match *self {
+            Window::Time {
+                onset_ns,
+                duration_ns,
+            } => write!(f, "{}+{}", time(onset_ns), time(duration_ns)),
+            Window::Iterations { first, count } => write!(f, "iter{first}+{count}"),
+        }
+    }
+}
+
 impl SlowCompute {
-    /// `RANKS:FACTOR`, as `--slow` takes it: `17:1.25`, `4-7:2`,
-    /// `node3:1.1`, `stage2:1.5`.
+    /// `RANKS:FACTOR[@WINDOW]`, as `--slow` takes it: `17:1.25`, `4-7:2`,
+    /// `node3:1.1`, `stage2:1.5`, `17:1.5@2s+500ms`, `17:1.5@iter2+1`.
     pub fn parse(text: &str) -> Result<SlowCompute, String> {
-        let (r, f) = text.rsplit_once(':').ok_or_else(|| {
-            format!("`{text}` is not RANKS:FACTOR (e.g. `17:1.25`, `node3:1.1`, `stage2:1.5`)")
+        let (spec, window) = match text.split_once('@') {
+            Some((s, w)) => (s, Some(Window::parse(w, text)?)),
+            None => (text, None),
+        };
+        let (r, f) = spec.rsplit_once(':').ok_or_else(|| {
+            format!("`{text}` is not RANKS:FACTOR[@ONSET+DURATION] (e.g. `17:1.25`, `node3:1.1`, `stage2:1.5@2s+500ms`)")
         })?;
         Ok(SlowCompute {
             scope: rank_scope(r, text)?,
             factor: factor(f, text)?,
+            window,
         })
     }
 }
@@ -248,7 +409,11 @@ impl std::fmt::Display for RankScope {
 impl std::fmt::Display for SlowCompute {
     /// The `--slow` argument that gives this fault back.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.scope, limits::number(self.factor))
+        write!(f, "{}:{}", self.scope, limits::number(self.factor))?;
+        match &self.window {
+            Some(w) => write!(f, "@{w}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -292,6 +457,30 @@ impl Faults {
         })
     }
 
+    /// Some fault holds only inside a window.
+    pub fn has_windows(&self) -> bool {
+        self.slow.iter().any(|s| s.window.is_some())
+    }
+
+    /// The faults as they apply to iteration `index` of a run, simulated
+    /// from its own time 0, that started `start_ns` after the run: each
+    /// window shifted to the iteration, a window that has ended dropped.
+    pub fn for_iteration(&self, index: u32, start_ns: u64) -> Faults {
+        let mut f = self.clone();
+        f.slow = self
+            .slow
+            .iter()
+            .filter_map(|s| match &s.window {
+                None => Some(s.clone()),
+                Some(w) => w.for_iteration(index, start_ns).map(|w| SlowCompute {
+                    window: Some(w),
+                    ..s.clone()
+                }),
+            })
+            .collect();
+        f
+    }
+
     /// No fault at all.
     pub fn is_empty(&self) -> bool {
         self.slow.is_empty() && self.slow_links.is_empty() && self.jitter.is_none()
@@ -318,6 +507,10 @@ impl Faults {
         let bad = |name: &'static str, reason: String| SimError::InvalidConfig { name, reason };
         for s in &self.slow {
             check_factor(s.factor).map_err(|r| bad("slow", r))?;
+            if let Some(w) = &s.window {
+                // The window as text, back through the parser's checks.
+                Window::parse(&w.to_string(), &s.to_string()).map_err(|r| bad("slow", r))?;
+            }
         }
         for l in &self.slow_links {
             check_factor(l.factor).map_err(|r| bad("slow_link", r))?;
@@ -360,6 +553,87 @@ mod tests {
         }
         assert!(Jitter::new(-1.0, 0).is_err());
         assert!(Jitter::new(500.0, 0).is_err());
+    }
+
+    #[test]
+    fn parses_windows_in_time_and_iterations_and_gives_them_back() {
+        let s = SlowCompute::parse("17:1.25@2s+500ms").unwrap();
+        assert_eq!(
+            s.window,
+            Some(Window::Time {
+                onset_ns: 2_000_000_000,
+                duration_ns: 500_000_000
+            })
+        );
+        assert_eq!(s.to_string(), "17:1.25@2s+500ms");
+        assert_eq!(
+            SlowCompute::parse("0:2@1.5ms+250us").unwrap().to_string(),
+            "0:2@1500us+250us"
+        );
+        assert_eq!(
+            SlowCompute::parse("stage1:2@1min+7ns").unwrap().to_string(),
+            "stage1:2@60s+7ns"
+        );
+        let it = SlowCompute::parse("node0:1.5@iter2+1").unwrap();
+        assert_eq!(it.window, Some(Window::Iterations { first: 2, count: 1 }));
+        assert_eq!(it.to_string(), "node0:1.5@iter2+1");
+        for t in ["1:2@0s+1ns", "1:2@iter0+3", "3:1.1@10ms+1s"] {
+            let p = SlowCompute::parse(t).unwrap();
+            assert_eq!(SlowCompute::parse(&p.to_string()).unwrap(), p, "{t}");
+        }
+        for bad in [
+            "1:2@2s",
+            "1:2@2+1s",
+            "1:2@2s+0ms",
+            "1:2@2s+1h",
+            "1:2@iter1+0",
+            "1:2@iterx+1",
+            "1:2@-1s+1s",
+            "1:2@9999999s+1s",
+        ] {
+            assert!(SlowCompute::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_window_shifts_to_each_iteration_and_ends() {
+        let w = Window::Time {
+            onset_ns: 150,
+            duration_ns: 100,
+        };
+        // Iteration starting at 100: from 50 for 100; at 200: from 0 for
+        // 50; at 250: ended.
+        assert_eq!(
+            w.for_iteration(1, 100),
+            Some(Window::Time {
+                onset_ns: 50,
+                duration_ns: 100
+            })
+        );
+        assert_eq!(
+            w.for_iteration(2, 200),
+            Some(Window::Time {
+                onset_ns: 0,
+                duration_ns: 50
+            })
+        );
+        assert_eq!(w.for_iteration(3, 250), None);
+        let it = Window::Iterations { first: 2, count: 2 };
+        assert_eq!(
+            it.for_iteration(1, 0),
+            Some(Window::Iterations { first: 1, count: 2 })
+        );
+        assert_eq!(
+            it.for_iteration(3, 0),
+            Some(Window::Iterations { first: 0, count: 1 })
+        );
+        assert_eq!(it.for_iteration(4, 0), None);
+        let mut f = Faults::default();
+        f.slow.push(SlowCompute::parse("1:2@iter0+1").unwrap());
+        f.slow.push(SlowCompute::parse("2:2").unwrap());
+        assert!(f.has_windows());
+        assert!(!f.for_iteration(1, 10).has_windows());
+        assert_eq!(f.for_iteration(1, 10).slow.len(), 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! rank pairs of its transfers. The builder multiplies by them
 //! ([`super::build`]); everything else of the engine never sees a fault.
 
-use crate::engine::faults::{Faults, Jitter, LinkScope, RankScope};
+use crate::engine::faults::{Faults, Jitter, LinkScope, RankScope, Window};
 use crate::engine::network::Placement;
 use crate::engine::spec::{GroupKind, JobMode, JobSpec};
 use crate::engine::{scale, SimError};
@@ -62,6 +62,8 @@ pub(crate) fn resolve(
     };
     let node_ranks = |n: u32| placement.node_ranks(n);
     let mut compute = vec![1.0f64; n_prog];
+    // Per program: its time windows (start, end, factor), as given.
+    let mut timed: Vec<Vec<(u64, u64, f64)>> = vec![Vec::new(); n_prog];
     for s in &faults.slow {
         let targets: Vec<usize> = match &s.scope {
             RankScope::Ranks(rs) => {
@@ -104,9 +106,29 @@ pub(crate) fn resolve(
             }
         };
         for i in targets {
-            compute[i] = compute[i].max(s.factor);
+            match s.window {
+                // This simulation is iteration 0 of the run.
+                None | Some(Window::Iterations { first: 0, .. }) => {
+                    compute[i] = compute[i].max(s.factor)
+                }
+                Some(Window::Iterations { .. }) => {}
+                Some(Window::Time {
+                    onset_ns,
+                    duration_ns,
+                }) => timed[i].push((onset_ns, onset_ns.saturating_add(duration_ns), s.factor)),
+            }
         }
     }
+    let windows: Vec<Vec<(u64, u64, f64)>> = timed
+        .iter()
+        .zip(&compute)
+        .map(|(w, &perm)| segments(w, perm))
+        .collect();
+    let windows = if windows.iter().all(Vec::is_empty) {
+        Vec::new()
+    } else {
+        windows
+    };
     // Per program and group kind: (NVLink part, NIC part) factors.
     let mut coll = vec![[(1.0f64, 1.0f64); GroupKind::EVERY.len()]; n_prog];
     let mut mark = |members: &[u32], kind: GroupKind, intra: f64, nic: f64| {
@@ -179,7 +201,36 @@ pub(crate) fn resolve(
         mode: job.mode,
         stages: job.programs.iter().map(|p| p.stage).collect(),
         jitter: faults.jitter,
+        windows,
     })
+}
+
+/// Time windows `w` (start, end, factor) of a program whose compute runs
+/// `perm` times as long throughout as disjoint ascending segments, each
+/// with the factor on top of `perm` (the largest of its windows' and
+/// `perm`, over `perm`); segments that add nothing are left out.
+fn segments(w: &[(u64, u64, f64)], perm: f64) -> Vec<(u64, u64, f64)> {
+    let mut cuts: Vec<u64> = w.iter().flat_map(|&(a, b, _)| [a, b]).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut out: Vec<(u64, u64, f64)> = Vec::new();
+    for pair in cuts.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let f = w
+            .iter()
+            .filter(|&&(s, e, _)| s <= a && b <= e)
+            .map(|x| x.2)
+            .fold(perm, f64::max);
+        let rel = f / perm;
+        if rel <= 1.0 {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.1 == a && last.2 == rel => last.1 = b,
+            _ => out.push((a, b, rel)),
+        }
+    }
+    out
 }
 
 /// [`Faults`] against one job: what the builder multiplies.
@@ -195,6 +246,10 @@ pub(crate) struct Resolved {
     /// Per program: its stage.
     stages: Vec<u32>,
     jitter: Option<Jitter>,
+    /// Per program: its compute's slow windows of time on top of
+    /// `compute` ([`super::event::windowed_end_ns`]); empty when no
+    /// program has one.
+    windows: Vec<Vec<(u64, u64, f64)>>,
 }
 
 /// `(total, nic)` with the NVLink part (`total - nic`) and the NIC part
@@ -214,6 +269,14 @@ impl Resolved {
             f *= j.factor_of(rank, seq);
         }
         scale(ns, f)
+    }
+
+    /// Program `prog`'s slow windows of time (disjoint, ascending), if any.
+    pub(crate) fn windows(&self, prog: u32) -> Option<&[(u64, u64, f64)]> {
+        self.windows
+            .get(prog as usize)
+            .filter(|w| !w.is_empty())
+            .map(Vec::as_slice)
     }
 
     /// A collective's `(total, nic)` on program `prog`.
@@ -269,5 +332,17 @@ mod tests {
         assert_eq!(scale_parts(100, 40, (1.0, 2.0)), (140, 80));
         assert_eq!(scale_parts(100, 40, (2.0, 1.0)), (160, 40));
         assert_eq!(scale_parts(100, 0, (1.0, 1.0)), (100, 0));
+    }
+
+    #[test]
+    fn overlapping_windows_become_disjoint_segments_of_the_larger_factor() {
+        let w = [(0, 100, 2.0), (50, 150, 3.0), (200, 300, 1.5)];
+        assert_eq!(
+            segments(&w, 1.0),
+            vec![(0, 50, 2.0), (50, 150, 3.0), (200, 300, 1.5)]
+        );
+        // On top of a permanent 2x: only what exceeds it, relative to it.
+        assert_eq!(segments(&w, 2.0), vec![(50, 150, 1.5)]);
+        assert!(segments(&[], 1.0).is_empty());
     }
 }

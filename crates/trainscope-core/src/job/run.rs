@@ -203,6 +203,9 @@ pub fn run_model_with(
     push_unique(&mut warnings, spec.warnings.iter().cloned());
     push_unique(&mut warnings, result.summary.warnings.iter().cloned());
     push_unique(&mut notes, result.summary.notes.iter().cloned());
+    if whatif.is_some() && c.faults.has_windows() {
+        notes.push(crate::whatif::WINDOW_NOTE.to_string());
+    }
     // Chunks whose activations are held at the peak: what the simulated
     // schedule held (closed form where the summary has no count).
     let in_flight: Vec<u32> = (0..s.pp)

@@ -901,6 +901,9 @@ pub fn run_loaded(
             let cost = cost_for(job.parallel, config, tables)?;
             let result = simulate_with(&job, config, cost.as_ref())?;
             let whatif = crate::whatif::report(&job, config, cost.as_ref(), options.blame)?;
+            if config.faults.has_windows() {
+                notes.push(crate::whatif::WINDOW_NOTE.to_string());
+            }
             push_unique(&mut warnings, result.summary.warnings.iter().cloned());
             push_unique(&mut notes, result.summary.notes.iter().cloned());
             Ok(RunOutput {
@@ -1178,6 +1181,9 @@ pub fn run_loaded(
                 _ => None,
             };
             let whatif = crate::whatif::report(run_job, &c, cost, options.blame)?;
+            if c.faults.has_windows() {
+                notes.push(crate::whatif::WINDOW_NOTE.to_string());
+            }
             let analysis = loaded.analysis.clone();
             match &rj.network {
                 Some(net) => {

@@ -1008,6 +1008,7 @@ pub fn worst_straggler(
         cfg.faults.slow.push(crate::engine::faults::SlowCompute {
             scope: crate::engine::faults::RankScope::Stage(s),
             factor,
+            window: None,
         });
         let t = run_model(&c.job, &cfg)
             .map_err(|e| e.to_string())?

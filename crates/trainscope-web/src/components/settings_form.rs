@@ -82,7 +82,7 @@ fn control(field: Field) -> Control {
             min: "1",
         },
         Field::GradSyncOverlap | Field::Blame => Control::Check,
-        Field::Slow => Control::Text("e.g. 5:1.5 node1:1.1"),
+        Field::Slow => Control::Text("e.g. 5:1.5 node1:1.1@iter1+1"),
         Field::SlowLink => Control::Text("e.g. 0-8:2 node1:2"),
         Field::Jitter => Control::Number {
             step: "any",

@@ -4,7 +4,10 @@
 //! (`data-testid="whatif-slowdown"`, with `data-slowdown`, `data-ns` and
 //! `data-baseline-ns`), the blame as a bar chart of each slice's share of
 //! S - 1 (`data-testid="whatif-blame"`, one row per slice), and a
-//! described job's per-stage sensitivity (`data-testid="whatif-sensitivity"`).
+//! described job's per-stage sensitivity (`data-testid="whatif-sensitivity"`),
+//! and, for a slow-down with a window (`--slow 5:1.5@iter1+1`), each
+//! iteration of the run as a bar against the baseline
+//! (`data-testid="whatif-iterations"`, one row per iteration with `data-ns`).
 //! The numbers are the core's [`WhatIfReport`], the CLI's `whatif` object.
 
 use crate::format;
@@ -40,6 +43,7 @@ pub fn whatif_view(props: &WhatIfProps) -> Html {
     let r = &props.report;
     let excess = (r.slowdown - 1.0).max(0.0);
     let top = r.blame.iter().map(|b| b.share).fold(0.0f64, f64::max);
+    let longest = r.iteration_times_ns.iter().copied().max().unwrap_or(0);
     let worst = r
         .sensitivity
         .iter()
@@ -64,6 +68,27 @@ pub fn whatif_view(props: &WhatIfProps) -> Html {
                         r.slowdown
                     ) }
                 </p>
+            }
+            if !r.iteration_times_ns.is_empty() {
+                <div class="whatif-blame" data-testid="whatif-iterations" role="table"
+                     aria-label="Each iteration of the run as run">
+                    <p class="small note">{ format!(
+                        "The run, iteration by iteration, until the window has ended and one more (the step above is their mean; baseline {})",
+                        format::duration_ns(r.baseline_iteration_time_ns)
+                    ) }</p>
+                    { for r.iteration_times_ns.iter().enumerate().map(|(i, &t)| html! {
+                        <div class="whatif-row" role="row" data-iteration={i.to_string()}
+                             data-ns={t.to_string()}>
+                            <span class="whatif-label" role="cell">{ format!("iteration {i}") }</span>
+                            <span class="whatif-bar" role="cell"><span style={width(t as f64, longest as f64)}></span></span>
+                            <span class="whatif-value" role="cell">{ format!(
+                                "{} · {:+.2}%",
+                                format::duration_ns(t),
+                                (t as f64 / r.baseline_iteration_time_ns.max(1) as f64 - 1.0) * 100.0
+                            ) }</span>
+                        </div>
+                    }) }
+                </div>
             }
             if !r.blame.is_empty() {
                 <div class="whatif-blame" data-testid="whatif-blame" role="table"
