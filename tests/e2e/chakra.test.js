@@ -51,10 +51,12 @@ async function run(list, shot) {
   const section = runs.indexOf('simulated');
   const groups = (await canvas.getAttribute('data-groups')).split('|')
     .filter((g) => g.startsWith(`${section}:`)).map((g) => g.slice(String(section).length + 1));
+  // What the input measured, in the format's own words (not another's).
+  const covers = await page.getByTestId('measured-covers').textContent();
   await screenshot(page, shot);
   assert.deepEqual(errors, []);
   await page.close();
-  return { formats, ns, groups };
+  return { formats, ns, groups, covers };
 }
 
 test('a Chakra set dropped with its comm_groups.json simulates each collective over its group', { skip }, async () => {
@@ -64,6 +66,8 @@ test('a Chakra set dropped with its comm_groups.json simulates each collective o
   assert.equal(count(with_.formats, 'chakra-et'), 8, `${with_.formats}`);
   assert.equal(count(with_.formats, 'chakra-comm-groups'), 1, `${with_.formats}`);
   assert.ok(with_.groups.some((g) => g.includes('rank 4 · stage 1')), `groups: ${with_.groups}`);
+  assert.match(with_.covers, /^Chakra execution traces record each compute node's duration/);
+  assert.doesNotMatch(with_.covers, /Optimus|forward passes only|ProfilerStep/);
 
   const without = await run(files.filter((f) => f.name.endsWith('.et')), 'chakra-no-groups');
   assert.ok(without.groups.some((g) => g.includes('rank 4 · stage 0')), `groups: ${without.groups}`);

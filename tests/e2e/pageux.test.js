@@ -396,6 +396,13 @@ test('1280x720: Compare schedules counts each stage\'s whole memory, marks the s
     const box = await table.getByTestId(id).first().boundingBox();
     assert.ok(box && box.x >= 0 && box.x + box.width <= 1280, `${id} is within the 1280 px width`);
   }
+  // Times on one line: each bubble and time cell's text is one line box.
+  const lines = await table.locator('td.num').evaluateAll((cells) => cells.map((c) => {
+    const r = document.createRange(); r.selectNodeContents(c);
+    return [c.textContent, new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size];
+  }));
+  assert.ok(lines.length >= 18, `${lines.length} cells`);
+  for (const [text, n] of lines) assert.equal(n, 1, `"${text}" wraps over ${n} lines`);
   await table.scrollIntoViewIfNeeded();
   await viewShot(page, 'pageux-schedules-memory-1280x720');
   assert.deepEqual(errors, []);
@@ -447,3 +454,36 @@ test('1280x720: a run with no result says "Run N failed", not "done"', async () 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+for (const [width, height] of SIZES) {
+  test(`${width}x${height}: the results and the timeline take the width; the Configure column stays beside them instead of leaving a gutter`, async () => {
+    const { page, errors } = await open(width, height);
+    await loadExample(page, SEED);
+    const canvas = page.getByTestId('timeline');
+    await canvas.waitFor({ state: 'visible' });
+    await page.evaluate(() => {
+      const c = document.querySelector('[data-testid=timeline]');
+      window.scrollTo(0, c.getBoundingClientRect().top + window.scrollY - 120);
+    });
+    await frame(page);
+    const box = await canvas.boundingBox();
+    const results = await page.getByTestId('results').boundingBox();
+    // The Configure column is on screen beside the timeline (not an empty
+    // column scrolled away above it).
+    const config = await page.getByTestId('config-column').evaluate((e) => {
+      const r = e.getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom, right: r.right };
+    });
+    await viewShot(page, `pageux-layout-${width}x${height}`);
+    console.log(`${width}x${height}: timeline ${Math.round(box.width)} px, results ${Math.round(results.width)} px, config right ${Math.round(config.right)} px`);
+    assert.ok(config.top <= 8 && config.bottom >= height - 8, `config column ${config.top}..${config.bottom}`);
+    // The main column: the viewport less the page padding, the column and the gap.
+    assert.ok(box.width >= width - config.right - 80, `timeline ${box.width} px of ${width}`);
+    // 1280 px: the column narrows to 296 px (the timeline had ~860 px
+    // beside the 340 px column; measured 902 px after).
+    if (width === 1280) assert.ok(box.width >= 890, `timeline ${box.width} px of ${width}`);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll');
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}

@@ -4,7 +4,10 @@
 //! `torch.profiler` writes per rank: `schemaVersion`, `deviceProperties`,
 //! `distributedInfo` (rank, world size, backend, process-group config),
 //! `traceEvents` with `M` metadata, host `ProfilerStep#N` annotations,
-//! `cpu_op` / `cuda_runtime` launches, `record_param_comms` with the
+//! `cpu_op` / `cuda_runtime` launches (backward ones from the autograd
+//! engine's own thread inside `autograd::engine::evaluate_function: ...`,
+//! the optimizer's inside `Optimizer.step#AdamW.step`, as PyTorch writes
+//! them), `record_param_comms` with the
 //! collective arguments, and on the GPU (`pid` = device, `tid` = stream)
 //! GEMM / attention / elementwise kernels on the compute stream, memcpy and
 //! memset, NCCL kernels (`ncclDevKernel_AllReduce_Sum_bf16_RING_LL(...)`,
@@ -154,8 +157,20 @@ const ALLREDUCE: &str =
     "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 const ALLGATHER: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
+/// The host thread and region a GPU event is launched from, as PyTorch
+/// writes them: the training loop's thread (forward), the autograd engine's
+/// thread (backward, and DDP's gradient all-reduces from its hooks), the
+/// loop's thread inside `Optimizer.step#AdamW.step`.
+#[derive(Clone, Copy, PartialEq)]
+enum Host {
+    Main,
+    Autograd,
+    Optimizer,
+}
+
 /// One GPU event before writing.
 struct GpuEv {
+    host: Host,
     name: &'static str,
     cat: &'static str,
     stream: u32,
@@ -206,6 +221,7 @@ impl KinetoJob {
                     dur: d,
                     ext: ext[r],
                     coll: None,
+                    host: Host::Main,
                 });
                 let t2 = t + d + 2_000;
                 let d2 = 1_500;
@@ -218,6 +234,7 @@ impl KinetoJob {
                     dur: d2,
                     ext: ext[r],
                     coll: None,
+                    host: Host::Main,
                 });
                 clock[r] = t2 + d2;
                 ag_launch[r] = clock[r] + self.scale(rank, rng.jitter(5_000, 40));
@@ -234,6 +251,7 @@ impl KinetoJob {
                     dur: ag_end - ag_launch[r],
                     ext: ext[r],
                     coll: Some(("_allgather_base", 1 << 20, (1u64 << 20) * w as u64)),
+                    host: Host::Main,
                 });
                 clock[r] = clock[r].max(ag_end);
             }
@@ -254,6 +272,7 @@ impl KinetoJob {
                             dur: d,
                             ext: ext[r],
                             coll: None,
+                            host: Host::Main,
                         });
                         clock[r] += gap + d;
                     }
@@ -278,6 +297,7 @@ impl KinetoJob {
                             dur: d,
                             ext: ext[r],
                             coll: None,
+                            host: Host::Autograd,
                         });
                         clock[r] += gap + d;
                     }
@@ -303,6 +323,7 @@ impl KinetoJob {
                             dur: end - arrive[r],
                             ext: ext[r],
                             coll: Some(("allreduce", elems, elems)),
+                            host: Host::Autograd,
                         });
                         nccl_free[r] = end;
                     }
@@ -323,6 +344,7 @@ impl KinetoJob {
                     dur: d,
                     ext: ext[r],
                     coll: None,
+                    host: Host::Optimizer,
                 });
                 clock[r] = start + d + 1_000;
                 out[r].1.push((step, step_start[r], clock[r]));
@@ -452,6 +474,13 @@ impl KinetoJob {
             let corr = 10_000 + k as u64;
             let (op, launch_name) = match (g.cat, g.coll) {
                 ("kernel", Some(_)) => ("record_param_comms", "cudaLaunchKernel"),
+                ("kernel", None) if g.host == Host::Autograd => (
+                    "autograd::engine::evaluate_function: MmBackward0",
+                    "cudaLaunchKernel",
+                ),
+                ("kernel", None) if g.host == Host::Optimizer => {
+                    ("Optimizer.step#AdamW.step", "cudaLaunchKernel")
+                }
                 ("kernel", None) => ("aten::mm", "cudaLaunchKernel"),
                 ("gpu_memcpy", _) => ("aten::copy_", "cudaMemcpyAsync"),
                 _ => ("aten::zero_", "cudaMemsetAsync"),
@@ -462,14 +491,25 @@ impl KinetoJob {
                 ),
                 None => String::new(),
             };
+            // The autograd engine's thread: its own id, as PyTorch's are.
+            let tid = if g.host == Host::Autograd {
+                pid + 43
+            } else {
+                pid
+            };
+            let op_cat = if g.host == Host::Optimizer && g.cat == "kernel" {
+                "user_annotation"
+            } else {
+                "cpu_op"
+            };
             ev(&mut o, format!(
-                "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{op}\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": 6.250, \"args\": {{\"External id\": {}, \"Record function id\": 0, \"Sequence number\": {k}, \"Fwd thread id\": 0, \"Ev Idx\": {}{coll_args}}}}}",
+                "{{\"ph\": \"X\", \"cat\": \"{op_cat}\", \"name\": \"{op}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": 6.250, \"args\": {{\"External id\": {}, \"Record function id\": 0, \"Sequence number\": {k}, \"Fwd thread id\": 0, \"Ev Idx\": {}{coll_args}}}}}",
                 us(launch.saturating_sub(2_000)), g.ext, g.ext));
             ev(&mut o, format!(
-                "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{launch_name}\", \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"dur\": 4.125, \"args\": {{\"External id\": {}, \"cbid\": 211, \"correlation\": {corr}}}}}",
+                "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{launch_name}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": 4.125, \"args\": {{\"External id\": {}, \"cbid\": 211, \"correlation\": {corr}}}}}",
                 us(launch), g.ext));
             ev(&mut o, format!(
-                "{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {pid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
+                "{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
                 us(launch)));
         }
         // GPU side.

@@ -163,14 +163,18 @@ pub fn definition(kind: ResultKind, key: &str) -> Option<&'static str> {
 }
 
 /// What "measured" covers, per measured input format (its stable name).
-pub const MEASURED: [(&str, &str); 3] = [
+pub const MEASURED: [(&str, &str); 4] = [
     (
         "echo-trace",
         "Echo traces time every op of the traced ranks (compute, collectives, pipeline sends and receives, the optimizer step); the measured iteration runs from a rank's first op to its optimizer step's end, over the traced ranks.",
     ),
     (
         "kineto-trace",
-        "PyTorch profiler (Kineto) traces time every GPU kernel, copy and NCCL collective of the chosen ProfilerStep on each traced rank; the measured iteration is that step's span over the traced ranks (a set of some ranks of a larger job covers only those).",
+        "PyTorch profiler (Kineto) traces time every GPU kernel, copy and NCCL collective of the chosen ProfilerStep on each traced rank; the measured iteration is that step's span over the traced ranks (a set of some ranks of a larger job covers only those). Forward, backward and optimizer are told apart by what launched each kernel: the training loop's thread (forward), the autograd thread (backward), the optimizer's step.",
+    ),
+    (
+        "chakra-et",
+        "Chakra execution traces record each compute node's duration and every collective, send and receive with its size and group, but not how long the communication took nor when the iteration ended: nothing here is a measured iteration to compare with. The compute runs as recorded; the communication is costed by the configured network.",
     ),
     (
         "optimus-prime-log",

@@ -604,8 +604,10 @@ pub fn event_view(out: &RunOutput) -> ResultView {
             fraction: st.busy_share,
         })
         .collect();
-    if let Some(c) = &out.comparison {
+    if out.kind == "measured" {
         v.measured_format = Some(out.format.name().to_string());
+    }
+    if let Some(c) = &out.comparison {
         v.measured.push(Figure::new(
             "iteration_time",
             "Iteration time",

@@ -1891,10 +1891,20 @@ fn every_figure_shown_has_a_definition_and_measured_says_what_it_covers() {
         }
     }
     assert_eq!(measured_formats, ["echo-trace", "optimus-prime-log"]);
-    assert_eq!(MEASURED.len(), 3);
+    assert_eq!(MEASURED.len(), 4);
     assert!(glossary::measured_covers("kineto-trace")
         .unwrap()
         .contains("ProfilerStep"));
+    // Each format in its own words: no two share a sentence.
+    let chakra = glossary::measured_covers("chakra-et").unwrap();
+    assert!(chakra.contains("Chakra") && chakra.contains("duration"));
+    for (i, (_, a)) in MEASURED.iter().enumerate() {
+        for (_, b) in &MEASURED[i + 1..] {
+            for sentence in a.split("; ").flat_map(|p| p.split(". ")) {
+                assert!(!b.contains(sentence), "shared wording: {sentence}");
+            }
+        }
+    }
     assert!(glossary::measured_covers("optimus-prime-log")
         .unwrap()
         .contains("forward passes only"));

@@ -50,14 +50,18 @@
 //! [`to_run`] makes one [`MeasuredRun`] of the rank files of one job: one
 //! iteration (a `ProfilerStep#N` present on every rank; by default the
 //! last one, else the one asked for), its GPU ops per rank as
-//! [`MeasuredOp`]s with their stream, NCCL kernels as collectives.
+//! [`MeasuredOp`]s with their stream, NCCL kernels as collectives,
+//! each op with the part of training that launched it (forward, backward,
+//! optimizer: [`launch_phases`], from the launching host thread and the
+//! CPU op around the launch) and a micro-batch number inferred from the
+//! order of forward and backward runs ([`number_micro_batches`]).
 
 use crate::diag::{Diagnostic, Location, Severity};
 use crate::formats::lex::{self, DiagSink};
 use crate::workload::Format;
 use crate::workload::{
     CommGroup, CommKind, MeasuredIteration, MeasuredOp, MeasuredRun, OpKind, ParallelConfig,
-    RankTrace, Span,
+    RankTrace, Span, TrainingPhase,
 };
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -180,6 +184,9 @@ pub struct GpuOp {
     pub kind: GpuKind,
     /// Index into [`KinetoTrace::comms`] (NCCL kernels).
     pub comm: Option<u32>,
+    /// The part of training that launched it, from the host side
+    /// (see `launch_phases`); `None` when the trace does not tell.
+    pub phase: Option<TrainingPhase>,
 }
 
 /// A `ProfilerStep#N` annotation.
@@ -533,6 +540,35 @@ struct RawDevice {
     name: Option<String>,
 }
 
+/// A runtime call that launched GPU work: its host time (ns) and thread.
+#[derive(Clone, Copy)]
+struct Launch {
+    at_ns: u64,
+    thread: Option<u64>,
+}
+
+/// A host region (a CPU op or annotation) whose name says which part of
+/// training ran inside it: `Optimizer.step#...` / `Optimizer.zero_grad#...`
+/// (the optimizer), `autograd::engine::evaluate_function: ...` (backward).
+#[derive(Clone, Copy)]
+struct Region {
+    thread: u64,
+    start_ns: u64,
+    end_ns: u64,
+    phase: TrainingPhase,
+}
+
+/// The part of training a host region's name says, if any.
+fn region_phase(name: &str) -> Option<TrainingPhase> {
+    if name.starts_with("Optimizer.step") || name.starts_with("Optimizer.zero_grad") {
+        Some(TrainingPhase::Optimizer)
+    } else if name.starts_with("autograd::engine::evaluate_function") {
+        Some(TrainingPhase::Backward)
+    } else {
+        None
+    }
+}
+
 /// A GPU op whose collective metadata may come from a CPU op.
 struct Pending {
     op: GpuOp,
@@ -554,9 +590,14 @@ struct State<'a> {
     /// `record_param_comms` metadata by `External id`.
     param_comms: BTreeMap<u64, CommMeta>,
     steps: Vec<StepSpan>,
-    /// Host time (ns) of each runtime call by `correlation`: when a GPU op
-    /// was launched, which tells the host step it belongs to.
-    launches: HashMap<u64, u64>,
+    /// Host time (ns) and thread of each runtime call by `correlation`:
+    /// when a GPU op was launched (which tells the host step it belongs
+    /// to) and from which thread (which tells forward from backward).
+    launches: HashMap<u64, Launch>,
+    /// Host threads that ran a `ProfilerStep#N` annotation.
+    step_threads: BTreeSet<u64>,
+    /// Host regions that name a part of training (optimizer, autograd).
+    regions: Vec<Region>,
     counts: KinetoCounts,
     schema_version: Option<u64>,
     distributed: Option<RawDistributed>,
@@ -695,9 +736,31 @@ impl<'a> State<'a> {
                 .ts
                 .and_then(|ts| lex::parse_decimal_scaled(ts.get(), 3).ok());
             if let (Some(c), Some(t)) = (correlation, launched) {
-                self.launches.insert(c, t);
+                let thread = ev.tid.and_then(|r| id_value(r.get()));
+                self.launches.insert(c, Launch { at_ns: t, thread });
             }
             return;
+        }
+        if matches!(cat, "cpu_op" | "user_annotation") {
+            if let Some(phase) = region_phase(name) {
+                self.counts.host_events += 1;
+                let ts = ev
+                    .ts
+                    .and_then(|t| lex::parse_decimal_scaled(t.get(), 3).ok());
+                let dur = ev
+                    .dur
+                    .and_then(|d| lex::parse_decimal_scaled(d.get(), 3).ok());
+                let thread = ev.tid.and_then(|r| id_value(r.get()));
+                if let (Some(start_ns), Some(dur), Some(thread)) = (ts, dur, thread) {
+                    self.regions.push(Region {
+                        thread,
+                        start_ns,
+                        end_ns: start_ns.saturating_add(dur),
+                        phase,
+                    });
+                }
+                return;
+            }
         }
         if gpu_kind.is_none() && step.is_none() && !is_gpu_annotation && !is_param_comms {
             self.counts.host_events += 1;
@@ -768,6 +831,11 @@ impl<'a> State<'a> {
         };
         if let Some(step) = step {
             if gpu_kind.is_none() {
+                if !is_gpu_annotation {
+                    if let Some(thread) = ev.tid.and_then(|r| id_value(r.get())) {
+                        self.step_threads.insert(thread);
+                    }
+                }
                 match step {
                     Some(number) => self.steps.push(StepSpan {
                         number,
@@ -865,6 +933,7 @@ impl<'a> State<'a> {
                 stream: u32::try_from(stream).unwrap_or(u32::MAX),
                 kind,
                 comm,
+                phase: None,
             },
             external_id,
             kernel_kind,
@@ -1163,6 +1232,8 @@ pub fn parse_text_with_progress(
         param_comms: BTreeMap::new(),
         steps: Vec::new(),
         launches: HashMap::new(),
+        step_threads: BTreeSet::new(),
+        regions: Vec::new(),
         counts: KinetoCounts::default(),
         schema_version: None,
         distributed: None,
@@ -1211,10 +1282,13 @@ pub fn parse_text_with_progress(
     let mut ops = Vec::with_capacity(st.pending.len());
     let pending = std::mem::take(&mut st.pending);
     launched_step_spans(&mut st.steps, &pending, &st.launches);
+    let phases = launch_phases(&pending, &st.launches, &st.step_threads, &st.regions);
     st.launches = HashMap::new();
+    st.regions = Vec::new();
     let mut unjoined = 0u64;
-    for p in pending {
+    for (p, phase) in pending.into_iter().zip(phases) {
         let mut op = p.op;
+        op.phase = phase;
         if op.kind == GpuKind::Nccl && op.comm.is_none() {
             match p.external_id.and_then(|x| st.param_comms.get(&x)) {
                 Some(meta) => {
@@ -1332,7 +1406,7 @@ pub fn parse_text_with_progress(
 fn launched_step_spans(
     steps: &mut Vec<StepSpan>,
     pending: &[Pending],
-    launches: &HashMap<u64, u64>,
+    launches: &HashMap<u64, Launch>,
 ) {
     if launches.is_empty() {
         return;
@@ -1341,7 +1415,11 @@ fn launched_step_spans(
     host.sort_by_key(|s| (s.start_ns, s.number));
     let mut windows: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for p in pending {
-        let Some(t) = p.correlation.and_then(|c| launches.get(&c)) else {
+        let Some(t) = p
+            .correlation
+            .and_then(|c| launches.get(&c))
+            .map(|l| &l.at_ns)
+        else {
             continue;
         };
         // The last host step starting at or before the launch.
@@ -1407,6 +1485,73 @@ fn launched_step_spans(
                 marked: false,
             });
         }
+    }
+}
+
+/// The part of training that launched each pending GPU op, from its
+/// runtime call (joined by `correlation`): the host thread and time of the
+/// launch. PyTorch runs a CUDA backward on the autograd engine's own
+/// thread, so work launched from a thread other than the one that runs the
+/// `ProfilerStep#N` annotations is backward, as is work launched inside an
+/// `autograd::engine::evaluate_function: ...` CPU op on any thread; work
+/// launched inside `Optimizer.step#...` / `Optimizer.zero_grad#...` is the
+/// optimizer; the rest launched from the step's thread is forward (the
+/// loss included). A file that shows no backward at all (no launch from
+/// another thread, no autograd op: a trace without CPU events, or a
+/// generator that launches everything from one thread) does not say where
+/// the forward ends: every phase is `None` then, as is the phase of an op
+/// whose launch is not in the file.
+fn launch_phases(
+    pending: &[Pending],
+    launches: &HashMap<u64, Launch>,
+    step_threads: &BTreeSet<u64>,
+    regions: &[Region],
+) -> Vec<Option<TrainingPhase>> {
+    // Per (thread, phase): region starts ascending with the running
+    // maximum of their ends, so "some region contains t" is one binary
+    // search (regions may nest).
+    let mut by: HashMap<(u64, TrainingPhase), Vec<(u64, u64)>> = HashMap::new();
+    for r in regions {
+        by.entry((r.thread, r.phase))
+            .or_default()
+            .push((r.start_ns, r.end_ns));
+    }
+    for v in by.values_mut() {
+        v.sort_unstable();
+        let mut max_end = 0;
+        for x in v.iter_mut() {
+            max_end = max_end.max(x.1);
+            x.1 = max_end;
+        }
+    }
+    let inside = |thread: u64, phase: TrainingPhase, t: u64| {
+        by.get(&(thread, phase)).is_some_and(|v| {
+            let i = v.partition_point(|x| x.0 <= t);
+            i > 0 && v[i - 1].1 >= t
+        })
+    };
+    let phases: Vec<Option<TrainingPhase>> = pending
+        .iter()
+        .map(|p| {
+            let l = p.correlation.and_then(|c| launches.get(&c))?;
+            let thread = l.thread?;
+            if inside(thread, TrainingPhase::Optimizer, l.at_ns) {
+                Some(TrainingPhase::Optimizer)
+            } else if inside(thread, TrainingPhase::Backward, l.at_ns)
+                || (!step_threads.is_empty() && !step_threads.contains(&thread))
+            {
+                Some(TrainingPhase::Backward)
+            } else if step_threads.contains(&thread) {
+                Some(TrainingPhase::Forward)
+            } else {
+                None
+            }
+        })
+        .collect();
+    if phases.contains(&Some(TrainingPhase::Backward)) {
+        phases
+    } else {
+        vec![None; phases.len()]
     }
 }
 
@@ -1502,6 +1647,7 @@ fn measured_op(t: &KinetoTrace, op: &GpuOp, world: u32, step: Option<u32>) -> Me
     m.duration_ns = Some(op.duration_ns);
     m.step = step;
     m.stream = Some(op.stream);
+    m.phase = op.phase;
     if let Some(c) = meta {
         m.message_bytes = c.message_bytes;
         m.dtype.clone_from(&c.dtype);
@@ -1517,6 +1663,33 @@ fn measured_op(t: &KinetoTrace, op: &GpuOp, world: u32, step: Option<u32>) -> Me
         );
     }
     m
+}
+
+/// Micro-batch numbers of a rank's forward and backward compute, in start
+/// order: each run of forward compute (a gradient-accumulation step runs
+/// forward, backward, forward, backward, ...) is the next micro-batch, and
+/// the backward after it belongs to it (backward before any forward: to
+/// micro-batch 0). An inference from the order, not something the trace
+/// writes; collectives and the optimizer get none.
+fn number_micro_batches(ops: &mut [MeasuredOp]) {
+    let mut current: Option<u32> = None;
+    let mut in_forward = false;
+    for op in ops.iter_mut().filter(|o| o.kind == OpKind::Compute) {
+        match op.phase {
+            Some(TrainingPhase::Forward) => {
+                if !in_forward {
+                    current = Some(current.map_or(0, |j| j + 1));
+                    in_forward = true;
+                }
+                op.micro_batch = current;
+            }
+            Some(TrainingPhase::Backward) => {
+                in_forward = false;
+                op.micro_batch = Some(current.unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
 }
 
 fn ranges(v: &[u32]) -> String {
@@ -1662,10 +1835,11 @@ pub fn to_run(traces: &[KinetoTrace], options: &KinetoOptions) -> (MeasuredRun, 
             })
             .collect();
         idx.sort_by_key(|k| (t.ops[*k].start_ns, t.ops[*k].stream, *k));
-        let ops: Vec<MeasuredOp> = idx
+        let mut ops: Vec<MeasuredOp> = idx
             .iter()
             .map(|k| measured_op(t, &t.ops[*k], world, chosen))
             .collect();
+        number_micro_batches(&mut ops);
         let end = if span.is_some_and(|s| s.marked) {
             hi
         } else {

@@ -52,6 +52,14 @@
 //! in flight on another NCCL stream is kept in the measured time between
 //! collectives, so the replay meets the measured step when the collectives
 //! are costed as measured.
+//! The GPU time is split where the part of training changes: from the first
+//! op of a micro-batch's forward (ops whose launch the parser traced to the
+//! step's thread, [`crate::formats::kineto`]) to the first op of its
+//! backward (launched by the autograd thread) is that forward, and so on;
+//! the forward and backward of each micro-batch are its block's two
+//! columns, in the measured order, and the optimizer's time (wherever it
+//! ran) the rows that close the iteration. A trace that does not tell the
+//! parts apart is replayed as one forward block.
 //!
 //! Optimus-Prime logs ([`optimus_job`]): per rank, the forward of each logged
 //! layer per micro-batch = its mean per-step total over the steady steps
@@ -941,13 +949,45 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             parallel,
             network: &network,
         };
-        let mut items = Vec::new();
+        let mut b = Buckets::default();
+        let mut bucket = Bucket::Lead;
+        let mut order: Vec<PipeStep> = Vec::new();
         let mut cursor = span.start_ns;
         let mut last_coll_end = span.start_ns;
         let mut overlapping = 0u32;
         let mut alongside = 0u32;
         for (oi, op) in rt.ops.iter().enumerate() {
             if coll_spec(op, parallel).is_none() {
+                // Compute: the part of training it belongs to starts at
+                // its start; the GPU time before it (idle included) is the
+                // part that ran until then.
+                let next = match (op.kind, op.phase, op.micro_batch) {
+                    (OpKind::Compute, Some(TrainingPhase::Forward), Some(j)) => Bucket::Forward(j),
+                    (OpKind::Compute, Some(TrainingPhase::Backward), Some(j)) => {
+                        Bucket::Backward(j)
+                    }
+                    (OpKind::Compute, Some(TrainingPhase::Optimizer), _) => Bucket::Post,
+                    _ => bucket,
+                };
+                if next != bucket {
+                    if let Some(start) = op.start_ns.filter(|s| *s > cursor) {
+                        b.list(bucket).push(Item::Compute {
+                            name: "gpu".to_string(),
+                            ns: start - cursor,
+                        });
+                        cursor = start;
+                    }
+                    match next {
+                        Bucket::Forward(j) if !order.contains(&PipeStep::f(j, 0)) => {
+                            order.push(PipeStep::f(j, 0));
+                        }
+                        Bucket::Backward(j) if !order.contains(&PipeStep::b(j, 0)) => {
+                            order.push(PipeStep::b(j, 0));
+                        }
+                        _ => {}
+                    }
+                    bucket = next;
+                }
                 continue;
             }
             let (Some(start), Some(end)) = (op.start_ns, op.end_ns()) else {
@@ -957,7 +997,8 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                 overlapping += 1;
                 continue;
             }
-            items.push(Item::Compute {
+            let list = b.list(bucket);
+            list.push(Item::Compute {
                 name: "gpu".to_string(),
                 ns: start.saturating_sub(cursor),
             });
@@ -966,7 +1007,7 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                 // The compute stream went on while the collective ran: its
                 // measured time is kept; the collective runs beside it.
                 alongside += 1;
-                items.extend(
+                list.extend(
                     op_items(op, oi as u32, &ctx, &mut measured)
                         .into_iter()
                         .filter_map(|it| match it {
@@ -976,11 +1017,11 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                 );
                 cursor = start;
             } else {
-                items.extend(op_items(op, oi as u32, &ctx, &mut measured));
+                list.extend(op_items(op, oi as u32, &ctx, &mut measured));
                 cursor = end;
             }
         }
-        items.push(Item::Compute {
+        b.list(bucket).push(Item::Compute {
             name: "gpu".to_string(),
             ns: span.end_ns.saturating_sub(cursor),
         });
@@ -996,16 +1037,61 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
                 rt.rank
             ));
         }
-        let fwd = pieces(&items, FORWARD, &mut measured);
+        // Every micro-batch runs a forward and a backward step (a part the
+        // trace lacks is empty); what ran before the first step joins it.
+        let m = b.fwd.keys().chain(b.bwd.keys()).max().map_or(1, |j| j + 1);
+        for j in 0..m {
+            let (f, bw) = (PipeStep::f(j, 0), PipeStep::b(j, 0));
+            if !order.contains(&f) {
+                let at = order.iter().position(|s| *s == bw).unwrap_or(order.len());
+                order.insert(at, f);
+            }
+            if !order.contains(&bw) {
+                let at = order
+                    .iter()
+                    .position(|s| *s == f)
+                    .map_or(order.len(), |i| i + 1);
+                order.insert(at, bw);
+            }
+        }
+        let lead = std::mem::take(&mut b.lead);
+        let first = match order.first() {
+            Some(s) if s.direction == crate::engine::schedule::Direction::Backward => {
+                Bucket::Backward(s.micro_batch)
+            }
+            Some(s) => Bucket::Forward(s.micro_batch),
+            None => Bucket::Forward(0),
+        };
+        let list = b.list(first);
+        let rest = std::mem::replace(list, lead);
+        list.extend(rest);
+        let mut blocks = Vec::with_capacity(m as usize);
+        for j in 0..m {
+            let f = pieces(b.fwd.get(&j).map_or(&[][..], |v| v), FORWARD, &mut measured);
+            let bw = match b.bwd.get(&j) {
+                Some(v) => pieces(v, BACKWARD, &mut measured),
+                None => Vec::new(),
+            };
+            blocks.push(block(f, bw));
+        }
+        let micro_batch_blocks = if blocks.len() > 1 {
+            (0..blocks.len() as u32).collect()
+        } else {
+            Vec::new()
+        };
         present.push(rt.rank);
         programs.push(RankProgram {
             rank: rt.rank,
             stage: 0,
-            blocks: vec![block(fwd, Vec::new())],
-            micro_batch_blocks: Vec::new(),
+            blocks,
+            micro_batch_blocks,
             pre_rows: Vec::new(),
-            post_rows: Vec::new(),
-            order: Some(vec![PipeStep::f(0, 0), PipeStep::b(0, 0)]),
+            post_rows: if b.post.is_empty() {
+                Vec::new()
+            } else {
+                rows(pieces(&b.post, ITERATION, &mut measured))
+            },
+            order: Some(order),
             chunk_layers: Vec::new(),
         });
     }
@@ -1014,19 +1100,33 @@ pub fn kineto_job(run: &MeasuredRun) -> Result<(ReplayJob, Vec<String>), SimErro
             "no rank of the Kineto traces has a measured iteration to replay".to_string(),
         ));
     }
-    check_replay_size(parallel, 1, &programs)?;
+    // Ranks that ran fewer micro-batches than another get empty ones
+    // (the engine runs one count for the job).
+    let m = programs.iter().map(|p| p.blocks.len()).max().unwrap_or(1) as u32;
+    for p in &mut programs {
+        for j in p.blocks.len() as u32..m {
+            p.blocks
+                .push(block(vec![LayerSpec::compute("idle", 0, 0, 0)], Vec::new()));
+            if let Some(order) = p.order.as_mut() {
+                order.extend([PipeStep::f(j, 0), PipeStep::b(j, 0)]);
+            }
+        }
+        if m > 1 {
+            p.micro_batch_blocks = (0..m).collect();
+        }
+    }
+    check_replay_size(parallel, m, &programs)?;
     unmeasured_note(run, &programs, parallel.world(), &mut warnings);
-    Ok((
-        ReplayJob::per_rank(
-            "kineto replay",
-            parallel,
-            programs,
-            present,
-            measured,
-            Some(network),
-        ),
-        warnings,
-    ))
+    let mut rj = ReplayJob::per_rank(
+        "kineto replay",
+        parallel,
+        programs,
+        present,
+        measured,
+        Some(network),
+    );
+    rj.job.micro_batches = m;
+    Ok((rj, warnings))
 }
 
 /// Whether work on a stream other than `stream` started while a collective

@@ -163,6 +163,14 @@ pub fn Results(props: &ResultsProps) -> Html {
                         crate::views::ERROR_CLOSE * 100.0, crate::views::ERROR_FAIR * 100.0) }</p>
                 </div>
             }
+            else if let Some(text) = measured_covers {
+                // A measured input without a measured iteration (Chakra):
+                // what it does record.
+                <div class="measured">
+                    <h3>{"What the input measured"}</h3>
+                    <p class="measured-covers" data-testid="measured-covers">{ text }</p>
+                </div>
+            }
             if !r.breakdown.is_empty() || !r.bars.is_empty() {
                 <Charts canvas={canvas.clone()} breakdown_title={r.breakdown_title.clone()}
                         breakdown={r.breakdown.clone()} bars_title={r.bars_title.clone()}

@@ -154,9 +154,9 @@ fn row_html(
             <th scope="row">
                 <button type="button" class="link" data-testid="schedule-compare-pick">{ label }</button>
             </th>
-            <td data-ns={r.iteration_time_ns.to_string()}>{ format::duration_ns(r.iteration_time_ns) }</td>
-            <td data-ns={r.bubble_ns.to_string()}>{ format::duration_ns(r.bubble_ns) }</td>
-            <td data-testid="schedule-peak-mb" title={mb_title}>{ mb }</td>
+            <td class="num" data-ns={r.iteration_time_ns.to_string()}>{ format::duration_ns(r.iteration_time_ns) }</td>
+            <td class="num" data-testid="schedule-bubble" data-ns={r.bubble_ns.to_string()}>{ format::duration_ns(r.bubble_ns) }</td>
+            <td class="num" data-testid="schedule-peak-mb" title={mb_title}>{ mb }</td>
             if let Some((text, title)) = memory {
                 <td data-testid="schedule-memory" title={title}
                     data-fits={fits.map(|f| f.to_string())}
