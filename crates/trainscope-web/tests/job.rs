@@ -1071,3 +1071,37 @@ async fn the_memory_lanes_mark_each_stages_peak_at_the_jsons_time() {
     );
     host.remove();
 }
+
+/// The Recompute select offers `op` (torchtitan's per-op checkpointing,
+/// the core's `Recompute::ALL`) and the worker runs it as the CLI's
+/// `--recompute op` does: the core's iteration time and activations.
+#[wasm_bindgen_test]
+fn the_recompute_select_runs_torchtitans_op_policy_as_the_core() {
+    let mut job = small_job(2);
+    job.set(JobField::Recompute, "op").unwrap();
+    assert_eq!(job.training.recompute, Recompute::Op);
+    assert!(job
+        .set(JobField::Recompute, "ops")
+        .unwrap_err()
+        .contains("none, selective, full, op"));
+    let r = run(&job_request(1, job.clone())).result.unwrap();
+    let core = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        job.setup(),
+        gpu_preset(&job.gpu).unwrap(),
+        None,
+    )
+    .unwrap();
+    let out =
+        trainscope_core::job::run::run_model(&core, &trainscope_core::engine::SimConfig::default())
+            .unwrap();
+    assert_eq!(
+        r.iteration_time_ns,
+        Some(out.run.summary().iteration_time_ns)
+    );
+    let m = &r.model.as_ref().unwrap().memory.stages[0];
+    assert_eq!(
+        m.activations_bytes,
+        out.memory.per_stage[0].activations_bytes
+    );
+}
