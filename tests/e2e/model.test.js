@@ -5,9 +5,13 @@
 // job with the panel's settings; an uneven pipeline split (DeepSeek-V3's 61
 // layers on 16 stages) equals the CLI's; the CP field (memory drops, the
 // CLI agrees, the link restores it, the core's refusal); a figure: Llama 3 70B on 1024 GPUs
-// from the Run button to its result. Screenshot: target/e2e-model-job.png.
+// from the Run button to its result; the timeline's memory lanes mark each
+// stage's peak at the CLI's `peak_time_ns` and hovering a marker shows what
+// is resident then. Screenshots: target/e2e-model-job.png,
+// target/e2e/model-memory-peak.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { serve, launch, newPage, root, screenshot, cli, settled, jobShown as shown } from './harness.js';
 
@@ -289,5 +293,45 @@ test('launch queue depth: the page runs the depth the CLI runs, shows the queue 
   assert.equal(await page.getByTestId('job-launch-queue').inputValue(), '16');
   assert.deepEqual(await shown(page), got);
   assert.equal(await page.evaluate(() => location.hash), hash);
+  assert.deepEqual(errors, []);
+});
+
+test('the memory lanes mark each stage\'s peak at the CLI\'s time; the hover shows what is resident', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-gbs').fill('32');
+  await page.getByTestId('job-pp').fill('2');
+  await settled(page);
+  await shown(page);
+  const want = cli(['--model', 'llama3-8b', '--pp', '2', '--dp', '4', '--global-batch-size', '32']);
+  const tl = page.getByTestId('timeline');
+  await page.waitForFunction(() => {
+    const c = document.querySelector('[data-testid=timeline]');
+    return c && (c.dataset.memoryPeaks || '').split(',').filter((m) => m).length === 2;
+  }, null, { timeout: 30000 });
+  const marks = (await tl.getAttribute('data-memory-peaks')).split(',')
+    .map((m) => m.split(':').map(Number));
+  assert.deepEqual(marks.map(([stage, t]) => [stage, t]),
+    want.memory.per_stage.map((s, i) => [i, s.peak_time_ns]));
+  await tl.scrollIntoViewIfNeeded();
+  const box = await tl.boundingBox();
+  const row = (await tl.getAttribute('data-memory-rows')).split(',')[0].split('-').map(Number);
+  const [stage, time, x] = marks[0];
+  await page.mouse.move(box.x + x, box.y + (row[0] + row[1]) / 2);
+  const tip = page.getByTestId('tooltip');
+  await tip.waitFor();
+  assert.equal(Number(await tip.getAttribute('data-peak-time-ns')), time);
+  const text = await tip.innerText();
+  assert.ok(text.includes(`stage ${stage} peaks at ${(time / 1e6).toFixed(3)} ms`), text);
+  const resident = want.memory.per_stage[stage].resident_at_peak;
+  const gib = (b) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  for (const part of ['weights', 'gradients', 'optimizer', 'activations']) {
+    assert.match(text, new RegExp(`${part}\\s+${gib(resident[`${part}_bytes`]).replace('.', '\\.')}`), text);
+  }
+  assert.match(text, new RegExp(`micro-batches in flight\\s+${resident.micro_batches_in_flight.toFixed(1)}`), text);
+  fs.mkdirSync(path.join(root, 'target', 'e2e'), { recursive: true });
+  await page.locator('.ts-timeline').first().screenshot({ path: path.join(root, 'target', 'e2e', 'model-memory-peak.png') });
   assert.deepEqual(errors, []);
 });

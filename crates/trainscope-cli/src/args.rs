@@ -514,7 +514,8 @@ pub struct ModelFlags {
     /// GEMM precision: fp32, bf16 (default), fp16, fp8.
     #[arg(long, value_name = "P")]
     pub precision: Option<String>,
-    /// Activation recompute: none (default), selective, full.
+    /// Activation recompute: none (default), selective, full, op
+    /// (torchtitan's per-op selective checkpointing).
     #[arg(long, value_name = "R")]
     pub recompute: Option<String>,
     /// Megatron's distributed optimizer (ZeRO-1 over DP).
@@ -613,7 +614,10 @@ impl ModelFlags {
         let recompute = match &self.recompute {
             None => d.recompute,
             Some(r) => Recompute::from_name(r).ok_or_else(|| {
-                format!("unknown recompute mode `{r}`; expected one of: none, selective, full")
+                format!(
+                    "unknown recompute mode `{r}`; expected one of: {}",
+                    Recompute::names()
+                )
             })?,
         };
         let stack = self.software.settings()?;

@@ -154,7 +154,8 @@ pub struct Args {
         help_heading = "Bounds"
     )]
     pub micro_batch_size: Vec<u32>,
-    /// Recompute modes: none, selective, full (default all).
+    /// Recompute modes: none, selective, full, op (default none,
+    /// selective, full).
     #[arg(
         long,
         value_name = "LIST",
@@ -571,7 +572,10 @@ fn make_spec(
                 .iter()
                 .map(|r| {
                     Recompute::from_name(r).ok_or_else(|| {
-                        format!("unknown recompute mode `{r}`; expected none, selective, full")
+                        format!(
+                            "unknown recompute mode `{r}`; expected {}",
+                            Recompute::names()
+                        )
                     })
                 })
                 .collect::<std::result::Result<Vec<_>, _>>()?,

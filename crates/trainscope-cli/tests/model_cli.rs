@@ -1104,3 +1104,77 @@ fn the_text_report_says_when_each_stage_peaks_as_the_json_does() {
         assert!(text.contains(&line), "{line} not in:\n{text}");
     }
 }
+
+/// `--recompute op` (torchtitan's per-op checkpointing): the CLI runs the
+/// core's job; Llama 3 8B keeps its op-policy activations (63,616 bytes
+/// per layer and token at seq 8192, mbs 1), fewer than selective's and
+/// more than full's, and takes longer than selective; MoE models are
+/// refused with the core's message; an unknown mode lists `op`.
+#[test]
+fn recompute_op_is_torchtitans_policy() {
+    let run = |rc: &str| {
+        json_of(&trainscope(&[
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--world",
+            "8",
+            "--seq-length",
+            "8192",
+            "--global-batch-size",
+            "8",
+            "--recompute",
+            rc,
+            "--json",
+        ]))
+    };
+    let op = run("op");
+    assert_eq!(op["training"]["recompute"], "op");
+    let setup = TrainingSetup {
+        seq_length: 8192,
+        global_batch_size: Some(8),
+        recompute: Recompute::Op,
+        ..TrainingSetup::default()
+    };
+    let job = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        setup,
+        gpu_preset(DEFAULT_GPU).unwrap(),
+        Some(8),
+    )
+    .unwrap();
+    assert_eq!(
+        op,
+        run_model(&job, &SimConfig::default())
+            .unwrap()
+            .report_json()
+    );
+    assert_eq!(
+        trainscope_core::job::op_checkpoint::layer_activation_bytes(&job),
+        63_616 * 8192
+    );
+    let act = |v: &Value| {
+        v["memory"]["per_stage"][0]["activations_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    let time = |v: &Value| v["iteration_time_ns"].as_u64().unwrap();
+    let (sel, full) = (run("selective"), run("full"));
+    assert!(act(&full) < act(&op) && act(&op) < act(&sel));
+    assert!(time(&sel) < time(&op) && time(&op) < time(&full));
+    let moe = trainscope(&["simulate", "--model", "mixtral-8x7b", "--recompute", "op"]);
+    assert_eq!(moe.status.code(), Some(4), "{}", stderr(&moe));
+    assert!(
+        stderr(&moe).contains(
+            "--recompute op (torchtitan's per-op checkpointing) is modelled for dense layers"
+        ),
+        "{}",
+        stderr(&moe)
+    );
+    let bad = trainscope(&["simulate", "--model", "llama3-8b", "--recompute", "ops"]);
+    assert!(
+        stderr(&bad).contains("expected one of: none, selective, full, op"),
+        "{}",
+        stderr(&bad)
+    );
+}

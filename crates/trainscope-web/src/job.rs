@@ -519,8 +519,9 @@ impl JobSettings {
             JobField::Recompute => {
                 self.training.recompute = Recompute::from_name(text).ok_or_else(|| {
                     format!(
-                        "unknown recompute mode `{}`; expected one of: none, selective, full",
-                        text.trim()
+                        "unknown recompute mode `{}`; expected one of: {}",
+                        text.trim(),
+                        Recompute::names()
                     )
                 })?
             }

@@ -165,7 +165,7 @@ pub fn sweep_spec(
         "Recompute",
         &inputs.recompute,
         Recompute::from_name,
-        "none, selective, full",
+        &Recompute::names(),
     )?;
     spec.schedule = names(
         "Schedule",

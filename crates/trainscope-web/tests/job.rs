@@ -969,3 +969,139 @@ async fn compare_pairs_two_jobs_by_mfu_and_names_the_job_that_changed() {
         .contains("TP 1"));
     host.remove();
 }
+
+/// The memory lanes of a described job's timeline (PP 2) mark each stage's
+/// peak at the run JSON's `memory.per_stage[i].peak_time_ns`, after the
+/// trip from the worker (bincode), and hovering the marker shows what is
+/// resident then in GiB and the micro-batches in flight, as the JSON's
+/// `resident_at_peak` gives them.
+#[wasm_bindgen_test]
+async fn the_memory_lanes_mark_each_stages_peak_at_the_jsons_time() {
+    let mut job = small_job(2);
+    job.training.pp = 2;
+    job.training.dp = Some(2);
+    let (out, source) = compute::run_with_source(&job_request(1, job), &mut |_| {});
+    let json = trainscope_web::engine_run::export(&source.expect("exports"), "export-summary-json")
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let stages = v["memory"]["per_stage"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    let bytes = trainscope_web::protocol::encode_timelines(1, &out.timelines);
+    let Response::Timelines { timelines, .. } =
+        trainscope_web::protocol::decode_timelines(&bytes).unwrap()
+    else {
+        panic!("timelines")
+    };
+    let tl = Rc::new(timelines[0].timeline.clone());
+    let document = gloo::utils::document();
+    let host = document.create_element("div").unwrap();
+    host.set_attribute("style", "width:1100px").unwrap();
+    document.body().unwrap().append_child(&host).unwrap();
+    yew::Renderer::<trainscope_web::timeline::Timeline>::with_root_and_props(
+        host.clone(),
+        yew::props!(trainscope_web::timeline::TimelineProps { timeline: tl }),
+    )
+    .render();
+    gloo::timers::future::TimeoutFuture::new(100).await;
+    let c = testid(&host, "timeline");
+    let marks: Vec<(u64, u64, f64)> = c
+        .get_attribute("data-memory-peaks")
+        .unwrap()
+        .split(',')
+        .map(|m| {
+            let f: Vec<&str> = m.split(':').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(marks.len(), 2, "a marker per stage's lane");
+    for (stage, time_ns, _) in &marks {
+        let st = &stages[*stage as usize];
+        assert_eq!(Some(*time_ns), st["peak_time_ns"].as_u64(), "stage {stage}");
+        assert!(*time_ns > 0);
+    }
+    // Hover the first lane's marker.
+    let rows: Vec<f64> = c
+        .get_attribute("data-memory-rows")
+        .unwrap()
+        .split(',')
+        .map(|r| {
+            let (a, b) = r.split_once('-').unwrap();
+            (a.parse::<f64>().unwrap() + b.parse::<f64>().unwrap()) / 2.0
+        })
+        .collect();
+    let r = c.get_bounding_client_rect();
+    let (stage, time_ns, x) = marks[0];
+    let init = web_sys::MouseEventInit::new();
+    init.set_bubbles(true);
+    init.set_client_x((r.left() + x).round() as i32);
+    init.set_client_y((r.top() + rows[0]).round() as i32);
+    let e = web_sys::MouseEvent::new_with_mouse_event_init_dict("mousemove", &init).unwrap();
+    c.dispatch_event(&e).unwrap();
+    gloo::timers::future::TimeoutFuture::new(100).await;
+    let tip = testid(&host, "tooltip");
+    assert_eq!(
+        tip.get_attribute("data-peak-time-ns"),
+        Some(time_ns.to_string())
+    );
+    let text = tip.text_content().unwrap();
+    let resident = &stages[stage as usize]["resident_at_peak"];
+    let gib = trainscope_core::job::memory::gib;
+    assert!(
+        text.contains(&format!(
+            "stage {stage} peaks at {:.3} ms",
+            time_ns as f64 / 1e6
+        )),
+        "{text}"
+    );
+    for part in ["weights", "optimizer", "activations"] {
+        let b = resident[format!("{part}_bytes")].as_u64().unwrap();
+        assert!(
+            text.contains(&format!("{part}{}", gib(b))),
+            "{part}: {text}"
+        );
+    }
+    let in_flight = resident["micro_batches_in_flight"].as_f64().unwrap();
+    assert!(
+        text.contains(&format!("micro-batches in flight{in_flight:.1}")),
+        "{text}"
+    );
+    host.remove();
+}
+
+/// The Recompute select offers `op` (torchtitan's per-op checkpointing,
+/// the core's `Recompute::ALL`) and the worker runs it as the CLI's
+/// `--recompute op` does: the core's iteration time and activations.
+#[wasm_bindgen_test]
+fn the_recompute_select_runs_torchtitans_op_policy_as_the_core() {
+    let mut job = small_job(2);
+    job.set(JobField::Recompute, "op").unwrap();
+    assert_eq!(job.training.recompute, Recompute::Op);
+    assert!(job
+        .set(JobField::Recompute, "ops")
+        .unwrap_err()
+        .contains("none, selective, full, op"));
+    let r = run(&job_request(1, job.clone())).result.unwrap();
+    let core = ModelJob::new(
+        preset("llama3-8b").unwrap(),
+        job.setup(),
+        gpu_preset(&job.gpu).unwrap(),
+        None,
+    )
+    .unwrap();
+    let out =
+        trainscope_core::job::run::run_model(&core, &trainscope_core::engine::SimConfig::default())
+            .unwrap();
+    assert_eq!(
+        r.iteration_time_ns,
+        Some(out.run.summary().iteration_time_ns)
+    );
+    let m = &r.model.as_ref().unwrap().memory.stages[0];
+    assert_eq!(
+        m.activations_bytes,
+        out.memory.per_stage[0].activations_bytes
+    );
+}

@@ -41,7 +41,8 @@ use crate::engine::schedule::Direction;
 use crate::engine::spec::{GroupKind, JobMode};
 use crate::engine::task::{Meta, TaskMeta};
 use crate::timeline::{
-    CounterLane, CounterPoint, CounterUnit, LaneGroup, Span, SpanKind, Stream, Timeline,
+    CounterLane, CounterPeak, CounterPoint, CounterUnit, LaneGroup, Span, SpanKind, Stream,
+    Timeline,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -219,6 +220,11 @@ impl ActivationSeries {
             stage: self.stage,
             name,
             unit,
+            peak: (self.peak_chunks > 0).then(|| CounterPeak {
+                time_ns: self.peak_time_ns(),
+                micro_batches_in_flight: self.peak_micro_batches(),
+                resident: Vec::new(),
+            }),
             points: self
                 .points
                 .iter()

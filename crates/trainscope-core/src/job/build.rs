@@ -104,6 +104,8 @@ struct Times {
 struct Host {
     stack: StackSettings,
     region: Region,
+    /// What `--recompute op` replays of each op.
+    op_policy: super::op_checkpoint::OpPolicy,
 }
 
 fn times(
@@ -150,6 +152,15 @@ fn times(
         if recompute == Recompute::Selective && op.attention_core {
             t.input_grad += f;
             kernels[1] += op.forward.kernels;
+        }
+        if recompute == Recompute::Op {
+            // torchtitan's op policy: the share of this op's forward it
+            // replays in the backward ([`super::op_checkpoint`]).
+            let share = host.op_policy.forward_share(op);
+            if share > 0.0 {
+                t.input_grad += (f as f64 * share).round() as u64;
+                kernels[1] += op.forward.kernels;
+            }
         }
     }
     t.launch = [0, 1, 2].map(|i| {
@@ -442,6 +453,7 @@ fn layer_ops(job: &ModelJob, layer: u32, shape: &Shape, out: &mut Vec<LayerOp>) 
     let host = Host {
         stack: s.stack,
         region: Region::Layer,
+        op_policy: super::op_checkpoint::OpPolicy::of(m),
     };
     let t = |ops: &[Op]| times(gpu, ops, p, rc, shape.local_seq_length(), host);
     // Transformer Engine's TP overlap: sequence-parallel blocks with TP > 1
@@ -643,6 +655,7 @@ fn simple(job: &ModelJob, name: &str, role: LayerRole, ops: &[Op]) -> LayerOp {
         Host {
             stack: job.setup.stack,
             region: Region::Outside,
+            op_policy: super::op_checkpoint::OpPolicy::of(&job.model),
         },
     );
     op(name.to_string(), role, None, t, None, None)
@@ -923,6 +936,10 @@ mod tests {
             launch_queue_depth: None,
         },
         region: Region::Layer,
+        op_policy: crate::job::op_checkpoint::OpPolicy {
+            qkv_share: 0.0,
+            gated_mlp: true,
+        },
     };
     use crate::hardware::gpu_preset;
     use crate::model::presets;

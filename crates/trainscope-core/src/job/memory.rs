@@ -146,6 +146,9 @@ pub fn layer_activation_bytes(job: &ModelJob, layer: u32) -> u64 {
     if s.recompute == Recompute::Full {
         return input;
     }
+    if s.recompute == Recompute::Op {
+        return super::op_checkpoint::layer_activation_bytes(job);
+    }
     let dropout = m.family == Family::Gpt;
     let mask = if dropout { tok * h / sp_div } else { 0 };
     // Under FP8 training Transformer Engine keeps the inputs of its FP8
@@ -457,14 +460,19 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             let chunk_max = chunk_bytes.iter().copied().max().unwrap_or(0);
             let k = in_flight.get(stage as usize).copied().unwrap_or(1);
             let mut activations = u64::from(k).saturating_mul(chunk_max);
-            if s.recompute == Recompute::Full {
-                // One layer recomputed at a time holds its full activations.
+            if matches!(s.recompute, Recompute::Full | Recompute::Op) {
+                // One layer recomputed at a time holds its full activations
+                // (under the op policy: those it does not keep).
                 let mut full = job.clone();
                 full.setup.recompute = Recompute::Selective;
+                let kept = |l| match s.recompute {
+                    Recompute::Op => layer_activation_bytes(job, l),
+                    _ => 0,
+                };
                 activations = activations.saturating_add(
                     layers
                         .iter()
-                        .map(|&l| layer_activation_bytes(&full, l))
+                        .map(|&l| layer_activation_bytes(&full, l).saturating_sub(kept(l)))
                         .max()
                         .unwrap_or(0),
                 );

@@ -21,6 +21,7 @@ pub mod calibrate;
 pub mod export;
 pub mod layout;
 pub mod memory;
+pub mod op_checkpoint;
 pub mod run;
 pub mod sharding;
 
@@ -40,11 +41,30 @@ pub enum Recompute {
     Selective,
     /// Recompute each whole layer from its input in the backward.
     Full,
+    /// torchtitan's per-op selective checkpointing: every other matmul,
+    /// the attention core and communication saved, the rest recomputed
+    /// ([`op_checkpoint`]).
+    Op,
 }
 
 impl Recompute {
     /// Every mode, in a fixed order.
-    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+    pub const ALL: [Recompute; 4] = [
+        Recompute::None,
+        Recompute::Selective,
+        Recompute::Full,
+        Recompute::Op,
+    ];
+
+    /// What a sweep tries when not told (Megatron's three; torchtitan's
+    /// `op` policy is asked for by name: it is refused for MoE and MLA
+    /// models).
+    pub const SWEPT: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    /// Every name, for messages: `none, selective, full, op`.
+    pub fn names() -> String {
+        Recompute::ALL.map(Recompute::name).join(", ")
+    }
 
     /// The name used by the CLI, JSON and the page.
     pub fn name(self) -> &'static str {
@@ -52,6 +72,7 @@ impl Recompute {
             Recompute::None => "none",
             Recompute::Selective => "selective",
             Recompute::Full => "full",
+            Recompute::Op => "op",
         }
     }
 
@@ -376,6 +397,14 @@ fn check_limits(m: &ModelSpec, s: &TrainingSetup) -> Result<(), JobError> {
             return Err(JobError::new(
                 format!("the model's {name} is 0"),
                 "check the model file",
+            ));
+        }
+    }
+    if s.recompute == Recompute::Op {
+        if let Some(why) = op_checkpoint::unsupported(m) {
+            return Err(JobError::new(
+                why,
+                "use --recompute selective or full for this model",
             ));
         }
     }

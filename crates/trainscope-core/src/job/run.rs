@@ -15,7 +15,7 @@
 //! [`SimConfig`].
 
 use super::calibrate::CalibrationFit;
-use super::memory::{chunk_activation_bytes, memory_report, MemoryReport};
+use super::memory::{chunk_activation_bytes, memory_report, MemoryReport, StageMemory};
 use super::{ModelJob, Throughput};
 use crate::engine::described::DescribedOptions;
 use crate::engine::schedule::{ChunkPlacement, ScheduleKind};
@@ -23,6 +23,7 @@ use crate::engine::simai_cost::cost_for;
 use crate::engine::summary::activation_counters;
 use crate::engine::{simulate_with, JobSpec, SimConfig, SimError};
 use crate::run::{as_warning_lines, push_unique, RunError, RunOutput, RUN_SCHEMA_VERSION};
+use crate::timeline::ResidentPart;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -174,17 +175,6 @@ pub fn run_model_with(
     } else {
         crate::whatif::report(&spec, &c, cost.as_ref(), blame)?
     };
-    // The timeline's activation memory lanes in bytes: the simulated chunk
-    // counts times the memory model's bytes per chunk (a summary-only run
-    // has no timeline to put them in).
-    if !c.summary_only {
-        let counters = activation_counters(
-            &result.timeline,
-            &result.activations,
-            Some(&chunk_activation_bytes(job)),
-        );
-        result.timeline.set_counters(counters);
-    }
     let expert_tp = job.expert_layout_label();
     let mut notes = vec![format!(
         "model-level job: {} ({:.2} B parameters) on {} x {}, TP {} PP {} DP {} EP {}{expert_tp}, {} micro-batches of {} x {} tokens",
@@ -225,6 +215,24 @@ pub fn run_model_with(
         1
     };
     let memory = memory_report(job, &in_flight, logits);
+    // The timeline's activation memory lanes in bytes: the simulated chunk
+    // counts times the memory model's bytes per chunk, each lane's peak
+    // with what is resident then (a summary-only run has no timeline to
+    // put them in).
+    if !c.summary_only {
+        let mut counters = activation_counters(
+            &result.timeline,
+            &result.activations,
+            Some(&chunk_activation_bytes(job)),
+        );
+        for lane in &mut counters {
+            let stage = memory.per_stage.iter().find(|m| m.stage == lane.stage);
+            if let (Some(peak), Some(m)) = (lane.peak.as_mut(), stage) {
+                peak.resident = resident_at_peak(m);
+            }
+        }
+        result.timeline.set_counters(counters);
+    }
     push_unique(&mut warnings, memory.messages.iter().cloned());
     let throughput = job.throughput(result.summary.iteration_time_ns);
     let run = RunOutput {
@@ -255,6 +263,29 @@ pub fn run_model_with(
         calibration: None,
         kernels_per_iteration,
     })
+}
+
+/// What a stage holds at its peak: the memory model's parts (the activations being the schedule's peak), as the
+/// JSON's `resident_at_peak` and the timeline's peak marker give them.
+pub fn resident_at_peak(m: &StageMemory) -> Vec<ResidentPart> {
+    [
+        ("weights", m.weights_bytes),
+        ("gradients", m.gradients_bytes),
+        ("optimizer", m.optimizer_bytes),
+        ("activations", m.activations_bytes),
+        ("logits", m.logits_bytes),
+        ("unsharded_unit", m.unsharded_unit_bytes),
+        (
+            "buffers",
+            m.workspace_bytes + m.cuda_graph_bytes + m.nccl_bytes,
+        ),
+    ]
+    .into_iter()
+    .map(|(name, size_bytes)| ResidentPart {
+        name: name.to_string(),
+        size_bytes,
+    })
+    .collect()
 }
 
 impl ModelRunOutput {
@@ -417,16 +448,15 @@ impl ModelRunOutput {
                     continue;
                 };
                 st["peak_time_ns"] = json!(a.peak_time_ns());
-                st["resident_at_peak"] = json!({
-                    "weights_bytes": m.weights_bytes,
-                    "gradients_bytes": m.gradients_bytes,
-                    "optimizer_bytes": m.optimizer_bytes,
-                    "activations_bytes": m.activations_bytes,
-                    "micro_batches_in_flight": a.peak_micro_batches(),
-                    "logits_bytes": m.logits_bytes,
-                    "unsharded_unit_bytes": m.unsharded_unit_bytes,
-                    "buffers_bytes": m.workspace_bytes + m.cuda_graph_bytes + m.nccl_bytes,
-                });
+                let mut resident = serde_json::Map::new();
+                for part in resident_at_peak(m) {
+                    resident.insert(format!("{}_bytes", part.name), json!(part.size_bytes));
+                }
+                resident.insert(
+                    "micro_batches_in_flight".into(),
+                    json!(a.peak_micro_batches()),
+                );
+                st["resident_at_peak"] = Value::Object(resident);
             }
         }
         v["calibration"] = json!(self.calibration);
@@ -548,6 +578,22 @@ mod tests {
                 assert_eq!(r["activations_bytes"], m.activations_bytes);
                 assert_eq!(r["weights_bytes"], m.weights_bytes);
                 assert_eq!(r["micro_batches_in_flight"], a.peak_micro_batches());
+                // The timeline's memory lane of the stage marks the same
+                // peak with the same parts.
+                let lane = out
+                    .run
+                    .result
+                    .timeline
+                    .counters()
+                    .iter()
+                    .find(|c| c.stage == m.stage)
+                    .unwrap();
+                let peak = lane.peak.as_ref().unwrap();
+                assert_eq!(peak.time_ns, t, "{schedule:?} stage {st}");
+                assert_eq!(peak.micro_batches_in_flight, a.peak_micro_batches());
+                for part in &peak.resident {
+                    assert_eq!(r[format!("{}_bytes", part.name)], part.size_bytes);
+                }
             }
             let output_stage = if schedule.placement() == ChunkPlacement::VShape {
                 0

@@ -141,7 +141,7 @@ pub struct SweepSpec {
     pub vpp: Option<Vec<u32>>,
     /// Default [`DEFAULT_MICRO_BATCH_SIZES`].
     pub micro_batch_size: Option<Vec<u32>>,
-    /// Default: none, selective, full.
+    /// Default: none, selective, full ([`Recompute::SWEPT`]).
     pub recompute: Option<Vec<Recompute>>,
     /// Default: every schedule ([`ScheduleKind::ALL`]).
     pub schedule: Option<Vec<ScheduleKind>>,
@@ -284,7 +284,7 @@ impl SweepSpec {
     pub fn recompute_values(&self) -> Vec<Recompute> {
         self.recompute
             .clone()
-            .unwrap_or_else(|| Recompute::ALL.to_vec())
+            .unwrap_or_else(|| Recompute::SWEPT.to_vec())
     }
 
     pub fn schedule_values(&self) -> Vec<ScheduleKind> {

@@ -515,6 +515,33 @@ pub struct CounterLane {
     pub unit: CounterUnit,
     /// Every change, in time order, one point per instant.
     pub points: Vec<CounterPoint>,
+    /// Where the series first reaches its largest value and what is
+    /// resident then (`None`: nothing held). Always serialised (the page's
+    /// worker sends timelines as bincode, which needs every field).
+    #[serde(default)]
+    pub peak: Option<CounterPeak>,
+}
+
+/// A counter lane's peak: when it is first reached, the micro-batches
+/// whose activations are held then, and, for a model-level job, the
+/// memory model's parts resident at that moment (empty otherwise).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterPeak {
+    pub time_ns: u64,
+    pub micro_batches_in_flight: f64,
+    /// `(part, bytes)` in the memory report's order: weights, gradients,
+    /// optimizer, activations, logits, buffers.
+    #[serde(default)]
+    pub resident: Vec<ResidentPart>,
+}
+
+/// One part of memory resident at a peak.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResidentPart {
+    /// `weights`, `gradients`, `optimizer`, `activations`, `logits`,
+    /// `unsharded_unit`, `buffers`.
+    pub name: String,
+    pub size_bytes: u64,
 }
 
 impl CounterLane {
@@ -1242,6 +1269,7 @@ mod tests {
             stage: 1,
             name: String::new(),
             unit: CounterUnit::Bytes,
+            peak: None,
             points: pts(&[(10, 2.0), (20, 5.0), (30, 1.0)]),
         };
         assert_eq!(c.max_value(), 5.0);
@@ -1315,6 +1343,14 @@ mod tests {
                     value: 0.0,
                 },
             ],
+            peak: Some(CounterPeak {
+                time_ns: 10,
+                micro_batches_in_flight: 1.5,
+                resident: vec![ResidentPart {
+                    name: "weights".into(),
+                    size_bytes: 7,
+                }],
+            }),
         });
         let t = b.build();
         assert_eq!(t.counters().len(), 1);

@@ -3,8 +3,8 @@
 //! frame issues one fill per kind), micro-batch numbers on wide spans, the
 //! critical-path overlay, the selection with its dependencies and flow
 //! arrows, the counter lanes (activation memory per stage: a filled step
-//! area scaled to the lane's peak, one vertex pair per change in view), and
-//! the overview strip. Everything is in CSS pixels; the caller
+//! area scaled to the lane's peak, one vertex pair per change in view, and
+//! a marker where the peak is first reached), and the overview strip. Everything is in CSS pixels; the caller
 //! scales the context by the device pixel ratio. Work per frame is bounded
 //! by the visible rows x plot width, never by the span count.
 
@@ -110,6 +110,8 @@ pub struct FrameStats {
     /// Counter lanes drawn, and the points they drew.
     pub counters: u32,
     pub counter_points: u32,
+    /// Peak markers drawn on counter lanes.
+    pub counter_peaks: u32,
 }
 
 /// Reusable buffers (no allocation per frame once warm).
@@ -348,6 +350,10 @@ fn draw_lanes(
     }
 }
 
+/// Half width of a counter lane's peak marker, CSS px (the hover picks the
+/// peak within this distance and a little more).
+pub const PEAK_MARK_PX: f64 = 5.0;
+
 /// The counter lanes in view: per row a filled step area from the value in
 /// force at the window's start through every change in the window (a binary
 /// search, then the few points of a series: one per forward or backward),
@@ -406,6 +412,25 @@ fn draw_counters(
         ctx.stroke();
         stats.counters += 1;
         stats.counter_points += n;
+        // The peak: a vertical line through the lane and a downward
+        // triangle on top of it, where the series first reaches its most.
+        if let Some(peak) = c.peak.as_ref().filter(|p| (t0..=t1).contains(&p.time_ns)) {
+            let x = (LABEL_W + vp.ns_to_px(peak.time_ns)).round() + 0.5;
+            ctx.begin_path();
+            ctx.move_to(x, top);
+            ctx.line_to(x, base);
+            ctx.set_stroke_style_str(palette::COUNTER_PEAK);
+            ctx.set_line_width(1.5);
+            ctx.stroke();
+            ctx.begin_path();
+            ctx.move_to(x - PEAK_MARK_PX, top);
+            ctx.line_to(x + PEAK_MARK_PX, top);
+            ctx.line_to(x, top + PEAK_MARK_PX * 1.5);
+            ctx.close_path();
+            ctx.set_fill_style_str(palette::COUNTER_PEAK);
+            ctx.fill();
+            stats.counter_peaks += 1;
+        }
     }
 }
 

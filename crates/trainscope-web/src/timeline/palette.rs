@@ -32,6 +32,9 @@ pub fn kind_color(kind: SpanKind) -> &'static str {
 pub const COUNTER_FILL: &str = "rgba(204,121,167,0.45)";
 /// Outline of a counter lane's step area.
 pub const COUNTER_LINE: &str = "#8E3B6B";
+/// A counter lane's peak marker: near-black, legible on the lane's light
+/// purple fill and on the white ground, and no span kind's colour.
+pub const COUNTER_PEAK: &str = "#1F1F1F";
 
 /// Text colour legible on [`kind_color`] (black on light fills, white on
 /// dark ones; WCAG relative luminance above 0.4 counts as light).

@@ -1,7 +1,11 @@
 //! What the timeline says about a span: the hover tooltip (spans and
-//! counters), the selected span's details panel, a span's name and fields.
+//! counters, a memory lane's peak with what is resident then), the selected
+//! span's details panel, a span's name and fields.
 
 use super::*;
+use crate::timeline::draw::PEAK_MARK_PX;
+use trainscope_core::job::memory::gib;
+use trainscope_core::timeline::{CounterLane, CounterPeak};
 
 /// `stage 3` / `rank 17 · stage 2` for a lane.
 pub(super) fn group_name(tl: &Model, lane: u32) -> String {
@@ -107,6 +111,74 @@ impl Timeline {
 
     /// The tooltip of a counter lane: its value at the pointer's time and
     /// its peak.
+    /// The counter rows' peak markers, in row order, as
+    /// `stage:time_ns:x_px` (x from the canvas's left edge at the current
+    /// view), joined by commas: what tests read and hover.
+    pub(super) fn peak_marks(&self) -> String {
+        self.layout
+            .rows
+            .iter()
+            .filter_map(|r| match r.kind {
+                RowKind::Counter {
+                    section, counter, ..
+                } => {
+                    let c = self
+                        .sections
+                        .get(section)?
+                        .tl
+                        .counters()
+                        .get(counter as usize)?;
+                    let p = c.peak.as_ref()?;
+                    Some(format!(
+                        "{}:{}:{:.1}",
+                        c.stage,
+                        p.time_ns,
+                        LABEL_W + self.vp.ns_to_px(p.time_ns)
+                    ))
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// A counter lane's peak as the hover shows it: when, the micro-batches
+    /// in flight and each resident part in GiB (the CLI's "stage N peaks at
+    /// X ms" line and `memory.per_stage[i].resident_at_peak`).
+    fn view_peak_tooltip(&self, h: &CounterHover, c: &CounterLane, p: &CounterPeak) -> Html {
+        let mut rows: Vec<(String, String)> = vec![(
+            "micro-batches in flight".into(),
+            format!("{:.1}", p.micro_batches_in_flight),
+        )];
+        for part in p.resident.iter().filter(|x| x.size_bytes > 0) {
+            rows.push((part.name.replace('_', " "), gib(part.size_bytes)));
+        }
+        if !p.resident.is_empty() {
+            rows.push((
+                "resident".into(),
+                gib(p.resident.iter().map(|x| x.size_bytes).sum()),
+            ));
+        }
+        let title = format!(
+            "stage {} peaks at {:.3} ms",
+            c.stage,
+            p.time_ns as f64 / 1e6
+        );
+        html! {
+            <div class="ts-tl-tooltip" data-testid={self.tid("tooltip")} data-counter={c.name.clone()}
+                 data-peak-time-ns={p.time_ns.to_string()}
+                 role="tooltip" style={self.tooltip_style(h.x, h.y)}>
+                <div class="ts-tl-name">
+                    <span class="ts-tl-swatch" style={format!("background:{}", palette::COUNTER_PEAK)}></span>
+                    { title }
+                </div>
+                <dl class="ts-tl-fields">
+                    { for rows.into_iter().map(|(k, v)| html! { <><dt>{ k }</dt><dd>{ v }</dd></> }) }
+                </dl>
+            </div>
+        }
+    }
+
     pub(super) fn view_counter_tooltip(&self, h: &CounterHover) -> Html {
         let Some(sec) = self.sections.get(h.section) else {
             return html! {};
@@ -114,6 +186,14 @@ impl Timeline {
         let Some(c) = sec.tl.counters().get(h.counter as usize) else {
             return html! {};
         };
+        // Near the peak's marker the hover tells the peak.
+        if let Some(p) = c
+            .peak
+            .as_ref()
+            .filter(|p| (LABEL_W + self.vp.ns_to_px(p.time_ns) - h.x).abs() <= PEAK_MARK_PX + 3.0)
+        {
+            return self.view_peak_tooltip(h, c, p);
+        }
         let mut rows: Vec<(&str, String)> = vec![
             (
                 "value",

@@ -831,6 +831,7 @@ impl Component for Timeline {
                             data-memory-lanes={self.layout.counter_rows().to_string()}
                             data-memory-rows={self.layout.rows.iter().filter(|r| matches!(r.kind, RowKind::Counter { .. })).map(|r| format!("{}-{}", RULER_H + r.y, RULER_H + r.y + r.h)).collect::<Vec<_>>().join(",")}
                             data-memory-first-y={self.layout.rows.iter().find(|r| matches!(r.kind, RowKind::Counter { .. })).map(|r| (RULER_H + r.y + r.h / 2.0).to_string())}
+                            data-memory-peaks={self.peak_marks()}
                             data-counters={self.sections.iter().map(|s| s.tl.counters().len()).sum::<usize>().to_string()}
                             data-groups={self.layout.groups.iter().map(|g| format!("{}:{}", g.section, g.name)).collect::<Vec<_>>().join("|")}
                             style={format!("display:block;width:100%;height:{canvas_h}px")} role="img"
