@@ -195,6 +195,16 @@ export async function settled(page, options) {
   await waitDone(page);
 }
 
+/** Describe the e2e tests' usual job in the job panel: Llama 3 8B, DP 4,
+ * PP 2, global batch 32 (the CLI's `--model llama3-8b --dp 4 --pp 2
+ * --global-batch-size 32`). */
+export async function describeLlama8b(page) {
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('4');
+  await page.getByTestId('job-gbs').fill('32');
+  await page.getByTestId('job-pp').fill('2');
+}
+
 /** What the page shows of a described job: MFU, iteration time (ns), peak
  * bytes per stage. */
 export async function jobShown(page) {

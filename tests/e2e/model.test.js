@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, root, screenshot, cli, settled, jobShown as shown } from './harness.js';
+import { serve, launch, newPage, root, screenshot, cli, settled, jobShown as shown, describeLlama8b } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -24,10 +24,7 @@ test('a preset job: TP changes memory and MFU, the permalink restores and runs i
   await page.goto(site.url);
   const panel = page.getByTestId('job-panel');
   assert.equal(await panel.getAttribute('data-active'), 'false');
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-gbs').fill('32');
-  await page.getByTestId('job-pp').fill('2');
+  await describeLlama8b(page);
   await settled(page);
   assert.equal(await panel.getAttribute('data-active'), 'true');
   const tp1 = await shown(page);
@@ -299,10 +296,7 @@ test('launch queue depth: the page runs the depth the CLI runs, shows the queue 
 test('the memory lanes mark each stage\'s peak at the CLI\'s time; the hover shows what is resident', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-gbs').fill('32');
-  await page.getByTestId('job-pp').fill('2');
+  await describeLlama8b(page);
   await settled(page);
   await shown(page);
   const want = cli(['--model', 'llama3-8b', '--pp', '2', '--dp', '4', '--global-batch-size', '32']);

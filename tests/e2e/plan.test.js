@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { serve, launch, newPage, root, screenshot, settled } from './harness.js';
+import { serve, launch, newPage, root, screenshot, settled, describeLlama8b } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -55,10 +55,7 @@ function sameAsCli(shown) {
 test('plan the run of a described job: page == CLI, the interval moves ETTR, the permalink restores it', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-gbs').fill('32');
-  await page.getByTestId('job-pp').fill('2');
+  await describeLlama8b(page);
   await settled(page);
   await page.getByTestId('plan-open').click();
   const auto = await shownPlan(page);

@@ -18,7 +18,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, waitDone, screenshot, shots, settled } from './harness.js';
+import { serve, launch, newPage, waitDone, screenshot, shots, settled, describeLlama8b } from './harness.js';
 
 const SEED = 'simai_llama65b_tp8_pp4_vpp8.txt';
 const SCHEDULES = ['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'zbv', 'dualpipev'];
@@ -184,10 +184,7 @@ test('with one micro-batch the schedules whose conditions fail are listed with t
 test('a described job compares its schedules in bytes, and its memory chart is in bytes', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-gbs').fill('32');
-  await page.getByTestId('job-pp').fill('2');
+  await describeLlama8b(page);
   await settledSlow(page);
   const chart = page.getByTestId('activation-memory-chart');
   assert.equal(await chart.getAttribute('data-unit'), 'bytes');
