@@ -483,6 +483,17 @@ for (const [width, height] of SIZES) {
     // beside the 340 px column; measured 902 px after).
     if (width === 1280) assert.ok(box.width >= 890, `timeline ${box.width} px of ${width}`);
     assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll');
+    // Every control of the Configure form lies inside its column (at 1280 px
+    // the form was once wider than the 296 px column and its inputs were cut).
+    const clipped = await page.getByTestId('config-column').evaluate((col) => {
+      const right = col.getBoundingClientRect().right;
+      const cut = [...col.querySelectorAll('input, select, button')]
+        .filter((e) => e.getBoundingClientRect().right > right + 0.5)
+        .map((e) => e.name || e.dataset.testid || e.textContent);
+      return { cut, scroll: col.scrollWidth, client: col.clientWidth };
+    });
+    assert.deepEqual(clipped.cut, [], `controls cut at the column's edge: ${clipped.cut.join(', ')}`);
+    assert.ok(clipped.scroll <= clipped.client, `Configure ${clipped.scroll} px wide in a ${clipped.client} px column`);
     assert.deepEqual(errors, []);
     await page.close();
   });
