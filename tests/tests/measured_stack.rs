@@ -120,7 +120,9 @@ const LAYERS: [(&str, &str, u32, u32, u32); 5] = [
 /// The routed experts of one MoE layer (forward, input and weight
 /// gradients of the up GEMM, SwiGLU and down GEMM) on one rank, as the
 /// model builds it for an H200 at TP 1 with `ep` expert-parallel ranks on
-/// the eager PyTorch stack: (GPU ms, host launch ms, kernels).
+/// the eager PyTorch stack: (GPU ms, host launch ms, kernels). The
+/// benchmark's weights are bf16 tensors (no autocast, so no casts): bf16
+/// gradients say so.
 fn predicted_experts(preset: &str, ep: u32, mbs: u32, seq: u32) -> (f64, f64, u32) {
     let setup = TrainingSetup {
         tp: 1,
@@ -129,6 +131,7 @@ fn predicted_experts(preset: &str, ep: u32, mbs: u32, seq: u32) -> (f64, f64, u3
         micro_batch_size: mbs,
         global_batch_size: Some(mbs * ep),
         seq_length: seq,
+        bf16_grads: true,
         stack: StackSettings {
             stack: Stack::PytorchEager,
             ..StackSettings::default()

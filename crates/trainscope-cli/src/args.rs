@@ -491,7 +491,9 @@ pub struct ModelFlags {
     /// Keep and reduce gradients in bf16 under bf16/FP8 training
     /// (Megatron-Bridge's grad_reduce_in_fp32 = False, set by NVIDIA's
     /// performance recipes): 2 bytes a gradient, half the gradient
-    /// reduction's bytes, an fp32 copy of the optimizer's shard.
+    /// reduction's bytes, an fp32 copy of the optimizer's shard. With a
+    /// PyTorch-level stack (eager, compiled): bf16 weights and gradients,
+    /// so no per-micro-batch autocast casts of fp32 weights.
     #[arg(long = "no-grad-reduce-in-fp32")]
     pub bf16_grads: bool,
     #[command(flatten)]

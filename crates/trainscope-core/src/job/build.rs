@@ -950,18 +950,11 @@ mod tests {
         let m = presets::preset("gpt3-175b").unwrap();
         for flash in [true, false] {
             let s = Shape {
-                micro_batch_size: 1,
-                seq_length: 2048,
                 tp: 8,
                 expert_tp: 8,
-                cp: 1,
                 sequence_parallel: true,
-                activation_bytes: 2,
-                gemm_weight_bytes: 2,
                 flash_attention: flash,
-                local_experts: 1,
-                moe: Default::default(),
-                unfused: false,
+                ..Shape::for_tests()
             };
             let ops = m.attention_ops(&s);
             let core: Vec<Op> = ops.iter().filter(|o| o.attention_core).cloned().collect();
@@ -1002,18 +995,9 @@ mod tests {
         let gpu = gpu_preset("H100-SXM").unwrap();
         let m = presets::preset("llama3-8b").unwrap();
         let s = |weight_bytes| Shape {
-            micro_batch_size: 1,
             seq_length: 4096,
-            tp: 1,
-            expert_tp: 1,
-            cp: 1,
-            sequence_parallel: false,
-            activation_bytes: 2,
             gemm_weight_bytes: weight_bytes,
-            flash_attention: true,
-            local_experts: 1,
-            moe: Default::default(),
-            unfused: false,
+            ..Shape::for_tests()
         };
         let out = |p, w| {
             times(

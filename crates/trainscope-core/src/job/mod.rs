@@ -209,6 +209,24 @@ impl Default for TrainingSetup {
     }
 }
 
+impl TrainingSetup {
+    /// Whether the linear layers pay `torch.autocast`'s casts
+    /// ([`crate::model::ops::Shape::autocast_casts`]): PyTorch-level stacks
+    /// (eager, compiled) training in bf16 or fp16 from fp32 weights. Not
+    /// Megatron (it keeps compute-precision copies of the weights, cast once
+    /// per iteration in the optimizer step), not ZeRO-3 / FSDP (FSDP2's
+    /// mixed precision casts each shard once, before its all-gather, as
+    /// torchtitan runs it), and not with [`TrainingSetup::bf16_grads`]
+    /// (a PyTorch module's gradients take its weights' dtype: bf16
+    /// gradients are bf16 weights, nothing to cast).
+    pub fn autocast_casts(&self) -> bool {
+        self.stack.stack != crate::model::stack::Stack::MegatronTe
+            && matches!(self.precision, Precision::Bf16 | Precision::Fp16)
+            && !self.bf16_grads
+            && self.sharding.zero != sharding::ZeroStage::Parameters
+    }
+}
+
 /// Why a model-level job cannot be built: the setting and the numbers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid model-level job: {message}")]

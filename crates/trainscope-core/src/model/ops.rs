@@ -120,6 +120,34 @@ pub struct Shape {
     /// Element-wise steps unfused, one kernel each (eager PyTorch;
     /// [`super::eager`]).
     pub unfused: bool,
+    /// The weights are fp32 and `torch.autocast` casts each linear layer's
+    /// weight to the compute precision every micro-batch, and its bf16
+    /// weight gradient back to fp32 ([`AUTOCAST_CAST`]).
+    pub autocast_casts: bool,
+}
+
+#[cfg(test)]
+impl Shape {
+    /// One micro-batch of one 2048-token sequence in bf16 on one GPU with
+    /// flash attention, dense, Megatron's fused kernels: what tests start
+    /// from and change field by field.
+    pub(crate) fn for_tests() -> Shape {
+        Shape {
+            micro_batch_size: 1,
+            seq_length: 2048,
+            tp: 1,
+            expert_tp: 1,
+            cp: 1,
+            sequence_parallel: false,
+            activation_bytes: 2,
+            gemm_weight_bytes: 2,
+            flash_attention: true,
+            local_experts: 1,
+            moe: MoeRun::default(),
+            unfused: false,
+            autocast_casts: false,
+        }
+    }
 }
 
 impl Shape {
@@ -161,6 +189,41 @@ fn linear(ops: &mut Vec<Op>, name: &'static str, m: u64, k: u64, n: u64, s: &Sha
     if s.fp8() {
         let (m, k, n) = (m as f64, k as f64, n as f64);
         ops.push(memory("fp8_cast_transpose", 2.0 * m * k, 2.0 * m * n, 1, s));
+    }
+    if s.autocast_casts {
+        ops.push(autocast_cast((k * n) as f64, s));
+    }
+}
+
+/// The op of [`Shape::autocast_casts`]: `torch.autocast` casts an fp32
+/// weight to the compute precision before its GEMM on every call (its cast
+/// cache lives for one autocast region, one micro-batch's forward), and
+/// autograd casts the weight gradient back to fp32 (read the one, write
+/// the other: 4 + 2 bytes per element each way). Eager PyTorch launches
+/// each cast as a kernel (counted in [`super::eager::EAGER_KERNELS`]' GEMM
+/// rows); `torch.compile`'s generated code still runs them as element-wise
+/// kernels beside the library GEMMs. No kernel of its own here, so kernel
+/// counts are unchanged. The gradient's accumulation into an existing
+/// `.grad` (every micro-batch after the first) is not charged.
+pub const AUTOCAST_CAST: &str = "autocast_cast";
+
+fn autocast_cast(weight_elems: f64, s: &Shape) -> Op {
+    let bytes = weight_elems * (4 + s.activation_bytes) as f64;
+    Op {
+        name: AUTOCAST_CAST,
+        class: OpClass::Memory,
+        attention_core: false,
+        fp8: false,
+        python_loop: false,
+        forward: OpWork {
+            bytes,
+            ..Default::default()
+        },
+        input_grad: OpWork::default(),
+        weight_grad: OpWork {
+            bytes,
+            ..Default::default()
+        },
     }
 }
 
@@ -529,6 +592,12 @@ impl ModelSpec {
                 // grouped linear launches one GEMM per expert, and under
                 // FP8 quantises each expert's input on its own).
                 let groups = u32::try_from(s.local_experts.max(1)).unwrap_or(u32::MAX);
+                for o in experts.iter_mut().filter(|o| o.name == AUTOCAST_CAST) {
+                    // Every local expert's weights are cast.
+                    for w in [&mut o.forward, &mut o.weight_grad] {
+                        w.bytes *= f64::from(groups);
+                    }
+                }
                 for o in experts
                     .iter_mut()
                     .filter(|o| o.class == OpClass::Gemm || o.name == "fp8_cast_transpose")
@@ -592,11 +661,15 @@ impl ModelSpec {
         let v = self.vocab_size.div_ceil(t);
         // Logits read in bf16, the loss in fp32: about 5 element passes.
         let logits = (tok * v) as f64;
-        vec![
+        let mut ops = vec![
             memory("final_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s),
             gemm("output_layer", tok, self.hidden_size, v, false, s),
-            memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s),
-        ]
+        ];
+        if s.autocast_casts {
+            ops.push(autocast_cast((self.hidden_size * v) as f64, s));
+        }
+        ops.push(memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s));
+        ops
     }
 
     /// Forward FLOPs of one sequence of `seq` tokens through the whole model
@@ -667,18 +740,10 @@ mod tests {
     fn eager_experts_are_a_python_loop_over_the_local_experts() {
         let m = crate::model::presets::preset("qwen3-30b-a3b").unwrap();
         let shape = |unfused| Shape {
-            micro_batch_size: 1,
             seq_length: 4096,
-            tp: 1,
-            expert_tp: 1,
-            cp: 1,
-            sequence_parallel: false,
-            activation_bytes: 2,
-            gemm_weight_bytes: 2,
-            flash_attention: true,
             local_experts: 16,
-            moe: Default::default(),
             unfused,
+            ..Shape::for_tests()
         };
         let kernels = |unfused: bool, name: &str| {
             let ops = m.mlp_ops(0, &shape(unfused));
@@ -699,22 +764,68 @@ mod tests {
         assert_eq!(kernels(true, "experts_down"), ([16, 16, 32], true));
     }
 
+    /// Autocast's casts move 6 bytes per weight element of every linear
+    /// layer forward (fp32 read, bf16 written) and again for the weight
+    /// gradient, launch nothing of their own, and scale with the local
+    /// experts of an MoE layer; without the flag there is no such op.
+    #[test]
+    fn autocast_casts_move_each_linear_weight_once_each_way() {
+        let m = crate::model::presets::preset("llama3-8b").unwrap();
+        let cast = |ops: &[Op]| -> (f64, f64, f64, u32) {
+            ops.iter()
+                .filter(|o| o.name == AUTOCAST_CAST)
+                .fold((0.0, 0.0, 0.0, 0), |a, o| {
+                    (
+                        a.0 + o.forward.bytes,
+                        a.1 + o.input_grad.bytes,
+                        a.2 + o.weight_grad.bytes,
+                        a.3 + o.forward.kernels + o.weight_grad.kernels,
+                    )
+                })
+        };
+        let on = Shape {
+            autocast_casts: true,
+            ..Shape::for_tests()
+        };
+        let layer = |s: &Shape| [m.attention_ops(s), m.mlp_ops(0, s)].concat();
+        let weights = (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) as f64;
+        assert_eq!(cast(&layer(&on)), (6.0 * weights, 0.0, 6.0 * weights, 0));
+        assert_eq!(cast(&m.output_ops(&on)).0, 6.0 * (4096.0 * 128256.0));
+        assert_eq!(cast(&layer(&Shape::for_tests())), (0.0, 0.0, 0.0, 0));
+        // Eager keeps its measured kernel counts: the casts are in them.
+        let eager = |autocast_casts| Shape {
+            unfused: true,
+            autocast_casts,
+            ..Shape::for_tests()
+        };
+        let kernels = |s: &Shape| -> u32 {
+            layer(s)
+                .iter()
+                .map(|o| o.forward.kernels + o.input_grad.kernels + o.weight_grad.kernels)
+                .sum()
+        };
+        assert_eq!(kernels(&eager(true)), kernels(&eager(false)));
+        // MoE: every local expert's weights.
+        let q = crate::model::presets::preset("qwen3-30b-a3b").unwrap();
+        let experts = |local_experts| {
+            let s = Shape {
+                local_experts,
+                autocast_casts: true,
+                ..Shape::for_tests()
+            };
+            cast(&q.mlp_ops(0, &s)).0
+        };
+        assert_eq!(experts(16), 16.0 * experts(1));
+    }
+
     #[test]
     fn layer_gemm_flops_split_by_tp_and_phases_match() {
         let m = gpt3();
         let shape = |tp| Shape {
-            micro_batch_size: 1,
-            seq_length: 2048,
             tp,
             expert_tp: tp,
-            cp: 1,
             sequence_parallel: true,
-            activation_bytes: 2,
-            gemm_weight_bytes: 2,
-            flash_attention: true,
-            local_experts: 1,
-            moe: Default::default(),
-            unfused: false,
+            ..Shape::for_tests()
         };
         let gemm_flops = |ops: &[Op]| -> f64 {
             ops.iter()
@@ -748,17 +859,10 @@ mod tests {
         let m = gpt3();
         let shape = |flash| Shape {
             micro_batch_size: 2,
-            seq_length: 2048,
             tp: 8,
             expert_tp: 8,
-            cp: 1,
-            sequence_parallel: false,
-            activation_bytes: 2,
-            gemm_weight_bytes: 2,
             flash_attention: flash,
-            local_experts: 1,
-            moe: Default::default(),
-            unfused: false,
+            ..Shape::for_tests()
         };
         let core = |flash| -> Vec<Op> {
             m.attention_ops(&shape(flash))
@@ -811,18 +915,12 @@ mod tests {
     fn fp8_runs_the_layers_linear_gemms_with_their_casts_and_keeps_the_output_layer_bf16() {
         let m = crate::model::presets::preset("llama3-8b").unwrap();
         let shape = |weight_bytes| Shape {
-            micro_batch_size: 1,
             seq_length: 4096,
             tp: 2,
             expert_tp: 2,
-            cp: 1,
             sequence_parallel: true,
-            activation_bytes: 2,
             gemm_weight_bytes: weight_bytes,
-            flash_attention: true,
-            local_experts: 1,
-            moe: Default::default(),
-            unfused: false,
+            ..Shape::for_tests()
         };
         let (bf16, fp8) = (shape(2), shape(1));
         assert!(fp8.fp8() && !bf16.fp8());
