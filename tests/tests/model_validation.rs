@@ -111,6 +111,10 @@ struct Case {
     /// = False; absent: false).
     #[serde(default)]
     bf16_grads: bool,
+    /// Linear weights stored and all-gathered in FP8 (the recipe's
+    /// fp8_param_gather; absent: false).
+    #[serde(default)]
+    fp8_param_gather: bool,
     /// CUDA graphs as the recipe sets them (`none`, `layers`, `full`;
     /// absent: none).
     #[serde(default)]
@@ -223,6 +227,7 @@ fn evaluate(c: &Case) -> Row {
         account_for_embedding: c.account_for_embedding,
         account_for_loss: c.account_for_loss,
         bf16_grads: c.bf16_grads,
+        fp8_param_gather: c.fp8_param_gather,
         stack: StackSettings {
             cuda_graphs: c
                 .cuda_graphs

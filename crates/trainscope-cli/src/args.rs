@@ -496,6 +496,12 @@ pub struct ModelFlags {
     /// so no per-micro-batch autocast casts of fp32 weights.
     #[arg(long = "no-grad-reduce-in-fp32")]
     pub bf16_grads: bool,
+    /// FP8 training keeps the linear layers' weights in FP8 and the
+    /// distributed optimizer all-gathers them in FP8 (Megatron's
+    /// --fp8-param-gather, set by Megatron-Bridge's FP8 recipes): 2 bytes a
+    /// linear weight fewer, half the parameter all-gather's bytes for them.
+    #[arg(long)]
+    pub fp8_param_gather: bool,
     #[command(flatten)]
     pub software: StackFlags,
     #[command(flatten)]
@@ -577,6 +583,7 @@ impl ModelFlags {
             "--account-for-loss-in-pipeline-split",
         );
         add(self.bf16_grads, "--no-grad-reduce-in-fp32");
+        add(self.fp8_param_gather, "--fp8-param-gather");
         add(self.software.stack.is_some(), "--stack");
         add(self.software.cuda_graphs.is_some(), "--cuda-graphs");
         add(self.software.host_launch_us.is_some(), "--host-launch-us");
@@ -647,6 +654,7 @@ impl ModelFlags {
             account_for_embedding: self.account_for_embedding,
             account_for_loss: self.account_for_loss,
             bf16_grads: self.bf16_grads,
+            fp8_param_gather: self.fp8_param_gather,
         })
     }
 

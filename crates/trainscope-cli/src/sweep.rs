@@ -85,6 +85,10 @@ pub struct Args {
     /// Gradients kept and reduced in bf16 (as `simulate`'s flag).
     #[arg(long = "no-grad-reduce-in-fp32")]
     pub bf16_grads: bool,
+    /// FP8 candidates keep their linear weights in FP8 and all-gather them
+    /// in FP8 (as `simulate`'s flag; ZeRO-3 candidates do not take it).
+    #[arg(long)]
+    pub fp8_param_gather: bool,
     /// The software stack every candidate runs on.
     #[command(flatten)]
     pub software: crate::args::StackFlags,
@@ -609,6 +613,10 @@ fn make_spec(
     spec.precision = precision;
     spec.flash_attention = !args.no_flash_attention;
     spec.bf16_grads = args.bf16_grads;
+    if args.fp8_param_gather && precision != Precision::Fp8 {
+        return Err("--fp8-param-gather needs FP8 training: add --precision fp8".to_string());
+    }
+    spec.fp8_param_gather = args.fp8_param_gather;
     // The stack flags' comma lists are dimensions; the first value of each
     // is the base stack.
     let first = |v: &Option<String>| {

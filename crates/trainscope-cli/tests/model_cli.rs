@@ -377,6 +377,40 @@ fn bf16_gradients_halve_gradient_memory_and_reduction() {
     assert!(dp(&bf16) < dp(&fp32), "{} vs {}", dp(&bf16), dp(&fp32));
 }
 
+/// `--fp8-param-gather`: FP8 training without the linear weights' bf16
+/// copy (their FP8 copies are the weights), said in the JSON.
+#[test]
+fn fp8_param_gather_drops_the_bf16_copy_of_the_linear_weights() {
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--dp",
+            "8",
+            "--global-batch-size",
+            "8",
+            "--precision",
+            "fp8",
+            "--distributed-optimizer",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json_of(&trainscope(&a))
+    };
+    let plain = run(&[]);
+    let gathered = run(&["--fp8-param-gather"]);
+    assert_eq!(gathered["training"]["fp8_param_gather"], true);
+    assert!(plain["training"].get("fp8_param_gather").is_none());
+    let weights = |v: &Value| {
+        v["memory"]["per_stage"][0]["weights_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    // Llama 3 8B's linear weights: 32 layers of 218,103,808.
+    assert_eq!(weights(&plain) - weights(&gathered), 2 * 32 * 218_103_808);
+}
+
 #[test]
 fn invalid_jobs_exit_4_naming_the_numbers() {
     for (args, want) in [
@@ -409,6 +443,10 @@ fn invalid_jobs_exit_4_naming_the_numbers() {
             "world 64 does not match TP x CP x PP x DP = 8 x 2 x 1 x 2 = 32",
         ),
         (vec!["--precision", "fp4"], "unknown precision `fp4`"),
+        (
+            vec!["--fp8-param-gather"],
+            "FP8 parameter gather needs FP8 training; the precision is bf16",
+        ),
         (
             vec!["--gemm-efficiency", "1.5"],
             "GEMM efficiency 1.5 is not a fraction in (0, 1]",

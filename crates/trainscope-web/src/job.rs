@@ -128,6 +128,7 @@ pub enum JobField {
     AccountForEmbedding,
     AccountForLoss,
     Bf16Grads,
+    Fp8ParamGather,
     Stack,
     CudaGraphs,
     HostLaunchUs,
@@ -146,7 +147,7 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 36] = [
+    pub const ALL: [JobField; 37] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -169,6 +170,7 @@ impl JobField {
         JobField::AccountForEmbedding,
         JobField::AccountForLoss,
         JobField::Bf16Grads,
+        JobField::Fp8ParamGather,
         JobField::Stack,
         JobField::CudaGraphs,
         JobField::HostLaunchUs,
@@ -211,6 +213,7 @@ impl JobField {
             JobField::AccountForEmbedding => "job_split_emb",
             JobField::AccountForLoss => "job_split_loss",
             JobField::Bf16Grads => "job_bf16_grads",
+            JobField::Fp8ParamGather => "job_fp8_param_gather",
             JobField::Stack => "job_stack",
             JobField::CudaGraphs => "job_cuda_graphs",
             JobField::HostLaunchUs => "job_host_launch_us",
@@ -265,6 +268,7 @@ impl JobField {
             JobField::AccountForEmbedding => "Embedding in pipeline split",
             JobField::AccountForLoss => "Loss in pipeline split",
             JobField::Bf16Grads => "bf16 gradients",
+            JobField::Fp8ParamGather => "FP8 parameter gather",
             JobField::Stack => "Software stack",
             JobField::CudaGraphs => "CUDA graphs",
             JobField::HostLaunchUs => "Host µs per kernel",
@@ -307,6 +311,7 @@ impl JobField {
             JobField::AccountForEmbedding => "--account-for-embedding-in-pipeline-split",
             JobField::AccountForLoss => "--account-for-loss-in-pipeline-split",
             JobField::Bf16Grads => "--no-grad-reduce-in-fp32",
+            JobField::Fp8ParamGather => "--fp8-param-gather (FP8 only)",
             JobField::Stack => "--stack",
             JobField::CudaGraphs => "--cuda-graphs",
             JobField::HostLaunchUs => "--host-launch-us (empty: the stack's)",
@@ -345,6 +350,7 @@ impl JobField {
                 | JobField::AccountForEmbedding
                 | JobField::AccountForLoss
                 | JobField::Bf16Grads
+                | JobField::Fp8ParamGather
                 | JobField::MoeA2aOverlap
                 | JobField::TpCommOverlap
                 | JobField::ReshardAfterForward
@@ -447,6 +453,7 @@ impl JobSettings {
             JobField::AccountForEmbedding => on_off(self.training.account_for_embedding),
             JobField::AccountForLoss => on_off(self.training.account_for_loss),
             JobField::Bf16Grads => on_off(self.training.bf16_grads),
+            JobField::Fp8ParamGather => on_off(self.training.fp8_param_gather),
             JobField::Stack => self.training.stack.stack.name().into(),
             JobField::CudaGraphs => self.training.stack.cuda_graphs.name().into(),
             JobField::HostLaunchUs => self
@@ -568,6 +575,7 @@ impl JobSettings {
             }
             JobField::AccountForLoss => self.training.account_for_loss = parse_on_off(text)?,
             JobField::Bf16Grads => self.training.bf16_grads = parse_on_off(text)?,
+            JobField::Fp8ParamGather => self.training.fp8_param_gather = parse_on_off(text)?,
             JobField::Stack => self.training.stack.stack = Stack::parse(text)?,
             JobField::CudaGraphs => self.training.stack.cuda_graphs = CudaGraphs::parse(text)?,
             JobField::HostLaunchUs => {
@@ -738,6 +746,7 @@ impl JobSettings {
                 "--account-for-loss-in-pipeline-split",
             ),
             (self.training.bf16_grads, "--no-grad-reduce-in-fp32"),
+            (self.training.fp8_param_gather, "--fp8-param-gather"),
         ] {
             if on {
                 out.push(' ');

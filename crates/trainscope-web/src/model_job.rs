@@ -198,6 +198,7 @@ pub fn start_layout(
     spec.precision = t.precision;
     spec.flash_attention = t.flash_attention;
     spec.bf16_grads = t.bf16_grads;
+    spec.fp8_param_gather = t.fp8_param_gather;
     spec.stack = t.stack;
     let c = smallest_fitting(&spec)?;
     let s = &c.job.setup;

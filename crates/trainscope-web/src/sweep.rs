@@ -154,6 +154,7 @@ pub fn sweep_spec(
     spec.precision = job.training.precision;
     spec.flash_attention = job.training.flash_attention;
     spec.bf16_grads = job.training.bf16_grads;
+    spec.fp8_param_gather = job.training.fp8_param_gather;
     spec.stack = job.training.stack;
     spec.tp = numbers("TP", &inputs.tp)?;
     spec.cp = numbers("CP", &inputs.cp)?;

@@ -148,6 +148,7 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
             account_for_embedding: true,
             account_for_loss: true,
             bf16_grads: true,
+            fp8_param_gather: true,
             stack: StackSettings {
                 stack: Stack::TorchCompile,
                 cuda_graphs: CudaGraphs::Layers,

@@ -763,24 +763,31 @@ fn iteration_rows(
     after.push(step);
     if dist {
         let gather =
-            |name: &str, group: CommGroup, elems: u64, ranks: u32, out: &mut Vec<LayerOp>| {
-                if ranks > 1 && elems > 0 && !per_unit {
+            |name: &str, group: CommGroup, bytes: u64, ranks: u32, out: &mut Vec<LayerOp>| {
+                if ranks > 1 && bytes > 0 && !per_unit {
                     let mut o = LayerOp::empty(name, LayerRole::Optimizer);
-                    o.weight_grad.comm = comm(CommKind::AllGather, group, elems * w);
+                    o.weight_grad.comm = comm(CommKind::AllGather, group, bytes);
                     out.push(o);
                 }
             };
+        // FP8 parameter gather: the linear weights travel in FP8, one
+        // byte each (the routed experts' weights are all linear).
+        let (dense_linear, expert_linear) = if s.fp8_param_gather {
+            (params.linear.saturating_sub(params.expert), params.expert)
+        } else {
+            (0, 0)
+        };
         gather(
             "optimizer_param_allgather",
             CommGroup::Dp,
-            params.dense,
+            params.dense * w - dense_linear * (w - 1),
             dp_cp,
             &mut after,
         );
         gather(
             "optimizer_expert_param_allgather",
             CommGroup::DpEp,
-            params.expert,
+            params.expert * w - expert_linear * (w - 1),
             dp_ep,
             &mut after,
         );

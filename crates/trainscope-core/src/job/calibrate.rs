@@ -127,6 +127,7 @@ pub fn calibrate_from(
         account_for_embedding: false,
         account_for_loss: false,
         bf16_grads: false,
+        fp8_param_gather: false,
         stack: job.setup.stack,
         sharding: super::sharding::Sharding::default(),
     };

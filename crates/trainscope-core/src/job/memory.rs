@@ -24,7 +24,9 @@
 //! bytes per weight of the linear layers for the FP8 copies their GEMMs
 //! read, as is and transposed ([`FP8_COPY_BYTES`]; scaling state is a few
 //! scalars per tensor and not counted; the embeddings, output layer, norms
-//! and routers have none).
+//! and routers have none). With FP8 parameter gather
+//! (`TrainingSetup::fp8_param_gather`) the FP8 copies are the linear
+//! weights themselves: no bf16 copy of them, so those two bytes go.
 //!
 //! Activations per layer and micro-batch follow Korthikanti et al. 2022
 //! ("Reducing Activation Recomputation in Large Transformer Models",
@@ -429,8 +431,10 @@ pub fn memory_report(job: &ModelJob, in_flight: &[u32], logits_in_flight: u32) -
             };
             let zero3 = s.sharding.zero == ZeroStage::Parameters;
             let mut weights = split(weight_bytes(p), zero3);
-            if p == Precision::Fp8 && !zero3 {
-                // Under ZeRO-3 the FP8 copies live with the gathered units.
+            if p == Precision::Fp8 && !zero3 && !s.fp8_param_gather {
+                // Under ZeRO-3 the FP8 copies live with the gathered units;
+                // with FP8 parameter gather they are the linear weights
+                // themselves (1 byte, and 1 transposed: the bf16 copy's 2).
                 weights += FP8_COPY_BYTES * params.linear;
             }
             let mut gradients = split(gradient_bytes(s), s.sharding.zero >= ZeroStage::Gradients);
@@ -716,6 +720,44 @@ mod tests {
         assert_eq!(
             fp8.per_stage[0].gradients_bytes,
             bf16.per_stage[0].gradients_bytes
+        );
+        // FP8 parameter gather: the FP8 copies are the linear weights (as
+        // many bytes as their bf16 copy), and the distributed optimizer's
+        // all-gather moves one byte a linear weight instead of two.
+        let gathered = llama70b_512(|s| {
+            s.precision = Precision::Fp8;
+            s.distributed_optimizer = true;
+            s.fp8_param_gather = true;
+        });
+        let pg = memory_report(&gathered, &[1; 8], 1);
+        assert_eq!(st(&pg), st(&bf16));
+        let gather_bytes = |j: &ModelJob| -> u64 {
+            let d = crate::job::build::described_job(j, "t");
+            d.stages[0]
+                .after
+                .iter()
+                .filter(|o| o.name == "optimizer_param_allgather")
+                .map(|o| o.weight_grad.comm.as_ref().map_or(0, |c| c.size_bytes))
+                .sum()
+        };
+        let plain = llama70b_512(|s| {
+            s.precision = Precision::Fp8;
+            s.distributed_optimizer = true;
+        });
+        assert!(gather_bytes(&plain) > 0);
+        assert_eq!(
+            gather_bytes(&plain) - gather_bytes(&gathered),
+            10 * per_layer
+        );
+        // Refused where it means nothing: bf16 training.
+        let mut setup = plain.setup.clone();
+        setup.precision = Precision::Bf16;
+        setup.fp8_param_gather = true;
+        let err = ModelJob::new(plain.model.clone(), setup, plain.gpu.clone(), None).unwrap_err();
+        assert!(
+            err.message.contains("needs FP8 training"),
+            "{}",
+            err.message
         );
     }
 }

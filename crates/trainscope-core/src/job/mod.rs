@@ -156,6 +156,13 @@ pub struct TrainingSetup {
     /// bytes, and the optimizer's fp32 copy of its shard of them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub bf16_grads: bool,
+    /// FP8 training keeps the linear layers' weights in FP8 and the
+    /// distributed optimizer all-gathers them in FP8 (Megatron's
+    /// `--fp8-param-gather`; Megatron-Bridge's FP8 precision recipes set
+    /// it): no bf16 copy of those weights beside their FP8 copies, and
+    /// 1 byte a linear weight in the parameter all-gather.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_param_gather: bool,
     /// The software stack that launches the kernels (framework, CUDA
     /// graphs, host time per kernel): [`crate::model::stack`].
     pub stack: crate::model::stack::StackSettings,
@@ -203,6 +210,7 @@ impl Default for TrainingSetup {
             account_for_embedding: false,
             account_for_loss: false,
             bf16_grads: false,
+            fp8_param_gather: false,
             stack: crate::model::stack::StackSettings::default(),
             sharding: sharding::Sharding::default(),
         }
@@ -728,6 +736,21 @@ impl ModelJob {
             notes.push(format!(
                 "{} has no FP8 tensor cores: FP8 GEMMs are costed at the bf16 rate",
                 gpu.name
+            ));
+        }
+        if setup.fp8_param_gather && setup.precision != Precision::Fp8 {
+            return Err(JobError::new(
+                format!(
+                    "FP8 parameter gather needs FP8 training; the precision is {}",
+                    setup.precision.name()
+                ),
+                "set --precision fp8, or drop --fp8-param-gather",
+            ));
+        }
+        if setup.fp8_param_gather && setup.sharding.zero == sharding::ZeroStage::Parameters {
+            return Err(JobError::new(
+                "FP8 parameter gather is modelled for Megatron's distributed optimizer, not for ZeRO-3 / FSDP".to_string(),
+                "drop --fp8-param-gather, or use --zero 1 (the distributed optimizer)",
             ));
         }
         let pad = 128 * u64::from(tp);

@@ -370,6 +370,10 @@ impl ModelRunOutput {
             // Gradients kept and reduced in bf16.
             v["training"]["bf16_grads"] = json!(true);
         }
+        if s.fp8_param_gather {
+            // Linear weights stored and all-gathered in FP8.
+            v["training"]["fp8_param_gather"] = json!(true);
+        }
         if let Some(etp) = s.expert_tp {
             // Expert TP other than TP: the experts' own layout.
             v["training"]["expert_tp"] = json!(etp);

@@ -118,6 +118,9 @@ pub struct SweepSpec {
     /// Gradients in bf16 for every candidate
     /// ([`crate::job::TrainingSetup::bf16_grads`]).
     pub bf16_grads: bool,
+    /// FP8 parameter gather for every candidate that can take it (FP8,
+    /// not ZeRO-3; [`crate::job::TrainingSetup::fp8_param_gather`]).
+    pub fp8_param_gather: bool,
     /// The software stack every candidate runs on
     /// ([`crate::job::TrainingSetup::stack`]).
     pub stack: crate::model::stack::StackSettings,
@@ -189,6 +192,7 @@ impl SweepSpec {
             precision: Precision::Bf16,
             flash_attention: true,
             bf16_grads: false,
+            fp8_param_gather: false,
             stack: crate::model::stack::StackSettings::default(),
             tp: None,
             pp: None,
@@ -382,6 +386,11 @@ impl SweepSpec {
         } else {
             cp
         };
+        let cp = if self.fp8_param_gather {
+            format!("{cp} | fp8 param gather")
+        } else {
+            cp
+        };
         // ZeRO stages only when swept (older shards keep their line).
         let cp = match &self.zero {
             Some(z) => format!(
@@ -518,6 +527,9 @@ impl Candidate {
         }
         if s.bf16_grads {
             f.push_str(" --no-grad-reduce-in-fp32");
+        }
+        if s.fp8_param_gather {
+            f.push_str(" --fp8-param-gather");
         }
         if !s.flash_attention {
             f.push_str(" --no-flash-attention");
@@ -784,6 +796,9 @@ pub fn enumerate_shard(spec: &SweepSpec, slice: Option<ShardId>) -> Enumeration 
                                                         account_for_embedding: accounted,
                                                         account_for_loss: accounted,
                                                         bf16_grads: spec.bf16_grads,
+                                                        fp8_param_gather: spec.fp8_param_gather
+                                                            && spec.precision == Precision::Fp8
+                                                            && zero != ZeroStage::Parameters,
                                                         stack,
                                                         sharding: Sharding {
                                                             zero,

@@ -242,7 +242,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                 </div>
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
-                    { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads]) }
+                    { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads, JobField::Fp8ParamGather]) }
                     { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::LaunchQueueDepth, JobField::TpCommOverlap]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
                     { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward, JobField::HsdpShard, JobField::Offload]) }
