@@ -852,3 +852,54 @@ fn offload_is_a_sweep_dimension() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("--offload takes none, optimizer or optimizer+params"));
 }
+
+/// `--fp8-param-gather` reaches every FP8 candidate: rows carry the flag,
+/// reproduce with `simulate`, and need less memory than without it; a
+/// bf16 sweep with it is refused.
+#[test]
+fn fp8_param_gather_reaches_the_rows_and_simulate_reproduces() {
+    let base = [
+        "--model",
+        "llama3-8b",
+        "--world",
+        "8",
+        "--precision",
+        "fp8",
+        "--tp",
+        "2",
+        "--pp",
+        "1",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "none",
+    ];
+    let mut on = base.to_vec();
+    on.push("--fp8-param-gather");
+    let v = sweep_json(&on);
+    let r = &v["results"][0];
+    assert!(r["flags"].as_str().unwrap().contains(" --fp8-param-gather"));
+    assert_row_equals_simulate(r);
+    let off = sweep_json(&base);
+    let mem = |r: &Value| r["peak_bytes"].as_u64().unwrap();
+    assert!(
+        mem(r) < mem(&off["results"][0]),
+        "{} vs {}",
+        mem(r),
+        mem(&off["results"][0])
+    );
+    let out = trainscope(&[
+        "sweep",
+        "--model",
+        "llama3-8b",
+        "--world",
+        "8",
+        "--fp8-param-gather",
+    ]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("--fp8-param-gather needs FP8 training"),
+        "{}",
+        stderr(&out)
+    );
+}
