@@ -9,8 +9,12 @@
 // median, 90th percentile and worst for both pages. Figures only: no
 // assertion on time.
 //
-// Usage: trunk build --release && node tests/e2e/bench-interaction.mjs [--rounds 30]
+// The run's span count is taken from the CLI on the same file
+// (`simulate --spans-csv`, the page's timeline is the same model).
+//
+// Usage: trunk build --release && node tests/e2e/bench-interaction.mjs [--rounds 30] [--micro-batches 64]
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { serve, launch, root, waitDone } from './harness.js';
 
@@ -24,21 +28,26 @@ async function zoomWheel(page, dy) {
 
 
 const args = process.argv.slice(2);
-const rounds = Number(args[args.indexOf('--rounds') + 1] || 30) || 30;
+const flag = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) || dflt : dflt;
+};
+const rounds = flag('--rounds', 30);
+const microBatches = flag('--micro-batches', 64);
 
-/** 16 stages x 64 micro-batches, each block an embedding row and 120
- * layer rows (attention and MLP rows of seed 000's shape). */
+/** 16 stages x `microBatches` micro-batches, each block an embedding row
+ * and 120 layer rows (attention and MLP rows of seed 000's shape). */
 function workload() {
-  const header = 'HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 16 vpp: 1 ga: 64 all_gpus: 1024 pp_comm: 1048576';
+  const header = `HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 16 vpp: 1 ga: ${microBatches} all_gpus: 1024 pp_comm: 1048576`;
   const rows = [];
-  for (let mb = 0; mb < 64; mb += 1) {
+  for (let mb = 0; mb < microBatches; mb += 1) {
     rows.push('embedding_layer\t-1\t2000\tNONE\t0\t1000\tNONE\t0\t1000\tNONE\t0\t100');
     for (let l = 0; l < 60; l += 1) {
       rows.push('attention_column\t-1\t40000\tALLREDUCE\t16777216\t40000\tNONE\t0\t40000\tNONE\t0\t100');
       rows.push('mlp_column\t-1\t60000\tALLREDUCE\t16777216\t60000\tNONE\t0\t60000\tNONE\t0\t100');
     }
   }
-  const file = path.join(root, 'target', 'e2e-interaction-16x64x120.txt');
+  const file = path.join(root, 'target', `e2e-interaction-16x${microBatches}x120.txt`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, [header, String(rows.length), ...rows].join('\n') + '\n');
   return file;
@@ -76,6 +85,18 @@ async function interact(page, x, y, range) {
   return { times, views };
 }
 
+/** Spans of the simulated timeline: the CLI's `--spans-csv` rows. */
+function spanCount(file) {
+  const bin = ['release', 'debug'].map((d) => path.join(root, 'target', d, 'trainscope')).find((b) => fs.existsSync(b));
+  if (!bin) return 'unknown (no trainscope binary built)';
+  const csv = path.join(root, 'target', 'bench', 'interaction-spans.csv');
+  fs.mkdirSync(path.dirname(csv), { recursive: true });
+  execFileSync(bin, ['simulate', file, '--spans-csv', csv], { stdio: 'ignore' });
+  const lines = fs.readFileSync(csv, 'utf8').split('\n').filter((l) => l.length > 0).length;
+  fs.rmSync(csv);
+  return String(lines - 1);
+}
+
 const { server, url } = await serve();
 const browser = await launch();
 try {
@@ -87,7 +108,9 @@ try {
 
   const page = await browser.context.newPage();
   await page.goto(url);
-  await page.getByTestId('file-input').setInputFiles([workload()]);
+  const file = workload();
+  const spans = spanCount(file);
+  await page.getByTestId('file-input').setInputFiles([file]);
   await waitDone(page, { timeout: 300000 });
   await page.getByTestId('timeline').waitFor({ timeout: 120000 });
   await page.waitForFunction(() => {
@@ -100,7 +123,7 @@ try {
   const box = await page.getByTestId('timeline').boundingBox();
   const groups = await page.locator('[data-testid=run-status]').getAttribute('data-state');
   fs.mkdirSync(path.join(root, 'target', 'bench'), { recursive: true });
-  await page.screenshot({ path: path.join(root, 'target', 'bench', 'interaction-16x64x120.png') });
+  await page.screenshot({ path: path.join(root, 'target', 'bench', `interaction-16x${microBatches}x120.png`) });
   const measured = await interact(page, box.x + 180 + (box.width - 190) / 2, box.y + 60, range);
   const run = stats(measured.times);
   measured.views.delete(before);
@@ -108,7 +131,7 @@ try {
   const f = (x) => x.toFixed(1);
   console.log(`interaction to screen (${rounds} rounds: wheel in, drag left, wheel out, drag right):`);
   console.log(`  blank page (floor):           median ${f(floor.median)} ms, p90 ${f(floor.p90)} ms, worst ${f(floor.worst)} ms`);
-  console.log(`  16 stages x 64 mb x 120 layers (run ${groups}): median ${f(run.median)} ms, p90 ${f(run.p90)} ms, worst ${f(run.worst)} ms`);
+  console.log(`  16 stages x ${microBatches} mb x 120 layers, ${spans} spans (run ${groups}): median ${f(run.median)} ms, p90 ${f(run.p90)} ms, worst ${f(run.worst)} ms`);
 } finally {
   await browser.close();
   server.close();
