@@ -150,6 +150,28 @@ test('software bounds: CUDA graphs and MoE dispatchers as dimensions, the table 
   await page.close();
 });
 
+test('the Straggler bound ranks the table by the step with one GPU slowed, as `sweep --straggler`', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-gbs').fill('16');
+  await waitDone(page);
+  await page.getByTestId('sweep-view').getByTestId('sweep-toggle').click();
+  await fillBounds(page, { ...BOUNDS, straggler: '1.2' });
+  await page.getByTestId('sweep-run').click();
+  await sweepDone(page, 60000);
+  const want = cliSweep(['--model', 'llama3-8b', '--world', '8', '--global-batch-size', '16', '--tp', '2,4',
+    '--pp', '1,2', '--micro-batch-size', '1', '--recompute', 'selective', '--schedule', '1f1b,gpipe', '--straggler', '1.2']);
+  assert.deepEqual(await tableRows(page), want.results.map((r) => r.flags), 'the table is the CLI\'s ranking');
+  const cells = await page.getByTestId('sweep-straggler-step').allTextContents();
+  assert.equal(cells.length, want.results.length);
+  want.results.forEach((r, i) => assert.match(cells[i], new RegExp(`\\(stage ${r.straggler_stage}\\)$`)));
+  assert.match(await page.evaluate(() => location.hash), /sweep_straggler=1\.2/);
+  await screenshot(page, 'sweep-straggler');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 /** Record, at every change of the progress or of the rows received, the
  * pair (candidates evaluated, rows in the table) as `window.__sweepLog`. */
 async function recordStream(page) {

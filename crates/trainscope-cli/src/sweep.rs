@@ -502,7 +502,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let outcomes: Vec<_> = candidates
         .par_iter()
         .map(|c| {
-            let o = process(c, &config, &spec.common_flags, args.straggler);
+            let o = process(c, &config, &spec.common_flags, spec.straggler);
             bar.inc(1);
             o
         })
@@ -617,6 +617,7 @@ fn make_spec(
         return Err("--fp8-param-gather needs FP8 training: add --precision fp8".to_string());
     }
     spec.fp8_param_gather = args.fp8_param_gather;
+    spec.straggler = args.straggler;
     // The stack flags' comma lists are dimensions; the first value of each
     // is the base stack.
     let first = |v: &Option<String>| {

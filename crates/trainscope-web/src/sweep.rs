@@ -210,8 +210,23 @@ pub fn sweep_spec(
         Offload::from_name,
         &Offload::ALL.map(|o| o.name()).join(", "),
     )?;
+    spec.straggler = straggler_factor(&inputs.straggler)?;
     spec.common_flags = common_flags(job, settings, pinned);
     Ok((spec, sweep_config(&config)))
+}
+
+/// The Straggler bound (`sweep --straggler FACTOR`): empty for none, else
+/// the factor one GPU is slowed by, checked as the core checks it.
+pub fn straggler_factor(text: &str) -> Result<Option<f64>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let f: f64 = t.parse().map_err(|_| {
+        format!("Straggler: `{t}` is not a number (a factor such as 1.2; empty: none)")
+    })?;
+    trainscope_core::engine::faults::check_factor(f).map_err(|e| format!("Straggler: {e}"))?;
+    Ok(Some(f))
 }
 
 /// Shard `index` of `count` of the sweep: its report (every row in it).
@@ -232,7 +247,7 @@ pub fn run_shard(
     let mut outcomes = Vec::with_capacity(mine.len());
     let mut pending = Vec::new();
     for (k, c) in mine.iter().enumerate() {
-        let o = process(c, config, &spec.common_flags, None);
+        let o = process(c, config, &spec.common_flags, spec.straggler);
         if let Outcome::Simulated(row) = &o {
             pending.push((**row).clone());
         }

@@ -34,6 +34,9 @@ pub struct SweepInputs {
     /// Megatron's EP overlap off / on (`--moe-a2a-overlap-values LIST`;
     /// MoE models).
     pub moe_a2a_overlap: String,
+    /// Rank by the step with one GPU slowed by this factor at its worst
+    /// place (`--straggler FACTOR`; empty: off).
+    pub straggler: String,
 }
 
 /// One bound of the view: URL key, test id suffix, label, placeholder.
@@ -45,7 +48,7 @@ pub struct Bound {
 }
 
 /// Every bound, in the view's and the link's order.
-pub const BOUNDS: [Bound; 15] = [
+pub const BOUNDS: [Bound; 16] = [
     Bound {
         key: "world",
         label: "GPUs",
@@ -121,6 +124,11 @@ pub const BOUNDS: [Bound; 15] = [
         label: "EP overlap",
         placeholder: "the job's; off,on",
     },
+    Bound {
+        key: "straggler",
+        label: "Straggler (rank with one GPU slowed)",
+        placeholder: "off; e.g. 1.2",
+    },
 ];
 
 impl SweepInputs {
@@ -142,6 +150,7 @@ impl SweepInputs {
             "graphs" => &self.cuda_graphs,
             "dispatcher" => &self.dispatcher,
             "a2a" => &self.moe_a2a_overlap,
+            "straggler" => &self.straggler,
             _ => "",
         }
     }
@@ -164,6 +173,7 @@ impl SweepInputs {
             "graphs" => &mut self.cuda_graphs,
             "dispatcher" => &mut self.dispatcher,
             "a2a" => &mut self.moe_a2a_overlap,
+            "straggler" => &mut self.straggler,
             _ => return,
         };
         *slot = text;

@@ -492,3 +492,49 @@ fn offload_bound_sweeps_offloaded_rows() {
     let err = sweep_spec(&bad, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
     assert!(err.contains("offload: unknown value `disk`"), "{err}");
 }
+
+/// The page's Straggler bound as the CLI's `--straggler FACTOR`: it parses
+/// into the core's spec, the link keeps it, every row carries its step
+/// with one GPU slowed (never faster than the plain step, and equal to the
+/// core's worst placement of the straggler), rows rank by it, and a bad
+/// factor is refused with the field's name.
+#[wasm_bindgen_test]
+fn straggler_bound_ranks_rows_by_their_step_with_one_gpu_slowed() {
+    let (mut i, job) = small();
+    i.set("straggler", "1.2".into());
+    assert!(
+        i.fragment().ends_with("&sweep_straggler=1.2"),
+        "{}",
+        i.fragment()
+    );
+    assert_eq!(SweepInputs::from_fragment(&i.fragment()), Some(i.clone()));
+    let (spec, config) = sweep_spec(&i, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap();
+    assert_eq!(spec.straggler, Some(1.2));
+    let report = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    assert!(report.results.len() >= 4, "{} rows", report.results.len());
+    for r in &report.results {
+        let t = r.straggler_iteration_time_ns.expect("a straggler step");
+        assert!(t >= r.iteration_time_ns, "{t} < {}", r.iteration_time_ns);
+        assert!(r.straggler_stage.is_some());
+        let c = enumerate(&spec)
+            .candidates
+            .into_iter()
+            .find(|c| c.flags(&spec.common_flags) == r.flags)
+            .expect("the row's candidate");
+        let (worst_ns, stage) = trainscope_core::search::worst_straggler(&c, &config, 1.2).unwrap();
+        assert_eq!(
+            (Some(worst_ns), Some(stage)),
+            (r.straggler_iteration_time_ns, r.straggler_stage)
+        );
+    }
+    let mut ranked = report.results.clone();
+    trainscope_core::search::report::rank(&mut ranked);
+    let order: Vec<u64> = ranked.iter().map(|r| r.ranking_time_ns()).collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+    for (bad, want) in [("fast", "is not a number"), ("0", "Straggler:")] {
+        let mut b = i.clone();
+        b.set("straggler", bad.into());
+        let err = sweep_spec(&b, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
+        assert!(err.contains(want), "{bad}: {err}");
+    }
+}

@@ -121,6 +121,9 @@ pub struct SweepSpec {
     /// FP8 parameter gather for every candidate that can take it (FP8,
     /// not ZeRO-3; [`crate::job::TrainingSetup::fp8_param_gather`]).
     pub fp8_param_gather: bool,
+    /// Rank rows by their step with one GPU slowed by this factor at its
+    /// worst place (`sweep --straggler`; [`worst_straggler`]); `None`: off.
+    pub straggler: Option<f64>,
     /// The software stack every candidate runs on
     /// ([`crate::job::TrainingSetup::stack`]).
     pub stack: crate::model::stack::StackSettings,
@@ -193,6 +196,7 @@ impl SweepSpec {
             flash_attention: true,
             bf16_grads: false,
             fp8_param_gather: false,
+            straggler: None,
             stack: crate::model::stack::StackSettings::default(),
             tp: None,
             pp: None,

@@ -857,6 +857,8 @@ fn table(
     onclick: &Callback<MouseEvent>,
 ) -> Html {
     let (key, desc) = **sort;
+    // `--straggler`: the step with one GPU slowed, what rows rank by.
+    let straggler = all.iter().any(|r| r.straggler_iteration_time_ns.is_some());
     let pages = all.len().div_ceil(TOP_ROWS).max(1);
     let at = (**page).min(pages - 1);
     let rows = sorted_rows(all, key, desc, at);
@@ -912,6 +914,9 @@ fn table(
                         <th>{"mbs"}</th>
                         <th>{"Recompute"}</th>
                         { head("Iteration", SortKey::Time, false) }
+                        if straggler {
+                            <th title="The step with one GPU slowed by the Straggler factor at its worst place (the stage named); rows rank by it">{"With straggler"}</th>
+                        }
                         { head("Tokens/s", SortKey::Tokens, true) }
                         { head("MFU", SortKey::Mfu, true) }
                         { head("Peak memory", SortKey::Peak, false) }
@@ -931,6 +936,13 @@ fn table(
                                 <td>{ r.recompute.clone() }</td>
                                 // The winner line's unit (the core's).
                                 <td>{ trainscope_core::search::report::ms(r.iteration_time_ns) }</td>
+                                if straggler {
+                                    <td data-testid="sweep-straggler-step">{ match (r.straggler_iteration_time_ns, r.straggler_stage) {
+                                        (Some(t), Some(st)) => format!("{} (stage {st})", trainscope_core::search::report::ms(t)),
+                                        (Some(t), None) => trainscope_core::search::report::ms(t),
+                                        _ => String::new(),
+                                    } }</td>
+                                }
                                 <td>{ format::tokens_per_second(r.tokens_per_second) }</td>
                                 <td>{ format::percent(r.mfu) }</td>
                                 <td>{ format::bytes(r.peak_bytes) }</td>
