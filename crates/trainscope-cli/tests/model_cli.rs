@@ -344,25 +344,29 @@ fn embedding_and_loss_in_the_pipeline_split_run_llama_405b_on_64_chunks() {
     );
 }
 
+/// `simulate --model llama3-8b --dp 8 --global-batch-size 8
+/// --distributed-optimizer --json EXTRA...`, parsed.
+fn llama8b_dp8(extra: &[&str]) -> Value {
+    let mut a = vec![
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--dp",
+        "8",
+        "--global-batch-size",
+        "8",
+        "--distributed-optimizer",
+        "--json",
+    ];
+    a.extend_from_slice(extra);
+    json_of(&trainscope(&a))
+}
+
 /// `--no-grad-reduce-in-fp32`: bf16 gradients halve the gradient memory
 /// and the gradient reduction's bytes; the JSON says so.
 #[test]
 fn bf16_gradients_halve_gradient_memory_and_reduction() {
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "simulate",
-            "--model",
-            "llama3-8b",
-            "--dp",
-            "8",
-            "--global-batch-size",
-            "8",
-            "--distributed-optimizer",
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        json_of(&trainscope(&a))
-    };
+    let run = llama8b_dp8;
     let fp32 = run(&[]);
     let bf16 = run(&["--no-grad-reduce-in-fp32"]);
     assert_eq!(bf16["training"]["bf16_grads"], true);
@@ -381,25 +385,8 @@ fn bf16_gradients_halve_gradient_memory_and_reduction() {
 /// copy (their FP8 copies are the weights), said in the JSON.
 #[test]
 fn fp8_param_gather_drops_the_bf16_copy_of_the_linear_weights() {
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "simulate",
-            "--model",
-            "llama3-8b",
-            "--dp",
-            "8",
-            "--global-batch-size",
-            "8",
-            "--precision",
-            "fp8",
-            "--distributed-optimizer",
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        json_of(&trainscope(&a))
-    };
-    let plain = run(&[]);
-    let gathered = run(&["--fp8-param-gather"]);
+    let plain = llama8b_dp8(&["--precision", "fp8"]);
+    let gathered = llama8b_dp8(&["--precision", "fp8", "--fp8-param-gather"]);
     assert_eq!(gathered["training"]["fp8_param_gather"], true);
     assert!(plain["training"].get("fp8_param_gather").is_none());
     let weights = |v: &Value| {
