@@ -63,6 +63,7 @@ pub fn shape(job: &ModelJob) -> Shape {
         },
         unfused: s.stack.stack == Stack::PytorchEager,
         autocast_casts: s.autocast_casts(),
+        grad_casts: s.grad_casts(),
     }
 }
 

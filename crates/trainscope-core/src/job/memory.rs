@@ -701,6 +701,29 @@ mod tests {
         );
     }
 
+    /// Which stacks pay autocast's casts and FSDP2's fp32 gradient cast.
+    #[test]
+    fn weight_and_gradient_casts_follow_the_stack_and_sharding() {
+        use crate::model::stack::Stack;
+        let flags = |stack, zero, bf16_grads| {
+            let mut s = TrainingSetup {
+                bf16_grads,
+                ..TrainingSetup::default()
+            };
+            s.stack.stack = stack;
+            s.sharding.zero = zero;
+            (s.autocast_casts(), s.grad_casts())
+        };
+        let (none, z3) = (ZeroStage::None, ZeroStage::Parameters);
+        assert_eq!(flags(Stack::MegatronTe, none, false), (false, false));
+        assert_eq!(flags(Stack::MegatronTe, z3, false), (false, false));
+        assert_eq!(flags(Stack::PytorchEager, none, false), (true, true));
+        assert_eq!(flags(Stack::TorchCompile, none, false), (true, true));
+        assert_eq!(flags(Stack::TorchCompile, z3, false), (false, true));
+        assert_eq!(flags(Stack::PytorchEager, none, true), (false, false));
+        assert_eq!(flags(Stack::PytorchEager, z3, true), (false, false));
+    }
+
     #[test]
     fn fp8_keeps_two_bytes_per_linear_weight() {
         let report = |precision| {

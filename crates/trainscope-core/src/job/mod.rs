@@ -233,6 +233,23 @@ impl TrainingSetup {
             && !self.bf16_grads
             && self.sharding.zero != sharding::ZeroStage::Parameters
     }
+
+    /// Whether the bf16 weight gradients are cast to fp32 every micro-batch
+    /// ([`crate::model::ops::Shape::grad_casts`]): under autocast (its cast
+    /// back), and under ZeRO-3 / FSDP on a PyTorch-level stack, where
+    /// FSDP2's fp32 `reduce_dtype` (torchtitan's default) casts each
+    /// unit's gradient before its reduce-scatter (FP8 training too: its
+    /// float8 GEMMs leave the weights and their gradients as they were).
+    pub fn grad_casts(&self) -> bool {
+        self.autocast_casts()
+            || (self.stack.stack != crate::model::stack::Stack::MegatronTe
+                && matches!(
+                    self.precision,
+                    Precision::Bf16 | Precision::Fp16 | Precision::Fp8
+                )
+                && !self.bf16_grads
+                && self.sharding.zero == sharding::ZeroStage::Parameters)
+    }
 }
 
 /// Why a model-level job cannot be built: the setting and the numbers.

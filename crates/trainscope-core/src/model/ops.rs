@@ -124,6 +124,10 @@ pub struct Shape {
     /// weight to the compute precision every micro-batch, and its bf16
     /// weight gradient back to fp32 ([`AUTOCAST_CAST`]).
     pub autocast_casts: bool,
+    /// The bf16 weight gradient alone is cast to fp32 (FSDP2's fp32
+    /// `reduce_dtype`: before its reduce-scatter), 6 bytes a weight
+    /// element in the weight-gradient phase; implied by `autocast_casts`.
+    pub grad_casts: bool,
 }
 
 #[cfg(test)]
@@ -146,6 +150,7 @@ impl Shape {
             moe: MoeRun::default(),
             unfused: false,
             autocast_casts: false,
+            grad_casts: false,
         }
     }
 }
@@ -190,7 +195,7 @@ fn linear(ops: &mut Vec<Op>, name: &'static str, m: u64, k: u64, n: u64, s: &Sha
         let (m, k, n) = (m as f64, k as f64, n as f64);
         ops.push(memory("fp8_cast_transpose", 2.0 * m * k, 2.0 * m * n, 1, s));
     }
-    if s.autocast_casts {
+    if s.autocast_casts || s.grad_casts {
         ops.push(autocast_cast((k * n) as f64, s));
     }
 }
@@ -216,7 +221,7 @@ fn autocast_cast(weight_elems: f64, s: &Shape) -> Op {
         fp8: false,
         python_loop: false,
         forward: OpWork {
-            bytes,
+            bytes: if s.autocast_casts { bytes } else { 0.0 },
             ..Default::default()
         },
         input_grad: OpWork::default(),
@@ -665,7 +670,7 @@ impl ModelSpec {
             memory("final_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s),
             gemm("output_layer", tok, self.hidden_size, v, false, s),
         ];
-        if s.autocast_casts {
+        if s.autocast_casts || s.grad_casts {
             ops.push(autocast_cast((self.hidden_size * v) as f64, s));
         }
         ops.push(memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s));
@@ -792,6 +797,12 @@ mod tests {
         assert_eq!(cast(&layer(&on)), (6.0 * weights, 0.0, 6.0 * weights, 0));
         assert_eq!(cast(&m.output_ops(&on)).0, 6.0 * (4096.0 * 128256.0));
         assert_eq!(cast(&layer(&Shape::for_tests())), (0.0, 0.0, 0.0, 0));
+        // FSDP2's fp32 reduce: the gradient's cast alone.
+        let grads_only = Shape {
+            grad_casts: true,
+            ..Shape::for_tests()
+        };
+        assert_eq!(cast(&layer(&grads_only)), (0.0, 0.0, 6.0 * weights, 0));
         // Eager keeps its measured kernel counts: the casts are in them.
         let eager = |autocast_casts| Shape {
             unfused: true,
