@@ -111,6 +111,8 @@ pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
 type TransferKey = (bool, u32, u32, u32, u32);
 
 fn earliest_start(run: &MeasuredRun) -> Option<u64> {
+    // A rank running another rank's program starts its ops as that rank
+    // does (start times are not a rank's own values).
     run.ranks
         .iter()
         .flat_map(|r| r.ops.iter())
@@ -133,8 +135,20 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     for rt in &run.ranks {
         ranks.push(rt.rank);
         let stage = rt.stage.unwrap_or_else(|| par.stage_of_rank(rt.rank));
-        if rt.ops.iter().any(|o| o.stream.is_some()) {
+        if run.program_of(rt).ops.iter().any(|o| o.stream.is_some()) {
             // Device streams named by the trace (Kineto): one lane each.
+            let own;
+            let rt = match &rt.copy {
+                Some(_) => {
+                    own = crate::workload::RankTrace {
+                        ops: run.ops_of(rt).into_owned(),
+                        copy: None,
+                        ..rt.clone()
+                    };
+                    &own
+                }
+                None => rt,
+            };
             next_lane = device_stream_lanes(&mut tb, rt, stage, origin, next_lane, &mut untimed);
             continue;
         }
@@ -150,7 +164,8 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             });
         }
         let mut cursor = 0u64;
-        for op in &rt.ops {
+        for op in run.ops_iter(rt) {
+            let op = &*op;
             let rel = |t: u64| t.saturating_sub(origin);
             let dur = op.duration_ns.unwrap_or(0);
             let start = match op.start_ns {

@@ -23,8 +23,9 @@
 //! dependency graph.
 
 use super::schema::{AttributeProto, Value};
-use super::{frame, int_value, parse, rank_of_file_name, ChakraTrace, NodeWork};
+use super::{frame, int_value, parse, rank_of_file_name, ChakraTrace, NodeWork, TraceCopy};
 use prost::Message;
+use std::sync::Arc;
 
 /// Most templates kept (distinct programs of a set; a pipeline has one per
 /// stage): a set with more distinct programs parses the rest in full.
@@ -47,7 +48,7 @@ struct Template {
     /// For each frame, the index of its kept node in `trace.nodes`
     /// (`u32::MAX`: not kept).
     node_of: Vec<u32>,
-    trace: ChakraTrace,
+    trace: Arc<ChakraTrace>,
 }
 
 /// A rank-specific value read from a copy's node.
@@ -275,7 +276,7 @@ impl ParseCache {
             frames,
             frame_of,
             node_of,
-            trace: trace.clone(),
+            trace: Arc::new(trace.clone()),
         });
     }
 
@@ -304,34 +305,71 @@ impl ParseCache {
                 return None;
             }
         }
-        let mut trace = t.trace.clone();
-        trace.file = file.to_string();
-        trace.rank = rank_of_file_name(file);
-        for (n, &f) in trace.nodes.iter_mut().zip(&t.frame_of) {
-            n.offset = frames[f as usize].0 as u64;
-        }
-        let peers = patches.iter().any(|(_, p)| matches!(p, Patch::Peer(_)));
+        let offsets: Vec<u64> = t
+            .frame_of
+            .iter()
+            .map(|&f| frames[f as usize].0 as u64)
+            .collect();
+        let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
         for (i, p) in patches {
-            let n = &mut trace.nodes[i as usize];
+            let n = &t.trace.nodes[i as usize];
             match p {
-                Patch::PgName(v) => n.pg_name = v,
-                Patch::Peer(v) => match &mut n.work {
-                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => *peer = v,
+                Patch::PgName(v) => {
+                    if v != n.pg_name {
+                        pg_names.push((i, v));
+                    }
+                }
+                Patch::Peer(v) => match n.work {
+                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != v => {
+                        peers.push((i, v));
+                    }
                     _ => {}
                 },
             }
         }
-        if peers {
-            let set: std::collections::BTreeSet<u32> = trace
+        // A node's first rank-specific value only, in node order.
+        pg_names.sort_by_key(|p| p.0);
+        peers.sort_by_key(|p| p.0);
+        let p2p_peers = if peers.is_empty() {
+            t.trace.p2p_peers.clone()
+        } else {
+            let mut k = 0;
+            let set: std::collections::BTreeSet<u32> = t
+                .trace
                 .nodes
                 .iter()
-                .filter_map(|n| match n.work {
-                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => Some(peer),
+                .enumerate()
+                .filter_map(|(i, n)| match n.work {
+                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => {
+                        while k < peers.len() && (peers[k].0 as usize) < i {
+                            k += 1;
+                        }
+                        Some(match peers.get(k) {
+                            Some(&(j, v)) if j as usize == i => v,
+                            _ => peer,
+                        })
+                    }
                     _ => None,
                 })
                 .collect();
-            trace.p2p_peers = set.into_iter().collect();
-        }
+            set.into_iter().collect()
+        };
+        let trace = ChakraTrace {
+            file: file.to_string(),
+            rank: rank_of_file_name(file),
+            version: t.trace.version.clone(),
+            nodes: Vec::new(),
+            copy: Some(TraceCopy {
+                template: Arc::clone(&t.trace),
+                offsets,
+                pg_names,
+                peers,
+            }),
+            nodes_read: t.trace.nodes_read,
+            nodes_skipped: t.trace.nodes_skipped,
+            p2p_peers,
+            diagnostics: t.trace.diagnostics.clone(),
+        };
         Some(trace)
     }
 }
