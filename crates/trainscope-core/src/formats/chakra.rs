@@ -998,6 +998,7 @@ fn resolve_groups(
 fn count_group(
     pg_name: Option<&str>,
     group_hint: Option<&str>,
+    n: u64,
     pg_hints: &mut BTreeMap<String, BTreeMap<String, u64>>,
     unnamed: &mut u64,
 ) {
@@ -1010,13 +1011,37 @@ fn count_group(
                 None => pg_hints.entry(pg.to_string()).or_default(),
             };
             match hints.get_mut(hint) {
-                Some(c) => *c += 1,
+                Some(c) => *c += n,
                 None => {
-                    hints.insert(hint.to_string(), 1);
+                    hints.insert(hint.to_string(), n);
                 }
             }
         }
-        None => *unnamed += 1,
+        None => *unnamed += n,
+    }
+}
+
+/// A rank's collectives by (`pg_name`, writer's hint), counted before
+/// they go to the set's counts (a rank uses a few groups).
+#[derive(Default)]
+struct GroupTally<'a>(Vec<(Option<&'a str>, Option<&'a str>, u64)>);
+
+impl<'a> GroupTally<'a> {
+    fn add(&mut self, pg_name: Option<&'a str>, group_hint: Option<&'a str>) {
+        match self
+            .0
+            .iter_mut()
+            .find(|e| e.0 == pg_name && e.1 == group_hint)
+        {
+            Some(e) => e.2 += 1,
+            None => self.0.push((pg_name, group_hint, 1)),
+        }
+    }
+
+    fn flush(self, pg_hints: &mut BTreeMap<String, BTreeMap<String, u64>>, unnamed: &mut u64) {
+        for (pg, hint, n) in self.0 {
+            count_group(pg, hint, n, pg_hints, unnamed);
+        }
     }
 }
 
@@ -1051,15 +1076,11 @@ fn op_of_node(n: &ChakraNode) -> MeasuredOp {
     op
 }
 
-/// The values a copy's node holds for itself (see [`RankCopy`]): its
-/// program's op's with the node's own peer and `pg_name`.
-fn own_values(program_op: &MeasuredOp, n: &ChakraNode) -> OpValues {
+/// The values a copy's send or receive holds for itself (see
+/// [`RankCopy`]): its program's op's with its own peer.
+fn own_p2p_values(program_op: &MeasuredOp, peer: Option<u32>) -> OpValues {
     let mut v = OpValues::of(program_op);
-    match n.work {
-        NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => v.peer = Some(peer),
-        NodeWork::Collective(_) => v.detail = n.pg_name.as_ref().map(|pg| format!("pg_name {pg}")),
-        NodeWork::Compute => {}
-    }
+    v.peer = peer;
     v
 }
 
@@ -1223,37 +1244,36 @@ pub fn to_run_sharing(
             (Some(of), Some(c)) => {
                 let program_ops = &ranks[&of].ops;
                 let mut values: Vec<(u32, OpValues)> = Vec::new();
-                let pg_at = |i: usize| match c.pg_names.binary_search_by_key(&(i as u32), |p| p.0) {
-                    Ok(k) => c.pg_names[k].1.as_deref(),
-                    Err(_) => c.template.nodes[i].pg_name.as_deref(),
-                };
+                let mut tally = GroupTally::default();
+                let (mut kg, mut kp) = (0, 0);
                 for (j, n) in c.template.nodes.iter().enumerate() {
                     match n.work {
                         NodeWork::Collective(_) => {
-                            count_group(
-                                pg_at(j),
-                                n.group_hint.as_deref(),
-                                &mut pg_hints,
-                                &mut unnamed,
-                            );
+                            while kg < c.pg_names.len() && (c.pg_names[kg].0 as usize) < j {
+                                kg += 1;
+                            }
+                            let pg = match c.pg_names.get(kg) {
+                                Some((g, pg)) if *g as usize == j => pg.as_deref(),
+                                _ => n.pg_name.as_deref(),
+                            };
+                            tally.add(pg, n.group_hint.as_deref());
                         }
                         // Every send and receive holds its own values:
                         // they are matched rank by rank.
-                        NodeWork::Send { .. } | NodeWork::Recv { .. } => {
-                            values.push((j as u32, own_values(&program_ops[j], &c.node(j))));
+                        NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => {
+                            while kp < c.peers.len() && (c.peers[kp].0 as usize) < j {
+                                kp += 1;
+                            }
+                            let peer = match c.peers.get(kp) {
+                                Some((g, p)) if *g as usize == j => *p,
+                                _ => peer,
+                            };
+                            values.push((j as u32, own_p2p_values(&program_ops[j], Some(peer))));
                         }
                         NodeWork::Compute => {}
                     }
                 }
-                for &(j, _) in &c.pg_names {
-                    let j = j as usize;
-                    if !matches!(
-                        c.template.nodes[j].work,
-                        NodeWork::Send { .. } | NodeWork::Recv { .. }
-                    ) {
-                        values.push((j as u32, own_values(&program_ops[j], &c.node(j))));
-                    }
-                }
+                tally.flush(&mut pg_hints, &mut unnamed);
                 values.sort_by_key(|v| v.0);
                 overlays.insert(rank, values);
                 (
@@ -1266,16 +1286,13 @@ pub fn to_run_sharing(
             }
             _ => {
                 let nodes = t.all_nodes();
+                let mut tally = GroupTally::default();
                 for n in nodes.iter() {
                     if matches!(n.work, NodeWork::Collective(_)) {
-                        count_group(
-                            n.pg_name.as_deref(),
-                            n.group_hint.as_deref(),
-                            &mut pg_hints,
-                            &mut unnamed,
-                        );
+                        tally.add(n.pg_name.as_deref(), n.group_hint.as_deref());
                     }
                 }
+                tally.flush(&mut pg_hints, &mut unnamed);
                 (nodes.iter().map(op_of_node).collect(), None)
             }
         };
@@ -1347,28 +1364,52 @@ pub fn to_run_sharing(
             }
         }
     }
-    for (rank, values) in overlays {
-        let Some(rt) = ranks.get_mut(&rank) else {
+    // A copy's collectives of its own groups: resolved once per
+    // `pg_name` (kind: the collective's own, with the resolved group).
+    let mut by_pg: BTreeMap<Option<&str>, (OpKind, Option<u64>, Option<String>)> = BTreeMap::new();
+    for (rank, mut values) in overlays {
+        let Some(c) = trace_of.get(&rank).and_then(|&ti| traces[ti].copy.as_ref()) else {
             continue;
         };
-        let Some(copy) = rt.copy.as_mut() else {
-            continue;
-        };
-        copy.values = values
-            .into_iter()
-            .map(|(i, mut v)| {
-                if matches!(v.kind, OpKind::Collective { .. }) {
-                    resolve_collective(
-                        &mut v.kind,
-                        &mut v.duration_ns,
-                        &mut v.detail,
-                        layout,
-                        &resolved.single,
-                    );
-                }
-                (i, v)
-            })
-            .collect();
+        for (j, pg) in &c.pg_names {
+            let NodeWork::Collective(collective) = c.template.nodes[*j as usize].work else {
+                continue;
+            };
+            let (kind, duration_ns, detail) = by_pg.entry(pg.as_deref()).or_insert_with(|| {
+                let mut kind = OpKind::Collective {
+                    collective,
+                    group: CommGroup::Dp,
+                };
+                let mut duration_ns = None;
+                let mut detail = pg.as_ref().map(|pg| format!("pg_name {pg}"));
+                resolve_collective(
+                    &mut kind,
+                    &mut duration_ns,
+                    &mut detail,
+                    layout,
+                    &resolved.single,
+                );
+                (kind, duration_ns, detail)
+            });
+            let kind = match *kind {
+                OpKind::Collective { group, .. } => OpKind::Collective { collective, group },
+                other => other,
+            };
+            values.push((
+                *j,
+                OpValues {
+                    kind,
+                    duration_ns: *duration_ns,
+                    detail: detail.clone(),
+                    peer: None,
+                    transfer: None,
+                },
+            ));
+        }
+        values.sort_by_key(|v| v.0);
+        if let Some(copy) = ranks.get_mut(&rank).and_then(|rt| rt.copy.as_mut()) {
+            copy.values = values;
+        }
     }
     let parallel = match layout {
         Some(l) => ParallelConfig::resolve(Some(world), l.tp, l.pp, l.ep, 1).0,
@@ -1561,6 +1602,18 @@ fn match_transfers(
         for (i, v) in values {
             if let Some(op) = ops.get_mut(i as usize) {
                 v.apply(op);
+            }
+        }
+        // Its own groups (as its collectives read before groups resolve).
+        let pg_names = trace_of
+            .get(&rank)
+            .and_then(|&ti| traces[ti].copy.as_ref())
+            .map_or(&[][..], |c| &c.pg_names[..]);
+        for (j, pg) in pg_names {
+            if let Some(op) = ops.get_mut(*j as usize) {
+                if matches!(op.kind, OpKind::Collective { .. }) {
+                    op.detail = pg.as_ref().map(|pg| format!("pg_name {pg}"));
+                }
             }
         }
         if let Some(rt) = ranks.get_mut(&rank) {

@@ -176,9 +176,15 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
         // Op i of a rank: its program's op and the values it holds for
         // itself, if any.
         let (mut ka, mut kb) = (0, 0);
+        // Ranks running one program: an op neither holds its own values
+        // for is the same op on both, a copy only without a peer.
+        let shared = std::ptr::eq(run.program_of(rt), run.program_of(rep));
         (0..n).all(|i| {
             let (a, va) = view(run, rt, i, &mut ka);
             let (b, vb) = view(run, rep, i, &mut kb);
+            if shared && va.is_none() && vb.is_none() {
+                return a.peer.is_none();
+            }
             let kind = |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.kind, |v| v.kind);
             let duration =
                 |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.duration_ns, |v| v.duration_ns);
