@@ -48,6 +48,9 @@ struct Template {
     /// For each frame, the index of its kept node in `trace.nodes`
     /// (`u32::MAX`: not kept).
     node_of: Vec<u32>,
+    /// For each frame, its attributes with a rank-specific name
+    /// ([`rank_specific_fields`]).
+    specials: Vec<Vec<(u32, u32, u8, bool)>>,
     trace: Arc<ChakraTrace>,
 }
 
@@ -150,74 +153,108 @@ fn same_but_value(a: &[u8], b: &[u8]) -> bool {
 
 const RANK_SPECIFIC: [&[u8]; 3] = [b"pg_name", b"comm_dst", b"comm_src"];
 
-/// Compare a copy's node body `a` with the template's `b` (see the module
-/// documentation); the rank-specific values that apply to the template's
-/// kept node `kept` are pushed to `patches` as (node index, patch). False
-/// when the copy is no copy.
-fn compare_node(
-    a: &[u8],
-    b: &[u8],
+/// A template node's attribute fields with a rank-specific name: (field
+/// start, field end, which name ([`RANK_SPECIFIC`]), the node's first of
+/// that name), positions in the node body; None when the body does not
+/// walk as fields.
+fn rank_specific_fields(b: &[u8]) -> Option<Vec<(u32, u32, u8, bool)>> {
+    let mut out = Vec::new();
+    let mut seen = [false; 3];
+    let mut pos = 0;
+    while pos < b.len() {
+        let (number, wire, vpos, end) = field(b, pos)?;
+        if number == 10 && wire == 2 {
+            let which = body(b, vpos, end)
+                .and_then(attr_name)
+                .and_then(|n| RANK_SPECIFIC.iter().position(|r| *r == n));
+            if let Some(w) = which {
+                let first = !std::mem::replace(&mut seen[w], true);
+                out.push((pos as u32, end as u32, w as u8, first));
+            }
+        }
+        pos = end;
+    }
+    Some(out)
+}
+
+/// The rank-specific value of a copy's attribute `aa` (name `which`) that
+/// applies to the template's kept node `kept`, pushed to `patches` as
+/// (node index, patch); false when the attribute does not decode or a peer
+/// is out of range (then the file is parsed in full).
+fn patch_of(
+    aa: &[u8],
+    which: u8,
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
 ) -> bool {
-    let (mut pa, mut pb) = (0, 0);
-    // Which rank-specific names were seen already in this node.
-    let mut seen = [false; 3];
-    while pa < a.len() && pb < b.len() {
-        let (Some((na, wa, va, ea)), Some((nb, wb, vb, eb))) = (field(a, pa), field(b, pb)) else {
-            return false;
-        };
-        if na != nb || wa != wb {
-            return false;
-        }
-        let (fa, fb) = (&a[pa..ea], &b[pb..eb]);
-        if na == 10 && wa == 2 {
-            let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, eb)) else {
-                return false;
-            };
-            let name = attr_name(ab);
-            let which = name.and_then(|n| RANK_SPECIFIC.iter().position(|r| *r == n));
-            let first = which.is_some_and(|w| !std::mem::replace(&mut seen[w], true));
-            if fa != fb {
-                let Some(w) = which else { return false };
-                if !same_but_value(aa, ab) {
-                    return false;
-                }
-                if first {
-                    let Ok(attr) = AttributeProto::decode(aa) else {
-                        return false;
-                    };
-                    if let Some((i, node)) = kept {
-                        match (w, node.work) {
-                            (0, NodeWork::Collective(_)) => {
-                                let v = match attr.value {
-                                    Some(Value::StringVal(s)) => Some(s),
-                                    _ => None,
-                                };
-                                patches.push((i, Patch::PgName(v)));
-                            }
-                            (1, NodeWork::Send { .. }) | (2, NodeWork::Recv { .. }) => {
-                                // As the parser reads a peer: an integer
-                                // in 0..=u32::MAX (else it warns).
-                                match int_value(&attr) {
-                                    Ok(v) if (0..=i128::from(u32::MAX)).contains(&v) => {
-                                        patches.push((i, Patch::Peer(v as u32)));
-                                    }
-                                    _ => return false,
-                                }
-                            }
-                            _ => {}
-                        }
+    let Ok(attr) = AttributeProto::decode(aa) else {
+        return false;
+    };
+    if let Some((i, node)) = kept {
+        match (which, node.work) {
+            (0, NodeWork::Collective(_)) => {
+                let v = match attr.value {
+                    Some(Value::StringVal(s)) => Some(s),
+                    _ => None,
+                };
+                patches.push((i, Patch::PgName(v)));
+            }
+            (1, NodeWork::Send { .. }) | (2, NodeWork::Recv { .. }) => {
+                // As the parser reads a peer: an integer in 0..=u32::MAX
+                // (else it warns).
+                match int_value(&attr) {
+                    Ok(v) if (0..=i128::from(u32::MAX)).contains(&v) => {
+                        patches.push((i, Patch::Peer(v as u32)));
                     }
+                    _ => return false,
                 }
             }
-        } else if fa != fb {
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Compare a copy's node body `a` with the template's `b`, whose
+/// attributes with a rank-specific name are `specials`
+/// ([`rank_specific_fields`]; see the module documentation): the bytes
+/// between them are equal, each of them is the same attribute but for its
+/// value. The rank-specific values that apply to the template's kept node
+/// `kept` are pushed to `patches` as (node index, patch) (a node's first
+/// of each name). False when the copy is no copy.
+fn compare_node(
+    a: &[u8],
+    b: &[u8],
+    specials: &[(u32, u32, u8, bool)],
+    kept: Option<(u32, &super::ChakraNode)>,
+    patches: &mut Vec<(u32, Patch)>,
+) -> bool {
+    let (mut pa, mut pb) = (0usize, 0usize);
+    for &(start, end, which, first) in specials {
+        let (start, end) = (start as usize, end as usize);
+        let fixed = start - pb;
+        if a.get(pa..pa + fixed) != Some(&b[pb..start]) {
             return false;
         }
+        pa += fixed;
+        let (Some((na, wa, va, ea)), Some((_, _, vb, _))) = (field(a, pa), field(b, start)) else {
+            return false;
+        };
+        if na != 10 || wa != 2 {
+            return false;
+        }
+        if a[pa..ea] != b[start..end] {
+            let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, end)) else {
+                return false;
+            };
+            if !same_but_value(aa, ab) || (first && !patch_of(aa, which, kept, patches)) {
+                return false;
+            }
+        }
         pa = ea;
-        pb = eb;
+        pb = end;
     }
-    pa == a.len() && pb == b.len()
+    a[pa..] == b[pb..]
 }
 
 impl ParseCache {
@@ -269,6 +306,13 @@ impl ParseCache {
             frame_of.push(f as u32);
             node_of[f] = i as u32;
         }
+        let mut specials = Vec::with_capacity(frames.len());
+        for &(_, start, end) in &frames {
+            let Some(f) = rank_specific_fields(&bytes[start..end]) else {
+                return;
+            };
+            specials.push(f);
+        }
         self.template_bytes += bytes.len();
         self.templates.push(Template {
             bytes: bytes.to_vec(),
@@ -276,6 +320,7 @@ impl ParseCache {
             frames,
             frame_of,
             node_of,
+            specials,
             trace: Arc::new(trace.clone()),
         });
     }
@@ -301,7 +346,7 @@ impl ParseCache {
             }
             let kept = t.node_of[f];
             let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
-            if !compare_node(a, b, kept, &mut patches) {
+            if !compare_node(a, b, &t.specials[f], kept, &mut patches) {
                 return None;
             }
         }
