@@ -1430,7 +1430,15 @@ pub fn to_run_sharing(
 }
 
 /// One send or receive of a set: (rank, index of its node / op, node).
-type P2pEnd<'a> = (u32, usize, &'a ChakraNode);
+type P2pEnd<'a> = (u32, usize, &'a P2pNode);
+
+/// What matching reads of a send or receive node.
+struct P2pNode {
+    id: u64,
+    offset: u64,
+    work: NodeWork,
+    size_bytes: u64,
+}
 
 /// Most unmatched point-to-point nodes named one by one (the rest are
 /// counted in one more warning).
@@ -1455,18 +1463,33 @@ fn match_transfers(
     type Key = (u32, u32, i64);
     // Every rank's sends and receives (a copy's with its own peers and
     // offsets), in file order.
-    let mut all_ends: Vec<(u32, Vec<(usize, std::borrow::Cow<'_, ChakraNode>)>)> = Vec::new();
+    let mut all_ends: Vec<(u32, Vec<(usize, P2pNode)>)> = Vec::new();
     for (&rank, &ti) in trace_of {
         let t = &traces[ti];
-        let nodes: &[ChakraNode] = match &t.copy {
-            Some(c) => &c.template.nodes,
-            None => &t.nodes,
-        };
-        let mut ends: Vec<(usize, std::borrow::Cow<'_, ChakraNode>)> = nodes
+        let (nodes, offsets, peers): (&[ChakraNode], Option<&[u64]>, &[(u32, u32)]) =
+            match &t.copy {
+                Some(c) => (&c.template.nodes, Some(&c.offsets), &c.peers),
+                None => (&t.nodes, None, &[]),
+            };
+        let mut ends: Vec<(usize, P2pNode)> = nodes
             .iter()
             .enumerate()
             .filter(|(_, n)| matches!(n.work, NodeWork::Send { .. } | NodeWork::Recv { .. }))
-            .map(|(i, _)| (i, t.node(i)))
+            .map(|(i, n)| {
+                let mut work = n.work;
+                if let Ok(k) = peers.binary_search_by_key(&(i as u32), |p| p.0) {
+                    if let NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } = &mut work {
+                        *peer = peers[k].1;
+                    }
+                }
+                let node = P2pNode {
+                    id: n.id,
+                    offset: offsets.map_or(n.offset, |o| o[i]),
+                    work,
+                    size_bytes: n.size_bytes,
+                };
+                (i, node)
+            })
             .collect();
         ends.sort_by_key(|(_, n)| n.offset);
         all_ends.push((rank, ends));
@@ -1477,7 +1500,7 @@ fn match_transfers(
     for (rank, ends) in &all_ends {
         let rank = *rank;
         for (i, n) in ends {
-            let (i, n) = (*i, &**n);
+            let i = *i;
             let (key, peer, map) = match n.work {
                 NodeWork::Send { peer, tag } => ((rank, peer, tag), peer, &mut sends),
                 NodeWork::Recv { peer, tag } => ((peer, rank, tag), peer, &mut recvs),

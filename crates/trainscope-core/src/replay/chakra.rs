@@ -176,12 +176,14 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
         // Op i of a rank: its program's op and the values it holds for
         // itself, if any.
         let (mut ka, mut kb) = (0, 0);
+        let (pa, pb) = (&run.program_of(rt).ops, &run.program_of(rep).ops);
+        let (oa, ob) = (own_values(rt), own_values(rep));
         // Ranks running one program: an op neither holds its own values
         // for is the same op on both, a copy only without a peer.
-        let shared = std::ptr::eq(run.program_of(rt), run.program_of(rep));
+        let shared = std::ptr::eq(pa, pb);
         (0..n).all(|i| {
-            let (a, va) = view(run, rt, i, &mut ka);
-            let (b, vb) = view(run, rep, i, &mut kb);
+            let (a, va) = view(pa, oa, i, &mut ka);
+            let (b, vb) = view(pb, ob, i, &mut kb);
             if shared && va.is_none() && vb.is_none() {
                 return a.peer.is_none();
             }
@@ -211,22 +213,25 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
     })
 }
 
-/// Op `i` of `r`: its program's op and the values `r` holds for itself,
-/// if any (`k`: where the search of `r`'s values resumes, for ascending
-/// `i`).
+/// The values `r` holds for its ops when it runs another rank's program.
+fn own_values(r: &RankTrace) -> &[(u32, OpValues)] {
+    r.copy.as_ref().map_or(&[], |c| &c.values)
+}
+
+/// Op `i` of a rank whose program's ops are `ops` and whose own values
+/// are `values`: the program's op and the values the rank holds for it, if
+/// any (`k`: where the search of `values` resumes, for ascending `i`).
 fn view<'a>(
-    run: &'a MeasuredRun,
-    r: &'a RankTrace,
+    ops: &'a [MeasuredOp],
+    values: &'a [(u32, OpValues)],
     i: usize,
     k: &mut usize,
 ) -> (&'a MeasuredOp, Option<&'a OpValues>) {
-    let op = &run.program_of(r).ops[i];
-    let values: &[(u32, OpValues)] = r.copy.as_ref().map_or(&[], |c| &c.values);
     while *k < values.len() && (values[*k].0 as usize) < i {
         *k += 1;
     }
     let own = values.get(*k).filter(|v| v.0 as usize == i).map(|v| &v.1);
-    (op, own)
+    (&ops[i], own)
 }
 
 /// Rebuild a Chakra run as a per-rank job (see the module documentation).

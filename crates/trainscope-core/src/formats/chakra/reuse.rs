@@ -187,22 +187,35 @@ fn patch_of(
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
 ) -> bool {
-    let Ok(attr) = AttributeProto::decode(aa) else {
-        return false;
+    let attr = match simple_value(aa) {
+        Some(v) => v,
+        None => {
+            let Ok(attr) = AttributeProto::decode(aa) else {
+                return false;
+            };
+            match attr.value {
+                Some(Value::StringVal(s)) => Simple::Str(s),
+                _ => Simple::Int(int_value(&attr)),
+            }
+        }
     };
     if let Some((i, node)) = kept {
         match (which, node.work) {
             (0, NodeWork::Collective(_)) => {
-                let v = match attr.value {
-                    Some(Value::StringVal(s)) => Some(s),
-                    _ => None,
+                let v = match attr {
+                    Simple::Str(s) => Some(s),
+                    Simple::Int(_) => None,
                 };
                 patches.push((i, Patch::PgName(v)));
             }
             (1, NodeWork::Send { .. }) | (2, NodeWork::Recv { .. }) => {
                 // As the parser reads a peer: an integer in 0..=u32::MAX
                 // (else it warns).
-                match int_value(&attr) {
+                let v = match attr {
+                    Simple::Int(v) => v,
+                    Simple::Str(_) => Err("a string"),
+                };
+                match v {
                     Ok(v) if (0..=i128::from(u32::MAX)).contains(&v) => {
                         patches.push((i, Patch::Peer(v as u32)));
                     }
@@ -213,6 +226,71 @@ fn patch_of(
         }
     }
     true
+}
+
+/// An attribute's value as a patch reads it: a string, or an integer
+/// ([`int_value`]: `Err` for any other value).
+enum Simple {
+    Str(String),
+    Int(Result<i128, &'static str>),
+}
+
+/// The value of an attribute `a` whose fields are its name, optionally
+/// its doc string and one string or integer value (what writers write),
+/// decoded as prost decodes it; None for any other attribute (decoded in
+/// full).
+fn simple_value(a: &[u8]) -> Option<Simple> {
+    let mut value = None;
+    let mut pos = 0;
+    while pos < a.len() {
+        let (number, wire, vpos, end) = field(a, pos)?;
+        match (number, wire) {
+            (1 | 2, 2) => {}
+            (29, 2) if value.is_none() => {
+                let s = std::str::from_utf8(body(a, vpos, end)?).ok()?;
+                value = Some(Simple::Str(s.to_string()));
+            }
+            (7 | 9 | 11 | 13 | 15 | 17, 0) if value.is_none() => {
+                // prost refuses a 10-byte varint whose last byte exceeds
+                // 1: such values are decoded in full.
+                if end - vpos >= 10 {
+                    return None;
+                }
+                let (v, _) = varint_at(a, vpos)?;
+                let v = match number {
+                    7 => i128::from(v as i32),
+                    9 => i128::from(v as i64),
+                    11 => i128::from(v as u32),
+                    13 => i128::from(v),
+                    15 => {
+                        let u = v as u32;
+                        i128::from(((u >> 1) as i32) ^ -((u & 1) as i32))
+                    }
+                    _ => i128::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
+                };
+                value = Some(Simple::Int(Ok(v)));
+            }
+            (19 | 23, 5) if value.is_none() => {
+                let b: [u8; 4] = a.get(vpos..end)?.try_into().ok()?;
+                value = Some(Simple::Int(Ok(if number == 19 {
+                    i128::from(u32::from_le_bytes(b))
+                } else {
+                    i128::from(i32::from_le_bytes(b))
+                })));
+            }
+            (21 | 25, 1) if value.is_none() => {
+                let b: [u8; 8] = a.get(vpos..end)?.try_into().ok()?;
+                value = Some(Simple::Int(Ok(if number == 21 {
+                    i128::from(u64::from_le_bytes(b))
+                } else {
+                    i128::from(i64::from_le_bytes(b))
+                })));
+            }
+            _ => return None,
+        }
+        pos = end;
+    }
+    Some(value.unwrap_or(Simple::Int(Err("empty"))))
 }
 
 /// Compare a copy's node body `a` with the template's `b`, whose
