@@ -1466,11 +1466,11 @@ fn match_transfers(
     let mut all_ends: Vec<(u32, Vec<(usize, P2pNode)>)> = Vec::new();
     for (&rank, &ti) in trace_of {
         let t = &traces[ti];
-        let (nodes, offsets, peers): (&[ChakraNode], Option<&[u64]>, &[(u32, u32)]) =
-            match &t.copy {
-                Some(c) => (&c.template.nodes, Some(&c.offsets), &c.peers),
-                None => (&t.nodes, None, &[]),
-            };
+        let (nodes, offsets, peers): (&[ChakraNode], Option<&[u64]>, &[(u32, u32)]) = match &t.copy
+        {
+            Some(c) => (&c.template.nodes, Some(&c.offsets), &c.peers),
+            None => (&t.nodes, None, &[]),
+        };
         let mut ends: Vec<(usize, P2pNode)> = nodes
             .iter()
             .enumerate()
