@@ -13,7 +13,9 @@
 //!   stage the operations that really ran, with measured start and duration,
 //!   kind, sub-operations, micro-batch where known and message bytes, plus the
 //!   run's measured iteration time(s). A simulator replays it or compares a
-//!   prediction with it.
+//!   prediction with it. A rank that runs another rank's program (the
+//!   ranks of one stage of a large Chakra set) holds only its own values
+//!   ([`RankCopy`]); [`MeasuredRun::ops_of`] reads any rank's ops.
 //!
 //! Units are in the names: times are integer nanoseconds (`_ns`, u64), sizes
 //! are bytes (`_bytes`, u64). Every value carries the diagnostics of the file(s)
@@ -22,6 +24,7 @@
 use crate::diag::Diagnostic;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The input formats trainscope reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -716,9 +719,16 @@ pub struct RankCopy {
 pub struct OpValues {
     pub kind: OpKind,
     pub duration_ns: Option<u64>,
-    pub detail: Option<String>,
+    /// Shared by the ops that read the same (a rank's collectives of one
+    /// group).
+    #[serde(serialize_with = "shared_text")]
+    pub detail: Option<Arc<str>>,
     pub peer: Option<u32>,
     pub transfer: Option<u32>,
+}
+
+fn shared_text<S: serde::Serializer>(v: &Option<Arc<str>>, s: S) -> Result<S::Ok, S::Error> {
+    v.as_deref().serialize(s)
 }
 
 impl OpValues {
@@ -727,7 +737,7 @@ impl OpValues {
         OpValues {
             kind: op.kind,
             duration_ns: op.duration_ns,
-            detail: op.detail.clone(),
+            detail: op.detail.as_deref().map(Arc::from),
             peer: op.peer,
             transfer: op.transfer,
         }
@@ -737,7 +747,7 @@ impl OpValues {
     pub fn held_by(&self, op: &MeasuredOp) -> bool {
         self.kind == op.kind
             && self.duration_ns == op.duration_ns
-            && self.detail == op.detail
+            && self.detail.as_deref() == op.detail.as_deref()
             && self.peer == op.peer
             && self.transfer == op.transfer
     }
@@ -746,7 +756,7 @@ impl OpValues {
     pub fn apply(&self, op: &mut MeasuredOp) {
         op.kind = self.kind;
         op.duration_ns = self.duration_ns;
-        op.detail.clone_from(&self.detail);
+        op.detail = self.detail.as_deref().map(str::to_string);
         op.peer = self.peer;
         op.transfer = self.transfer;
     }

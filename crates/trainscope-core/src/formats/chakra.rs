@@ -1243,7 +1243,12 @@ pub fn to_run_sharing(
         let (ops, copy) = match (program, &t.copy) {
             (Some(of), Some(c)) => {
                 let program_ops = &ranks[&of].ops;
-                let mut values: Vec<(u32, OpValues)> = Vec::new();
+                let p2p_nodes = program_ops
+                    .iter()
+                    .filter(|o| matches!(o.kind, OpKind::Send | OpKind::Recv))
+                    .count();
+                let mut values: Vec<(u32, OpValues)> =
+                    Vec::with_capacity(p2p_nodes + c.pg_names.len());
                 let mut tally = GroupTally::default();
                 let (mut kg, mut kp) = (0, 0);
                 for (j, n) in c.template.nodes.iter().enumerate() {
@@ -1366,7 +1371,8 @@ pub fn to_run_sharing(
     }
     // A copy's collectives of its own groups: resolved once per
     // `pg_name` (kind: the collective's own, with the resolved group).
-    let mut by_pg: BTreeMap<Option<&str>, (OpKind, Option<u64>, Option<String>)> = BTreeMap::new();
+    let mut by_pg: BTreeMap<Option<&str>, (OpKind, Option<u64>, Option<std::sync::Arc<str>>)> =
+        BTreeMap::new();
     for (rank, mut values) in overlays {
         let Some(c) = trace_of.get(&rank).and_then(|&ti| traces[ti].copy.as_ref()) else {
             continue;
@@ -1389,7 +1395,7 @@ pub fn to_run_sharing(
                     layout,
                     &resolved.single,
                 );
-                (kind, duration_ns, detail)
+                (kind, duration_ns, detail.map(std::sync::Arc::from))
             });
             let kind = match *kind {
                 OpKind::Collective { group, .. } => OpKind::Collective { collective, group },
@@ -1577,7 +1583,7 @@ fn match_transfers(
         change_op(ranks, overlays, *rank, *i, |v| {
             v.kind = OpKind::Compute;
             v.duration_ns = Some(0);
-            v.detail = Some(format!("unmatched {what}: 0-ns no-op"));
+            v.detail = Some(format!("unmatched {what}: 0-ns no-op").into());
         });
     }
     if unmatched.len() > UNMATCHED_NAMED {

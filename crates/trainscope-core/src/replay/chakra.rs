@@ -194,7 +194,10 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
             let transfer =
                 |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.transfer, |v| v.transfer);
             let detail = |o: &'_ MeasuredOp, v: Option<&'_ OpValues>| -> Option<String> {
-                v.map_or(&o.detail, |v| &v.detail).clone()
+                match v {
+                    Some(v) => v.detail.as_deref().map(str::to_string),
+                    None => o.detail.clone(),
+                }
             };
             let p2p = matches!(kind(b, vb), OpKind::Send | OpKind::Recv);
             let peer = match (peer(a, va), peer(b, vb)) {

@@ -205,6 +205,22 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
                 .or_insert_with(|| program.ops.iter().map(|o| tb.label(&o.name)).collect());
             let values: &[(u32, crate::workload::OpValues)] =
                 rt.copy.as_ref().map_or(&[], |c| &c.values);
+            // Each lane's spans counted first (one allocation per lane).
+            let mut per_stream = [0usize; Stream::DEVICE.len()];
+            let mut k = 0;
+            for (i, op) in program.ops.iter().enumerate() {
+                while k < values.len() && (values[k].0 as usize) < i {
+                    k += 1;
+                }
+                let own = values.get(k).filter(|v| v.0 as usize == i).map(|v| &v.1);
+                let (stream, _, _) = stream_and_kind_of(own.map_or(op.kind, |v| v.kind), op.phase);
+                if let Some(n) = per_stream.get_mut(stream.index() as usize) {
+                    *n += 1;
+                }
+            }
+            for (s, n) in per_stream.iter().enumerate() {
+                tb.reserve(base + s as u32, *n);
+            }
             let mut k = 0;
             for (i, op) in program.ops.iter().enumerate() {
                 while k < values.len() && (values[k].0 as usize) < i {

@@ -11,12 +11,15 @@
 //! its `GlobalMetadata` and node framing must match one, and each of its
 //! node messages must equal the template's byte for byte, or differ only
 //! in the value of attributes named `pg_name`, `comm_dst` or `comm_src`
-//! (same attribute order, names and value fields). Such a file's parse is
-//! the template's with its own name, rank, node offsets and those values:
-//! the first `pg_name` of a kept collective, the first `comm_dst` of a
-//! kept send and the first `comm_src` of a kept receive (as the parser
-//! reads them; a peer out of range, which the parser warns about, makes
-//! the file a full parse). Anything else that differs, or a template's
+//! (same attribute order, names and value fields), compared by the
+//! template's positions of those attributes (the bytes between them
+//! compared whole). Such a file's parse is the template's with its own
+//! name, rank, node offsets and those values (the first `pg_name` of a
+//! kept collective, the first `comm_dst` of a kept send and the first
+//! `comm_src` of a kept receive, as the parser reads them; a peer out of
+//! range, which the parser warns about, makes the file a full parse),
+//! sharing the template's nodes ([`super::TraceCopy`]) rather than
+//! copying them. Anything else that differs, or a template's
 //! diagnostics, makes a full parse: the result is always exactly
 //! [`super::parse`]'s (tested file by file), only faster: comparing bytes
 //! instead of decoding every node message and re-sorting every rank's
