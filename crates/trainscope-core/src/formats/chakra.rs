@@ -1084,6 +1084,9 @@ fn own_p2p_values(program_op: &MeasuredOp, peer: Option<u32>) -> OpValues {
     v
 }
 
+/// A collective's (kind, duration, detail) once its group is resolved.
+type PgOutcome = (OpKind, Option<u64>, Option<std::sync::Arc<str>>);
+
 /// The ops of the ranks that run another rank's program, while the run is
 /// made: rank -> (op index -> the values it holds for itself).
 type Overlays = BTreeMap<u32, Vec<(u32, OpValues)>>;
@@ -1371,8 +1374,7 @@ pub fn to_run_sharing(
     }
     // A copy's collectives of its own groups: resolved once per
     // `pg_name` (kind: the collective's own, with the resolved group).
-    let mut by_pg: BTreeMap<Option<&str>, (OpKind, Option<u64>, Option<std::sync::Arc<str>>)> =
-        BTreeMap::new();
+    let mut by_pg: BTreeMap<Option<&str>, PgOutcome> = BTreeMap::new();
     for (rank, mut values) in overlays {
         let Some(c) = trace_of.get(&rank).and_then(|&ti| traces[ti].copy.as_ref()) else {
             continue;
@@ -1472,11 +1474,9 @@ fn match_transfers(
     let mut all_ends: Vec<(u32, Vec<(usize, P2pNode)>)> = Vec::new();
     for (&rank, &ti) in trace_of {
         let t = &traces[ti];
-        let (nodes, offsets, peers): (&[ChakraNode], Option<&[u64]>, &[(u32, u32)]) = match &t.copy
-        {
-            Some(c) => (&c.template.nodes, Some(&c.offsets), &c.peers),
-            None => (&t.nodes, None, &[]),
-        };
+        let nodes: &[ChakraNode] = t.copy.as_ref().map_or(&t.nodes, |c| &c.template.nodes);
+        let offsets: Option<&[u64]> = t.copy.as_ref().map(|c| &c.offsets[..]);
+        let peers: &[(u32, u32)] = t.copy.as_ref().map_or(&[], |c| &c.peers);
         let mut ends: Vec<(usize, P2pNode)> = nodes
             .iter()
             .enumerate()
