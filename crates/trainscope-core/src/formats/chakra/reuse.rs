@@ -54,7 +54,50 @@ struct Template {
     /// For each frame, its attributes with a rank-specific name
     /// ([`rank_specific_fields`]).
     specials: Vec<Vec<(u32, u32, u8, bool)>>,
+    /// The values of the rank-specific attributes, in file order (None
+    /// when one is not a name, an optional doc string and one value).
+    values: Option<Vec<ValueAt>>,
     trace: Arc<ChakraTrace>,
+}
+
+/// Where a template's rank-specific attribute holds its value.
+struct ValueAt {
+    /// The value's bytes in the file (a string's after its length).
+    start: usize,
+    end: usize,
+    /// The value is a varint.
+    varint: bool,
+    /// The attribute's body in the file.
+    attr: (usize, usize),
+    /// Its frame, name ([`RANK_SPECIFIC`]) and whether it is its node's
+    /// first of that name.
+    frame: u32,
+    which: u8,
+    first: bool,
+}
+
+/// The value of attribute body `a` (at `base` in the file): (start, end,
+/// varint), when its fields are a name, an optional doc string and one
+/// value.
+fn value_at(a: &[u8], base: usize) -> Option<(usize, usize, bool)> {
+    let mut value = None;
+    let mut pos = 0;
+    while pos < a.len() {
+        let (number, wire, vpos, end) = field(a, pos)?;
+        match (number, wire) {
+            (1 | 2, 2) => {}
+            (_, 2) if value.is_none() => {
+                let (_, start) = varint_at(a, vpos)?;
+                value = Some((base + start, base + end, false));
+            }
+            (_, 0 | 1 | 5) if value.is_none() => {
+                value = Some((base + vpos, base + end, wire == 0));
+            }
+            _ => return None,
+        }
+        pos = end;
+    }
+    value
 }
 
 /// A rank-specific value read from a copy's node.
@@ -343,6 +386,16 @@ impl ParseCache {
     pub fn parse(&mut self, file: &str, bytes: &[u8]) -> ChakraTrace {
         let mut frames = Vec::new();
         let meta_end = frame(bytes, 0).ok().map(|(end, _)| end);
+        if meta_end.is_some() {
+            for k in (0..self.templates.len()).rev() {
+                if let Some(t) = self.same_layout_copy(k, file, bytes) {
+                    self.copies += 1;
+                    let last = self.templates.len() - 1;
+                    self.templates.swap(k, last);
+                    return t;
+                }
+            }
+        }
         if let Some(meta_end) = meta_end {
             if frames_of(bytes, meta_end, &mut frames).is_some() {
                 for k in (0..self.templates.len()).rev() {
@@ -394,6 +447,29 @@ impl ParseCache {
             };
             specials.push(f);
         }
+        let mut values = Some(Vec::new());
+        for (f, (&(_, start, _), sp)) in frames.iter().zip(&specials).enumerate() {
+            for &(fs, fe, which, first) in sp {
+                let (fs, fe) = (start + fs as usize, start + fe as usize);
+                let found = field(bytes, fs).and_then(|(_, _, vpos, end)| {
+                    let (_, body_start) = varint_at(bytes, vpos)?;
+                    let (vs, ve, varint) = value_at(&bytes[body_start..end], body_start)?;
+                    Some(ValueAt {
+                        start: vs,
+                        end: ve,
+                        varint,
+                        attr: (body_start, fe),
+                        frame: f as u32,
+                        which,
+                        first,
+                    })
+                });
+                match (found, values.as_mut()) {
+                    (Some(v), Some(list)) => list.push(v),
+                    _ => values = None,
+                }
+            }
+        }
         self.template_bytes += bytes.len();
         self.templates.push(Template {
             bytes: bytes.to_vec(),
@@ -402,6 +478,7 @@ impl ParseCache {
             frame_of,
             node_of,
             specials,
+            values,
             trace: Arc::new(trace.clone()),
         });
     }
@@ -436,6 +513,61 @@ impl ParseCache {
             .iter()
             .map(|&f| frames[f as usize].0 as u64)
             .collect();
+        Some(finish_copy(t, file, offsets, patches))
+    }
+
+    /// The parse of `file` as a copy of template `k` laid out byte for
+    /// byte as it is (the same length, every byte equal but the values of
+    /// its rank-specific attributes, each a well-formed value of the
+    /// template's field): compared by the template's value positions
+    /// alone, without framing the file. None when it is not such a copy
+    /// (the file may still be a copy: see [`ParseCache::copy_of`]).
+    fn same_layout_copy(&self, k: usize, file: &str, bytes: &[u8]) -> Option<ChakraTrace> {
+        let t = &self.templates[k];
+        let values = t.values.as_ref()?;
+        if bytes.len() != t.bytes.len() {
+            return None;
+        }
+        let mut patches: Vec<(u32, Patch)> = Vec::new();
+        let mut pos = 0;
+        for v in values {
+            if bytes[pos..v.start] != t.bytes[pos..v.start] {
+                return None;
+            }
+            let a = &bytes[v.start..v.end];
+            if a != &t.bytes[v.start..v.end] {
+                // A varint must end where the template's does.
+                let (last, rest) = a.split_last()?;
+                if v.varint && (*last >= 0x80 || rest.iter().any(|b| *b < 0x80)) {
+                    return None;
+                }
+                if v.first {
+                    let kept = t.node_of[v.frame as usize];
+                    let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
+                    if !patch_of(&bytes[v.attr.0..v.attr.1], v.which, kept, &mut patches) {
+                        return None;
+                    }
+                }
+            }
+            pos = v.end;
+        }
+        if bytes[pos..] != t.bytes[pos..] {
+            return None;
+        }
+        let offsets = t.trace.nodes.iter().map(|n| n.offset).collect();
+        Some(finish_copy(t, file, offsets, patches))
+    }
+}
+
+/// A copy's parse: template `t`'s nodes with `file`'s node offsets and
+/// rank-specific values (`patches`).
+fn finish_copy(
+    t: &Template,
+    file: &str,
+    offsets: Vec<u64>,
+    patches: Vec<(u32, Patch)>,
+) -> ChakraTrace {
+    {
         let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
         for (i, p) in patches {
             let n = &t.trace.nodes[i as usize];
@@ -496,6 +628,6 @@ impl ParseCache {
             p2p_peers,
             diagnostics: t.trace.diagnostics.clone(),
         };
-        Some(trace)
+        trace
     }
 }
