@@ -567,67 +567,64 @@ fn finish_copy(
     offsets: Vec<u64>,
     patches: Vec<(u32, Patch)>,
 ) -> ChakraTrace {
-    {
-        let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
-        for (i, p) in patches {
-            let n = &t.trace.nodes[i as usize];
-            match p {
-                Patch::PgName(v) => {
-                    if v != n.pg_name {
-                        pg_names.push((i, v));
-                    }
+    let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
+    for (i, p) in patches {
+        let n = &t.trace.nodes[i as usize];
+        match p {
+            Patch::PgName(v) => {
+                if v != n.pg_name {
+                    pg_names.push((i, v));
                 }
-                Patch::Peer(v) => match n.work {
-                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != v => {
-                        peers.push((i, v));
-                    }
-                    _ => {}
-                },
             }
+            Patch::Peer(v) => match n.work {
+                NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != v => {
+                    peers.push((i, v));
+                }
+                _ => {}
+            },
         }
-        // A node's first rank-specific value only, in node order.
-        pg_names.sort_by_key(|p| p.0);
-        peers.sort_by_key(|p| p.0);
-        let p2p_peers = if peers.is_empty() {
-            t.trace.p2p_peers.clone()
-        } else {
-            let mut k = 0;
-            let set: std::collections::BTreeSet<u32> = t
-                .trace
-                .nodes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, n)| match n.work {
-                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => {
-                        while k < peers.len() && (peers[k].0 as usize) < i {
-                            k += 1;
-                        }
-                        Some(match peers.get(k) {
-                            Some(&(j, v)) if j as usize == i => v,
-                            _ => peer,
-                        })
+    }
+    // A node's first rank-specific value only, in node order.
+    pg_names.sort_by_key(|p| p.0);
+    peers.sort_by_key(|p| p.0);
+    let p2p_peers = if peers.is_empty() {
+        t.trace.p2p_peers.clone()
+    } else {
+        let mut k = 0;
+        let set: std::collections::BTreeSet<u32> = t
+            .trace
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match n.work {
+                NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => {
+                    while k < peers.len() && (peers[k].0 as usize) < i {
+                        k += 1;
                     }
-                    _ => None,
-                })
-                .collect();
-            set.into_iter().collect()
-        };
-        let trace = ChakraTrace {
-            file: file.to_string(),
-            rank: rank_of_file_name(file),
-            version: t.trace.version.clone(),
-            nodes: Vec::new(),
-            copy: Some(TraceCopy {
-                template: Arc::clone(&t.trace),
-                offsets,
-                pg_names,
-                peers,
-            }),
-            nodes_read: t.trace.nodes_read,
-            nodes_skipped: t.trace.nodes_skipped,
-            p2p_peers,
-            diagnostics: t.trace.diagnostics.clone(),
-        };
-        trace
+                    Some(match peers.get(k) {
+                        Some(&(j, v)) if j as usize == i => v,
+                        _ => peer,
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        set.into_iter().collect()
+    };
+    ChakraTrace {
+        file: file.to_string(),
+        rank: rank_of_file_name(file),
+        version: t.trace.version.clone(),
+        nodes: Vec::new(),
+        copy: Some(TraceCopy {
+            template: Arc::clone(&t.trace),
+            offsets,
+            pg_names,
+            peers,
+        }),
+        nodes_read: t.trace.nodes_read,
+        nodes_skipped: t.trace.nodes_skipped,
+        p2p_peers,
+        diagnostics: t.trace.diagnostics.clone(),
     }
 }
