@@ -203,3 +203,94 @@ fn a_run_simulates_one_rank_per_stage_unless_a_rank_is_slowed() {
     let report = slowed.slow_rank.expect("the slowed-rank report");
     assert_eq!(report.baseline_iteration_time_ns, s.iteration_time_ns);
 }
+
+/// A set's run with copies sharing their program's ops
+/// (`chakra::to_run_sharing` with `share`) and with every rank holding
+/// its ops read the same, rank by rank and op by op, and give the same
+/// replay jobs (one rank per stage and every rank) and measured timeline.
+fn shared_equals_all_ranks(
+    files: &[(String, Vec<u8>)],
+    groups: &str,
+    expect_shared: bool,
+) -> trainscope_core::workload::MeasuredRun {
+    use trainscope_core::replay::chakra::chakra_job;
+    use trainscope_core::replay::measured::measured_timeline;
+    let mut cache = ParseCache::default();
+    let traces: Vec<chakra::ChakraTrace> = files.iter().map(|(n, b)| cache.parse(n, b)).collect();
+    let groups = chakra::groups::parse("comm_groups.json", groups);
+    let shared = chakra::to_run_sharing(&traces, Some(&groups), true);
+    let all = chakra::to_run_sharing(&traces, Some(&groups), false);
+    let copies = shared.ranks.iter().filter(|r| r.copy.is_some()).count();
+    assert_eq!(copies > 0, expect_shared, "{copies} shared ranks");
+    assert!(all.ranks.iter().all(|r| r.copy.is_none()));
+    assert_eq!(shared.parallel, all.parallel);
+    assert_eq!(shared.diagnostics, all.diagnostics);
+    assert_eq!(shared.files, all.files);
+    assert_eq!(shared.op_count(), all.op_count());
+    assert_eq!(shared.ranks.len(), all.ranks.len());
+    for (a, b) in shared.ranks.iter().zip(&all.ranks) {
+        assert_eq!((a.rank, a.stage, &a.file), (b.rank, b.stage, &b.file));
+        assert_eq!(shared.ops_of(a), all.ops_of(b), "rank {}", a.rank);
+        let iterated: Vec<_> = shared.ops_iter(a).map(|o| o.into_owned()).collect();
+        assert_eq!(iterated, b.ops, "rank {}", a.rank);
+    }
+    for copies in [true, false] {
+        let (x, wx) = chakra_job(&shared, copies).expect("job");
+        let (y, wy) = chakra_job(&all, copies).expect("job");
+        assert_eq!(x.job, y.job);
+        assert_eq!(wx, wy);
+    }
+    let tx = serde_json::to_value(measured_timeline(&shared)).expect("json");
+    let ty = serde_json::to_value(measured_timeline(&all)).expect("json");
+    assert!(tx == ty, "the measured timelines differ");
+    shared
+}
+
+#[test]
+fn ranks_sharing_their_program_read_as_every_rank_holding_its_ops() {
+    for (tp, dp, pp) in [(2, 2, 2), (2, 4, 2), (1, 4, 4)] {
+        let (files, groups, _) = trainscope_tests::chakra_written(tp, dp, pp, 8);
+        let run = shared_equals_all_ranks(&files, &groups, true);
+        // One program per stage; the other ranks share it.
+        let held = run.ranks.iter().filter(|r| r.copy.is_none()).count();
+        assert_eq!(held as u32, pp, "{tp} {dp} {pp}");
+        // In reverse order (other files are the programs).
+        let reversed: Vec<(String, Vec<u8>)> = files.iter().rev().cloned().collect();
+        shared_equals_all_ranks(&reversed, &groups, true);
+    }
+    // Rank 5's file missing: rank 1 (a copy of rank 0's program) sends to
+    // no file, so its sends are unmatched where rank 0's are matched: it
+    // holds its own ops, the others still share.
+    let (files, groups, _) = trainscope_tests::chakra_written(2, 2, 2, 8);
+    let without: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .filter(|(n, _)| !n.ends_with(".5.et"))
+        .cloned()
+        .collect();
+    assert_eq!(without.len(), 7);
+    let run = shared_equals_all_ranks(&without, &groups, true);
+    let held: Vec<u32> = run
+        .ranks
+        .iter()
+        .filter(|r| r.copy.is_none())
+        .map(|r| r.rank)
+        .collect();
+    // Ranks 0 and 4 hold their stages' programs; rank 1 its own ops.
+    assert_eq!(held, vec![0, 1, 4]);
+}
+
+#[test]
+fn small_sets_hold_every_rank_s_ops() {
+    let (files, groups, _) = trainscope_tests::chakra_written(2, 2, 2, 8);
+    let mut cache = ParseCache::default();
+    let traces: Vec<chakra::ChakraTrace> = files.iter().map(|(n, b)| cache.parse(n, b)).collect();
+    let nodes: u64 = traces.iter().map(|t| t.node_count() as u64).sum();
+    assert!(nodes < chakra::SHARE_PROGRAMS_MIN_NODES);
+    let groups = chakra::groups::parse("comm_groups.json", &groups);
+    let run = chakra::to_run(&traces, Some(&groups));
+    assert!(run
+        .ranks
+        .iter()
+        .all(|r| r.copy.is_none() && !r.ops.is_empty()));
+    assert_eq!(run, chakra::to_run_sharing(&traces, Some(&groups), false));
+}

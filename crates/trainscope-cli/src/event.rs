@@ -1,10 +1,11 @@
 //! `trainscope simulate FILE... [--mode event]` (the default mode) and
 //! `trainscope convert FILE... --to chrome-trace -o PATH`.
 //!
-//! The event mode reads the files, turns the flags into the core's settings
-//! ([`SimConfig`], [`RunOptions`]) and calls the one entry the web page also
-//! calls ([`trainscope_core::run::run_files`]), so both print the same
-//! numbers. Output: a readable report (stdout; warnings on stderr) or the
+//! The event mode turns the flags into the core's settings ([`SimConfig`],
+//! [`RunOptions`]), reads and parses the files one at a time (the core's
+//! `SetLoader`, as the web page does: a file's bytes are dropped once it is
+//! parsed) and runs them as [`trainscope_core::run::run_files`] does
+//! (`load_from_set`, `run_loaded`), so both print the same numbers. Output: a readable report (stdout; warnings on stderr) or the
 //! JSON object of [`trainscope_core::run::RunOutput::report_json`]
 //! (`--json`); optionally the simulated timeline as a Chrome trace
 //! (`--chrome-trace PATH`) and its spans as CSV (`--spans-csv PATH`).
@@ -22,11 +23,11 @@ use crate::args::parse_format;
 use crate::args::{settings, Args, ConvertArgs, ConvertTo};
 use crate::io::write_chakra;
 use crate::io::EXIT_USAGE;
-use crate::io::{print_stdout, read_files, report_error, write_timeline};
+use crate::io::{load_files_one_by_one, print_stdout, read_files, report_error, write_timeline};
 use crate::render::{ms, render_text};
 use anyhow::Result;
 use trainscope_core::run::convert_files;
-use trainscope_core::run::{run_files, RunOptions};
+use trainscope_core::run::{load_from_set, run_loaded, RunError, RunOptions};
 
 /// Run the event mode; returns the exit code.
 pub fn run(args: &Args) -> Result<u8> {
@@ -46,12 +47,17 @@ pub fn run(args: &Args) -> Result<u8> {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
-    let files = read_files(&args.files)?;
-    let refs: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
-    let out = match run_files(&refs, &config, &options) {
+    // Read and parsed one file at a time; then as `run_files` runs them.
+    let set = load_files_one_by_one(&args.files, &options)?;
+    let run = || {
+        config.validate()?;
+        options.validate()?;
+        if args.files.is_empty() {
+            return Err(RunError::Usage("no input file".to_string()));
+        }
+        run_loaded(&load_from_set(set, &options)?, &config, &options)
+    };
+    let out = match run() {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };

@@ -31,6 +31,22 @@ pub(crate) fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
         .collect()
 }
 
+/// The files' set as [`read_files`] then the core's `load_set` give it,
+/// read and parsed one file at a time (each file's bytes are dropped once
+/// parsed: a set of many files is never in memory at once).
+pub(crate) fn load_files_one_by_one(
+    paths: &[PathBuf],
+    options: &trainscope_core::run::RunOptions,
+) -> Result<trainscope_core::inspect::LoadedSet> {
+    let load = trainscope_core::run::load_options(options);
+    let mut loader = trainscope_core::inspect::SetLoader::new(options.format, &load);
+    for p in paths {
+        let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
+        loader.add(&p.display().to_string(), &bytes, &mut |_, _| {});
+    }
+    Ok(loader.finish())
+}
+
 /// Write to stdout; a closed pipe (`| head`) is not an error.
 pub(crate) fn print_stdout(text: &str) -> Result<()> {
     use std::io::Write;

@@ -831,7 +831,7 @@ impl SetLoader {
             summary.format = Some(Format::ChakraEt);
             summary.unit = "nodes";
             let t = self.chakra_cache.parse(file, bytes);
-            summary.read = t.nodes.len() as u64;
+            summary.read = t.node_count() as u64;
             summary.skipped = t.nodes_skipped;
             self.chakra_traces.push((self.summaries.len(), t));
             self.summaries.push(summary);

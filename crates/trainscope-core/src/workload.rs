@@ -13,7 +13,9 @@
 //!   stage the operations that really ran, with measured start and duration,
 //!   kind, sub-operations, micro-batch where known and message bytes, plus the
 //!   run's measured iteration time(s). A simulator replays it or compares a
-//!   prediction with it.
+//!   prediction with it. A rank that runs another rank's program (the
+//!   ranks of one stage of a large Chakra set) holds only its own values
+//!   ([`RankCopy`]); [`MeasuredRun::ops_of`] reads any rank's ops.
 //!
 //! Units are in the names: times are integer nanoseconds (`_ns`, u64), sizes
 //! are bytes (`_bytes`, u64). Every value carries the diagnostics of the file(s)
@@ -21,6 +23,8 @@
 
 use crate::diag::Diagnostic;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The input formats trainscope reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -683,11 +687,90 @@ pub struct RankTrace {
     pub stage: Option<u32>,
     /// File the ops came from.
     pub file: String,
-    /// Ops in the order they were recorded.
+    /// Ops in the order they were recorded; empty for a rank that runs
+    /// another rank's program ([`RankTrace::copy`]: read its ops with
+    /// [`MeasuredRun::ops_of`]).
     pub ops: Vec<MeasuredOp>,
     /// This rank's measured iterations (first op start to optimizer end), on
     /// its own clock.
     pub iterations: Vec<Span>,
+    /// The rank runs another rank's program (Chakra files of one stage's
+    /// ranks): its ops are that rank's with its own values; None: `ops`
+    /// holds them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy: Option<RankCopy>,
+}
+
+/// The ops of a rank that runs another rank's program: op `i` is rank
+/// `of`'s op `i`, but for the ops listed in `values`, which take the
+/// listed fields from there (the values one rank of a program holds for
+/// itself: its groups, peers and transfers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankCopy {
+    /// The rank whose ops these are (one whose `ops` holds them).
+    pub of: u32,
+    /// (op index, this rank's values), ascending by index.
+    pub values: Vec<(u32, OpValues)>,
+}
+
+/// The fields of a [`MeasuredOp`] a rank running another rank's program
+/// may hold for itself (see [`RankCopy`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpValues {
+    pub kind: OpKind,
+    pub duration_ns: Option<u64>,
+    /// Shared by the ops that read the same (a rank's collectives of one
+    /// group).
+    #[serde(serialize_with = "shared_text")]
+    pub detail: Option<Arc<str>>,
+    pub peer: Option<u32>,
+    pub transfer: Option<u32>,
+}
+
+fn shared_text<S: serde::Serializer>(v: &Option<Arc<str>>, s: S) -> Result<S::Ok, S::Error> {
+    v.as_deref().serialize(s)
+}
+
+impl OpValues {
+    /// The values `op` holds.
+    pub fn of(op: &MeasuredOp) -> OpValues {
+        OpValues {
+            kind: op.kind,
+            duration_ns: op.duration_ns,
+            detail: op.detail.as_deref().map(Arc::from),
+            peer: op.peer,
+            transfer: op.transfer,
+        }
+    }
+
+    /// Whether `op` holds these values.
+    pub fn held_by(&self, op: &MeasuredOp) -> bool {
+        self.kind == op.kind
+            && self.duration_ns == op.duration_ns
+            && self.detail.as_deref() == op.detail.as_deref()
+            && self.peer == op.peer
+            && self.transfer == op.transfer
+    }
+
+    /// `op` with these values.
+    pub fn apply(&self, op: &mut MeasuredOp) {
+        op.kind = self.kind;
+        op.duration_ns = self.duration_ns;
+        op.detail = self.detail.as_deref().map(str::to_string);
+        op.peer = self.peer;
+        op.transfer = self.transfer;
+    }
+}
+
+impl RankCopy {
+    /// This rank's values of op `i`, when it holds its own.
+    pub fn values_of(&self, i: usize) -> Option<&OpValues> {
+        let i = u32::try_from(i).ok()?;
+        self.values
+            .binary_search_by_key(&i, |v| v.0)
+            .ok()
+            .map(|k| &self.values[k].1)
+    }
 }
 
 /// One measured iteration time of the whole job.
@@ -728,7 +811,71 @@ impl MeasuredRun {
 
     /// Total measured ops over all ranks (sub-ops not counted).
     pub fn op_count(&self) -> usize {
-        self.ranks.iter().map(|r| r.ops.len()).sum()
+        self.ranks.iter().map(|r| self.op_count_of(r)).sum()
+    }
+
+    /// The trace whose `ops` hold `rt`'s ops: `rt` itself, or the rank
+    /// whose program it runs ([`RankTrace::copy`]).
+    pub fn program_of<'a>(&'a self, rt: &'a RankTrace) -> &'a RankTrace {
+        match &rt.copy {
+            Some(c) => self
+                .ranks
+                .binary_search_by_key(&c.of, |r| r.rank)
+                .ok()
+                .map_or(rt, |k| &self.ranks[k]),
+            None => rt,
+        }
+    }
+
+    /// How many ops `rt` runs.
+    pub fn op_count_of(&self, rt: &RankTrace) -> usize {
+        self.program_of(rt).ops.len()
+    }
+
+    /// Op `i` of `rt` (a copy's with its own values), if it exists.
+    pub fn op_of<'a>(&'a self, rt: &'a RankTrace, i: usize) -> Option<Cow<'a, MeasuredOp>> {
+        let op = self.program_of(rt).ops.get(i)?;
+        Some(match rt.copy.as_ref().and_then(|c| c.values_of(i)) {
+            Some(v) => {
+                let mut own = op.clone();
+                v.apply(&mut own);
+                Cow::Owned(own)
+            }
+            None => Cow::Borrowed(op),
+        })
+    }
+
+    /// Every op of `rt`, in order (a copy's with its own values: only
+    /// those are made, the others are its program's).
+    pub fn ops_iter<'a>(
+        &'a self,
+        rt: &'a RankTrace,
+    ) -> impl Iterator<Item = Cow<'a, MeasuredOp>> + 'a {
+        let ops = &self.program_of(rt).ops;
+        let values: &[(u32, OpValues)] = rt.copy.as_ref().map_or(&[], |c| &c.values);
+        let mut k = 0;
+        ops.iter().enumerate().map(move |(i, op)| {
+            while k < values.len() && (values[k].0 as usize) < i {
+                k += 1;
+            }
+            match values.get(k) {
+                Some((j, v)) if *j as usize == i => {
+                    let mut own = op.clone();
+                    v.apply(&mut own);
+                    Cow::Owned(own)
+                }
+                _ => Cow::Borrowed(op),
+            }
+        })
+    }
+
+    /// Every op of `rt` as one list (a copy's made; see
+    /// [`MeasuredRun::ops_iter`]).
+    pub fn ops_of<'a>(&'a self, rt: &'a RankTrace) -> Cow<'a, [MeasuredOp]> {
+        if rt.copy.is_none() {
+            return Cow::Borrowed(&rt.ops);
+        }
+        Cow::Owned(self.ops_iter(rt).map(Cow::into_owned).collect())
     }
 
     /// Mean wall time of the iterations that cover exactly one training

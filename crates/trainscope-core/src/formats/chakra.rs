@@ -88,7 +88,8 @@ use crate::diag::{Diagnostic, Location};
 use crate::formats::lex::DiagSink;
 use crate::workload::Format;
 use crate::workload::{
-    CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, ParallelConfig, RankTrace,
+    CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, OpValues, ParallelConfig, RankCopy,
+    RankTrace,
 };
 use prost::Message;
 use schema::{AttributeProto, CollectiveCommType, GlobalMetadata, Node, NodeType, Value};
@@ -138,7 +139,7 @@ pub struct ChakraNode {
 }
 
 /// One parsed `.et` file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ChakraTrace {
     pub file: String,
     /// Rank from the file name (`NAME.<rank>.et`), when it has one.
@@ -146,8 +147,15 @@ pub struct ChakraTrace {
     /// The schema version: `GlobalMetadata.version`, else its `schema`
     /// attribute ([`stated_version`]; empty when neither states one).
     pub version: String,
-    /// Kept nodes in one topological order (ties: file order).
+    /// Kept nodes in one topological order (ties: file order); empty for
+    /// a file read as a copy of another's program ([`ChakraTrace::copy`]:
+    /// [`ChakraTrace::node_count`], [`ChakraTrace::node`] and
+    /// [`ChakraTrace::all_nodes`] read either).
     pub nodes: Vec<ChakraNode>,
+    /// A file read as a copy of an earlier file's program
+    /// ([`reuse::ParseCache`]): its nodes are that file's with its own
+    /// offsets, `pg_name`s and peers; None for a file parsed in full.
+    pub copy: Option<TraceCopy>,
     /// Nodes in the file.
     pub nodes_read: u64,
     /// Nodes skipped (unsupported type or collective, errors, cycles).
@@ -156,6 +164,91 @@ pub struct ChakraTrace {
     /// of receives), ascending: a hint for the pipeline layout.
     pub p2p_peers: Vec<u32>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The nodes of a file read as a copy of another file's program: the
+/// template's nodes with the copy's own byte offsets and rank-specific
+/// values (see [`reuse`]).
+#[derive(Debug, Clone)]
+pub struct TraceCopy {
+    /// The template's full parse (shared by its copies).
+    pub template: std::sync::Arc<ChakraTrace>,
+    /// Each node's byte offset in this file (the template's node order).
+    pub offsets: Vec<u64>,
+    /// Nodes whose `pg_name` differs from the template's: (node index,
+    /// value), ascending.
+    pub pg_names: Vec<(u32, Option<String>)>,
+    /// Sends and receives whose peer differs from the template's: (node
+    /// index, peer), ascending.
+    pub peers: Vec<(u32, u32)>,
+}
+
+impl TraceCopy {
+    /// Node `i` of the copy (the template's with this file's values).
+    pub fn node(&self, i: usize) -> std::borrow::Cow<'_, ChakraNode> {
+        let t = &self.template.nodes[i];
+        let i = i as u32;
+        let pg = self.pg_names.binary_search_by_key(&i, |p| p.0).ok();
+        let peer = self.peers.binary_search_by_key(&i, |p| p.0).ok();
+        if pg.is_none() && peer.is_none() && self.offsets[i as usize] == t.offset {
+            return std::borrow::Cow::Borrowed(t);
+        }
+        let mut n = t.clone();
+        n.offset = self.offsets[i as usize];
+        if let Some(k) = pg {
+            n.pg_name.clone_from(&self.pg_names[k].1);
+        }
+        if let Some(k) = peer {
+            if let NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } = &mut n.work {
+                *peer = self.peers[k].1;
+            }
+        }
+        std::borrow::Cow::Owned(n)
+    }
+}
+
+impl ChakraTrace {
+    /// Number of kept nodes.
+    pub fn node_count(&self) -> usize {
+        match &self.copy {
+            Some(c) => c.template.nodes.len(),
+            None => self.nodes.len(),
+        }
+    }
+
+    /// Kept node `i` (`i < node_count()`).
+    pub fn node(&self, i: usize) -> std::borrow::Cow<'_, ChakraNode> {
+        match &self.copy {
+            Some(c) => c.node(i),
+            None => std::borrow::Cow::Borrowed(&self.nodes[i]),
+        }
+    }
+
+    /// Every kept node, in order (a copy's made from its template).
+    pub fn all_nodes(&self) -> std::borrow::Cow<'_, [ChakraNode]> {
+        match &self.copy {
+            Some(c) => (0..c.template.nodes.len())
+                .map(|i| c.node(i).into_owned())
+                .collect::<Vec<_>>()
+                .into(),
+            None => std::borrow::Cow::Borrowed(&self.nodes),
+        }
+    }
+}
+
+/// Two traces are equal when they read the same: a copy equals the full
+/// parse of its file.
+impl PartialEq for ChakraTrace {
+    fn eq(&self, other: &Self) -> bool {
+        self.file == other.file
+            && self.rank == other.rank
+            && self.version == other.version
+            && self.nodes_read == other.nodes_read
+            && self.nodes_skipped == other.nodes_skipped
+            && self.p2p_peers == other.p2p_peers
+            && self.diagnostics == other.diagnostics
+            && self.all_nodes() == other.all_nodes()
+    }
 }
 
 /// Append `msg` to `out` with its varint length prefix.
@@ -388,6 +481,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> ChakraTrace {
         rank: rank_of_file_name(file),
         version: String::new(),
         nodes: Vec::new(),
+        copy: None,
         nodes_read: 0,
         nodes_skipped: 0,
         p2p_peers: Vec::new(),
@@ -899,9 +993,195 @@ fn resolve_groups(
     }
 }
 
+/// Count a collective's `pg_name` (with the writer's hint) for the layout
+/// of the groups, or an unnamed one.
+fn count_group(
+    pg_name: Option<&str>,
+    group_hint: Option<&str>,
+    n: u64,
+    pg_hints: &mut BTreeMap<String, BTreeMap<String, u64>>,
+    unnamed: &mut u64,
+) {
+    match pg_name {
+        Some(pg) => {
+            // Looked up before inserting: no key copy per collective.
+            let hint = group_hint.unwrap_or_default();
+            let hints = match pg_hints.get_mut(pg) {
+                Some(h) => h,
+                None => pg_hints.entry(pg.to_string()).or_default(),
+            };
+            match hints.get_mut(hint) {
+                Some(c) => *c += n,
+                None => {
+                    hints.insert(hint.to_string(), n);
+                }
+            }
+        }
+        None => *unnamed += n,
+    }
+}
+
+/// A rank's collectives by (`pg_name`, writer's hint), counted before
+/// they go to the set's counts (a rank uses a few groups).
+#[derive(Default)]
+struct GroupTally<'a>(Vec<(Option<&'a str>, Option<&'a str>, u64)>);
+
+impl<'a> GroupTally<'a> {
+    fn add(&mut self, pg_name: Option<&'a str>, group_hint: Option<&'a str>) {
+        match self
+            .0
+            .iter_mut()
+            .find(|e| e.0 == pg_name && e.1 == group_hint)
+        {
+            Some(e) => e.2 += 1,
+            None => self.0.push((pg_name, group_hint, 1)),
+        }
+    }
+
+    fn flush(self, pg_hints: &mut BTreeMap<String, BTreeMap<String, u64>>, unnamed: &mut u64) {
+        for (pg, hint, n) in self.0 {
+            count_group(pg, hint, n, pg_hints, unnamed);
+        }
+    }
+}
+
+/// The measured op of a kept node (before transfers and groups are
+/// resolved).
+fn op_of_node(n: &ChakraNode) -> MeasuredOp {
+    let kind = match n.work {
+        NodeWork::Compute => OpKind::Compute,
+        NodeWork::Collective(c) => OpKind::Collective {
+            collective: c,
+            group: CommGroup::Dp,
+        },
+        NodeWork::Send { .. } => OpKind::Send,
+        NodeWork::Recv { .. } => OpKind::Recv,
+    };
+    let mut op = MeasuredOp::new(n.name.clone(), kind);
+    op.duration_ns = Some(n.duration_ns);
+    op.start_ns = n.start_ns;
+    if let NodeWork::Send { peer, tag } | NodeWork::Recv { peer, tag } = n.work {
+        op.duration_ns = None;
+        op.message_bytes = Some(n.size_bytes);
+        op.peer = Some(peer);
+        op.detail = Some(format!("tag {tag}"));
+    }
+    if matches!(n.work, NodeWork::Collective(_)) {
+        op.duration_ns = None;
+        op.message_bytes = Some(n.size_bytes);
+        if let Some(pg) = &n.pg_name {
+            op.detail = Some(format!("pg_name {pg}"));
+        }
+    }
+    op
+}
+
+/// The values a copy's send or receive holds for itself (see
+/// [`RankCopy`]): its program's op's with its own peer.
+fn own_p2p_values(program_op: &MeasuredOp, peer: Option<u32>) -> OpValues {
+    let mut v = OpValues::of(program_op);
+    v.peer = peer;
+    v
+}
+
+/// A collective's (kind, duration, detail) once its group is resolved.
+type PgOutcome = (OpKind, Option<u64>, Option<std::sync::Arc<str>>);
+
+/// The ops of the ranks that run another rank's program, while the run is
+/// made: rank -> (op index -> the values it holds for itself).
+type Overlays = BTreeMap<u32, Vec<(u32, OpValues)>>;
+
+/// Change the values of op `i` of `rank` (its own op, or its overlay
+/// entry when it runs another rank's program).
+fn change_op(
+    ranks: &mut BTreeMap<u32, RankTrace>,
+    overlays: &mut Overlays,
+    rank: u32,
+    i: usize,
+    f: impl FnOnce(&mut OpValues),
+) {
+    if let Some(o) = overlays.get_mut(&rank) {
+        if let Ok(k) = o.binary_search_by_key(&(i as u32), |v| v.0) {
+            f(&mut o[k].1);
+        }
+        return;
+    }
+    if let Some(op) = ranks.get_mut(&rank).and_then(|rt| rt.ops.get_mut(i)) {
+        let mut v = OpValues::of(op);
+        f(&mut v);
+        v.apply(op);
+    }
+}
+
+/// A collective's group kind from its `pg_name` (the layout's), or a
+/// `pg_name` of one rank: a 0-ns no-op.
+fn resolve_collective(
+    kind: &mut OpKind,
+    duration_ns: &mut Option<u64>,
+    detail: &mut Option<String>,
+    layout: Option<&groups::Layout>,
+    single: &BTreeSet<String>,
+) {
+    let pg = detail.as_deref().and_then(|d| d.strip_prefix("pg_name "));
+    match layout {
+        Some(l) => {
+            let OpKind::Collective { group, .. } = kind else {
+                return;
+            };
+            let world_kind = l.world_kind().unwrap_or(CommGroup::Dp);
+            let k = match pg {
+                Some(pg) if single.contains(pg) => None,
+                Some(pg) => Some(l.kinds.get(pg).copied().unwrap_or(world_kind)),
+                None => Some(world_kind),
+            };
+            match k {
+                Some(k) => {
+                    *group = k;
+                    if let Some(pg) = pg {
+                        *detail = Some(format!("pg_name {pg} ({})", group_name(k)));
+                    }
+                }
+                None => {
+                    *kind = OpKind::Compute;
+                    *duration_ns = Some(0);
+                }
+            }
+        }
+        None => {
+            if pg.is_some_and(|pg| single.contains(pg)) {
+                *kind = OpKind::Compute;
+                *duration_ns = Some(0);
+            }
+        }
+    }
+}
+
 /// One measured run of a set of traces and, when given, their
-/// communicator-group file (see the module documentation).
+/// communicator-group file (see the module documentation). A file read as
+/// a copy of another file of the set ([`ChakraTrace::copy`]) gives a rank
+/// that runs that file's rank's program ([`RankTrace::copy`]: its own
+/// groups, peers and transfers only), unless its sends and receives match
+/// otherwise than that rank's (then it holds its ops).
 pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> MeasuredRun {
+    let nodes: u64 = traces.iter().map(|t| t.node_count() as u64).sum();
+    to_run_sharing(traces, comm, nodes >= SHARE_PROGRAMS_MIN_NODES)
+}
+
+/// Sets of at least this many nodes give ranks that run another rank's
+/// program as such ([`RankTrace::copy`]); smaller sets hold every rank's
+/// ops (what they cost is small, and every rank's `ops` can be read and
+/// changed directly).
+pub const SHARE_PROGRAMS_MIN_NODES: u64 = 1 << 16;
+
+/// [`to_run`], with `share`: whether ranks read as copies of another
+/// file's program ([`ChakraTrace::copy`]) share that rank's ops
+/// ([`RankTrace::copy`]); without it every rank holds its ops. Either run
+/// reads the same through [`MeasuredRun::ops_of`].
+pub fn to_run_sharing(
+    traces: &[ChakraTrace],
+    comm: Option<&groups::CommGroups>,
+    share: bool,
+) -> MeasuredRun {
     let mut diagnostics: Vec<Diagnostic> = traces
         .iter()
         .flat_map(|t| t.diagnostics.iter().cloned())
@@ -912,7 +1192,31 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
             "not every Chakra file is named `NAME.<rank>.et`: ranks are taken in input order",
         ));
     }
+    let rank_of = |i: usize, t: &ChakraTrace| {
+        if named {
+            t.rank.unwrap_or(0)
+        } else {
+            u32::try_from(i).unwrap_or(u32::MAX)
+        }
+    };
+    // The rank of each kept file parsed in full, by file name: what a copy
+    // of it runs.
+    // The first file of each rank is kept (input order).
+    let mut kept: BTreeSet<u32> = BTreeSet::new();
+    let mut keep: Vec<bool> = Vec::with_capacity(traces.len());
+    let mut full_rank: BTreeMap<&str, (u32, usize)> = BTreeMap::new();
+    for (i, t) in traces.iter().enumerate() {
+        let rank = rank_of(i, t);
+        keep.push(kept.insert(rank));
+        if keep[i] && t.copy.is_none() {
+            full_rank.entry(t.file.as_str()).or_insert((rank, i));
+        }
+    }
+    // A copy's template -> the rank whose ops are its (the kept file of
+    // that name reads as the template does).
+    let mut program_rank: BTreeMap<*const ChakraTrace, Option<u32>> = BTreeMap::new();
     let mut ranks: BTreeMap<u32, RankTrace> = BTreeMap::new();
+    let mut overlays: Overlays = BTreeMap::new();
     // pg_name -> writer's hint -> collectives.
     let mut pg_hints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut unnamed = 0u64;
@@ -920,67 +1224,86 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
     let mut p2p: Vec<(u32, u32)> = Vec::new();
     // Rank -> index of its trace.
     let mut trace_of: BTreeMap<u32, usize> = BTreeMap::new();
-    for (i, t) in traces.iter().enumerate() {
-        let rank = if named {
-            t.rank.unwrap_or(0)
-        } else {
-            u32::try_from(i).unwrap_or(u32::MAX)
-        };
-        if ranks.contains_key(&rank) {
-            diagnostics.push(Diagnostic::error(format!(
-                "`{}` is a second file for rank {rank}: ignored",
-                t.file
-            )));
+    // Full files first: a copy's values are made from its program's ops.
+    let order = (0..traces.len())
+        .filter(|i| traces[*i].copy.is_none())
+        .chain((0..traces.len()).filter(|i| traces[*i].copy.is_some()));
+    let mut second: Vec<usize> = Vec::new();
+    for i in order {
+        let t = &traces[i];
+        let rank = rank_of(i, t);
+        if !keep[i] {
+            second.push(i);
             continue;
         }
-        let ops = t
-            .nodes
-            .iter()
-            .map(|n| {
-                let kind = match n.work {
-                    NodeWork::Compute => OpKind::Compute,
-                    NodeWork::Collective(c) => OpKind::Collective {
-                        collective: c,
-                        group: CommGroup::Dp,
-                    },
-                    NodeWork::Send { .. } => OpKind::Send,
-                    NodeWork::Recv { .. } => OpKind::Recv,
-                };
-                let mut op = MeasuredOp::new(n.name.clone(), kind);
-                op.duration_ns = Some(n.duration_ns);
-                op.start_ns = n.start_ns;
-                if let NodeWork::Send { peer, tag } | NodeWork::Recv { peer, tag } = n.work {
-                    op.duration_ns = None;
-                    op.message_bytes = Some(n.size_bytes);
-                    op.peer = Some(peer);
-                    op.detail = Some(format!("tag {tag}"));
-                }
-                if matches!(n.work, NodeWork::Collective(_)) {
-                    op.duration_ns = None;
-                    op.message_bytes = Some(n.size_bytes);
-                    match &n.pg_name {
-                        Some(pg) => {
-                            // Looked up before inserting: no key copy per
-                            // collective.
-                            let hint = n.group_hint.as_deref().unwrap_or_default();
-                            let hints = match pg_hints.get_mut(pg) {
-                                Some(h) => h,
-                                None => pg_hints.entry(pg.clone()).or_default(),
-                            };
-                            match hints.get_mut(hint) {
-                                Some(c) => *c += 1,
-                                None => {
-                                    hints.insert(hint.to_string(), 1);
-                                }
+        let program = t.copy.as_ref().filter(|_| share).and_then(|c| {
+            let key = std::sync::Arc::as_ptr(&c.template);
+            *program_rank.entry(key).or_insert_with(|| {
+                let &(r, k) = full_rank.get(c.template.file.as_str())?;
+                (traces[k].nodes == c.template.nodes && ranks.contains_key(&r)).then_some(r)
+            })
+        });
+        let (ops, copy) = match (program, &t.copy) {
+            (Some(of), Some(c)) => {
+                let program_ops = &ranks[&of].ops;
+                let p2p_nodes = program_ops
+                    .iter()
+                    .filter(|o| matches!(o.kind, OpKind::Send | OpKind::Recv))
+                    .count();
+                let mut values: Vec<(u32, OpValues)> =
+                    Vec::with_capacity(p2p_nodes + c.pg_names.len());
+                let mut tally = GroupTally::default();
+                let (mut kg, mut kp) = (0, 0);
+                for (j, n) in c.template.nodes.iter().enumerate() {
+                    match n.work {
+                        NodeWork::Collective(_) => {
+                            while kg < c.pg_names.len() && (c.pg_names[kg].0 as usize) < j {
+                                kg += 1;
                             }
-                            op.detail = Some(format!("pg_name {pg}"));
+                            let pg = match c.pg_names.get(kg) {
+                                Some((g, pg)) if *g as usize == j => pg.as_deref(),
+                                _ => n.pg_name.as_deref(),
+                            };
+                            tally.add(pg, n.group_hint.as_deref());
                         }
-                        None => unnamed += 1,
+                        // Every send and receive holds its own values:
+                        // they are matched rank by rank.
+                        NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => {
+                            while kp < c.peers.len() && (c.peers[kp].0 as usize) < j {
+                                kp += 1;
+                            }
+                            let peer = match c.peers.get(kp) {
+                                Some((g, p)) if *g as usize == j => *p,
+                                _ => peer,
+                            };
+                            values.push((j as u32, own_p2p_values(&program_ops[j], Some(peer))));
+                        }
+                        NodeWork::Compute => {}
                     }
                 }
-                op
-            })
-            .collect();
+                tally.flush(&mut pg_hints, &mut unnamed);
+                values.sort_by_key(|v| v.0);
+                overlays.insert(rank, values);
+                (
+                    Vec::new(),
+                    Some(RankCopy {
+                        of,
+                        values: Vec::new(),
+                    }),
+                )
+            }
+            _ => {
+                let nodes = t.all_nodes();
+                let mut tally = GroupTally::default();
+                for n in nodes.iter() {
+                    if matches!(n.work, NodeWork::Collective(_)) {
+                        tally.add(n.pg_name.as_deref(), n.group_hint.as_deref());
+                    }
+                }
+                tally.flush(&mut pg_hints, &mut unnamed);
+                (nodes.iter().map(op_of_node).collect(), None)
+            }
+        };
         p2p.extend(t.p2p_peers.iter().map(|p| (rank, *p)));
         trace_of.insert(rank, i);
         ranks.insert(
@@ -991,8 +1314,18 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
                 file: t.file.clone(),
                 ops,
                 iterations: Vec::new(),
+                copy,
             },
         );
+    }
+    // A second file for a rank, in input order.
+    second.sort_unstable();
+    for i in second {
+        diagnostics.push(Diagnostic::error(format!(
+            "`{}` is a second file for rank {}: ignored",
+            traces[i].file,
+            rank_of(i, &traces[i])
+        )));
     }
     let world = ranks
         .keys()
@@ -1006,7 +1339,13 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
         )));
     }
     let present: BTreeSet<u32> = ranks.keys().copied().collect();
-    match_transfers(traces, &trace_of, &mut ranks, &mut diagnostics);
+    match_transfers(
+        traces,
+        &trace_of,
+        &mut ranks,
+        &mut overlays,
+        &mut diagnostics,
+    );
     let resolved = resolve_groups(
         world,
         &present,
@@ -1016,55 +1355,73 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
         &p2p,
         &mut diagnostics,
     );
-    let parallel = match &resolved.layout {
-        Some(l) => {
-            let world_kind = l.world_kind().unwrap_or(CommGroup::Dp);
-            for rt in ranks.values_mut() {
-                rt.stage = Some(l.stage_of(rt.rank));
-                for op in &mut rt.ops {
-                    let OpKind::Collective { group, .. } = &mut op.kind else {
-                        continue;
-                    };
-                    let pg = op
-                        .detail
-                        .as_deref()
-                        .and_then(|d| d.strip_prefix("pg_name "));
-                    let kind = match pg {
-                        Some(pg) if resolved.single.contains(pg) => None,
-                        Some(pg) => Some(l.kinds.get(pg).copied().unwrap_or(world_kind)),
-                        None => Some(world_kind),
-                    };
-                    match kind {
-                        Some(k) => {
-                            *group = k;
-                            if let Some(pg) = pg {
-                                op.detail = Some(format!("pg_name {pg} ({})", group_name(k)));
-                            }
-                        }
-                        None => {
-                            op.kind = OpKind::Compute;
-                            op.duration_ns = Some(0);
-                        }
-                    }
-                }
-            }
-            ParallelConfig::resolve(Some(world), l.tp, l.pp, l.ep, 1).0
+    let layout = resolved.layout.as_ref();
+    for rt in ranks.values_mut() {
+        if let Some(l) = layout {
+            rt.stage = Some(l.stage_of(rt.rank));
         }
-        None => {
-            for rt in ranks.values_mut() {
-                for op in &mut rt.ops {
-                    let pg = op
-                        .detail
-                        .as_deref()
-                        .and_then(|d| d.strip_prefix("pg_name "));
-                    if pg.is_some_and(|pg| resolved.single.contains(pg)) {
-                        op.kind = OpKind::Compute;
-                        op.duration_ns = Some(0);
-                    }
-                }
+        for op in &mut rt.ops {
+            if matches!(op.kind, OpKind::Collective { .. }) {
+                resolve_collective(
+                    &mut op.kind,
+                    &mut op.duration_ns,
+                    &mut op.detail,
+                    layout,
+                    &resolved.single,
+                );
             }
-            ParallelConfig::resolve(Some(world), 1, 1, 1, 1).0
         }
+    }
+    // A copy's collectives of its own groups: resolved once per
+    // `pg_name` (kind: the collective's own, with the resolved group).
+    let mut by_pg: BTreeMap<Option<&str>, PgOutcome> = BTreeMap::new();
+    for (rank, mut values) in overlays {
+        let Some(c) = trace_of.get(&rank).and_then(|&ti| traces[ti].copy.as_ref()) else {
+            continue;
+        };
+        for (j, pg) in &c.pg_names {
+            let NodeWork::Collective(collective) = c.template.nodes[*j as usize].work else {
+                continue;
+            };
+            let (kind, duration_ns, detail) = by_pg.entry(pg.as_deref()).or_insert_with(|| {
+                let mut kind = OpKind::Collective {
+                    collective,
+                    group: CommGroup::Dp,
+                };
+                let mut duration_ns = None;
+                let mut detail = pg.as_ref().map(|pg| format!("pg_name {pg}"));
+                resolve_collective(
+                    &mut kind,
+                    &mut duration_ns,
+                    &mut detail,
+                    layout,
+                    &resolved.single,
+                );
+                (kind, duration_ns, detail.map(std::sync::Arc::from))
+            });
+            let kind = match *kind {
+                OpKind::Collective { group, .. } => OpKind::Collective { collective, group },
+                other => other,
+            };
+            values.push((
+                *j,
+                OpValues {
+                    kind,
+                    duration_ns: *duration_ns,
+                    detail: detail.clone(),
+                    peer: None,
+                    transfer: None,
+                },
+            ));
+        }
+        values.sort_by_key(|v| v.0);
+        if let Some(copy) = ranks.get_mut(&rank).and_then(|rt| rt.copy.as_mut()) {
+            copy.values = values;
+        }
+    }
+    let parallel = match layout {
+        Some(l) => ParallelConfig::resolve(Some(world), l.tp, l.pp, l.ep, 1).0,
+        None => ParallelConfig::resolve(Some(world), 1, 1, 1, 1).0,
     };
     let mut files: Vec<String> = traces.iter().map(|t| t.file.clone()).collect();
     if let Some(g) = comm {
@@ -1081,7 +1438,15 @@ pub fn to_run(traces: &[ChakraTrace], comm: Option<&groups::CommGroups>) -> Meas
 }
 
 /// One send or receive of a set: (rank, index of its node / op, node).
-type P2pEnd<'a> = (u32, usize, &'a ChakraNode);
+type P2pEnd<'a> = (u32, usize, &'a P2pNode);
+
+/// What matching reads of a send or receive node.
+struct P2pNode {
+    id: u64,
+    offset: u64,
+    work: NodeWork,
+    size_bytes: u64,
+}
 
 /// Most unmatched point-to-point nodes named one by one (the rest are
 /// counted in one more warning).
@@ -1099,22 +1464,49 @@ fn match_transfers(
     traces: &[ChakraTrace],
     trace_of: &BTreeMap<u32, usize>,
     ranks: &mut BTreeMap<u32, RankTrace>,
+    overlays: &mut Overlays,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     // (from, to, tag) -> sends / receives in file order.
     type Key = (u32, u32, i64);
-    let mut sends: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
-    let mut recvs: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
-    let mut unmatched: Vec<(P2pEnd<'_>, String)> = Vec::new();
+    // Every rank's sends and receives (a copy's with its own peers and
+    // offsets), in file order.
+    let mut all_ends: Vec<(u32, Vec<(usize, P2pNode)>)> = Vec::new();
     for (&rank, &ti) in trace_of {
-        let mut ends: Vec<(usize, &ChakraNode)> = traces[ti]
-            .nodes
+        let t = &traces[ti];
+        let nodes: &[ChakraNode] = t.copy.as_ref().map_or(&t.nodes, |c| &c.template.nodes);
+        let offsets: Option<&[u64]> = t.copy.as_ref().map(|c| &c.offsets[..]);
+        let peers: &[(u32, u32)] = t.copy.as_ref().map_or(&[], |c| &c.peers);
+        let mut ends: Vec<(usize, P2pNode)> = nodes
             .iter()
             .enumerate()
             .filter(|(_, n)| matches!(n.work, NodeWork::Send { .. } | NodeWork::Recv { .. }))
+            .map(|(i, n)| {
+                let mut work = n.work;
+                if let Ok(k) = peers.binary_search_by_key(&(i as u32), |p| p.0) {
+                    if let NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } = &mut work {
+                        *peer = peers[k].1;
+                    }
+                }
+                let node = P2pNode {
+                    id: n.id,
+                    offset: offsets.map_or(n.offset, |o| o[i]),
+                    work,
+                    size_bytes: n.size_bytes,
+                };
+                (i, node)
+            })
             .collect();
         ends.sort_by_key(|(_, n)| n.offset);
+        all_ends.push((rank, ends));
+    }
+    let mut sends: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
+    let mut recvs: BTreeMap<Key, Vec<P2pEnd<'_>>> = BTreeMap::new();
+    let mut unmatched: Vec<(P2pEnd<'_>, String)> = Vec::new();
+    for (rank, ends) in &all_ends {
+        let rank = *rank;
         for (i, n) in ends {
+            let i = *i;
             let (key, peer, map) = match n.work {
                 NodeWork::Send { peer, tag } => ((rank, peer, tag), peer, &mut sends),
                 NodeWork::Recv { peer, tag } => ((peer, rank, tag), peer, &mut recvs),
@@ -1168,9 +1560,7 @@ fn match_transfers(
     }
     for (t, (s, r)) in matched.iter().enumerate() {
         for (rank, i, _) in [s, r] {
-            if let Some(op) = ranks.get_mut(rank).and_then(|rt| rt.ops.get_mut(*i)) {
-                op.transfer = Some(t as u32);
-            }
+            change_op(ranks, overlays, *rank, *i, |v| v.transfer = Some(t as u32));
         }
     }
     unmatched.sort_by_key(|((rank, _, n), _)| (*rank, n.offset));
@@ -1190,11 +1580,11 @@ fn match_transfers(
                 .at(at(file, n.offset as usize, &format!("node {}", n.id))),
             );
         }
-        if let Some(op) = ranks.get_mut(rank).and_then(|rt| rt.ops.get_mut(*i)) {
-            op.kind = OpKind::Compute;
-            op.duration_ns = Some(0);
-            op.detail = Some(format!("unmatched {what}: 0-ns no-op"));
-        }
+        change_op(ranks, overlays, *rank, *i, |v| {
+            v.kind = OpKind::Compute;
+            v.duration_ns = Some(0);
+            v.detail = Some(format!("unmatched {what}: 0-ns no-op").into());
+        });
     }
     if unmatched.len() > UNMATCHED_NAMED {
         diagnostics.push(Diagnostic::warning(format!(
@@ -1202,12 +1592,77 @@ fn match_transfers(
             unmatched.len() - UNMATCHED_NAMED
         )));
     }
-    // What each op waits for.
+    // A rank running another rank's program whose sends and receives are
+    // matched otherwise than that rank's holds its own ops (what they wait
+    // for differs).
+    let matched_of = |ranks: &BTreeMap<u32, RankTrace>, rank: u32| -> Vec<u32> {
+        ranks.get(&rank).map_or_else(Vec::new, |rt| {
+            rt.ops
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.transfer.is_some())
+                .map(|(i, _)| i as u32)
+                .collect()
+        })
+    };
+    let copies: Vec<u32> = overlays.keys().copied().collect();
+    let mut program_matched: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for rank in copies {
+        let Some(of) = ranks
+            .get(&rank)
+            .and_then(|rt| rt.copy.as_ref())
+            .map(|c| c.of)
+        else {
+            continue;
+        };
+        let own: Vec<u32> = overlays[&rank]
+            .iter()
+            .filter(|(_, v)| v.transfer.is_some())
+            .map(|(i, _)| *i)
+            .collect();
+        let theirs = program_matched
+            .entry(of)
+            .or_insert_with(|| matched_of(ranks, of));
+        if own == *theirs {
+            continue;
+        }
+        let values = overlays.remove(&rank).unwrap_or_default();
+        let mut ops = ranks[&of].ops.clone();
+        for (i, v) in values {
+            if let Some(op) = ops.get_mut(i as usize) {
+                v.apply(op);
+            }
+        }
+        // Its own groups (as its collectives read before groups resolve).
+        let pg_names = trace_of
+            .get(&rank)
+            .and_then(|&ti| traces[ti].copy.as_ref())
+            .map_or(&[][..], |c| &c.pg_names[..]);
+        for (j, pg) in pg_names {
+            if let Some(op) = ops.get_mut(*j as usize) {
+                if matches!(op.kind, OpKind::Collective { .. }) {
+                    op.detail = pg.as_ref().map(|pg| format!("pg_name {pg}"));
+                }
+            }
+        }
+        if let Some(rt) = ranks.get_mut(&rank) {
+            rt.ops = ops;
+            rt.copy = None;
+        }
+    }
+    // What each op waits for (a copy waits as its program does).
     for (&rank, &ti) in trace_of {
-        let nodes = &traces[ti].nodes;
+        let t = &traces[ti];
+        let nodes: &[ChakraNode] = match &t.copy {
+            Some(c) => &c.template.nodes,
+            None => &t.nodes,
+        };
         let Some(rt) = ranks.get_mut(&rank) else {
             continue;
         };
+        if rt.copy.is_some() {
+            continue;
+        }
         // The matched ops' node ids (a rank's few sends and receives),
         // sorted: what a dependency is looked up in.
         let mut matched: Vec<(u64, u32)> = rt

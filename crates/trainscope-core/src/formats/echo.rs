@@ -951,6 +951,7 @@ pub fn to_run(traces: &[EchoTrace]) -> MeasuredRun {
             file: file.clone(),
             ops: measured,
             iterations,
+            copy: None,
         });
     }
     if placeholders > 0 {

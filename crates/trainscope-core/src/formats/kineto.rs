@@ -1860,6 +1860,7 @@ pub fn to_run(traces: &[KinetoTrace], options: &KinetoOptions) -> (MeasuredRun, 
                 start_ns: lo,
                 end_ns: end,
             }],
+            copy: None,
         });
     }
     let iterations = match (first_start, last_end) {

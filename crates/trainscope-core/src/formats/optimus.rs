@@ -801,6 +801,7 @@ pub fn to_run(file: &str, log: &OptimusLog) -> MeasuredRun {
             file: file.to_string(),
             ops: Vec::new(),
             iterations: Vec::new(),
+            copy: None,
         });
         for e in &s.entries {
             let mut op = MeasuredOp::new(format!("layer[{}]", e.layer), OpKind::Compute);

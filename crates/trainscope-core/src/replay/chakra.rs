@@ -97,7 +97,7 @@ use crate::formats::chakra::{
 };
 use crate::replay::{ByKind, ReplayJob};
 use crate::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Stream, Timeline};
-use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind};
+use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, OpValues, RankTrace};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The note on every Chakra replay.
@@ -166,27 +166,75 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
         let first = rt.rank - rt.rank % per_stage;
         let d = rt.rank - first;
         let rep = &run.ranks[first as usize];
-        d == 0
-            || (rt.stage == rep.stage
-                && rt.ops.len() == rep.ops.len()
-                && rt.ops.iter().zip(&rep.ops).all(|(a, b)| {
-                    let p2p = matches!(b.kind, OpKind::Send | OpKind::Recv);
-                    let peer = match (a.peer, b.peer) {
-                        (None, None) => true,
-                        (Some(pa), Some(pb)) => {
-                            pb % per_stage == 0 && pb.checked_add(d) == Some(pa)
-                        }
-                        _ => false,
-                    };
-                    peer && a.kind == b.kind
-                        && a.duration_ns == b.duration_ns
-                        && a.message_bytes == b.message_bytes
-                        && a.transfer.is_some() == b.transfer.is_some()
-                        && a.waits_for == b.waits_for
-                        && a.name == b.name
-                        && (!p2p || a.detail == b.detail)
-                }))
+        if d == 0 {
+            return true;
+        }
+        let n = run.op_count_of(rt);
+        if rt.stage != rep.stage || n != run.op_count_of(rep) {
+            return false;
+        }
+        // Op i of a rank: its program's op and the values it holds for
+        // itself, if any.
+        let (mut ka, mut kb) = (0, 0);
+        let (pa, pb) = (&run.program_of(rt).ops, &run.program_of(rep).ops);
+        let (oa, ob) = (own_values(rt), own_values(rep));
+        // Ranks running one program: an op neither holds its own values
+        // for is the same op on both, a copy only without a peer.
+        let shared = std::ptr::eq(pa, pb);
+        (0..n).all(|i| {
+            let (a, va) = view(pa, oa, i, &mut ka);
+            let (b, vb) = view(pb, ob, i, &mut kb);
+            if shared && va.is_none() && vb.is_none() {
+                return a.peer.is_none();
+            }
+            let kind = |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.kind, |v| v.kind);
+            let duration =
+                |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.duration_ns, |v| v.duration_ns);
+            let peer = |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.peer, |v| v.peer);
+            let transfer =
+                |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.transfer, |v| v.transfer);
+            let detail = |o: &'_ MeasuredOp, v: Option<&'_ OpValues>| -> Option<String> {
+                match v {
+                    Some(v) => v.detail.as_deref().map(str::to_string),
+                    None => o.detail.clone(),
+                }
+            };
+            let p2p = matches!(kind(b, vb), OpKind::Send | OpKind::Recv);
+            let peer = match (peer(a, va), peer(b, vb)) {
+                (None, None) => true,
+                (Some(pa), Some(pb)) => pb % per_stage == 0 && pb.checked_add(d) == Some(pa),
+                _ => false,
+            };
+            peer && kind(a, va) == kind(b, vb)
+                && duration(a, va) == duration(b, vb)
+                && a.message_bytes == b.message_bytes
+                && transfer(a, va).is_some() == transfer(b, vb).is_some()
+                && a.waits_for == b.waits_for
+                && a.name == b.name
+                && (!p2p || detail(a, va) == detail(b, vb))
+        })
     })
+}
+
+/// The values `r` holds for its ops when it runs another rank's program.
+fn own_values(r: &RankTrace) -> &[(u32, OpValues)] {
+    r.copy.as_ref().map_or(&[], |c| &c.values)
+}
+
+/// Op `i` of a rank whose program's ops are `ops` and whose own values
+/// are `values`: the program's op and the values the rank holds for it, if
+/// any (`k`: where the search of `values` resumes, for ascending `i`).
+fn view<'a>(
+    ops: &'a [MeasuredOp],
+    values: &'a [(u32, OpValues)],
+    i: usize,
+    k: &mut usize,
+) -> (&'a MeasuredOp, Option<&'a OpValues>) {
+    while *k < values.len() && (values[*k].0 as usize) < i {
+        *k += 1;
+    }
+    let own = values.get(*k).filter(|v| v.0 as usize == i).map(|v| &v.1);
+    (&ops[i], own)
 }
 
 /// Rebuild a Chakra run as a per-rank job (see the module documentation).
@@ -227,7 +275,14 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
     let n_transfers = run
         .ranks
         .iter()
-        .flat_map(|rt| rt.ops.iter().filter_map(|o| o.transfer))
+        .flat_map(|rt| {
+            // A copy's other transfers are its program's.
+            let own = rt.copy.iter().flat_map(|c| c.values.iter());
+            rt.ops
+                .iter()
+                .filter_map(|o| o.transfer)
+                .chain(own.filter_map(|v| v.1.transfer))
+        })
         .max()
         .map_or(0, |t| t as usize + 1);
     let mut transfers: Vec<Option<Transfer>> = vec![None; n_transfers];
@@ -250,11 +305,12 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
         };
         // Ops whose transfer the chain already waits for.
         let mut waited: BTreeSet<usize> = BTreeSet::new();
-        for op in &rt.ops {
+        let ops = run.ops_of(rt);
+        for op in ops.iter() {
             let direct = || {
                 op.waits_for
                     .iter()
-                    .filter_map(|j| rt.ops.get(*j as usize)?.transfer)
+                    .filter_map(|j| ops.get(*j as usize)?.transfer)
                     .collect::<Vec<u32>>()
             };
             match (op.kind, op.transfer, op.peer) {
@@ -285,7 +341,7 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
             let mut waits: Vec<u32> = Vec::new();
             let mut todo: Vec<usize> = op.waits_for.iter().map(|j| *j as usize).collect();
             while let Some(j) = todo.pop() {
-                let Some(dep) = rt.ops.get(j) else { continue };
+                let Some(dep) = ops.get(j) else { continue };
                 if !waited.insert(j) {
                     continue;
                 }

@@ -61,10 +61,15 @@ pub struct MeasuredTimeline {
 
 /// Stream and span kind of a measured op (see the module documentation).
 pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
-    match op.kind {
+    stream_and_kind_of(op.kind, op.phase)
+}
+
+/// [`stream_and_kind`] of an op of this kind and phase.
+fn stream_and_kind_of(kind: OpKind, phase: Option<TrainingPhase>) -> (Stream, SpanKind, CollOp) {
+    match kind {
         OpKind::Compute => (
             Stream::Compute,
-            match op.phase {
+            match phase {
                 Some(TrainingPhase::Forward) => SpanKind::Forward,
                 Some(TrainingPhase::Backward) => SpanKind::InputGrad,
                 _ => SpanKind::Compute,
@@ -110,7 +115,33 @@ pub fn stream_and_kind(op: &MeasuredOp) -> (Stream, SpanKind, CollOp) {
 /// micro-batch).
 type TransferKey = (bool, u32, u32, u32, u32);
 
+/// A placed send (`kind`) or receive of a micro-batch, (forward, stage,
+/// TP index, DP index, micro-batch), kept for the flows: a forward
+/// receive on stage s comes from s - 1, a backward one from s + 1.
+fn transfer_end(
+    sends: &mut BTreeMap<TransferKey, SpanRef>,
+    recvs: &mut Vec<(TransferKey, SpanRef, u64)>,
+    (kind, forward, stage, tp, dp, mb): (OpKind, bool, u32, u32, u32, u32),
+    placed: SpanRef,
+    bytes: u64,
+) {
+    if kind == OpKind::Send {
+        sends.insert((forward, stage, tp, dp, mb), placed);
+        return;
+    }
+    let from = if forward {
+        stage.checked_sub(1)
+    } else {
+        stage.checked_add(1)
+    };
+    if let Some(from) = from {
+        recvs.push(((forward, from, tp, dp, mb), placed, bytes));
+    }
+}
+
 fn earliest_start(run: &MeasuredRun) -> Option<u64> {
+    // A rank running another rank's program starts its ops as that rank
+    // does (start times are not a rank's own values).
     run.ranks
         .iter()
         .flat_map(|r| r.ops.iter())
@@ -130,11 +161,25 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     let mut recvs: Vec<(TransferKey, SpanRef, u64)> = Vec::new();
     let par = &run.parallel;
     let mut next_lane = 0u32;
+    // Program rank -> its ops' labels.
+    let mut labels_of: BTreeMap<u32, Vec<LabelId>> = BTreeMap::new();
     for rt in &run.ranks {
         ranks.push(rt.rank);
         let stage = rt.stage.unwrap_or_else(|| par.stage_of_rank(rt.rank));
-        if rt.ops.iter().any(|o| o.stream.is_some()) {
+        if run.program_of(rt).ops.iter().any(|o| o.stream.is_some()) {
             // Device streams named by the trace (Kineto): one lane each.
+            let own;
+            let rt = match &rt.copy {
+                Some(_) => {
+                    own = crate::workload::RankTrace {
+                        ops: run.ops_of(rt).into_owned(),
+                        copy: None,
+                        ..rt.clone()
+                    };
+                    &own
+                }
+                None => rt,
+            };
             next_lane = device_stream_lanes(&mut tb, rt, stage, origin, next_lane, &mut untimed);
             continue;
         }
@@ -150,7 +195,83 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             });
         }
         let mut cursor = 0u64;
-        for op in &rt.ops {
+        let program = run.program_of(rt);
+        if program.ops.iter().all(|o| o.sub_ops.is_empty()) {
+            // Without sub-ops a rank's labels are its ops' names in order
+            // (interned once per program), and a rank running another
+            // rank's program reads its own values in place.
+            let labels = labels_of
+                .entry(program.rank)
+                .or_insert_with(|| program.ops.iter().map(|o| tb.label(&o.name)).collect());
+            let values: &[(u32, crate::workload::OpValues)] =
+                rt.copy.as_ref().map_or(&[], |c| &c.values);
+            // Each lane's spans counted first (one allocation per lane).
+            let mut per_stream = [0usize; Stream::DEVICE.len()];
+            let mut k = 0;
+            for (i, op) in program.ops.iter().enumerate() {
+                while k < values.len() && (values[k].0 as usize) < i {
+                    k += 1;
+                }
+                let own = values.get(k).filter(|v| v.0 as usize == i).map(|v| &v.1);
+                let (stream, _, _) = stream_and_kind_of(own.map_or(op.kind, |v| v.kind), op.phase);
+                if let Some(n) = per_stream.get_mut(stream.index() as usize) {
+                    *n += 1;
+                }
+            }
+            for (s, n) in per_stream.iter().enumerate() {
+                tb.reserve(base + s as u32, *n);
+            }
+            let mut k = 0;
+            for (i, op) in program.ops.iter().enumerate() {
+                while k < values.len() && (values[k].0 as usize) < i {
+                    k += 1;
+                }
+                let own = values.get(k).filter(|v| v.0 as usize == i).map(|v| &v.1);
+                let kind = own.map_or(op.kind, |v| v.kind);
+                let dur = own.map_or(op.duration_ns, |v| v.duration_ns).unwrap_or(0);
+                let start = match op.start_ns {
+                    Some(s) => s.saturating_sub(origin),
+                    None => {
+                        untimed += 1;
+                        cursor
+                    }
+                };
+                let (stream, span_kind, coll) = stream_and_kind_of(kind, op.phase);
+                let placed = tb.push(
+                    base + stream.index(),
+                    Span {
+                        start_ns: start,
+                        duration_ns: dur,
+                        bytes: op.message_bytes.unwrap_or(0),
+                        label: labels[i],
+                        layer: Span::NONE,
+                        micro_batch: op.micro_batch.unwrap_or(Span::NONE),
+                        kind: span_kind,
+                        coll,
+                        chunk: 0,
+                    },
+                );
+                cursor = cursor.max(start.saturating_add(dur));
+                if let (Some(mb), OpKind::Send | OpKind::Recv) = (op.micro_batch, kind) {
+                    let forward = match op.phase {
+                        Some(TrainingPhase::Forward) => true,
+                        Some(TrainingPhase::Backward) => false,
+                        _ => continue,
+                    };
+                    let (tp, dp) = (par.tp_rank(rt.rank), par.dp_rank(rt.rank));
+                    transfer_end(
+                        &mut sends,
+                        &mut recvs,
+                        (kind, forward, stage, tp, dp, mb),
+                        placed,
+                        op.message_bytes.unwrap_or(0),
+                    );
+                }
+            }
+            continue;
+        }
+        for op in run.ops_iter(rt) {
+            let op = &*op;
             let rel = |t: u64| t.saturating_sub(origin);
             let dur = op.duration_ns.unwrap_or(0);
             let start = match op.start_ns {
@@ -182,24 +303,13 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
                     _ => continue,
                 };
                 let (tp, dp) = (par.tp_rank(rt.rank), par.dp_rank(rt.rank));
-                if op.kind == OpKind::Send {
-                    sends.insert((forward, stage, tp, dp, mb), placed);
-                } else {
-                    // A forward receive on stage s comes from s - 1, a
-                    // backward one from s + 1.
-                    let from = if forward {
-                        stage.checked_sub(1)
-                    } else {
-                        stage.checked_add(1)
-                    };
-                    if let Some(from) = from {
-                        recvs.push((
-                            (forward, from, tp, dp, mb),
-                            placed,
-                            op.message_bytes.unwrap_or(0),
-                        ));
-                    }
-                }
+                transfer_end(
+                    &mut sends,
+                    &mut recvs,
+                    (op.kind, forward, stage, tp, dp, mb),
+                    placed,
+                    op.message_bytes.unwrap_or(0),
+                );
             }
         }
     }

@@ -874,6 +874,14 @@ impl TimelineBuilder {
         LabelId(id)
     }
 
+    /// Room for `additional` more spans on `lane` (none for an unknown
+    /// lane).
+    pub fn reserve(&mut self, lane: u32, additional: usize) {
+        if let Some(v) = self.spans.get_mut(lane as usize) {
+            v.reserve_exact(additional);
+        }
+    }
+
     /// Add a span to `lane` (ignored for an unknown lane: returns lane NONE).
     pub fn push(&mut self, lane: u32, span: Span) -> SpanRef {
         match self.spans.get_mut(lane as usize) {

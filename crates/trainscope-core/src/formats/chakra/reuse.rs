@@ -11,20 +11,24 @@
 //! its `GlobalMetadata` and node framing must match one, and each of its
 //! node messages must equal the template's byte for byte, or differ only
 //! in the value of attributes named `pg_name`, `comm_dst` or `comm_src`
-//! (same attribute order, names and value fields). Such a file's parse is
-//! the template's with its own name, rank, node offsets and those values:
-//! the first `pg_name` of a kept collective, the first `comm_dst` of a
-//! kept send and the first `comm_src` of a kept receive (as the parser
-//! reads them; a peer out of range, which the parser warns about, makes
-//! the file a full parse). Anything else that differs, or a template's
+//! (same attribute order, names and value fields), compared by the
+//! template's positions of those attributes (the bytes between them
+//! compared whole). Such a file's parse is the template's with its own
+//! name, rank, node offsets and those values (the first `pg_name` of a
+//! kept collective, the first `comm_dst` of a kept send and the first
+//! `comm_src` of a kept receive, as the parser reads them; a peer out of
+//! range, which the parser warns about, makes the file a full parse),
+//! sharing the template's nodes ([`super::TraceCopy`]) rather than
+//! copying them. Anything else that differs, or a template's
 //! diagnostics, makes a full parse: the result is always exactly
 //! [`super::parse`]'s (tested file by file), only faster: comparing bytes
 //! instead of decoding every node message and re-sorting every rank's
 //! dependency graph.
 
 use super::schema::{AttributeProto, Value};
-use super::{frame, int_value, parse, rank_of_file_name, ChakraTrace, NodeWork};
+use super::{frame, int_value, parse, rank_of_file_name, ChakraTrace, NodeWork, TraceCopy};
 use prost::Message;
+use std::sync::Arc;
 
 /// Most templates kept (distinct programs of a set; a pipeline has one per
 /// stage): a set with more distinct programs parses the rest in full.
@@ -47,7 +51,53 @@ struct Template {
     /// For each frame, the index of its kept node in `trace.nodes`
     /// (`u32::MAX`: not kept).
     node_of: Vec<u32>,
-    trace: ChakraTrace,
+    /// For each frame, its attributes with a rank-specific name
+    /// ([`rank_specific_fields`]).
+    specials: Vec<Vec<(u32, u32, u8, bool)>>,
+    /// The values of the rank-specific attributes, in file order (None
+    /// when one is not a name, an optional doc string and one value).
+    values: Option<Vec<ValueAt>>,
+    trace: Arc<ChakraTrace>,
+}
+
+/// Where a template's rank-specific attribute holds its value.
+struct ValueAt {
+    /// The value's bytes in the file (a string's after its length).
+    start: usize,
+    end: usize,
+    /// The value is a varint.
+    varint: bool,
+    /// The attribute's body in the file.
+    attr: (usize, usize),
+    /// Its frame, name ([`RANK_SPECIFIC`]) and whether it is its node's
+    /// first of that name.
+    frame: u32,
+    which: u8,
+    first: bool,
+}
+
+/// The value of attribute body `a` (at `base` in the file): (start, end,
+/// varint), when its fields are a name, an optional doc string and one
+/// value.
+fn value_at(a: &[u8], base: usize) -> Option<(usize, usize, bool)> {
+    let mut value = None;
+    let mut pos = 0;
+    while pos < a.len() {
+        let (number, wire, vpos, end) = field(a, pos)?;
+        match (number, wire) {
+            (1 | 2, 2) => {}
+            (_, 2) if value.is_none() => {
+                let (_, start) = varint_at(a, vpos)?;
+                value = Some((base + start, base + end, false));
+            }
+            (_, 0 | 1 | 5) if value.is_none() => {
+                value = Some((base + vpos, base + end, wire == 0));
+            }
+            _ => return None,
+        }
+        pos = end;
+    }
+    value
 }
 
 /// A rank-specific value read from a copy's node.
@@ -149,74 +199,186 @@ fn same_but_value(a: &[u8], b: &[u8]) -> bool {
 
 const RANK_SPECIFIC: [&[u8]; 3] = [b"pg_name", b"comm_dst", b"comm_src"];
 
-/// Compare a copy's node body `a` with the template's `b` (see the module
-/// documentation); the rank-specific values that apply to the template's
-/// kept node `kept` are pushed to `patches` as (node index, patch). False
-/// when the copy is no copy.
-fn compare_node(
-    a: &[u8],
-    b: &[u8],
+/// A template node's attribute fields with a rank-specific name: (field
+/// start, field end, which name ([`RANK_SPECIFIC`]), the node's first of
+/// that name), positions in the node body; None when the body does not
+/// walk as fields.
+fn rank_specific_fields(b: &[u8]) -> Option<Vec<(u32, u32, u8, bool)>> {
+    let mut out = Vec::new();
+    let mut seen = [false; 3];
+    let mut pos = 0;
+    while pos < b.len() {
+        let (number, wire, vpos, end) = field(b, pos)?;
+        if number == 10 && wire == 2 {
+            let which = body(b, vpos, end)
+                .and_then(attr_name)
+                .and_then(|n| RANK_SPECIFIC.iter().position(|r| *r == n));
+            if let Some(w) = which {
+                let first = !std::mem::replace(&mut seen[w], true);
+                out.push((pos as u32, end as u32, w as u8, first));
+            }
+        }
+        pos = end;
+    }
+    Some(out)
+}
+
+/// The rank-specific value of a copy's attribute `aa` (name `which`) that
+/// applies to the template's kept node `kept`, pushed to `patches` as
+/// (node index, patch); false when the attribute does not decode or a peer
+/// is out of range (then the file is parsed in full).
+fn patch_of(
+    aa: &[u8],
+    which: u8,
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
 ) -> bool {
-    let (mut pa, mut pb) = (0, 0);
-    // Which rank-specific names were seen already in this node.
-    let mut seen = [false; 3];
-    while pa < a.len() && pb < b.len() {
-        let (Some((na, wa, va, ea)), Some((nb, wb, vb, eb))) = (field(a, pa), field(b, pb)) else {
-            return false;
-        };
-        if na != nb || wa != wb {
-            return false;
-        }
-        let (fa, fb) = (&a[pa..ea], &b[pb..eb]);
-        if na == 10 && wa == 2 {
-            let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, eb)) else {
+    let attr = match simple_value(aa) {
+        Some(v) => v,
+        None => {
+            let Ok(attr) = AttributeProto::decode(aa) else {
                 return false;
             };
-            let name = attr_name(ab);
-            let which = name.and_then(|n| RANK_SPECIFIC.iter().position(|r| *r == n));
-            let first = which.is_some_and(|w| !std::mem::replace(&mut seen[w], true));
-            if fa != fb {
-                let Some(w) = which else { return false };
-                if !same_but_value(aa, ab) {
-                    return false;
-                }
-                if first {
-                    let Ok(attr) = AttributeProto::decode(aa) else {
-                        return false;
-                    };
-                    if let Some((i, node)) = kept {
-                        match (w, node.work) {
-                            (0, NodeWork::Collective(_)) => {
-                                let v = match attr.value {
-                                    Some(Value::StringVal(s)) => Some(s),
-                                    _ => None,
-                                };
-                                patches.push((i, Patch::PgName(v)));
-                            }
-                            (1, NodeWork::Send { .. }) | (2, NodeWork::Recv { .. }) => {
-                                // As the parser reads a peer: an integer
-                                // in 0..=u32::MAX (else it warns).
-                                match int_value(&attr) {
-                                    Ok(v) if (0..=i128::from(u32::MAX)).contains(&v) => {
-                                        patches.push((i, Patch::Peer(v as u32)));
-                                    }
-                                    _ => return false,
-                                }
-                            }
-                            _ => {}
-                        }
+            match attr.value {
+                Some(Value::StringVal(s)) => Simple::Str(s),
+                _ => Simple::Int(int_value(&attr)),
+            }
+        }
+    };
+    if let Some((i, node)) = kept {
+        match (which, node.work) {
+            (0, NodeWork::Collective(_)) => {
+                let v = match attr {
+                    Simple::Str(s) => Some(s),
+                    Simple::Int(_) => None,
+                };
+                patches.push((i, Patch::PgName(v)));
+            }
+            (1, NodeWork::Send { .. }) | (2, NodeWork::Recv { .. }) => {
+                // As the parser reads a peer: an integer in 0..=u32::MAX
+                // (else it warns).
+                let v = match attr {
+                    Simple::Int(v) => v,
+                    Simple::Str(_) => Err("a string"),
+                };
+                match v {
+                    Ok(v) if (0..=i128::from(u32::MAX)).contains(&v) => {
+                        patches.push((i, Patch::Peer(v as u32)));
                     }
+                    _ => return false,
                 }
             }
-        } else if fa != fb {
+            _ => {}
+        }
+    }
+    true
+}
+
+/// An attribute's value as a patch reads it: a string, or an integer
+/// ([`int_value`]: `Err` for any other value).
+enum Simple {
+    Str(String),
+    Int(Result<i128, &'static str>),
+}
+
+/// The value of an attribute `a` whose fields are its name, optionally
+/// its doc string and one string or integer value (what writers write),
+/// decoded as prost decodes it; None for any other attribute (decoded in
+/// full).
+fn simple_value(a: &[u8]) -> Option<Simple> {
+    let mut value = None;
+    let mut pos = 0;
+    while pos < a.len() {
+        let (number, wire, vpos, end) = field(a, pos)?;
+        match (number, wire) {
+            (1 | 2, 2) => {}
+            (29, 2) if value.is_none() => {
+                let s = std::str::from_utf8(body(a, vpos, end)?).ok()?;
+                value = Some(Simple::Str(s.to_string()));
+            }
+            (7 | 9 | 11 | 13 | 15 | 17, 0) if value.is_none() => {
+                // prost refuses a 10-byte varint whose last byte exceeds
+                // 1: such values are decoded in full.
+                if end - vpos >= 10 {
+                    return None;
+                }
+                let (v, _) = varint_at(a, vpos)?;
+                let v = match number {
+                    7 => i128::from(v as i32),
+                    9 => i128::from(v as i64),
+                    11 => i128::from(v as u32),
+                    13 => i128::from(v),
+                    15 => {
+                        let u = v as u32;
+                        i128::from(((u >> 1) as i32) ^ -((u & 1) as i32))
+                    }
+                    _ => i128::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
+                };
+                value = Some(Simple::Int(Ok(v)));
+            }
+            (19 | 23, 5) if value.is_none() => {
+                let b: [u8; 4] = a.get(vpos..end)?.try_into().ok()?;
+                value = Some(Simple::Int(Ok(if number == 19 {
+                    i128::from(u32::from_le_bytes(b))
+                } else {
+                    i128::from(i32::from_le_bytes(b))
+                })));
+            }
+            (21 | 25, 1) if value.is_none() => {
+                let b: [u8; 8] = a.get(vpos..end)?.try_into().ok()?;
+                value = Some(Simple::Int(Ok(if number == 21 {
+                    i128::from(u64::from_le_bytes(b))
+                } else {
+                    i128::from(i64::from_le_bytes(b))
+                })));
+            }
+            _ => return None,
+        }
+        pos = end;
+    }
+    Some(value.unwrap_or(Simple::Int(Err("empty"))))
+}
+
+/// Compare a copy's node body `a` with the template's `b`, whose
+/// attributes with a rank-specific name are `specials`
+/// ([`rank_specific_fields`]; see the module documentation): the bytes
+/// between them are equal, each of them is the same attribute but for its
+/// value. The rank-specific values that apply to the template's kept node
+/// `kept` are pushed to `patches` as (node index, patch) (a node's first
+/// of each name). False when the copy is no copy.
+fn compare_node(
+    a: &[u8],
+    b: &[u8],
+    specials: &[(u32, u32, u8, bool)],
+    kept: Option<(u32, &super::ChakraNode)>,
+    patches: &mut Vec<(u32, Patch)>,
+) -> bool {
+    let (mut pa, mut pb) = (0usize, 0usize);
+    for &(start, end, which, first) in specials {
+        let (start, end) = (start as usize, end as usize);
+        let fixed = start - pb;
+        if a.get(pa..pa + fixed) != Some(&b[pb..start]) {
             return false;
         }
+        pa += fixed;
+        let (Some((na, wa, va, ea)), Some((_, _, vb, _))) = (field(a, pa), field(b, start)) else {
+            return false;
+        };
+        if na != 10 || wa != 2 {
+            return false;
+        }
+        if a[pa..ea] != b[start..end] {
+            let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, end)) else {
+                return false;
+            };
+            if !same_but_value(aa, ab) || (first && !patch_of(aa, which, kept, patches)) {
+                return false;
+            }
+        }
         pa = ea;
-        pb = eb;
+        pb = end;
     }
-    pa == a.len() && pb == b.len()
+    a[pa..] == b[pb..]
 }
 
 impl ParseCache {
@@ -224,6 +386,16 @@ impl ParseCache {
     pub fn parse(&mut self, file: &str, bytes: &[u8]) -> ChakraTrace {
         let mut frames = Vec::new();
         let meta_end = frame(bytes, 0).ok().map(|(end, _)| end);
+        if meta_end.is_some() {
+            for k in (0..self.templates.len()).rev() {
+                if let Some(t) = self.same_layout_copy(k, file, bytes) {
+                    self.copies += 1;
+                    let last = self.templates.len() - 1;
+                    self.templates.swap(k, last);
+                    return t;
+                }
+            }
+        }
         if let Some(meta_end) = meta_end {
             if frames_of(bytes, meta_end, &mut frames).is_some() {
                 for k in (0..self.templates.len()).rev() {
@@ -268,6 +440,36 @@ impl ParseCache {
             frame_of.push(f as u32);
             node_of[f] = i as u32;
         }
+        let mut specials = Vec::with_capacity(frames.len());
+        for &(_, start, end) in &frames {
+            let Some(f) = rank_specific_fields(&bytes[start..end]) else {
+                return;
+            };
+            specials.push(f);
+        }
+        let mut values = Some(Vec::new());
+        for (f, (&(_, start, _), sp)) in frames.iter().zip(&specials).enumerate() {
+            for &(fs, fe, which, first) in sp {
+                let (fs, fe) = (start + fs as usize, start + fe as usize);
+                let found = field(bytes, fs).and_then(|(_, _, vpos, end)| {
+                    let (_, body_start) = varint_at(bytes, vpos)?;
+                    let (vs, ve, varint) = value_at(&bytes[body_start..end], body_start)?;
+                    Some(ValueAt {
+                        start: vs,
+                        end: ve,
+                        varint,
+                        attr: (body_start, fe),
+                        frame: f as u32,
+                        which,
+                        first,
+                    })
+                });
+                match (found, values.as_mut()) {
+                    (Some(v), Some(list)) => list.push(v),
+                    _ => values = None,
+                }
+            }
+        }
         self.template_bytes += bytes.len();
         self.templates.push(Template {
             bytes: bytes.to_vec(),
@@ -275,7 +477,9 @@ impl ParseCache {
             frames,
             frame_of,
             node_of,
-            trace: trace.clone(),
+            specials,
+            values,
+            trace: Arc::new(trace.clone()),
         });
     }
 
@@ -300,38 +504,127 @@ impl ParseCache {
             }
             let kept = t.node_of[f];
             let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
-            if !compare_node(a, b, kept, &mut patches) {
+            if !compare_node(a, b, &t.specials[f], kept, &mut patches) {
                 return None;
             }
         }
-        let mut trace = t.trace.clone();
-        trace.file = file.to_string();
-        trace.rank = rank_of_file_name(file);
-        for (n, &f) in trace.nodes.iter_mut().zip(&t.frame_of) {
-            n.offset = frames[f as usize].0 as u64;
+        let offsets: Vec<u64> = t
+            .frame_of
+            .iter()
+            .map(|&f| frames[f as usize].0 as u64)
+            .collect();
+        Some(finish_copy(t, file, offsets, patches))
+    }
+
+    /// The parse of `file` as a copy of template `k` laid out byte for
+    /// byte as it is (the same length, every byte equal but the values of
+    /// its rank-specific attributes, each a well-formed value of the
+    /// template's field): compared by the template's value positions
+    /// alone, without framing the file. None when it is not such a copy
+    /// (the file may still be a copy: see [`ParseCache::copy_of`]).
+    fn same_layout_copy(&self, k: usize, file: &str, bytes: &[u8]) -> Option<ChakraTrace> {
+        let t = &self.templates[k];
+        let values = t.values.as_ref()?;
+        if bytes.len() != t.bytes.len() {
+            return None;
         }
-        let peers = patches.iter().any(|(_, p)| matches!(p, Patch::Peer(_)));
-        for (i, p) in patches {
-            let n = &mut trace.nodes[i as usize];
-            match p {
-                Patch::PgName(v) => n.pg_name = v,
-                Patch::Peer(v) => match &mut n.work {
-                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => *peer = v,
-                    _ => {}
-                },
+        let mut patches: Vec<(u32, Patch)> = Vec::new();
+        let mut pos = 0;
+        for v in values {
+            if bytes[pos..v.start] != t.bytes[pos..v.start] {
+                return None;
             }
+            let a = &bytes[v.start..v.end];
+            if a != &t.bytes[v.start..v.end] {
+                // A varint must end where the template's does.
+                let (last, rest) = a.split_last()?;
+                if v.varint && (*last >= 0x80 || rest.iter().any(|b| *b < 0x80)) {
+                    return None;
+                }
+                if v.first {
+                    let kept = t.node_of[v.frame as usize];
+                    let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
+                    if !patch_of(&bytes[v.attr.0..v.attr.1], v.which, kept, &mut patches) {
+                        return None;
+                    }
+                }
+            }
+            pos = v.end;
         }
-        if peers {
-            let set: std::collections::BTreeSet<u32> = trace
-                .nodes
-                .iter()
-                .filter_map(|n| match n.work {
-                    NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => Some(peer),
-                    _ => None,
-                })
-                .collect();
-            trace.p2p_peers = set.into_iter().collect();
+        if bytes[pos..] != t.bytes[pos..] {
+            return None;
         }
-        Some(trace)
+        let offsets = t.trace.nodes.iter().map(|n| n.offset).collect();
+        Some(finish_copy(t, file, offsets, patches))
+    }
+}
+
+/// A copy's parse: template `t`'s nodes with `file`'s node offsets and
+/// rank-specific values (`patches`).
+fn finish_copy(
+    t: &Template,
+    file: &str,
+    offsets: Vec<u64>,
+    patches: Vec<(u32, Patch)>,
+) -> ChakraTrace {
+    let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
+    for (i, p) in patches {
+        let n = &t.trace.nodes[i as usize];
+        match p {
+            Patch::PgName(v) => {
+                if v != n.pg_name {
+                    pg_names.push((i, v));
+                }
+            }
+            Patch::Peer(v) => match n.work {
+                NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != v => {
+                    peers.push((i, v));
+                }
+                _ => {}
+            },
+        }
+    }
+    // A node's first rank-specific value only, in node order.
+    pg_names.sort_by_key(|p| p.0);
+    peers.sort_by_key(|p| p.0);
+    let p2p_peers = if peers.is_empty() {
+        t.trace.p2p_peers.clone()
+    } else {
+        let mut k = 0;
+        let set: std::collections::BTreeSet<u32> = t
+            .trace
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match n.work {
+                NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } => {
+                    while k < peers.len() && (peers[k].0 as usize) < i {
+                        k += 1;
+                    }
+                    Some(match peers.get(k) {
+                        Some(&(j, v)) if j as usize == i => v,
+                        _ => peer,
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        set.into_iter().collect()
+    };
+    ChakraTrace {
+        file: file.to_string(),
+        rank: rank_of_file_name(file),
+        version: t.trace.version.clone(),
+        nodes: Vec::new(),
+        copy: Some(TraceCopy {
+            template: Arc::clone(&t.trace),
+            offsets,
+            pg_names,
+            peers,
+        }),
+        nodes_read: t.trace.nodes_read,
+        nodes_skipped: t.trace.nodes_skipped,
+        p2p_peers,
+        diagnostics: t.trace.diagnostics.clone(),
     }
 }
