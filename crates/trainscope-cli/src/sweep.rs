@@ -851,11 +851,21 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
         }
     }
     let days = r.results.iter().any(|x| x.days_to_train.is_some());
+    // `--straggler`: the step rows rank by, and the stage slowed.
+    let straggler = r
+        .results
+        .iter()
+        .any(|x| x.straggler_iteration_time_ns.is_some());
     out.push_str(&format!(
-        "\n  {:>4}{} {:>12} {:>12} {:>6} {:>10} {:>4}  configuration\n",
+        "\n  {:>4}{} {:>12}{} {:>12} {:>6} {:>10} {:>4}  configuration\n",
         "rank",
         if days { "  days to train" } else { "" },
         "iteration",
+        if straggler {
+            format!(" {:>21}", "with straggler, stage")
+        } else {
+            String::new()
+        },
         "tokens/s",
         "MFU",
         "peak",
@@ -863,12 +873,18 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
     ));
     for (i, x) in r.results.iter().take(top).enumerate() {
         out.push_str(&format!(
-            "  {:>4}{} {:>9.1} ms {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
+            "  {:>4}{} {:>9.1} ms{} {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
             i + 1,
             x.days_to_train
                 .map(|d| format!(" {d:>14.2}"))
                 .unwrap_or_default(),
             x.iteration_time_ns as f64 / 1e6,
+            match (x.straggler_iteration_time_ns, x.straggler_stage) {
+                (Some(t), Some(st)) => format!(" {:>9.1} ms stage {st:<2}", t as f64 / 1e6),
+                (Some(t), None) => format!(" {:>9.1} ms {:8}", t as f64 / 1e6, ""),
+                _ if straggler => format!(" {:>21}", ""),
+                _ => String::new(),
+            },
             x.tokens_per_second,
             x.mfu * 100.0,
             gib(x.peak_bytes),

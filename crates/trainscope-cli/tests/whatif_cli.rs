@@ -172,32 +172,35 @@ fn a_measured_replays_blame_names_the_straggler() {
     assert!(text.contains("stage 3"), "{text}");
 }
 
+const STRAGGLER_SWEEP: [&str; 21] = [
+    "sweep",
+    "--model",
+    "llama3-8b",
+    "--world",
+    "16",
+    "--global-batch-size",
+    "64",
+    "--seq-length",
+    "2048",
+    "--tp",
+    "2,4",
+    "--pp",
+    "1,2,4",
+    "--micro-batch-size",
+    "1",
+    "--recompute",
+    "none",
+    "--schedule",
+    "1f1b",
+    "--straggler",
+    "1.3",
+];
+
 #[test]
 fn sweep_straggler_ranks_layouts_by_their_slowed_step() {
-    let v = json(&[
-        "sweep",
-        "--model",
-        "llama3-8b",
-        "--world",
-        "16",
-        "--global-batch-size",
-        "64",
-        "--seq-length",
-        "2048",
-        "--tp",
-        "2,4",
-        "--pp",
-        "1,2,4",
-        "--micro-batch-size",
-        "1",
-        "--recompute",
-        "none",
-        "--schedule",
-        "1f1b",
-        "--straggler",
-        "1.3",
-        "--json",
-    ]);
+    let mut args = STRAGGLER_SWEEP.to_vec();
+    args.push("--json");
+    let v = json(&args);
     let rows: Vec<&Value> = v["results"]
         .as_array()
         .unwrap()
@@ -216,4 +219,33 @@ fn sweep_straggler_ranks_layouts_by_their_slowed_step() {
         assert!(s > t, "{r}");
         assert!(r["straggler_stage"].as_u64().unwrap() < r["pp"].as_u64().unwrap());
     }
+}
+
+/// The text table shows what the rows rank by (the step with one GPU
+/// slowed, and its stage) and the `why` line leads with it.
+#[test]
+fn sweep_straggler_text_shows_the_slowed_step_and_why() {
+    let v = json(&{
+        let mut a = STRAGGLER_SWEEP.to_vec();
+        a.push("--json");
+        a
+    });
+    let out = trainscope(&STRAGGLER_SWEEP);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("with straggler, stage"), "{text}");
+    let best = &v["results"][0];
+    let cell = format!(
+        "{:.1} ms stage {}",
+        best["straggler_iteration_time_ns"].as_u64().unwrap() as f64 / 1e6,
+        best["straggler_stage"]
+    );
+    let first = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .expect("the first row");
+    assert!(first.contains(&cell), "{first} lacks {cell}");
+    let why = text.lines().find(|l| l.contains("why:")).expect("why");
+    assert!(why.contains(": with one GPU slowed "), "{why}");
+    assert_eq!(v["explain"].as_str().map(|e| why.contains(e)), Some(true));
 }
