@@ -310,6 +310,18 @@ pub struct Args {
     /// LINK:FACTOR); repeatable.
     #[arg(long, value_name = "LINK:FACTOR", help_heading = "What-if")]
     pub slow_link: Vec<String>,
+    /// Per-kernel jitter in every candidate (`simulate`'s --jitter PCT),
+    /// seeded by --seed.
+    #[arg(
+        long,
+        value_name = "PCT",
+        allow_negative_numbers = true,
+        help_heading = "What-if"
+    )]
+    pub jitter: Option<f64>,
+    /// The jitter's seed (`simulate`'s --seed; default 0).
+    #[arg(long, value_name = "N", requires = "jitter", help_heading = "What-if")]
+    pub seed: Option<u64>,
     /// Rank layouts by their step with one GPU FACTOR times slower, at the
     /// worst place for it (each pipeline stage in turn, at most 8 evenly
     /// spaced): a layout that synchronises less tolerates a straggler
@@ -384,6 +396,11 @@ impl Args {
         }
         for s in &self.slow_link {
             put("--slow-link", Some(s.clone()));
+        }
+        // No jitter (0%) is no flag, as the page writes it.
+        if let Some(j) = self.jitter.filter(|j| *j != 0.0) {
+            put("--jitter", Some(j.to_string()));
+            put("--seed", Some(self.seed.unwrap_or(0).to_string()));
         }
         if self.overlap_grad_sync {
             f.push("--overlap-grad-sync".to_string());
