@@ -11,7 +11,11 @@
 // a dropped config.json is searched like its preset.
 // Screenshots: target/e2e/sweep.png, target/e2e/sweep-pinned-pair.png,
 // target/e2e/sweep-streaming.png, target/e2e/sweep-cancelled.png,
-// target/e2e/sweep-dropped-config.png.
+// target/e2e/sweep-dropped-config.png, target/e2e/sweep-straggler.png and
+// target/e2e/sweep-straggler-1280x720.png (the Straggler bound: the table's
+// step with one GPU slowed, its stage and the winner line equal to
+// `sweep --straggler`; a bad factor refused); the What-if faults apply to
+// every candidate as `sweep --slow --slow-link --jitter --seed`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -164,10 +168,43 @@ test('the Straggler bound ranks the table by the step with one GPU slowed, as `s
     '--pp', '1,2', '--micro-batch-size', '1', '--recompute', 'selective', '--schedule', '1f1b,gpipe', '--straggler', '1.2']);
   assert.deepEqual(await tableRows(page), want.results.map((r) => r.flags), 'the table is the CLI\'s ranking');
   const cells = await page.getByTestId('sweep-straggler-step').allTextContents();
-  assert.equal(cells.length, want.results.length);
-  want.results.forEach((r, i) => assert.match(cells[i], new RegExp(`\\(stage ${r.straggler_stage}\\)$`)));
+  assert.deepEqual(cells, want.results.map((r) => `${(r.straggler_iteration_time_ns / 1e6).toFixed(1)} ms (stage ${r.straggler_stage})`),
+    'each row\'s step with one GPU slowed and its stage are the CLI\'s');
+  const ranked = want.results.map((r) => r.straggler_iteration_time_ns);
+  assert.deepEqual(ranked, [...ranked].sort((a, b) => a - b), 'ranked by the step with the straggler');
+  // The winner line leads with what the rows rank by.
+  assert.equal(await page.getByTestId('sweep-explain').textContent(), `Winner: ${want.explain}`);
+  assert.match(want.explain, /: with one GPU slowed [\d.]+ ms -> [\d.]+ ms/);
   assert.match(await page.evaluate(() => location.hash), /sweep_straggler=1\.2/);
   await screenshot(page, 'sweep-straggler');
+  // What a user sees at 1280x720: the winner line and the table's column.
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.getByTestId('sweep-table').scrollIntoViewIfNeeded();
+  await page.getByTestId('sweep-explain').evaluate((e) => e.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: path.join(root, 'target', 'e2e', 'sweep-straggler-1280x720.png') });
+  // A factor under 1 is refused with the field's name and the core's words.
+  await page.getByTestId('sweep-straggler').fill('0.5');
+  await page.getByTestId('sweep-run').click();
+  await page.getByTestId('sweep-error').waitFor();
+  assert.match(await page.getByTestId('sweep-error').textContent(), /^Straggler: 0\.5 is not a slow-down factor between 1 and/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the What-if faults apply to every candidate: the table is `sweep --slow --slow-link --jitter --seed`\'s', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(`${site.url}#model=llama3-8b&job_dp=8&job_gbs=16&slow=0:1.5&slow_link=0-1:2&jitter=5&seed=3`);
+  await waitDone(page);
+  await page.getByTestId('sweep-view').getByTestId('sweep-toggle').click();
+  await fillBounds(page, BOUNDS);
+  await page.getByTestId('sweep-run').click();
+  await sweepDone(page, 60000);
+  const want = cliSweep(['--model', 'llama3-8b', '--world', '8', '--global-batch-size', '16', '--tp', '2,4',
+    '--pp', '1,2', '--micro-batch-size', '1', '--recompute', 'selective', '--schedule', '1f1b,gpipe',
+    '--slow', '0:1.5', '--slow-link', '0-1:2', '--jitter', '5', '--seed', '3']);
+  assert.ok(want.results.every((r) => r.flags.includes('--slow 0:1.5 --slow-link 0-1:2 --jitter 5 --seed 3')));
+  assert.deepEqual(await tableRows(page), want.results.map((r) => r.flags), 'the table is the CLI\'s ranking');
+  assert.equal(await page.getByTestId('sweep-explain').textContent(), `Winner: ${want.explain}`);
   assert.deepEqual(errors, []);
   await page.close();
 });

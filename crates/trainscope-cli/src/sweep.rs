@@ -310,6 +310,18 @@ pub struct Args {
     /// LINK:FACTOR); repeatable.
     #[arg(long, value_name = "LINK:FACTOR", help_heading = "What-if")]
     pub slow_link: Vec<String>,
+    /// Per-kernel jitter in every candidate (`simulate`'s --jitter PCT),
+    /// seeded by --seed.
+    #[arg(
+        long,
+        value_name = "PCT",
+        allow_negative_numbers = true,
+        help_heading = "What-if"
+    )]
+    pub jitter: Option<f64>,
+    /// The jitter's seed (`simulate`'s --seed; default 0).
+    #[arg(long, value_name = "N", requires = "jitter", help_heading = "What-if")]
+    pub seed: Option<u64>,
     /// Rank layouts by their step with one GPU FACTOR times slower, at the
     /// worst place for it (each pipeline stage in turn, at most 8 evenly
     /// spaced): a layout that synchronises less tolerates a straggler
@@ -384,6 +396,11 @@ impl Args {
         }
         for s in &self.slow_link {
             put("--slow-link", Some(s.clone()));
+        }
+        // No jitter (0%) is no flag, as the page writes it.
+        if let Some(j) = self.jitter.filter(|j| *j != 0.0) {
+            put("--jitter", Some(j.to_string()));
+            put("--seed", Some(self.seed.unwrap_or(0).to_string()));
         }
         if self.overlap_grad_sync {
             f.push("--overlap-grad-sync".to_string());
@@ -851,11 +868,21 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
         }
     }
     let days = r.results.iter().any(|x| x.days_to_train.is_some());
+    // `--straggler`: the step rows rank by, and the stage slowed.
+    let straggler = r
+        .results
+        .iter()
+        .any(|x| x.straggler_iteration_time_ns.is_some());
     out.push_str(&format!(
-        "\n  {:>4}{} {:>12} {:>12} {:>6} {:>10} {:>4}  configuration\n",
+        "\n  {:>4}{} {:>12}{} {:>12} {:>6} {:>10} {:>4}  configuration\n",
         "rank",
         if days { "  days to train" } else { "" },
         "iteration",
+        if straggler {
+            format!(" {:>21}", "with straggler, stage")
+        } else {
+            String::new()
+        },
         "tokens/s",
         "MFU",
         "peak",
@@ -863,12 +890,18 @@ pub fn render_text(r: &SweepReport, top: usize) -> String {
     ));
     for (i, x) in r.results.iter().take(top).enumerate() {
         out.push_str(&format!(
-            "  {:>4}{} {:>9.1} ms {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
+            "  {:>4}{} {:>9.1} ms{} {:>12.0} {:>5.1}% {:>10} {:>4}{} {}\n",
             i + 1,
             x.days_to_train
                 .map(|d| format!(" {d:>14.2}"))
                 .unwrap_or_default(),
             x.iteration_time_ns as f64 / 1e6,
+            match (x.straggler_iteration_time_ns, x.straggler_stage) {
+                (Some(t), Some(st)) => format!(" {:>9.1} ms stage {st:<2}", t as f64 / 1e6),
+                (Some(t), None) => format!(" {:>9.1} ms {:8}", t as f64 / 1e6, ""),
+                _ if straggler => format!(" {:>21}", ""),
+                _ => String::new(),
+            },
             x.tokens_per_second,
             x.mfu * 100.0,
             gib(x.peak_bytes),

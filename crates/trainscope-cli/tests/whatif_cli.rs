@@ -172,32 +172,35 @@ fn a_measured_replays_blame_names_the_straggler() {
     assert!(text.contains("stage 3"), "{text}");
 }
 
+const STRAGGLER_SWEEP: [&str; 21] = [
+    "sweep",
+    "--model",
+    "llama3-8b",
+    "--world",
+    "16",
+    "--global-batch-size",
+    "64",
+    "--seq-length",
+    "2048",
+    "--tp",
+    "2,4",
+    "--pp",
+    "1,2,4",
+    "--micro-batch-size",
+    "1",
+    "--recompute",
+    "none",
+    "--schedule",
+    "1f1b",
+    "--straggler",
+    "1.3",
+];
+
 #[test]
 fn sweep_straggler_ranks_layouts_by_their_slowed_step() {
-    let v = json(&[
-        "sweep",
-        "--model",
-        "llama3-8b",
-        "--world",
-        "16",
-        "--global-batch-size",
-        "64",
-        "--seq-length",
-        "2048",
-        "--tp",
-        "2,4",
-        "--pp",
-        "1,2,4",
-        "--micro-batch-size",
-        "1",
-        "--recompute",
-        "none",
-        "--schedule",
-        "1f1b",
-        "--straggler",
-        "1.3",
-        "--json",
-    ]);
+    let mut args = STRAGGLER_SWEEP.to_vec();
+    args.push("--json");
+    let v = json(&args);
     let rows: Vec<&Value> = v["results"]
         .as_array()
         .unwrap()
@@ -216,4 +219,103 @@ fn sweep_straggler_ranks_layouts_by_their_slowed_step() {
         assert!(s > t, "{r}");
         assert!(r["straggler_stage"].as_u64().unwrap() < r["pp"].as_u64().unwrap());
     }
+}
+
+/// The text table shows what the rows rank by (the step with one GPU
+/// slowed, and its stage) and the `why` line leads with it.
+#[test]
+fn sweep_straggler_text_shows_the_slowed_step_and_why() {
+    let v = json(&{
+        let mut a = STRAGGLER_SWEEP.to_vec();
+        a.push("--json");
+        a
+    });
+    let out = trainscope(&STRAGGLER_SWEEP);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("with straggler, stage"), "{text}");
+    let best = &v["results"][0];
+    let cell = format!(
+        "{:.1} ms stage {}",
+        best["straggler_iteration_time_ns"].as_u64().unwrap() as f64 / 1e6,
+        best["straggler_stage"]
+    );
+    let first = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .expect("the first row");
+    assert!(first.contains(&cell), "{first} lacks {cell}");
+    let why = text.lines().find(|l| l.contains("why:")).expect("why");
+    assert!(why.contains(": with one GPU slowed "), "{why}");
+    assert_eq!(v["explain"].as_str().map(|e| why.contains(e)), Some(true));
+}
+
+/// `sweep --slow --slow-link --jitter --seed`: every candidate runs with
+/// the faults, its flags carry them (in the order the page writes them,
+/// before `--overlap-grad-sync`) and `simulate` with a row's flags gives
+/// the row's step; without the faults the steps are shorter.
+#[test]
+fn sweep_faults_apply_to_every_candidate_and_stay_in_its_flags() {
+    let base = [
+        "sweep",
+        "--model",
+        "llama3-8b",
+        "--world",
+        "8",
+        "--global-batch-size",
+        "16",
+        "--seq-length",
+        "2048",
+        "--tp",
+        "2,4",
+        "--pp",
+        "2",
+        "--micro-batch-size",
+        "1",
+        "--recompute",
+        "none",
+        "--schedule",
+        "1f1b",
+        "--overlap-grad-sync",
+        "--json",
+    ];
+    let faults = [
+        "--slow",
+        "stage1:1.5",
+        "--slow-link",
+        "0-1:2",
+        "--jitter",
+        "5",
+        "--seed",
+        "3",
+    ];
+    let plain = json(&base);
+    let slowed = json(&[base.as_slice(), &faults].concat());
+    let rows = slowed["results"].as_array().unwrap();
+    assert_eq!(rows.len(), plain["results"].as_array().unwrap().len());
+    for r in rows {
+        let flags = r["flags"].as_str().unwrap();
+        assert!(
+            flags.contains(
+                "--slow stage1:1.5 --slow-link 0-1:2 --jitter 5 --seed 3 --overlap-grad-sync"
+            ),
+            "{flags}"
+        );
+        let mut args = vec!["simulate", "--json"];
+        args.extend(flags.split(' '));
+        let v = json(&args);
+        assert_eq!(v["iteration_time_ns"], r["iteration_time_ns"], "{flags}");
+        let p = plain["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["tp"] == r["tp"])
+            .unwrap();
+        assert!(
+            r["iteration_time_ns"].as_u64() > p["iteration_time_ns"].as_u64(),
+            "{flags}"
+        );
+    }
+    let out = trainscope(&[base.as_slice(), &["--seed", "3"]].concat());
+    assert_eq!(out.status.code(), Some(2), "--seed needs --jitter");
 }

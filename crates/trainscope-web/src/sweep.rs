@@ -108,14 +108,17 @@ pub fn common_flags(job: &JobSettings, settings: &Settings, pinned: &BTreeSet<Fi
     if settings.algorithm != d.algorithm {
         f.push_str(&format!(" --algorithm {}", settings.get(Field::Algorithm)));
     }
+    // The what-if faults every candidate runs with (`sweep --slow`,
+    // `--slow-link`, `--jitter --seed`), before `--overlap-grad-sync` as
+    // the CLI writes them.
+    if let Ok((faults, _)) = settings.what_if() {
+        for flag in faults.flags() {
+            f.push(' ');
+            f.push_str(&flag);
+        }
+    }
     if settings.grad_sync_overlap {
         f.push_str(" --overlap-grad-sync");
-    }
-    if let Ok((faults, _)) = settings.what_if() {
-        for flag in faults.flags().iter().filter(|x| !x.starts_with("--jitter")) {
-            f.push(' ');
-            f.push_str(flag);
-        }
     }
     f
 }

@@ -531,10 +531,64 @@ fn straggler_bound_ranks_rows_by_their_step_with_one_gpu_slowed() {
     trainscope_core::search::report::rank(&mut ranked);
     let order: Vec<u64> = ranked.iter().map(|r| r.ranking_time_ns()).collect();
     assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
+    // The winner line leads with what the rows rank by.
+    let merged = merge(std::slice::from_ref(&report)).unwrap();
+    let why = merged.explain.expect("a winner line");
+    assert!(why.contains(": with one GPU slowed "), "{why}");
     for (bad, want) in [("fast", "is not a number"), ("0", "Straggler:")] {
         let mut b = i.clone();
         b.set("straggler", bad.into());
         let err = sweep_spec(&b, &job, &Settings::default(), &BTreeSet::new(), &[]).unwrap_err();
         assert!(err.contains(want), "{bad}: {err}");
     }
+}
+
+/// The Configure panel's what-if faults apply to every candidate as
+/// `sweep --slow --slow-link --jitter --seed` does: the rows' flags carry
+/// them in the CLI's order (before `--overlap-grad-sync`), a row loaded
+/// into the job panel and run with the same settings gives the row's step,
+/// and each row is slower than the same layout without the faults.
+#[wasm_bindgen_test]
+fn what_if_faults_apply_to_every_candidate() {
+    let (i, job) = small();
+    let mut s = Settings {
+        grad_sync_overlap: true,
+        ..Settings::default()
+    };
+    let pinned = BTreeSet::new();
+    let (plain_spec, plain_config) = sweep_spec(&i, &job, &s, &pinned, &[]).unwrap();
+    for (f, v) in [
+        (Field::Slow, "0:1.5"),
+        (Field::SlowLink, "0-1:2"),
+        (Field::Jitter, "5"),
+        (Field::Seed, "3"),
+    ] {
+        s.set(f, v).unwrap();
+    }
+    let (spec, config) = sweep_spec(&i, &job, &s, &pinned, &[]).unwrap();
+    let faults = " --slow 0:1.5 --slow-link 0-1:2 --jitter 5 --seed 3";
+    assert_eq!(
+        spec.common_flags,
+        format!("--model llama3-8b{faults} --overlap-grad-sync")
+    );
+    assert_eq!(config.faults, s.what_if().unwrap().0);
+    let plain = run_shard(&plain_spec, &plain_config, 0, 1, &mut |_, _, _| {});
+    let slowed = run_shard(&spec, &config, 0, 1, &mut |_, _, _| {});
+    assert_eq!(slowed.results.len(), plain.results.len());
+    for r in &slowed.results {
+        let p = plain
+            .results
+            .iter()
+            .find(|p| p.flags == r.flags.replace(faults, ""))
+            .expect("the same layout without faults");
+        assert!(r.iteration_time_ns > p.iteration_time_ns, "{}", r.flags);
+    }
+    let best = &slowed.results[0];
+    let (j, schedule) = row_job(best, &job).unwrap();
+    let run = Settings {
+        schedule,
+        ..s.clone()
+    };
+    let out = run_job(&[], &j, &run, &BTreeSet::from([Field::Schedule])).unwrap();
+    assert_eq!(out.run.summary().iteration_time_ns, best.iteration_time_ns);
 }

@@ -459,8 +459,10 @@ fn change(from: u64, to: u64) -> String {
 }
 
 /// One line: why `best` beats `second` — the settings that differ (runner-up
-/// -> winner), then the time components that moved most (bubble, exposed
-/// communication per group), and the memory price.
+/// -> winner), the step with one GPU slowed when the sweep ranks by it
+/// (`--straggler`, with its worst stage), the step, then the time
+/// components that moved most (bubble, exposed communication per group),
+/// and the memory price.
 pub fn explain(best: &Row, second: &Row) -> String {
     let mut diffs = Vec::new();
     let mut d = |name: &str, a: String, b: String| {
@@ -550,12 +552,36 @@ pub fn explain(best: &Row, second: &Row) -> String {
         })
         .collect();
     moves.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
-    let mut parts = vec![format!(
-        "{settings}: iteration {} -> {} ({})",
+    let step = format!(
+        "iteration {} -> {} ({})",
         ms(second.iteration_time_ns),
         ms(best.iteration_time_ns),
         change(second.iteration_time_ns, best.iteration_time_ns)
-    )];
+    );
+    // `--straggler`: what the rows rank by comes first, with the stage
+    // whose slow GPU costs each row most.
+    let mut parts = match (
+        (second.straggler_iteration_time_ns, second.straggler_stage),
+        (best.straggler_iteration_time_ns, best.straggler_stage),
+    ) {
+        ((Some(a), Some(sa)), (Some(b), Some(sb))) => {
+            let stage = if sa == sb {
+                format!("stage {sb}")
+            } else {
+                format!("stage {sa} -> {sb}")
+            };
+            vec![
+                format!(
+                    "{settings}: with one GPU slowed {} -> {} ({}; worst at {stage})",
+                    ms(a),
+                    ms(b),
+                    change(a, b)
+                ),
+                step,
+            ]
+        }
+        _ => vec![format!("{settings}: {step}")],
+    };
     parts.extend(moves.into_iter().take(2).map(|m| m.1));
     parts.push(format!(
         "peak memory {} -> {} of {}",

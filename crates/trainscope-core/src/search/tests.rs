@@ -527,6 +527,31 @@ fn explain_names_the_changes_and_what_moved() {
     );
 }
 
+/// With `--straggler` the line leads with what the rows rank by: the
+/// step with one GPU slowed, and the stage where it costs most.
+#[test]
+fn explain_leads_with_the_straggler_step_when_ranked_by_it() {
+    let mut best = row(0, 900_000_000, 60 << 30, true);
+    best.tp = 2;
+    best.capacity_bytes = 80 << 30;
+    best.straggler_iteration_time_ns = Some(1_000_000_000);
+    best.straggler_stage = Some(0);
+    let mut second = row(1, 800_000_000, 50 << 30, true);
+    second.tp = 4;
+    second.straggler_iteration_time_ns = Some(1_100_000_000);
+    second.straggler_stage = Some(1);
+    assert_eq!(
+        explain(&best, &second),
+        "TP 4 -> 2: with one GPU slowed 1100.0 ms -> 1000.0 ms (-9.1%; worst at stage 1 -> 0); iteration 800.0 ms -> 900.0 ms (+12.5%); peak memory 50.0 GiB -> 60.0 GiB of 80.0 GiB"
+    );
+    second.straggler_stage = Some(0);
+    assert!(
+        explain(&best, &second).contains("(-9.1%; worst at stage 0); iteration"),
+        "{}",
+        explain(&best, &second)
+    );
+}
+
 /// A TP change is not an expert TP change (expert TP follows TP unless
 /// set); an expert TP set to 1 is named.
 #[test]
