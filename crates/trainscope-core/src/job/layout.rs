@@ -62,8 +62,7 @@ pub fn shape(job: &ModelJob) -> Shape {
             imbalance_milli: s.stack.moe_imbalance_milli.unwrap_or(BALANCED_MILLI),
         },
         unfused: s.stack.stack == Stack::PytorchEager,
-        autocast_casts: s.autocast_casts(),
-        grad_casts: s.grad_casts(),
+        casts: s.casts(),
     }
 }
 

@@ -704,24 +704,31 @@ mod tests {
     /// Which stacks pay autocast's casts and FSDP2's fp32 gradient cast.
     #[test]
     fn weight_and_gradient_casts_follow_the_stack_and_sharding() {
+        use crate::model::ops::Casts;
         use crate::model::stack::Stack;
-        let flags = |stack, zero, bf16_grads| {
+        let casts = |stack, zero, bf16_grads| {
             let mut s = TrainingSetup {
                 bf16_grads,
                 ..TrainingSetup::default()
             };
             s.stack.stack = stack;
             s.sharding.zero = zero;
-            (s.autocast_casts(), s.grad_casts())
+            s.casts()
         };
         let (none, z3) = (ZeroStage::None, ZeroStage::Parameters);
-        assert_eq!(flags(Stack::MegatronTe, none, false), (false, false));
-        assert_eq!(flags(Stack::MegatronTe, z3, false), (false, false));
-        assert_eq!(flags(Stack::PytorchEager, none, false), (true, true));
-        assert_eq!(flags(Stack::TorchCompile, none, false), (true, true));
-        assert_eq!(flags(Stack::TorchCompile, z3, false), (false, true));
-        assert_eq!(flags(Stack::PytorchEager, none, true), (false, false));
-        assert_eq!(flags(Stack::PytorchEager, z3, true), (false, false));
+        assert_eq!(casts(Stack::MegatronTe, none, false), Casts::None);
+        assert_eq!(casts(Stack::MegatronTe, z3, false), Casts::None);
+        assert_eq!(
+            casts(Stack::PytorchEager, none, false),
+            Casts::WeightsAndGradients
+        );
+        assert_eq!(
+            casts(Stack::TorchCompile, none, false),
+            Casts::WeightsAndGradients
+        );
+        assert_eq!(casts(Stack::TorchCompile, z3, false), Casts::Gradients);
+        assert_eq!(casts(Stack::PytorchEager, none, true), Casts::None);
+        assert_eq!(casts(Stack::PytorchEager, z3, true), Casts::None);
     }
 
     #[test]

@@ -218,37 +218,31 @@ impl Default for TrainingSetup {
 }
 
 impl TrainingSetup {
-    /// Whether the linear layers pay `torch.autocast`'s casts
-    /// ([`crate::model::ops::Shape::autocast_casts`]): PyTorch-level stacks
-    /// (eager, compiled) training in bf16 or fp16 from fp32 weights. Not
-    /// Megatron (it keeps compute-precision copies of the weights, cast once
-    /// per iteration in the optimizer step), not ZeRO-3 / FSDP (FSDP2's
-    /// mixed precision casts each shard once, before its all-gather, as
-    /// torchtitan runs it), and not with [`TrainingSetup::bf16_grads`]
-    /// (a PyTorch module's gradients take its weights' dtype: bf16
-    /// gradients are bf16 weights, nothing to cast).
-    pub fn autocast_casts(&self) -> bool {
-        self.stack.stack != crate::model::stack::Stack::MegatronTe
-            && matches!(self.precision, Precision::Bf16 | Precision::Fp16)
-            && !self.bf16_grads
-            && self.sharding.zero != sharding::ZeroStage::Parameters
-    }
-
-    /// Whether the bf16 weight gradients are cast to fp32 every micro-batch
-    /// ([`crate::model::ops::Shape::grad_casts`]): under autocast (its cast
-    /// back), and under ZeRO-3 / FSDP on a PyTorch-level stack, where
-    /// FSDP2's fp32 `reduce_dtype` (torchtitan's default) casts each
-    /// unit's gradient before its reduce-scatter (FP8 training too: its
-    /// float8 GEMMs leave the weights and their gradients as they were).
-    pub fn grad_casts(&self) -> bool {
-        self.autocast_casts()
-            || (self.stack.stack != crate::model::stack::Stack::MegatronTe
-                && matches!(
-                    self.precision,
-                    Precision::Bf16 | Precision::Fp16 | Precision::Fp8
-                )
-                && !self.bf16_grads
-                && self.sharding.zero == sharding::ZeroStage::Parameters)
+    /// The casts the linear layers' weights pay every micro-batch
+    /// ([`crate::model::ops::Casts`]), on PyTorch-level stacks (eager,
+    /// compiled) without bf16 gradients (a PyTorch module's gradients take
+    /// its weights' dtype: bf16 gradients are bf16 weights, nothing to
+    /// cast); never under Megatron (compute-precision copies, cast once per
+    /// iteration in the optimizer step). Under ZeRO-3 / FSDP only the
+    /// gradients, in any low precision (FSDP2 casts each shard to bf16 once,
+    /// before its all-gather, and each unit's gradient to its fp32
+    /// `reduce_dtype`, torchtitan's default, before its reduce-scatter;
+    /// FP8 training's float8 GEMMs leave both as they were); else, in bf16
+    /// or fp16, autocast's weights and gradients.
+    pub fn casts(&self) -> crate::model::ops::Casts {
+        use crate::model::ops::Casts;
+        if self.stack.stack == crate::model::stack::Stack::MegatronTe
+            || self.bf16_grads
+            || self.precision == Precision::Fp32
+        {
+            Casts::None
+        } else if self.sharding.zero == sharding::ZeroStage::Parameters {
+            Casts::Gradients
+        } else if matches!(self.precision, Precision::Bf16 | Precision::Fp16) {
+            Casts::WeightsAndGradients
+        } else {
+            Casts::None
+        }
     }
 }
 

@@ -120,14 +120,9 @@ pub struct Shape {
     /// Element-wise steps unfused, one kernel each (eager PyTorch;
     /// [`super::eager`]).
     pub unfused: bool,
-    /// The weights are fp32 and `torch.autocast` casts each linear layer's
-    /// weight to the compute precision every micro-batch, and its bf16
-    /// weight gradient back to fp32 ([`AUTOCAST_CAST`]).
-    pub autocast_casts: bool,
-    /// The bf16 weight gradient alone is cast to fp32 (FSDP2's fp32
-    /// `reduce_dtype`: before its reduce-scatter), 6 bytes a weight
-    /// element in the weight-gradient phase; implied by `autocast_casts`.
-    pub grad_casts: bool,
+    /// Which casts of the linear layers' weights PyTorch runs every
+    /// micro-batch ([`Casts`], [`AUTOCAST_CAST`]).
+    pub casts: Casts,
 }
 
 #[cfg(test)]
@@ -149,10 +144,25 @@ impl Shape {
             local_experts: 1,
             moe: MoeRun::default(),
             unfused: false,
-            autocast_casts: false,
-            grad_casts: false,
+            casts: Casts::None,
         }
     }
+}
+
+/// The per-micro-batch casts of the linear layers' weights on a
+/// PyTorch-level stack (6 bytes a weight element each: read 4, write 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Casts {
+    /// None (Megatron keeps compute-precision copies; bf16 weights).
+    #[default]
+    None,
+    /// The bf16 weight gradient cast to fp32 only (FSDP2's fp32
+    /// `reduce_dtype`, before its reduce-scatter).
+    Gradients,
+    /// `torch.autocast` over fp32 weights: each weight cast to bf16 per
+    /// call, and its bf16 gradient cast back.
+    WeightsAndGradients,
 }
 
 impl Shape {
@@ -195,12 +205,12 @@ fn linear(ops: &mut Vec<Op>, name: &'static str, m: u64, k: u64, n: u64, s: &Sha
         let (m, k, n) = (m as f64, k as f64, n as f64);
         ops.push(memory("fp8_cast_transpose", 2.0 * m * k, 2.0 * m * n, 1, s));
     }
-    if s.autocast_casts || s.grad_casts {
+    if s.casts != Casts::None {
         ops.push(autocast_cast((k * n) as f64, s));
     }
 }
 
-/// The op of [`Shape::autocast_casts`]: `torch.autocast` casts an fp32
+/// The op of [`Shape::casts`]: `torch.autocast` casts an fp32
 /// weight to the compute precision before its GEMM on every call (its cast
 /// cache lives for one autocast region, one micro-batch's forward), and
 /// autograd casts the weight gradient back to fp32 (read the one, write
@@ -221,7 +231,11 @@ fn autocast_cast(weight_elems: f64, s: &Shape) -> Op {
         fp8: false,
         python_loop: false,
         forward: OpWork {
-            bytes: if s.autocast_casts { bytes } else { 0.0 },
+            bytes: if s.casts == Casts::WeightsAndGradients {
+                bytes
+            } else {
+                0.0
+            },
             ..Default::default()
         },
         input_grad: OpWork::default(),
@@ -670,7 +684,7 @@ impl ModelSpec {
             memory("final_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s),
             gemm("output_layer", tok, self.hidden_size, v, false, s),
         ];
-        if s.autocast_casts || s.grad_casts {
+        if s.casts != Casts::None {
             ops.push(autocast_cast((self.hidden_size * v) as f64, s));
         }
         ops.push(memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s));
@@ -789,7 +803,7 @@ mod tests {
                 })
         };
         let on = Shape {
-            autocast_casts: true,
+            casts: Casts::WeightsAndGradients,
             ..Shape::for_tests()
         };
         let layer = |s: &Shape| [m.attention_ops(s), m.mlp_ops(0, s)].concat();
@@ -799,14 +813,14 @@ mod tests {
         assert_eq!(cast(&layer(&Shape::for_tests())), (0.0, 0.0, 0.0, 0));
         // FSDP2's fp32 reduce: the gradient's cast alone.
         let grads_only = Shape {
-            grad_casts: true,
+            casts: Casts::Gradients,
             ..Shape::for_tests()
         };
         assert_eq!(cast(&layer(&grads_only)), (0.0, 0.0, 6.0 * weights, 0));
         // Eager keeps its measured kernel counts: the casts are in them.
-        let eager = |autocast_casts| Shape {
+        let eager = |casts| Shape {
             unfused: true,
-            autocast_casts,
+            casts,
             ..Shape::for_tests()
         };
         let kernels = |s: &Shape| -> u32 {
@@ -815,13 +829,16 @@ mod tests {
                 .map(|o| o.forward.kernels + o.input_grad.kernels + o.weight_grad.kernels)
                 .sum()
         };
-        assert_eq!(kernels(&eager(true)), kernels(&eager(false)));
+        assert_eq!(
+            kernels(&eager(Casts::WeightsAndGradients)),
+            kernels(&eager(Casts::None))
+        );
         // MoE: every local expert's weights.
         let q = crate::model::presets::preset("qwen3-30b-a3b").unwrap();
         let experts = |local_experts| {
             let s = Shape {
                 local_experts,
-                autocast_casts: true,
+                casts: Casts::WeightsAndGradients,
                 ..Shape::for_tests()
             };
             cast(&q.mlp_ops(0, &s)).0
