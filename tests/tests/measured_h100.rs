@@ -345,7 +345,7 @@ fn h100_training_steps_table() {
     assert_eq!((eager.len(), compiled.len()), (10, 3));
     let (me, mc) = (median(eager), median(compiled));
     assert!(mc < 0.25, "compiled median {mc}");
-    assert!(me < 0.45, "eager median {me}");
+    assert!(me < 0.12, "eager median {me}");
 }
 
 /// The same steps measured on an H200 (141 GB: the two largest eager steps
@@ -357,5 +357,86 @@ fn h200_training_steps_table() {
     assert_eq!((eager.len(), compiled.len()), (12, 3));
     let (me, mc) = (median(eager), median(compiled));
     assert!(mc < 0.25, "compiled median {mc}");
-    assert!(me < 0.45, "eager median {me}");
+    assert!(me < 0.12, "eager median {me}");
+}
+
+/// The eager stack's memory passes ([`trainscope_core::model::eager::EagerBytes`],
+/// counted from HF transformers' Llama code, nothing fitted) against the
+/// element-wise, cast and copy kernels of one profiled layer period
+/// (`measured/host/llama-layer-kernels.tsv`: everything but the GEMMs and
+/// the attention kernels, forward and backward). The model's time for the
+/// layer's memory-bound ops (with fp32 weights under autocast, as profiled)
+/// must come within 30% of the profiled sum: counted as one fused pass per
+/// op before, it was 69% short. RoPE's transposed kernels run 2-3x slower
+/// than their bytes in the profile (not modelled), so the model is short.
+#[test]
+fn eager_layer_memory_passes_against_the_profiled_kernels() {
+    let tsv = String::from_utf8(fixture_bytes("measured/host/llama-layer-kernels.tsv")).unwrap();
+    println!("| layer | micro-batch | seq | profiled (us) | predicted (us) | error |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (trace, config, mb, seq) in [
+        (
+            "kineto-llama3.2-1b-mb2-s2048",
+            "config-llama3.2-1b.json",
+            2,
+            2048,
+        ),
+        (
+            "kineto-llama3-8b-8layers-mb1-s4096",
+            "config-llama3-8b-8layers.json",
+            1,
+            4096,
+        ),
+    ] {
+        let profiled_us: f64 = tsv
+            .lines()
+            .skip(1)
+            .map(|l| l.split('\t').collect::<Vec<_>>())
+            .filter(|c| c[0].starts_with(trace))
+            .filter(|c| !["nvjet", "cudnn"].iter().any(|k| c[6].contains(k)))
+            .map(|c| c[4].parse::<f64>().unwrap())
+            .sum();
+        let rel = format!("{DIR}/{config}");
+        let (spec, _) = hf::parse(&rel, &String::from_utf8(fixture_bytes(&rel)).unwrap()).unwrap();
+        let setup = TrainingSetup {
+            stack: StackSettings {
+                stack: Stack::PytorchEager,
+                ..StackSettings::default()
+            },
+            tp: 1,
+            pp: 1,
+            dp: Some(1),
+            micro_batch_size: mb,
+            global_batch_size: Some(mb),
+            seq_length: seq,
+            ..TrainingSetup::default()
+        };
+        let gpu = gpu_preset("H100-SXM").unwrap();
+        let job = ModelJob::new(spec.clone(), setup, gpu.clone(), Some(1)).unwrap();
+        let shape = trainscope_core::job::layout::shape(&job);
+        let mut ops = spec.attention_ops(&shape);
+        ops.extend(spec.mlp_ops(0, &shape));
+        let predicted_us: f64 = ops
+            .iter()
+            .filter(|o| o.class == OpClass::Memory)
+            .flat_map(|o| [&o.forward, &o.input_grad, &o.weight_grad].map(|w| (o, w)))
+            .map(|(o, w)| {
+                gpu.op_time_ns(
+                    o.class,
+                    w.flops,
+                    w.bytes,
+                    w.kernels,
+                    Precision::Bf16,
+                    AttentionPass::default(),
+                ) as f64
+                    / 1e3
+            })
+            .sum();
+        let e = predicted_us / profiled_us - 1.0;
+        println!(
+            "| {trace} | {mb} | {seq} | {profiled_us:.0} | {predicted_us:.0} | {:+.1}% |",
+            e * 100.0
+        );
+        assert!(e.abs() < 0.30, "{trace}: {:+.1}%", e * 100.0);
+    }
 }

@@ -39,6 +39,7 @@
 //!   top-k token-expert pairs / t worth of expert GEMMs, whatever EP is).
 
 use super::dispatcher::{MoeKernels, MoeRun};
+use super::eager::EagerBytes;
 use super::ModelSpec;
 use serde::Serialize;
 
@@ -181,6 +182,29 @@ impl Shape {
         self.gemm_weight_bytes == 1
     }
 
+    /// Bytes of one element of the residual stream: the weights' dtype
+    /// (4 with fp32 weights under `torch.autocast`, whose embedding output
+    /// and norms stay fp32), else the activations'.
+    pub fn residual_bytes(&self) -> u64 {
+        if self.casts == Casts::WeightsAndGradients {
+            4
+        } else {
+            self.activation_bytes
+        }
+    }
+
+    /// The eager stack's tensor sizes for [`EagerBytes`]: `q` and `k`
+    /// elements of the query and key/value projections' outputs.
+    fn eager_bytes(&self, hidden: u64, q: u64, k: u64) -> EagerBytes {
+        EagerBytes {
+            r: (self.norm_tokens() * hidden) as f64,
+            q: (self.tokens() * q) as f64,
+            k: (self.tokens() * k) as f64,
+            rb: self.residual_bytes() as f64,
+            ab: self.activation_bytes as f64,
+        }
+    }
+
     /// Tokens the norms and residuals of one rank see (T/t with sequence
     /// parallelism, else T).
     pub fn norm_tokens(&self) -> u64 {
@@ -247,17 +271,21 @@ fn autocast_cast(weight_elems: f64, s: &Shape) -> Op {
 }
 
 /// Rewrite a layer's `ops` to the eager stack's kernels and memory passes
-/// ([`super::eager::EAGER_KERNELS`]; shared experts take the dense MLP's
-/// entries). The routed experts run as a Python loop over the
-/// `local_experts` ([`Op::python_loop`]): each expert's GEMMs as in the
-/// grouped op (one kernel per expert and phase), plus one gradient
-/// accumulation per expert weight, and the activation per expert with the
-/// dense MLP's eager kernels. Other ops not in the table (MLA's) keep
-/// theirs.
-fn unfuse(ops: &mut [Op], local_experts: u32) {
-    use super::eager::{EAGER_KERNELS, ROPE_BYTES_SHARE};
+/// ([`super::eager::EAGER_KERNELS`], [`EagerBytes`]; shared experts take
+/// the dense MLP's entries). The norms and residual adds move what their
+/// unfused kernels move; the input casts of the linear layers and RoPE's
+/// kernels are ops of their own ([`INPUT_CASTS`], [`ROPE`]: memory passes
+/// whose kernels the table counts in their neighbours' rows). The routed
+/// experts run as a Python loop over the `local_experts`
+/// ([`Op::python_loop`]): each expert's GEMMs as in the grouped op (one
+/// kernel per expert and phase), plus one gradient accumulation per expert
+/// weight, and the activation per expert with the dense MLP's eager
+/// kernels. Other ops not in the table (MLA's) keep theirs.
+fn unfuse(ops: &mut Vec<Op>, local_experts: u32, bytes: &EagerBytes, gated_mlp: bool) {
+    use super::eager::EAGER_KERNELS;
     let g = local_experts.max(1);
-    for op in ops.iter_mut() {
+    let mut extra = Vec::new();
+    for (i, op) in ops.iter_mut().enumerate() {
         let table_name = match op.name {
             "experts_up" | "experts_down" => {
                 op.python_loop = true;
@@ -269,7 +297,8 @@ fn unfuse(ops: &mut [Op], local_experts: u32) {
             "shared_down" => "mlp_down",
             name => name,
         };
-        let Some((_, [f, ig, wg], bytes)) = EAGER_KERNELS.iter().find(|(n, _, _)| *n == table_name)
+        let Some((_, [f, ig, wg], factor)) =
+            EAGER_KERNELS.iter().find(|(n, _, _)| *n == table_name)
         else {
             continue;
         };
@@ -282,14 +311,59 @@ fn unfuse(ops: &mut [Op], local_experts: u32) {
         op.forward.kernels = f.saturating_mul(per);
         op.input_grad.kernels = ig.saturating_mul(per);
         op.weight_grad.kernels = wg.saturating_mul(per);
-        let rope = if op.name == "attn_core" {
-            1.0 + ROPE_BYTES_SHARE
-        } else {
-            1.0
+        let set = |op: &mut Op, [fwd, bwd]: [f64; 2]| {
+            op.forward.bytes = fwd;
+            op.input_grad.bytes = bwd;
         };
-        for w in [&mut op.forward, &mut op.input_grad] {
-            w.bytes *= bytes * rope;
+        match table_name {
+            "attn_norm" | "mlp_norm" => set(op, bytes.rms_norm()),
+            "attn_residual" | "mlp_residual" => set(op, bytes.residual()),
+            "qkv_proj" if op.class == OpClass::Gemm => {
+                extra.push((i, passes(INPUT_CASTS, bytes.input_casts(3.0))));
+            }
+            "mlp_up" if op.class == OpClass::Gemm => {
+                let linears = if gated_mlp { 2.0 } else { 1.0 };
+                extra.push((i, passes(INPUT_CASTS, bytes.input_casts(linears))));
+            }
+            "attn_core" => extra.push((i, passes(ROPE, bytes.rope()))),
+            _ => {
+                for w in [&mut op.forward, &mut op.input_grad] {
+                    w.bytes *= factor;
+                }
+            }
         }
+    }
+    // Each after its op (later indices first, so earlier ones stay put).
+    for (i, op) in extra.into_iter().rev() {
+        ops.insert(i + 1, op);
+    }
+}
+
+/// The eager stack's casts of a linear layer's input to the compute dtype
+/// (autocast, every call) and of its input gradient back ([`unfuse`]).
+pub const INPUT_CASTS: &str = "input_casts";
+/// The eager stack's RoPE kernels, the KV cache copies and the attention's
+/// input casts ([`unfuse`]).
+pub const ROPE: &str = "rope";
+
+/// A memory-bound op of `[forward, input gradient]` bytes whose kernels are
+/// counted elsewhere.
+fn passes(name: &'static str, [fwd, bwd]: [f64; 2]) -> Op {
+    Op {
+        name,
+        class: OpClass::Memory,
+        attention_core: false,
+        fp8: false,
+        python_loop: false,
+        forward: OpWork {
+            bytes: fwd,
+            ..Default::default()
+        },
+        input_grad: OpWork {
+            bytes: bwd,
+            ..Default::default()
+        },
+        weight_grad: OpWork::default(),
     }
 }
 
@@ -330,6 +404,34 @@ fn gemm(name: &'static str, m: u64, k: u64, n: u64, fp8: bool, s: &Shape) -> Op 
             ..Default::default()
         },
     }
+}
+
+/// An op on the residual stream of `elems` elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    /// A fused norm: reads the stream, writes its output in the
+    /// activations' dtype (the compute dtype's cast fused in); backward
+    /// reads that gradient and the stream, writes the stream's gradient.
+    Norm,
+    /// A residual add: reads the stream and a branch's output, writes the
+    /// stream; backward casts the gradient to the branch's dtype.
+    Residual,
+}
+
+/// A fused kernel on the residual stream, at [`Shape::residual_bytes`] per
+/// stream element and the activations' bytes per branch element (the same
+/// with bf16 weights: 2 + 3 element passes for a norm, 3 + 2 for a
+/// residual add; fp32 under `torch.autocast` with fp32 weights).
+fn stream(name: &'static str, kind: Stream, elems: f64, s: &Shape) -> Op {
+    let (rb, ab) = (s.residual_bytes() as f64, s.activation_bytes as f64);
+    let [fwd, bwd] = match kind {
+        Stream::Norm => [rb + ab, ab + 2.0 * rb],
+        Stream::Residual => [2.0 * rb + ab, rb + ab],
+    };
+    let mut op = memory(name, 0.0, 0.0, 1, s);
+    op.forward.bytes = fwd * elems;
+    op.input_grad.bytes = bwd * elems;
+    op
 }
 
 /// A bandwidth-bound op: forward reads `fwd_in` and writes `fwd_out`
@@ -377,13 +479,7 @@ impl ModelSpec {
         let h = self.hidden_size;
         let heads = u64::from(self.num_attention_heads);
         let (dqk, dv) = self.core_head_dims();
-        let mut ops = vec![memory(
-            "attn_norm",
-            2.0 * nt * h as f64,
-            3.0 * nt * h as f64,
-            1,
-            s,
-        )];
+        let mut ops = vec![stream("attn_norm", Stream::Norm, nt * h as f64, s)];
         match &self.mla {
             Some(m) => {
                 if m.q_lora_rank > 0 {
@@ -420,15 +516,10 @@ impl ModelSpec {
         }
         ops.extend(self.attention_core_ops(s));
         linear(&mut ops, "attn_out_proj", tok, heads * dv / t, h, s);
-        ops.push(memory(
-            "attn_residual",
-            3.0 * nt * h as f64,
-            2.0 * nt * h as f64,
-            1,
-            s,
-        ));
+        ops.push(stream("attn_residual", Stream::Residual, nt * h as f64, s));
         if s.unfused {
-            unfuse(&mut ops, 1);
+            let bytes = s.eager_bytes(h, self.q_width() / t, self.kv_width() / t);
+            unfuse(&mut ops, 1, &bytes, self.gated_mlp);
         }
         ops
     }
@@ -559,7 +650,7 @@ impl ModelSpec {
         let tok = s.tokens();
         let nt = s.norm_tokens() as f64;
         let h = self.hidden_size as f64;
-        let mut ops = vec![memory("mlp_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s)];
+        let mut ops = vec![stream("mlp_norm", Stream::Norm, nt * h, s)];
         match (&self.moe, self.is_moe_layer(layer)) {
             (Some(m), true) => {
                 let t = s.tp.max(1);
@@ -655,9 +746,15 @@ impl ModelSpec {
                 s,
             )),
         }
-        ops.push(memory("mlp_residual", 3.0 * nt * h, 2.0 * nt * h, 1, s));
+        ops.push(stream("mlp_residual", Stream::Residual, nt * h, s));
         if s.unfused {
-            unfuse(&mut ops, u32::try_from(s.local_experts).unwrap_or(u32::MAX));
+            let bytes = s.eager_bytes(self.hidden_size, 0, 0);
+            unfuse(
+                &mut ops,
+                u32::try_from(s.local_experts).unwrap_or(u32::MAX),
+                &bytes,
+                self.gated_mlp,
+            );
         }
         ops
     }
@@ -681,13 +778,23 @@ impl ModelSpec {
         // Logits read in bf16, the loss in fp32: about 5 element passes.
         let logits = (tok * v) as f64;
         let mut ops = vec![
-            memory("final_norm", 2.0 * nt * h, 3.0 * nt * h, 1, s),
+            stream("final_norm", Stream::Norm, nt * h, s),
             gemm("output_layer", tok, self.hidden_size, v, false, s),
         ];
         if s.casts != Casts::None {
             ops.push(autocast_cast((self.hidden_size * v) as f64, s));
         }
-        ops.push(memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s));
+        let mut loss = memory("cross_entropy", 5.0 * logits, 4.0 * logits, 4, s);
+        if s.unfused {
+            // HF's loss upcasts the logits; the final norm as every norm.
+            let [fwd, bwd] = EagerBytes::cross_entropy(logits, s.activation_bytes as f64);
+            loss.forward.bytes = fwd;
+            loss.input_grad.bytes = bwd;
+            let [fwd, bwd] = s.eager_bytes(self.hidden_size, 0, 0).rms_norm();
+            ops[0].forward.bytes = fwd;
+            ops[0].input_grad.bytes = bwd;
+        }
+        ops.push(loss);
         ops
     }
 
