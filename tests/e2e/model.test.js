@@ -3,7 +3,8 @@
 // ... --json`), reload the permalink and see the same job restored and run;
 // an invalid TP shows the core's message; a dropped config.json runs as the
 // job with the panel's settings; an uneven pipeline split (DeepSeek-V3's 61
-// layers on 16 stages) equals the CLI's; the CP field (memory drops, the
+// layers on 16 stages) equals the CLI's; the attention kernel select
+// (FlashAttention-2 as the CLI runs it); the CP field (memory drops, the
 // CLI agrees, the link restores it, the core's refusal); a figure: Llama 3 70B on 1024 GPUs
 // from the Run button to its result; the timeline's memory lanes mark each
 // stage's peak at the CLI's `peak_time_ns` and hovering a marker shows what
@@ -288,6 +289,32 @@ test('launch queue depth: the page runs the depth the CLI runs, shows the queue 
   await page.getByTestId('job-mfu').waitFor();
   await settled(page);
   assert.equal(await page.getByTestId('job-launch-queue').inputValue(), '16');
+  assert.deepEqual(await shown(page), got);
+  assert.equal(await page.evaluate(() => location.hash), hash);
+  assert.deepEqual(errors, []);
+});
+
+test('attention kernel: FlashAttention-2 runs the step the CLI runs with --attention-kernel flash2, slower than cuDNN\'s, and the link restores it', async () => {
+  const { page, errors } = await newPage(browser.context);
+  await page.goto(site.url);
+  await page.getByTestId('job-model').selectOption('llama3-8b');
+  await page.getByTestId('job-dp').fill('8');
+  await page.getByTestId('job-gbs').fill('8');
+  await page.getByTestId('job-seq').fill('8192');
+  await page.getByTestId('job-attention-kernel').selectOption('flash2');
+  await page.waitForFunction(() => location.hash.includes('job_attention_kernel=flash2'));
+  await settled(page);
+  const got = await shown(page);
+  const args = ['--model', 'llama3-8b', '--dp', '8', '--global-batch-size', '8', '--seq-length', '8192'];
+  const want = cli([...args, '--attention-kernel', 'flash2']);
+  assert.equal(want.training.attention_kernel, 'flash2');
+  assert.equal(got.ns, want.iteration_time_ns);
+  assert.ok(cli(args).iteration_time_ns < got.ns, 'cuDNN\'s kernel is the faster one on an H100');
+  const hash = await page.evaluate(() => location.hash);
+  await page.reload();
+  await page.getByTestId('job-mfu').waitFor();
+  await settled(page);
+  assert.equal(await page.getByTestId('job-attention-kernel').inputValue(), 'flash2');
   assert.deepEqual(await shown(page), got);
   assert.equal(await page.evaluate(() => location.hash), hash);
   assert.deepEqual(errors, []);

@@ -7,7 +7,7 @@
 
 use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::hf;
-use trainscope_core::hardware::{gpu_preset, AttentionPass, Precision};
+use trainscope_core::hardware::{gpu_preset, AttentionKernel, AttentionPass, Precision};
 use trainscope_core::inspect::inspect_set;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::{ModelJob, TrainingSetup};
@@ -242,9 +242,11 @@ fn hopper_attention_curve_follows_the_measured_sweeps() {
             } else {
                 (fwd_flops, fwd_ns)
             };
+            // The sweep's SDPA ran cuDNN's kernels (PyTorch 2.11).
             let pass = AttentionPass {
                 seq_length: num(r, "seq") as u64,
                 backward,
+                kernel: AttentionKernel::Cudnn,
             };
             let t = gpu.op_time_ns(OpClass::Attention, flops, 0.0, 0, Precision::Bf16, pass);
             errors.push(t as f64 / measured_ns - 1.0);

@@ -18,7 +18,7 @@
 use serde::Deserialize;
 use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::NicType;
-use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision};
 use trainscope_core::job::calibrate::fit_compute_scale;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
@@ -138,6 +138,11 @@ struct Case {
     /// `torch-compile`; absent: megatron-te).
     #[serde(default)]
     stack: Option<String>,
+    /// The fused attention kernel the run's software picked
+    /// (`--attention-kernel`: `cudnn`, `flash2`; absent: cudnn), with its
+    /// reasoning in the case's notes.
+    #[serde(default)]
+    attention_kernel: Option<String>,
     iteration_time_s: f64,
     peak_memory_gib_last_stage: Option<f64>,
     /// Where the run's publisher reports that this software state was
@@ -240,6 +245,11 @@ fn evaluate(c: &Case) -> Row {
                 .map(|d| Dispatcher::parse(d).expect("moe_token_dispatcher"))
                 .unwrap_or_default(),
             moe_a2a_overlap: c.moe_a2a_overlap,
+            attention_kernel: c
+                .attention_kernel
+                .as_deref()
+                .map(|k| AttentionKernel::parse(k).expect("attention_kernel"))
+                .unwrap_or_default(),
             stack: c
                 .stack
                 .as_deref()

@@ -13,7 +13,7 @@ use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::faults::{self, Faults};
 use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
-use trainscope_core::hardware::{GpuSpec, Precision};
+use trainscope_core::hardware::{AttentionKernel, GpuSpec, Precision};
 use trainscope_core::job::sharding::{Offload, Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
@@ -586,6 +586,10 @@ impl ModelFlags {
         add(self.fp8_param_gather, "--fp8-param-gather");
         add(self.software.stack.is_some(), "--stack");
         add(self.software.cuda_graphs.is_some(), "--cuda-graphs");
+        add(
+            self.software.attention_kernel.is_some(),
+            "--attention-kernel",
+        );
         add(self.software.host_launch_us.is_some(), "--host-launch-us");
         add(
             self.software.launch_queue_depth.is_some(),
@@ -727,6 +731,12 @@ pub struct StackFlags {
     /// GEMM, its reduce-scatter with its last.
     #[arg(long)]
     pub tp_comm_overlap: bool,
+    /// The fused attention kernel: cudnn (default; Transformer Engine's,
+    /// and PyTorch's SDPA where it picks cuDNN) or flash2
+    /// (FlashAttention-2, PyTorch's SDPA flash backend: slower on H100-class
+    /// GPUs; what PyTorch releases from late 2024 to mid 2025 ran).
+    #[arg(long, value_name = "KERNEL")]
+    pub attention_kernel: Option<String>,
 }
 
 impl StackFlags {
@@ -754,6 +764,10 @@ impl StackFlags {
             moe_a2a_overlap: self.moe_a2a_overlap,
             tp_comm_overlap: self.tp_comm_overlap,
             moe_imbalance_milli: self.moe_imbalance.map(imbalance_milli).transpose()?,
+            attention_kernel: self
+                .attention_kernel
+                .as_deref()
+                .map_or(Ok(d.attention_kernel), AttentionKernel::parse)?,
         })
     }
 }

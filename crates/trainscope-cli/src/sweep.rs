@@ -654,6 +654,7 @@ fn make_spec(
         moe_a2a_overlap: args.software.moe_a2a_overlap,
         moe_imbalance: args.software.moe_imbalance,
         tp_comm_overlap: args.software.tp_comm_overlap,
+        attention_kernel: args.software.attention_kernel.clone(),
     };
     spec.stack = base.settings()?;
     if let Some(list) = listed(&args.software.cuda_graphs) {

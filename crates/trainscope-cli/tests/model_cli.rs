@@ -398,6 +398,39 @@ fn fp8_param_gather_drops_the_bf16_copy_of_the_linear_weights() {
     assert_eq!(weights(&plain) - weights(&gathered), 2 * 32 * 218_103_808);
 }
 
+/// `--attention-kernel flash2`: FlashAttention-2 runs the attention core
+/// slower on an H100 (the step grows, by less than the attention's share),
+/// not on an A100; the JSON names the kernel; a bad name exits 4 listing
+/// the choices.
+#[test]
+fn attention_kernel_flag_slows_the_attention_on_hopper_only() {
+    let step = |v: &Value| v["iteration_time_ns"].as_u64().unwrap();
+    let cudnn = llama8b_dp8(&["--seq-length", "8192"]);
+    let flash2 = llama8b_dp8(&["--seq-length", "8192", "--attention-kernel", "flash2"]);
+    assert_eq!(cudnn["training"]["attention_kernel"], "cudnn");
+    assert_eq!(flash2["training"]["attention_kernel"], "flash2");
+    let ratio = step(&flash2) as f64 / step(&cudnn) as f64;
+    assert!(ratio > 1.05 && ratio < 1.5, "{ratio}");
+    let a100 = |k: &str| {
+        step(&llama8b_dp8(&[
+            "--gpu-type",
+            "A100-80G",
+            "--attention-kernel",
+            k,
+        ]))
+    };
+    assert_eq!(a100("flash2"), a100("cudnn"));
+    let out = trainscope(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--attention-kernel",
+        "flash3",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cudnn, flash2"), "{}", stderr(&out));
+}
+
 #[test]
 fn invalid_jobs_exit_4_naming_the_numbers() {
     for (args, want) in [

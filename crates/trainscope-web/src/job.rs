@@ -21,7 +21,7 @@ use crate::settings::{Field, Schedule, Settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
-use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision, GPU_NAMES};
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
@@ -138,6 +138,7 @@ pub enum JobField {
     MoeA2aOverlap,
     MoeImbalance,
     TpCommOverlap,
+    AttentionKernel,
     Sharding,
     FsdpPrefetch,
     ReshardAfterForward,
@@ -147,7 +148,7 @@ pub enum JobField {
 
 impl JobField {
     /// Every field, in panel and URL order.
-    pub const ALL: [JobField; 37] = [
+    pub const ALL: [JobField; 38] = [
         JobField::Model,
         JobField::Gpu,
         JobField::Tp,
@@ -180,6 +181,7 @@ impl JobField {
         JobField::MoeA2aOverlap,
         JobField::MoeImbalance,
         JobField::TpCommOverlap,
+        JobField::AttentionKernel,
         JobField::Sharding,
         JobField::FsdpPrefetch,
         JobField::ReshardAfterForward,
@@ -223,6 +225,7 @@ impl JobField {
             JobField::MoeA2aOverlap => "job_moe_a2a_overlap",
             JobField::MoeImbalance => "job_moe_imbalance",
             JobField::TpCommOverlap => "job_tp_overlap",
+            JobField::AttentionKernel => "job_attention_kernel",
             JobField::Sharding => "job_zero",
             JobField::FsdpPrefetch => "job_fsdp_prefetch",
             JobField::ReshardAfterForward => "job_reshard",
@@ -278,6 +281,7 @@ impl JobField {
             JobField::MoeA2aOverlap => "EP overlap",
             JobField::MoeImbalance => "MoE imbalance (busiest rank)",
             JobField::TpCommOverlap => "TP comm overlap",
+            JobField::AttentionKernel => "Attention kernel",
             JobField::Sharding => "Sharding",
             JobField::FsdpPrefetch => "FSDP prefetch",
             JobField::ReshardAfterForward => "Reshard after forward",
@@ -321,6 +325,7 @@ impl JobField {
             JobField::MoeA2aOverlap => "--moe-a2a-overlap",
             JobField::MoeImbalance => "--moe-imbalance (empty: balanced)",
             JobField::TpCommOverlap => "--tp-comm-overlap",
+            JobField::AttentionKernel => "--attention-kernel (flash2: FlashAttention-2)",
             JobField::Sharding => "--zero N (1: --distributed-optimizer; 3: --fsdp)",
             JobField::FsdpPrefetch => "--fsdp-prefetch",
             JobField::ReshardAfterForward => "--no-reshard-after-forward (unchecked)",
@@ -473,6 +478,7 @@ impl JobSettings {
             },
             JobField::MoeA2aOverlap => on_off(self.training.stack.moe_a2a_overlap),
             JobField::TpCommOverlap => on_off(self.training.stack.tp_comm_overlap),
+            JobField::AttentionKernel => self.training.stack.attention_kernel.name().into(),
             JobField::MoeImbalance => self
                 .training
                 .stack
@@ -610,6 +616,9 @@ impl JobSettings {
             }
             JobField::MoeA2aOverlap => self.training.stack.moe_a2a_overlap = parse_on_off(text)?,
             JobField::TpCommOverlap => self.training.stack.tp_comm_overlap = parse_on_off(text)?,
+            JobField::AttentionKernel => {
+                self.training.stack.attention_kernel = AttentionKernel::parse(text)?
+            }
             JobField::MoeImbalance => {
                 let t = text.trim();
                 self.training.stack.moe_imbalance_milli = if t.is_empty() {

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use trainscope_core::hardware::{gpu_preset, Precision};
+use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision};
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::presets::preset;
@@ -159,6 +159,7 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
                 moe_imbalance_milli: Some(1_250),
                 tp_comm_overlap: true,
                 launch_queue_depth: Some(256),
+                attention_kernel: AttentionKernel::Flash2,
             },
             sharding: Sharding {
                 zero: ZeroStage::Parameters,
@@ -176,6 +177,11 @@ fn a_link_carries_the_whole_job_and_names_a_dropped_file() {
         job.cli_command()
     );
     assert!(!job.cli_command().contains("--distributed-optimizer"));
+    assert!(
+        job.cli_command().contains(" --attention-kernel flash2"),
+        "{}",
+        job.cli_command()
+    );
     let fragment = format!(
         "{}&{}",
         to_fragment(None, &Settings::default(), &BTreeSet::new()),

@@ -11,8 +11,10 @@
 //! and SimAI), the host link (PCIe) per direction in GB/s (10^9 bytes/s,
 //! [`PCIE_SOURCES`]). Pure data and arithmetic.
 
+pub mod attention_kernel;
 pub mod simai;
 
+pub use attention_kernel::AttentionKernel;
 pub use simai::{GpuType, NicType};
 
 use crate::model::ops::OpClass;
@@ -168,6 +170,8 @@ Graphs'). A40 and L40S have no published sweep here: A100's curve is assumed.";
 pub struct AttentionPass {
     pub seq_length: u64,
     pub backward: bool,
+    /// The fused kernel that runs it ([`AttentionKernel::speed`]).
+    pub kernel: AttentionKernel,
 }
 
 impl Efficiency {
@@ -555,7 +559,8 @@ impl GpuSpec {
                     Precision::Fp32 => self.peaks.fp32_tflops,
                     _ => self.peaks.bf16_tflops,
                 };
-                flops / (peak * 1e12 * e.attention_efficiency(attention))
+                let speed = attention.kernel.speed(&self.name, attention.backward);
+                flops / (peak * 1e12 * e.attention_efficiency(attention) * speed)
             }
             _ => 0.0,
         };
@@ -647,6 +652,7 @@ mod tests {
             e.attention_efficiency(AttentionPass {
                 seq_length,
                 backward,
+                ..AttentionPass::default()
             })
         };
         // Half of the long-sequence level at the half-efficiency length.

@@ -123,6 +123,7 @@ fn times(
     let pass = |backward| AttentionPass {
         seq_length,
         backward,
+        kernel: host.stack.attention_kernel,
     };
     for op in ops {
         let f = phase_ns(gpu, op, &op.forward, precision, pass(false));
@@ -941,6 +942,7 @@ mod tests {
             tp_comm_overlap: false,
             moe_imbalance_milli: None,
             launch_queue_depth: None,
+            attention_kernel: crate::hardware::AttentionKernel::Cudnn,
         },
         region: Region::Layer,
         op_policy: crate::job::op_checkpoint::OpPolicy {

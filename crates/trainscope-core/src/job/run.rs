@@ -335,6 +335,7 @@ impl ModelRunOutput {
             "stack": s.stack.stack.name(),
             "cuda_graphs": s.stack.cuda_graphs.name(),
             "host_launch_ns_per_kernel": s.stack.per_kernel_ns(),
+            "attention_kernel": s.stack.attention_kernel.name(),
         });
         if m.moe.is_some() {
             // How the MoE layers run (model::dispatcher).

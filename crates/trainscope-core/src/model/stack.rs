@@ -60,6 +60,7 @@
 //! modules beyond the per-kernel average.
 
 use super::dispatcher::{Dispatcher, BALANCED_MILLI};
+use crate::hardware::AttentionKernel;
 use serde::{Deserialize, Serialize};
 
 /// Host time per kernel of eager PyTorch, ns.
@@ -242,6 +243,10 @@ pub struct StackSettings {
     /// may run a whole iteration ahead).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_queue_depth: Option<u32>,
+    /// The fused attention kernel (`--attention-kernel`;
+    /// [`AttentionKernel`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub attention_kernel: AttentionKernel,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -326,6 +331,12 @@ impl StackSettings {
         }
         if self.tp_comm_overlap {
             f.push_str(" --tp-comm-overlap");
+        }
+        if self.attention_kernel != d.attention_kernel {
+            f.push_str(&format!(
+                " --attention-kernel {}",
+                self.attention_kernel.name()
+            ));
         }
         if let Some(m) = self.moe_imbalance_milli {
             f.push_str(&format!(

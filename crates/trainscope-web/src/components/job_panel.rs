@@ -16,7 +16,7 @@ use crate::job::{JobField, JobModel, FILE_PREFIX};
 use crate::model_job::nvlink_pinned;
 use crate::settings::Field;
 use crate::state::{Action, AppState};
-use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
+use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision, GPU_NAMES};
 use trainscope_core::job::sharding::ZeroStage;
 use trainscope_core::job::Recompute;
 use trainscope_core::model::dispatcher::Dispatcher;
@@ -64,6 +64,10 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
             .iter()
             .map(|g| (g.name().to_string(), g.name().to_string()))
             .collect(),
+        JobField::AttentionKernel => AttentionKernel::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), k.name().to_string()))
+            .collect(),
         JobField::MoeDispatcher => Dispatcher::ALL
             .iter()
             .map(|d| (d.name().to_string(), d.name().to_string()))
@@ -109,6 +113,7 @@ fn control(state: &UseReducerHandle<AppState>, field: JobField) -> Html {
         | JobField::Recompute
         | JobField::Stack
         | JobField::CudaGraphs
+        | JobField::AttentionKernel
         | JobField::MoeDispatcher
         | JobField::MoeFusion
         | JobField::Sharding
@@ -243,7 +248,7 @@ pub fn JobPanel(props: &JobPanelProps) -> Html {
                 <div class="job-checks">
                     { fields(&[JobField::SequenceParallel, JobField::DistributedOptimizer, JobField::FlashAttention]) }
                     { fields(&[JobField::AccountForEmbedding, JobField::AccountForLoss, JobField::Bf16Grads, JobField::Fp8ParamGather]) }
-                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::LaunchQueueDepth, JobField::TpCommOverlap]) }
+                    { fields(&[JobField::Stack, JobField::CudaGraphs, JobField::HostLaunchUs, JobField::LaunchQueueDepth, JobField::TpCommOverlap, JobField::AttentionKernel]) }
                     { fields(&[JobField::MoeDispatcher, JobField::MoeFusion, JobField::MoeA2aOverlap, JobField::MoeImbalance]) }
                     { fields(&[JobField::Sharding, JobField::FsdpPrefetch, JobField::ReshardAfterForward, JobField::HsdpShard, JobField::Offload]) }
                 </div>
