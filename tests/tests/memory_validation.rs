@@ -47,11 +47,12 @@ const STILL_NOT_FITTING: [&str; 1] = ["nemo2407-h100-gpt3-175b-512gpu"];
 /// Documented accuracy of the reserved peak against torchtitan's
 /// published figures (README "Sharded data parallel cases"): median
 /// 42.9%, worst 94.7% when the cases were added; 22.2% / 94.7% since
-/// torchtitan's "op" checkpointing is modelled as itself (now mostly
-/// under: the allocator's cache grows to the card; the worst, Trainy's
-/// H200 runs, over); a guard, far from the targets.
-const RESERVED_MEDIAN_TOLERANCE: f64 = 0.50;
-const RESERVED_WORST_TOLERANCE: f64 = 1.0;
+/// torchtitan's "op" checkpointing is modelled as itself; 21.9% / 36.5%
+/// since Trainy's runs of the same config are too (mostly under: the
+/// allocator's cache grows to the card; Trainy's H200 runs over); a guard,
+/// far from the targets.
+const RESERVED_MEDIAN_TOLERANCE: f64 = 0.30;
+const RESERVED_WORST_TOLERANCE: f64 = 0.45;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
