@@ -2,12 +2,34 @@
 //! the seed files bundled with the project, the one configuration of every
 //! property test (a fixed seed, so `cargo test` is repeatable), and a
 //! model-level job written as Chakra files (the Chakra round-trip tests),
-//! and the rows of the measured CSV files (`tests/fixtures/measured/`).
+//! and the rows of the measured CSV files (`tests/fixtures/measured/`),
+//! and the one-GPU training setup those measurements ran.
 
 pub mod kineto_gen;
 pub mod modgraph;
 
 use std::path::PathBuf;
+use trainscope_core::job::TrainingSetup;
+use trainscope_core::model::stack::{Stack, StackSettings};
+
+/// The setup of a measured one-GPU step: `stack`, TP = PP = DP = 1,
+/// `micro_batch` sequences of `seq` tokens a micro-batch, `global_batch`
+/// a step (more than one micro-batch: gradient accumulation).
+pub fn one_gpu_setup(stack: Stack, micro_batch: u32, global_batch: u32, seq: u32) -> TrainingSetup {
+    TrainingSetup {
+        stack: StackSettings {
+            stack,
+            ..StackSettings::default()
+        },
+        tp: 1,
+        pp: 1,
+        dp: Some(1),
+        micro_batch_size: micro_batch,
+        global_batch_size: Some(global_batch),
+        seq_length: seq,
+        ..TrainingSetup::default()
+    }
+}
 
 /// Absolute path of `tests/fixtures/<rel>`.
 pub fn fixture(rel: &str) -> PathBuf {

@@ -10,10 +10,10 @@ use trainscope_core::formats::hf;
 use trainscope_core::hardware::{gpu_preset, AttentionKernel, AttentionPass, Precision};
 use trainscope_core::inspect::inspect_set;
 use trainscope_core::job::run::run_model;
-use trainscope_core::job::{ModelJob, TrainingSetup};
+use trainscope_core::job::ModelJob;
 use trainscope_core::model::ops::OpClass;
-use trainscope_core::model::stack::{Stack, StackSettings};
-use trainscope_tests::{csv_num as num, csv_rows, fixture_bytes, median};
+use trainscope_core::model::stack::Stack;
+use trainscope_tests::{csv_num as num, csv_rows, fixture_bytes, median, one_gpu_setup};
 
 const DIR: &str = "measured/h100-sxm";
 
@@ -299,19 +299,7 @@ fn training_steps_table(dir: &str, preset: &str) -> (Vec<f64>, Vec<f64>) {
         } else {
             Stack::PytorchEager
         };
-        let setup = TrainingSetup {
-            stack: StackSettings {
-                stack,
-                ..StackSettings::default()
-            },
-            tp: 1,
-            pp: 1,
-            dp: Some(1),
-            micro_batch_size: mb,
-            global_batch_size: Some(mb),
-            seq_length: num(&r, "seq") as u32,
-            ..TrainingSetup::default()
-        };
+        let setup = one_gpu_setup(stack, mb, mb, num(&r, "seq") as u32);
         let job = ModelJob::new(spec, setup, gpu_preset(preset).unwrap(), Some(1)).unwrap();
         let out = run_model(&job, &SimConfig::default()).unwrap();
         let predicted_ms = out.run.summary().iteration_time_ns as f64 / 1e6;
@@ -400,19 +388,7 @@ fn eager_layer_memory_passes_against_the_profiled_kernels() {
             .sum();
         let rel = format!("{DIR}/{config}");
         let (spec, _) = hf::parse(&rel, &String::from_utf8(fixture_bytes(&rel)).unwrap()).unwrap();
-        let setup = TrainingSetup {
-            stack: StackSettings {
-                stack: Stack::PytorchEager,
-                ..StackSettings::default()
-            },
-            tp: 1,
-            pp: 1,
-            dp: Some(1),
-            micro_batch_size: mb,
-            global_batch_size: Some(mb),
-            seq_length: seq,
-            ..TrainingSetup::default()
-        };
+        let setup = one_gpu_setup(Stack::PytorchEager, mb, mb, seq);
         let gpu = gpu_preset("H100-SXM").unwrap();
         let job = ModelJob::new(spec.clone(), setup, gpu.clone(), Some(1)).unwrap();
         let shape = trainscope_core::job::layout::shape(&job);

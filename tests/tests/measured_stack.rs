@@ -14,7 +14,7 @@ use trainscope_core::model::presets;
 use trainscope_core::model::stack::{
     Stack, StackSettings, EAGER_LAUNCH_NS, GRAPH_LAUNCH_NS, LAUNCH_QUEUE_DEPTH,
 };
-use trainscope_tests::{csv_num, csv_rows, median, CsvRow};
+use trainscope_tests::{csv_num, csv_rows, median, one_gpu_setup, CsvRow};
 
 const DIR: &str = "measured/h200";
 /// Both runs of each section: two machines, same image.
@@ -265,19 +265,7 @@ fn gradient_accumulation_steps_on_h200() {
         let rel = format!("{DIR}/config-{name}.json");
         let text = String::from_utf8(trainscope_tests::fixture_bytes(&rel)).unwrap();
         let (spec, _) = hf::parse(&rel, &text).unwrap();
-        let setup = TrainingSetup {
-            stack: StackSettings {
-                stack: Stack::PytorchEager,
-                ..StackSettings::default()
-            },
-            tp: 1,
-            pp: 1,
-            dp: Some(1),
-            micro_batch_size: 1,
-            global_batch_size: Some(k),
-            seq_length: csv_num(&r, "seq") as u32,
-            ..TrainingSetup::default()
-        };
+        let setup = one_gpu_setup(Stack::PytorchEager, 1, k, csv_num(&r, "seq") as u32);
         let job = ModelJob::new(spec, setup, gpu_preset("H200").unwrap(), Some(1)).unwrap();
         let out = run_model(&job, &SimConfig::default()).unwrap();
         let predicted = out.run.summary().iteration_time_ns as f64 / 1e6;

@@ -349,22 +349,7 @@ pub const ROPE: &str = "rope";
 /// A memory-bound op of `[forward, input gradient]` bytes whose kernels are
 /// counted elsewhere.
 fn passes(name: &'static str, [fwd, bwd]: [f64; 2]) -> Op {
-    Op {
-        name,
-        class: OpClass::Memory,
-        attention_core: false,
-        fp8: false,
-        python_loop: false,
-        forward: OpWork {
-            bytes: fwd,
-            ..Default::default()
-        },
-        input_grad: OpWork {
-            bytes: bwd,
-            ..Default::default()
-        },
-        weight_grad: OpWork::default(),
-    }
+    memory_bytes(name, fwd, bwd, 0)
 }
 
 /// One GEMM (`fp8`: at FP8 with 1-byte weights, else at the activations'
@@ -428,16 +413,19 @@ fn stream(name: &'static str, kind: Stream, elems: f64, s: &Shape) -> Op {
         Stream::Norm => [rb + ab, ab + 2.0 * rb],
         Stream::Residual => [2.0 * rb + ab, rb + ab],
     };
-    let mut op = memory(name, 0.0, 0.0, 1, s);
-    op.forward.bytes = fwd * elems;
-    op.input_grad.bytes = bwd * elems;
-    op
+    memory_bytes(name, fwd * elems, bwd * elems, 1)
 }
 
 /// A bandwidth-bound op: forward reads `fwd_in` and writes `fwd_out`
 /// elements; its input gradient moves `bwd` elements.
 fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &Shape) -> Op {
     let a = s.activation_bytes as f64;
+    memory_bytes(name, fwd_elems * a, bwd_elems * a, kernels)
+}
+
+/// A bandwidth-bound op moving `fwd_bytes` forward and `bwd_bytes` for its
+/// input gradient, `kernels` kernels each.
+fn memory_bytes(name: &'static str, fwd_bytes: f64, bwd_bytes: f64, kernels: u32) -> Op {
     Op {
         name,
         class: OpClass::Memory,
@@ -445,14 +433,12 @@ fn memory(name: &'static str, fwd_elems: f64, bwd_elems: f64, kernels: u32, s: &
         fp8: false,
         python_loop: false,
         forward: OpWork {
-            flops: 0.0,
-            bytes: fwd_elems * a,
+            bytes: fwd_bytes,
             kernels,
             ..Default::default()
         },
         input_grad: OpWork {
-            flops: 0.0,
-            bytes: bwd_elems * a,
+            bytes: bwd_bytes,
             kernels,
             ..Default::default()
         },
