@@ -355,6 +355,17 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// The message for a name that is none of a setting's `choices`:
+/// "unknown `kind` `name`; expected one of: a, b, c" (the flags' and the
+/// page's fields' parse error).
+pub fn unknown_name(kind: &str, name: &str, choices: &[&str]) -> String {
+    format!(
+        "unknown {kind} `{}`; expected one of: {}",
+        name.trim(),
+        choices.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -60,12 +60,8 @@ impl PlacementOrder {
 
     /// [`Self::from_name`], or a message naming the valid orders.
     pub fn parse(name: &str) -> Result<PlacementOrder, String> {
-        Self::from_name(name).ok_or_else(|| {
-            format!(
-                "unknown placement order `{name}`; expected one of: {}",
-                Self::NAMES.join(", ")
-            )
-        })
+        Self::from_name(name)
+            .ok_or_else(|| crate::diag::unknown_name("placement order", name, &Self::NAMES))
     }
 
     /// Parse `tp-dp-pp` style names (fastest first).

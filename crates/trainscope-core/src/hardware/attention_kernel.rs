@@ -63,10 +63,10 @@ impl AttentionKernel {
     /// [`AttentionKernel::from_name`], or the message naming every kernel.
     pub fn parse(name: &str) -> Result<AttentionKernel, String> {
         AttentionKernel::from_name(name).ok_or_else(|| {
-            format!(
-                "unknown attention kernel `{}`; expected one of: {}",
-                name.trim(),
-                AttentionKernel::ALL.map(AttentionKernel::name).join(", ")
+            crate::diag::unknown_name(
+                "attention kernel",
+                name,
+                &AttentionKernel::ALL.map(AttentionKernel::name),
             )
         })
     }

@@ -89,10 +89,10 @@ impl Dispatcher {
     /// [`Dispatcher::from_name`], or the message naming every dispatcher.
     pub fn parse(name: &str) -> Result<Dispatcher, String> {
         Dispatcher::from_name(name).ok_or_else(|| {
-            format!(
-                "unknown token dispatcher `{}`; expected one of: {}",
-                name.trim(),
-                Dispatcher::ALL.map(Dispatcher::name).join(", ")
+            crate::diag::unknown_name(
+                "token dispatcher",
+                name,
+                &Dispatcher::ALL.map(Dispatcher::name),
             )
         })
     }

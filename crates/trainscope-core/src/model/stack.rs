@@ -263,13 +263,8 @@ pub const MAX_HOST_LAUNCH_US: f64 = 1e6;
 impl Stack {
     /// [`Stack::from_name`], or the message naming every stack.
     pub fn parse(name: &str) -> Result<Stack, String> {
-        Stack::from_name(name).ok_or_else(|| {
-            format!(
-                "unknown stack `{}`; expected one of: {}",
-                name.trim(),
-                Stack::ALL.map(Stack::name).join(", ")
-            )
-        })
+        Stack::from_name(name)
+            .ok_or_else(|| crate::diag::unknown_name("stack", name, &Stack::ALL.map(Stack::name)))
     }
 }
 
@@ -277,10 +272,10 @@ impl CudaGraphs {
     /// [`CudaGraphs::from_name`], or the message naming every scope.
     pub fn parse(name: &str) -> Result<CudaGraphs, String> {
         CudaGraphs::from_name(name).ok_or_else(|| {
-            format!(
-                "unknown CUDA graph scope `{}`; expected one of: {}",
-                name.trim(),
-                CudaGraphs::ALL.map(CudaGraphs::name).join(", ")
+            crate::diag::unknown_name(
+                "CUDA graph scope",
+                name,
+                &CudaGraphs::ALL.map(CudaGraphs::name),
             )
         })
     }
