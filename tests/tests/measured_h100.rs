@@ -7,10 +7,11 @@
 
 use trainscope_core::engine::SimConfig;
 use trainscope_core::formats::hf;
-use trainscope_core::hardware::{gpu_preset, AttentionKernel, AttentionPass, Precision};
+use trainscope_core::hardware::{gpu_preset, AttentionPass, Precision};
 use trainscope_core::inspect::inspect_set;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::ModelJob;
+use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::ops::OpClass;
 use trainscope_core::model::stack::Stack;
 use trainscope_tests::{csv_num as num, csv_rows, fixture_bytes, median, one_gpu_setup};

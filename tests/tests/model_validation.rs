@@ -18,11 +18,12 @@
 use serde::Deserialize;
 use trainscope_core::engine::SimConfig;
 use trainscope_core::hardware::NicType;
-use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision};
+use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::calibrate::fit_compute_scale;
 use trainscope_core::job::run::run_model;
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
+use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_core::model::{presets, Family, ModelSpec};

@@ -13,9 +13,10 @@ use trainscope_core::engine::config::PlacementOrder;
 use trainscope_core::engine::faults::{self, Faults};
 use trainscope_core::engine::{Algorithm, ScheduleKind, SimConfig};
 use trainscope_core::hardware::{gpu_preset, NicType, GPU_NAMES};
-use trainscope_core::hardware::{AttentionKernel, GpuSpec, Precision};
+use trainscope_core::hardware::{GpuSpec, Precision};
 use trainscope_core::job::sharding::{Offload, Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup};
+use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::stack::{
     launch_ns_from_us, queue_depth_from_text, CudaGraphs, Stack, StackSettings,

@@ -21,9 +21,10 @@ use crate::settings::{Field, Schedule, Settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
-use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision, GPU_NAMES};
+use trainscope_core::hardware::{gpu_preset, Precision, GPU_NAMES};
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{Recompute, TrainingSetup, DEFAULT_GPU};
+use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatcher};
 use trainscope_core::model::presets;
 use trainscope_core::model::stack::{

@@ -12,9 +12,10 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use trainscope_core::hardware::{gpu_preset, AttentionKernel, Precision};
+use trainscope_core::hardware::{gpu_preset, Precision};
 use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
+use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::presets::preset;
 use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_web::compute;

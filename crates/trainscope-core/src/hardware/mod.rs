@@ -11,11 +11,11 @@
 //! and SimAI), the host link (PCIe) per direction in GB/s (10^9 bytes/s,
 //! [`PCIE_SOURCES`]). Pure data and arithmetic.
 
-pub mod attention_kernel;
 pub mod simai;
 
-pub use attention_kernel::AttentionKernel;
 pub use simai::{GpuType, NicType};
+
+use crate::model::attention_kernel::AttentionKernel;
 
 use crate::model::ops::OpClass;
 use serde::{Deserialize, Serialize};

@@ -942,7 +942,7 @@ mod tests {
             tp_comm_overlap: false,
             moe_imbalance_milli: None,
             launch_queue_depth: None,
-            attention_kernel: crate::hardware::AttentionKernel::Cudnn,
+            attention_kernel: crate::model::attention_kernel::AttentionKernel::Cudnn,
         },
         region: Region::Layer,
         op_policy: crate::job::op_checkpoint::OpPolicy {

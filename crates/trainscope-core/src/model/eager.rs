@@ -30,7 +30,7 @@
 //! autocast casts a linear layer's input to bf16 on every call (q, k and
 //! v each cast the same normed input). Nothing is fitted: the per-kernel
 //! durations of the profiled layers (`llama-layer-kernels.tsv`) are the
-//! check (`tests/tests/measured_stack.rs`). Not counted: the strided
+//! check (`tests/tests/measured_h100.rs`). Not counted: the strided
 //! (transposed) element-wise kernels of RoPE run 2-3x slower than their
 //! bytes in those traces; DDP's per-step gradient scaling.
 //!

@@ -6,6 +6,7 @@
 //! ([`presets`]). FLOPs and bytes per op live in [`ops`]. Pure data and
 //! integer arithmetic; nothing here knows about GPUs or the simulator.
 
+pub mod attention_kernel;
 pub mod dispatcher;
 pub mod eager;
 pub mod ops;

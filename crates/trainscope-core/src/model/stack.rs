@@ -59,8 +59,8 @@
 //! CPU's own speed (all figures are one H100 host's); the Python between
 //! modules beyond the per-kernel average.
 
+use super::attention_kernel::AttentionKernel;
 use super::dispatcher::{Dispatcher, BALANCED_MILLI};
-use crate::hardware::AttentionKernel;
 use serde::{Deserialize, Serialize};
 
 /// Host time per kernel of eager PyTorch, ns.

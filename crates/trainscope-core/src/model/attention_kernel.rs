@@ -2,7 +2,7 @@
 //! kernels per stack): cuDNN's (Transformer Engine's fused attention,
 //! PyTorch's SDPA where it picks cuDNN, FlashAttention-3-class on Hopper)
 //! or FlashAttention-2 (PyTorch's SDPA flash backend). The H100-class
-//! attention curve ([`super::EFFICIENCY_SOURCES`]) was measured with
+//! attention curve ([`crate::hardware::EFFICIENCY_SOURCES`]) was measured with
 //! PyTorch 2.11's SDPA, which ran cuDNN's kernels (the committed traces
 //! name them); FlashAttention-2 runs that core slower on Hopper, by the
 //! ratios of [`ATTENTION_KERNEL_SOURCES`]. Which one a PyTorch run got
