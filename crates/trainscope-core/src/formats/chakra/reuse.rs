@@ -254,22 +254,35 @@ fn rank_specific_fields(b: &[u8]) -> Option<Vec<(u32, u32, u8, bool)>> {
 /// applies to the template's kept node `kept`, pushed to `patches` as
 /// (node index, patch); false when the attribute does not decode or a peer
 /// is out of range (then the file is parsed in full).
-fn patch_of(
-    aa: &[u8],
+/// `memo`: attributes of the file decoded so far (a file's collectives
+/// repeat a few `pg_name`s), the latest [`MEMO_ENTRIES`].
+fn patch_of<'a>(
+    aa: &'a [u8],
     which: u8,
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
+    memo: &mut Memo<'a>,
 ) -> bool {
-    let attr = match simple_value(aa) {
-        Some(v) => v,
+    let attr = match memo.iter().find(|(b, _)| *b == aa) {
+        Some((_, v)) => v.clone(),
         None => {
-            let Ok(attr) = AttributeProto::decode(aa) else {
-                return false;
+            let v = match simple_value(aa) {
+                Some(v) => v,
+                None => {
+                    let Ok(attr) = AttributeProto::decode(aa) else {
+                        return false;
+                    };
+                    match attr.value {
+                        Some(Value::StringVal(s)) => Simple::Str(s),
+                        _ => Simple::Int(int_value(&attr)),
+                    }
+                }
             };
-            match attr.value {
-                Some(Value::StringVal(s)) => Simple::Str(s),
-                _ => Simple::Int(int_value(&attr)),
+            if memo.len() == MEMO_ENTRIES {
+                memo.remove(0);
             }
+            memo.push((aa, v.clone()));
+            v
         }
     };
     if let Some((i, node)) = kept {
@@ -301,8 +314,15 @@ fn patch_of(
     true
 }
 
+/// Attributes' bytes decoded, with their values ([`patch_of`]).
+type Memo<'a> = Vec<(&'a [u8], Simple)>;
+
+/// Most attributes a [`Memo`] holds.
+const MEMO_ENTRIES: usize = 8;
+
 /// An attribute's value as a patch reads it: a string, or an integer
 /// ([`int_value`]: `Err` for any other value).
+#[derive(Clone)]
 enum Simple {
     Str(String),
     Int(Result<i128, &'static str>),
@@ -373,12 +393,13 @@ fn simple_value(a: &[u8]) -> Option<Simple> {
 /// value. The rank-specific values that apply to the template's kept node
 /// `kept` are pushed to `patches` as (node index, patch) (a node's first
 /// of each name). False when the copy is no copy.
-fn compare_node(
-    a: &[u8],
+fn compare_node<'a>(
+    a: &'a [u8],
     b: &[u8],
     specials: &[(u32, u32, u8, bool)],
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
+    memo: &mut Memo<'a>,
 ) -> bool {
     let (mut pa, mut pb) = (0usize, 0usize);
     for &(start, end, which, first) in specials {
@@ -398,7 +419,7 @@ fn compare_node(
             let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, end)) else {
                 return false;
             };
-            if !same_but_value(aa, ab) || (first && !patch_of(aa, which, kept, patches)) {
+            if !same_but_value(aa, ab) || (first && !patch_of(aa, which, kept, patches, memo)) {
                 return false;
             }
         }
@@ -526,6 +547,7 @@ impl ParseCache {
             return;
         }
         let mut patches = Vec::with_capacity(values.len());
+        let mut memo = Memo::new();
         for v in &values {
             let kept = t.node_of[v.frame as usize];
             if !v.first || kept == u32::MAX {
@@ -539,6 +561,7 @@ impl ParseCache {
                 v.which,
                 Some((kept, node)),
                 &mut one,
+                &mut memo,
             ) {
                 return;
             }
@@ -572,6 +595,7 @@ impl ParseCache {
             return None;
         }
         let mut patches: Vec<(u32, Patch)> = Vec::new();
+        let mut memo = Memo::new();
         for (f, (&(_, sa, ea), &(_, sb, eb))) in frames.iter().zip(&t.frames).enumerate() {
             let (a, b) = (&bytes[sa..ea], &t.bytes[sb..eb]);
             if a == b {
@@ -579,7 +603,7 @@ impl ParseCache {
             }
             let kept = t.node_of[f];
             let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
-            if !compare_node(a, b, &t.specials[f], kept, &mut patches) {
+            if !compare_node(a, b, &t.specials[f], kept, &mut patches, &mut memo) {
                 return None;
             }
         }
@@ -629,6 +653,7 @@ fn compare_values(
     base_patches: Option<&[Option<(u32, Patch)>]>,
 ) -> Option<Vec<(u32, Patch)>> {
     let mut patches: Vec<(u32, Patch)> = Vec::new();
+    let mut memo = Memo::new();
     let mut pos = 0;
     for (q, v) in values.iter().enumerate() {
         if bytes[pos..v.start] != base[pos..v.start] {
@@ -644,7 +669,13 @@ fn compare_values(
             if v.first {
                 let kept = t.node_of[v.frame as usize];
                 let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
-                if !patch_of(&bytes[v.attr.0..v.attr.1], v.which, kept, &mut patches) {
+                if !patch_of(
+                    &bytes[v.attr.0..v.attr.1],
+                    v.which,
+                    kept,
+                    &mut patches,
+                    &mut memo,
+                ) {
                     return None;
                 }
             }
