@@ -96,6 +96,46 @@ fn files_that_differ_in_more_than_rank_ids_are_parsed_in_full() {
     assert_eq!((cache.full, cache.copies), (4, 4));
 }
 
+/// Ranks whose group names have other lengths than their template's
+/// (`pg_name` "9" against "10") are read by value positions too, laid out
+/// as an earlier copy: a layout is kept per length. Every file still
+/// parses exactly as in full; a file laid out as a layout but differing in
+/// any other byte (a compute node's duration, same length) is parsed in
+/// full.
+#[test]
+fn copies_laid_out_as_an_earlier_copy_compare_by_value_positions() {
+    let (files, _, _) = trainscope_tests::chakra_written(2, 16, 2, 16);
+    let lengths: std::collections::BTreeSet<usize> = files.iter().map(|(_, b)| b.len()).collect();
+    assert!(lengths.len() > 2, "{lengths:?}");
+    let cache = parse_all(&files);
+    assert_eq!((cache.full, cache.copies), (2, files.len() as u64 - 2));
+    // Most copies compare by value positions: only the first file of each
+    // length of each stage walks its node frames.
+    let framed = cache.copies - cache.by_layout;
+    assert!(
+        cache.by_layout > framed && framed < lengths.len() as u64 * 2,
+        "{} by layout, {framed} framed",
+        cache.by_layout
+    );
+    // A file laid out as another (its length seen before, not its
+    // template's) with one compute duration changed in place.
+    let seen: Vec<usize> = files.iter().map(|(_, b)| b.len()).collect();
+    let k = (2..files.len())
+        .find(|&k| seen[..k].iter().filter(|&&l| l == seen[k]).count() >= 2 && seen[k] != seen[0])
+        .expect("a file whose length two earlier files have");
+    let (meta, mut nodes) = decode(&files[k].1);
+    let comp = nodes
+        .iter_mut()
+        .find(|n| n.r#type == NodeType::CompNode as i32 && n.duration_micros % 128 != 127)
+        .expect("a compute node");
+    comp.duration_micros += 1;
+    let mut changed = files.clone();
+    changed[k].1 = encode(&meta, &nodes);
+    assert_eq!(changed[k].1.len(), files[k].1.len());
+    let cache_changed = parse_all(&changed);
+    assert_eq!(cache_changed.full, cache.full + 1);
+}
+
 /// A written set with its groups file, loaded into its measured run.
 fn loaded(tp: u32, dp: u32, pp: u32) -> trainscope_core::workload::MeasuredRun {
     let (files, groups, _) = trainscope_tests::chakra_written(tp, dp, pp, 8);

@@ -303,18 +303,15 @@ fn a_consistent_trace_replays_to_its_measured_time() {
     // measured order), and the replayed spans sit where they were measured.
     let m = out.measured.as_ref().unwrap();
     let sim_t = &out.result.timeline;
-    for (ml, sl) in m.timeline.lanes().iter().zip(sim_t.lanes()) {
+    let mt = m.timeline.as_ref().unwrap();
+    for (ml, sl) in mt.lanes().iter().zip(sim_t.lanes()) {
         assert_eq!((ml.group, ml.stream), (sl.group, sl.stream));
     }
     let starts = |t: &trainscope_core::timeline::Timeline, lane: u32| -> Vec<u64> {
         t.spans(lane).iter().map(|s| s.start_ns).collect()
     };
     for lane in [0u32, 5] {
-        assert_eq!(
-            starts(&m.timeline, lane),
-            starts(sim_t, lane),
-            "lane {lane}"
-        );
+        assert_eq!(starts(mt, lane), starts(sim_t, lane), "lane {lane}");
     }
 
     // Slower compute in the replay shows up as a per-kind difference.
@@ -439,7 +436,7 @@ fn echo_seed_replay_keeps_measured_compute() {
     assert_eq!(out.summary().simulated_ranks, 4);
     // The measured timeline: every op and sub-op, nothing untimed.
     let m = out.measured.as_ref().unwrap();
-    assert_eq!(m.timeline.span_count(), 57);
+    assert_eq!(m.timeline.as_ref().unwrap().span_count(), 57);
     assert_eq!(m.untimed_spans, 0);
 }
 
@@ -560,13 +557,71 @@ fn run_files_is_deterministic() {
         if let Some(m) = &a.measured {
             let t: trainscope_core::timeline::Timeline =
                 serde_json::from_value(v["measured"]["timeline"].clone()).unwrap();
-            assert_eq!(t, m.timeline);
+            assert_eq!(Some(&t), m.timeline.as_ref());
         }
         assert_eq!(
             v["result"]["summary"]["iteration_time_ns"],
             a.report_json()["iteration_time_ns"]
         );
     }
+}
+
+/// `RunOptions::report_only` (the CLI's `simulate`) leaves the measured
+/// timeline out and nothing else: the same report, warnings and measured
+/// figures (an Optimus-Prime log has untimed ops: the same warning), and a
+/// measured run's timeline is `None` only then.
+#[test]
+fn report_only_skips_the_measured_timeline_and_nothing_else() {
+    let sets: [&[&str]; 5] = [
+        &["seeds/echo_megatron_trace_rank7_tp2_pp4.txt"],
+        &["seeds/optimus_prime_llama1b_pp8_train.log"],
+        &[
+            "kineto/job2_rank0.json",
+            "kineto/job2_rank1.pt.trace.json.gz",
+        ],
+        &["chakra/job.0.et", "chakra/job.1.et"],
+        &["seeds/neusight_gpt2large_dp_workitems.tsv"],
+    ];
+    let mut untimed_seen = false;
+    for names in sets {
+        let bytes: Vec<Vec<u8>> = names.iter().map(|n| fixture_bytes(n)).collect();
+        let files: Vec<(&str, &[u8])> = names
+            .iter()
+            .zip(&bytes)
+            .map(|(n, b)| (*n, b.as_slice()))
+            .collect();
+        let run = |report_only| {
+            run_files(
+                &files,
+                &SimConfig::default(),
+                &RunOptions {
+                    report_only,
+                    ..RunOptions::default()
+                },
+            )
+            .unwrap()
+        };
+        let (full, report) = (run(false), run(true));
+        assert_eq!(full.report_json(), report.report_json(), "{names:?}");
+        assert_eq!(full.warnings, report.warnings, "{names:?}");
+        match (&full.measured, &report.measured) {
+            (Some(f), Some(r)) => {
+                assert!(f.timeline.is_some(), "{names:?}");
+                assert!(r.timeline.is_none(), "{names:?}");
+                let mut f = f.clone();
+                f.timeline = None;
+                assert_eq!(
+                    serde_json::to_value(&f).unwrap(),
+                    serde_json::to_value(r).unwrap(),
+                    "{names:?}"
+                );
+                untimed_seen |= r.untimed_spans > 0 && !r.warnings.is_empty();
+            }
+            (None, None) => {}
+            _ => panic!("{names:?}: one run is measured, the other not"),
+        }
+    }
+    assert!(untimed_seen, "no set with untimed ops was compared");
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn measured_timeline_has_one_lane_per_cuda_stream() {
         .map(|(n, t)| (n.as_str(), t.as_bytes()))
         .collect();
     let out = convert_files(&refs, &RunOptions::default()).unwrap();
-    let t = &out.measured.timeline;
+    let t = &out.timeline;
     let names: Vec<&str> = t.lanes().iter().map(|l| l.name.as_str()).collect();
     assert_eq!(names.len(), 2 * job.world as usize, "{names:?}");
     assert_eq!(names[0], "rank 0 (stage 0) / stream 7");

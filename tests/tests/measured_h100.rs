@@ -152,7 +152,7 @@ fn real_traces_split_forward_backward_and_optimizer() {
             assert!(kinds.contains(&k), "{file}: no {k:?} span in {kinds:?}");
         }
         // The measured timeline: backward kernels are backward spans.
-        let m = &out.measured.as_ref().unwrap().timeline;
+        let m = out.measured.as_ref().unwrap().timeline.as_ref().unwrap();
         let bwd_spans = (0..m.lanes().len() as u32)
             .flat_map(|l| m.spans(l).iter())
             .filter(|s| s.kind == SpanKind::InputGrad)

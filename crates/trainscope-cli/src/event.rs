@@ -43,10 +43,13 @@ pub fn run(args: &Args) -> Result<u8> {
             eprintln!("warning: {name} belongs to the SimAI-compatible mode (--mode simai); ignored in event mode");
         }
     }
-    let (config, options) = match settings(args)? {
+    let (config, mut options) = match settings(args)? {
         Ok(x) => x,
         Err(code) => return Ok(code),
     };
+    // The report is printed and the simulated timeline written: the
+    // measured timeline is not built.
+    options.report_only = true;
     // Read and parsed one file at a time; then as `run_files` runs them.
     let set = load_files_one_by_one(&args.files, &options)?;
     let run = || {
@@ -127,7 +130,7 @@ pub fn convert(args: &ConvertArgs) -> Result<u8> {
         Ok(o) => o,
         Err(e) => return Ok(report_error(&e)),
     };
-    let t = &out.measured.timeline;
+    let t = &out.timeline;
     match args.to {
         ConvertTo::ChromeTrace => write_timeline(t, Some(&args.output), None)?,
         ConvertTo::SpansCsv => write_timeline(t, None, Some(&args.output))?,

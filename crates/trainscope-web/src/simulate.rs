@@ -178,10 +178,10 @@ pub fn simulate(
                         label: "simulated".into(),
                         timeline: out.result.timeline.clone(),
                     }];
-                    if let Some(m) = &out.measured {
+                    if let Some(t) = out.measured.as_ref().and_then(|m| m.timeline.as_ref()) {
                         timelines.push(NamedTimeline {
                             label: "measured".into(),
-                            timeline: m.timeline.clone(),
+                            timeline: t.clone(),
                         });
                     }
                     Simulated {

@@ -1215,6 +1215,7 @@ pub fn to_run_sharing(
     // A copy's template -> the rank whose ops are its (the kept file of
     // that name reads as the template does).
     let mut program_rank: BTreeMap<*const ChakraTrace, Option<u32>> = BTreeMap::new();
+    let mut comm_of: BTreeMap<*const ChakraTrace, CommNodes> = BTreeMap::new();
     let mut ranks: BTreeMap<u32, RankTrace> = BTreeMap::new();
     let mut overlays: Overlays = BTreeMap::new();
     // pg_name -> writer's hint -> collectives.
@@ -1246,15 +1247,19 @@ pub fn to_run_sharing(
         let (ops, copy) = match (program, &t.copy) {
             (Some(of), Some(c)) => {
                 let program_ops = &ranks[&of].ops;
-                let p2p_nodes = program_ops
-                    .iter()
-                    .filter(|o| matches!(o.kind, OpKind::Send | OpKind::Recv))
-                    .count();
+                // The template's collectives, sends and receives (found
+                // once per template; its compute nodes hold nothing of a
+                // copy's own).
+                let comm = comm_of
+                    .entry(std::sync::Arc::as_ptr(&c.template))
+                    .or_insert_with(|| comm_nodes(&c.template.nodes));
                 let mut values: Vec<(u32, OpValues)> =
-                    Vec::with_capacity(p2p_nodes + c.pg_names.len());
+                    Vec::with_capacity(comm.p2p + c.pg_names.len());
                 let mut tally = GroupTally::default();
                 let (mut kg, mut kp) = (0, 0);
-                for (j, n) in c.template.nodes.iter().enumerate() {
+                for &j in &comm.nodes {
+                    let j = j as usize;
+                    let n = &c.template.nodes[j];
                     match n.work {
                         NodeWork::Collective(_) => {
                             while kg < c.pg_names.len() && (c.pg_names[kg].0 as usize) < j {
@@ -1437,6 +1442,32 @@ pub fn to_run_sharing(
     }
 }
 
+/// A trace's nodes that are not compute: their indices, ascending, and how
+/// many are sends and receives.
+struct CommNodes {
+    nodes: Vec<u32>,
+    p2p: usize,
+}
+
+fn comm_nodes(nodes: &[ChakraNode]) -> CommNodes {
+    let picked: Vec<u32> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.work != NodeWork::Compute)
+        .map(|(j, _)| j as u32)
+        .collect();
+    let p2p = picked
+        .iter()
+        .filter(|&&j| {
+            matches!(
+                nodes[j as usize].work,
+                NodeWork::Send { .. } | NodeWork::Recv { .. }
+            )
+        })
+        .count();
+    CommNodes { nodes: picked, p2p }
+}
+
 /// One send or receive of a set: (rank, index of its node / op, node).
 type P2pEnd<'a> = (u32, usize, &'a P2pNode);
 
@@ -1472,15 +1503,24 @@ fn match_transfers(
     // Every rank's sends and receives (a copy's with its own peers and
     // offsets), in file order.
     let mut all_ends: Vec<(u32, Vec<(usize, P2pNode)>)> = Vec::new();
+    // A template's sends and receives (found once per template).
+    let mut p2p_of: BTreeMap<*const ChakraNode, Vec<usize>> = BTreeMap::new();
     for (&rank, &ti) in trace_of {
         let t = &traces[ti];
         let nodes: &[ChakraNode] = t.copy.as_ref().map_or(&t.nodes, |c| &c.template.nodes);
         let offsets: Option<&[u64]> = t.copy.as_ref().map(|c| &c.offsets[..]);
         let peers: &[(u32, u32)] = t.copy.as_ref().map_or(&[], |c| &c.peers);
-        let mut ends: Vec<(usize, P2pNode)> = nodes
+        let p2p = p2p_of.entry(nodes.as_ptr()).or_insert_with(|| {
+            nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| matches!(n.work, NodeWork::Send { .. } | NodeWork::Recv { .. }))
+                .map(|(i, _)| i)
+                .collect()
+        });
+        let mut ends: Vec<(usize, P2pNode)> = p2p
             .iter()
-            .enumerate()
-            .filter(|(_, n)| matches!(n.work, NodeWork::Send { .. } | NodeWork::Recv { .. }))
+            .map(|&i| (i, &nodes[i]))
             .map(|(i, n)| {
                 let mut work = n.work;
                 if let Ok(k) = peers.binary_search_by_key(&(i as u32), |p| p.0) {

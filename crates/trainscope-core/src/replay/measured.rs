@@ -29,6 +29,10 @@
 //!   are in the run.
 //! - The measured iteration time is the run's steady value
 //!   ([`MeasuredRun::steady_iteration_ns`]).
+//!
+//! [`measured_figures`] is the same without the timeline (`timeline:
+//! None`): what a printed report reads (iteration times, untimed spans,
+//! warnings), without a span per op (a 256-rank Chakra set has 690 688).
 
 use crate::timeline::{
     CollOp, Flow, LabelId, Lane, LaneGroup, Span, SpanKind, SpanRef, Stream, Timeline,
@@ -41,8 +45,8 @@ use std::collections::BTreeMap;
 /// A measured run's timeline and iteration time.
 #[derive(Debug, Clone, Serialize)]
 pub struct MeasuredTimeline {
-    /// The spans.
-    pub timeline: Timeline,
+    /// The spans; `None` from [`measured_figures`] (not built).
+    pub timeline: Option<Timeline>,
     /// Clock value, ns, at timeline time 0 (the earliest measured start).
     pub origin_ns: u64,
     /// The run's measured iteration time, ns (steady iterations), if any.
@@ -155,7 +159,6 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     let origin = earliest_start(run).unwrap_or(0);
     let mut tb = TimelineBuilder::new();
     let mut untimed = 0u64;
-    let mut warnings = Vec::new();
     let mut ranks = Vec::with_capacity(run.ranks.len());
     let mut sends: BTreeMap<TransferKey, SpanRef> = BTreeMap::new();
     let mut recvs: Vec<(TransferKey, SpanRef, u64)> = Vec::new();
@@ -323,14 +326,9 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             });
         }
     }
-    if untimed > 0 {
-        warnings.push(format!(
-            "{untimed} measured op(s) have no start time (aggregated log entries or profiling placeholders); they are laid end to end after their rank's previous op, so their positions are not measured"
-        ));
-    }
     let steady = run.steady_iteration_ns();
     MeasuredTimeline {
-        timeline: tb.build(),
+        timeline: Some(tb.build()),
         origin_ns: origin,
         iteration_time_ns: steady,
         iteration_times_ns: run.iterations.iter().map(|i| i.duration_ns).collect(),
@@ -341,8 +339,54 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             .collect(),
         ranks,
         untimed_spans: untimed,
-        warnings,
+        warnings: untimed_warning(untimed),
     }
+}
+
+/// [`measured_timeline`] without the timeline (`timeline: None`), every
+/// other field equal: the spans without a start are counted as it places
+/// them (a rank running another rank's program has its start times; a
+/// rank with device streams has no sub-op spans).
+pub fn measured_figures(run: &MeasuredRun) -> MeasuredTimeline {
+    let untimed = |o: &&MeasuredOp| o.start_ns.is_none();
+    let untimed: u64 = run
+        .ranks
+        .iter()
+        .map(|rt| {
+            let ops = &run.program_of(rt).ops;
+            if ops.iter().any(|o| o.stream.is_some()) {
+                ops.iter().filter(untimed).count()
+            } else {
+                ops.iter()
+                    .flat_map(|o| std::iter::once(o).chain(o.sub_ops.iter()))
+                    .filter(untimed)
+                    .count()
+            }
+        })
+        .sum::<usize>() as u64;
+    MeasuredTimeline {
+        timeline: None,
+        origin_ns: earliest_start(run).unwrap_or(0),
+        iteration_time_ns: run.steady_iteration_ns(),
+        iteration_times_ns: run.iterations.iter().map(|i| i.duration_ns).collect(),
+        iterations_covered: run
+            .iterations
+            .iter()
+            .map(|i| i.iterations_covered)
+            .collect(),
+        ranks: run.ranks.iter().map(|rt| rt.rank).collect(),
+        untimed_spans: untimed,
+        warnings: untimed_warning(untimed),
+    }
+}
+
+fn untimed_warning(untimed: u64) -> Vec<String> {
+    if untimed == 0 {
+        return Vec::new();
+    }
+    vec![format!(
+        "{untimed} measured op(s) have no start time (aggregated log entries or profiling placeholders); they are laid end to end after their rank's previous op, so their positions are not measured"
+    )]
 }
 
 /// The lanes of a rank whose ops name their device stream: one lane per
@@ -454,7 +498,7 @@ mod tests {
     fn every_op_and_sub_op_is_a_span() {
         let run = echo::parse_run(&[("echo_megatron_trace_rank7_tp2_pp4.txt", SEED)]);
         let m = measured_timeline(&run);
-        let t = &m.timeline;
+        let t = m.timeline.as_ref().unwrap();
         let ops = run.ranks[0].ops.len();
         let subs: usize = run.ranks[0].ops.iter().map(|o| o.sub_ops.len()).sum();
         assert_eq!(t.span_count(), ops + subs);

@@ -63,8 +63,9 @@ use crate::formats::simai::SimaiWorkload;
 use crate::inspect::{failed_file_errors, load_set, LoadOptions, LoadedSet};
 use crate::limits;
 use crate::replay::infer::{FitBasis, GroupFit, InferredCost, InferredNetwork, NetworkOverrides};
-use crate::replay::measured::{measured_timeline, MeasuredTimeline};
+use crate::replay::measured::{measured_figures, measured_timeline, MeasuredTimeline};
 use crate::replay::{self, AssumedRank, ByKind, CopyScales, KINDS};
+use crate::timeline::Timeline;
 use crate::workload::{DescribedJob, MeasuredRun, ParallelConfig};
 use crate::{formats::neusight, workload::Format};
 use serde::{Deserialize, Serialize};
@@ -106,6 +107,12 @@ pub struct RunOptions {
     /// ones when `None`).
     #[serde(skip)]
     pub ratio_tables: Option<RatioTables>,
+    /// Measured runs: the caller reads the report, not the measured
+    /// timeline (the CLI's `simulate`): [`RunOutput::measured`] holds its
+    /// figures and warnings without the timeline
+    /// ([`crate::replay::measured::measured_figures`]; every other output
+    /// equal). The page draws the timeline: `false`.
+    pub report_only: bool,
 }
 
 /// A what-if straggler: every compute piece of `rank`'s replay (the
@@ -574,7 +581,9 @@ pub struct ConvertOutput {
     pub format: Format,
     /// Its files.
     pub files: Vec<String>,
-    /// The measured timeline and iteration times.
+    /// The measured timeline.
+    pub timeline: Timeline,
+    /// Its iteration times and figures (`timeline` taken out: `None`).
     pub measured: MeasuredTimeline,
     /// Warnings (files, timeline), one line each.
     pub warnings: Vec<String>,
@@ -941,7 +950,11 @@ pub fn run_loaded(
                         .to_string(),
                 );
             }
-            let measured = measured_timeline(run);
+            let measured = if options.report_only {
+                measured_figures(run)
+            } else {
+                measured_timeline(run)
+            };
             push_unique(&mut warnings, measured.warnings.iter().cloned());
             let mut c = config.clone();
             // Backward estimates of measured runs are made here, not by the builder.
@@ -1259,11 +1272,12 @@ pub fn convert_files(
             d.file
         ))),
         Input::Measured(run) => {
-            let measured = measured_timeline(&run);
+            let mut measured = measured_timeline(&run);
             let warnings = as_warning_lines(file_warnings, measured.warnings.clone());
             Ok(ConvertOutput {
                 format: run.format,
                 files: used,
+                timeline: measured.timeline.take().unwrap_or_default(),
                 measured,
                 warnings,
             })

@@ -57,8 +57,31 @@ struct Template {
     /// The values of the rank-specific attributes, in file order (None
     /// when one is not a name, an optional doc string and one value).
     values: Option<Vec<ValueAt>>,
+    /// Earlier copies of this template laid out otherwise (values of
+    /// other lengths), each compared as the template's own layout is
+    /// ([`ParseCache::same_layout_copy`]).
+    layouts: Vec<Layout>,
     trace: Arc<ChakraTrace>,
 }
+
+/// A copy of a template whose rank-specific values have other lengths
+/// than the template's (a `pg_name` of two digits for one of one): its
+/// bytes and value positions, so that a later file laid out as it is
+/// compares by value positions alone.
+struct Layout {
+    bytes: Vec<u8>,
+    /// As [`Template::values`], in this file.
+    values: Vec<ValueAt>,
+    /// Each kept node's byte offset in this file.
+    offsets: Vec<u64>,
+    /// For each value, the patch this file's value gives (a node's first
+    /// value of a kept node whose value differs from the template's), for
+    /// a later file with the same value bytes.
+    patches: Vec<Option<(u32, Patch)>>,
+}
+
+/// Most layouts kept per template.
+const MAX_LAYOUTS: usize = 16;
 
 /// Where a template's rank-specific attribute holds its value.
 struct ValueAt {
@@ -101,6 +124,7 @@ fn value_at(a: &[u8], base: usize) -> Option<(usize, usize, bool)> {
 }
 
 /// A rank-specific value read from a copy's node.
+#[derive(Clone)]
 enum Patch {
     /// The node's collective `pg_name` (None: not a string).
     PgName(Option<String>),
@@ -116,6 +140,9 @@ pub struct ParseCache {
     template_bytes: usize,
     /// Files read as copies of a template (for the benchmark's figures).
     pub copies: u64,
+    /// Of `copies`, those compared by value positions alone (laid out as
+    /// their template or an earlier copy of it is).
+    pub by_layout: u64,
     /// Files parsed in full.
     pub full: u64,
 }
@@ -227,22 +254,35 @@ fn rank_specific_fields(b: &[u8]) -> Option<Vec<(u32, u32, u8, bool)>> {
 /// applies to the template's kept node `kept`, pushed to `patches` as
 /// (node index, patch); false when the attribute does not decode or a peer
 /// is out of range (then the file is parsed in full).
-fn patch_of(
-    aa: &[u8],
+/// `memo`: attributes of the file decoded so far (a file's collectives
+/// repeat a few `pg_name`s), the latest [`MEMO_ENTRIES`].
+fn patch_of<'a>(
+    aa: &'a [u8],
     which: u8,
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
+    memo: &mut Memo<'a>,
 ) -> bool {
-    let attr = match simple_value(aa) {
-        Some(v) => v,
+    let attr = match memo.iter().find(|(b, _)| *b == aa) {
+        Some((_, v)) => v.clone(),
         None => {
-            let Ok(attr) = AttributeProto::decode(aa) else {
-                return false;
+            let v = match simple_value(aa) {
+                Some(v) => v,
+                None => {
+                    let Ok(attr) = AttributeProto::decode(aa) else {
+                        return false;
+                    };
+                    match attr.value {
+                        Some(Value::StringVal(s)) => Simple::Str(s),
+                        _ => Simple::Int(int_value(&attr)),
+                    }
+                }
             };
-            match attr.value {
-                Some(Value::StringVal(s)) => Simple::Str(s),
-                _ => Simple::Int(int_value(&attr)),
+            if memo.len() == MEMO_ENTRIES {
+                memo.remove(0);
             }
+            memo.push((aa, v.clone()));
+            v
         }
     };
     if let Some((i, node)) = kept {
@@ -274,8 +314,15 @@ fn patch_of(
     true
 }
 
+/// Attributes' bytes decoded, with their values ([`patch_of`]).
+type Memo<'a> = Vec<(&'a [u8], Simple)>;
+
+/// Most attributes a [`Memo`] holds.
+const MEMO_ENTRIES: usize = 8;
+
 /// An attribute's value as a patch reads it: a string, or an integer
 /// ([`int_value`]: `Err` for any other value).
+#[derive(Clone)]
 enum Simple {
     Str(String),
     Int(Result<i128, &'static str>),
@@ -346,12 +393,13 @@ fn simple_value(a: &[u8]) -> Option<Simple> {
 /// value. The rank-specific values that apply to the template's kept node
 /// `kept` are pushed to `patches` as (node index, patch) (a node's first
 /// of each name). False when the copy is no copy.
-fn compare_node(
-    a: &[u8],
+fn compare_node<'a>(
+    a: &'a [u8],
     b: &[u8],
     specials: &[(u32, u32, u8, bool)],
     kept: Option<(u32, &super::ChakraNode)>,
     patches: &mut Vec<(u32, Patch)>,
+    memo: &mut Memo<'a>,
 ) -> bool {
     let (mut pa, mut pb) = (0usize, 0usize);
     for &(start, end, which, first) in specials {
@@ -371,7 +419,7 @@ fn compare_node(
             let (Some(aa), Some(ab)) = (body(a, va, ea), body(b, vb, end)) else {
                 return false;
             };
-            if !same_but_value(aa, ab) || (first && !patch_of(aa, which, kept, patches)) {
+            if !same_but_value(aa, ab) || (first && !patch_of(aa, which, kept, patches, memo)) {
                 return false;
             }
         }
@@ -390,6 +438,7 @@ impl ParseCache {
             for k in (0..self.templates.len()).rev() {
                 if let Some(t) = self.same_layout_copy(k, file, bytes) {
                     self.copies += 1;
+                    self.by_layout += 1;
                     let last = self.templates.len() - 1;
                     self.templates.swap(k, last);
                     return t;
@@ -401,6 +450,7 @@ impl ParseCache {
                 for k in (0..self.templates.len()).rev() {
                     if let Some(t) = self.copy_of(k, file, bytes, meta_end, &frames) {
                         self.copies += 1;
+                        self.add_layout(k, bytes, &frames);
                         // The template last matched is tried first next.
                         let last = self.templates.len() - 1;
                         self.templates.swap(k, last);
@@ -447,29 +497,7 @@ impl ParseCache {
             };
             specials.push(f);
         }
-        let mut values = Some(Vec::new());
-        for (f, (&(_, start, _), sp)) in frames.iter().zip(&specials).enumerate() {
-            for &(fs, fe, which, first) in sp {
-                let (fs, fe) = (start + fs as usize, start + fe as usize);
-                let found = field(bytes, fs).and_then(|(_, _, vpos, end)| {
-                    let (_, body_start) = varint_at(bytes, vpos)?;
-                    let (vs, ve, varint) = value_at(&bytes[body_start..end], body_start)?;
-                    Some(ValueAt {
-                        start: vs,
-                        end: ve,
-                        varint,
-                        attr: (body_start, fe),
-                        frame: f as u32,
-                        which,
-                        first,
-                    })
-                });
-                match (found, values.as_mut()) {
-                    (Some(v), Some(list)) => list.push(v),
-                    _ => values = None,
-                }
-            }
-        }
+        let values = values_of(bytes, &frames, &specials);
         self.template_bytes += bytes.len();
         self.templates.push(Template {
             bytes: bytes.to_vec(),
@@ -479,7 +507,77 @@ impl ParseCache {
             node_of,
             specials,
             values,
+            layouts: Vec::new(),
             trace: Arc::new(trace.clone()),
+        });
+    }
+
+    /// Keep `bytes`, just read as a copy of template `k` through its node
+    /// frames `frames`, as a layout of that template when its values sit
+    /// elsewhere than the template's (see [`Layout`]); nothing when they
+    /// do not walk as the template's or the limits are reached.
+    fn add_layout(&mut self, k: usize, bytes: &[u8], frames: &[(usize, usize, usize)]) {
+        let t = &self.templates[k];
+        let Some(tv) = t.values.as_ref() else {
+            return;
+        };
+        if t.layouts.len() >= MAX_LAYOUTS
+            || self.template_bytes + bytes.len() > MAX_TEMPLATE_BYTES
+            || bytes.len() == t.bytes.len()
+            || t.layouts.iter().any(|l| l.bytes.len() == bytes.len())
+        {
+            return;
+        }
+        let mut specials = Vec::with_capacity(frames.len());
+        for &(_, start, end) in frames {
+            let Some(f) = rank_specific_fields(&bytes[start..end]) else {
+                return;
+            };
+            specials.push(f);
+        }
+        let Some(values) = values_of(bytes, frames, &specials) else {
+            return;
+        };
+        if values.len() != tv.len()
+            || values
+                .iter()
+                .zip(tv)
+                .any(|(a, b)| (a.frame, a.which, a.first) != (b.frame, b.which, b.first))
+        {
+            return;
+        }
+        let mut patches = Vec::with_capacity(values.len());
+        let mut memo = Memo::new();
+        for v in &values {
+            let kept = t.node_of[v.frame as usize];
+            if !v.first || kept == u32::MAX {
+                patches.push(None);
+                continue;
+            }
+            let node = &t.trace.nodes[kept as usize];
+            let mut one = Vec::new();
+            if !patch_of(
+                &bytes[v.attr.0..v.attr.1],
+                v.which,
+                Some((kept, node)),
+                &mut one,
+                &mut memo,
+            ) {
+                return;
+            }
+            patches.push(one.pop().filter(|(_, p)| differs(node, p)));
+        }
+        let offsets = t
+            .frame_of
+            .iter()
+            .map(|&f| frames[f as usize].0 as u64)
+            .collect();
+        self.template_bytes += bytes.len();
+        self.templates[k].layouts.push(Layout {
+            bytes: bytes.to_vec(),
+            values,
+            offsets,
+            patches,
         });
     }
 
@@ -497,6 +595,7 @@ impl ParseCache {
             return None;
         }
         let mut patches: Vec<(u32, Patch)> = Vec::new();
+        let mut memo = Memo::new();
         for (f, (&(_, sa, ea), &(_, sb, eb))) in frames.iter().zip(&t.frames).enumerate() {
             let (a, b) = (&bytes[sa..ea], &t.bytes[sb..eb]);
             if a == b {
@@ -504,7 +603,7 @@ impl ParseCache {
             }
             let kept = t.node_of[f];
             let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
-            if !compare_node(a, b, &t.specials[f], kept, &mut patches) {
+            if !compare_node(a, b, &t.specials[f], kept, &mut patches, &mut memo) {
                 return None;
             }
         }
@@ -525,37 +624,109 @@ impl ParseCache {
     fn same_layout_copy(&self, k: usize, file: &str, bytes: &[u8]) -> Option<ChakraTrace> {
         let t = &self.templates[k];
         let values = t.values.as_ref()?;
-        if bytes.len() != t.bytes.len() {
+        if bytes.len() == t.bytes.len() {
+            if let Some(patches) = compare_values(t, bytes, &t.bytes, values, None) {
+                let offsets = t.trace.nodes.iter().map(|n| n.offset).collect();
+                return Some(finish_copy(t, file, offsets, patches));
+            }
+        }
+        for l in t.layouts.iter().filter(|l| l.bytes.len() == bytes.len()) {
+            if let Some(patches) = compare_values(t, bytes, &l.bytes, &l.values, Some(&l.patches)) {
+                return Some(finish_copy(t, file, l.offsets.clone(), patches));
+            }
+        }
+        None
+    }
+}
+
+/// The patches of `bytes` read as laid out as `base` (template `t`'s
+/// bytes, or a layout's with its `base_patches`), whose rank-specific
+/// values sit at `values`: every byte but the values equal, each value a
+/// well-formed value of the same extent; a value equal to the base's gives
+/// the base's patch (none for the template's own). None when `bytes` is
+/// not laid out so.
+fn compare_values(
+    t: &Template,
+    bytes: &[u8],
+    base: &[u8],
+    values: &[ValueAt],
+    base_patches: Option<&[Option<(u32, Patch)>]>,
+) -> Option<Vec<(u32, Patch)>> {
+    let mut patches: Vec<(u32, Patch)> = Vec::new();
+    let mut memo = Memo::new();
+    let mut pos = 0;
+    for (q, v) in values.iter().enumerate() {
+        if bytes[pos..v.start] != base[pos..v.start] {
             return None;
         }
-        let mut patches: Vec<(u32, Patch)> = Vec::new();
-        let mut pos = 0;
-        for v in values {
-            if bytes[pos..v.start] != t.bytes[pos..v.start] {
+        let a = &bytes[v.start..v.end];
+        if a != &base[v.start..v.end] {
+            // A varint must end where the base's does.
+            let (last, rest) = a.split_last()?;
+            if v.varint && (*last >= 0x80 || rest.iter().any(|b| *b < 0x80)) {
                 return None;
             }
-            let a = &bytes[v.start..v.end];
-            if a != &t.bytes[v.start..v.end] {
-                // A varint must end where the template's does.
-                let (last, rest) = a.split_last()?;
-                if v.varint && (*last >= 0x80 || rest.iter().any(|b| *b < 0x80)) {
+            if v.first {
+                let kept = t.node_of[v.frame as usize];
+                let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
+                if !patch_of(
+                    &bytes[v.attr.0..v.attr.1],
+                    v.which,
+                    kept,
+                    &mut patches,
+                    &mut memo,
+                ) {
                     return None;
                 }
-                if v.first {
-                    let kept = t.node_of[v.frame as usize];
-                    let kept = (kept != u32::MAX).then(|| (kept, &t.trace.nodes[kept as usize]));
-                    if !patch_of(&bytes[v.attr.0..v.attr.1], v.which, kept, &mut patches) {
-                        return None;
-                    }
-                }
             }
-            pos = v.end;
+        } else if let Some(Some(p)) = base_patches.and_then(|b| b.get(q)) {
+            patches.push(p.clone());
         }
-        if bytes[pos..] != t.bytes[pos..] {
-            return None;
+        pos = v.end;
+    }
+    if bytes[pos..] != base[pos..] {
+        return None;
+    }
+    Some(patches)
+}
+
+/// The positions of the rank-specific values of `bytes`, whose node frames
+/// are `frames` and their rank-specific attributes `specials` ([`ValueAt`];
+/// None when one is not a name, an optional doc string and one value).
+fn values_of(
+    bytes: &[u8],
+    frames: &[(usize, usize, usize)],
+    specials: &[Vec<(u32, u32, u8, bool)>],
+) -> Option<Vec<ValueAt>> {
+    let mut values = Vec::new();
+    for (f, (&(_, start, _), sp)) in frames.iter().zip(specials).enumerate() {
+        for &(fs, fe, which, first) in sp {
+            let (fs, fe) = (start + fs as usize, start + fe as usize);
+            let (_, _, vpos, end) = field(bytes, fs)?;
+            let (_, body_start) = varint_at(bytes, vpos)?;
+            let (vs, ve, varint) = value_at(&bytes[body_start..end], body_start)?;
+            values.push(ValueAt {
+                start: vs,
+                end: ve,
+                varint,
+                attr: (body_start, fe),
+                frame: f as u32,
+                which,
+                first,
+            });
         }
-        let offsets = t.trace.nodes.iter().map(|n| n.offset).collect();
-        Some(finish_copy(t, file, offsets, patches))
+    }
+    Some(values)
+}
+
+/// Whether patch `p` of node `n` changes it (what [`finish_copy`] keeps).
+fn differs(n: &super::ChakraNode, p: &Patch) -> bool {
+    match p {
+        Patch::PgName(v) => *v != n.pg_name,
+        Patch::Peer(v) => matches!(
+            n.work,
+            NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != *v
+        ),
     }
 }
 
@@ -569,19 +740,12 @@ fn finish_copy(
 ) -> ChakraTrace {
     let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
     for (i, p) in patches {
-        let n = &t.trace.nodes[i as usize];
+        if !differs(&t.trace.nodes[i as usize], &p) {
+            continue;
+        }
         match p {
-            Patch::PgName(v) => {
-                if v != n.pg_name {
-                    pg_names.push((i, v));
-                }
-            }
-            Patch::Peer(v) => match n.work {
-                NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != v => {
-                    peers.push((i, v));
-                }
-                _ => {}
-            },
+            Patch::PgName(v) => pg_names.push((i, v)),
+            Patch::Peer(v) => peers.push((i, v)),
         }
     }
     // A node's first rank-specific value only, in node order.
