@@ -8,11 +8,13 @@
 //! visible spans, even when spans of a lane overlap (measured traces with
 //! sub-ops). [`Timeline::buckets`] serves level-of-detail drawing: one
 //! aggregate per column in O(columns x log spans), whatever the number of
-//! spans in view: exact busy time from a per-lane prefix sum of durations,
-//! and the dominant kind (most busy time in the column) from an exact walk
-//! when the column holds few spans, else from a per-lane multi-resolution
-//! summary ([`KindSummary`]: levels of power-of-two time bins holding busy
-//! time per kind, about one 4-byte cell per span in all). The critical path
+//! spans in view (each column's spans found by a galloping search from the
+//! previous column's, [`Timeline::buckets_into`]): exact busy time from a
+//! per-lane prefix sum of durations, and the dominant kind (most busy time
+//! in the column) from an exact walk when the column holds few spans, else
+//! from a per-lane summary ([`KindSummary`]: prefix sums of busy time per
+//! kind over power-of-two time bins, about half an 8-byte cell per span,
+//! two lookups a column). The critical path
 //! is also indexed per lane ([`Timeline::critical_on_lane`]) so a view can
 //! draw it lane by lane. A [`Span`] is 40 bytes; labels are interned
 //! ([`LabelId`]).
@@ -1501,7 +1503,7 @@ mod tests {
             };
             assert_eq!(k.kind, Some(want), "column {i}: {k:?}");
         }
-        // The summary is small: about one 4-byte cell per span.
+        // The summary is small: about half an 8-byte cell per span.
         let extra = tl.kind_summary[0].heap_bytes();
         assert!(extra <= tl.span_count() * 6, "{extra} bytes");
         // Columns that cut bins anywhere still pick the right kind.
@@ -1627,7 +1629,7 @@ mod tests {
             let n = 1 + (rng.next_u64() % 300) as usize;
             let mut edges: Vec<u64> = (0..=n).map(|_| rng.next_u64() % end).collect();
             edges.sort_unstable();
-            if rng.next_u64() % 4 == 0 {
+            if rng.next_u64().is_multiple_of(4) {
                 edges.swap(0, n / 2); // a decreasing edge is raised
             }
             tl.buckets_into(0, &edges, &mut out);
