@@ -247,6 +247,9 @@ fn lod_never_draws_more_than_one_primitive_per_pixel_column() {
     });
     assert!(tl.span_count() > 150_000);
     let mut prims = Vec::new();
+    // One scratch kept across widths, zooms and lanes (as a frame after
+    // frame keeps it) gives what fresh buffers give.
+    let (mut scratch, mut reused) = (lod::LodScratch::default(), Vec::new());
     for width in [37.0, 640.0, 1500.0] {
         let mut vp = Viewport::new(tl.end_ns(), width);
         for zoom in [1.0, 8.0, 300.0, 40_000.0] {
@@ -255,6 +258,8 @@ fn lod_never_draws_more_than_one_primitive_per_pixel_column() {
             for lane in 0..tl.lanes().len() as u32 {
                 let n = lod::lane_prims(&tl, lane, &vp, &mut prims);
                 assert_eq!(n, prims.len());
+                lod::lane_prims_in(&tl, lane, &vp, &mut scratch, &mut reused);
+                assert_eq!(reused, prims, "lane {lane}, width {width}, zoom {zoom}");
                 assert!(
                     n <= vp.columns(),
                     "lane {lane}: {n} primitives for {} columns",

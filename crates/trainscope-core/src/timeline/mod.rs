@@ -8,11 +8,13 @@
 //! visible spans, even when spans of a lane overlap (measured traces with
 //! sub-ops). [`Timeline::buckets`] serves level-of-detail drawing: one
 //! aggregate per column in O(columns x log spans), whatever the number of
-//! spans in view: exact busy time from a per-lane prefix sum of durations,
-//! and the dominant kind (most busy time in the column) from an exact walk
-//! when the column holds few spans, else from a per-lane multi-resolution
-//! summary ([`KindSummary`]: levels of power-of-two time bins holding busy
-//! time per kind, about one 4-byte cell per span in all). The critical path
+//! spans in view (each column's spans found by a galloping search from the
+//! previous column's, [`Timeline::buckets_into`]): exact busy time from a
+//! per-lane prefix sum of durations, and the dominant kind (most busy time
+//! in the column) from an exact walk when the column holds few spans, else
+//! from a per-lane summary ([`KindSummary`]: prefix sums of busy time per
+//! kind over power-of-two time bins, about half an 8-byte cell per span,
+//! two lookups a column). The critical path
 //! is also indexed per lane ([`Timeline::critical_on_lane`]) so a view can
 //! draw it lane by lane. A [`Span`] is 40 bytes; labels are interned
 //! ([`LabelId`]).
@@ -308,23 +310,29 @@ pub const MAX_BUCKETS: usize = 1 << 16;
 /// exact walk over those spans; busier columns use the [`KindSummary`].
 pub const EXACT_KIND_SPANS: usize = 32;
 
-/// Busy time per kind over a lane, at several resolutions: level 0 cuts
-/// the lane's time range into bins of `2^shift` ns (sized so that there are
-/// about half as many cells, bins x kinds, as spans), level `l + 1` sums
-/// pairs of level-`l` bins. A time range is answered from O(log bins) whole
-/// bins plus a proportional share of the two partial bins at its ends.
-/// Lanes with a single kind keep no bins.
+/// Busy time per kind over a lane, as prefix sums: the lane's time range
+/// is cut into bins of `2^shift` ns (sized so that there are about half as
+/// many cells, bins x kinds, as spans) and each cell holds the busy ns of
+/// one kind in every bin before it. The busy time of a kind up to an
+/// instant is then the cell of the bin holding it plus a proportional share
+/// of that bin ([`KindSummary::cumulative`]), so a time range costs two
+/// lookups per kind, and adjacent columns share the lookup at their common
+/// edge. Lanes with a single kind keep no bins.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct KindSummary {
     /// Kinds present on the lane, in [`SpanKind::ALL`] order.
     kinds: Vec<SpanKind>,
     /// Start of bin 0, ns (a multiple of the bin width).
     origin: u64,
-    /// log2 of the level-0 bin width, ns.
+    /// log2 of the bin width, ns.
     shift: u32,
-    /// `levels[l][bin * kinds + k]`: busy ns of kind `kinds[k]` in the bin.
-    levels: Vec<Vec<f32>>,
+    /// `cum[bin * kinds + k]`: busy ns of kind `kinds[k]` in bins
+    /// `0..bin` (`bins + 1` rows; saturating).
+    cum: Vec<u64>,
 }
+
+/// Busy ns per kind up to an instant, indexed like [`KindSummary`]'s kinds.
+type KindTotals = [f64; SpanKind::ALL.len()];
 
 impl KindSummary {
     fn build(spans: &[Span], lane_end: u64) -> KindSummary {
@@ -356,8 +364,10 @@ impl KindSummary {
         }
         let origin = (first >> shift) << shift;
         let bins = (((lane_end - origin) >> shift) + 1) as usize;
-        let w = (1u64 << shift) as f64;
-        let mut cells = vec![0f64; bins * nk];
+        let w = 1u64 << shift;
+        let sat = |x: u128| u64::try_from(x).unwrap_or(u64::MAX);
+        // Row `b + 1` of `cum` first holds bin `b`'s own busy time.
+        let mut cum = vec![0u64; (bins + 1) * nk];
         // Bins a span covers entirely: counted with a difference array,
         // so a long span costs O(1) however many bins it covers.
         let mut full = vec![0i32; (bins + 1) * nk];
@@ -368,13 +378,14 @@ impl KindSummary {
                 continue;
             }
             let (b0, b1) = ((a >> shift) as usize, ((e - 1) >> shift) as usize);
+            let cell = |b: usize| (b + 1) * nk + k;
             if b0 == b1 {
-                cells[b0 * nk + k] += (e - a) as f64;
+                cum[cell(b0)] = cum[cell(b0)].saturating_add(e - a);
                 continue;
             }
             let edge = |b: usize| (b as u128) << shift;
-            cells[b0 * nk + k] += (edge(b0 + 1) - u128::from(a)) as f64;
-            cells[b1 * nk + k] += (u128::from(e) - edge(b1)) as f64;
+            cum[cell(b0)] = cum[cell(b0)].saturating_add(sat(edge(b0 + 1) - u128::from(a)));
+            cum[cell(b1)] = cum[cell(b1)].saturating_add(sat(u128::from(e) - edge(b1)));
             if b1 > b0 + 1 {
                 full[(b0 + 1) * nk + k] += 1;
                 full[b1 * nk + k] -= 1;
@@ -384,91 +395,75 @@ impl KindSummary {
         for b in 0..bins {
             for k in 0..nk {
                 run[k] += i64::from(full[b * nk + k]);
-                cells[b * nk + k] += run[k] as f64 * w;
+                let whole = (run[k].max(0) as u64).saturating_mul(w);
+                let own = cum[(b + 1) * nk + k].saturating_add(whole);
+                cum[(b + 1) * nk + k] = cum[b * nk + k].saturating_add(own);
             }
-        }
-        drop(full);
-        let mut levels = vec![cells.iter().map(|&c| c as f32).collect::<Vec<f32>>()];
-        let mut cur = cells;
-        while cur.len() > nk {
-            let n = cur.len() / nk;
-            let m = n.div_ceil(2);
-            let mut next = vec![0f64; m * nk];
-            for b in 0..n {
-                for k in 0..nk {
-                    next[(b / 2) * nk + k] += cur[b * nk + k];
-                }
-            }
-            levels.push(next.iter().map(|&c| c as f32).collect());
-            cur = next;
         }
         KindSummary {
             kinds,
             origin,
             shift,
-            levels,
+            cum,
+        }
+    }
+
+    /// Number of bins (0 for a lane with a single kind).
+    fn bins(&self) -> usize {
+        (self.cum.len() / self.kinds.len().max(1)).saturating_sub(1)
+    }
+
+    /// Approximate busy ns per kind (indexed like the lane's kinds) before
+    /// `t`: whole bins exactly, the bin holding `t` in proportion; written
+    /// to `out`. Lanes with a single kind count every ns (`t` itself).
+    fn cumulative(&self, t: u64, out: &mut KindTotals) {
+        let nk = self.kinds.len();
+        let bins = self.bins();
+        if bins == 0 {
+            out[0] = t as f64;
+            return;
+        }
+        let w = (1u64 << self.shift) as f64;
+        let x = (t.saturating_sub(self.origin) as f64 / w).min(bins as f64);
+        let i = (x.floor() as usize).min(bins);
+        let frac = x - i as f64;
+        let row = self.cum.get(i * nk..(i + 1) * nk).unwrap_or(&[]);
+        let next = self.cum.get((i + 1) * nk..(i + 2) * nk).unwrap_or(row);
+        for ((o, &c), &n) in out.iter_mut().zip(row).zip(next) {
+            *o = c as f64 + frac * n.saturating_sub(c) as f64;
         }
     }
 
     /// Approximate busy ns per kind (indexed like [`SpanKind::ALL`]) in
-    /// `[a, b)`, added to `out`.
-    fn add_range(&self, a: u64, b: u64, out: &mut [f64; SpanKind::ALL.len()]) {
-        let nk = self.kinds.len();
-        let Some(level0) = self.levels.first() else {
-            if let Some(k) = self.kinds.first() {
-                out[*k as usize] += b.saturating_sub(a) as f64;
-            }
-            return;
-        };
-        let bins = level0.len() / nk;
-        let w = (1u64 << self.shift) as f64;
-        let pos = |t: u64| (t.saturating_sub(self.origin) as f64 / w).min(bins as f64);
-        let (fa, fb) = (pos(a), pos(b));
-        if fb <= fa {
-            return;
-        }
-        let mut add = |level: usize, bin: usize, frac: f64| {
-            if let Some(cells) = self.levels.get(level) {
-                for (k, kind) in self.kinds.iter().enumerate() {
-                    if let Some(c) = cells.get(bin * nk + k) {
-                        out[*kind as usize] += f64::from(*c) * frac;
-                    }
-                }
-            }
-        };
-        let (i0, i1) = (fa.ceil() as usize, fb.floor() as usize);
-        if i0 > i1 {
-            // Inside one bin.
-            add(0, fa.floor() as usize, fb - fa);
-            return;
-        }
-        if (i0 as f64) > fa {
-            add(0, i0 - 1, i0 as f64 - fa);
-        }
-        if (i1 as f64) < fb {
-            add(0, i1, fb - i1 as f64);
-        }
-        // Whole bins [i0, i1): dyadic decomposition over the levels.
-        let (mut lo, mut hi, mut level) = (i0, i1, 0);
-        while lo < hi {
-            if lo & 1 == 1 {
-                add(level, lo, 1.0);
-                lo += 1;
-            }
-            if hi & 1 == 1 {
-                hi -= 1;
-                add(level, hi, 1.0);
-            }
-            lo >>= 1;
-            hi >>= 1;
-            level += 1;
+    /// `[a, b)`, added to `out`, from the cumulative totals at both ends.
+    fn add_between(&self, at_a: &KindTotals, at_b: &KindTotals, out: &mut KindTotals) {
+        for (k, kind) in self.kinds.iter().enumerate() {
+            out[*kind as usize] += (at_b[k] - at_a[k]).max(0.0);
         }
     }
 
     /// Bytes held.
     fn heap_bytes(&self) -> usize {
-        self.kinds.len() + self.levels.iter().map(|l| l.len() * 4 + 24).sum::<usize>()
+        self.kinds.len() + self.cum.len() * 8 + 24
     }
+}
+
+/// The partition point of `v` under `pred` (true on a prefix of `v`),
+/// known to be at least `from`: a galloping search from `from` (steps of
+/// 1, 2, 4, ... then a binary search in the last step), so finding a point
+/// `d` places on costs O(log d) and touches memory near `from`.
+fn gallop<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let (mut lo, mut probe, mut step) = (from.min(v.len()), from, 1usize);
+    while let Some(x) = v.get(probe) {
+        if !pred(x) {
+            break;
+        }
+        lo = probe + 1;
+        probe = probe.saturating_add(step);
+        step = step.saturating_mul(2);
+    }
+    let hi = probe.min(v.len()).max(lo);
+    lo + v.get(lo..hi).map_or(0, |s| s.partition_point(pred))
 }
 
 /// What a counter lane's values count.
@@ -736,46 +731,91 @@ impl Timeline {
     /// Level of detail over caller-given columns: column `i` (of `n`,
     /// capped at [`MAX_BUCKETS`]) is `[edge(i), edge(i + 1))`; `edge` must
     /// not decrease. Empty columns are returned with `spans == 0`. Cost
-    /// O(n log spans), at most [`EXACT_KIND_SPANS`] spans walked per column.
+    /// O(n log spans), at most [`EXACT_KIND_SPANS`] spans walked per column
+    /// (see [`Timeline::buckets_into`]).
     pub fn buckets_with(&self, lane: u32, n: usize, edge: impl Fn(usize) -> u64) -> Vec<Bucket> {
         let n = n.min(MAX_BUCKETS);
-        let (Some(spans), Some(prefix), Some(summary)) = (
-            self.spans.get(lane as usize),
-            self.dur_prefix.get(lane as usize),
-            self.kind_summary.get(lane as usize),
-        ) else {
-            return Vec::new();
-        };
         if n == 0 {
             return Vec::new();
         }
+        let edges: Vec<u64> = (0..=n).map(edge).collect();
+        let mut out = Vec::with_capacity(n);
+        self.buckets_into(lane, &edges, &mut out);
+        out
+    }
+
+    /// Level of detail over the columns between consecutive `edges` (column
+    /// `i` is `[edges[i], edges[i + 1])`, at most [`MAX_BUCKETS`] of them;
+    /// an edge below the one before it is raised to it), written to `out`
+    /// (cleared first; empty for an unknown lane). Empty columns have
+    /// `spans == 0`. The columns ascend, so each one's span range is found
+    /// by a galloping search from the previous one's (cost about the log of
+    /// the spans skipped); its busy time is a difference of the lane's
+    /// prefix sum of durations; its dominant kind an exact walk when it
+    /// holds at most [`EXACT_KIND_SPANS`] spans, else a difference of the
+    /// [`KindSummary`]'s cumulative totals at its two edges, each edge
+    /// looked up once for both columns that share it.
+    pub fn buckets_into(&self, lane: u32, edges: &[u64], out: &mut Vec<Bucket>) {
+        out.clear();
+        let n = edges.len().saturating_sub(1).min(MAX_BUCKETS);
+        let (Some(spans), Some(max_end), Some(prefix), Some(summary)) = (
+            self.spans.get(lane as usize),
+            self.max_end.get(lane as usize),
+            self.dur_prefix.get(lane as usize),
+            self.kind_summary.get(lane as usize),
+        ) else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        out.reserve(n);
         let overlap =
             |s: &Span, a: u64, b: u64| s.end_ns().min(b).saturating_sub(s.start_ns.max(a));
-        let mut out = Vec::with_capacity(n);
-        let mut b_next = edge(0);
+        // The summary's totals at the last edge looked up: the next
+        // column's start is this column's end.
+        let mut at_edge: Option<(u64, KindTotals)> = None;
+        let mut totals_at = |t: u64| -> KindTotals {
+            match at_edge {
+                Some((e, v)) if e == t => v,
+                _ => {
+                    let mut v = [0f64; SpanKind::ALL.len()];
+                    summary.cumulative(t, &mut v);
+                    at_edge = Some((t, v));
+                    v
+                }
+            }
+        };
+        let (mut lo, mut hi) = (0usize, 0usize);
+        let mut b_next = edges[0];
         for i in 0..n {
             let a = b_next;
-            b_next = edge(i + 1).max(a);
+            b_next = edges[i + 1].max(a);
             let b = b_next;
-            let r = if b > a {
-                self.query_range(lane, a, b)
-            } else {
-                0..0
-            };
-            let (lo, hi) = (r.start, r.end);
             let mut bucket = Bucket {
                 start_ns: a,
                 end_ns: b,
-                spans: (hi - lo) as u32,
-                first: lo as u32,
+                spans: 0,
+                first: 0,
                 busy_ns: 0,
                 kind: None,
             };
-            if hi > lo {
+            // What `query_range` finds, searched from the last column's.
+            let (c_lo, c_hi) = if b > a {
+                lo = gallop(max_end, lo, |e| *e <= a);
+                hi = gallop(spans, hi, |s| s.start_ns < b);
+                (lo, hi.max(lo))
+            } else {
+                (0, 0)
+            };
+            bucket.spans = (c_hi - c_lo) as u32;
+            bucket.first = c_lo as u32;
+            let in_col = spans.get(c_lo..c_hi).unwrap_or(&[]);
+            if let Some(first) = in_col.first() {
+                let (lo, hi) = (c_lo, c_hi);
                 // Spans strictly inside count fully; only the first and the
                 // last can stick out of the column (lanes without nesting).
                 let mut busy = prefix[hi] - prefix[lo];
-                let first = &spans[lo];
                 busy = busy.saturating_sub(first.duration_ns - overlap(first, a, b));
                 if hi - 1 > lo {
                     let last = &spans[hi - 1];
@@ -783,8 +823,8 @@ impl Timeline {
                 }
                 bucket.busy_ns = busy.min(b - a);
                 let mut per_kind = [0f64; SpanKind::ALL.len()];
-                if hi - lo <= EXACT_KIND_SPANS {
-                    for s in &spans[lo..hi] {
+                if in_col.len() <= EXACT_KIND_SPANS {
+                    for s in in_col {
                         // Zero-length spans weigh a little, so a column of
                         // instants still gets their kind.
                         let w =
@@ -792,7 +832,9 @@ impl Timeline {
                         per_kind[s.kind as usize] += w;
                     }
                 } else {
-                    summary.add_range(a, b, &mut per_kind);
+                    let at_a = totals_at(a);
+                    let at_b = totals_at(b);
+                    summary.add_between(&at_a, &at_b, &mut per_kind);
                 }
                 let mut best: Option<(f64, SpanKind)> = None;
                 for (k, w) in SpanKind::ALL.iter().zip(per_kind) {
@@ -806,7 +848,6 @@ impl Timeline {
             }
             out.push(bucket);
         }
-        out
     }
 
     /// Approximate memory held, bytes (spans, indexes, flows, dependencies).
@@ -1462,7 +1503,7 @@ mod tests {
             };
             assert_eq!(k.kind, Some(want), "column {i}: {k:?}");
         }
-        // The summary is small: about one 4-byte cell per span.
+        // The summary is small: about half an 8-byte cell per span.
         let extra = tl.kind_summary[0].heap_bytes();
         assert!(extra <= tl.span_count() * 6, "{extra} bytes");
         // Columns that cut bins anywhere still pick the right kind.
@@ -1471,6 +1512,149 @@ mod tests {
             bs.iter().all(|k| k.kind == Some(SpanKind::Forward)),
             "{bs:?}"
         );
+    }
+
+    /// A random lane of `rng`: up to 400 spans (overlapping, some of zero
+    /// length) of one to four kinds.
+    fn random_lane(rng: &mut crate::rng::SplitMix64) -> Timeline {
+        let (mut b, l) = one_lane();
+        let kinds = 1 + (rng.next_u64() % 4) as usize;
+        let first = (rng.next_u64() % SpanKind::ALL.len() as u64) as usize;
+        let n = 1 + rng.next_u64() % 400;
+        let reach = 1 + rng.next_u64() % 200_000;
+        for _ in 0..n {
+            let kind =
+                SpanKind::ALL[(first + (rng.next_u64() as usize % kinds)) % SpanKind::ALL.len()];
+            let start = rng.next_u64() % reach;
+            let dur = match rng.next_u64() % 8 {
+                0 => 0,
+                1 => rng.next_u64() % (reach / 4 + 1),
+                _ => rng.next_u64() % 300,
+            };
+            b.push(l, kinded(start, dur, kind));
+        }
+        b.build()
+    }
+
+    #[test]
+    fn kind_summary_prefix_sums_equal_a_naive_walk() {
+        // Property-style over seeded random lanes: a column's per-kind
+        // busy time from two cumulative lookups equals a naive walk that
+        // measures each kind's exact busy time in every bin and takes the
+        // share of each bin the column covers; on bin-aligned columns both
+        // equal the spans' exact busy time.
+        let mut rng = crate::rng::SplitMix64::new(28);
+        for case in 0..200 {
+            let tl = random_lane(&mut rng);
+            let ks = &tl.kind_summary[0];
+            let spans = tl.spans(0);
+            let overlap =
+                |s: &Span, a: u64, b: u64| s.end_ns().min(b).saturating_sub(s.start_ns.max(a));
+            let exact = |a: u64, b: u64| {
+                let mut v = [0f64; SpanKind::ALL.len()];
+                for s in spans {
+                    v[s.kind as usize] += overlap(s, a, b) as f64;
+                }
+                v
+            };
+            let column = |a: u64, b: u64| {
+                let (mut at_a, mut at_b) =
+                    ([0f64; SpanKind::ALL.len()], [0f64; SpanKind::ALL.len()]);
+                ks.cumulative(a, &mut at_a);
+                ks.cumulative(b, &mut at_b);
+                let mut v = [0f64; SpanKind::ALL.len()];
+                ks.add_between(&at_a, &at_b, &mut v);
+                v
+            };
+            let end = tl.end_ns() + 10;
+            if ks.bins() == 0 {
+                // One kind: every ns of the column counts for it.
+                assert!(ks.kinds.len() <= 1, "case {case}");
+                let v = column(3, end);
+                let want = if ks.kinds.is_empty() {
+                    0.0
+                } else {
+                    (end - 3) as f64
+                };
+                assert_eq!(v.iter().sum::<f64>(), want, "case {case}");
+                continue;
+            }
+            let w = 1u64 << ks.shift;
+            let bins = ks.bins() as u64;
+            let bin_exact: Vec<[f64; SpanKind::ALL.len()]> = (0..bins)
+                .map(|i| exact(ks.origin + i * w, ks.origin + (i + 1) * w))
+                .collect();
+            let naive = |a: u64, b: u64| {
+                let mut v = [0f64; SpanKind::ALL.len()];
+                for (i, cell) in bin_exact.iter().enumerate() {
+                    let (b0, b1) = (ks.origin + i as u64 * w, ks.origin + (i as u64 + 1) * w);
+                    let share = b.min(b1).saturating_sub(a.max(b0)) as f64 / w as f64;
+                    for (o, c) in v.iter_mut().zip(cell) {
+                        *o += c * share;
+                    }
+                }
+                v
+            };
+            for _ in 0..20 {
+                let a = rng.next_u64() % end;
+                let b = a + rng.next_u64() % (end - a + 1);
+                let (got, want) = (column(a, b), naive(a, b));
+                for k in 0..SpanKind::ALL.len() {
+                    assert!(
+                        (got[k] - want[k]).abs() <= 1e-6 * want[k].max(1.0),
+                        "case {case}, [{a}, {b}), kind {k}: {} vs {}",
+                        got[k],
+                        want[k]
+                    );
+                }
+                // Bin-aligned: the exact busy time, to the ns.
+                let (i, j) = (rng.next_u64() % (bins + 1), rng.next_u64() % (bins + 1));
+                let (a, b) = (ks.origin + i.min(j) * w, ks.origin + i.max(j) * w);
+                assert_eq!(column(a, b), exact(a, b), "case {case}, [{a}, {b})");
+            }
+        }
+    }
+
+    #[test]
+    fn buckets_into_finds_what_query_range_finds() {
+        // The galloping search from column to column finds each column's
+        // span range as a fresh binary search does, on nested lanes, with
+        // empty, zero-width and decreasing edges; busy time and counts
+        // match a walk over the spans.
+        let mut rng = crate::rng::SplitMix64::new(16);
+        let mut out = Vec::new();
+        for case in 0..200 {
+            let tl = random_lane(&mut rng);
+            let end = tl.end_ns() + 50;
+            let n = 1 + (rng.next_u64() % 300) as usize;
+            let mut edges: Vec<u64> = (0..=n).map(|_| rng.next_u64() % end).collect();
+            edges.sort_unstable();
+            if rng.next_u64().is_multiple_of(4) {
+                edges.swap(0, n / 2); // a decreasing edge is raised
+            }
+            tl.buckets_into(0, &edges, &mut out);
+            assert_eq!(out.len(), n, "case {case}");
+            let mut a = edges[0];
+            for (i, k) in out.iter().enumerate() {
+                let b = edges[i + 1].max(a);
+                assert_eq!((k.start_ns, k.end_ns), (a, b), "case {case}, column {i}");
+                let r = if b > a { tl.query_range(0, a, b) } else { 0..0 };
+                assert_eq!(k.spans as usize, r.len(), "case {case}, column {i}");
+                if !r.is_empty() {
+                    assert_eq!(k.first as usize, r.start, "case {case}, column {i}");
+                }
+                assert_eq!(k.kind.is_some(), !r.is_empty(), "case {case}, column {i}");
+                a = b;
+            }
+            assert_eq!(tl.buckets_with(0, n, |i| edges[i]), out, "case {case}");
+        }
+        tl_unknown_lane_is_empty(&mut out);
+    }
+
+    fn tl_unknown_lane_is_empty(out: &mut Vec<Bucket>) {
+        let (b, _) = one_lane();
+        b.build().buckets_into(7, &[0, 10, 20], out);
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -118,6 +118,7 @@ pub struct FrameStats {
 #[derive(Debug, Default)]
 pub struct Scratch {
     prims: Vec<Prim>,
+    lod: lod::LodScratch,
     crit: Vec<lod::CritRun>,
     /// Outlines of the critical path's runs, reused every frame.
     crit_outlines: Vec<[f64; 4]>,
@@ -287,7 +288,7 @@ fn draw_lanes(
             continue;
         };
         let tl = &sec.tl;
-        let n = lod::lane_prims(tl, lane, vp, &mut scratch.prims);
+        let n = lod::lane_prims_in(tl, lane, vp, &mut scratch.lod, &mut scratch.prims);
         stats.lanes += 1;
         stats.max_lane_prims = stats.max_lane_prims.max(n as u32);
         let y = screen_y(scene, row.y) + PAD_Y;

@@ -1,7 +1,9 @@
 //! Level of detail: what to draw for one lane in the visible window, with a
 //! bounded amount of work. The window is cut into the viewport's pixel
-//! columns ([`Viewport::column_bounds`]) and [`Timeline::buckets_with`]
-//! aggregates every column in O(log spans); a column holding exactly one
+//! columns ([`Viewport::column_bounds`]) and [`Timeline::buckets_into`]
+//! aggregates every column (a galloping search from the previous column
+//! and two prefix-sum lookups, into buffers reused frame after frame:
+//! [`LodScratch`]); a column holding exactly one
 //! span draws that span itself (once, however many columns it covers), a
 //! column holding several spans becomes an aggregate bar coloured by the
 //! kind with the most busy time in it, its height quantised from the busy
@@ -11,7 +13,7 @@
 //! is bounded the same way, lane by lane ([`critical_runs`]).
 
 use super::viewport::Viewport;
-use trainscope_core::timeline::{SpanKind, Timeline as Model};
+use trainscope_core::timeline::{Bucket, SpanKind, Timeline as Model};
 
 /// Busy-fraction levels of aggregate bars (level `k` of `LEVELS` draws
 /// `k / LEVELS` of the lane height).
@@ -41,17 +43,65 @@ pub fn level(busy_ns: u64, width_ns: u64) -> u8 {
     l.clamp(1, u128::from(LEVELS)) as u8
 }
 
+/// Buffers of [`lane_prims_in`], kept between calls so a frame allocates
+/// nothing once warm: the window's column edges (filled once per viewport)
+/// and one lane's buckets.
+#[derive(Debug, Default)]
+pub struct LodScratch {
+    /// The viewport the edges were computed for.
+    edges_of: Option<Viewport>,
+    edges: Vec<u64>,
+    buckets: Vec<Bucket>,
+}
+
+impl LodScratch {
+    /// The edges of `vp`'s pixel columns (`columns + 1` of them).
+    fn edges(&mut self, vp: &Viewport) -> &[u64] {
+        if self.edges_of != Some(*vp) {
+            self.edges.clear();
+            self.edges
+                .extend((0..=vp.columns()).map(|i| vp.column_start_ns(i)));
+            self.edges_of = Some(*vp);
+        }
+        &self.edges
+    }
+}
+
 /// Append the primitives of `lane` in `vp`'s window to `out` (cleared
 /// first); returns how many were appended, never more than
-/// [`Viewport::columns`].
+/// [`Viewport::columns`]. Allocates its buffers: a frame drawing many
+/// lanes uses [`lane_prims_in`].
 pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> usize {
+    lane_prims_in(tl, lane, vp, &mut LodScratch::default(), out)
+}
+
+/// [`lane_prims`] with the buffers of `scratch`.
+pub fn lane_prims_in(
+    tl: &Model,
+    lane: u32,
+    vp: &Viewport,
+    scratch: &mut LodScratch,
+    out: &mut Vec<Prim>,
+) -> usize {
     out.clear();
-    let n = vp.columns();
     let spans = tl.spans(lane);
     if spans.is_empty() {
         return 0;
     }
-    let buckets = tl.buckets_with(lane, n, |i| vp.column_start_ns(i));
+    let mut buckets = std::mem::take(&mut scratch.buckets);
+    tl.buckets_into(lane, scratch.edges(vp), &mut buckets);
+    push_prims(&buckets, spans, vp, out);
+    scratch.buckets = buckets;
+    out.len()
+}
+
+/// The primitives of one lane's buckets (see the module docs).
+fn push_prims(
+    buckets: &[Bucket],
+    spans: &[trainscope_core::timeline::Span],
+    vp: &Viewport,
+    out: &mut Vec<Prim>,
+) {
     let mut last_span: Option<u32> = None;
     for (i, b) in buckets.iter().enumerate() {
         if b.spans == 0 {
@@ -94,7 +144,6 @@ pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> 
             level: lv,
         });
     }
-    out.len()
 }
 
 /// A run of the critical path on one lane: `[x0, x1)` CSS px from the
