@@ -159,7 +159,6 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     let origin = earliest_start(run).unwrap_or(0);
     let mut tb = TimelineBuilder::new();
     let mut untimed = 0u64;
-    let mut ranks = Vec::with_capacity(run.ranks.len());
     let mut sends: BTreeMap<TransferKey, SpanRef> = BTreeMap::new();
     let mut recvs: Vec<(TransferKey, SpanRef, u64)> = Vec::new();
     let par = &run.parallel;
@@ -167,7 +166,6 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
     // Program rank -> its ops' labels.
     let mut labels_of: BTreeMap<u32, Vec<LabelId>> = BTreeMap::new();
     for rt in &run.ranks {
-        ranks.push(rt.rank);
         let stage = rt.stage.unwrap_or_else(|| par.stage_of_rank(rt.rank));
         if run.program_of(rt).ops.iter().any(|o| o.stream.is_some()) {
             // Device streams named by the trace (Kineto): one lane each.
@@ -326,18 +324,28 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             });
         }
     }
-    let steady = run.steady_iteration_ns();
+    assemble(run, Some(tb.build()), origin, untimed)
+}
+
+/// The figures of `run` around its `timeline` (or none): the iterations,
+/// the ranks in the run's order, the `untimed` spans and their warning.
+fn assemble(
+    run: &MeasuredRun,
+    timeline: Option<Timeline>,
+    origin_ns: u64,
+    untimed: u64,
+) -> MeasuredTimeline {
     MeasuredTimeline {
-        timeline: Some(tb.build()),
-        origin_ns: origin,
-        iteration_time_ns: steady,
+        timeline,
+        origin_ns,
+        iteration_time_ns: run.steady_iteration_ns(),
         iteration_times_ns: run.iterations.iter().map(|i| i.duration_ns).collect(),
         iterations_covered: run
             .iterations
             .iter()
             .map(|i| i.iterations_covered)
             .collect(),
-        ranks,
+        ranks: run.ranks.iter().map(|rt| rt.rank).collect(),
         untimed_spans: untimed,
         warnings: untimed_warning(untimed),
     }
@@ -364,20 +372,7 @@ pub fn measured_figures(run: &MeasuredRun) -> MeasuredTimeline {
             }
         })
         .sum::<usize>() as u64;
-    MeasuredTimeline {
-        timeline: None,
-        origin_ns: earliest_start(run).unwrap_or(0),
-        iteration_time_ns: run.steady_iteration_ns(),
-        iteration_times_ns: run.iterations.iter().map(|i| i.duration_ns).collect(),
-        iterations_covered: run
-            .iterations
-            .iter()
-            .map(|i| i.iterations_covered)
-            .collect(),
-        ranks: run.ranks.iter().map(|rt| rt.rank).collect(),
-        untimed_spans: untimed,
-        warnings: untimed_warning(untimed),
-    }
+    assemble(run, None, earliest_start(run).unwrap_or(0), untimed)
 }
 
 fn untimed_warning(untimed: u64) -> Vec<String> {
