@@ -344,9 +344,9 @@ fn embedding_and_loss_in_the_pipeline_split_run_llama_405b_on_64_chunks() {
     );
 }
 
-/// `simulate --model llama3-8b --dp 8 --global-batch-size 8
-/// --distributed-optimizer --json EXTRA...`, parsed.
-fn llama8b_dp8(extra: &[&str]) -> Value {
+/// `simulate --model llama3-8b --dp 8 --global-batch-size 8 --json
+/// EXTRA...`, parsed.
+fn llama8b_on8(extra: &[&str]) -> Value {
     let mut a = vec![
         "simulate",
         "--model",
@@ -355,11 +355,15 @@ fn llama8b_dp8(extra: &[&str]) -> Value {
         "8",
         "--global-batch-size",
         "8",
-        "--distributed-optimizer",
         "--json",
     ];
     a.extend_from_slice(extra);
     json_of(&trainscope(&a))
+}
+
+/// [`llama8b_on8`] with `--distributed-optimizer`.
+fn llama8b_dp8(extra: &[&str]) -> Value {
+    llama8b_on8(&[&["--distributed-optimizer"], extra].concat())
 }
 
 /// `--no-grad-reduce-in-fp32`: bf16 gradients halve the gradient memory
@@ -873,22 +877,7 @@ fn moe_dispatcher_flags_reach_the_report() {
 /// combinations exit 4 with the message.
 #[test]
 fn zero_stages_and_fsdp_flags() {
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "simulate",
-            "--model",
-            "llama3-8b",
-            "--dp",
-            "8",
-            "--global-batch-size",
-            "8",
-            "--seq-length",
-            "2048",
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        json_of(&trainscope(&a))
-    };
+    let run = |extra: &[&str]| llama8b_on8(&[&["--seq-length", "2048"], extra].concat());
     let dist = run(&["--distributed-optimizer"]);
     let z1 = run(&["--zero", "1"]);
     assert_eq!(dist, z1);
@@ -963,22 +952,7 @@ fn zero_stages_and_fsdp_flags() {
 /// message.
 #[test]
 fn hsdp_shard_flag() {
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "simulate",
-            "--model",
-            "llama3-8b",
-            "--dp",
-            "8",
-            "--global-batch-size",
-            "8",
-            "--seq-length",
-            "2048",
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        json_of(&trainscope(&a))
-    };
+    let run = |extra: &[&str]| llama8b_on8(&[&["--seq-length", "2048"], extra].concat());
     let h = run(&["--fsdp", "--hsdp-shard", "4"]);
     assert_eq!(h["training"]["zero"], 3);
     assert_eq!(h["training"]["hsdp_shard"], 4);
@@ -1037,24 +1011,8 @@ fn hsdp_shard_flag() {
 /// weights offload without ZeRO-3 exit 4.
 #[test]
 fn offload_flag() {
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "simulate",
-            "--model",
-            "llama3-8b",
-            "--dp",
-            "8",
-            "--global-batch-size",
-            "8",
-            "--seq-length",
-            "2048",
-            "--zero",
-            "1",
-            "--json",
-        ];
-        a.extend_from_slice(extra);
-        json_of(&trainscope(&a))
-    };
+    let run =
+        |extra: &[&str]| llama8b_on8(&[&["--seq-length", "2048", "--zero", "1"], extra].concat());
     let base = run(&[]);
     let off = run(&["--offload", "optimizer"]);
     assert_eq!(off["training"]["offload"], "optimizer");
