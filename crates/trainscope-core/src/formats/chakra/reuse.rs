@@ -99,28 +99,35 @@ struct ValueAt {
     first: bool,
 }
 
-/// The value of attribute body `a` (at `base` in the file): (start, end,
-/// varint), when its fields are a name, an optional doc string and one
-/// value.
-fn value_at(a: &[u8], base: usize) -> Option<(usize, usize, bool)> {
+/// The one value field of attribute body `a` (number, wire type, value
+/// start, end), when its fields are a name, an optional doc string and at
+/// most one value (`Some(None)`: no value); None for any other layout.
+fn single_value(a: &[u8]) -> Option<Option<(u64, u64, usize, usize)>> {
     let mut value = None;
     let mut pos = 0;
     while pos < a.len() {
         let (number, wire, vpos, end) = field(a, pos)?;
         match (number, wire) {
             (1 | 2, 2) => {}
-            (_, 2) if value.is_none() => {
-                let (_, start) = varint_at(a, vpos)?;
-                value = Some((base + start, base + end, false));
-            }
-            (_, 0 | 1 | 5) if value.is_none() => {
-                value = Some((base + vpos, base + end, wire == 0));
-            }
+            (_, 0 | 1 | 2 | 5) if value.is_none() => value = Some((number, wire, vpos, end)),
             _ => return None,
         }
         pos = end;
     }
-    value
+    Some(value)
+}
+
+/// The value of attribute body `a` (at `base` in the file): (start, end,
+/// varint), when its fields are a name, an optional doc string and one
+/// value.
+fn value_at(a: &[u8], base: usize) -> Option<(usize, usize, bool)> {
+    let (_, wire, vpos, end) = single_value(a)??;
+    if wire == 2 {
+        let (_, start) = varint_at(a, vpos)?;
+        Some((base + start, base + end, false))
+    } else {
+        Some((base + vpos, base + end, wire == 0))
+    }
 }
 
 /// A rank-specific value read from a copy's node.
@@ -333,57 +340,48 @@ enum Simple {
 /// decoded as prost decodes it; None for any other attribute (decoded in
 /// full).
 fn simple_value(a: &[u8]) -> Option<Simple> {
-    let mut value = None;
-    let mut pos = 0;
-    while pos < a.len() {
-        let (number, wire, vpos, end) = field(a, pos)?;
-        match (number, wire) {
-            (1 | 2, 2) => {}
-            (29, 2) if value.is_none() => {
-                let s = std::str::from_utf8(body(a, vpos, end)?).ok()?;
-                value = Some(Simple::Str(s.to_string()));
+    let Some((number, wire, vpos, end)) = single_value(a)? else {
+        return Some(Simple::Int(Err("empty")));
+    };
+    Some(match (number, wire) {
+        (29, 2) => Simple::Str(std::str::from_utf8(body(a, vpos, end)?).ok()?.to_string()),
+        (7 | 9 | 11 | 13 | 15 | 17, 0) => {
+            // prost refuses a 10-byte varint whose last byte exceeds
+            // 1: such values are decoded in full.
+            if end - vpos >= 10 {
+                return None;
             }
-            (7 | 9 | 11 | 13 | 15 | 17, 0) if value.is_none() => {
-                // prost refuses a 10-byte varint whose last byte exceeds
-                // 1: such values are decoded in full.
-                if end - vpos >= 10 {
-                    return None;
+            let (v, _) = varint_at(a, vpos)?;
+            Simple::Int(Ok(match number {
+                7 => i128::from(v as i32),
+                9 => i128::from(v as i64),
+                11 => i128::from(v as u32),
+                13 => i128::from(v),
+                15 => {
+                    let u = v as u32;
+                    i128::from(((u >> 1) as i32) ^ -((u & 1) as i32))
                 }
-                let (v, _) = varint_at(a, vpos)?;
-                let v = match number {
-                    7 => i128::from(v as i32),
-                    9 => i128::from(v as i64),
-                    11 => i128::from(v as u32),
-                    13 => i128::from(v),
-                    15 => {
-                        let u = v as u32;
-                        i128::from(((u >> 1) as i32) ^ -((u & 1) as i32))
-                    }
-                    _ => i128::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
-                };
-                value = Some(Simple::Int(Ok(v)));
-            }
-            (19 | 23, 5) if value.is_none() => {
-                let b: [u8; 4] = a.get(vpos..end)?.try_into().ok()?;
-                value = Some(Simple::Int(Ok(if number == 19 {
-                    i128::from(u32::from_le_bytes(b))
-                } else {
-                    i128::from(i32::from_le_bytes(b))
-                })));
-            }
-            (21 | 25, 1) if value.is_none() => {
-                let b: [u8; 8] = a.get(vpos..end)?.try_into().ok()?;
-                value = Some(Simple::Int(Ok(if number == 21 {
-                    i128::from(u64::from_le_bytes(b))
-                } else {
-                    i128::from(i64::from_le_bytes(b))
-                })));
-            }
-            _ => return None,
+                _ => i128::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
+            }))
         }
-        pos = end;
-    }
-    Some(value.unwrap_or(Simple::Int(Err("empty"))))
+        (19 | 23, 5) => {
+            let b: [u8; 4] = a.get(vpos..end)?.try_into().ok()?;
+            Simple::Int(Ok(if number == 19 {
+                i128::from(u32::from_le_bytes(b))
+            } else {
+                i128::from(i32::from_le_bytes(b))
+            }))
+        }
+        (21 | 25, 1) => {
+            let b: [u8; 8] = a.get(vpos..end)?.try_into().ok()?;
+            Simple::Int(Ok(if number == 21 {
+                i128::from(u64::from_le_bytes(b))
+            } else {
+                i128::from(i64::from_le_bytes(b))
+            }))
+        }
+        _ => return None,
+    })
 }
 
 /// Compare a copy's node body `a` with the template's `b`, whose
