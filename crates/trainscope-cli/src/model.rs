@@ -299,6 +299,48 @@ pub fn simulate_job(args: &Args, model: &str) -> Result<std::result::Result<Mode
     Ok(Ok(out))
 }
 
+/// The software-stack line of the readable report: the stack, CUDA graphs,
+/// the attention kernel and the host's time per kernel, the MoE dispatcher
+/// settings for MoE models, TP comm overlap when on.
+fn software_line(st: &trainscope_core::model::stack::StackSettings, moe: bool) -> String {
+    let mut out = format!(
+        "  software: {} · CUDA graphs {} · attention kernel {} · host {} us a kernel{}",
+        st.stack.name(),
+        st.cuda_graphs.name(),
+        st.attention_kernel.name(),
+        trainscope_core::model::stack::launch_us_text(st.per_kernel_ns()),
+        if st.tp_comm_overlap {
+            " · TP comm overlap"
+        } else {
+            ""
+        }
+    );
+    if moe {
+        out.push_str(&format!(
+            " · MoE dispatcher {}{}{}",
+            st.dispatcher.name(),
+            if st.moe_a2a_overlap {
+                " with EP overlap"
+            } else {
+                ""
+            },
+            if st.moe_fused() {
+                ", fused router"
+            } else {
+                ", unfused router"
+            }
+        ));
+        if st.moe_imbalance_milli.is_some() {
+            out.push_str(&format!(
+                " · busiest expert rank x {}",
+                trainscope_core::limits::number(st.moe_imbalance())
+            ));
+        }
+    }
+    out.push('\n');
+    out
+}
+
 /// The readable report: the event report, then the model's figures and the
 /// memory per stage.
 pub fn render_text(o: &ModelRunOutput) -> String {
@@ -371,6 +413,7 @@ pub fn render_text(o: &ModelRunOutput) -> String {
             ),
         },
     ));
+    out.push_str(&software_line(&s.stack, m.moe.is_some()));
     let t = &o.throughput;
     out.push_str(&format!(
         "  throughput: MFU {:.1}% · {:.1} model TFLOP/s per GPU · {:.0} tokens/s\n\n",

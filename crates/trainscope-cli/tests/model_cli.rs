@@ -161,6 +161,56 @@ fn text_report_shows_throughput_and_memory() {
 }
 
 #[test]
+fn text_report_names_the_software_stack() {
+    let text = |args: &[&str]| {
+        let out = trainscope(&[&["simulate"], args].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dense = text(&["--model", "llama3-8b", "--world", "8"]);
+    assert!(
+        dense.contains(
+            "  software: megatron-te · CUDA graphs none · attention kernel cudnn · host "
+        ),
+        "{dense}"
+    );
+    assert!(!dense.contains("MoE dispatcher"), "{dense}");
+    let eager = text(&[
+        "--model",
+        "llama3-8b",
+        "--world",
+        "8",
+        "--stack",
+        "pytorch-eager",
+        "--attention-kernel",
+        "flash2",
+        "--host-launch-us",
+        "12.5",
+    ]);
+    assert!(
+        eager.contains(
+            "  software: pytorch-eager · CUDA graphs none · attention kernel flash2 · host 12.5 us a kernel\n"
+        ),
+        "{eager}"
+    );
+    let moe = text(&[
+        "--model",
+        "qwen3-30b-a3b",
+        "--world",
+        "8",
+        "--ep",
+        "8",
+        "--moe-a2a-overlap",
+        "--moe-imbalance",
+        "1.2",
+    ]);
+    assert!(
+        moe.contains(" · MoE dispatcher alltoall with EP overlap, fused router · busiest expert rank x 1.2\n"),
+        "{moe}"
+    );
+}
+
+#[test]
 fn context_parallel_job_splits_tokens_over_cp_and_reports_cp_comm() {
     let run = |extra: &[&str]| {
         let mut a = vec![
