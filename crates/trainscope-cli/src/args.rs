@@ -379,7 +379,7 @@ pub(crate) fn settings(args: &Args) -> Result<std::result::Result<(SimConfig, Ru
         }
         options.ratio_tables = Some(tables);
     }
-    match (args.whatif.faults(), args.whatif.blame()) {
+    match (args.whatif.faults.faults(), args.whatif.blame()) {
         (Ok(faults), Ok(blame)) => {
             config.faults = faults;
             options.blame = blame;
@@ -865,11 +865,12 @@ impl ShardingFlags {
     }
 }
 
-/// What-if faults and blame, for `simulate` (files and `--model`) and
-/// `sweep` (with `--straggler`); the core's [`Faults`] and blame.
+/// The what-if faults of a run (slow GPUs, slow links, kernel jitter and
+/// its seed), the core's [`Faults`]: `simulate` takes them, `sweep` applies
+/// them to every candidate.
 #[derive(clap::Args, Debug, Default, Clone)]
 #[command(next_help_heading = "What-if faults")]
-pub struct WhatIfFlags {
+pub struct FaultFlags {
     /// Slow GPUs: RANKS:FACTOR, every compute task of the ranks FACTOR
     /// times as long (`17:1.25`, `4-7,9:2`, `node3:1.1`, `stage2:1.5`);
     /// repeatable. The report's `whatif` gives the step with and without
@@ -892,10 +893,55 @@ pub struct WhatIfFlags {
     /// --seed).
     #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
     pub jitter: Option<f64>,
-    /// Seed of every random draw of the command (jitter; `plan`'s
+    /// Seed of every random draw of the command (the jitter; `plan`'s
     /// Monte-Carlo). Default 0.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub seed: u64,
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+impl FaultFlags {
+    /// The seed (0 when not given).
+    pub fn seed(&self) -> u64 {
+        self.seed.unwrap_or(0)
+    }
+
+    /// The core's faults (`Err`: the message for exit 4).
+    pub fn faults(&self) -> std::result::Result<Faults, String> {
+        Faults::from_flags(
+            self.slow.iter().map(String::as_str),
+            self.slow_link.iter().map(String::as_str),
+            self.jitter,
+            self.seed(),
+        )
+        .map_err(|(name, e)| format!("invalid setting `{name}`: {e}"))
+    }
+
+    /// The faults as `simulate` spells them (a sweep row's command): no
+    /// jitter (0%) is no flag, as the page writes it; the seed goes with
+    /// the jitter.
+    pub fn flags(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        for s in &self.slow {
+            f.extend(["--slow".to_string(), s.clone()]);
+        }
+        for s in &self.slow_link {
+            f.extend(["--slow-link".to_string(), s.clone()]);
+        }
+        if let Some(j) = self.jitter.filter(|j| *j != 0.0) {
+            f.extend(["--jitter".to_string(), j.to_string()]);
+            f.extend(["--seed".to_string(), self.seed().to_string()]);
+        }
+        f
+    }
+}
+
+/// What-if faults and blame, for `simulate` (files and `--model`); the
+/// core's [`Faults`] and blame.
+#[derive(clap::Args, Debug, Default, Clone)]
+#[command(next_help_heading = "What-if faults")]
+pub struct WhatIfFlags {
+    #[command(flatten)]
+    pub faults: FaultFlags,
     /// The blame: a measured per-rank replay against every rank's compute
     /// at the ranks' mean (the slow-down and who causes it); a described
     /// job, each stage slowed by --blame-factor in turn (what it costs the
@@ -908,17 +954,6 @@ pub struct WhatIfFlags {
 }
 
 impl WhatIfFlags {
-    /// The core's faults (`Err`: the message for exit 4).
-    pub fn faults(&self) -> std::result::Result<Faults, String> {
-        Faults::from_flags(
-            self.slow.iter().map(String::as_str),
-            self.slow_link.iter().map(String::as_str),
-            self.jitter,
-            self.seed,
-        )
-        .map_err(|(name, e)| format!("invalid setting `{name}`: {e}"))
-    }
-
     /// `--blame` with its factor (`Err`: the message for exit 4).
     pub fn blame(&self) -> std::result::Result<Option<f64>, String> {
         if self.blame_factor.is_some() && !self.blame {
@@ -933,9 +968,9 @@ impl WhatIfFlags {
     pub fn given(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         for (set, name) in [
-            (!self.slow.is_empty(), "--slow"),
-            (!self.slow_link.is_empty(), "--slow-link"),
-            (self.jitter.is_some(), "--jitter"),
+            (!self.faults.slow.is_empty(), "--slow"),
+            (!self.faults.slow_link.is_empty(), "--slow-link"),
+            (self.faults.jitter.is_some(), "--jitter"),
             (self.blame, "--blame"),
         ] {
             if set {

@@ -413,7 +413,7 @@ pub fn run(args: &PlanArgs) -> Result<u8> {
         work,
         facts.gpus,
         gpus_per_node,
-        args.job.whatif.seed,
+        args.job.whatif.faults.seed(),
     );
     input.checkpoint_size_bytes = size.unwrap_or(0);
     input.job_memory_bytes = facts.memory_bytes;

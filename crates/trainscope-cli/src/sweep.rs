@@ -54,6 +54,7 @@ pub enum RankBy {
 
 /// Flags of `trainscope sweep`.
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("seed", |a| a.requires("jitter")))]
 pub struct Args {
     /// A model preset name or the path of a HuggingFace config.json.
     #[arg(long, value_name = "MODEL", required_unless_present = "merge")]
@@ -302,26 +303,10 @@ pub struct Args {
     /// Overlap the gradient sync with the last backward.
     #[arg(long, help_heading = "Cluster")]
     pub overlap_grad_sync: bool,
-    /// Slow GPUs in every candidate (`simulate`'s --slow RANKS:FACTOR);
-    /// repeatable.
-    #[arg(long, value_name = "RANKS:FACTOR", help_heading = "What-if")]
-    pub slow: Vec<String>,
-    /// Slow links in every candidate (`simulate`'s --slow-link
-    /// LINK:FACTOR); repeatable.
-    #[arg(long, value_name = "LINK:FACTOR", help_heading = "What-if")]
-    pub slow_link: Vec<String>,
-    /// Per-kernel jitter in every candidate (`simulate`'s --jitter PCT),
-    /// seeded by --seed.
-    #[arg(
-        long,
-        value_name = "PCT",
-        allow_negative_numbers = true,
-        help_heading = "What-if"
-    )]
-    pub jitter: Option<f64>,
-    /// The jitter's seed (`simulate`'s --seed; default 0).
-    #[arg(long, value_name = "N", requires = "jitter", help_heading = "What-if")]
-    pub seed: Option<u64>,
+    /// Faults applied to every candidate (`simulate`'s flags; here
+    /// `--seed` needs `--jitter`, the only random draw of a sweep).
+    #[command(flatten)]
+    pub faults: crate::args::FaultFlags,
     /// Rank layouts by their step with one GPU FACTOR times slower, at the
     /// worst place for it (each pipeline stage in turn, at most 8 evenly
     /// spaced): a layout that synchronises less tolerates a straggler
@@ -391,17 +376,7 @@ impl Args {
             "--launch-overhead-us",
             self.launch_overhead_us.map(|x| x.to_string()),
         );
-        for s in &self.slow {
-            put("--slow", Some(s.clone()));
-        }
-        for s in &self.slow_link {
-            put("--slow-link", Some(s.clone()));
-        }
-        // No jitter (0%) is no flag, as the page writes it.
-        if let Some(j) = self.jitter.filter(|j| *j != 0.0) {
-            put("--jitter", Some(j.to_string()));
-            put("--seed", Some(self.seed.unwrap_or(0).to_string()));
-        }
+        f.extend(self.faults.flags());
         if self.overlap_grad_sync {
             f.push("--overlap-grad-sync".to_string());
         }
