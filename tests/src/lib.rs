@@ -44,6 +44,33 @@ pub fn fixture_bytes(rel: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", p.display()))
 }
 
+/// Fixture files read into memory, lent as the `(name, bytes)` pairs the
+/// core's set readers take (each name the fixture's path under
+/// `tests/fixtures/`).
+pub struct FixtureSet {
+    names: Vec<String>,
+    bytes: Vec<Vec<u8>>,
+}
+
+impl FixtureSet {
+    /// Read `rels` ([`fixture_bytes`]: panics on a missing fixture).
+    pub fn read(rels: &[&str]) -> FixtureSet {
+        FixtureSet {
+            names: rels.iter().map(|r| r.to_string()).collect(),
+            bytes: rels.iter().map(|r| fixture_bytes(r)).collect(),
+        }
+    }
+
+    /// The files as `(name, bytes)`, in the order given.
+    pub fn files(&self) -> Vec<(&str, &[u8])> {
+        self.names
+            .iter()
+            .zip(&self.bytes)
+            .map(|(n, b)| (n.as_str(), b.as_slice()))
+            .collect()
+    }
+}
+
 /// One CSV row as (header -> value).
 pub type CsvRow = std::collections::BTreeMap<String, String>;
 

@@ -6,8 +6,8 @@
 
 use trainscope_core::analysis::analyse;
 use trainscope_core::inspect::{load_set, LoadOptions};
-use trainscope_tests::fixture_bytes;
 use trainscope_tests::kineto_gen::KinetoJob;
+use trainscope_tests::FixtureSet;
 
 #[test]
 fn breakdown_of_the_two_rank_fixture_by_hand() {
@@ -15,12 +15,8 @@ fn breakdown_of_the_two_rank_fixture_by_hand() {
         "kineto/job2_rank0.json",
         "kineto/job2_rank1.pt.trace.json.gz",
     ];
-    let bytes: Vec<Vec<u8>> = rels.iter().map(|r| fixture_bytes(r)).collect();
-    let files: Vec<(&str, &[u8])> = rels
-        .iter()
-        .zip(&bytes)
-        .map(|(r, b)| (*r, b.as_slice()))
-        .collect();
+    let fx = FixtureSet::read(&rels);
+    let files = fx.files();
     let set = load_set(&files, None, &LoadOptions::default());
     let a = analyse(&set.runs[0], 3);
     assert_eq!(a.iteration, Some(8));

@@ -16,7 +16,7 @@ use trainscope_core::{
     export,
     run::{run_files, RunError, RunOptions},
 };
-use trainscope_tests::fixture_bytes;
+use trainscope_tests::{fixture_bytes, FixtureSet};
 
 // ---------------------------------------------------------------------------
 // SimAI-compatible cost in the engine
@@ -584,12 +584,8 @@ fn report_only_skips_the_measured_timeline_and_nothing_else() {
     ];
     let mut untimed_seen = false;
     for names in sets {
-        let bytes: Vec<Vec<u8>> = names.iter().map(|n| fixture_bytes(n)).collect();
-        let files: Vec<(&str, &[u8])> = names
-            .iter()
-            .zip(&bytes)
-            .map(|(n, b)| (*n, b.as_slice()))
-            .collect();
+        let fx = FixtureSet::read(&names);
+        let files = fx.files();
         let run = |report_only| {
             run_files(
                 &files,

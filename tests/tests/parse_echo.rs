@@ -6,7 +6,7 @@
 use trainscope_core::formats::echo;
 use trainscope_core::inspect::{inspect, inspect_set, to_json};
 use trainscope_core::workload::{CommGroup, CommKind, OpKind, TrainingPhase};
-use trainscope_tests::fixture_bytes;
+use trainscope_tests::{fixture_bytes, FixtureSet};
 
 fn render(summaries: &[trainscope_core::inspect::FileSummary]) -> String {
     let json = serde_json::to_string_pretty(&to_json(summaries)).unwrap();
@@ -133,12 +133,8 @@ fn rank_files_form_one_run() {
         "parse/echo/dup/wd2_tp1_pp2_numl4_bs2_rank1_job.txt",
         "seeds/echo_megatron_trace_rank7_tp2_pp4.txt",
     ];
-    let bytes: Vec<Vec<u8>> = names.iter().map(|n| fixture_bytes(n)).collect();
-    let files: Vec<(&str, &[u8])> = names
-        .iter()
-        .zip(&bytes)
-        .map(|(n, b)| (*n, b.as_slice()))
-        .collect();
+    let fx = FixtureSet::read(&names);
+    let files = fx.files();
     let s = inspect_set(&files, None);
     insta::assert_snapshot!("echo_run_set", render(&s));
     // The three job files form one run of ranks 0 and 1; the seed its own.

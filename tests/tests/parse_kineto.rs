@@ -11,8 +11,8 @@ use trainscope_core::{
     formats::{self, kineto},
     workload::Format,
 };
-use trainscope_tests::fixture_bytes;
 use trainscope_tests::kineto_gen::KinetoJob;
+use trainscope_tests::{fixture_bytes, FixtureSet};
 
 fn render(summaries: &[FileSummary]) -> String {
     let json = serde_json::to_string_pretty(&to_json(summaries)).unwrap();
@@ -24,12 +24,8 @@ fn render(summaries: &[FileSummary]) -> String {
 }
 
 fn set(rels: &[&str]) -> Vec<FileSummary> {
-    let bytes: Vec<Vec<u8>> = rels.iter().map(|r| fixture_bytes(r)).collect();
-    let files: Vec<(&str, &[u8])> = rels
-        .iter()
-        .zip(&bytes)
-        .map(|(r, b)| (*r, b.as_slice()))
-        .collect();
+    let fx = FixtureSet::read(&rels);
+    let files = fx.files();
     inspect_set(&files, None)
 }
 
@@ -61,12 +57,8 @@ fn run_holds_the_chosen_step_with_collectives() {
         "kineto/job2_rank0.json",
         "kineto/job2_rank1.pt.trace.json.gz",
     ];
-    let bytes: Vec<Vec<u8>> = rels.iter().map(|r| fixture_bytes(r)).collect();
-    let files: Vec<(&str, &[u8])> = rels
-        .iter()
-        .zip(&bytes)
-        .map(|(r, b)| (*r, b.as_slice()))
-        .collect();
+    let fx = FixtureSet::read(&rels);
+    let files = fx.files();
     let mut opts = LoadOptions::default();
     opts.kineto.iteration = Some(7);
     let loaded = load_set(&files, None, &opts);
