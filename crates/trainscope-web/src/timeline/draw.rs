@@ -1,10 +1,12 @@
 //! Canvas 2D drawing of the timeline: the ruler, the label column, the lanes
-//! (level-of-detail primitives from [`super::lod`], batched by colour so a
-//! frame issues one fill per kind), micro-batch numbers on wide spans, the
-//! critical-path overlay, the selection with its dependencies and flow
-//! arrows, the counter lanes (activation memory per stage: a filled step
-//! area scaled to the lane's peak, one vertex pair per change in view, and
-//! a marker where the peak is first reached), and the overview strip. Everything is in CSS pixels; the caller
+//! (level-of-detail primitives from [`super::lod`], filled into a pixel
+//! buffer and put on the canvas in one call: [`super::raster`]),
+//! micro-batch numbers on wide spans, the critical-path overlay, the
+//! selection with its dependencies and flow arrows, the counter lanes
+//! (activation memory per stage: a filled step area scaled to the lane's
+//! peak, one vertex pair per change in view, and a marker where the peak is
+//! first reached), and the overview strip. Everything is in CSS pixels
+//! (the pixel buffer in device pixels); the caller
 //! scales the context by the device pixel ratio. Work per frame is bounded
 //! by the visible rows x plot width, never by the span count.
 
@@ -13,9 +15,11 @@ use super::hit::Hit;
 use super::layout::{Layout, RowKind};
 use super::lod::{self, Prim, LEVELS};
 use super::palette;
+use super::raster;
 use super::viewport::Viewport;
 use std::rc::Rc;
 use trainscope_core::timeline::{CounterLane, Span, SpanKind, SpanRef, Stream, Timeline as Model};
+use wasm_bindgen::Clamped;
 use web_sys::{CanvasRenderingContext2d as Ctx, HtmlCanvasElement};
 
 /// Width of the label column, CSS px (the plot starts there).
@@ -122,7 +126,10 @@ pub struct Scratch {
     crit: Vec<lod::CritRun>,
     /// Outlines of the critical path's runs, reused every frame.
     crit_outlines: Vec<[f64; 4]>,
+    /// Critical-path rectangles per span kind (one fill per kind).
     rects: Vec<Vec<[f64; 4]>>,
+    /// The lane area's pixels ([`raster`]).
+    pixels: raster::Pixels,
     texts: Vec<(f64, f64, String, bool)>,
 }
 
@@ -234,7 +241,7 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     ctx.begin_path();
     ctx.rect(LABEL_W, RULER_H, plot_w, rows_h);
     ctx.clip();
-    draw_lanes(ctx, scene, scratch, visible.clone(), &mut stats);
+    draw_lanes(ctx, scene, scratch, visible.clone(), step, &mut stats);
     draw_counters(ctx, scene, visible.clone(), &mut stats);
     if scene.critical {
         draw_critical(ctx, scene, scratch, visible.clone(), &mut stats);
@@ -263,22 +270,47 @@ fn ticks(vp: &Viewport, step: u64) -> impl Iterator<Item = u64> {
         .take(10_000)
 }
 
+/// The spans and aggregate bars of the visible lanes, filled into the
+/// scratch pixel buffer over the plot's rows (with the group bands and grid
+/// lines beneath them, as drawn around it) and put on the canvas in one call.
 fn draw_lanes(
     ctx: &Ctx,
     scene: &Scene,
     scratch: &mut Scratch,
     visible: std::ops::Range<usize>,
+    grid_step: u64,
     stats: &mut FrameStats,
 ) {
     let vp = scene.vp;
     let plot_w = vp.width_px();
     let dpr = scene.dpr.max(0.5);
-    if scratch.rects.len() != SpanKind::ALL.len() {
-        scratch.rects = vec![Vec::new(); SpanKind::ALL.len()];
+    let dev = |v: f64| (v * dpr).round() as i64;
+    let (ox, oy) = (dev(LABEL_W), dev(RULER_H));
+    let width = (dev(LABEL_W + plot_w) - ox).max(0) as usize;
+    let height = (dev(scene.height) - oy).max(0) as usize;
+    if width == 0 || height == 0 {
+        return;
     }
-    for r in &mut scratch.rects {
-        r.clear();
+    let px = &mut scratch.pixels;
+    px.reset((ox, oy), width, height, raster::rgba(palette::BACKGROUND));
+    let band = raster::rgba(palette::BAND);
+    for row in &scene.layout.rows[visible.clone()] {
+        if let RowKind::Lane { group, .. } | RowKind::Counter { group, .. } = row.kind {
+            if group % 2 == 1 {
+                px.fill_css(LABEL_W, screen_y(scene, row.y), plot_w, row.h, dpr, band);
+            }
+        }
     }
+    let grid = raster::rgba(palette::GRID);
+    for t in ticks(vp, grid_step) {
+        let x = (LABEL_W + vp.ns_to_px(t)).round();
+        px.fill_css(x, RULER_H, 1.0, scene.height, dpr, grid);
+    }
+    scratch.lod.prune();
+    let colors: Vec<raster::Rgba> = SpanKind::ALL
+        .iter()
+        .map(|k| raster::rgba(palette::kind_color(*k)))
+        .collect();
     scratch.texts.clear();
     for row in &scene.layout.rows[visible] {
         let RowKind::Lane { section, lane, .. } = row.kind else {
@@ -288,7 +320,7 @@ fn draw_lanes(
             continue;
         };
         let tl = &sec.tl;
-        let n = lod::lane_prims_in(tl, lane, vp, &mut scratch.lod, &mut scratch.prims);
+        let n = lod::lane_prims_cached(tl, lane, vp, &mut scratch.lod, &mut scratch.prims);
         stats.lanes += 1;
         stats.max_lane_prims = stats.max_lane_prims.max(n as u32);
         let y = screen_y(scene, row.y) + PAD_Y;
@@ -307,7 +339,8 @@ fn draw_lanes(
                     if wpx >= 5.0 {
                         wpx -= 1.0;
                     }
-                    scratch.rects[kind_index(s.kind)].push([LABEL_W + a, y, wpx, full_h]);
+                    px.fill_css(LABEL_W + a, y, wpx, full_h, dpr, colors[kind_index(s.kind)]);
+                    stats.rects += 1;
                     if wpx >= 12.0 {
                         if let Some(t) = span_text(tl, s, wpx) {
                             let cx = LABEL_W + a.max(0.0) + (b.min(plot_w) - a.max(0.0)) / 2.0;
@@ -324,31 +357,33 @@ fn draw_lanes(
                 } => {
                     let bh = (full_h * f64::from(level) / f64::from(LEVELS)).max(2.0);
                     let (a, b) = (snap(x0, dpr), snap(x1, dpr));
-                    scratch.rects[kind_index(kind)].push([
+                    px.fill_css(
                         LABEL_W + a,
                         y + (full_h - bh) / 2.0,
                         (b - a).max(1.0),
                         bh,
-                    ]);
+                        dpr,
+                        colors[kind_index(kind)],
+                    );
+                    stats.rects += 1;
                 }
             }
         }
     }
-    for (k, rects) in scratch.rects.iter().enumerate() {
-        if rects.is_empty() {
-            continue;
-        }
-        let Some(kind) = SpanKind::ALL.get(k) else {
-            continue;
-        };
-        ctx.set_fill_style_str(palette::kind_color(*kind));
-        ctx.begin_path();
-        for r in rects {
-            ctx.rect(r[0], r[1], r[2], r[3]);
-        }
-        ctx.fill();
-        stats.rects += rects.len() as u32;
-    }
+    put_pixels(ctx, &scratch.pixels);
+}
+
+/// Put `px` on the canvas at its device-pixel origin (`putImageData` ignores
+/// the context's scale and clip: the buffer is already in device pixels and
+/// inside the plot).
+fn put_pixels(ctx: &Ctx, px: &raster::Pixels) {
+    let (w, h) = (px.width() as u32, px.height() as u32);
+    let Ok(img) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(Clamped(px.bytes()), w, h)
+    else {
+        return;
+    };
+    let (ox, oy) = px.origin();
+    let _ = ctx.put_image_data(&img, ox as f64, oy as f64);
 }
 
 /// Half width of a counter lane's peak marker, CSS px (the hover picks the
@@ -493,6 +528,9 @@ fn draw_critical(
     // Dim everything, then redraw the path on top.
     ctx.set_fill_style_str("rgba(255,255,255,0.62)");
     ctx.fill_rect(LABEL_W, RULER_H, vp.width_px(), rows_h);
+    if scratch.rects.len() != SpanKind::ALL.len() {
+        scratch.rects = vec![Vec::new(); SpanKind::ALL.len()];
+    }
     for r in &mut scratch.rects {
         r.clear();
     }

@@ -1,18 +1,25 @@
 //! Level of detail: what to draw for one lane in the visible window, with a
-//! bounded amount of work. The window is cut into the viewport's pixel
-//! columns ([`Viewport::column_bounds`]) and [`Timeline::buckets_into`]
-//! aggregates every column (a galloping search from the previous column
-//! and two prefix-sum lookups, into buffers reused frame after frame:
-//! [`LodScratch`]); a column holding exactly one
-//! span draws that span itself (once, however many columns it covers), a
-//! column holding several spans becomes an aggregate bar coloured by the
-//! kind with the most busy time in it, its height quantised from the busy
-//! fraction, and consecutive aggregate columns with the same colour and
-//! height merge into one bar. So a lane never yields more primitives than
-//! the plot has pixel columns, whatever the span count. The critical path
-//! is bounded the same way, lane by lane ([`critical_runs`]).
+//! bounded amount of work. The window is cut into pixel columns on the
+//! zoom's global grid (column `k` covers `[round(k * ns_per_px),
+//! round((k + 1) * ns_per_px))`, so a column's content does not depend on
+//! where the window starts) and [`Timeline::buckets_into`] aggregates
+//! every column (a galloping search from the previous column and two
+//! prefix-sum lookups, into buffers reused frame after frame:
+//! [`LodScratch`], which also keeps each lane's columns of the last frame,
+//! so a pan computes only the columns it brings into view:
+//! [`lane_prims_cached`]); a column holding exactly one span draws that
+//! span itself (once, however many columns it covers), a column holding
+//! several spans becomes an aggregate bar coloured by the kind with the
+//! most busy time in it, its height quantised from the busy fraction, and
+//! consecutive aggregate columns with the same colour and height merge
+//! into one bar. So a lane never yields more primitives than the plot has
+//! pixel columns (plus one: the grid's first column may start left of the
+//! window), whatever the span count. The critical path is bounded the same
+//! way, lane by lane ([`critical_runs`]).
 
 use super::viewport::Viewport;
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
 use trainscope_core::timeline::{Bucket, SpanKind, Timeline as Model};
 
 /// Busy-fraction levels of aggregate bars (level `k` of `LEVELS` draws
@@ -43,39 +50,91 @@ pub fn level(busy_ns: u64, width_ns: u64) -> u8 {
     l.clamp(1, u128::from(LEVELS)) as u8
 }
 
-/// Buffers of [`lane_prims_in`], kept between calls so a frame allocates
-/// nothing once warm: the window's column edges (filled once per viewport)
-/// and one lane's buckets.
-#[derive(Debug, Default)]
-pub struct LodScratch {
-    /// The viewport the edges were computed for.
-    edges_of: Option<Viewport>,
-    edges: Vec<u64>,
+/// The window's columns on the zoom's global grid: column `k` covers
+/// `[round(k * ns_per_px), round((k + 1) * ns_per_px))`, so a column's
+/// bucket depends on the zoom and `k` only, never on where the window
+/// starts, and a pan by whole pixels finds most of its columns computed.
+/// Returns the first and one past the last column overlapping the window
+/// (at most [`Viewport::columns`] + 1: the first may start left of it).
+fn grid_columns(vp: &Viewport) -> (u64, u64) {
+    let npp = vp.ns_per_px();
+    if !(npp.is_finite() && npp > 0.0) {
+        return (0, 0);
+    }
+    let k0 = (vp.start_ns() as f64 / npp).floor().max(0.0) as u64;
+    let k1 = (vp.end_ns() as f64 / npp).ceil().max(0.0) as u64;
+    let k1 = k1.clamp(k0, k0 + vp.columns() as u64 + 1);
+    (k0, k1)
+}
+
+/// First ns of grid column `k` at `npp` ns per px.
+fn grid_edge(k: u64, npp: f64) -> u64 {
+    let t = (k as f64 * npp).round();
+    if t.is_finite() && t > 0.0 {
+        t.min(u64::MAX as f64) as u64
+    } else {
+        0
+    }
+}
+
+/// One lane's buckets of grid columns `k0..` at one zoom, kept from the
+/// frame before.
+#[derive(Debug)]
+struct LaneBuckets {
+    /// The timeline they were computed on (a dropped one never matches).
+    tl: Weak<Model>,
+    npp_bits: u64,
+    k0: u64,
     buckets: Vec<Bucket>,
 }
 
+/// Buffers of [`lane_prims_in`] and [`lane_prims_cached`], kept between
+/// calls so a frame allocates nothing once warm: column edges, one lane's
+/// buckets, and each drawn lane's buckets of the last frame (a pan
+/// computes only the columns it brings into view).
+#[derive(Debug, Default)]
+pub struct LodScratch {
+    edges: Vec<u64>,
+    buckets: Vec<Bucket>,
+    lanes: HashMap<(usize, u32), LaneBuckets>,
+}
+
 impl LodScratch {
-    /// The edges of `vp`'s pixel columns (`columns + 1` of them).
-    fn edges(&mut self, vp: &Viewport) -> &[u64] {
-        if self.edges_of != Some(*vp) {
-            self.edges.clear();
-            self.edges
-                .extend((0..=vp.columns()).map(|i| vp.column_start_ns(i)));
-            self.edges_of = Some(*vp);
+    /// Forget the kept buckets of timelines no longer alive.
+    pub fn prune(&mut self) {
+        self.lanes.retain(|_, c| c.tl.strong_count() > 0);
+    }
+
+    /// Buckets of grid columns `k0..k1` of `lane` at `npp`, appended to `out`.
+    fn compute(
+        &mut self,
+        tl: &Model,
+        lane: u32,
+        npp: f64,
+        k0: u64,
+        k1: u64,
+        out: &mut Vec<Bucket>,
+    ) {
+        if k1 <= k0 {
+            return;
         }
-        &self.edges
+        self.edges.clear();
+        self.edges.extend((k0..=k1).map(|k| grid_edge(k, npp)));
+        tl.buckets_into(lane, &self.edges, &mut self.buckets);
+        out.extend_from_slice(&self.buckets);
     }
 }
 
 /// Append the primitives of `lane` in `vp`'s window to `out` (cleared
 /// first); returns how many were appended, never more than
-/// [`Viewport::columns`]. Allocates its buffers: a frame drawing many
-/// lanes uses [`lane_prims_in`].
+/// [`Viewport::columns`] + 1. Allocates its buffers: a frame drawing many
+/// lanes uses [`lane_prims_cached`].
 pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> usize {
     lane_prims_in(tl, lane, vp, &mut LodScratch::default(), out)
 }
 
-/// [`lane_prims`] with the buffers of `scratch`.
+/// [`lane_prims`] with the buffers of `scratch` (nothing kept between
+/// calls but the buffers).
 pub fn lane_prims_in(
     tl: &Model,
     lane: u32,
@@ -88,10 +147,57 @@ pub fn lane_prims_in(
     if spans.is_empty() {
         return 0;
     }
-    let mut buckets = std::mem::take(&mut scratch.buckets);
-    tl.buckets_into(lane, scratch.edges(vp), &mut buckets);
+    let (k0, k1) = grid_columns(vp);
+    let mut buckets = Vec::new();
+    scratch.compute(tl, lane, vp.ns_per_px(), k0, k1, &mut buckets);
     push_prims(&buckets, spans, vp, out);
-    scratch.buckets = buckets;
+    out.len()
+}
+
+/// [`lane_prims_in`] keeping the lane's buckets in `scratch` for the next
+/// frame: at the same zoom, the columns still in view are reused and only
+/// those the window newly covers are computed (a drag computes a few
+/// columns a lane instead of all). The same result as [`lane_prims_in`],
+/// whatever came before.
+pub fn lane_prims_cached(
+    tl: &Rc<Model>,
+    lane: u32,
+    vp: &Viewport,
+    scratch: &mut LodScratch,
+    out: &mut Vec<Prim>,
+) -> usize {
+    out.clear();
+    let spans = tl.spans(lane);
+    if spans.is_empty() {
+        return 0;
+    }
+    let npp = vp.ns_per_px();
+    let (k0, k1) = grid_columns(vp);
+    let key = (Rc::as_ptr(tl) as usize, lane);
+    let old = scratch.lanes.remove(&key).filter(|c| {
+        c.npp_bits == npp.to_bits() && c.tl.upgrade().is_some_and(|t| Rc::ptr_eq(&t, tl))
+    });
+    let mut buckets = Vec::with_capacity((k1 - k0) as usize);
+    match old {
+        Some(c) if c.k0 < k1 && k0 < c.k0 + c.buckets.len() as u64 => {
+            let (c0, c1) = (c.k0, c.k0 + c.buckets.len() as u64);
+            scratch.compute(tl, lane, npp, k0, c0.max(k0), &mut buckets);
+            let (a, b) = (k0.max(c0), k1.min(c1));
+            buckets.extend_from_slice(&c.buckets[(a - c0) as usize..(b - c0) as usize]);
+            scratch.compute(tl, lane, npp, c1.max(k0), k1, &mut buckets);
+        }
+        _ => scratch.compute(tl, lane, npp, k0, k1, &mut buckets),
+    }
+    push_prims(&buckets, spans, vp, out);
+    scratch.lanes.insert(
+        key,
+        LaneBuckets {
+            tl: Rc::downgrade(tl),
+            npp_bits: npp.to_bits(),
+            k0,
+            buckets,
+        },
+    );
     out.len()
 }
 
@@ -103,7 +209,7 @@ fn push_prims(
     out: &mut Vec<Prim>,
 ) {
     let mut last_span: Option<u32> = None;
-    for (i, b) in buckets.iter().enumerate() {
+    for b in buckets {
         if b.spans == 0 {
             continue;
         }
@@ -124,7 +230,7 @@ fn push_prims(
         }
         let Some(kind) = b.kind else { continue };
         let lv = level(b.busy_ns, b.end_ns - b.start_ns);
-        let (x0, x1) = (vp.column_px(i), vp.column_px(i + 1));
+        let (x0, x1) = (vp.ns_to_px(b.start_ns), vp.ns_to_px(b.end_ns));
         if let Some(Prim::Agg {
             x1: px1,
             kind: pk,

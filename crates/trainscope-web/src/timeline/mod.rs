@@ -19,6 +19,7 @@ pub mod hit;
 pub mod layout;
 pub mod lod;
 pub mod palette;
+pub mod raster;
 pub mod synth;
 pub mod viewport;
 

@@ -191,6 +191,12 @@ pub struct Timeline {
     overview: NodeRef,
     root: NodeRef,
     details: NodeRef,
+    /// The view-range label: its text and `data-start-ns`/`data-end-ns`
+    /// are written by each frame (not by `view`), so a drag moves the view
+    /// without re-rendering the component.
+    range_label: NodeRef,
+    /// The viewport the label shows.
+    range_label_of: Option<Viewport>,
     sections: Vec<Section>,
     layout: Layout,
     collapsed: Vec<bool>,
@@ -425,10 +431,34 @@ impl Timeline {
         };
         let mut stats = draw::draw(&c2, &scene, &mut self.scratch);
         self.draw_overview(css_w, dpr);
+        self.show_range();
         stats.draw_ms = perf.as_ref().map_or(0.0, |p| p.now()) - t0;
         if let Some(cb) = &ctx.props().on_frame {
             cb.emit(stats);
         }
+    }
+
+    /// Write the view's range into the range label (text, `data-start-ns`,
+    /// `data-end-ns`) when it changed.
+    fn show_range(&mut self) {
+        let Some(el) = self.range_label.cast::<Element>() else {
+            return;
+        };
+        // (A label element made anew, e.g. on a remount, is written again.)
+        if self.range_label_of == Some(self.vp) && el.has_attribute("data-start-ns") {
+            return;
+        }
+        let vp = self.vp;
+        let res = vp.range_ns() / 100;
+        el.set_text_content(Some(&format!(
+            "{} – {} ({} shown)",
+            format::instant(vp.start_ns(), res),
+            format::instant(vp.end_ns(), res),
+            format::duration(vp.range_ns())
+        )));
+        let _ = el.set_attribute("data-start-ns", &vp.start_ns().to_string());
+        let _ = el.set_attribute("data-end-ns", &vp.end_ns().to_string());
+        self.range_label_of = Some(vp);
     }
 
     fn draw_overview(&mut self, css_w: f64, dpr: f64) {
@@ -500,6 +530,8 @@ impl Component for Timeline {
             overview: NodeRef::default(),
             root: NodeRef::default(),
             details: NodeRef::default(),
+            range_label: NodeRef::default(),
+            range_label_of: None,
             sections: Vec::new(),
             layout: Layout::default(),
             collapsed: Vec::new(),
@@ -629,8 +661,13 @@ impl Component for Timeline {
                     self.vp = vp;
                     self.scroll_y = *scroll0 + (*y0 - y);
                     self.clamp_scroll(props);
-                    self.hover = None;
-                    self.counter_hover = None;
+                    // The canvas and the range label are the frame's: the
+                    // component re-renders only to drop a tooltip (and when
+                    // the drag ends).
+                    let had_tooltip =
+                        self.hover.take().is_some() | self.counter_hover.take().is_some();
+                    self.request_frame(ctx);
+                    return had_tooltip;
                 }
                 Some(Drag::Overview) => {
                     let Some(ov) = self.overview.cast::<Element>() else {
@@ -639,6 +676,8 @@ impl Component for Timeline {
                     let (x, _) = relative(&ov, cx, cy);
                     let t = self.overview_x_to_ns(x);
                     self.vp.center_on(t);
+                    self.request_frame(ctx);
+                    return false;
                 }
                 None => return false,
             },
@@ -790,13 +829,6 @@ impl Component for Timeline {
                 }
             })
             .collect();
-        let res = self.vp.range_ns() / 100;
-        let range_text = format!(
-            "{} – {} ({} shown)",
-            format::instant(self.vp.start_ns(), res),
-            format::instant(self.vp.end_ns(), res),
-            format::duration(self.vp.range_ns())
-        );
         html! {
             <div class="ts-timeline" ref={self.root.clone()} tabindex="0" {onkeydown}
                 aria-label="Timeline. The wheel scrolls the lanes, then the page; Ctrl and the wheel zoom; Shift and the wheel, or dragging, pan. Keys: W and S zoom, A and D pan, F fits; arrow keys select the previous or next span on a lane (Left, Right) or on the neighbouring lane (Up, Down); Enter or Space opens the selected span's details; C collapses or expands its group; Escape clears the selection.">
@@ -814,8 +846,7 @@ impl Component for Timeline {
                         onclick={link.callback(|_| Msg::ToggleCritical)}>{ "Critical path" }</button>
                     <button class="secondary ts-tl-btn" data-testid={self.tid("timeline-collapse")}
                         onclick={link.callback(|_| Msg::ToggleAll)}>{ if all_collapsed { "Expand all" } else { "Collapse all" } }</button>
-                    <span class="ts-tl-range" data-testid={self.tid("view-range")}
-                        data-start-ns={self.vp.start_ns().to_string()} data-end-ns={self.vp.end_ns().to_string()}>{ range_text }</span>
+                    <span class="ts-tl-range" data-testid={self.tid("view-range")} ref={self.range_label.clone()}></span>
                     <span class="ts-tl-hint">{ "wheel: scroll · Ctrl+wheel / W S: zoom · drag / A D / Shift+wheel: pan · click / arrows: select · Enter: details · C: collapse group · Esc: clear" }</span>
                 </div>
                 <div class="ts-tl-main">
