@@ -199,10 +199,18 @@ export async function settled(page, options) {
  * PP 2, global batch 32 (the CLI's `--model llama3-8b --dp 4 --pp 2
  * --global-batch-size 32`). */
 export async function describeLlama8b(page) {
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-gbs').fill('32');
-  await page.getByTestId('job-pp').fill('2');
+  await describeJob(page, { model: 'llama3-8b', dp: '4', gbs: '32', pp: '2' });
+}
+
+/** Describe a job in the job panel: each key's field (`data-testid`
+ * `job-KEY`: `model`, `tp`, `dp`, `gbs`, `zero`, ...) set in the order
+ * given, a select to the option of that value, an input filled with it. */
+export async function describeJob(page, fields) {
+  for (const [key, value] of Object.entries(fields)) {
+    const field = page.getByTestId(`job-${key}`);
+    if (await field.evaluate((e) => e.tagName === 'SELECT')) await field.selectOption(String(value));
+    else await field.fill(String(value));
+  }
 }
 
 /** What the page shows of a described job: MFU, iteration time (ns), peak

@@ -14,7 +14,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { serve, launch, newPage, root, screenshot, cli, settled, jobShown as shown, describeLlama8b } from './harness.js';
+import { serve, launch, newPage, root, screenshot, cli, settled, jobShown as shown, describeLlama8b, describeJob } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -104,11 +104,7 @@ test('a dropped config.json runs as the job with the panel\'s settings', async (
 test('an uneven pipeline split: 61 layers of DeepSeek-V3 on 16 stages, as the CLI gives it', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('deepseek-v3');
-  await page.getByTestId('job-pp').fill('16');
-  await page.getByTestId('job-dp').fill('64');
-  await page.getByTestId('job-ep').fill('64');
-  await page.getByTestId('job-gbs').fill('128');
+  await describeJob(page, { model: 'deepseek-v3', pp: '16', dp: '64', ep: '64', gbs: '128' });
   // 61 layers do not split evenly over 16 stages: refused, naming the flags.
   const err = page.getByTestId('job-error');
   await err.waitFor();
@@ -131,11 +127,7 @@ test('an uneven pipeline split: 61 layers of DeepSeek-V3 on 16 stages, as the CL
 test('context parallelism: the CP field splits the sequences, memory drops, the CLI agrees and the link restores it', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-tp').fill('2');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-gbs').fill('16');
-  await page.getByTestId('job-seq').fill('16384');
+  await describeJob(page, { model: 'llama3-8b', tp: '2', dp: '4', gbs: '16', seq: '16384' });
   await page.waitForFunction(() => location.hash.includes('job_seq=16384'));
   await settled(page);
   const cp1 = await shown(page);
@@ -170,11 +162,7 @@ test('context parallelism: the CP field splits the sequences, memory drops, the 
 test('expert tensor parallelism: Expert TP 1 runs EP 8 over TP 2 x DP 4 as the CLI does, the link restores it', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
-  await page.getByTestId('job-tp').fill('2');
-  await page.getByTestId('job-dp').fill('4');
-  await page.getByTestId('job-ep').fill('8');
-  await page.getByTestId('job-gbs').fill('8');
+  await describeJob(page, { model: 'qwen3-30b-a3b', tp: '2', dp: '4', ep: '8', gbs: '8' });
   // EP 8 is more than DP 4: refused, pointing at --expert-tp 1.
   const err = page.getByTestId('job-error');
   await err.waitFor();
@@ -229,13 +217,7 @@ test('figure: Llama 3 70B on 1024 H100s (TP 8, PP 8, DP 16, 16 micro-batches) fr
 test('MoE software settings: dispatcher, fusion, EP overlap and imbalance run as the CLI runs them, and the link restores them', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
-  await page.getByTestId('job-dp').fill('8');
-  await page.getByTestId('job-ep').fill('8');
-  await page.getByTestId('job-gbs').fill('16');
-  await page.getByTestId('job-seq').fill('1024');
-  await page.getByTestId('job-moe-dispatcher').selectOption('flex');
-  await page.getByTestId('job-moe-fusion').selectOption('off');
+  await describeJob(page, { model: 'qwen3-30b-a3b', dp: '8', ep: '8', gbs: '16', seq: '1024', 'moe-dispatcher': 'flex', 'moe-fusion': 'off' });
   await page.getByTestId('job-moe-a2a-overlap').check();
   await page.getByTestId('job-moe-imbalance').fill('1.25');
   await page.waitForFunction(() => location.hash.includes('job_moe_imbalance=1.25'));
@@ -266,12 +248,7 @@ test('MoE software settings: dispatcher, fusion, EP overlap and imbalance run as
 test('launch queue depth: the page runs the depth the CLI runs, shows the queue wait apart from the sync stall, and the link restores it', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('qwen3-30b-a3b');
-  await page.getByTestId('job-dp').fill('8');
-  await page.getByTestId('job-ep').fill('8');
-  await page.getByTestId('job-gbs').fill('16');
-  await page.getByTestId('job-seq').fill('1024');
-  await page.getByTestId('job-launch-queue').fill('16');
+  await describeJob(page, { model: 'qwen3-30b-a3b', dp: '8', ep: '8', gbs: '16', seq: '1024', 'launch-queue': '16' });
   await page.waitForFunction(() => location.hash.includes('job_launch_queue=16'));
   await settled(page);
   const got = await shown(page);
@@ -297,11 +274,7 @@ test('launch queue depth: the page runs the depth the CLI runs, shows the queue 
 test('attention kernel: FlashAttention-2 runs the step the CLI runs with --attention-kernel flash2, slower than cuDNN\'s, and the link restores it', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('8');
-  await page.getByTestId('job-gbs').fill('8');
-  await page.getByTestId('job-seq').fill('8192');
-  await page.getByTestId('job-attention-kernel').selectOption('flash2');
+  await describeJob(page, { model: 'llama3-8b', dp: '8', gbs: '8', seq: '8192', 'attention-kernel': 'flash2' });
   await page.waitForFunction(() => location.hash.includes('job_attention_kernel=flash2'));
   await settled(page);
   const got = await shown(page);

@@ -7,7 +7,7 @@
 // target/e2e/sharding-fsdp.png. HSDP and offload: the second test.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { serve, launch, newPage, screenshot, cli, settled, jobShown as shown } from './harness.js';
+import { serve, launch, newPage, screenshot, cli, settled, jobShown as shown, describeJob } from './harness.js';
 
 let site; let browser;
 before(async () => { site = await serve(); browser = await launch(); });
@@ -16,10 +16,7 @@ after(async () => { await browser.close(); site.server.close(); });
 test('the Sharding select runs ZeRO-3 as the CLI does, the link restores it, ZeRO-2 with PP is refused', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('8');
-  await page.getByTestId('job-gbs').fill('16');
-  await page.getByTestId('job-seq').fill('2048');
+  await describeJob(page, { model: 'llama3-8b', dp: '8', gbs: '16', seq: '2048' });
   await page.waitForFunction(() => location.hash.includes('job_seq=2048'));
   await settled(page);
   const plain = await shown(page);
@@ -46,9 +43,7 @@ test('the Sharding select runs ZeRO-3 as the CLI does, the link restores it, ZeR
   assert.deepEqual(await shown(page), z3);
 
   // ZeRO-2 with pipeline parallelism: the core's refusal.
-  await page.getByTestId('job-zero').selectOption('2');
-  await page.getByTestId('job-pp').fill('2');
-  await page.getByTestId('job-dp').fill('4');
+  await describeJob(page, { zero: '2', pp: '2', dp: '4' });
   const err = page.getByTestId('job-error');
   await err.waitFor();
   assert.match(await err.textContent(), /ZeRO-2 with pipeline parallelism \(PP 2\)/);
@@ -63,12 +58,7 @@ test('the Sharding select runs ZeRO-3 as the CLI does, the link restores it, ZeR
 test('HSDP shard group and offload run as the CLI does', async () => {
   const { page, errors } = await newPage(browser.context);
   await page.goto(site.url);
-  await page.getByTestId('job-model').selectOption('llama3-8b');
-  await page.getByTestId('job-dp').fill('8');
-  await page.getByTestId('job-gbs').fill('16');
-  await page.getByTestId('job-seq').fill('2048');
-  await page.getByTestId('job-zero').selectOption('3');
-  await page.getByTestId('job-hsdp-shard').fill('4');
+  await describeJob(page, { model: 'llama3-8b', dp: '8', gbs: '16', seq: '2048', zero: '3', 'hsdp-shard': '4' });
   await page.waitForFunction(() => location.hash.includes('job_hsdp_shard=4'));
   await settled(page);
   const hsdp = await shown(page);
