@@ -584,7 +584,7 @@ fn report_only_skips_the_measured_timeline_and_nothing_else() {
     ];
     let mut untimed_seen = false;
     for names in sets {
-        let fx = FixtureSet::read(&names);
+        let fx = FixtureSet::read(names);
         let files = fx.files();
         let run = |report_only| {
             run_files(

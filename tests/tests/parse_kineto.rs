@@ -24,7 +24,7 @@ fn render(summaries: &[FileSummary]) -> String {
 }
 
 fn set(rels: &[&str]) -> Vec<FileSummary> {
-    let fx = FixtureSet::read(&rels);
+    let fx = FixtureSet::read(rels);
     let files = fx.files();
     inspect_set(&files, None)
 }
