@@ -239,12 +239,12 @@ fn assert_covered(tl: &Model, lane: u32, vp: &Viewport, prims: &[Prim]) {
 
 #[wasm_bindgen_test]
 fn lod_never_draws_more_than_one_primitive_per_pixel_column() {
-    let tl = synth::pipeline(SynthSpec {
+    let tl = Rc::new(synth::pipeline(SynthSpec {
         stages: 4,
         micro_batches: 8,
         spans: 200_000,
         dependencies: false,
-    });
+    }));
     assert!(tl.span_count() > 150_000);
     let mut prims = Vec::new();
     // One scratch kept across widths, zooms and lanes (as a frame after
@@ -258,7 +258,7 @@ fn lod_never_draws_more_than_one_primitive_per_pixel_column() {
             for lane in 0..tl.lanes().len() as u32 {
                 let n = lod::lane_prims(&tl, lane, &vp, &mut prims);
                 assert_eq!(n, prims.len());
-                lod::lane_prims_in(&tl, lane, &vp, &mut scratch, &mut reused);
+                lod::lane_prims_cached(&tl, lane, &vp, &mut scratch, &mut reused);
                 assert_eq!(reused, prims, "lane {lane}, width {width}, zoom {zoom}");
                 assert!(
                     n <= vp.columns() + 1,

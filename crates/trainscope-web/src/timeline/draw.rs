@@ -214,27 +214,20 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     ctx.rect(0.0, RULER_H, w, rows_h);
     ctx.clip();
 
-    // Group bands and section headers (full width).
+    // Group bands beside the plot (the label column, the scroll indicator's
+    // strip); inside it the lanes' pixels carry them, with the grid lines.
     ctx.set_fill_style_str(palette::BAND);
+    let right = LABEL_W + plot_w;
     for row in &scene.layout.rows[visible.clone()] {
         if let RowKind::Lane { group, .. } | RowKind::Counter { group, .. } = row.kind {
             if group % 2 == 1 {
-                ctx.fill_rect(0.0, screen_y(scene, row.y), w, row.h);
+                let y = screen_y(scene, row.y);
+                ctx.fill_rect(0.0, y, LABEL_W, row.h);
+                ctx.fill_rect(right, y, (w - right).max(0.0), row.h);
             }
         }
     }
-
-    // Grid lines at the major ticks.
     let step = format::tick_step_ns(scene.vp.px_len_to_ns(TICK_MIN_PX));
-    ctx.begin_path();
-    for t in ticks(scene.vp, step) {
-        let x = (LABEL_W + scene.vp.ns_to_px(t)).round() + 0.5;
-        ctx.move_to(x, RULER_H);
-        ctx.line_to(x, h);
-    }
-    ctx.set_stroke_style_str(palette::GRID);
-    ctx.set_line_width(1.0);
-    ctx.stroke();
 
     // Lanes, clipped to the plot.
     ctx.save();
@@ -271,8 +264,9 @@ fn ticks(vp: &Viewport, step: u64) -> impl Iterator<Item = u64> {
 }
 
 /// The spans and aggregate bars of the visible lanes, filled into the
-/// scratch pixel buffer over the plot's rows (with the group bands and grid
-/// lines beneath them, as drawn around it) and put on the canvas in one call.
+/// scratch pixel buffer over the plot's rows (with the group bands and the
+/// grid lines at the ruler's major ticks beneath them) and put on the canvas
+/// in one call.
 fn draw_lanes(
     ctx: &Ctx,
     scene: &Scene,
@@ -307,10 +301,7 @@ fn draw_lanes(
         px.fill_css(x, RULER_H, 1.0, scene.height, dpr, grid);
     }
     scratch.lod.prune();
-    let colors: Vec<raster::Rgba> = SpanKind::ALL
-        .iter()
-        .map(|k| raster::rgba(palette::kind_color(*k)))
-        .collect();
+    let colors = SpanKind::ALL.map(|k| raster::rgba(palette::kind_color(k)));
     scratch.texts.clear();
     for row in &scene.layout.rows[visible] {
         let RowKind::Lane { section, lane, .. } = row.kind else {

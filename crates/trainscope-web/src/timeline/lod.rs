@@ -88,9 +88,8 @@ struct LaneBuckets {
     buckets: Vec<Bucket>,
 }
 
-/// Buffers of [`lane_prims_in`] and [`lane_prims_cached`], kept between
-/// calls so a frame allocates nothing once warm: column edges, one lane's
-/// buckets, and each drawn lane's buckets of the last frame (a pan
+/// Buffers of [`lane_prims_cached`], kept between calls: column edges, one
+/// lane's buckets, and each drawn lane's buckets of the last frame (a pan
 /// computes only the columns it brings into view).
 #[derive(Debug, Default)]
 pub struct LodScratch {
@@ -127,37 +126,21 @@ impl LodScratch {
 
 /// Append the primitives of `lane` in `vp`'s window to `out` (cleared
 /// first); returns how many were appended, never more than
-/// [`Viewport::columns`] + 1. Allocates its buffers: a frame drawing many
-/// lanes uses [`lane_prims_cached`].
+/// [`Viewport::columns`] + 1. Keeps nothing between calls: a frame drawing
+/// many lanes uses [`lane_prims_cached`].
 pub fn lane_prims(tl: &Model, lane: u32, vp: &Viewport, out: &mut Vec<Prim>) -> usize {
-    lane_prims_in(tl, lane, vp, &mut LodScratch::default(), out)
-}
-
-/// [`lane_prims`] with the buffers of `scratch` (nothing kept between
-/// calls but the buffers).
-pub fn lane_prims_in(
-    tl: &Model,
-    lane: u32,
-    vp: &Viewport,
-    scratch: &mut LodScratch,
-    out: &mut Vec<Prim>,
-) -> usize {
     out.clear();
-    let spans = tl.spans(lane);
-    if spans.is_empty() {
-        return 0;
-    }
     let (k0, k1) = grid_columns(vp);
     let mut buckets = Vec::new();
-    scratch.compute(tl, lane, vp.ns_per_px(), k0, k1, &mut buckets);
-    push_prims(&buckets, spans, vp, out);
+    LodScratch::default().compute(tl, lane, vp.ns_per_px(), k0, k1, &mut buckets);
+    push_prims(&buckets, tl.spans(lane), vp, out);
     out.len()
 }
 
-/// [`lane_prims_in`] keeping the lane's buckets in `scratch` for the next
+/// [`lane_prims`] keeping the lane's buckets in `scratch` for the next
 /// frame: at the same zoom, the columns still in view are reused and only
 /// those the window newly covers are computed (a drag computes a few
-/// columns a lane instead of all). The same result as [`lane_prims_in`],
+/// columns a lane instead of all). The same result as [`lane_prims`],
 /// whatever came before.
 pub fn lane_prims_cached(
     tl: &Rc<Model>,
