@@ -702,15 +702,65 @@ pub struct RankTrace {
 }
 
 /// The ops of a rank that runs another rank's program: op `i` is rank
-/// `of`'s op `i`, but for the ops listed in `values`, which take the
-/// listed fields from there (the values one rank of a program holds for
-/// itself: its groups, peers and transfers).
+/// `of`'s op `i`, but for the ops listed in `values` or `shared_at`, which
+/// take the listed fields from there (the values one rank of a program
+/// holds for itself: its groups, peers and transfers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RankCopy {
     /// The rank whose ops these are (one whose `ops` holds them).
     pub of: u32,
     /// (op index, this rank's values), ascending by index.
     pub values: Vec<(u32, OpValues)>,
+    /// (op index, index in `shared`), ascending by op index, for ops not
+    /// in `values`: values that many ranks' ops hold alike (a collective
+    /// with its resolved group), kept once.
+    pub shared_at: Vec<(u32, u32)>,
+    /// The values `shared_at` names (one table for the run's copies).
+    #[serde(serialize_with = "shared_values")]
+    pub shared: Arc<[OpValues]>,
+}
+
+fn shared_values<S: serde::Serializer>(v: &Arc<[OpValues]>, s: S) -> Result<S::Ok, S::Error> {
+    v[..].serialize(s)
+}
+
+/// Reads a rank's own values op by op, for ascending op indices (see
+/// [`RankTrace::own_values`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OwnValues<'a> {
+    values: &'a [(u32, OpValues)],
+    shared_at: &'a [(u32, u32)],
+    shared: &'a [OpValues],
+}
+
+impl<'a> OwnValues<'a> {
+    /// The values of op `i` when the rank holds its own; each call's `i`
+    /// at least the previous one's.
+    pub fn at(&mut self, i: usize) -> Option<&'a OpValues> {
+        fn skip<T>(list: &mut &[(u32, T)], i: usize) -> bool {
+            while list.first().is_some_and(|v| (v.0 as usize) < i) {
+                *list = &list[1..];
+            }
+            list.first().is_some_and(|v| v.0 as usize == i)
+        }
+        if skip(&mut self.values, i) {
+            return Some(&self.values[0].1);
+        }
+        if skip(&mut self.shared_at, i) {
+            return self.shared.get(self.shared_at[0].1 as usize);
+        }
+        None
+    }
+
+    /// Every value held (ops in no particular order).
+    pub fn all(self) -> impl Iterator<Item = &'a OpValues> {
+        let shared = self.shared;
+        self.values.iter().map(|v| &v.1).chain(
+            self.shared_at
+                .iter()
+                .filter_map(move |v| shared.get(v.1 as usize)),
+        )
+    }
 }
 
 /// The fields of a [`MeasuredOp`] a rank running another rank's program
@@ -766,10 +816,30 @@ impl RankCopy {
     /// This rank's values of op `i`, when it holds its own.
     pub fn values_of(&self, i: usize) -> Option<&OpValues> {
         let i = u32::try_from(i).ok()?;
-        self.values
-            .binary_search_by_key(&i, |v| v.0)
-            .ok()
-            .map(|k| &self.values[k].1)
+        if let Ok(k) = self.values.binary_search_by_key(&i, |v| v.0) {
+            return Some(&self.values[k].1);
+        }
+        let k = self.shared_at.binary_search_by_key(&i, |v| v.0).ok()?;
+        self.shared.get(self.shared_at[k].1 as usize)
+    }
+}
+
+impl RankTrace {
+    /// The values this rank holds for its program's ops (none but for a
+    /// rank that runs another rank's program).
+    pub fn own_values(&self) -> OwnValues<'_> {
+        match &self.copy {
+            Some(c) => OwnValues {
+                values: &c.values,
+                shared_at: &c.shared_at,
+                shared: &c.shared,
+            },
+            None => OwnValues {
+                values: &[],
+                shared_at: &[],
+                shared: &[],
+            },
+        }
     }
 }
 
@@ -852,20 +922,14 @@ impl MeasuredRun {
         rt: &'a RankTrace,
     ) -> impl Iterator<Item = Cow<'a, MeasuredOp>> + 'a {
         let ops = &self.program_of(rt).ops;
-        let values: &[(u32, OpValues)] = rt.copy.as_ref().map_or(&[], |c| &c.values);
-        let mut k = 0;
-        ops.iter().enumerate().map(move |(i, op)| {
-            while k < values.len() && (values[k].0 as usize) < i {
-                k += 1;
+        let mut own = rt.own_values();
+        ops.iter().enumerate().map(move |(i, op)| match own.at(i) {
+            Some(v) => {
+                let mut own = op.clone();
+                v.apply(&mut own);
+                Cow::Owned(own)
             }
-            match values.get(k) {
-                Some((j, v)) if *j as usize == i => {
-                    let mut own = op.clone();
-                    v.apply(&mut own);
-                    Cow::Owned(own)
-                }
-                _ => Cow::Borrowed(op),
-            }
+            None => Cow::Borrowed(op),
         })
     }
 

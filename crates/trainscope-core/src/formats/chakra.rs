@@ -173,11 +173,13 @@ pub struct ChakraTrace {
 pub struct TraceCopy {
     /// The template's full parse (shared by its copies).
     pub template: std::sync::Arc<ChakraTrace>,
-    /// Each node's byte offset in this file (the template's node order).
-    pub offsets: Vec<u64>,
+    /// Each node's byte offset in this file (the template's node order;
+    /// shared by the copies laid out alike).
+    pub offsets: std::sync::Arc<[u64]>,
     /// Nodes whose `pg_name` differs from the template's: (node index,
-    /// value), ascending.
-    pub pg_names: Vec<(u32, Option<String>)>,
+    /// value), ascending (a value is shared by the nodes and files that
+    /// name it alike).
+    pub pg_names: Vec<(u32, Option<std::sync::Arc<str>>)>,
     /// Sends and receives whose peer differs from the template's: (node
     /// index, peer), ascending.
     pub peers: Vec<(u32, u32)>,
@@ -196,7 +198,7 @@ impl TraceCopy {
         let mut n = t.clone();
         n.offset = self.offsets[i as usize];
         if let Some(k) = pg {
-            n.pg_name.clone_from(&self.pg_names[k].1);
+            n.pg_name = self.pg_names[k].1.as_deref().map(str::to_string);
         }
         if let Some(k) = peer {
             if let NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } = &mut n.work {
@@ -1076,14 +1078,6 @@ fn op_of_node(n: &ChakraNode) -> MeasuredOp {
     op
 }
 
-/// The values a copy's send or receive holds for itself (see
-/// [`RankCopy`]): its program's op's with its own peer.
-fn own_p2p_values(program_op: &MeasuredOp, peer: Option<u32>) -> OpValues {
-    let mut v = OpValues::of(program_op);
-    v.peer = peer;
-    v
-}
-
 /// A collective's (kind, duration, detail) once its group is resolved.
 type PgOutcome = (OpKind, Option<u64>, Option<std::sync::Arc<str>>);
 
@@ -1252,11 +1246,10 @@ pub fn to_run_sharing(
                 // copy's own).
                 let comm = comm_of
                     .entry(std::sync::Arc::as_ptr(&c.template))
-                    .or_insert_with(|| comm_nodes(&c.template.nodes));
-                let mut values: Vec<(u32, OpValues)> =
-                    Vec::with_capacity(comm.p2p + c.pg_names.len());
+                    .or_insert_with(|| comm_nodes(&c.template.nodes, program_ops));
+                let mut values: Vec<(u32, OpValues)> = Vec::with_capacity(comm.p2p);
                 let mut tally = GroupTally::default();
-                let (mut kg, mut kp) = (0, 0);
+                let (mut kg, mut kp, mut kv) = (0, 0, 0);
                 for &j in &comm.nodes {
                     let j = j as usize;
                     let n = &c.template.nodes[j];
@@ -1281,7 +1274,12 @@ pub fn to_run_sharing(
                                 Some((g, p)) if *g as usize == j => *p,
                                 _ => peer,
                             };
-                            values.push((j as u32, own_p2p_values(&program_ops[j], Some(peer))));
+                            // The program's values (its detail shared),
+                            // with this rank's peer.
+                            let mut v = comm.p2p_values[kv].clone();
+                            kv += 1;
+                            v.peer = Some(peer);
+                            values.push((j as u32, v));
                         }
                         NodeWork::Compute => {}
                     }
@@ -1294,6 +1292,8 @@ pub fn to_run_sharing(
                     Some(RankCopy {
                         of,
                         values: Vec::new(),
+                        shared_at: Vec::new(),
+                        shared: std::sync::Arc::default(),
                     }),
                 )
             }
@@ -1378,51 +1378,82 @@ pub fn to_run_sharing(
         }
     }
     // A copy's collectives of its own groups: resolved once per
-    // `pg_name` (kind: the collective's own, with the resolved group).
+    // `pg_name` (kind: the collective's own, with the resolved group),
+    // their values kept once per (`pg_name`, collective) for all copies.
     let mut by_pg: BTreeMap<Option<&str>, PgOutcome> = BTreeMap::new();
+    let mut shared_index: BTreeMap<(Option<&str>, CommKind), u32> = BTreeMap::new();
+    let mut shared: Vec<OpValues> = Vec::new();
     for (rank, mut values) in overlays {
         let Some(c) = trace_of.get(&rank).and_then(|&ti| traces[ti].copy.as_ref()) else {
             continue;
         };
+        let mut shared_at = Vec::with_capacity(c.pg_names.len());
+        // The last entry's (`pg_name`, collective) and index: a file's
+        // collectives of one group share one `pg_name` value.
+        let mut last: Option<(&std::sync::Arc<str>, CommKind, u32)> = None;
         for (j, pg) in &c.pg_names {
             let NodeWork::Collective(collective) = c.template.nodes[*j as usize].work else {
                 continue;
             };
-            let (kind, duration_ns, detail) = by_pg.entry(pg.as_deref()).or_insert_with(|| {
-                let mut kind = OpKind::Collective {
-                    collective,
-                    group: CommGroup::Dp,
-                };
-                let mut duration_ns = None;
-                let mut detail = pg.as_ref().map(|pg| format!("pg_name {pg}"));
-                resolve_collective(
-                    &mut kind,
-                    &mut duration_ns,
-                    &mut detail,
-                    layout,
-                    &resolved.single,
-                );
-                (kind, duration_ns, detail.map(std::sync::Arc::from))
-            });
-            let kind = match *kind {
-                OpKind::Collective { group, .. } => OpKind::Collective { collective, group },
-                other => other,
+            let key = (pg.as_deref(), collective);
+            let hit = match (last, pg) {
+                (Some((l, lc, k)), Some(pg))
+                    if lc == collective && std::sync::Arc::ptr_eq(l, pg) =>
+                {
+                    Some(k)
+                }
+                _ => shared_index.get(&key).copied(),
             };
-            values.push((
-                *j,
-                OpValues {
-                    kind,
-                    duration_ns: *duration_ns,
-                    detail: detail.clone(),
-                    peer: None,
-                    transfer: None,
-                },
-            ));
+            let k = match hit {
+                Some(k) => k,
+                None => {
+                    let (kind, duration_ns, detail) =
+                        by_pg.entry(pg.as_deref()).or_insert_with(|| {
+                            let mut kind = OpKind::Collective {
+                                collective,
+                                group: CommGroup::Dp,
+                            };
+                            let mut duration_ns = None;
+                            let mut detail = pg.as_ref().map(|pg| format!("pg_name {pg}"));
+                            resolve_collective(
+                                &mut kind,
+                                &mut duration_ns,
+                                &mut detail,
+                                layout,
+                                &resolved.single,
+                            );
+                            (kind, duration_ns, detail.map(std::sync::Arc::from))
+                        });
+                    let kind = match *kind {
+                        OpKind::Collective { group, .. } => {
+                            OpKind::Collective { collective, group }
+                        }
+                        other => other,
+                    };
+                    shared.push(OpValues {
+                        kind,
+                        duration_ns: *duration_ns,
+                        detail: detail.clone(),
+                        peer: None,
+                        transfer: None,
+                    });
+                    let k = u32::try_from(shared.len() - 1).unwrap_or(u32::MAX);
+                    shared_index.insert(key, k);
+                    k
+                }
+            };
+            last = pg.as_ref().map(|pg| (pg, collective, k));
+            shared_at.push((*j, k));
         }
         values.sort_by_key(|v| v.0);
         if let Some(copy) = ranks.get_mut(&rank).and_then(|rt| rt.copy.as_mut()) {
             copy.values = values;
+            copy.shared_at = shared_at;
         }
+    }
+    let shared: std::sync::Arc<[OpValues]> = shared.into();
+    for copy in ranks.values_mut().filter_map(|rt| rt.copy.as_mut()) {
+        copy.shared = std::sync::Arc::clone(&shared);
     }
     let parallel = match layout {
         Some(l) => ParallelConfig::resolve(Some(world), l.tp, l.pp, l.ep, 1).0,
@@ -1442,21 +1473,24 @@ pub fn to_run_sharing(
     }
 }
 
-/// A trace's nodes that are not compute: their indices, ascending, and how
-/// many are sends and receives.
+/// A trace's nodes that are not compute: their indices, ascending, how
+/// many are sends and receives, and the values of those in its program's
+/// ops (`program_ops`), in node order: what a copy's sends and receives
+/// start from.
 struct CommNodes {
     nodes: Vec<u32>,
     p2p: usize,
+    p2p_values: Vec<OpValues>,
 }
 
-fn comm_nodes(nodes: &[ChakraNode]) -> CommNodes {
+fn comm_nodes(nodes: &[ChakraNode], program_ops: &[MeasuredOp]) -> CommNodes {
     let picked: Vec<u32> = nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| n.work != NodeWork::Compute)
         .map(|(j, _)| j as u32)
         .collect();
-    let p2p = picked
+    let p2p_values: Vec<OpValues> = picked
         .iter()
         .filter(|&&j| {
             matches!(
@@ -1464,8 +1498,13 @@ fn comm_nodes(nodes: &[ChakraNode]) -> CommNodes {
                 NodeWork::Send { .. } | NodeWork::Recv { .. }
             )
         })
-        .count();
-    CommNodes { nodes: picked, p2p }
+        .map(|&j| OpValues::of(&program_ops[j as usize]))
+        .collect();
+    CommNodes {
+        nodes: picked,
+        p2p: p2p_values.len(),
+        p2p_values,
+    }
 }
 
 /// One send or receive of a set: (rank, index of its node / op, node).

@@ -97,7 +97,7 @@ use crate::formats::chakra::{
 };
 use crate::replay::{ByKind, ReplayJob};
 use crate::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Stream, Timeline};
-use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, OpValues, RankTrace};
+use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, OpValues};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The note on every Chakra replay.
@@ -175,15 +175,14 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
         }
         // Op i of a rank: its program's op and the values it holds for
         // itself, if any.
-        let (mut ka, mut kb) = (0, 0);
         let (pa, pb) = (&run.program_of(rt).ops, &run.program_of(rep).ops);
-        let (oa, ob) = (own_values(rt), own_values(rep));
+        let (mut oa, mut ob) = (rt.own_values(), rep.own_values());
         // Ranks running one program: an op neither holds its own values
         // for is the same op on both, a copy only without a peer.
         let shared = std::ptr::eq(pa, pb);
         (0..n).all(|i| {
-            let (a, va) = view(pa, oa, i, &mut ka);
-            let (b, vb) = view(pb, ob, i, &mut kb);
+            let (a, va) = (&pa[i], oa.at(i));
+            let (b, vb) = (&pb[i], ob.at(i));
             if shared && va.is_none() && vb.is_none() {
                 return a.peer.is_none();
             }
@@ -193,12 +192,12 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
             let peer = |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.peer, |v| v.peer);
             let transfer =
                 |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.transfer, |v| v.transfer);
-            let detail = |o: &'_ MeasuredOp, v: Option<&'_ OpValues>| -> Option<String> {
+            fn detail<'d>(o: &'d MeasuredOp, v: Option<&'d OpValues>) -> Option<&'d str> {
                 match v {
-                    Some(v) => v.detail.as_deref().map(str::to_string),
-                    None => o.detail.clone(),
+                    Some(v) => v.detail.as_deref(),
+                    None => o.detail.as_deref(),
                 }
-            };
+            }
             let p2p = matches!(kind(b, vb), OpKind::Send | OpKind::Recv);
             let peer = match (peer(a, va), peer(b, vb)) {
                 (None, None) => true,
@@ -214,27 +213,6 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
                 && (!p2p || detail(a, va) == detail(b, vb))
         })
     })
-}
-
-/// The values `r` holds for its ops when it runs another rank's program.
-fn own_values(r: &RankTrace) -> &[(u32, OpValues)] {
-    r.copy.as_ref().map_or(&[], |c| &c.values)
-}
-
-/// Op `i` of a rank whose program's ops are `ops` and whose own values
-/// are `values`: the program's op and the values the rank holds for it, if
-/// any (`k`: where the search of `values` resumes, for ascending `i`).
-fn view<'a>(
-    ops: &'a [MeasuredOp],
-    values: &'a [(u32, OpValues)],
-    i: usize,
-    k: &mut usize,
-) -> (&'a MeasuredOp, Option<&'a OpValues>) {
-    while *k < values.len() && (values[*k].0 as usize) < i {
-        *k += 1;
-    }
-    let own = values.get(*k).filter(|v| v.0 as usize == i).map(|v| &v.1);
-    (&ops[i], own)
 }
 
 /// Rebuild a Chakra run as a per-rank job (see the module documentation).
@@ -277,11 +255,11 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
         .iter()
         .flat_map(|rt| {
             // A copy's other transfers are its program's.
-            let own = rt.copy.iter().flat_map(|c| c.values.iter());
+            let own = rt.own_values().all();
             rt.ops
                 .iter()
                 .filter_map(|o| o.transfer)
-                .chain(own.filter_map(|v| v.1.transfer))
+                .chain(own.filter_map(|v| v.transfer))
         })
         .max()
         .map_or(0, |t| t as usize + 1);
@@ -305,15 +283,30 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
         };
         // Ops whose transfer the chain already waits for.
         let mut waited: BTreeSet<usize> = BTreeSet::new();
-        let ops = run.ops_of(rt);
-        for op in ops.iter() {
+        // The rank's ops read in place: its program's, with the values
+        // it holds for itself (a copy's are not made).
+        let ops = &run.program_of(rt).ops;
+        let copy = rt.copy.as_ref();
+        // Op `j`'s (kind, transfer).
+        let dep = |j: usize| {
+            let op = ops.get(j)?;
+            Some(match copy.and_then(|c| c.values_of(j)) {
+                Some(v) => (v.kind, v.transfer),
+                None => (op.kind, op.transfer),
+            })
+        };
+        let mut own = rt.own_values();
+        for (i, op) in ops.iter().enumerate() {
+            let v = own.at(i);
+            let kind = v.map_or(op.kind, |v| v.kind);
             let direct = || {
                 op.waits_for
                     .iter()
-                    .filter_map(|j| ops.get(*j as usize)?.transfer)
+                    .filter_map(|j| dep(*j as usize)?.1)
                     .collect::<Vec<u32>>()
             };
-            match (op.kind, op.transfer, op.peer) {
+            let (transfer, peer) = v.map_or((op.transfer, op.peer), |v| (v.transfer, v.peer));
+            match (kind, transfer, peer) {
                 (OpKind::Send, Some(t), Some(peer)) => {
                     let waits = direct();
                     flush(&mut layers, &mut acc);
@@ -341,15 +334,17 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
             let mut waits: Vec<u32> = Vec::new();
             let mut todo: Vec<usize> = op.waits_for.iter().map(|j| *j as usize).collect();
             while let Some(j) = todo.pop() {
-                let Some(dep) = ops.get(j) else { continue };
+                let Some((dep_kind, dep_transfer)) = dep(j) else {
+                    continue;
+                };
                 if !waited.insert(j) {
                     continue;
                 }
-                if let Some(t) = dep.transfer {
+                if let Some(t) = dep_transfer {
                     waits.push(t);
                 }
-                if dep.kind == OpKind::Recv {
-                    todo.extend(dep.waits_for.iter().map(|k| *k as usize));
+                if dep_kind == OpKind::Recv {
+                    todo.extend(ops[j].waits_for.iter().map(|k| *k as usize));
                 }
             }
             waits.sort_unstable();
@@ -358,7 +353,7 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
                 let at = layers.len() as u32;
                 waits_at.extend(waits.iter().map(|t| (*t, rt.rank, at)));
             }
-            match op.kind {
+            match kind {
                 OpKind::Collective { collective, group } => {
                     if let Some(spec) =
                         comm_spec(collective, group, op.message_bytes.unwrap_or(0), parallel)
@@ -377,7 +372,10 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
                         acc = 0;
                     }
                 }
-                _ => acc = acc.saturating_add(op.duration_ns.unwrap_or(0)),
+                _ => {
+                    let duration_ns = v.map_or(op.duration_ns, |v| v.duration_ns);
+                    acc = acc.saturating_add(duration_ns.unwrap_or(0));
+                }
             }
         }
         if acc > 0 || layers.is_empty() {

@@ -204,16 +204,11 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             let labels = labels_of
                 .entry(program.rank)
                 .or_insert_with(|| program.ops.iter().map(|o| tb.label(&o.name)).collect());
-            let values: &[(u32, crate::workload::OpValues)] =
-                rt.copy.as_ref().map_or(&[], |c| &c.values);
             // Each lane's spans counted first (one allocation per lane).
             let mut per_stream = [0usize; Stream::DEVICE.len()];
-            let mut k = 0;
+            let mut values = rt.own_values();
             for (i, op) in program.ops.iter().enumerate() {
-                while k < values.len() && (values[k].0 as usize) < i {
-                    k += 1;
-                }
-                let own = values.get(k).filter(|v| v.0 as usize == i).map(|v| &v.1);
+                let own = values.at(i);
                 let (stream, _, _) = stream_and_kind_of(own.map_or(op.kind, |v| v.kind), op.phase);
                 if let Some(n) = per_stream.get_mut(stream.index() as usize) {
                     *n += 1;
@@ -222,12 +217,9 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             for (s, n) in per_stream.iter().enumerate() {
                 tb.reserve(base + s as u32, *n);
             }
-            let mut k = 0;
+            let mut values = rt.own_values();
             for (i, op) in program.ops.iter().enumerate() {
-                while k < values.len() && (values[k].0 as usize) < i {
-                    k += 1;
-                }
-                let own = values.get(k).filter(|v| v.0 as usize == i).map(|v| &v.1);
+                let own = values.at(i);
                 let kind = own.map_or(op.kind, |v| v.kind);
                 let dur = own.map_or(op.duration_ns, |v| v.duration_ns).unwrap_or(0);
                 let start = match op.start_ns {

@@ -62,6 +62,8 @@ struct Template {
     /// ([`ParseCache::same_layout_copy`]).
     layouts: Vec<Layout>,
     trace: Arc<ChakraTrace>,
+    /// The template's node offsets (shared by the copies laid out as it).
+    offsets: Arc<[u64]>,
 }
 
 /// A copy of a template whose rank-specific values have other lengths
@@ -72,8 +74,8 @@ struct Layout {
     bytes: Vec<u8>,
     /// As [`Template::values`], in this file.
     values: Vec<ValueAt>,
-    /// Each kept node's byte offset in this file.
-    offsets: Vec<u64>,
+    /// Each kept node's byte offset in this file (shared by its copies).
+    offsets: Arc<[u64]>,
     /// For each value, the patch this file's value gives (a node's first
     /// value of a kept node whose value differs from the template's), for
     /// a later file with the same value bytes.
@@ -134,7 +136,7 @@ fn value_at(a: &[u8], base: usize) -> Option<(usize, usize, bool)> {
 #[derive(Clone)]
 enum Patch {
     /// The node's collective `pg_name` (None: not a string).
-    PgName(Option<String>),
+    PgName(Option<Arc<str>>),
     /// The peer of a kept send or receive.
     Peer(u32),
 }
@@ -280,7 +282,7 @@ fn patch_of<'a>(
                         return false;
                     };
                     match attr.value {
-                        Some(Value::StringVal(s)) => Simple::Str(s),
+                        Some(Value::StringVal(s)) => Simple::Str(Arc::from(s)),
                         _ => Simple::Int(int_value(&attr)),
                     }
                 }
@@ -331,7 +333,7 @@ const MEMO_ENTRIES: usize = 8;
 /// ([`int_value`]: `Err` for any other value).
 #[derive(Clone)]
 enum Simple {
-    Str(String),
+    Str(Arc<str>),
     Int(Result<i128, &'static str>),
 }
 
@@ -344,7 +346,7 @@ fn simple_value(a: &[u8]) -> Option<Simple> {
         return Some(Simple::Int(Err("empty")));
     };
     Some(match (number, wire) {
-        (29, 2) => Simple::Str(std::str::from_utf8(body(a, vpos, end)?).ok()?.to_string()),
+        (29, 2) => Simple::Str(Arc::from(std::str::from_utf8(body(a, vpos, end)?).ok()?)),
         (7 | 9 | 11 | 13 | 15 | 17, 0) => {
             // prost refuses a 10-byte varint whose last byte exceeds
             // 1: such values are decoded in full.
@@ -507,6 +509,7 @@ impl ParseCache {
             values,
             layouts: Vec::new(),
             trace: Arc::new(trace.clone()),
+            offsets: trace.nodes.iter().map(|n| n.offset).collect(),
         });
     }
 
@@ -605,7 +608,7 @@ impl ParseCache {
                 return None;
             }
         }
-        let offsets: Vec<u64> = t
+        let offsets: Arc<[u64]> = t
             .frame_of
             .iter()
             .map(|&f| frames[f as usize].0 as u64)
@@ -624,13 +627,12 @@ impl ParseCache {
         let values = t.values.as_ref()?;
         if bytes.len() == t.bytes.len() {
             if let Some(patches) = compare_values(t, bytes, &t.bytes, values, None) {
-                let offsets = t.trace.nodes.iter().map(|n| n.offset).collect();
-                return Some(finish_copy(t, file, offsets, patches));
+                return Some(finish_copy(t, file, Arc::clone(&t.offsets), patches));
             }
         }
         for l in t.layouts.iter().filter(|l| l.bytes.len() == bytes.len()) {
             if let Some(patches) = compare_values(t, bytes, &l.bytes, &l.values, Some(&l.patches)) {
-                return Some(finish_copy(t, file, l.offsets.clone(), patches));
+                return Some(finish_copy(t, file, Arc::clone(&l.offsets), patches));
             }
         }
         None
@@ -720,7 +722,7 @@ fn values_of(
 /// Whether patch `p` of node `n` changes it (what [`finish_copy`] keeps).
 fn differs(n: &super::ChakraNode, p: &Patch) -> bool {
     match p {
-        Patch::PgName(v) => *v != n.pg_name,
+        Patch::PgName(v) => v.as_deref() != n.pg_name.as_deref(),
         Patch::Peer(v) => matches!(
             n.work,
             NodeWork::Send { peer, .. } | NodeWork::Recv { peer, .. } if peer != *v
@@ -733,10 +735,10 @@ fn differs(n: &super::ChakraNode, p: &Patch) -> bool {
 fn finish_copy(
     t: &Template,
     file: &str,
-    offsets: Vec<u64>,
+    offsets: Arc<[u64]>,
     patches: Vec<(u32, Patch)>,
 ) -> ChakraTrace {
-    let (mut pg_names, mut peers) = (Vec::new(), Vec::new());
+    let (mut pg_names, mut peers) = (Vec::with_capacity(patches.len()), Vec::new());
     for (i, p) in patches {
         if !differs(&t.trace.nodes[i as usize], &p) {
             continue;
