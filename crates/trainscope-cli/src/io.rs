@@ -33,19 +33,48 @@ pub(crate) fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
 
 /// The files' set as [`read_files`] then the core's `load_set` give it,
 /// read and parsed one file at a time (each file's bytes are dropped once
-/// parsed: a set of many files is never in memory at once).
+/// parsed: a set of many files is never in memory at once). A second
+/// thread reads the next files while this one parses ([`READ_AHEAD`]
+/// files at most wait), in the paths' order: the result is the same as
+/// reading them one after another, only sooner.
 pub(crate) fn load_files_one_by_one(
     paths: &[PathBuf],
     options: &trainscope_core::run::RunOptions,
 ) -> Result<trainscope_core::inspect::LoadedSet> {
     let load = trainscope_core::run::load_options(options);
     let mut loader = trainscope_core::inspect::SetLoader::new(options.format, &load);
-    for p in paths {
-        let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
-        loader.add(&p.display().to_string(), &bytes, &mut |_, _| {});
-    }
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel(READ_AHEAD);
+        // Parsed files' buffers go back to the reader for the next files.
+        let (give_back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
+        scope.spawn(move || {
+            for p in paths {
+                let mut bytes = spare.try_recv().unwrap_or_default();
+                bytes.clear();
+                let read = std::fs::File::open(p).and_then(|mut f| {
+                    use std::io::Read;
+                    f.read_to_end(&mut bytes)
+                });
+                let failed = read.is_err();
+                // The parser stops at the first failure, or has gone.
+                if send.send((p, read.map(|_| bytes))).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        for (p, read) in receive {
+            let bytes = read.with_context(|| format!("cannot read {}", p.display()))?;
+            loader.add(&p.display().to_string(), &bytes, &mut |_, _| {});
+            // The reader may have finished: the buffer is then dropped.
+            let _ = give_back.send(bytes);
+        }
+        Ok::<(), anyhow::Error>(())
+    })?;
     Ok(loader.finish())
 }
+
+/// Files read ahead of the parser at most ([`load_files_one_by_one`]).
+const READ_AHEAD: usize = 2;
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
 pub(crate) fn print_stdout(text: &str) -> Result<()> {
