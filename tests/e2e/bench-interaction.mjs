@@ -6,8 +6,8 @@
 // simulated by the page's worker from the built site in dist/. Each of N
 // interactions (wheel zoom in/out, drag pan left/right, in turn) is timed
 // from sending the input to the second animation frame after it; prints
-// median, 90th percentile and worst for both pages. Figures only: no
-// assertion on time.
+// median, 90th percentile and worst for both pages, all interactions and
+// the wheels and drags apart. Figures only: no assertion on time.
 //
 // The run's span count is taken from the CLI on the same file
 // (`simulate --spans-csv`, the page's timeline is the same model).
@@ -66,6 +66,7 @@ const twoFrames = (page) => page.evaluate(() => new Promise((r) => requestAnimat
  * that interactions move the view looks at every step, not the last). */
 async function interact(page, x, y, range) {
   const times = [];
+  const byKind = { wheel: [], drag: [] };
   const views = new Set();
   for (let i = 0; i < rounds; i += 1) {
     const kind = i % 4;
@@ -80,9 +81,10 @@ async function interact(page, x, y, range) {
     }
     await twoFrames(page);
     times.push(performance.now() - t0);
+    byKind[kind % 2 === 0 ? 'wheel' : 'drag'].push(times[times.length - 1]);
     if (range) views.add(await range());
   }
-  return { times, views };
+  return { times, views, byKind };
 }
 
 /** Spans of the simulated timeline: the CLI's `--spans-csv` rows. */
@@ -103,7 +105,8 @@ try {
   // Blank page: the floor.
   const blank = await browser.context.newPage();
   await blank.setContent('<html><body style="margin:0;width:1280px;height:800px"></body></html>');
-  const floor = stats((await interact(blank, 640, 400)).times);
+  const blankRun = await interact(blank, 640, 400);
+  const floor = stats(blankRun.times);
   await blank.close();
 
   const page = await browser.context.newPage();
@@ -132,6 +135,13 @@ try {
   console.log(`interaction to screen (${rounds} rounds: wheel in, drag left, wheel out, drag right):`);
   console.log(`  blank page (floor):           median ${f(floor.median)} ms, p90 ${f(floor.p90)} ms, worst ${f(floor.worst)} ms`);
   console.log(`  16 stages x ${microBatches} mb x 120 layers, ${spans} spans (run ${groups}): median ${f(run.median)} ms, p90 ${f(run.p90)} ms, worst ${f(run.worst)} ms`);
+  // The wheels and the drags apart (a drag sends four moves and waits for
+  // each: its floor is higher), each against the blank page's same input.
+  for (const kind of ['wheel', 'drag']) {
+    const b = stats(blankRun.byKind[kind]);
+    const r = stats(measured.byKind[kind]);
+    console.log(`  ${kind}s: blank median ${f(b.median)} ms; run median ${f(r.median)} ms (${f(r.median - b.median)} ms over), p90 ${f(r.p90)} ms, worst ${f(r.worst)} ms`);
+  }
 } finally {
   await browser.close();
   server.close();

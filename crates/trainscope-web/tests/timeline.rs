@@ -325,6 +325,90 @@ fn lod_kept_between_frames_gives_what_a_fresh_computation_gives() {
     assert_eq!(cached, fresh);
 }
 
+/// The whole canvas of a frame drawn with `scratch` (a 900 x 800 canvas).
+fn frame_pixels(
+    scratch: &mut draw::Scratch,
+    tl: &Rc<Model>,
+    vp: &Viewport,
+    hover: Option<hit::Hit>,
+) -> (Vec<u8>, draw::FrameStats) {
+    let doc = gloo::utils::document();
+    let c: HtmlCanvasElement = doc.create_element("canvas").unwrap().dyn_into().unwrap();
+    let (w, h) = (900.0, 800.0);
+    c.set_width(w as u32);
+    c.set_height(h as u32);
+    let ctx: CanvasRenderingContext2d = c.get_context("2d").unwrap().unwrap().dyn_into().unwrap();
+    let sections = vec![draw::Section {
+        tl: tl.clone(),
+        label: String::new(),
+    }];
+    let layout = Layout::build(layout::groups(&[&**tl]), 1, &[], false);
+    let selection = draw::Selection::default();
+    let scene = draw::Scene {
+        dpr: 1.0,
+        sections: &sections,
+        layout: &layout,
+        vp,
+        scroll_y: 0.0,
+        width: w,
+        height: h,
+        selection: &selection,
+        hover,
+        critical: false,
+    };
+    let stats = draw::draw(&ctx, &scene, scratch);
+    (ctx.get_image_data(0.0, 0.0, w, h).unwrap().data().0, stats)
+}
+
+#[wasm_bindgen_test]
+fn a_frame_that_changes_only_the_hover_puts_the_last_lanes_again() {
+    let tl = Rc::new(seed000());
+    let plot_w = draw::plot_width(900.0);
+    let mut vp = Viewport::new(tl.end_ns(), plot_w);
+    vp.set_range(tl.end_ns() / 5, tl.end_ns() / 3);
+    // The widest span in view of the first lane row on the canvas.
+    let rows = Layout::build(layout::groups(&[&*tl]), 1, &[], false);
+    let (lane, index) = rows
+        .rows
+        .iter()
+        .filter(|r| RULER_H + r.y + r.h <= 800.0)
+        .find_map(|r| {
+            let RowKind::Lane { lane, .. } = r.kind else {
+                return None;
+            };
+            let (i, _) = tl
+                .query(lane, vp.start_ns(), vp.end_ns())
+                .max_by_key(|(_, s)| s.duration_ns)?;
+            Some((lane, i))
+        })
+        .expect("a span in view");
+    let hover = Some(hit::Hit {
+        section: 0,
+        lane,
+        index,
+    });
+    // Kept between frames: no hover, then the hover (lanes reused), then
+    // a pan (lanes made again), each equal to a fresh scratch's frame.
+    let mut kept = draw::Scratch::default();
+    let (plain, plain_stats) = frame_pixels(&mut kept, &tl, &vp, None);
+    let (hovered, hovered_stats) = frame_pixels(&mut kept, &tl, &vp, hover);
+    let (fresh, fresh_stats) = frame_pixels(&mut draw::Scratch::default(), &tl, &vp, hover);
+    assert!(
+        hovered == fresh,
+        "the reused lanes differ from a fresh frame's"
+    );
+    assert_eq!(hovered_stats.rects, fresh_stats.rects);
+    assert_eq!(hovered_stats.texts, fresh_stats.texts);
+    assert_eq!(hovered_stats.lanes, fresh_stats.lanes);
+    assert_eq!(plain_stats.rects, fresh_stats.rects);
+    assert!(plain != hovered, "the hover is drawn");
+    vp.pan(37.0);
+    let (panned, _) = frame_pixels(&mut kept, &tl, &vp, hover);
+    let (fresh, _) = frame_pixels(&mut draw::Scratch::default(), &tl, &vp, hover);
+    assert!(panned == fresh, "a pan draws the lanes again");
+    assert!(panned != hovered);
+}
+
 #[wasm_bindgen_test]
 fn lod_draws_wide_spans_as_themselves_and_handles_nesting() {
     let tl = measured();

@@ -12,7 +12,7 @@
 
 use super::format;
 use super::hit::Hit;
-use super::layout::{Layout, RowKind};
+use super::layout::{Layout, Row, RowKind};
 use super::lod::{self, Prim, LEVELS};
 use super::palette;
 use super::raster;
@@ -131,6 +131,49 @@ pub struct Scratch {
     /// The lane area's pixels ([`raster`]).
     pixels: raster::Pixels,
     texts: Vec<(f64, f64, String, bool)>,
+    /// What `pixels` and `texts` were made from, and what making them
+    /// counted: a frame of the same lanes puts them again.
+    lanes_of: Option<(LanesKey, FrameStats)>,
+}
+
+/// What the lanes' pixels of a frame depend on (the hover, the selection
+/// and the critical path are drawn over them: a frame that changes only
+/// those reuses the last frame's pixels).
+#[derive(Debug)]
+struct LanesKey {
+    timelines: Vec<Rc<Model>>,
+    rows: Vec<Row>,
+    vp: Viewport,
+    scroll_y: f64,
+    size: (f64, f64),
+    dpr: f64,
+}
+
+impl LanesKey {
+    fn of(scene: &Scene, visible: std::ops::Range<usize>) -> LanesKey {
+        LanesKey {
+            timelines: scene.sections.iter().map(|s| Rc::clone(&s.tl)).collect(),
+            rows: scene.layout.rows[visible].to_vec(),
+            vp: *scene.vp,
+            scroll_y: scene.scroll_y,
+            size: (scene.width, scene.height),
+            dpr: scene.dpr,
+        }
+    }
+
+    fn matches(&self, scene: &Scene, visible: std::ops::Range<usize>) -> bool {
+        self.vp == *scene.vp
+            && self.scroll_y == scene.scroll_y
+            && self.size == (scene.width, scene.height)
+            && self.dpr == scene.dpr
+            && self.rows[..] == scene.layout.rows[visible]
+            && self.timelines.len() == scene.sections.len()
+            && self
+                .timelines
+                .iter()
+                .zip(scene.sections)
+                .all(|(a, b)| Rc::ptr_eq(a, &b.tl))
+    }
 }
 
 fn kind_index(k: SpanKind) -> usize {
@@ -285,6 +328,18 @@ fn draw_lanes(
     if width == 0 || height == 0 {
         return;
     }
+    // The same lanes as the last frame's: its pixels and texts again.
+    if let Some((key, made)) = &scratch.lanes_of {
+        if key.matches(scene, visible.clone()) {
+            stats.rects += made.rects;
+            stats.lanes += made.lanes;
+            stats.max_lane_prims = stats.max_lane_prims.max(made.max_lane_prims);
+            put_pixels(ctx, &scratch.pixels);
+            return;
+        }
+    }
+    let before = *stats;
+    let key = LanesKey::of(scene, visible.clone());
     let px = &mut scratch.pixels;
     px.reset((ox, oy), width, height, raster::rgba(palette::BACKGROUND));
     let band = raster::rgba(palette::BAND);
@@ -362,6 +417,13 @@ fn draw_lanes(
         }
     }
     put_pixels(ctx, &scratch.pixels);
+    let made = FrameStats {
+        rects: stats.rects - before.rects,
+        lanes: stats.lanes - before.lanes,
+        max_lane_prims: stats.max_lane_prims,
+        ..FrameStats::default()
+    };
+    scratch.lanes_of = Some((key, made));
 }
 
 /// Put `px` on the canvas at its device-pixel origin (`putImageData` ignores

@@ -606,6 +606,7 @@ impl Component for Timeline {
             } => {
                 let px = x - LABEL_W;
                 self.pointer_x = Some(px);
+                let _ = y;
                 match wheel_action(dx, dy, shift, ctrl) {
                     WheelAction::Zoom(d) => {
                         self.vp
@@ -615,11 +616,17 @@ impl Component for Timeline {
                     WheelAction::Scroll(d) => {
                         self.scroll_y += d;
                         self.clamp_scroll(props);
+                        self.hover = None;
+                        self.counter_hover = None;
+                        self.request_frame(ctx);
+                        return true;
                     }
                 }
-                let _ = y;
-                self.hover = None;
-                self.counter_hover = None;
+                // A zoom or pan is the frame's (the canvas and the range
+                // label): the component re-renders only to drop a tooltip.
+                let had_tooltip = self.hover.take().is_some() | self.counter_hover.take().is_some();
+                self.request_frame(ctx);
+                return had_tooltip;
             }
             Msg::Down { x, y } => {
                 // The root (tabindex 0) takes the focus from the press
