@@ -2,7 +2,9 @@
 //! chakra-et -o DIR` of a model-level job and of a workload file writes one
 //! `trainscope.<i>.et` per rank (and `comm_groups.json` for ASTRA-sim), `inspect --json` detects
 //! them as `chakra-et`, and `simulate` runs the written files; the committed
-//! fixture (`tests/fixtures/chakra/`) simulates too.
+//! fixture (`tests/fixtures/chakra/`) simulates too, the same run after run
+//! (its files read on a second thread), and a file that cannot be read is
+//! named wherever it sits in the set.
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -236,5 +238,33 @@ fn chakra_converter_files_are_detected_and_simulate() {
         ok(&out);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["format"], "chakra-et", "{name}");
+    }
+}
+
+#[test]
+fn a_set_is_read_in_order_and_a_missing_file_is_named() {
+    // The files are read on a second thread while the core parses, in the
+    // order given: the same set gives the same output, run after run.
+    let (a, b) = (fixture("chakra/job.0.et"), fixture("chakra/job.1.et"));
+    let first = run(&["simulate", &a, &b, "--json"]);
+    ok(&first);
+    for _ in 0..3 {
+        assert_eq!(run(&["simulate", &a, &b, "--json"]).stdout, first.stdout);
+    }
+    // A file that cannot be read stops the run with its name, whichever
+    // place it has in the set.
+    let missing = tmp_dir("missing").join("job.2.et").display().to_string();
+    for args in [
+        vec!["simulate", &a, &missing, &b],
+        vec!["simulate", &missing, &a, &b],
+        vec!["simulate", &a, &b, &missing],
+    ] {
+        let out = run(&args);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        let err = common::stderr(&out);
+        assert!(
+            err.contains("cannot read") && err.contains(&missing),
+            "{err}"
+        );
     }
 }
