@@ -131,38 +131,45 @@ pub struct Scratch {
     /// The lane area's pixels ([`raster`]).
     pixels: raster::Pixels,
     texts: Vec<(f64, f64, String, bool)>,
-    /// What `pixels` and `texts` were made from, and what making them
-    /// counted: a frame of the same lanes puts them again.
-    lanes_of: Option<(LanesKey, FrameStats)>,
+    /// What `pixels` and `texts` were made from: a frame of the same lanes
+    /// puts them again.
+    lanes_of: LanesKey,
 }
 
 /// What the lanes' pixels of a frame depend on (the hover, the selection
 /// and the critical path are drawn over them: a frame that changes only
-/// those reuses the last frame's pixels).
-#[derive(Debug)]
+/// those reuses the last frame's pixels), and what making them counted
+/// (`None`: nothing made yet). Refilled in place (no allocation per frame
+/// once warm).
+#[derive(Debug, Default)]
 struct LanesKey {
     timelines: Vec<Rc<Model>>,
     rows: Vec<Row>,
-    vp: Viewport,
+    vp: Option<Viewport>,
     scroll_y: f64,
     size: (f64, f64),
     dpr: f64,
+    made: Option<FrameStats>,
 }
 
 impl LanesKey {
-    fn of(scene: &Scene, visible: std::ops::Range<usize>) -> LanesKey {
-        LanesKey {
-            timelines: scene.sections.iter().map(|s| Rc::clone(&s.tl)).collect(),
-            rows: scene.layout.rows[visible].to_vec(),
-            vp: *scene.vp,
-            scroll_y: scene.scroll_y,
-            size: (scene.width, scene.height),
-            dpr: scene.dpr,
-        }
+    /// Key the pixels just made for `scene`, which counted `made`.
+    fn set(&mut self, scene: &Scene, visible: std::ops::Range<usize>, made: FrameStats) {
+        self.timelines.clear();
+        self.timelines
+            .extend(scene.sections.iter().map(|s| Rc::clone(&s.tl)));
+        self.rows.clear();
+        self.rows.extend_from_slice(&scene.layout.rows[visible]);
+        self.vp = Some(*scene.vp);
+        self.scroll_y = scene.scroll_y;
+        self.size = (scene.width, scene.height);
+        self.dpr = scene.dpr;
+        self.made = Some(made);
     }
 
-    fn matches(&self, scene: &Scene, visible: std::ops::Range<usize>) -> bool {
-        self.vp == *scene.vp
+    /// What making the pixels counted, when they were made for `scene`.
+    fn made_for(&self, scene: &Scene, visible: std::ops::Range<usize>) -> Option<FrameStats> {
+        let same = self.vp == Some(*scene.vp)
             && self.scroll_y == scene.scroll_y
             && self.size == (scene.width, scene.height)
             && self.dpr == scene.dpr
@@ -172,8 +179,29 @@ impl LanesKey {
                 .timelines
                 .iter()
                 .zip(scene.sections)
-                .all(|(a, b)| Rc::ptr_eq(a, &b.tl))
+                .all(|(a, b)| Rc::ptr_eq(a, &b.tl));
+        self.made.filter(|_| same)
     }
+}
+
+/// The lane-area statistics of `made` added to `stats`.
+fn add_lane_stats(stats: &mut FrameStats, made: &FrameStats) {
+    stats.rects += made.rects;
+    stats.lanes += made.lanes;
+    stats.max_lane_prims = stats.max_lane_prims.max(made.max_lane_prims);
+}
+
+/// The rows of `visible` on a shaded group band (every other group).
+fn banded_rows<'a>(
+    scene: &'a Scene,
+    visible: std::ops::Range<usize>,
+) -> impl Iterator<Item = &'a Row> + 'a {
+    scene.layout.rows[visible].iter().filter(|row| {
+        matches!(
+            row.kind,
+            RowKind::Lane { group, .. } | RowKind::Counter { group, .. } if group % 2 == 1
+        )
+    })
 }
 
 fn kind_index(k: SpanKind) -> usize {
@@ -261,14 +289,10 @@ pub fn draw(ctx: &Ctx, scene: &Scene, scratch: &mut Scratch) -> FrameStats {
     // strip); inside it the lanes' pixels carry them, with the grid lines.
     ctx.set_fill_style_str(palette::BAND);
     let right = LABEL_W + plot_w;
-    for row in &scene.layout.rows[visible.clone()] {
-        if let RowKind::Lane { group, .. } | RowKind::Counter { group, .. } = row.kind {
-            if group % 2 == 1 {
-                let y = screen_y(scene, row.y);
-                ctx.fill_rect(0.0, y, LABEL_W, row.h);
-                ctx.fill_rect(right, y, (w - right).max(0.0), row.h);
-            }
-        }
+    for row in banded_rows(scene, visible.clone()) {
+        let y = screen_y(scene, row.y);
+        ctx.fill_rect(0.0, y, LABEL_W, row.h);
+        ctx.fill_rect(right, y, (w - right).max(0.0), row.h);
     }
     let step = format::tick_step_ns(scene.vp.px_len_to_ns(TICK_MIN_PX));
 
@@ -329,26 +353,17 @@ fn draw_lanes(
         return;
     }
     // The same lanes as the last frame's: its pixels and texts again.
-    if let Some((key, made)) = &scratch.lanes_of {
-        if key.matches(scene, visible.clone()) {
-            stats.rects += made.rects;
-            stats.lanes += made.lanes;
-            stats.max_lane_prims = stats.max_lane_prims.max(made.max_lane_prims);
-            put_pixels(ctx, &scratch.pixels);
-            return;
-        }
+    if let Some(made) = scratch.lanes_of.made_for(scene, visible.clone()) {
+        add_lane_stats(stats, &made);
+        put_pixels(ctx, &scratch.pixels);
+        return;
     }
-    let before = *stats;
-    let key = LanesKey::of(scene, visible.clone());
+    let mut made = FrameStats::default();
     let px = &mut scratch.pixels;
     px.reset((ox, oy), width, height, raster::rgba(palette::BACKGROUND));
     let band = raster::rgba(palette::BAND);
-    for row in &scene.layout.rows[visible.clone()] {
-        if let RowKind::Lane { group, .. } | RowKind::Counter { group, .. } = row.kind {
-            if group % 2 == 1 {
-                px.fill_css(LABEL_W, screen_y(scene, row.y), plot_w, row.h, dpr, band);
-            }
-        }
+    for row in banded_rows(scene, visible.clone()) {
+        px.fill_css(LABEL_W, screen_y(scene, row.y), plot_w, row.h, dpr, band);
     }
     let grid = raster::rgba(palette::GRID);
     for t in ticks(vp, grid_step) {
@@ -358,7 +373,7 @@ fn draw_lanes(
     scratch.lod.prune();
     let colors = SpanKind::ALL.map(|k| raster::rgba(palette::kind_color(k)));
     scratch.texts.clear();
-    for row in &scene.layout.rows[visible] {
+    for row in &scene.layout.rows[visible.clone()] {
         let RowKind::Lane { section, lane, .. } = row.kind else {
             continue;
         };
@@ -367,8 +382,8 @@ fn draw_lanes(
         };
         let tl = &sec.tl;
         let n = lod::lane_prims_cached(tl, lane, vp, &mut scratch.lod, &mut scratch.prims);
-        stats.lanes += 1;
-        stats.max_lane_prims = stats.max_lane_prims.max(n as u32);
+        made.lanes += 1;
+        made.max_lane_prims = made.max_lane_prims.max(n as u32);
         let y = screen_y(scene, row.y) + PAD_Y;
         let full_h = row.h - 2.0 * PAD_Y;
         let spans = tl.spans(lane);
@@ -386,7 +401,7 @@ fn draw_lanes(
                         wpx -= 1.0;
                     }
                     px.fill_css(LABEL_W + a, y, wpx, full_h, dpr, colors[kind_index(s.kind)]);
-                    stats.rects += 1;
+                    made.rects += 1;
                     if wpx >= 12.0 {
                         if let Some(t) = span_text(tl, s, wpx) {
                             let cx = LABEL_W + a.max(0.0) + (b.min(plot_w) - a.max(0.0)) / 2.0;
@@ -411,19 +426,14 @@ fn draw_lanes(
                         dpr,
                         colors[kind_index(kind)],
                     );
-                    stats.rects += 1;
+                    made.rects += 1;
                 }
             }
         }
     }
     put_pixels(ctx, &scratch.pixels);
-    let made = FrameStats {
-        rects: stats.rects - before.rects,
-        lanes: stats.lanes - before.lanes,
-        max_lane_prims: stats.max_lane_prims,
-        ..FrameStats::default()
-    };
-    scratch.lanes_of = Some((key, made));
+    add_lane_stats(stats, &made);
+    scratch.lanes_of.set(scene, visible, made);
 }
 
 /// Put `px` on the canvas at its device-pixel origin (`putImageData` ignores

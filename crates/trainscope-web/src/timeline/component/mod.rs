@@ -375,6 +375,15 @@ impl Timeline {
         self.select(still.map(|(h, _)| h));
     }
 
+    /// After the view moved under the pointer: the hover is dropped and a
+    /// frame requested (the canvas and the range label are the frame's).
+    /// Whether the component must re-render: only to drop a tooltip.
+    fn move_view(&mut self, ctx: &Context<Self>) -> bool {
+        let had_tooltip = self.hover.take().is_some() | self.counter_hover.take().is_some();
+        self.request_frame(ctx);
+        had_tooltip
+    }
+
     fn request_frame(&mut self, ctx: &Context<Self>) {
         if self.raf.is_none() {
             let link = ctx.link().clone();
@@ -598,7 +607,7 @@ impl Component for Timeline {
             }
             Msg::Wheel {
                 x,
-                y,
+                y: _,
                 dx,
                 dy,
                 shift,
@@ -606,7 +615,6 @@ impl Component for Timeline {
             } => {
                 let px = x - LABEL_W;
                 self.pointer_x = Some(px);
-                let _ = y;
                 match wheel_action(dx, dy, shift, ctrl) {
                     WheelAction::Zoom(d) => {
                         self.vp
@@ -614,19 +622,14 @@ impl Component for Timeline {
                     }
                     WheelAction::Pan(d) => self.vp.pan(d),
                     WheelAction::Scroll(d) => {
+                        // The scroll indicator is the view's: re-render.
                         self.scroll_y += d;
                         self.clamp_scroll(props);
-                        self.hover = None;
-                        self.counter_hover = None;
-                        self.request_frame(ctx);
+                        self.move_view(ctx);
                         return true;
                     }
                 }
-                // A zoom or pan is the frame's (the canvas and the range
-                // label): the component re-renders only to drop a tooltip.
-                let had_tooltip = self.hover.take().is_some() | self.counter_hover.take().is_some();
-                self.request_frame(ctx);
-                return had_tooltip;
+                return self.move_view(ctx);
             }
             Msg::Down { x, y } => {
                 // The root (tabindex 0) takes the focus from the press
@@ -668,13 +671,8 @@ impl Component for Timeline {
                     self.vp = vp;
                     self.scroll_y = *scroll0 + (*y0 - y);
                     self.clamp_scroll(props);
-                    // The canvas and the range label are the frame's: the
-                    // component re-renders only to drop a tooltip (and when
-                    // the drag ends).
-                    let had_tooltip =
-                        self.hover.take().is_some() | self.counter_hover.take().is_some();
-                    self.request_frame(ctx);
-                    return had_tooltip;
+                    // Re-rendered when the drag ends.
+                    return self.move_view(ctx);
                 }
                 Some(Drag::Overview) => {
                     let Some(ov) = self.overview.cast::<Element>() else {
