@@ -1247,7 +1247,7 @@ pub fn to_run_sharing(
                 let comm = comm_of
                     .entry(std::sync::Arc::as_ptr(&c.template))
                     .or_insert_with(|| comm_nodes(&c.template.nodes, program_ops));
-                let mut values: Vec<(u32, OpValues)> = Vec::with_capacity(comm.p2p);
+                let mut values: Vec<(u32, OpValues)> = Vec::with_capacity(comm.p2p_values.len());
                 let mut tally = GroupTally::default();
                 let (mut kg, mut kp, mut kv) = (0, 0, 0);
                 for &j in &comm.nodes {
@@ -1473,13 +1473,12 @@ pub fn to_run_sharing(
     }
 }
 
-/// A trace's nodes that are not compute: their indices, ascending, how
-/// many are sends and receives, and the values of those in its program's
-/// ops (`program_ops`), in node order: what a copy's sends and receives
-/// start from.
+/// A trace's nodes that are not compute: their indices, ascending, and
+/// the values of its sends and receives in its program's ops
+/// (`program_ops`), in node order: what a copy's sends and receives start
+/// from.
 struct CommNodes {
     nodes: Vec<u32>,
-    p2p: usize,
     p2p_values: Vec<OpValues>,
 }
 
@@ -1490,7 +1489,7 @@ fn comm_nodes(nodes: &[ChakraNode], program_ops: &[MeasuredOp]) -> CommNodes {
         .filter(|(_, n)| n.work != NodeWork::Compute)
         .map(|(j, _)| j as u32)
         .collect();
-    let p2p_values: Vec<OpValues> = picked
+    let p2p_values = picked
         .iter()
         .filter(|&&j| {
             matches!(
@@ -1502,7 +1501,6 @@ fn comm_nodes(nodes: &[ChakraNode], program_ops: &[MeasuredOp]) -> CommNodes {
         .collect();
     CommNodes {
         nodes: picked,
-        p2p: p2p_values.len(),
         p2p_values,
     }
 }
