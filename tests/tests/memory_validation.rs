@@ -11,8 +11,8 @@
 //! where it publishes the peak reserved memory (torchtitan's
 //! `max_memory_reserved`, the largest over ranks), the predicted allocated
 //! peak plus fragmentation is compared with it ([`RESERVED_MEDIAN_TOLERANCE`],
-//! [`RESERVED_WORST_TOLERANCE`]). A case's `gpu_memory_gb` is the capacity
-//! of the part it ran on where the preset's differs.
+//! [`RESERVED_WORST_TOLERANCE`]). Each case runs on the preset of the part
+//! it ran on (torchtitan's 96 GB HBM2e H100s: `H100-96G-500W`).
 //!
 //! Run `cargo test -p trainscope-tests --test memory_validation -- --nocapture`
 //! to see the table the README shows.
@@ -144,12 +144,7 @@ fn evaluate(c: &Value) -> (String, ModelJob, MemoryReport) {
         ..TrainingSetup::default()
     };
     let gpu_name = c["gpu"].as_str().expect("gpu");
-    let mut gpu = gpu_preset(gpu_name).unwrap_or_else(|| panic!("{id}: no GPU {gpu_name}"));
-    // The capacity of the part the source ran on where the preset's
-    // differs (torchtitan's 96 GB HBM2e H100s): the fit is judged on it.
-    if let Some(gb) = u(c, "gpu_memory_gb") {
-        gpu.memory_bytes = gb * 1_000_000_000;
-    }
+    let gpu = gpu_preset(gpu_name).unwrap_or_else(|| panic!("{id}: no GPU {gpu_name}"));
     let job = ModelJob::new(model(&id, &c["model"]), setup, gpu, n("world"))
         .unwrap_or_else(|e| panic!("{id}: {e}"));
     let s = &job.setup;

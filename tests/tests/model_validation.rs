@@ -58,9 +58,12 @@ const MOE_MEDIAN_TOLERANCE: f64 = 0.30;
 /// Documented accuracy on sharded data parallelism (torchtitan's FSDP2
 /// runs and Trainy's, README "Sharded data parallel cases"): every case is
 /// predicted faster than measured (median 43.9%, worst 63.6% when the
-/// cases were added); far from the 10% / 25% targets, a guard.
-const SHARDED_MEDIAN_TOLERANCE: f64 = 0.50;
-const SHARDED_WORST_TOLERANCE: f64 = 0.70;
+/// cases were added; 27.6% / 41.5% with PyTorch's eager kernels and
+/// FlashAttention-2; 20.4% / 36.2% since torchtitan's rows run on the
+/// part they ran on, `H100-96G-500W`: 2.4 TB/s HBM2e, a lower compute
+/// peak); far from the 10% / 25% targets, a guard.
+const SHARDED_MEDIAN_TOLERANCE: f64 = 0.25;
+const SHARDED_WORST_TOLERANCE: f64 = 0.40;
 /// Documented accuracy of predictions calibrated on another case of the
 /// same model and GPU (median absolute error).
 const CALIBRATED_MEDIAN_TOLERANCE: f64 = 0.10;

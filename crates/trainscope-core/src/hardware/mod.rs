@@ -362,21 +362,50 @@ fn gpu(
 /// Where each preset's host-link bandwidth ([`GpuSpec::pcie_gbps`], per
 /// direction) comes from: the datasheets' bidirectional PCIe figure halved.
 pub const PCIE_SOURCES: &str = "A100 (40/80 GB) and A800: NVIDIA A100 datasheet, PCIe Gen4 64 GB/s (32 per direction); \
-H100 SXM, H800: NVIDIA H100 datasheet, PCIe Gen5 128 GB/s (64); H200: NVIDIA H200 datasheet, PCIe Gen5 128 GB/s (64); \
+H100 SXM, H100-96G-500W (an SXM5 part), H800: NVIDIA H100 datasheet, PCIe Gen5 128 GB/s (64); H200: NVIDIA H200 datasheet, PCIe Gen5 128 GB/s (64); \
 H20: HGX H20 product brief, PCIe Gen5 x16 (64); B200: HGX B200 systems' host link, PCIe Gen5 x16 (64, an assumption: \
 the host CPUs drive Gen5); A40, L40S: their datasheets, PCIe Gen4 x16 64 GB/s (32); \
 MI300X: AMD Instinct MI300X data sheet, PCIe Gen5 x16 128 GB/s (64).";
 
+/// Why the `H100-96G-500W` preset's compute peaks are the mean of two
+/// datasheets': the part is non-standard and its peak is published by no
+/// one; the TorchTitan paper (arXiv 2410.06511, its H100 footnote) puts it
+/// between the H100 SXM's (dense FP32 67, BF16 989.4, FP8 1978.9 TFLOP/s)
+/// and the H100 NVL's (NVIDIA H100 NVL datasheet: FP32 60, BF16 1671 and
+/// FP8 3341 with sparsity, so 835.5 and 1670.5 dense). The half-way point
+/// is an assumption chosen before any comparison, not a fit: each bound
+/// moves a GEMM-bound time by about 8% (the validation README says what
+/// either bound gives).
+pub const H100_96G_PEAK_SOURCES: &str = "H100 SXM datasheet (FP32 67, BF16 989.4, FP8 1978.9 TFLOP/s dense) and \
+H100 NVL datasheet (FP32 60, BF16 835.5, FP8 1670.5 TFLOP/s dense): the mean of the two, as the TorchTitan paper \
+(arXiv 2410.06511) puts the 500 W HBM2e part's unknown peak between them.";
+
+/// The mean of two datasheet figures.
+fn mid(a: f64, b: f64) -> f64 {
+    (a + b) / 2.0
+}
+
 /// Canonical preset names, in a fixed order.
-pub const GPU_NAMES: [&str; 11] = [
-    "A100-40G", "A100-80G", "A800", "H100-SXM", "H800", "H20", "H200", "B200", "A40", "L40S",
+pub const GPU_NAMES: [&str; 12] = [
+    "A100-40G",
+    "A100-80G",
+    "A800",
+    "H100-SXM",
+    "H100-96G-500W",
+    "H800",
+    "H20",
+    "H200",
+    "B200",
+    "A40",
+    "L40S",
     "MI300X",
 ];
 
 /// Other spellings accepted by [`gpu_preset`] (SimAI's `--gpu-type`
 /// names keep their meaning: `A100` is the 80 GB part).
-const ALIASES: [(&str, &str); 6] = [
+const ALIASES: [(&str, &str); 7] = [
     ("H100", "H100-SXM"),
+    ("H100-96G", "H100-96G-500W"),
     ("A100", "A100-80G"),
     ("A800-80G", "A800"),
     ("H200-SXM", "H200"),
@@ -444,6 +473,26 @@ pub fn gpu_preset(name: &str) -> Option<GpuSpec> {
             p(67.0, 989.4, Some(1978.9)),
             3350.0,
             81_559,
+            (GpuType::H100.nvlink_busbw_gbps(), 64.0),
+            HOPPER,
+        ),
+        // Meta's Grand Teton H100s, the part torchtitan's published
+        // benchmarks ran on: the memory and power limit as torchtitan
+        // states them; the compute peak is not published (see
+        // [`H100_96G_PEAK_SOURCES`]).
+        "H100-96G-500W" => gpu(
+            "H100-96G-500W",
+            "H100 SXM5 with 96 GB HBM2e at 2.4 TB/s and a 500 W power limit (Meta's Grand Teton hosts, as \
+             pytorch/torchtitan docs/performance.md states them); NVLink as the H100 SXM; compute peaks \
+             half-way between the H100 SXM's and the H100 NVL's (the TorchTitan paper, arXiv 2410.06511: \
+             between the two, exact value unknown)",
+            p(
+                mid(67.0, 60.0),
+                mid(989.4, 835.5),
+                Some(mid(1978.9, 1670.5)),
+            ),
+            2400.0,
+            91_552,
             (GpuType::H100.nvlink_busbw_gbps(), 64.0),
             HOPPER,
         ),
@@ -593,6 +642,43 @@ mod tests {
         }
         assert_eq!(gpu_preset("h100-sxm").unwrap().name, "H100-SXM");
         assert!(gpu_preset("V100").is_none());
+    }
+
+    #[test]
+    fn the_grand_teton_h100_sits_between_the_sxm_and_the_nvl() {
+        let g = gpu_preset("h100-96g").unwrap();
+        let sxm = gpu_preset("H100-SXM").unwrap();
+        assert_eq!(g.name, "H100-96G-500W");
+        // torchtitan's figures: 96 GB HBM2e at 2.4 TB/s.
+        assert_eq!(g.hbm_gbps, 2400.0);
+        assert!(g.memory_bytes <= 96_000_000_000 && g.memory_bytes > 95_990_000_000);
+        // The NVL's dense peaks below, the SXM's above, the mean between.
+        for (p, nvl, top) in [
+            (g.peaks.bf16_tflops, 835.5, sxm.peaks.bf16_tflops),
+            (
+                g.peaks.fp8_tflops.unwrap(),
+                1670.5,
+                sxm.peaks.fp8_tflops.unwrap(),
+            ),
+            (g.peaks.fp32_tflops, 60.0, sxm.peaks.fp32_tflops),
+        ] {
+            assert!((p - (nvl + top) / 2.0).abs() < 1e-9, "{p}");
+        }
+        assert_eq!(g.efficiency, sxm.efficiency);
+        assert_eq!(g.nvlink_busbw_gbps, sxm.nvlink_busbw_gbps);
+        // A memory-bound pass takes the ratio of the bandwidths longer.
+        let bytes = 1e9;
+        let t = |g: &GpuSpec| {
+            g.op_time_ns(
+                OpClass::Memory,
+                0.0,
+                bytes,
+                0,
+                Precision::Bf16,
+                AttentionPass::default(),
+            ) as f64
+        };
+        assert!((t(&g) / t(&sxm) - 3350.0 / 2400.0).abs() < 1e-3);
     }
 
     #[test]

@@ -37,7 +37,7 @@ ratio is known; the A100-class figure already is FlashAttention-2's, Blackwell's
 (1).";
 
 /// GPUs whose attention curve is cuDNN's measured one (the H100 class).
-const HOPPER: [&str; 4] = ["H100-SXM", "H800", "H20", "H200"];
+const HOPPER: [&str; 5] = ["H100-SXM", "H100-96G-500W", "H800", "H20", "H200"];
 
 impl AttentionKernel {
     pub const ALL: [AttentionKernel; 2] = [AttentionKernel::Cudnn, AttentionKernel::Flash2];
