@@ -26,6 +26,7 @@ use trainscope_core::job::sharding::{Sharding, ZeroStage};
 use trainscope_core::job::{ModelJob, Recompute, TrainingSetup};
 use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_core::model::{presets, Family, ModelSpec};
+use trainscope_core::named::Named;
 use trainscope_tests::median;
 
 const CASES: &str = include_str!("../fixtures/model_jobs/published.jsonl");

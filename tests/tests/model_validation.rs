@@ -27,6 +27,7 @@ use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::{CudaGraphs, Stack, StackSettings};
 use trainscope_core::model::{presets, Family, ModelSpec};
+use trainscope_core::named::Named;
 use trainscope_tests::median;
 
 const CASES: &str = include_str!("../fixtures/model_jobs/published.jsonl");

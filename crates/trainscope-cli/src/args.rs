@@ -21,6 +21,7 @@ use trainscope_core::model::dispatcher::{imbalance_milli, parse_fusion, Dispatch
 use trainscope_core::model::stack::{
     launch_ns_from_us, queue_depth_from_text, CudaGraphs, Stack, StackSettings,
 };
+use trainscope_core::named::Named;
 use trainscope_core::replay::infer::NetworkOverrides;
 use trainscope_core::run::{RunOptions, SlowRank};
 use trainscope_core::whatif::DEFAULT_SENSITIVITY_FACTOR;

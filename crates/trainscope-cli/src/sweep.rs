@@ -34,6 +34,7 @@ use trainscope_core::job::sharding::{Offload, ZeroStage};
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_SEQ_LENGTH};
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::CudaGraphs;
+use trainscope_core::named::Named;
 use trainscope_core::search::report::{summary, ShardId};
 use trainscope_core::search::time_to_train::rank_by_time_to_train;
 use trainscope_core::search::{

@@ -22,6 +22,7 @@ pub mod inspect;
 pub mod job;
 pub mod limits;
 pub mod model;
+pub mod named;
 pub mod replay;
 pub mod rng;
 pub mod run;

@@ -30,6 +30,7 @@ use trainscope_core::model::presets;
 use trainscope_core::model::stack::{
     launch_ns_from_us, launch_us_text, queue_depth_from_text, CudaGraphs, Stack,
 };
+use trainscope_core::named::Named;
 
 /// The preset the panel starts with (the CLI has no default model: `--model`
 /// is required).

@@ -21,6 +21,7 @@ use trainscope_core::job::sharding::{Offload, ZeroStage};
 use trainscope_core::job::{Recompute, DEFAULT_GLOBAL_BATCH, DEFAULT_GPU};
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::stack::{CudaGraphs, StackSettings};
+use trainscope_core::named::Named;
 use trainscope_core::search::report::ShardId;
 use trainscope_core::search::{
     build, enumerate_shard, process, shell_word, sweep_config, Outcome, Row, SweepReport, SweepSpec,

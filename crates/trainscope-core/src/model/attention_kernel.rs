@@ -12,6 +12,7 @@
 //! cuDNN): runs of PyTorch nightlies from late 2024 to mid 2025
 //! (torchtitan's published benchmarks among them) ran FlashAttention-2.
 
+use crate::named::Named;
 use serde::{Deserialize, Serialize};
 
 /// The fused attention kernel of a run.
@@ -39,6 +40,15 @@ ratio is known; the A100-class figure already is FlashAttention-2's, Blackwell's
 /// GPUs whose attention curve is cuDNN's measured one (the H100 class).
 const HOPPER: [&str; 5] = ["H100-SXM", "H100-96G-500W", "H800", "H20", "H200"];
 
+impl Named for AttentionKernel {
+    const KIND: &'static str = "attention kernel";
+    const CHOICES: &'static [AttentionKernel] = &AttentionKernel::ALL;
+    const ALIASES: &'static [(&'static str, AttentionKernel)] = &[("fa2", AttentionKernel::Flash2)];
+    fn name(self) -> &'static str {
+        AttentionKernel::name(self)
+    }
+}
+
 impl AttentionKernel {
     pub const ALL: [AttentionKernel; 2] = [AttentionKernel::Cudnn, AttentionKernel::Flash2];
 
@@ -48,27 +58,6 @@ impl AttentionKernel {
             AttentionKernel::Cudnn => "cudnn",
             AttentionKernel::Flash2 => "flash2",
         }
-    }
-
-    /// The kernel named `name` (case-insensitive; `fa2` also works).
-    pub fn from_name(name: &str) -> Option<AttentionKernel> {
-        let n = name.trim().to_ascii_lowercase();
-        match n.as_str() {
-            "cudnn" => Some(AttentionKernel::Cudnn),
-            "flash2" | "fa2" => Some(AttentionKernel::Flash2),
-            _ => None,
-        }
-    }
-
-    /// [`AttentionKernel::from_name`], or the message naming every kernel.
-    pub fn parse(name: &str) -> Result<AttentionKernel, String> {
-        AttentionKernel::from_name(name).ok_or_else(|| {
-            crate::diag::unknown_name(
-                "attention kernel",
-                name,
-                &AttentionKernel::ALL.map(AttentionKernel::name),
-            )
-        })
     }
 
     /// This kernel's speed over the GPU's attention curve for one pass

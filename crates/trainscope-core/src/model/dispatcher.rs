@@ -37,6 +37,7 @@
 //! dispatch, token dropping and capacity factors, routing that is not
 //! uniform beyond the one imbalance factor.
 
+use crate::named::Named;
 use serde::{Deserialize, Serialize};
 
 /// Megatron's `--moe-token-dispatcher-type`.
@@ -57,6 +58,17 @@ pub enum Dispatcher {
     Flex,
 }
 
+impl Named for Dispatcher {
+    const KIND: &'static str = "token dispatcher";
+    const CHOICES: &'static [Dispatcher] = &Dispatcher::ALL;
+    /// DeepEP and HybridEP are Megatron's `flex` dispatcher's back ends.
+    const ALIASES: &'static [(&'static str, Dispatcher)] =
+        &[("deepep", Dispatcher::Flex), ("hybridep", Dispatcher::Flex)];
+    fn name(self) -> &'static str {
+        Dispatcher::name(self)
+    }
+}
+
 impl Dispatcher {
     /// Every dispatcher, the default first.
     pub const ALL: [Dispatcher; 3] = [
@@ -72,29 +84,6 @@ impl Dispatcher {
             Dispatcher::AllGather => "allgather",
             Dispatcher::Flex => "flex",
         }
-    }
-
-    /// Case-insensitive lookup by [`Dispatcher::name`] (`deepep` and
-    /// `hybridep` read as `flex`).
-    pub fn from_name(name: &str) -> Option<Dispatcher> {
-        let n = name.trim();
-        if n.eq_ignore_ascii_case("deepep") || n.eq_ignore_ascii_case("hybridep") {
-            return Some(Dispatcher::Flex);
-        }
-        Dispatcher::ALL
-            .into_iter()
-            .find(|d| d.name().eq_ignore_ascii_case(n))
-    }
-
-    /// [`Dispatcher::from_name`], or the message naming every dispatcher.
-    pub fn parse(name: &str) -> Result<Dispatcher, String> {
-        Dispatcher::from_name(name).ok_or_else(|| {
-            crate::diag::unknown_name(
-                "token dispatcher",
-                name,
-                &Dispatcher::ALL.map(Dispatcher::name),
-            )
-        })
     }
 
     /// Hidden-state vectors one rank sends per token of its own in one

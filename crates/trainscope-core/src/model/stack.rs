@@ -61,6 +61,7 @@
 
 use super::attention_kernel::AttentionKernel;
 use super::dispatcher::{Dispatcher, BALANCED_MILLI};
+use crate::named::Named;
 use serde::{Deserialize, Serialize};
 
 /// Host time per kernel of eager PyTorch, ns.
@@ -122,13 +123,6 @@ impl Stack {
         }
     }
 
-    /// Case-insensitive lookup by [`Stack::name`].
-    pub fn from_name(name: &str) -> Option<Stack> {
-        Stack::ALL
-            .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name.trim()))
-    }
-
     /// Whether the stack runs Megatron's fused router and permute kernels
     /// by default: Megatron-Bridge's performance recipes set
     /// `moe_router_fusion` and `moe_permute_fusion` (megatron-te); a
@@ -177,18 +171,6 @@ impl CudaGraphs {
             CudaGraphs::Layers => "layers",
             CudaGraphs::Full => "full",
         }
-    }
-
-    /// Case-insensitive lookup by [`CudaGraphs::name`] (`partial` is read
-    /// as `layers`).
-    pub fn from_name(name: &str) -> Option<CudaGraphs> {
-        let n = name.trim();
-        if n.eq_ignore_ascii_case("partial") {
-            return Some(CudaGraphs::Layers);
-        }
-        CudaGraphs::ALL
-            .into_iter()
-            .find(|g| g.name().eq_ignore_ascii_case(n))
     }
 }
 
@@ -260,24 +242,21 @@ fn is_false(v: &bool) -> bool {
 /// Largest `--host-launch-us`, microseconds (one second).
 pub const MAX_HOST_LAUNCH_US: f64 = 1e6;
 
-impl Stack {
-    /// [`Stack::from_name`], or the message naming every stack.
-    pub fn parse(name: &str) -> Result<Stack, String> {
-        Stack::from_name(name)
-            .ok_or_else(|| crate::diag::unknown_name("stack", name, &Stack::ALL.map(Stack::name)))
+impl Named for Stack {
+    const KIND: &'static str = "stack";
+    const CHOICES: &'static [Stack] = &Stack::ALL;
+    fn name(self) -> &'static str {
+        Stack::name(self)
     }
 }
 
-impl CudaGraphs {
-    /// [`CudaGraphs::from_name`], or the message naming every scope.
-    pub fn parse(name: &str) -> Result<CudaGraphs, String> {
-        CudaGraphs::from_name(name).ok_or_else(|| {
-            crate::diag::unknown_name(
-                "CUDA graph scope",
-                name,
-                &CudaGraphs::ALL.map(CudaGraphs::name),
-            )
-        })
+impl Named for CudaGraphs {
+    const KIND: &'static str = "CUDA graph scope";
+    const CHOICES: &'static [CudaGraphs] = &CudaGraphs::ALL;
+    /// Megatron's `--cuda-graph-scope` word for per-layer graphs.
+    const ALIASES: &'static [(&'static str, CudaGraphs)] = &[("partial", CudaGraphs::Layers)];
+    fn name(self) -> &'static str {
+        CudaGraphs::name(self)
     }
 }
 
