@@ -12,7 +12,7 @@ use trainscope_tests::modgraph::{circles, graph, name, Graph};
 /// layer or below, never above; homes named here but not yet in the tree
 /// are where the coming work lands (ARCHITECTURE.md's code map).
 const CORE_LAYERS: &[&[&str]] = &[
-    &["diag", "limits", "rng"],
+    &["diag", "limits", "named", "rng"],
     &["workload", "model", "timeline"],
     &["hardware", "analysis", "formats"],
     &["inspect", "load"],
