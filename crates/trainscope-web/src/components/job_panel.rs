@@ -23,12 +23,21 @@ use trainscope_core::model::attention_kernel::AttentionKernel;
 use trainscope_core::model::dispatcher::Dispatcher;
 use trainscope_core::model::presets;
 use trainscope_core::model::stack::{CudaGraphs, Stack};
+use trainscope_core::named::Named;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
 #[derive(Properties, PartialEq)]
 pub struct JobPanelProps {
     pub state: UseReducerHandle<AppState>,
+}
+
+/// A named setting's choices as options, each labelled by its name.
+fn named<T: Named>() -> Vec<(String, String)> {
+    T::CHOICES
+        .iter()
+        .map(|c| (c.name().to_string(), c.name().to_string()))
+        .collect()
 }
 
 /// The `<select>` options of a choice field: (value, label).
@@ -57,22 +66,10 @@ fn options(state: &AppState, field: JobField) -> Vec<(String, String)> {
             .iter()
             .map(|r| (r.name().to_string(), r.name().to_string()))
             .collect(),
-        JobField::Stack => Stack::ALL
-            .iter()
-            .map(|s| (s.name().to_string(), s.name().to_string()))
-            .collect(),
-        JobField::CudaGraphs => CudaGraphs::ALL
-            .iter()
-            .map(|g| (g.name().to_string(), g.name().to_string()))
-            .collect(),
-        JobField::AttentionKernel => AttentionKernel::ALL
-            .iter()
-            .map(|k| (k.name().to_string(), k.name().to_string()))
-            .collect(),
-        JobField::MoeDispatcher => Dispatcher::ALL
-            .iter()
-            .map(|d| (d.name().to_string(), d.name().to_string()))
-            .collect(),
+        JobField::Stack => named::<Stack>(),
+        JobField::CudaGraphs => named::<CudaGraphs>(),
+        JobField::AttentionKernel => named::<AttentionKernel>(),
+        JobField::MoeDispatcher => named::<Dispatcher>(),
         JobField::MoeFusion => vec![
             (String::new(), "as the stack runs it".to_string()),
             ("on".to_string(), "on".to_string()),
