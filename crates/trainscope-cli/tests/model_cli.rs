@@ -1244,3 +1244,32 @@ fn recompute_op_is_torchtitans_policy() {
         stderr(&bad)
     );
 }
+
+/// The H100 torchtitan's published benchmarks ran on (`H100-96G-500W`,
+/// alias `H100-96G`: 96 GB HBM2e at 2.4 TB/s, a lower compute peak) is a
+/// preset a user names like any other: the same job takes longer than on
+/// the H100 SXM and is judged against its 96 GB.
+#[test]
+fn the_96_gb_500_w_h100_is_named_like_any_preset() {
+    let run = |gpu: &str| {
+        json_of(&trainscope(&[
+            "simulate",
+            "--model",
+            "llama3-8b",
+            "--world",
+            "8",
+            "--gpu-type",
+            gpu,
+            "--json",
+        ]))
+    };
+    let sxm = run("H100-SXM");
+    let teton = run("h100-96g");
+    assert_eq!(teton["training"]["gpu"], "H100-96G-500W");
+    let t = |v: &Value| v["iteration_time_ns"].as_u64().expect("time");
+    assert!(t(&teton) > t(&sxm), "{} vs {}", t(&teton), t(&sxm));
+    let cap = teton["memory"]["capacity_bytes"]
+        .as_u64()
+        .expect("capacity");
+    assert!(cap <= 96_000_000_000 && cap > 95_990_000_000, "{cap}");
+}
