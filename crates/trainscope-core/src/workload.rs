@@ -752,6 +752,15 @@ impl<'a> OwnValues<'a> {
         None
     }
 
+    /// Op `i` of the rank as it runs it: the program's op `op` read
+    /// through the rank's own values (same order rule as [`Self::at`]).
+    pub fn op(&mut self, op: &'a MeasuredOp, i: usize) -> OwnOp<'a> {
+        OwnOp {
+            op,
+            own: self.at(i),
+        }
+    }
+
     /// Every value held (ops in no particular order).
     pub fn all(self) -> impl Iterator<Item = &'a OpValues> {
         let shared = self.shared;
@@ -760,6 +769,42 @@ impl<'a> OwnValues<'a> {
                 .iter()
                 .filter_map(move |v| shared.get(v.1 as usize)),
         )
+    }
+}
+
+/// One op of a rank as the rank runs it, read in place: its program's op
+/// with the fields the rank holds for itself ([`OpValues`]) taken from
+/// there, so a copy's ops are never made to be read.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnOp<'a> {
+    /// The program's op (the fields every rank of the program shares).
+    pub op: &'a MeasuredOp,
+    /// The rank's own values for it, when it holds them.
+    pub own: Option<&'a OpValues>,
+}
+
+impl<'a> OwnOp<'a> {
+    pub fn kind(self) -> OpKind {
+        self.own.map_or(self.op.kind, |v| v.kind)
+    }
+
+    pub fn duration_ns(self) -> Option<u64> {
+        self.own.map_or(self.op.duration_ns, |v| v.duration_ns)
+    }
+
+    pub fn peer(self) -> Option<u32> {
+        self.own.map_or(self.op.peer, |v| v.peer)
+    }
+
+    pub fn transfer(self) -> Option<u32> {
+        self.own.map_or(self.op.transfer, |v| v.transfer)
+    }
+
+    pub fn detail(self) -> Option<&'a str> {
+        match self.own {
+            Some(v) => v.detail.as_deref(),
+            None => self.op.detail.as_deref(),
+        }
     }
 }
 

@@ -97,7 +97,7 @@ use crate::formats::chakra::{
 };
 use crate::replay::{ByKind, ReplayJob};
 use crate::timeline::{CollOp, LaneGroup, SpanKind, SpanRef, Stream, Timeline};
-use crate::workload::{CommGroup, CommKind, MeasuredOp, MeasuredRun, OpKind, OpValues};
+use crate::workload::{CommGroup, CommKind, MeasuredRun, OpKind, OwnOp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The note on every Chakra replay.
@@ -181,39 +181,26 @@ fn stage_copies(run: &MeasuredRun, parallel: Parallelism) -> bool {
         // for is the same op on both, a copy only without a peer.
         let shared = std::ptr::eq(pa, pb);
         (0..n).all(|i| {
-            let (a, va) = (&pa[i], oa.at(i));
-            let (b, vb) = (&pb[i], ob.at(i));
-            if shared && va.is_none() && vb.is_none() {
-                return a.peer.is_none();
+            let (a, b) = (oa.op(&pa[i], i), ob.op(&pb[i], i));
+            if shared && a.own.is_none() && b.own.is_none() {
+                return a.op.peer.is_none();
             }
-            let kind = |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.kind, |v| v.kind);
-            let duration =
-                |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.duration_ns, |v| v.duration_ns);
-            let peer = |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.peer, |v| v.peer);
-            let transfer =
-                |o: &MeasuredOp, v: Option<&OpValues>| v.map_or(o.transfer, |v| v.transfer);
-            fn detail<'d>(o: &'d MeasuredOp, v: Option<&'d OpValues>) -> Option<&'d str> {
-                match v {
-                    Some(v) => v.detail.as_deref(),
-                    None => o.detail.as_deref(),
-                }
-            }
-            let p2p = matches!(kind(b, vb), OpKind::Send | OpKind::Recv);
-            let peer = match (peer(a, va), peer(b, vb)) {
+            let p2p = matches!(b.kind(), OpKind::Send | OpKind::Recv);
+            let peer = match (a.peer(), b.peer()) {
                 (None, None) => true,
                 (Some(pa), Some(pb)) => pb % per_stage == 0 && pb.checked_add(d) == Some(pa),
                 _ => false,
             };
             // One op of one program read by both: its own fields agree.
-            let same_op = std::ptr::eq(a, b);
-            peer && kind(a, va) == kind(b, vb)
-                && duration(a, va) == duration(b, vb)
-                && transfer(a, va).is_some() == transfer(b, vb).is_some()
+            let same_op = std::ptr::eq(a.op, b.op);
+            peer && a.kind() == b.kind()
+                && a.duration_ns() == b.duration_ns()
+                && a.transfer().is_some() == b.transfer().is_some()
                 && (same_op
-                    || (a.message_bytes == b.message_bytes
-                        && a.waits_for == b.waits_for
-                        && a.name == b.name))
-                && (!p2p || detail(a, va) == detail(b, vb))
+                    || (a.op.message_bytes == b.op.message_bytes
+                        && a.op.waits_for == b.op.waits_for
+                        && a.op.name == b.op.name))
+                && (!p2p || a.detail() == b.detail())
         })
     })
 }
@@ -290,26 +277,25 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
         // it holds for itself (a copy's are not made).
         let ops = &run.program_of(rt).ops;
         let copy = rt.copy.as_ref();
-        // Op `j`'s (kind, transfer).
+        // Op `j` as the rank runs it (any `j`: what an op waits for).
         let dep = |j: usize| {
             let op = ops.get(j)?;
-            Some(match copy.and_then(|c| c.values_of(j)) {
-                Some(v) => (v.kind, v.transfer),
-                None => (op.kind, op.transfer),
+            Some(OwnOp {
+                op,
+                own: copy.and_then(|c| c.values_of(j)),
             })
         };
         let mut own = rt.own_values();
         for (i, op) in ops.iter().enumerate() {
-            let v = own.at(i);
-            let kind = v.map_or(op.kind, |v| v.kind);
+            let this = own.op(op, i);
+            let kind = this.kind();
             let direct = || {
                 op.waits_for
                     .iter()
-                    .filter_map(|j| dep(*j as usize)?.1)
+                    .filter_map(|j| dep(*j as usize)?.transfer())
                     .collect::<Vec<u32>>()
             };
-            let (transfer, peer) = v.map_or((op.transfer, op.peer), |v| (v.transfer, v.peer));
-            match (kind, transfer, peer) {
+            match (kind, this.transfer(), this.peer()) {
                 (OpKind::Send, Some(t), Some(peer)) => {
                     let waits = direct();
                     flush(&mut layers, &mut acc);
@@ -337,17 +323,15 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
             let mut waits: Vec<u32> = Vec::new();
             let mut todo: Vec<usize> = op.waits_for.iter().map(|j| *j as usize).collect();
             while let Some(j) = todo.pop() {
-                let Some((dep_kind, dep_transfer)) = dep(j) else {
-                    continue;
-                };
+                let Some(d) = dep(j) else { continue };
                 if !waited.insert(j) {
                     continue;
                 }
-                if let Some(t) = dep_transfer {
+                if let Some(t) = d.transfer() {
                     waits.push(t);
                 }
-                if dep_kind == OpKind::Recv {
-                    todo.extend(ops[j].waits_for.iter().map(|k| *k as usize));
+                if d.kind() == OpKind::Recv {
+                    todo.extend(d.op.waits_for.iter().map(|k| *k as usize));
                 }
             }
             waits.sort_unstable();
@@ -375,10 +359,7 @@ pub fn chakra_job(run: &MeasuredRun, copies: bool) -> Result<(ReplayJob, Vec<Str
                         acc = 0;
                     }
                 }
-                _ => {
-                    let duration_ns = v.map_or(op.duration_ns, |v| v.duration_ns);
-                    acc = acc.saturating_add(duration_ns.unwrap_or(0));
-                }
+                _ => acc = acc.saturating_add(this.duration_ns().unwrap_or(0)),
             }
         }
         if acc > 0 || layers.is_empty() {

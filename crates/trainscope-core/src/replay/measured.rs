@@ -208,8 +208,7 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             let mut per_stream = [0usize; Stream::DEVICE.len()];
             let mut values = rt.own_values();
             for (i, op) in program.ops.iter().enumerate() {
-                let own = values.at(i);
-                let (stream, _, _) = stream_and_kind_of(own.map_or(op.kind, |v| v.kind), op.phase);
+                let (stream, _, _) = stream_and_kind_of(values.op(op, i).kind(), op.phase);
                 if let Some(n) = per_stream.get_mut(stream.index() as usize) {
                     *n += 1;
                 }
@@ -219,9 +218,9 @@ pub fn measured_timeline(run: &MeasuredRun) -> MeasuredTimeline {
             }
             let mut values = rt.own_values();
             for (i, op) in program.ops.iter().enumerate() {
-                let own = values.at(i);
-                let kind = own.map_or(op.kind, |v| v.kind);
-                let dur = own.map_or(op.duration_ns, |v| v.duration_ns).unwrap_or(0);
+                let own = values.op(op, i);
+                let kind = own.kind();
+                let dur = own.duration_ns().unwrap_or(0);
                 let start = match op.start_ns {
                     Some(s) => s.saturating_sub(origin),
                     None => {
